@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# devdb.sh brings up a PostgreSQL with pgvector for development and tests and
+# prints, as its last line, GLYPHOXA_DSN=<dsn>.
+#
+# Order of preference:
+#   1. GLYPHOXA_TEST_DSN, if set, is used as it is (nothing is started).
+#   2. A private cluster from Debian's postgresql-15, with its data directory
+#      under the repository's .cache/ (or /var/tmp when the postgres user cannot
+#      reach the repository), listening on 127.0.0.1 on a non-default port, and
+#      reused between runs. pgvector is built from Debian trixie's source package
+#      when the PostgreSQL 15 tree lacks it.
+#   3. With Docker, `docker compose up -d db` is the alternative (see README).
+#
+# Environment:
+#   GLYPHOXA_TEST_DSN   use this database instead of starting one
+#   GLYPHOXA_PG_PORT    first port to try (default 55432)
+#   GLYPHOXA_PG_DB      database name to create (default glyphoxa)
+set -euo pipefail
+
+log() { printf 'devdb: %s\n' "$*" >&2; }
+die() { printf 'devdb: error: %s\n' "$*" >&2; exit 1; }
+
+if [[ -n "${GLYPHOXA_TEST_DSN:-}" ]]; then
+  log "using GLYPHOXA_TEST_DSN"
+  echo "GLYPHOXA_DSN=${GLYPHOXA_TEST_DSN}"
+  exit 0
+fi
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cache="$repo/.cache"
+mkdir -p "$cache"
+PGVER=15
+PGBIN=/usr/lib/postgresql/$PGVER/bin
+PGSHARE=/usr/share/postgresql/$PGVER
+dbname=${GLYPHOXA_PG_DB:-glyphoxa}
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo "$@"
+  else die "need root to run: $* (install it by hand, or set GLYPHOXA_TEST_DSN)"; fi
+}
+
+apt_install() {
+  local missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  log "installing ${missing[*]} from Debian"
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >"$cache/apt.log" 2>&1; then
+    as_root apt-get update -q >>"$cache/apt.log" 2>&1 || true
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$cache/apt.log" 2>&1 \
+      || die "apt-get install ${missing[*]} failed; see $cache/apt.log"
+  fi
+}
+
+# 1. PostgreSQL 15 server binaries.
+[[ -x $PGBIN/postgres ]] || apt_install postgresql-$PGVER
+
+# 2. pgvector, built from Debian trixie's source package with PGXS.
+if [[ ! -f $PGSHARE/extension/vector.control ]]; then
+  apt_install postgresql-server-dev-$PGVER make gcc
+  src="$cache/pgvector-src"
+  mkdir -p "$src/lists/partial"
+  echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" >"$src/sources.list"
+  aptopts=(-o "Dir::Etc::SourceList=$src/sources.list" -o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$src/lists" -o APT::Sandbox::User=root)
+  if ! ls "$src"/pgvector_*.orig.tar.gz >/dev/null 2>&1; then
+    log "fetching pgvector source from Debian trixie"
+    apt-get update -q "${aptopts[@]}" >"$src/update.log" 2>&1 || die "apt-get update for trixie sources failed; see $src/update.log"
+    (cd "$src" && apt-get source --download-only -q "${aptopts[@]}" pgvector >"$src/source.log" 2>&1) || die "apt-get source pgvector failed; see $src/source.log"
+  fi
+  tarball=$(ls "$src"/pgvector_*.orig.tar.gz | head -1)
+  rm -rf "$src/build" && mkdir -p "$src/build"
+  tar -xzf "$tarball" -C "$src/build" --strip-components=1
+  log "building pgvector $(basename "$tarball" .orig.tar.gz | sed 's/pgvector_//')"
+  make -s -C "$src/build" PG_CONFIG=$PGBIN/pg_config -j"$(nproc)" >"$src/build.log" 2>&1 || die "pgvector build failed; see $src/build.log"
+  as_root make -s -C "$src/build" PG_CONFIG=$PGBIN/pg_config install >>"$src/build.log" 2>&1 || die "pgvector install failed; see $src/build.log"
+fi
+
+# 3. The private cluster.
+run_pg() { # run a PostgreSQL binary as the cluster owner
+  if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+datadir="$cache/pg/data"
+if [[ $(id -u) -eq 0 ]] && ! runuser -u postgres -- test -x "$cache" 2>/dev/null; then
+  # The postgres user cannot traverse the path to the repository (e.g. under /root).
+  datadir="/var/tmp/glyphoxa-pg-$(printf '%s' "$repo" | sha256sum | cut -c1-12)/data"
+fi
+piddir=$(dirname "$datadir")
+mkdir -p "$piddir"
+[[ $(id -u) -eq 0 ]] && chown postgres:postgres "$piddir"
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+if [[ ! -f $datadir/PG_VERSION ]]; then
+  log "initialising a private cluster in $datadir"
+  run_pg $PGBIN/initdb -D "$datadir" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$piddir/initdb.log" 2>&1 \
+    || die "initdb failed; see $piddir/initdb.log"
+  cat >>"$datadir/postgresql.conf" <<CONF
+# glyphoxa development cluster: loopback only, fast and disposable.
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$piddir'
+max_connections = 300
+shared_buffers = 1GB
+work_mem = 32MB
+maintenance_work_mem = 1GB
+max_parallel_maintenance_workers = 2
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+logging_collector = off
+CONF
+fi
+
+port=""
+[[ -f $piddir/port ]] && port=$(cat "$piddir/port")
+if run_pg $PGBIN/pg_ctl -D "$datadir" status >/dev/null 2>&1; then
+  log "cluster already running on port $port"
+else
+  start=${GLYPHOXA_PG_PORT:-55432}
+  if [[ -z $port ]] || ! port_free "$port"; then
+    port=""
+    for ((p = start; p < start + 20; p++)); do
+      if port_free "$p"; then port=$p; break; fi
+    done
+    [[ -n $port ]] || die "no free port in $start..$((start + 19))"
+  fi
+  echo "$port" >"$piddir/port"
+  log "starting cluster on 127.0.0.1:$port"
+  run_pg $PGBIN/pg_ctl -D "$datadir" -o "-p $port" -l "$piddir/server.log" -w -t 60 start >/dev/null \
+    || die "PostgreSQL did not start; see $piddir/server.log"
+fi
+
+psql_do() { psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres "$@"; }
+if [[ $(psql_do -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$dbname'") != 1 ]]; then
+  psql_do -d postgres -c "CREATE DATABASE \"$dbname\""
+fi
+psql_do -d "$dbname" -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null
+
+echo "GLYPHOXA_DSN=postgres://postgres@127.0.0.1:$port/$dbname?sslmode=disable"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# testdeps.sh installs what the test suite needs besides PostgreSQL: Debian's
+# espeak-ng (speech synthesis for real-audio tests), sox, and pocketsphinx
+# (the offline speech-to-text engine), plus the pinned Node.js test peers in
+# scripts/node-peers (installed into .cache/node-peers).
+set -euo pipefail
+log() { printf 'testdeps: %s\n' "$*" >&2; }
+die() { printf 'testdeps: error: %s\n' "$*" >&2; exit 1; }
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cache="$repo/.cache"
+mkdir -p "$cache"
+
+as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then sudo "$@"
+  else die "need root to run: $*; install these packages by hand"; fi
+}
+
+pkgs=(espeak-ng sox pocketsphinx pocketsphinx-en-us)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  log "installing ${missing[*]} from Debian"
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >"$cache/apt-testdeps.log" 2>&1; then
+    as_root apt-get update -q >>"$cache/apt-testdeps.log" 2>&1 || true
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$cache/apt-testdeps.log" 2>&1 \
+      || die "apt-get install ${missing[*]} failed; see $cache/apt-testdeps.log"
+  fi
+fi
+
+peers="$repo/scripts/node-peers"
+if [[ -f $peers/package-lock.json ]]; then
+  command -v npm >/dev/null || die "npm is needed for the Node.js test peers (Node 20)"
+  dest="$cache/node-peers"
+  if ! cmp -s "$peers/package-lock.json" "$dest/package-lock.json" 2>/dev/null || [[ ! -d $dest/node_modules ]]; then
+    log "installing Node.js test peers into $dest"
+    mkdir -p "$dest"
+    cp "$peers/package.json" "$peers/package-lock.json" "$dest/"
+    (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error >"$cache/npm.log" 2>&1) || die "npm ci failed; see $cache/npm.log"
+  fi
+fi
