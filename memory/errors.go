@@ -1,0 +1,26 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is wrapped by errors for a missing entity, fact, session or path.
+var ErrNotFound = errors.New("not found")
+
+// ErrInvalid is wrapped by errors for input a store refuses (an empty id, a
+// confidence outside 0..1, an embedding of the wrong size…).
+var ErrInvalid = errors.New("invalid input")
+
+// DimensionMismatchError reports that the database's embeddings have another
+// dimension than the one configured.
+type DimensionMismatchError struct {
+	Database   int
+	Configured int
+}
+
+func (e *DimensionMismatchError) Error() string {
+	return fmt.Sprintf("embedding dimension mismatch: the database holds %d-dimensional embeddings but %d is configured; "+
+		"run `glyphoxa migrate --reembed` to rebuild the semantic index (L2) for %d dimensions, or set memory.embedding_dimensions back to %d",
+		e.Database, e.Configured, e.Configured, e.Database)
+}

@@ -1,0 +1,554 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// Graph is the L3 knowledge graph of one campaign. It also answers GraphRAG
+// queries, which join it with the semantic index.
+type Graph struct {
+	db        querier
+	campaign  string
+	threshold float64
+}
+
+// ReviewThreshold is the confidence below which new facts wait for the DM.
+func (g *Graph) ReviewThreshold() float64 { return g.threshold }
+
+const entityColumns = `id, type, name, aliases, attributes, created_at, updated_at`
+
+func scanEntity(row pgx.CollectableRow) (memory.Entity, error) {
+	var e memory.Entity
+	err := row.Scan(&e.ID, &e.Type, &e.Name, &e.Aliases, &e.Attributes, &e.CreatedAt, &e.UpdatedAt)
+	if e.Attributes == nil {
+		e.Attributes = map[string]any{}
+	}
+	return e, err
+}
+
+func validEntity(e memory.Entity) error {
+	switch {
+	case strings.TrimSpace(e.ID) == "":
+		return fmt.Errorf("%w: entity without an id", memory.ErrInvalid)
+	case strings.TrimSpace(e.Name) == "":
+		return fmt.Errorf("%w: entity %q without a name", memory.ErrInvalid, e.ID)
+	case strings.TrimSpace(e.Type) == "":
+		return fmt.Errorf("%w: entity %q without a type", memory.ErrInvalid, e.ID)
+	}
+	return nil
+}
+
+// upsertEntitySQL replaces an entity; updated_at moves only when something
+// actually changed, so re-importing the same campaign changes nothing.
+const upsertEntitySQL = `
+INSERT INTO entities (campaign_id, id, type, name, aliases, attributes) VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (campaign_id, id) DO UPDATE SET
+    type = excluded.type, name = excluded.name, aliases = excluded.aliases, attributes = excluded.attributes,
+    updated_at = now()
+WHERE (entities.type, entities.name, entities.aliases, entities.attributes)
+      IS DISTINCT FROM (excluded.type, excluded.name, excluded.aliases, excluded.attributes)`
+
+func entityArgs(campaign string, e memory.Entity) []any {
+	attrs := e.Attributes
+	if attrs == nil {
+		attrs = map[string]any{}
+	}
+	return []any{campaign, e.ID, e.Type, e.Name, nonNil(e.Aliases), attrs}
+}
+
+// UpsertEntity creates or replaces an entity.
+func (g *Graph) UpsertEntity(ctx context.Context, e memory.Entity) error {
+	if err := validEntity(e); err != nil {
+		return err
+	}
+	if _, err := g.db.Exec(ctx, upsertEntitySQL, entityArgs(g.campaign, e)...); err != nil {
+		return fmt.Errorf("saving entity %q: %w", e.ID, err)
+	}
+	return nil
+}
+
+// UpsertEntities creates or replaces entities in one transaction and one
+// round trip.
+func (g *Graph) UpsertEntities(ctx context.Context, es []memory.Entity) error {
+	for _, e := range es {
+		if err := validEntity(e); err != nil {
+			return err
+		}
+	}
+	if len(es) == 0 {
+		return nil
+	}
+	return pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, e := range es {
+			b.Queue(upsertEntitySQL, entityArgs(g.campaign, e)...)
+		}
+		br := tx.SendBatch(ctx, b)
+		for _, e := range es {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return fmt.Errorf("saving entity %q: %w", e.ID, err)
+			}
+		}
+		return br.Close()
+	})
+}
+
+// Entity returns one entity.
+func (g *Graph) Entity(ctx context.Context, id string) (memory.Entity, error) {
+	rows, err := g.db.Query(ctx, `SELECT `+entityColumns+` FROM entities WHERE campaign_id = $1 AND id = $2`, g.campaign, id)
+	if err != nil {
+		return memory.Entity{}, fmt.Errorf("reading entity %q: %w", id, err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, scanEntity)
+	if isNoRows(err) {
+		return memory.Entity{}, fmt.Errorf("entity %q: %w", id, memory.ErrNotFound)
+	}
+	if err != nil {
+		return memory.Entity{}, fmt.Errorf("reading entity %q: %w", id, err)
+	}
+	return e, nil
+}
+
+// UpdateEntity changes part of an entity and returns the result.
+func (g *Graph) UpdateEntity(ctx context.Context, id string, u memory.EntityUpdate) (memory.Entity, error) {
+	if u.Name != nil && strings.TrimSpace(*u.Name) == "" {
+		return memory.Entity{}, fmt.Errorf("%w: entity %q: empty name", memory.ErrInvalid, id)
+	}
+	if u.Type != nil && strings.TrimSpace(*u.Type) == "" {
+		return memory.Entity{}, fmt.Errorf("%w: entity %q: empty type", memory.ErrInvalid, id)
+	}
+	var aliases []string
+	if u.Aliases != nil {
+		aliases = nonNil(*u.Aliases)
+	}
+	set := u.SetAttributes
+	if set == nil {
+		set = map[string]any{}
+	}
+	rows, err := g.db.Query(ctx, `
+		UPDATE entities SET
+		    name = coalesce($3, name), type = coalesce($4, type), aliases = coalesce($5, aliases),
+		    attributes = (attributes || $6::jsonb) - $7::text[], updated_at = now()
+		WHERE campaign_id = $1 AND id = $2
+		RETURNING `+entityColumns, g.campaign, id, u.Name, u.Type, aliases, set, nonNil(u.DeleteAttributes))
+	if err != nil {
+		return memory.Entity{}, fmt.Errorf("updating entity %q: %w", id, err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, scanEntity)
+	if isNoRows(err) {
+		return memory.Entity{}, fmt.Errorf("entity %q: %w", id, memory.ErrNotFound)
+	}
+	if err != nil {
+		return memory.Entity{}, fmt.Errorf("updating entity %q: %w", id, err)
+	}
+	return e, nil
+}
+
+// DeleteEntity removes an entity, its relationships and its chunk links.
+func (g *Graph) DeleteEntity(ctx context.Context, id string) error {
+	tag, err := g.db.Exec(ctx, `DELETE FROM entities WHERE campaign_id = $1 AND id = $2`, g.campaign, id)
+	if err != nil {
+		return fmt.Errorf("deleting entity %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("entity %q: %w", id, memory.ErrNotFound)
+	}
+	return nil
+}
+
+// FindEntities lists entities matching f, ordered by name.
+func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memory.Entity, error) {
+	var ids []string
+	if f.IDs != nil {
+		ids = nonNil(f.IDs)
+	}
+	limit := any(nil)
+	if f.Limit > 0 {
+		limit = f.Limit
+	}
+	rows, err := g.db.Query(ctx, `
+		SELECT `+entityColumns+` FROM entities
+		WHERE campaign_id = $1
+		  AND ($2 = '' OR type = $2)
+		  AND ($3 = '' OR strpos(lower(name), lower($3)) > 0
+		       OR EXISTS (SELECT 1 FROM unnest(aliases) a WHERE strpos(lower(a), lower($3)) > 0))
+		  AND ($4::text[] IS NULL OR id = ANY($4))
+		ORDER BY lower(name), id
+		LIMIT $5`, g.campaign, f.Type, f.Name, ids, limit)
+	if err != nil {
+		return nil, fmt.Errorf("finding entities: %w", err)
+	}
+	return pgx.CollectRows(rows, scanEntity)
+}
+
+// relColumns are the columns of a relationship, prefixed with r.
+const relColumns = `r.id, r.source_id, r.target_id, r.rel_type, r.attributes, r.session_id, r.established_at,
+	r.confidence, r.source, r.dm_confirmed, r.status, r.valid_until_session, r.created_at, r.updated_at`
+
+func scanRel(row pgx.CollectableRow) (memory.Relationship, error) {
+	var r memory.Relationship
+	var src, status string
+	err := row.Scan(&r.ID, &r.SourceID, &r.TargetID, &r.Type, &r.Attributes, &r.Provenance.SessionID,
+		&r.Provenance.Timestamp, &r.Provenance.Confidence, &src, &r.Provenance.DMConfirmed, &status,
+		&r.ValidUntilSession, &r.CreatedAt, &r.UpdatedAt)
+	r.Provenance.Source = memory.FactSource(src)
+	r.Status = memory.FactStatus(status)
+	if r.Attributes == nil {
+		r.Attributes = map[string]any{}
+	}
+	return r, err
+}
+
+func validRel(r memory.Relationship) error {
+	switch {
+	case strings.TrimSpace(r.SourceID) == "" || strings.TrimSpace(r.TargetID) == "":
+		return fmt.Errorf("%w: relationship needs a source and a target", memory.ErrInvalid)
+	case strings.TrimSpace(r.Type) == "":
+		return fmt.Errorf("%w: relationship %s→%s without a type", memory.ErrInvalid, r.SourceID, r.TargetID)
+	case r.Provenance.Confidence < 0 || r.Provenance.Confidence > 1:
+		return fmt.Errorf("%w: relationship %s -%s-> %s: confidence %v is outside 0..1", memory.ErrInvalid,
+			r.SourceID, r.Type, r.TargetID, r.Provenance.Confidence)
+	case r.Provenance.Source != "" && !r.Provenance.Source.Valid():
+		return fmt.Errorf("%w: relationship %s -%s-> %s: source %q is neither stated nor inferred", memory.ErrInvalid,
+			r.SourceID, r.Type, r.TargetID, r.Provenance.Source)
+	}
+	return nil
+}
+
+// upsertRelSQL records a fact in one round trip.
+//
+// A fact the DM rejected stays rejected: proposing it again (say, by
+// re-running extraction on the same session) returns the rejected fact
+// unchanged, unless the DM writes it. Otherwise the live fact for (source,
+// target, type) is created or updated: attributes merge, confidence only
+// rises, "stated" beats "inferred", DM confirmation sticks, and the fact
+// becomes active once confirmed or confident enough. Its original session and
+// time are kept.
+const upsertRelSQL = `
+WITH rejected AS (
+    SELECT ` + relColumns + ` FROM relationships r
+    WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.target_id = $3 AND r.rel_type = $4
+      AND r.status = 'rejected' AND NOT $9::boolean
+    ORDER BY r.updated_at DESC LIMIT 1
+), upsert AS (
+    INSERT INTO relationships AS r (campaign_id, source_id, target_id, rel_type, attributes, session_id,
+                                    established_at, confidence, source, dm_confirmed, status)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8::float8, $10, $9,
+           CASE WHEN $9 OR $8::float8 >= $11::float8 THEN 'active' ELSE 'pending' END
+    WHERE NOT EXISTS (SELECT 1 FROM rejected)
+    ON CONFLICT (campaign_id, source_id, target_id, rel_type) WHERE status IN ('active', 'pending')
+    DO UPDATE SET
+        attributes   = r.attributes || excluded.attributes,
+        confidence   = greatest(r.confidence, excluded.confidence),
+        source       = CASE WHEN r.source = 'stated' OR excluded.source = 'stated' THEN 'stated' ELSE 'inferred' END,
+        dm_confirmed = r.dm_confirmed OR excluded.dm_confirmed,
+        status       = CASE WHEN r.status = 'active' OR excluded.status = 'active' THEN 'active' ELSE 'pending' END,
+        updated_at   = now()
+    RETURNING ` + relColumns + `
+)
+SELECT * FROM upsert UNION ALL SELECT * FROM rejected`
+
+// UpsertRelationship records a fact and returns it as stored. Both entities
+// must exist in the campaign.
+func (g *Graph) UpsertRelationship(ctx context.Context, r memory.Relationship) (memory.Relationship, error) {
+	if err := validRel(r); err != nil {
+		return memory.Relationship{}, err
+	}
+	rows, err := g.db.Query(ctx, upsertRelSQL, relArgs(g.campaign, r, g.threshold)...)
+	if err != nil {
+		return memory.Relationship{}, fmt.Errorf("saving fact %s -%s-> %s: %w", r.SourceID, r.Type, r.TargetID, explainFK(err))
+	}
+	out, err := pgx.CollectExactlyOneRow(rows, scanRel)
+	if err != nil {
+		return memory.Relationship{}, fmt.Errorf("saving fact %s -%s-> %s: %w", r.SourceID, r.Type, r.TargetID, explainFK(err))
+	}
+	return out, nil
+}
+
+func relArgs(campaign string, r memory.Relationship, threshold float64) []any {
+	src := r.Provenance.Source
+	if src == "" {
+		src = memory.SourceStated
+	}
+	at := r.Provenance.Timestamp
+	if at.IsZero() {
+		at = time.Now()
+	}
+	attrs := r.Attributes
+	if attrs == nil {
+		attrs = map[string]any{}
+	}
+	return []any{campaign, r.SourceID, r.TargetID, r.Type, attrs, r.Provenance.SessionID, at,
+		r.Provenance.Confidence, r.Provenance.DMConfirmed, string(src), threshold}
+}
+
+// explainFK turns a foreign-key violation into a not-found error naming the
+// missing entity.
+func explainFK(err error) error {
+	if pgErr := asPgError(err); pgErr != nil && pgErr.Code == "23503" {
+		return fmt.Errorf("%w: an entity it refers to does not exist (%s)", memory.ErrNotFound, pgErr.Detail)
+	}
+	return err
+}
+
+// Fact returns one relationship by id, whatever its status.
+func (g *Graph) Fact(ctx context.Context, id int64) (memory.Relationship, error) {
+	rows, err := g.db.Query(ctx, `SELECT `+relColumns+` FROM relationships r WHERE r.campaign_id = $1 AND r.id = $2`, g.campaign, id)
+	if err != nil {
+		return memory.Relationship{}, fmt.Errorf("reading fact %d: %w", id, err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, scanRel)
+	if isNoRows(err) {
+		return memory.Relationship{}, fmt.Errorf("fact %d: %w", id, memory.ErrNotFound)
+	}
+	return r, err
+}
+
+// Relationships returns an entity's active edges, newest first.
+func (g *Graph) Relationships(ctx context.Context, entityID string, o memory.TraversalOpts) ([]memory.Relationship, error) {
+	out, in := directions(o.Direction)
+	limit := any(nil)
+	if o.Limit > 0 {
+		limit = o.Limit
+	}
+	rows, err := g.db.Query(ctx, `
+		SELECT `+relColumns+` FROM relationships r
+		WHERE r.campaign_id = $1 AND r.status = 'active'
+		  AND (($3 AND r.source_id = $2) OR ($4 AND r.target_id = $2))
+		  AND (cardinality($5::text[]) = 0 OR r.rel_type = ANY($5))
+		ORDER BY r.updated_at DESC, r.id DESC
+		LIMIT $6`, g.campaign, entityID, out, in, nonNil(o.RelTypes), limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading relationships of %q: %w", entityID, err)
+	}
+	return pgx.CollectRows(rows, scanRel)
+}
+
+func directions(d memory.Direction) (out, in bool) {
+	switch d {
+	case memory.Outgoing:
+		return true, false
+	case memory.Incoming:
+		return false, true
+	default:
+		return true, true
+	}
+}
+
+// Neighbors returns the entities within depth hops of entityID along active
+// edges, nearest first. The walk keeps one row per entity and depth, so its
+// cost grows with the neighbourhood, not with the number of paths.
+func (g *Graph) Neighbors(ctx context.Context, entityID string, depth int, o memory.TraversalOpts) ([]memory.Neighbor, error) {
+	if depth <= 0 {
+		return nil, nil
+	}
+	out, in := directions(o.Direction)
+	limit := any(nil)
+	if o.Limit > 0 {
+		limit = o.Limit
+	}
+	rows, err := g.db.Query(ctx, `
+		WITH RECURSIVE walk(id, depth) AS (
+		    SELECT $2::text, 0
+		    UNION
+		    SELECT nb.id, w.depth + 1
+		    FROM walk w
+		    CROSS JOIN LATERAL (
+		        SELECT r.target_id AS id FROM relationships r
+		        WHERE $4 AND r.campaign_id = $1 AND r.source_id = w.id AND r.status = 'active'
+		          AND (cardinality($6::text[]) = 0 OR r.rel_type = ANY($6))
+		        UNION
+		        SELECT r.source_id FROM relationships r
+		        WHERE $5 AND r.campaign_id = $1 AND r.target_id = w.id AND r.status = 'active'
+		          AND (cardinality($6::text[]) = 0 OR r.rel_type = ANY($6))
+		    ) nb
+		    WHERE w.depth < $3
+		), nearest AS (
+		    SELECT id, min(depth) AS depth FROM walk WHERE id <> $2 GROUP BY id
+		)
+		SELECT `+prefixed("e", entityColumns)+`, n.depth
+		FROM nearest n JOIN entities e ON e.campaign_id = $1 AND e.id = n.id
+		ORDER BY n.depth, lower(e.name), e.id
+		LIMIT $7`, g.campaign, entityID, depth, out, in, nonNil(o.RelTypes), limit)
+	if err != nil {
+		return nil, fmt.Errorf("walking the graph from %q: %w", entityID, err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Neighbor, error) {
+		var n memory.Neighbor
+		e := &n.Entity
+		err := row.Scan(&e.ID, &e.Type, &e.Name, &e.Aliases, &e.Attributes, &e.CreatedAt, &e.UpdatedAt, &n.Depth)
+		stripSecrets(e)
+		return n, err
+	})
+}
+
+// stripSecrets removes what only the entity itself may know from an entity
+// reached through another.
+func stripSecrets(e *memory.Entity) {
+	if _, ok := e.Attributes[memory.AttrSecretKnowledge]; ok {
+		delete(e.Attributes, memory.AttrSecretKnowledge)
+	}
+	if e.Attributes == nil {
+		e.Attributes = map[string]any{}
+	}
+}
+
+// FindPath returns a shortest path of at most maxDepth hops between two
+// entities, following active edges either way. It runs as one query: a
+// breadth-first search that keeps each level's frontier and every visited
+// entity (so no entity is expanded twice), then a walk back from the target
+// through the levels.
+func (g *Graph) FindPath(ctx context.Context, fromID, toID string, maxDepth int) ([]memory.PathStep, error) {
+	if maxDepth <= 0 {
+		maxDepth = 6
+	}
+	rows, err := g.db.Query(ctx, `
+		WITH RECURSIVE bfs(depth, frontier, visited) AS (
+		    SELECT 0, ARRAY[$2::text], ARRAY[$2::text]
+		    WHERE EXISTS (SELECT 1 FROM entities WHERE campaign_id = $1 AND id = $2)
+		    UNION ALL
+		    SELECT b.depth + 1, nxt.ids, b.visited || nxt.ids
+		    FROM bfs b
+		    CROSS JOIN LATERAL (
+		        SELECT array_agg(DISTINCT x.id) AS ids FROM (
+		            SELECT r.target_id AS id FROM relationships r
+		            WHERE r.campaign_id = $1 AND r.source_id = ANY(b.frontier) AND r.status = 'active'
+		            UNION
+		            SELECT r.source_id FROM relationships r
+		            WHERE r.campaign_id = $1 AND r.target_id = ANY(b.frontier) AND r.status = 'active'
+		        ) x WHERE NOT x.id = ANY(b.visited)
+		    ) nxt
+		    WHERE b.depth < $4 AND NOT $3::text = ANY(b.visited) AND nxt.ids IS NOT NULL
+		), back(depth, id, rel_id) AS (
+		    SELECT depth, $3::text, NULL::bigint FROM bfs WHERE $3::text = ANY(frontier)
+		    UNION ALL
+		    SELECT bk.depth - 1, p.id, p.rel_id
+		    FROM back bk
+		    CROSS JOIN LATERAL (
+		        SELECT CASE WHEN r.source_id = bk.id THEN r.target_id ELSE r.source_id END AS id, r.id AS rel_id
+		        FROM relationships r, bfs prev
+		        WHERE prev.depth = bk.depth - 1 AND r.campaign_id = $1 AND r.status = 'active'
+		          AND ((r.source_id = bk.id AND r.target_id = ANY(prev.frontier))
+		            OR (r.target_id = bk.id AND r.source_id = ANY(prev.frontier)))
+		        ORDER BY r.id LIMIT 1
+		    ) p
+		    WHERE bk.depth > 0
+		)
+		SELECT b.depth, `+prefixed("e", entityColumns)+`, to_jsonb(r)
+		FROM back b
+		JOIN entities e ON e.campaign_id = $1 AND e.id = b.id
+		LEFT JOIN back nb ON nb.depth = b.depth - 1
+		LEFT JOIN relationships r ON r.id = nb.rel_id
+		ORDER BY b.depth`, g.campaign, fromID, toID, maxDepth)
+	if err != nil {
+		return nil, fmt.Errorf("finding a path from %q to %q: %w", fromID, toID, err)
+	}
+	// The walk back stores on each entity's row the edge towards the next
+	// entity on the path, so the edge that reaches step i sits on row i-1.
+	steps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.PathStep, error) {
+		var s memory.PathStep
+		var depth int
+		var rel []byte
+		e := &s.Entity
+		if err := row.Scan(&depth, &e.ID, &e.Type, &e.Name, &e.Aliases, &e.Attributes, &e.CreatedAt, &e.UpdatedAt, &rel); err != nil {
+			return s, err
+		}
+		stripSecrets(e)
+		if rel != nil {
+			r, err := decodeJSON[relJSON](rel, "a path edge")
+			if err != nil {
+				return s, err
+			}
+			s.Via = r.relationship()
+		}
+		return s, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finding a path from %q to %q: %w", fromID, toID, err)
+	}
+	if len(steps) == 0 {
+		return nil, fmt.Errorf("no path of at most %d hops from %q to %q: %w", maxDepth, fromID, toID, memory.ErrNotFound)
+	}
+	return steps, nil
+}
+
+// relJSON is a relationships row as to_jsonb renders it.
+type relJSON struct {
+	ID                int64          `json:"id"`
+	SourceID          string         `json:"source_id"`
+	TargetID          string         `json:"target_id"`
+	RelType           string         `json:"rel_type"`
+	Attributes        map[string]any `json:"attributes"`
+	SessionID         string         `json:"session_id"`
+	EstablishedAt     time.Time      `json:"established_at"`
+	Confidence        float64        `json:"confidence"`
+	Source            string         `json:"source"`
+	DMConfirmed       bool           `json:"dm_confirmed"`
+	Status            string         `json:"status"`
+	ValidUntilSession string         `json:"valid_until_session"`
+	CreatedAt         time.Time      `json:"created_at"`
+	UpdatedAt         time.Time      `json:"updated_at"`
+}
+
+func (r relJSON) relationship() memory.Relationship {
+	attrs := r.Attributes
+	if attrs == nil {
+		attrs = map[string]any{}
+	}
+	return memory.Relationship{
+		ID: r.ID, SourceID: r.SourceID, TargetID: r.TargetID, Type: r.RelType, Attributes: attrs,
+		Provenance: memory.Provenance{SessionID: r.SessionID, Timestamp: r.EstablishedAt, Confidence: r.Confidence,
+			Source: memory.FactSource(r.Source), DMConfirmed: r.DMConfirmed},
+		Status: memory.FactStatus(r.Status), ValidUntilSession: r.ValidUntilSession,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+// entityJSON is an entities row as to_jsonb renders it.
+type entityJSON struct {
+	ID         string         `json:"id"`
+	Type       string         `json:"type"`
+	Name       string         `json:"name"`
+	Aliases    []string       `json:"aliases"`
+	Attributes map[string]any `json:"attributes"`
+	CreatedAt  time.Time      `json:"created_at"`
+	UpdatedAt  time.Time      `json:"updated_at"`
+}
+
+func (e entityJSON) entity() memory.Entity {
+	attrs := e.Attributes
+	if attrs == nil {
+		attrs = map[string]any{}
+	}
+	return memory.Entity{ID: e.ID, Type: e.Type, Name: e.Name, Aliases: nonNil(e.Aliases), Attributes: attrs,
+		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
+}
+
+func prefixed(alias, columns string) string {
+	parts := strings.Split(columns, ",")
+	for i, p := range parts {
+		parts[i] = alias + "." + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// decodeJSON unmarshals a JSON column aggregated by the database.
+func decodeJSON[T any](b []byte, what string) (T, error) {
+	var v T
+	if len(b) == 0 {
+		return v, nil
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fmt.Errorf("decoding %s: %w", what, err)
+	}
+	return v, nil
+}

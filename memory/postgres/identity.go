@@ -1,0 +1,142 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// secretVisibleSQL is true when the relationship r may be seen by the NPC $2:
+// it is not secret, the NPC is one of its ends, or the NPC is listed in its
+// known_by attribute.
+const secretVisibleSQL = `(r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
+	OR r.source_id = $2 OR r.target_id = $2
+	OR coalesce(r.attributes->'known_by' ? $2, false))`
+
+// publicAttributes is an entity's attributes without what only the entity
+// itself may know.
+const publicAttributes = `attributes - '` + memory.AttrSecretKnowledge + `'`
+
+// IdentitySnapshot returns the NPC, its active edges (both directions) and the
+// entities at their other ends, in one query. Related entities come without
+// their secret knowledge.
+func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCIdentity, error) {
+	var id memory.NPCIdentity
+	var edges, related []byte
+	e := &id.Entity
+	err := g.db.QueryRow(ctx, `
+		WITH edges AS (
+		    SELECT r.* FROM relationships r
+		    WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.status = 'active'
+		    UNION ALL
+		    SELECT r.* FROM relationships r
+		    WHERE r.campaign_id = $1 AND r.target_id = $2 AND r.source_id <> $2 AND r.status = 'active'
+		), related AS (
+		    SELECT e.id, e.type, e.name, e.aliases, e.`+publicAttributes+` AS attributes, e.created_at, e.updated_at
+		    FROM entities e
+		    WHERE e.campaign_id = $1 AND e.id <> $2 AND e.id IN (
+		        SELECT CASE WHEN source_id = $2 THEN target_id ELSE source_id END FROM edges)
+		)
+		SELECT `+prefixed("n", entityColumns)+`,
+		       (SELECT coalesce(jsonb_agg(to_jsonb(edges) ORDER BY edges.updated_at DESC, edges.id), '[]') FROM edges),
+		       (SELECT coalesce(jsonb_agg(to_jsonb(related) ORDER BY lower(related.name), related.id), '[]') FROM related)
+		FROM entities n WHERE n.campaign_id = $1 AND n.id = $2`, g.campaign, npcID).
+		Scan(&e.ID, &e.Type, &e.Name, &e.Aliases, &e.Attributes, &e.CreatedAt, &e.UpdatedAt, &edges, &related)
+	if isNoRows(err) {
+		return id, fmt.Errorf("identity of %q: %w", npcID, memory.ErrNotFound)
+	}
+	if err != nil {
+		return id, fmt.Errorf("reading the identity of %q: %w", npcID, err)
+	}
+	if e.Attributes == nil {
+		e.Attributes = map[string]any{}
+	}
+	rels, err := decodeJSON[[]relJSON](edges, "identity relationships")
+	if err != nil {
+		return id, err
+	}
+	for _, r := range rels {
+		id.Relationships = append(id.Relationships, r.relationship())
+	}
+	ents, err := decodeJSON[[]entityJSON](related, "identity related entities")
+	if err != nil {
+		return id, err
+	}
+	for _, x := range ents {
+		id.RelatedEntities = append(id.RelatedEntities, x.entity())
+	}
+	return id, nil
+}
+
+// VisibleSubgraph returns what an NPC can know. It sees its own edges (any
+// type, both directions) and the entities at their ends; beyond those, its
+// knowledge travels outward along the scope's relationship types, up to
+// MaxDepth hops. Secret edges are visible only to their ends and to the NPCs
+// listed in their known_by attribute, and no entity but the NPC itself comes
+// with its secret knowledge.
+func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.VisibilityScope) ([]memory.Entity, []memory.Relationship, error) {
+	types := s.RelTypes
+	if len(types) == 0 {
+		types = memory.DefaultKnowledgeScope()
+	}
+	depth := s.MaxDepth
+	if depth <= 0 {
+		depth = 3
+	}
+	var ents, rels []byte
+	err := g.db.QueryRow(ctx, `
+		WITH RECURSIVE own AS (
+		    SELECT r.* FROM relationships r
+		    WHERE r.campaign_id = $1 AND r.status = 'active' AND (r.source_id = $2 OR r.target_id = $2)
+		), walk(id, depth) AS (
+		    SELECT id, 0 FROM entities WHERE campaign_id = $1 AND id = $2
+		    UNION
+		    SELECT CASE WHEN source_id = $2 THEN target_id ELSE source_id END, 1 FROM own
+		    UNION
+		    SELECT r.target_id, w.depth + 1
+		    FROM walk w JOIN relationships r
+		      ON r.campaign_id = $1 AND r.source_id = w.id AND r.status = 'active' AND r.rel_type = ANY($3)
+		    WHERE w.depth < $4 AND `+secretVisibleSQL+`
+		), visible AS (
+		    SELECT DISTINCT id FROM walk
+		), edges AS (
+		    SELECT * FROM own
+		    UNION
+		    SELECT r.* FROM relationships r
+		    WHERE r.campaign_id = $1 AND r.status = 'active' AND r.rel_type = ANY($3)
+		      AND r.source_id IN (SELECT id FROM visible) AND r.target_id IN (SELECT id FROM visible)
+		      AND `+secretVisibleSQL+`
+		)
+		SELECT
+		    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+		        'id', e.id, 'type', e.type, 'name', e.name, 'aliases', e.aliases,
+		        'attributes', CASE WHEN e.id = $2 THEN e.attributes ELSE e.`+publicAttributes+` END,
+		        'created_at', e.created_at, 'updated_at', e.updated_at) ORDER BY e.id <> $2, lower(e.name), e.id), '[]')
+		     FROM entities e WHERE e.campaign_id = $1 AND e.id IN (SELECT id FROM visible)),
+		    (SELECT coalesce(jsonb_agg(to_jsonb(edges) ORDER BY edges.id), '[]') FROM edges)`,
+		g.campaign, npcID, types, depth).Scan(&ents, &rels)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading what %q can see: %w", npcID, err)
+	}
+	ej, err := decodeJSON[[]entityJSON](ents, "visible entities")
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ej) == 0 {
+		return nil, nil, fmt.Errorf("visible subgraph of %q: %w", npcID, memory.ErrNotFound)
+	}
+	rj, err := decodeJSON[[]relJSON](rels, "visible relationships")
+	if err != nil {
+		return nil, nil, err
+	}
+	entities := make([]memory.Entity, len(ej))
+	for i, x := range ej {
+		entities[i] = x.entity()
+	}
+	relationships := make([]memory.Relationship, len(rj))
+	for i, x := range rj {
+		relationships[i] = x.relationship()
+	}
+	return entities, relationships, nil
+}

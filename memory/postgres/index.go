@@ -1,0 +1,256 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// SemanticIndex is the L2 semantic index of one campaign: transcript chunks
+// with embeddings in an HNSW cosine index.
+type SemanticIndex struct {
+	db       querier
+	campaign string
+	dims     int
+}
+
+// Dimensions is the embedding dimension of the index.
+func (x *SemanticIndex) Dimensions() int { return x.dims }
+
+func (x *SemanticIndex) checkEmbedding(v []float32, what string) error {
+	if v != nil && len(v) != x.dims {
+		return fmt.Errorf("%w: %s has %d dimensions, the index has %d", memory.ErrInvalid, what, len(v), x.dims)
+	}
+	return nil
+}
+
+// IndexChunks upserts chunks by id, creating their sessions if needed and
+// replacing their entity links, in one transaction.
+func (x *SemanticIndex) IndexChunks(ctx context.Context, cs []memory.Chunk) error {
+	for i, c := range cs {
+		if strings.TrimSpace(c.ID) == "" || strings.TrimSpace(c.SessionID) == "" {
+			return fmt.Errorf("%w: chunk %d needs an id and a session id", memory.ErrInvalid, i)
+		}
+		if err := x.checkEmbedding(c.Embedding, fmt.Sprintf("the embedding of chunk %q", c.ID)); err != nil {
+			return err
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	return pgx.BeginFunc(ctx, x.db, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, c := range cs {
+			var emb *pgvector.Vector
+			if c.Embedding != nil {
+				v := pgvector.NewVector(c.Embedding)
+				emb = &v
+			}
+			start := c.StartAt
+			if start.IsZero() {
+				start = time.Now()
+			}
+			b.Queue(`INSERT INTO sessions (campaign_id, id, started_at) VALUES ($1, $2, $3)
+				ON CONFLICT (campaign_id, id) DO NOTHING`, x.campaign, c.SessionID, start)
+			b.Queue(`INSERT INTO chunks (campaign_id, id, session_id, content, embedding, speaker_ids, start_at, end_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+				ON CONFLICT (campaign_id, id) DO UPDATE SET
+				    session_id = excluded.session_id, content = excluded.content, embedding = excluded.embedding,
+				    speaker_ids = excluded.speaker_ids, start_at = excluded.start_at, end_at = excluded.end_at,
+				    updated_at = now()`,
+				x.campaign, c.ID, c.SessionID, c.Content, emb, nonNil(c.SpeakerIDs), nullTime(c.StartAt), nullTime(c.EndAt))
+			b.Queue(`DELETE FROM chunk_entities WHERE campaign_id = $1 AND chunk_id = $2 AND entity_id <> ALL($3)`,
+				x.campaign, c.ID, nonNil(c.EntityIDs))
+			b.Queue(`INSERT INTO chunk_entities (campaign_id, chunk_id, entity_id)
+				SELECT $1, $2, e.id FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($3)
+				ON CONFLICT DO NOTHING`, x.campaign, c.ID, nonNil(c.EntityIDs))
+		}
+		br := tx.SendBatch(ctx, b)
+		for i := 0; i < b.Len(); i++ {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return fmt.Errorf("indexing chunk %q: %w", cs[i/4].ID, err)
+			}
+		}
+		return br.Close()
+	})
+}
+
+// SetEmbeddings stores embeddings for existing chunks (by id).
+func (x *SemanticIndex) SetEmbeddings(ctx context.Context, embeddings map[string][]float32) error {
+	b := &pgx.Batch{}
+	ids := make([]string, 0, len(embeddings))
+	for id, v := range embeddings {
+		if err := x.checkEmbedding(v, fmt.Sprintf("the embedding of chunk %q", id)); err != nil {
+			return err
+		}
+		b.Queue(`UPDATE chunks SET embedding = $3, updated_at = now() WHERE campaign_id = $1 AND id = $2`,
+			x.campaign, id, pgvector.NewVector(v))
+		ids = append(ids, id)
+	}
+	return pgx.BeginFunc(ctx, x.db, func(tx pgx.Tx) error {
+		br := tx.SendBatch(ctx, b)
+		for _, id := range ids {
+			tag, err := br.Exec()
+			if err != nil {
+				br.Close()
+				return fmt.Errorf("storing the embedding of chunk %q: %w", id, err)
+			}
+			if tag.RowsAffected() == 0 {
+				br.Close()
+				return fmt.Errorf("storing the embedding of chunk %q: %w", id, memory.ErrNotFound)
+			}
+		}
+		return br.Close()
+	})
+}
+
+// Chunks returns the chunks of a session in time order, with their entity
+// links (embeddings are not loaded).
+func (x *SemanticIndex) Chunks(ctx context.Context, sessionID string) ([]memory.Chunk, error) {
+	rows, err := x.db.Query(ctx, `
+		SELECT c.id, c.session_id, c.content, NULL::vector, c.speaker_ids, c.start_at, c.end_at,
+		       coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
+		                 WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')
+		FROM chunks c WHERE c.campaign_id = $1 AND ($2 = '' OR c.session_id = $2)
+		ORDER BY c.start_at, c.id`, x.campaign, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("listing chunks: %w", err)
+	}
+	return pgx.CollectRows(rows, scanChunk)
+}
+
+// UnembeddedChunks returns up to limit chunks that have no embedding yet.
+func (x *SemanticIndex) UnembeddedChunks(ctx context.Context, limit int) ([]memory.Chunk, error) {
+	rows, err := x.db.Query(ctx, `
+		SELECT c.id, c.session_id, c.content, NULL::vector, c.speaker_ids, c.start_at, c.end_at, '{}'::text[]
+		FROM chunks c WHERE c.campaign_id = $1 AND c.embedding IS NULL
+		ORDER BY c.session_id, c.start_at, c.id LIMIT $2`, x.campaign, limit)
+	if err != nil {
+		return nil, fmt.Errorf("listing chunks without embeddings: %w", err)
+	}
+	return pgx.CollectRows(rows, scanChunk)
+}
+
+// DeleteSessionChunks removes every chunk of a session except those in keep,
+// and reports how many it removed.
+func (x *SemanticIndex) DeleteSessionChunks(ctx context.Context, sessionID string, keep []string) (int64, error) {
+	tag, err := x.db.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND session_id = $2 AND id <> ALL($3)`,
+		x.campaign, sessionID, nonNil(keep))
+	if err != nil {
+		return 0, fmt.Errorf("deleting chunks of session %q: %w", sessionID, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+func scanChunk(row pgx.CollectableRow) (memory.Chunk, error) {
+	var c memory.Chunk
+	var emb *pgvector.Vector
+	var start, end *time.Time
+	err := row.Scan(&c.ID, &c.SessionID, &c.Content, &emb, &c.SpeakerIDs, &start, &end, &c.EntityIDs)
+	if emb != nil {
+		c.Embedding = emb.Slice()
+	}
+	if start != nil {
+		c.StartAt = *start
+	}
+	if end != nil {
+		c.EndAt = *end
+	}
+	return c, err
+}
+
+// chunkFilterSQL is the WHERE clause of a filtered L2 search; $1 is the
+// campaign and $3..$7 the filter fields.
+const chunkFilterSQL = `c.campaign_id = $1 AND c.embedding IS NOT NULL
+	AND ($3 = '' OR c.session_id = $3)
+	AND ($4 = '' OR $4 = ANY(c.speaker_ids))
+	AND ($5 = '' OR EXISTS (SELECT 1 FROM chunk_entities ce WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id AND ce.entity_id = $5))
+	AND ($6::timestamptz IS NULL OR c.start_at > $6)
+	AND ($7::timestamptz IS NULL OR c.start_at < $7)`
+
+// Search returns up to topK chunks nearest to embedding by cosine distance.
+//
+// The HNSW index is scanned with pgvector's iterative scan, so a filter that
+// matches few chunks (one session among hundreds, or one campaign among
+// many) keeps scanning until topK matches are found. If the iterative scan
+// still comes back short (it gives up after hnsw.max_scan_tuples), an exact
+// search over the filtered rows fills in.
+func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK int, f memory.ChunkFilter) ([]memory.ChunkResult, error) {
+	if err := x.checkEmbedding(embedding, "the query embedding"); err != nil {
+		return nil, err
+	}
+	if embedding == nil {
+		return nil, fmt.Errorf("%w: empty query embedding", memory.ErrInvalid)
+	}
+	if topK <= 0 {
+		return nil, nil
+	}
+	q := pgvector.NewVector(embedding)
+	args := []any{x.campaign, q, f.SessionID, f.SpeakerID, f.EntityID, nullTime(f.After), nullTime(f.Before), topK}
+	const selectSQL = `SELECT c.id, c.session_id, c.content, c.embedding, c.speaker_ids, c.start_at, c.end_at,
+		       coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
+		                 WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}'),
+		       c.embedding <=> $2 AS distance
+		FROM chunks c WHERE ` + chunkFilterSQL
+
+	var results []memory.ChunkResult
+	err := pgx.BeginFunc(ctx, x.db, func(tx pgx.Tx) error {
+		// Approximate: HNSW with iterative scan (pgvector >= 0.8).
+		if _, err := tx.Exec(ctx, "SET LOCAL hnsw.iterative_scan = strict_order"); err != nil {
+			return fmt.Errorf("enabling iterative index scans (pgvector 0.8 or newer is required): %w", err)
+		}
+		rows, err := tx.Query(ctx, selectSQL+` ORDER BY c.embedding <=> $2 LIMIT $8`, args...)
+		if err != nil {
+			return err
+		}
+		results, err = pgx.CollectRows(rows, scanChunkResult)
+		if err != nil || len(results) >= topK {
+			return err
+		}
+		// Exact: the filter was too selective for the graph walk. Ordering by
+		// an expression the index cannot serve forces a scan of the filtered
+		// rows through the btree indexes.
+		rows, err = tx.Query(ctx, selectSQL+` ORDER BY (c.embedding <=> $2) + 0 LIMIT $8`, args...)
+		if err != nil {
+			return err
+		}
+		results, err = pgx.CollectRows(rows, scanChunkResult)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("searching the semantic index: %w", err)
+	}
+	return results, nil
+}
+
+func scanChunkResult(row pgx.CollectableRow) (memory.ChunkResult, error) {
+	var r memory.ChunkResult
+	var emb *pgvector.Vector
+	var start, end *time.Time
+	err := row.Scan(&r.Chunk.ID, &r.Chunk.SessionID, &r.Chunk.Content, &emb, &r.Chunk.SpeakerIDs, &start, &end,
+		&r.Chunk.EntityIDs, &r.Distance)
+	if emb != nil {
+		r.Chunk.Embedding = emb.Slice()
+	}
+	if start != nil {
+		r.Chunk.StartAt = *start
+	}
+	if end != nil {
+		r.Chunk.EndAt = *end
+	}
+	return r, err
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,199 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrateLockKey serialises concurrent starts: every glyphoxa process
+// migrating the same database takes this advisory lock first.
+const migrateLockKey = 0x67_6c_79_70_68 // "glyph"
+
+// metaEmbeddingDimensions is the glyphoxa_meta key holding the dimension of
+// chunks.embedding.
+const metaEmbeddingDimensions = "embedding_dimensions"
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order. A file is
+// named NNNN_name.sql.
+func migrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, e := range entries {
+		base := strings.TrimSuffix(e.Name(), ".sql")
+		num, name, ok := strings.Cut(base, "_")
+		if !ok {
+			return nil, fmt.Errorf("migration %q: name must be NNNN_name.sql", e.Name())
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			return nil, fmt.Errorf("migration %q: bad version: %w", e.Name(), err)
+		}
+		b, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].version == ms[i-1].version {
+			return nil, fmt.Errorf("two migrations with version %d", ms[i].version)
+		}
+	}
+	return ms, nil
+}
+
+// Migrate brings the database at conn up to the newest schema and makes sure
+// the semantic index has dims-dimensional embeddings. Each migration runs in
+// its own transaction; concurrent callers wait on an advisory lock, so it is
+// safe to call on every start. If the database already holds embeddings of
+// another dimension it returns a *memory.DimensionMismatchError and changes
+// nothing.
+func Migrate(ctx context.Context, conn *pgx.Conn, dims int) error {
+	if dims <= 0 {
+		return fmt.Errorf("%w: embedding dimensions must be positive, got %d", memory.ErrInvalid, dims)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockKey); err != nil {
+		return fmt.Errorf("taking the migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLockKey) //nolint:errcheck // released with the session anyway
+
+	if err := applyMigrations(ctx, conn); err != nil {
+		return err
+	}
+	return ensureDimensions(ctx, conn, dims)
+}
+
+func applyMigrations(ctx context.Context, conn *pgx.Conn) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("creating schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return fmt.Errorf("reading schema_migrations: %w", err)
+	}
+	vs, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return fmt.Errorf("reading schema_migrations: %w", err)
+	}
+	for _, v := range vs {
+		applied[int(v)] = true
+	}
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("applying migration %04d_%s: %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+// ensureDimensions gives chunks.embedding its dimension and HNSW index on a
+// new database, and refuses a database built for another dimension.
+func ensureDimensions(ctx context.Context, conn *pgx.Conn, dims int) error {
+	var stored string
+	err := conn.QueryRow(ctx, "SELECT value FROM glyphoxa_meta WHERE key = $1", metaEmbeddingDimensions).Scan(&stored)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return setDimensions(ctx, tx, dims) })
+	case err != nil:
+		return fmt.Errorf("reading the embedding dimension: %w", err)
+	}
+	have, err := strconv.Atoi(stored)
+	if err != nil {
+		return fmt.Errorf("glyphoxa_meta.%s holds %q, not a number", metaEmbeddingDimensions, stored)
+	}
+	if have != dims {
+		return &memory.DimensionMismatchError{Database: have, Configured: dims}
+	}
+	return nil
+}
+
+// setDimensions (re)creates the embedding column as vector(dims) with its
+// HNSW cosine index. Existing embeddings are dropped: they were computed for
+// another dimension and must be recomputed.
+func setDimensions(ctx context.Context, tx pgx.Tx, dims int) error {
+	stmts := []string{
+		"DROP INDEX IF EXISTS chunks_embedding_hnsw",
+		fmt.Sprintf("ALTER TABLE chunks ALTER COLUMN embedding TYPE vector(%d) USING NULL", dims),
+		"CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)",
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "54000" {
+				return fmt.Errorf("%w: pgvector cannot index %d dimensions: %v", memory.ErrInvalid, dims, err)
+			}
+			return fmt.Errorf("setting the embedding dimension to %d: %w", dims, err)
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO glyphoxa_meta (key, value) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, metaEmbeddingDimensions, strconv.Itoa(dims))
+	return err
+}
+
+// Reembed rebuilds the semantic index for dims-dimensional embeddings: every
+// chunk keeps its text and entity links but loses its embedding, which the
+// caller then recomputes (glyphoxa migrate --reembed does). It returns the
+// number of chunks that need embedding.
+func Reembed(ctx context.Context, conn *pgx.Conn, dims int) (int64, error) {
+	if dims <= 0 {
+		return 0, fmt.Errorf("%w: embedding dimensions must be positive, got %d", memory.ErrInvalid, dims)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockKey); err != nil {
+		return 0, fmt.Errorf("taking the migration lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLockKey) //nolint:errcheck
+	if err := applyMigrations(ctx, conn); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if err := setDimensions(ctx, tx, dims); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, "SELECT count(*) FROM chunks").Scan(&n)
+	})
+	return n, err
+}

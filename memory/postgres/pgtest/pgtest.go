@@ -1,0 +1,122 @@
+// Package pgtest gives tests a real PostgreSQL with pgvector.
+//
+// The server comes from GLYPHOXA_TEST_DSN, which `make test` sets after
+// bringing up a private cluster (scripts/devdb.sh). Each test gets a fresh
+// database of its own, dropped when the test ends. Without a server, tests
+// fail when CI=true and skip elsewhere with a message saying how to get one.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// EnvDSN is the variable holding the test server's DSN.
+const EnvDSN = "GLYPHOXA_TEST_DSN"
+
+// DSN returns the test server's DSN. Without one it fails the test in CI and
+// skips it elsewhere.
+func DSN(tb testing.TB) string {
+	tb.Helper()
+	dsn := os.Getenv(EnvDSN)
+	if dsn != "" {
+		return dsn
+	}
+	const how = "this test needs PostgreSQL with pgvector: run `make test`, or `make db` and export " + EnvDSN + "=<the printed DSN>"
+	if os.Getenv("CI") == "true" {
+		tb.Fatal(EnvDSN + " is not set in CI; " + how)
+	}
+	tb.Skip(how)
+	return ""
+}
+
+// NewDatabase creates an empty database on the test server and returns its
+// DSN. The database is dropped when the test ends.
+func NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	admin := DSN(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		tb.Fatalf("connecting to the test server (%s): %v", EnvDSN, err)
+	}
+	defer conn.Close(context.Background())
+
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "glyphoxa_t_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatalf("creating test database: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			tb.Errorf("dropping test database %s: %v", name, err)
+			return
+		}
+		defer c.Close(context.Background())
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			tb.Errorf("dropping test database %s: %v", name, err)
+		}
+	})
+	dsn, err := withDatabase(admin, name)
+	if err != nil {
+		tb.Fatalf("%s: %v", EnvDSN, err)
+	}
+	return dsn
+}
+
+// withDatabase returns dsn (a URL or key=value DSN) pointing at database name.
+func withDatabase(dsn, name string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("parsing the DSN: %w", err)
+		}
+		u.Path = "/" + name
+		q := u.Query()
+		q.Del("dbname")
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	return dsn + " dbname=" + name, nil
+}
+
+// NewStore opens a store with dims-dimensional embeddings on a fresh
+// database; it is closed when the test ends.
+func NewStore(tb testing.TB, dims int, opts ...postgres.Option) (*postgres.Store, string) {
+	tb.Helper()
+	dsn := NewDatabase(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := postgres.NewStore(ctx, dsn, dims, opts...)
+	if err != nil {
+		tb.Fatalf("opening the store: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s, dsn
+}
+
+// Campaign opens campaign id in s, failing the test on error.
+func Campaign(tb testing.TB, s *postgres.Store, id string) *postgres.Campaign {
+	tb.Helper()
+	c, err := s.Campaign(context.Background(), id)
+	if err != nil {
+		tb.Fatalf("opening campaign %q: %v", id, err)
+	}
+	return c
+}

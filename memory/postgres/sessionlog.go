@@ -1,0 +1,245 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// SessionLog is the L1 session log of one campaign.
+type SessionLog struct {
+	db       querier
+	campaign string
+}
+
+const entryColumns = `id, session_id, speaker_id, speaker_name, npc_id, text, raw_text, at, duration_ms, coalesce(idempotency_key, '')`
+
+func scanEntry(row pgx.CollectableRow) (memory.TranscriptEntry, error) {
+	var e memory.TranscriptEntry
+	var ms int32
+	err := row.Scan(&e.ID, &e.SessionID, &e.SpeakerID, &e.SpeakerName, &e.NPCID, &e.Text, &e.RawText, &e.At, &ms, &e.IdempotencyKey)
+	e.Duration = time.Duration(ms) * time.Millisecond
+	return e, err
+}
+
+func validEntry(e memory.TranscriptEntry) error {
+	switch {
+	case strings.TrimSpace(e.SessionID) == "":
+		return fmt.Errorf("%w: transcript entry without a session id", memory.ErrInvalid)
+	case e.At.IsZero():
+		return fmt.Errorf("%w: transcript entry in session %q without a time", memory.ErrInvalid, e.SessionID)
+	case e.Duration < 0:
+		return fmt.Errorf("%w: transcript entry in session %q has a negative duration", memory.ErrInvalid, e.SessionID)
+	}
+	return nil
+}
+
+// insertEntrySQL creates the session if needed and inserts the entry; a
+// repeated idempotency key inserts nothing.
+const insertEntrySQL = `
+WITH s AS (
+    INSERT INTO sessions (campaign_id, id, started_at) VALUES ($1, $2, $8)
+    ON CONFLICT (campaign_id, id) DO UPDATE SET started_at = least(sessions.started_at, excluded.started_at)
+    RETURNING 1
+)
+INSERT INTO transcript_entries (campaign_id, session_id, speaker_id, speaker_name, npc_id, text, raw_text, at, duration_ms, idempotency_key)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, nullif($10, '') FROM s
+ON CONFLICT (campaign_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
+
+func entryArgs(campaign string, e memory.TranscriptEntry) []any {
+	return []any{campaign, e.SessionID, e.SpeakerID, e.SpeakerName, e.NPCID, e.Text, e.RawText,
+		e.At, int32(e.Duration / time.Millisecond), e.IdempotencyKey}
+}
+
+// WriteEntry appends one entry, creating its session if needed. It reports
+// false when an entry with the same idempotency key already exists.
+func (l *SessionLog) WriteEntry(ctx context.Context, e memory.TranscriptEntry) (bool, error) {
+	if err := validEntry(e); err != nil {
+		return false, err
+	}
+	tag, err := l.db.Exec(ctx, insertEntrySQL, entryArgs(l.campaign, e)...)
+	if err != nil {
+		return false, fmt.Errorf("writing a transcript entry to session %q: %w", e.SessionID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// WriteEntries appends entries in one transaction and one round trip, and
+// reports how many were new.
+func (l *SessionLog) WriteEntries(ctx context.Context, es []memory.TranscriptEntry) (int, error) {
+	if len(es) == 0 {
+		return 0, nil
+	}
+	for i, e := range es {
+		if err := validEntry(e); err != nil {
+			return 0, fmt.Errorf("entry %d: %w", i, err)
+		}
+	}
+	var inserted int
+	err := pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, e := range es {
+			b.Queue(insertEntrySQL, entryArgs(l.campaign, e)...)
+		}
+		br := tx.SendBatch(ctx, b)
+		for i := range es {
+			tag, err := br.Exec()
+			if err != nil {
+				br.Close()
+				return fmt.Errorf("writing transcript entry %d of %d: %w", i+1, len(es), err)
+			}
+			inserted += int(tag.RowsAffected())
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return 0, err
+	}
+	return inserted, nil
+}
+
+// GetRecent returns the entries of a session within window before its newest
+// entry, oldest first.
+func (l *SessionLog) GetRecent(ctx context.Context, sessionID string, window time.Duration) ([]memory.TranscriptEntry, error) {
+	rows, err := l.db.Query(ctx, `
+		SELECT `+entryColumns+` FROM transcript_entries
+		WHERE campaign_id = $1 AND session_id = $2
+		  AND at >= (SELECT max(at) FROM transcript_entries WHERE campaign_id = $1 AND session_id = $2) - $3::interval
+		ORDER BY at, id`, l.campaign, sessionID, window)
+	if err != nil {
+		return nil, fmt.Errorf("reading recent entries of session %q: %w", sessionID, err)
+	}
+	return pgx.CollectRows(rows, scanEntry)
+}
+
+// Entries returns every entry of a session, oldest first.
+func (l *SessionLog) Entries(ctx context.Context, sessionID string) ([]memory.TranscriptEntry, error) {
+	rows, err := l.db.Query(ctx, `SELECT `+entryColumns+` FROM transcript_entries
+		WHERE campaign_id = $1 AND session_id = $2 ORDER BY at, id`, l.campaign, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("reading entries of session %q: %w", sessionID, err)
+	}
+	return pgx.CollectRows(rows, scanEntry)
+}
+
+// Search finds entries whose corrected text matches query, ranked with
+// ts_rank, best first.
+func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOpts) ([]memory.EntryHit, error) {
+	if strings.TrimSpace(query) == "" {
+		return nil, fmt.Errorf("%w: empty search query", memory.ErrInvalid)
+	}
+	limit := o.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	rows, err := l.db.Query(ctx, `
+		WITH q AS (SELECT websearch_to_tsquery('english', $2) AS q)
+		SELECT `+entryColumns+`, ts_rank(tsv, q.q) AS rank
+		FROM transcript_entries, q
+		WHERE campaign_id = $1 AND tsv @@ q.q
+		  AND ($3 = '' OR session_id = $3)
+		  AND ($4 = '' OR speaker_id = $4)
+		  AND ($5::timestamptz IS NULL OR at > $5)
+		  AND ($6::timestamptz IS NULL OR at < $6)
+		ORDER BY rank DESC, at DESC, id DESC
+		LIMIT $7`, l.campaign, query, o.SessionID, o.SpeakerID, nullTime(o.After), nullTime(o.Before), limit)
+	if err != nil {
+		return nil, fmt.Errorf("searching the session log for %q: %w", query, err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.EntryHit, error) {
+		var h memory.EntryHit
+		var ms int32
+		var rank float32
+		err := row.Scan(&h.Entry.ID, &h.Entry.SessionID, &h.Entry.SpeakerID, &h.Entry.SpeakerName, &h.Entry.NPCID,
+			&h.Entry.Text, &h.Entry.RawText, &h.Entry.At, &ms, &h.Entry.IdempotencyKey, &rank)
+		h.Entry.Duration = time.Duration(ms) * time.Millisecond
+		h.Rank = float64(rank)
+		return h, err
+	})
+}
+
+// StartSession records a session; starting it again changes nothing.
+func (l *SessionLog) StartSession(ctx context.Context, id string, at time.Time) error {
+	if strings.TrimSpace(id) == "" {
+		return fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	_, err := l.db.Exec(ctx, `INSERT INTO sessions (campaign_id, id, started_at) VALUES ($1, $2, $3)
+		ON CONFLICT (campaign_id, id) DO NOTHING`, l.campaign, id, at)
+	if err != nil {
+		return fmt.Errorf("starting session %q: %w", id, err)
+	}
+	return nil
+}
+
+// EndSession marks a session as ended at the given time.
+func (l *SessionLog) EndSession(ctx context.Context, id string, at time.Time) error {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	tag, err := l.db.Exec(ctx, `UPDATE sessions SET ended_at = $3 WHERE campaign_id = $1 AND id = $2`, l.campaign, id, at)
+	if err != nil {
+		return fmt.Errorf("ending session %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("ending session %q: %w", id, memory.ErrNotFound)
+	}
+	return nil
+}
+
+// Session returns one session with its entry count.
+func (l *SessionLog) Session(ctx context.Context, id string) (memory.Session, error) {
+	ss, err := l.sessions(ctx, id)
+	if err != nil {
+		return memory.Session{}, err
+	}
+	if len(ss) == 0 {
+		return memory.Session{}, fmt.Errorf("session %q: %w", id, memory.ErrNotFound)
+	}
+	return ss[0], nil
+}
+
+// Sessions lists the campaign's sessions, oldest first, with entry counts.
+func (l *SessionLog) Sessions(ctx context.Context) ([]memory.Session, error) {
+	return l.sessions(ctx, "")
+}
+
+func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Session, error) {
+	rows, err := l.db.Query(ctx, `
+		SELECT s.id, s.started_at, s.ended_at,
+		       (SELECT count(*) FROM transcript_entries t WHERE t.campaign_id = s.campaign_id AND t.session_id = s.id)
+		FROM sessions s WHERE s.campaign_id = $1 AND ($2 = '' OR s.id = $2)
+		ORDER BY s.started_at, s.id`, l.campaign, only)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Session, error) {
+		var s memory.Session
+		var ended *time.Time
+		var n int64
+		err := row.Scan(&s.ID, &s.StartedAt, &ended, &n)
+		if ended != nil {
+			s.EndedAt = *ended
+		}
+		s.Entries = int(n)
+		return s, err
+	})
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// isNoRows reports whether err is pgx's "no rows".
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

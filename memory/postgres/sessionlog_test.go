@@ -1,0 +1,137 @@
+package postgres_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+func entry(session, speaker, text string, at time.Duration) memory.TranscriptEntry {
+	return memory.TranscriptEntry{SessionID: session, SpeakerID: speaker, SpeakerName: speaker, Text: text,
+		RawText: text, At: t0.Add(at), Duration: 2 * time.Second, IdempotencyKey: fmt.Sprintf("%s/%s/%v", session, speaker, at)}
+}
+
+func TestSessionLogWritesExactlyOnce(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	l := pgtest.Campaign(t, s, "camp").Sessions()
+
+	e := entry("s1", "u1", "Grimjaw, what news from Ironhold?", time.Minute)
+	e.RawText = "grim jaw what news from iron hold"
+	e.NPCID = ""
+	if ok := must[bool](t)(l.WriteEntry(ctx, e)); !ok {
+		t.Fatal("first write reported a duplicate")
+	}
+	if ok := must[bool](t)(l.WriteEntry(ctx, e)); ok {
+		t.Fatal("second write with the same idempotency key reported new")
+	}
+	batch := []memory.TranscriptEntry{e, entry("s1", "u2", "I roll for insight", 2*time.Minute), entry("s1", "grimjaw", "Ironhold burns.", 3*time.Minute)}
+	batch[2].NPCID = "grimjaw"
+	if n := must[int](t)(l.WriteEntries(ctx, batch)); n != 2 {
+		t.Fatalf("batch wrote %d new entries, want 2", n)
+	}
+	got := must[[]memory.TranscriptEntry](t)(l.Entries(ctx, "s1"))
+	if len(got) != 3 {
+		t.Fatalf("got %d entries, want 3", len(got))
+	}
+	if got[0].RawText != "grim jaw what news from iron hold" || got[0].Text != "Grimjaw, what news from Ironhold?" {
+		t.Errorf("raw and corrected text not both kept: %+v", got[0])
+	}
+	if got[2].NPCID != "grimjaw" || got[2].Duration != 2*time.Second {
+		t.Errorf("NPC line lost fields: %+v", got[2])
+	}
+	sess := must[[]memory.Session](t)(l.Sessions(ctx))
+	if len(sess) != 1 || sess[0].ID != "s1" || sess[0].Entries != 3 || !sess[0].StartedAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("sessions: %+v", sess)
+	}
+	check(t, l.EndSession(ctx, "s1", t0.Add(4*time.Hour)))
+	if s1 := must[memory.Session](t)(l.Session(ctx, "s1")); !s1.EndedAt.Equal(t0.Add(4 * time.Hour)) {
+		t.Fatalf("ended_at: %+v", s1)
+	}
+}
+
+func TestSessionLogRecentWindow(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	l := pgtest.Campaign(t, s, "camp").Sessions()
+	var es []memory.TranscriptEntry
+	for i := range 20 {
+		es = append(es, entry("s1", "u1", fmt.Sprintf("line %d", i), time.Duration(i)*time.Minute))
+	}
+	es = append(es, entry("s2", "u1", "other session", 30*time.Minute))
+	must[int](t)(l.WriteEntries(ctx, es))
+
+	got := must[[]memory.TranscriptEntry](t)(l.GetRecent(ctx, "s1", 5*time.Minute))
+	texts := ids(got, func(e memory.TranscriptEntry) string { return e.Text })
+	want := []string{"line 14", "line 15", "line 16", "line 17", "line 18", "line 19"}
+	if !slices.Equal(texts, want) {
+		t.Fatalf("recent 5 minutes: got %v, want %v", texts, want)
+	}
+}
+
+func TestSessionLogSearch(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	l := pgtest.Campaign(t, s, "camp").Sessions()
+	must[int](t)(l.WriteEntries(ctx, []memory.TranscriptEntry{
+		entry("s1", "u1", "We should ask Grimjaw about the stolen hammer", 1*time.Minute),
+		entry("s1", "u2", "The hammer was forged in Ironhold", 2*time.Minute),
+		entry("s1", "u1", "Pass the dice please", 3*time.Minute),
+		entry("s2", "u2", "Grimjaw forged the hammers for the guild", 60*time.Minute),
+		entry("s2", "u1", "Elara mentioned the Tower of Whispers", 61*time.Minute),
+	}))
+	cases := []struct {
+		name  string
+		query string
+		opts  memory.SearchOpts
+		want  []string // texts, best first; order checked only for the first
+	}{
+		{"word", "hammer", memory.SearchOpts{}, []string{
+			"We should ask Grimjaw about the stolen hammer", "The hammer was forged in Ironhold", "Grimjaw forged the hammers for the guild"}},
+		{"stemmed", "forging", memory.SearchOpts{}, []string{"The hammer was forged in Ironhold", "Grimjaw forged the hammers for the guild"}},
+		{"session", "hammer", memory.SearchOpts{SessionID: "s2"}, []string{"Grimjaw forged the hammers for the guild"}},
+		{"speaker", "hammer", memory.SearchOpts{SpeakerID: "u1"}, []string{"We should ask Grimjaw about the stolen hammer"}},
+		{"time range", "grimjaw", memory.SearchOpts{After: t0.Add(30 * time.Minute)}, []string{"Grimjaw forged the hammers for the guild"}},
+		{"before", "grimjaw", memory.SearchOpts{Before: t0.Add(30 * time.Minute)}, []string{"We should ask Grimjaw about the stolen hammer"}},
+		{"phrase", `"tower of whispers"`, memory.SearchOpts{}, []string{"Elara mentioned the Tower of Whispers"}},
+		{"exclusion", "hammer -stolen", memory.SearchOpts{}, []string{"The hammer was forged in Ironhold", "Grimjaw forged the hammers for the guild"}},
+		{"no match", "dragon", memory.SearchOpts{}, nil},
+		{"limit", "hammer", memory.SearchOpts{Limit: 1}, []string{"*"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hits := must[[]memory.EntryHit](t)(l.Search(ctx, tc.query, tc.opts))
+			got := ids(hits, func(h memory.EntryHit) string { return h.Entry.Text })
+			if len(tc.want) == 1 && tc.want[0] == "*" {
+				if len(got) != 1 {
+					t.Fatalf("limit 1 returned %d", len(got))
+				}
+				return
+			}
+			if !sameSet(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+			for i := 1; i < len(hits); i++ {
+				if hits[i].Rank > hits[i-1].Rank {
+					t.Fatalf("results not ranked: %v", hits)
+				}
+			}
+		})
+	}
+	// Ranking: the entry naming both query words outranks one naming one.
+	hits := must[[]memory.EntryHit](t)(l.Search(ctx, "grimjaw hammer or ironhold", memory.SearchOpts{}))
+	if len(hits) == 0 {
+		t.Fatal("no hits")
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}

@@ -1,0 +1,190 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// DefaultReviewThreshold is the confidence below which a new fact waits for
+// the DM's review.
+const DefaultReviewThreshold = 0.7
+
+// Option configures a Store.
+type Option func(*options)
+
+type options struct {
+	reviewThreshold float64
+	logger          *slog.Logger
+	maxConns        int32
+}
+
+// WithReviewThreshold sets the confidence below which facts are pending DM
+// review (default 0.7).
+func WithReviewThreshold(t float64) Option { return func(o *options) { o.reviewThreshold = t } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithMaxConns caps the connection pool (default: pgxpool's, or the DSN's
+// pool_max_conns).
+func WithMaxConns(n int32) Option { return func(o *options) { o.maxConns = n } }
+
+// Store is the PostgreSQL memory store: one pool shared by all campaigns and
+// layers. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	dims int
+	opts options
+}
+
+// NewStore connects to dsn, migrates the schema, checks that the database's
+// embedding dimension is dims, and returns the store.
+func NewStore(ctx context.Context, dsn string, dims int, opts ...Option) (*Store, error) {
+	o := options{reviewThreshold: DefaultReviewThreshold, logger: slog.Default()}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.reviewThreshold < 0 || o.reviewThreshold > 1 {
+		return nil, fmt.Errorf("%w: review threshold must be within 0..1, got %v", memory.ErrInvalid, o.reviewThreshold)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the database DSN: %w", err)
+	}
+	if o.maxConns > 0 {
+		cfg.MaxConns = o.maxConns
+	}
+
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", describeTarget(cfg.ConnConfig), err)
+	}
+	err = Migrate(ctx, conn, dims)
+	conn.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, err
+	}
+
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening the connection pool: %w", err)
+	}
+	return &Store{pool: pool, dims: dims, opts: o}, nil
+}
+
+// Close closes the pool; it waits for connections in use to be released.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the shared pool for components that keep their own tables in
+// the same database.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Dimensions is the embedding dimension of the semantic index.
+func (s *Store) Dimensions() int { return s.dims }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Campaign returns the memory layers of one campaign, creating the campaign
+// if it is new.
+func (s *Store) Campaign(ctx context.Context, id string) (*Campaign, error) {
+	if err := validCampaignID(id); err != nil {
+		return nil, err
+	}
+	if _, err := s.pool.Exec(ctx, "INSERT INTO campaigns (id) VALUES ($1) ON CONFLICT DO NOTHING", id); err != nil {
+		return nil, fmt.Errorf("opening campaign %q: %w", id, err)
+	}
+	return newCampaign(s, s.pool, id), nil
+}
+
+// Campaigns lists the campaign ids in the database.
+func (s *Store) Campaigns(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, "SELECT id FROM campaigns ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("listing campaigns: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// InTx runs fn with the layers of one campaign bound to a single transaction:
+// everything fn writes lands together or not at all.
+func (s *Store) InTx(ctx context.Context, campaignID string, fn func(*Campaign) error) error {
+	if err := validCampaignID(campaignID); err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO campaigns (id) VALUES ($1) ON CONFLICT DO NOTHING", campaignID); err != nil {
+			return fmt.Errorf("opening campaign %q: %w", campaignID, err)
+		}
+		return fn(newCampaign(s, tx, campaignID))
+	})
+}
+
+func validCampaignID(id string) error {
+	if strings.TrimSpace(id) == "" {
+		return fmt.Errorf("%w: empty campaign id", memory.ErrInvalid)
+	}
+	return nil
+}
+
+// querier is what the layers need from a pool or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Campaign is one campaign's view of the store. Its layers only ever touch
+// rows of this campaign.
+type Campaign struct {
+	id    string
+	l1    *SessionLog
+	l2    *SemanticIndex
+	graph *Graph
+}
+
+func newCampaign(s *Store, db querier, id string) *Campaign {
+	return &Campaign{
+		id:    id,
+		l1:    &SessionLog{db: db, campaign: id},
+		l2:    &SemanticIndex{db: db, campaign: id, dims: s.dims},
+		graph: &Graph{db: db, campaign: id, threshold: s.opts.reviewThreshold},
+	}
+}
+
+// ID is the campaign id.
+func (c *Campaign) ID() string { return c.id }
+
+// Sessions is the session log (L1).
+func (c *Campaign) Sessions() *SessionLog { return c.l1 }
+
+// Index is the semantic index (L2).
+func (c *Campaign) Index() *SemanticIndex { return c.l2 }
+
+// Graph is the knowledge graph (L3), which also answers GraphRAG queries.
+func (c *Campaign) Graph() *Graph { return c.graph }
+
+// Compile-time checks that the layers implement the memory interfaces.
+var (
+	_ memory.SessionStore    = (*SessionLog)(nil)
+	_ memory.SemanticIndex   = (*SemanticIndex)(nil)
+	_ memory.KnowledgeGraph  = (*Graph)(nil)
+	_ memory.GraphRAGQuerier = (*Graph)(nil)
+)
+
+// describeTarget names the server a config points at, without credentials.
+func describeTarget(c *pgx.ConnConfig) string {
+	return fmt.Sprintf("%s:%d/%s", c.Host, c.Port, c.Database)
+}

@@ -1,0 +1,199 @@
+package memory
+
+import (
+	"context"
+	"time"
+)
+
+// SearchOpts narrows a full-text search of the session log. Zero fields do not
+// filter.
+type SearchOpts struct {
+	SessionID string
+	SpeakerID string
+	// After and Before bound the utterance time (exclusive).
+	After  time.Time
+	Before time.Time
+	// Limit caps the results; 0 means 20.
+	Limit int
+}
+
+// EntryHit is a transcript entry found by full-text search, with its rank.
+type EntryHit struct {
+	Entry TranscriptEntry
+	Rank  float64
+}
+
+// SessionStore is L1, the session log. Entries come back in chronological
+// order unless stated otherwise.
+type SessionStore interface {
+	// WriteEntry appends one entry. It reports false when the entry's
+	// IdempotencyKey was already written (nothing changed).
+	WriteEntry(ctx context.Context, e TranscriptEntry) (bool, error)
+	// WriteEntries appends entries atomically and reports how many were new.
+	WriteEntries(ctx context.Context, es []TranscriptEntry) (int, error)
+	// GetRecent returns the entries of a session that fall within window
+	// before its newest entry.
+	GetRecent(ctx context.Context, sessionID string, window time.Duration) ([]TranscriptEntry, error)
+	// Entries returns every entry of a session in order.
+	Entries(ctx context.Context, sessionID string) ([]TranscriptEntry, error)
+	// Search finds entries whose corrected text matches query (web-search
+	// syntax: words, "phrases", -exclusions, or), best ranked first.
+	Search(ctx context.Context, query string, opts SearchOpts) ([]EntryHit, error)
+	// StartSession records a session (idempotent).
+	StartSession(ctx context.Context, id string, at time.Time) error
+	// EndSession marks a session as ended.
+	EndSession(ctx context.Context, id string, at time.Time) error
+	// Sessions lists the campaign's sessions, oldest first.
+	Sessions(ctx context.Context) ([]Session, error)
+}
+
+// SemanticIndex is L2, the vector index over transcript chunks.
+type SemanticIndex interface {
+	// IndexChunks upserts chunks (by ID), replacing their entity links.
+	IndexChunks(ctx context.Context, cs []Chunk) error
+	// Search returns up to topK chunks nearest to embedding, nearest first. A
+	// selective filter still yields topK results when that many match.
+	Search(ctx context.Context, embedding []float32, topK int, f ChunkFilter) ([]ChunkResult, error)
+	// Dimensions is the embedding dimension the index was created with.
+	Dimensions() int
+}
+
+// EntityFilter narrows FindEntities. Zero fields do not filter.
+type EntityFilter struct {
+	Type string
+	// Name matches names and aliases containing it, case-insensitively.
+	Name string
+	// IDs restricts the result to these ids.
+	IDs []string
+	// Limit caps the results; 0 means no limit.
+	Limit int
+}
+
+// EntityUpdate changes part of an entity. Nil fields are left alone.
+type EntityUpdate struct {
+	Name    *string
+	Type    *string
+	Aliases *[]string
+	// SetAttributes are merged into the attributes.
+	SetAttributes map[string]any
+	// DeleteAttributes are removed from the attributes.
+	DeleteAttributes []string
+}
+
+// Direction selects which edges a traversal follows.
+type Direction int
+
+// Directions.
+const (
+	// Both follows edges either way (the default).
+	Both Direction = iota
+	// Outgoing follows edges from source to target only.
+	Outgoing
+	// Incoming follows edges from target to source only.
+	Incoming
+)
+
+// TraversalOpts tune Neighbors and Relationships. Zero values mean: all
+// relationship types, both directions, no limit.
+type TraversalOpts struct {
+	RelTypes  []string
+	Direction Direction
+	// Limit caps the entities (or relationships) returned.
+	Limit int
+}
+
+// VisibilityScope says what an NPC can see through: the relationship types
+// its knowledge travels along, and how far.
+type VisibilityScope struct {
+	// RelTypes are followed beyond the NPC's own edges. Empty means
+	// DefaultKnowledgeScope().
+	RelTypes []string
+	// MaxDepth bounds the hops from the NPC; 0 means 3.
+	MaxDepth int
+}
+
+// DefaultKnowledgeScope returns the relationship types an NPC sees through
+// when its persona does not say otherwise.
+func DefaultKnowledgeScope() []string {
+	return []string{"KNOWS", "LOCATED_AT", "MEMBER_OF", "ALLIED_WITH"}
+}
+
+// FactFilter narrows the fact listings.
+type FactFilter struct {
+	SessionID string
+	EntityID  string
+	Limit     int
+}
+
+// KnowledgeGraph is L3: entities, typed relationships with provenance, and
+// the DM's review of low-confidence facts.
+//
+// Traversals follow only active (canon) relationships.
+type KnowledgeGraph interface {
+	// UpsertEntity creates or replaces an entity.
+	UpsertEntity(ctx context.Context, e Entity) error
+	// UpsertEntities creates or replaces entities in one transaction.
+	UpsertEntities(ctx context.Context, es []Entity) error
+	// Entity returns one entity, or an error wrapping ErrNotFound.
+	Entity(ctx context.Context, id string) (Entity, error)
+	// UpdateEntity changes part of an entity and returns the result.
+	UpdateEntity(ctx context.Context, id string, u EntityUpdate) (Entity, error)
+	// DeleteEntity removes an entity and its relationships.
+	DeleteEntity(ctx context.Context, id string) error
+	// FindEntities lists entities matching f, by name.
+	FindEntities(ctx context.Context, f EntityFilter) ([]Entity, error)
+
+	// UpsertRelationship records a fact. The same (source, target, type)
+	// updates the existing fact. A fact below the review threshold that the
+	// DM has not confirmed becomes pending. It returns the stored fact.
+	UpsertRelationship(ctx context.Context, r Relationship) (Relationship, error)
+	// Relationships returns an entity's active edges.
+	Relationships(ctx context.Context, entityID string, o TraversalOpts) ([]Relationship, error)
+	// Fact returns one relationship by id, whatever its status.
+	Fact(ctx context.Context, id int64) (Relationship, error)
+
+	// Neighbors returns the entities within depth hops of entityID, nearest
+	// first, excluding the entity itself.
+	Neighbors(ctx context.Context, entityID string, depth int, o TraversalOpts) ([]Neighbor, error)
+	// FindPath returns a shortest path from one entity to another of at most
+	// maxDepth hops (edges followed either way), or an error wrapping
+	// ErrNotFound.
+	FindPath(ctx context.Context, fromID, toID string, maxDepth int) ([]PathStep, error)
+	// VisibleSubgraph returns what an NPC can know: the entities reachable
+	// from it through its scope and the edges among them it may see.
+	VisibleSubgraph(ctx context.Context, npcID string, s VisibilityScope) ([]Entity, []Relationship, error)
+	// IdentitySnapshot returns the NPC, its edges and the entities they reach,
+	// in one query.
+	IdentitySnapshot(ctx context.Context, npcID string) (NPCIdentity, error)
+
+	// PendingFacts lists facts waiting for the DM's review, oldest first.
+	PendingFacts(ctx context.Context, f FactFilter) ([]Relationship, error)
+	// ConfirmFact makes a fact canon and marks it DM-confirmed.
+	ConfirmFact(ctx context.Context, id int64) (Relationship, error)
+	// RejectFact removes a fact from canon; it is kept for the audit trail.
+	RejectFact(ctx context.Context, id int64) (Relationship, error)
+}
+
+// GraphScope is a neighbourhood of the knowledge graph: the seed entities and
+// everything within Depth hops along RelTypes.
+type GraphScope struct {
+	EntityIDs []string
+	// Depth is the hops from the seeds; 0 means the seeds only.
+	Depth int
+	// RelTypes restricts the edges followed; empty follows all.
+	RelTypes []string
+	// SessionID, when set, restricts chunks to one session.
+	SessionID string
+	// Limit caps the results; 0 means 10.
+	Limit int
+}
+
+// GraphRAGQuerier combines the knowledge graph (L3) with the semantic index
+// (L2): chunks that mention entities in a graph neighbourhood, ranked by text
+// or by vector similarity, each in a single database round trip.
+type GraphRAGQuerier interface {
+	// QueryWithContext ranks in-scope chunks by full-text match to query.
+	QueryWithContext(ctx context.Context, query string, scope GraphScope) ([]ContextResult, error)
+	// QueryWithEmbedding ranks in-scope chunks by cosine similarity.
+	QueryWithEmbedding(ctx context.Context, embedding []float32, topK int, scope GraphScope) ([]ContextResult, error)
+}
