@@ -232,7 +232,8 @@ func validRel(r memory.Relationship) error {
 // target, type) is created or updated: attributes merge, confidence only
 // rises, "stated" beats "inferred", DM confirmation sticks, and the fact
 // becomes active once confirmed or confident enough. Its original session and
-// time are kept.
+// time are kept. A proposal that changes nothing leaves the row (and its
+// updated_at) alone and returns it as it is.
 const upsertRelSQL = `
 WITH rejected AS (
     SELECT ` + relColumns + ` FROM relationships r
@@ -253,9 +254,20 @@ WITH rejected AS (
         dm_confirmed = r.dm_confirmed OR excluded.dm_confirmed,
         status       = CASE WHEN r.status = 'active' OR excluded.status = 'active' THEN 'active' ELSE 'pending' END,
         updated_at   = now()
+    WHERE (r.attributes || excluded.attributes, greatest(r.confidence, excluded.confidence),
+           CASE WHEN r.source = 'stated' OR excluded.source = 'stated' THEN 'stated' ELSE 'inferred' END,
+           r.dm_confirmed OR excluded.dm_confirmed,
+           CASE WHEN r.status = 'active' OR excluded.status = 'active' THEN 'active' ELSE 'pending' END)
+          IS DISTINCT FROM (r.attributes, r.confidence, r.source, r.dm_confirmed, r.status)
     RETURNING ` + relColumns + `
 )
-SELECT * FROM upsert UNION ALL SELECT * FROM rejected`
+SELECT * FROM upsert
+UNION ALL SELECT * FROM rejected
+UNION ALL
+SELECT ` + relColumns + ` FROM relationships r
+WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.target_id = $3 AND r.rel_type = $4
+  AND r.status IN ('active', 'pending')
+  AND NOT EXISTS (SELECT 1 FROM upsert) AND NOT EXISTS (SELECT 1 FROM rejected)`
 
 // UpsertRelationship records a fact and returns it as stored. Both entities
 // must exist in the campaign.

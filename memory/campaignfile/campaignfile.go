@@ -1,0 +1,395 @@
+// Package campaignfile reads and applies campaign files: YAML documents that
+// seed a campaign's memory with entities, relationships and session
+// transcripts.
+//
+//	campaign: ironhold-saga
+//	entities:
+//	  - {id: grimjaw, type: npc, name: Grimjaw, aliases: [Grim], attributes: {occupation: blacksmith}}
+//	relationships:
+//	  - {source: grimjaw, target: ironhold, type: LOCATED_AT, attributes: {},
+//	     provenance: {source: stated, confidence: 0.9, session: s1}}
+//	sessions:
+//	  - id: s1
+//	    started_at: 2026-03-01T19:00:00Z
+//	    entries:
+//	      - {speaker_id: u1, speaker_name: Thorin, npc_id: "", text: "...", raw_text: "...",
+//	         at: 2026-03-01T19:01:05Z, duration_ms: 2300}
+//
+// [Parse] checks the whole file before anything is written and names the
+// line of every problem. [File.Apply] is idempotent: applying the same file
+// twice changes nothing.
+package campaignfile
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// File is a parsed, validated campaign file.
+type File struct {
+	Campaign      string         `yaml:"campaign"`
+	Entities      []Entity       `yaml:"entities"`
+	Relationships []Relationship `yaml:"relationships"`
+	Sessions      []Session      `yaml:"sessions"`
+}
+
+// Entity is one knowledge-graph entity.
+type Entity struct {
+	ID         string         `yaml:"id"`
+	Type       string         `yaml:"type"`
+	Name       string         `yaml:"name"`
+	Aliases    []string       `yaml:"aliases"`
+	Attributes map[string]any `yaml:"attributes"`
+	line       int
+}
+
+// Relationship is one fact between two entities of the file (or of the
+// campaign already in the database).
+type Relationship struct {
+	Source     string         `yaml:"source"`
+	Target     string         `yaml:"target"`
+	Type       string         `yaml:"type"`
+	Attributes map[string]any `yaml:"attributes"`
+	Provenance Provenance     `yaml:"provenance"`
+	line       int
+}
+
+// Provenance says where a fact comes from. Confidence defaults to 1 and
+// source to "stated".
+type Provenance struct {
+	Source      string    `yaml:"source"`
+	Confidence  *float64  `yaml:"confidence"`
+	Session     string    `yaml:"session"`
+	At          time.Time `yaml:"at"`
+	DMConfirmed bool      `yaml:"dm_confirmed"`
+}
+
+// Session is one game session and its transcript.
+type Session struct {
+	ID        string    `yaml:"id"`
+	StartedAt time.Time `yaml:"started_at"`
+	EndedAt   time.Time `yaml:"ended_at"`
+	Entries   []Entry   `yaml:"entries"`
+	line      int
+}
+
+// Entry is one transcript line.
+type Entry struct {
+	// ID, if set, identifies the line for idempotent re-imports; otherwise
+	// the line is identified by its session, speaker, time and text.
+	ID          string    `yaml:"id"`
+	SpeakerID   string    `yaml:"speaker_id"`
+	SpeakerName string    `yaml:"speaker_name"`
+	NPCID       string    `yaml:"npc_id"`
+	Text        string    `yaml:"text"`
+	RawText     string    `yaml:"raw_text"`
+	At          time.Time `yaml:"at"`
+	DurationMS  int       `yaml:"duration_ms"`
+	line        int
+}
+
+// ErrInvalid is wrapped by every validation error.
+var ErrInvalid = errors.New("invalid campaign file")
+
+// Parse reads and validates a campaign file. name labels error messages
+// (usually the path). Unknown keys, wrong types, missing or duplicate ids,
+// dangling references and times outside their session are errors naming the
+// line.
+func Parse(r io.Reader, name string) (*File, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: %w: the file is empty", name, ErrInvalid)
+		}
+		return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalid, err)
+	}
+	if err := checkTimes(&root); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var f File
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalid, err)
+	}
+	recordLines(&root, &f)
+	if err := f.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &f, nil
+}
+
+// timeKeys are the keys whose values must be times.
+var timeKeys = map[string]bool{"at": true, "started_at": true, "ended_at": true}
+
+// checkTimes reports, with its line, a time value the decoder would reject
+// without saying where.
+func checkTimes(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if timeKeys[k.Value] && v.Kind == yaml.ScalarNode && v.Tag != "!!null" {
+				var t time.Time
+				if err := v.Decode(&t); err != nil {
+					return lineErr(v.Line, "%s: %q is not a time (write it as RFC 3339, e.g. 2026-03-01T19:00:00Z)", k.Value, v.Value)
+				}
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if err := checkTimes(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordLines copies each list item's line number from the YAML tree.
+func recordLines(root *yaml.Node, f *File) {
+	doc := root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	items := func(key string) []*yaml.Node {
+		if doc.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if doc.Content[i].Value == key && doc.Content[i+1].Kind == yaml.SequenceNode {
+				return doc.Content[i+1].Content
+			}
+		}
+		return nil
+	}
+	for i, n := range items("entities") {
+		if i < len(f.Entities) {
+			f.Entities[i].line = n.Line
+		}
+	}
+	for i, n := range items("relationships") {
+		if i < len(f.Relationships) {
+			f.Relationships[i].line = n.Line
+		}
+	}
+	for i, n := range items("sessions") {
+		if i >= len(f.Sessions) {
+			break
+		}
+		f.Sessions[i].line = n.Line
+		if n.Kind != yaml.MappingNode {
+			continue
+		}
+		for k := 0; k+1 < len(n.Content); k += 2 {
+			if n.Content[k].Value == "entries" && n.Content[k+1].Kind == yaml.SequenceNode {
+				for j, en := range n.Content[k+1].Content {
+					if j < len(f.Sessions[i].Entries) {
+						f.Sessions[i].Entries[j].line = en.Line
+					}
+				}
+			}
+		}
+	}
+}
+
+func lineErr(line int, format string, args ...any) error {
+	return fmt.Errorf("line %d: %w: %s", line, ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+func (f *File) validate() error {
+	if strings.TrimSpace(f.Campaign) == "" {
+		return fmt.Errorf("%w: the key \"campaign\" (the campaign id) is missing", ErrInvalid)
+	}
+	ents := map[string]int{}
+	for _, e := range f.Entities {
+		switch {
+		case strings.TrimSpace(e.ID) == "":
+			return lineErr(e.line, "entity without an id")
+		case strings.TrimSpace(e.Name) == "":
+			return lineErr(e.line, "entity %q has no name", e.ID)
+		case strings.TrimSpace(e.Type) == "":
+			return lineErr(e.line, "entity %q has no type", e.ID)
+		}
+		if prev, ok := ents[e.ID]; ok {
+			return lineErr(e.line, "entity id %q is already used on line %d", e.ID, prev)
+		}
+		ents[e.ID] = e.line
+	}
+	sessions := map[string]*Session{}
+	for i := range f.Sessions {
+		s := &f.Sessions[i]
+		switch {
+		case strings.TrimSpace(s.ID) == "":
+			return lineErr(s.line, "session without an id")
+		case s.StartedAt.IsZero():
+			return lineErr(s.line, "session %q has no started_at", s.ID)
+		case !s.EndedAt.IsZero() && s.EndedAt.Before(s.StartedAt):
+			return lineErr(s.line, "session %q ends before it starts", s.ID)
+		}
+		if prev, ok := sessions[s.ID]; ok {
+			return lineErr(s.line, "session id %q is already used on line %d", s.ID, prev.line)
+		}
+		sessions[s.ID] = s
+		for _, e := range s.Entries {
+			switch {
+			case strings.TrimSpace(e.Text) == "":
+				return lineErr(e.line, "transcript entry without text")
+			case e.At.IsZero():
+				return lineErr(e.line, "transcript entry has no \"at\" time")
+			case e.At.Before(s.StartedAt):
+				return lineErr(e.line, "transcript entry at %s is before its session started (%s)",
+					e.At.Format(time.RFC3339), s.StartedAt.Format(time.RFC3339))
+			case e.DurationMS < 0:
+				return lineErr(e.line, "duration_ms is negative")
+			case e.SpeakerID == "" && e.NPCID == "":
+				return lineErr(e.line, "transcript entry needs a speaker_id or an npc_id")
+			}
+		}
+	}
+	for _, r := range f.Relationships {
+		switch {
+		case r.Source == "" || r.Target == "":
+			return lineErr(r.line, "relationship needs a source and a target")
+		case r.Type == "":
+			return lineErr(r.line, "relationship %s→%s has no type", r.Source, r.Target)
+		}
+		for _, end := range []string{r.Source, r.Target} {
+			if _, ok := ents[end]; !ok {
+				return lineErr(r.line, "relationship refers to entity %q, which the file does not define", end)
+			}
+		}
+		p := r.Provenance
+		if p.Confidence != nil && (*p.Confidence < 0 || *p.Confidence > 1) {
+			return lineErr(r.line, "confidence %v is outside 0..1", *p.Confidence)
+		}
+		if p.Source != "" && !memory.FactSource(p.Source).Valid() {
+			return lineErr(r.line, "provenance source %q must be stated or inferred", p.Source)
+		}
+	}
+	return nil
+}
+
+// Counts says how much a file holds.
+type Counts struct {
+	Entities, Relationships, Sessions, Entries int
+}
+
+// Counts returns the size of the file.
+func (f *File) Counts() Counts {
+	c := Counts{Entities: len(f.Entities), Relationships: len(f.Relationships), Sessions: len(f.Sessions)}
+	for _, s := range f.Sessions {
+		c.Entries += len(s.Entries)
+	}
+	return c
+}
+
+// MemoryEntities returns the file's entities as memory entities.
+func (f *File) MemoryEntities() []memory.Entity {
+	out := make([]memory.Entity, len(f.Entities))
+	for i, e := range f.Entities {
+		out[i] = memory.Entity{ID: e.ID, Type: e.Type, Name: e.Name, Aliases: e.Aliases, Attributes: e.Attributes}
+	}
+	return out
+}
+
+// Applied reports what applying a file changed.
+type Applied struct {
+	Entities      int
+	Relationships int
+	Sessions      int
+	// NewEntries is the number of transcript entries not imported before.
+	NewEntries int
+}
+
+// Apply writes the file into a campaign's session log and knowledge graph.
+// Run it inside one transaction (postgres.Store.InTx) so that a failure
+// writes nothing. Applying the same file twice changes nothing.
+func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.KnowledgeGraph) (Applied, error) {
+	var a Applied
+	if err := g.UpsertEntities(ctx, f.MemoryEntities()); err != nil {
+		return a, fmt.Errorf("importing entities: %w", err)
+	}
+	a.Entities = len(f.Entities)
+	starts := map[string]time.Time{}
+	for _, s := range f.Sessions {
+		starts[s.ID] = s.StartedAt
+	}
+	for _, r := range f.Relationships {
+		conf := 1.0
+		if r.Provenance.Confidence != nil {
+			conf = *r.Provenance.Confidence
+		}
+		at := r.Provenance.At
+		if at.IsZero() {
+			at = starts[r.Provenance.Session]
+		}
+		_, err := g.UpsertRelationship(ctx, memory.Relationship{
+			SourceID: r.Source, TargetID: r.Target, Type: r.Type, Attributes: r.Attributes,
+			Provenance: memory.Provenance{SessionID: r.Provenance.Session, Timestamp: at, Confidence: conf,
+				Source: memory.FactSource(r.Provenance.Source), DMConfirmed: r.Provenance.DMConfirmed},
+		})
+		if err != nil {
+			return a, fmt.Errorf("line %d: importing relationship %s -%s-> %s: %w", r.line, r.Source, r.Type, r.Target, err)
+		}
+		a.Relationships++
+	}
+	for _, s := range f.Sessions {
+		if err := l1.StartSession(ctx, s.ID, s.StartedAt); err != nil {
+			return a, fmt.Errorf("line %d: %w", s.line, err)
+		}
+		if !s.EndedAt.IsZero() {
+			if err := l1.EndSession(ctx, s.ID, s.EndedAt); err != nil {
+				return a, fmt.Errorf("line %d: %w", s.line, err)
+			}
+		}
+		es := make([]memory.TranscriptEntry, len(s.Entries))
+		for i, e := range s.Entries {
+			raw := e.RawText
+			if raw == "" {
+				raw = e.Text
+			}
+			speaker := e.SpeakerID
+			if speaker == "" {
+				speaker = e.NPCID
+			}
+			es[i] = memory.TranscriptEntry{SessionID: s.ID, SpeakerID: speaker, SpeakerName: e.SpeakerName, NPCID: e.NPCID,
+				Text: e.Text, RawText: raw, At: e.At, Duration: time.Duration(e.DurationMS) * time.Millisecond,
+				IdempotencyKey: entryKey(s.ID, e)}
+		}
+		n, err := l1.WriteEntries(ctx, es)
+		if err != nil {
+			return a, fmt.Errorf("line %d: importing the transcript of session %q: %w", s.line, s.ID, err)
+		}
+		a.Sessions++
+		a.NewEntries += n
+	}
+	return a, nil
+}
+
+// entryKey identifies an imported line so that re-imports skip it.
+func entryKey(session string, e Entry) string {
+	if e.ID != "" {
+		return "import:" + session + ":" + e.ID
+	}
+	h := sha256.New()
+	for _, p := range []string{session, e.SpeakerID, e.NPCID, e.At.UTC().Format(time.RFC3339Nano), e.Text} {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return "import:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
