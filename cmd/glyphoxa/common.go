@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// storeFlags are the flags of every command that opens the database.
+type storeFlags struct {
+	configPath string
+	dsn        string
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.configPath, "config", "", "configuration file (default: $GLYPHOXA_CONFIG, else ./config.yaml if present)")
+	fs.StringVar(&f.dsn, "dsn", "", "PostgreSQL DSN (default: $GLYPHOXA_DSN, else memory.postgres_dsn of the configuration)")
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name string, e *env) *flag.FlagSet {
+	fs := flag.NewFlagSet("glyphoxa "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	return fs
+}
+
+// parseFlags parses args, turning flag errors into usage errors.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+// loadConfig reads the configuration the flags point to, or the defaults.
+func (f *storeFlags) loadConfig(e *env) (config.Config, error) {
+	path := f.configPath
+	if path == "" {
+		path = e.getenv("GLYPHOXA_CONFIG")
+	}
+	if path == "" {
+		if _, err := os.Stat("config.yaml"); err == nil {
+			path = "config.yaml"
+		}
+	}
+	if path == "" {
+		cfg := config.Default()
+		config.ApplyOverrides(&cfg, e.getenv)
+		return cfg, cfg.Validate()
+	}
+	return config.Load(path, e.getenv)
+}
+
+// resolveDSN picks the DSN: --dsn, then GLYPHOXA_DSN, then the configuration.
+func (f *storeFlags) resolveDSN(e *env, cfg config.Config) (string, error) {
+	switch {
+	case f.dsn != "":
+		return f.dsn, nil
+	case e.getenv("GLYPHOXA_DSN") != "":
+		return e.getenv("GLYPHOXA_DSN"), nil
+	case cfg.Memory.PostgresDSN != "":
+		return cfg.Memory.PostgresDSN, nil
+	}
+	return "", errors.New("no database configured: pass --dsn, set GLYPHOXA_DSN, or set memory.postgres_dsn in the configuration (`make db` starts a local one and prints its DSN)")
+}
+
+// openStore loads the configuration and opens (and migrates) the store.
+func (f *storeFlags) openStore(ctx context.Context, e *env) (*postgres.Store, config.Config, error) {
+	cfg, err := f.loadConfig(e)
+	if err != nil {
+		return nil, cfg, err
+	}
+	dsn, err := f.resolveDSN(e, cfg)
+	if err != nil {
+		return nil, cfg, err
+	}
+	s, err := postgres.NewStore(ctx, dsn, cfg.Memory.EmbeddingDimensions,
+		postgres.WithReviewThreshold(cfg.Memory.ReviewThreshold))
+	if err != nil {
+		return nil, cfg, fmt.Errorf("opening the memory store: %w", err)
+	}
+	return s, cfg, nil
+}
+
+// printf writes to w, ignoring errors (the terminal is gone if it fails).
+func printf(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format, args...) }

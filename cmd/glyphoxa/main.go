@@ -1,0 +1,93 @@
+// Command glyphoxa runs the glyphoxa Discord bot and its tools.
+//
+// Run `glyphoxa help` for the list of subcommands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+	stop()
+	os.Exit(code)
+}
+
+// env is what a command may touch of the outside world; tests substitute it.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	usage   string // arguments, after the name
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"migrate", "[--reembed]", "create or upgrade the database schema", cmdMigrate},
+		{"import", "--campaign ID FILE.yaml", "import a campaign file (entities, facts, transcripts)", cmdImport},
+		{"inspect", "--campaign ID", "show what a campaign's memory holds", cmdInspect},
+	}
+}
+
+// errUsage marks an error the user fixes by calling the command differently.
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, e *env) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printUsage(e.stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, e, args[1:])
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(e.stderr, "glyphoxa %s: %v\nusage: glyphoxa %s %s\n", c.name, err, c.name, c.usage)
+			return 2
+		default:
+			fmt.Fprintf(e.stderr, "glyphoxa %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(e.stderr, "glyphoxa: unknown command %q\n\n", args[0])
+	printUsage(e.stderr)
+	return 2
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "glyphoxa: AI NPCs with lasting memory for tabletop games on Discord.")
+	fmt.Fprintln(w, "\nUsage: glyphoxa <command> [flags] [arguments]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun `glyphoxa <command> -h` for a command's flags.")
+}
+
+// usagef returns a usage error.
+func usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
