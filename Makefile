@@ -1,25 +1,47 @@
-# glyphoxa developer targets. `make demo` and `make test` are the two a newcomer needs.
+# glyphoxa developer targets. A newcomer needs two: `make demo` and `make test`.
 SHELL := /bin/bash
 GO    ?= go
 BIN   := bin/glyphoxa
 
-.PHONY: all build test db vet
+# DSN of the development database (started by scripts/devdb.sh if needed).
+DEVDSN = $$(scripts/devdb.sh | tail -1 | sed 's/^GLYPHOXA_DSN=//')
+
+.PHONY: all build run demo test bench eval fuzz db lint vet clean
 
 all: build
 
+## build: compile bin/glyphoxa
 build:
 	$(GO) build -o $(BIN) ./cmd/glyphoxa
 
-## db: bring up the development PostgreSQL with pgvector; the last line is GLYPHOXA_DSN=<dsn>.
+## db: bring up the development PostgreSQL with pgvector; the last line is GLYPHOXA_DSN=<dsn>
 db:
 	@scripts/devdb.sh
 
-vet:
-	$(GO) vet ./...
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+## demo: the main job on local defaults, without Discord or API keys
+demo: build
+	@export GLYPHOXA_DSN="$(DEVDSN)" && \
+	  $(BIN) migrate && \
+	  $(BIN) import testdata/campaigns/ironhold-saga.yaml && \
+	  $(BIN) inspect --campaign ironhold-saga
 
-## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set).
+## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set)
 test: vet
 	@scripts/testdeps.sh
-	@dsn=$$(scripts/devdb.sh | tail -1); dsn=$${dsn#GLYPHOXA_DSN=}; \
-	  GLYPHOXA_TEST_DSN="$$dsn" $(GO) test -race -count=1 -timeout 20m ./...
+	@export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
+	  $(GO) test -race -count=1 -timeout 25m ./...
+
+## bench: memory-store latency at 1k and 100k entities (generated once, then reused)
+bench: build
+	@export GLYPHOXA_DSN="$(DEVDSN)" && $(BIN) bench --scale 1k,100k
+
+## lint: go vet and gofmt
+lint: vet
+
+vet:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+clean:
+	rm -rf bin

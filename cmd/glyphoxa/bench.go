@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/benchdata"
+)
+
+// benchOp is one measured memory operation.
+type benchOp struct {
+	name string
+	// hot marks operations on an NPC turn's path, which must not slow down
+	// as the campaign grows.
+	hot bool
+	// target is the latency the operation must stay under at 1k entities
+	// (zero: no target).
+	target time.Duration
+	run    func(ctx context.Context, i int) error
+}
+
+// benchResult is the latency distribution of one operation at one scale.
+type benchResult struct {
+	Op     string        `json:"op"`
+	P50    time.Duration `json:"p50_ns"`
+	P99    time.Duration `json:"p99_ns"`
+	hot    bool
+	target time.Duration
+}
+
+func cmdBench(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("bench", e)
+	var sf storeFlags
+	sf.register(fs)
+	scales := fs.String("scale", "1k,100k", "comma-separated scales to run: 1k, 100k")
+	iters := fs.Int("iterations", 300, "measured calls per operation (after 10% warm-up)")
+	regen := fs.Bool("regenerate", false, "regenerate the benchmark databases even if they exist")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := sf.loadConfig(e)
+	if err != nil {
+		return err
+	}
+	dsn, err := sf.resolveDSN(e, cfg)
+	if err != nil {
+		return err
+	}
+	var specs []benchdata.Spec
+	for _, s := range strings.Split(*scales, ",") {
+		switch strings.TrimSpace(s) {
+		case "1k":
+			specs = append(specs, benchdata.Scale1k)
+		case "100k":
+			specs = append(specs, benchdata.Scale100k)
+		default:
+			return usagef("unknown scale %q (want 1k or 100k)", s)
+		}
+	}
+	results := map[string][]benchResult{}
+	rtts := map[string]time.Duration{}
+	for _, spec := range specs {
+		res, rtt, err := benchScale(ctx, e, dsn, spec, *iters, *regen)
+		if err != nil {
+			return fmt.Errorf("scale %s: %w", spec.Name, err)
+		}
+		results[spec.Name], rtts[spec.Name] = res, rtt
+	}
+	if *asJSON {
+		return json.NewEncoder(e.stdout).Encode(map[string]any{"results": results, "select1": rtts})
+	}
+	printBench(e, specs, results, rtts)
+	return nil
+}
+
+// benchScale generates (or reuses) the scale's database and measures it.
+func benchScale(ctx context.Context, e *env, serverDSN string, spec benchdata.Spec, iters int, regen bool) ([]benchResult, time.Duration, error) {
+	dbName := "glyphoxa_bench_" + spec.Name
+	dsn, err := dsnWithDatabase(serverDSN, dbName)
+	if err != nil {
+		return nil, 0, err
+	}
+	fresh, err := ensureBenchDatabase(ctx, serverDSN, dbName, spec, regen)
+	if err != nil {
+		return nil, 0, err
+	}
+	if fresh {
+		printf(e.stderr, "generating the %s-entity benchmark campaign (once; reused by later runs)\n", spec.Name)
+		s, err := postgres.NewStore(ctx, dsn, spec.Dims)
+		if err != nil {
+			return nil, 0, err
+		}
+		s.Close()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+			return nil, 0, err
+		}
+		t := time.Now()
+		err = benchdata.Generate(ctx, conn, "bench", spec, func(f string, a ...any) { printf(e.stderr, f+"\n", a...) })
+		if err != nil {
+			return nil, 0, err
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO glyphoxa_meta (key, value) VALUES ('bench_key', $1)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, spec.Key()); err != nil {
+			return nil, 0, err
+		}
+		printf(e.stderr, "  generated in %s\n", time.Since(t).Round(time.Second))
+	}
+	store, err := postgres.NewStore(ctx, dsn, spec.Dims, postgres.WithMaxConns(4))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer store.Close()
+	c, err := store.Campaign(ctx, "bench")
+	if err != nil {
+		return nil, 0, err
+	}
+	printf(e.stderr, "measuring %s scale: %d calls per operation\n", spec.Name, iters)
+	var out []benchResult
+	var rtt time.Duration
+	for _, op := range benchOps(store, c, spec) {
+		res, err := measure(ctx, op, iters)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", op.name, err)
+		}
+		if op.name == "SELECT 1" {
+			rtt = res.P50
+		}
+		out = append(out, res)
+	}
+	return out, rtt, nil
+}
+
+// ensureBenchDatabase creates the scale's database if it is missing or holds
+// data for another spec, and reports whether it is new.
+func ensureBenchDatabase(ctx context.Context, serverDSN, name string, spec benchdata.Spec, regen bool) (bool, error) {
+	admin, err := pgx.Connect(ctx, serverDSN)
+	if err != nil {
+		return false, fmt.Errorf("connecting to PostgreSQL: %w", err)
+	}
+	defer admin.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return false, err
+	}
+	if exists && !regen {
+		dsn, _ := dsnWithDatabase(serverDSN, name)
+		if conn, err := pgx.Connect(ctx, dsn); err == nil {
+			var key string
+			err := conn.QueryRow(ctx, "SELECT value FROM glyphoxa_meta WHERE key = 'bench_key'").Scan(&key)
+			conn.Close(ctx)
+			if err == nil && key == spec.Key() {
+				return false, nil
+			}
+		}
+	}
+	if exists {
+		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			return false, err
+		}
+	}
+	_, err = admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	return true, err
+}
+
+func dsnWithDatabase(dsn, name string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("parsing the DSN: %w", err)
+		}
+		u.Path = "/" + name
+		return u.String(), nil
+	}
+	return dsn + " dbname=" + name, nil
+}
+
+// measure runs op iters times after a warm-up and returns p50 and p99.
+func measure(ctx context.Context, op benchOp, iters int) (benchResult, error) {
+	warm := max(iters/10, 5)
+	lat := make([]time.Duration, 0, iters)
+	for i := range warm + iters {
+		t := time.Now()
+		if err := op.run(ctx, i); err != nil && !errors.Is(err, memory.ErrNotFound) {
+			return benchResult{}, err
+		}
+		if i >= warm {
+			lat = append(lat, time.Since(t))
+		}
+	}
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	return benchResult{Op: op.name, P50: pct(0.50), P99: pct(0.99), hot: op.hot, target: op.target}, nil
+}
+
+// benchOps are the measured operations. Each call picks its arguments from a
+// deterministic random sequence.
+func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) []benchOp {
+	r := rand.New(rand.NewPCG(42, 7))
+	entity := func() string { return benchdata.EntityID(r.IntN(spec.Entities)) }
+	near := func(a int) int { return a - a%50 + r.IntN(min(50, spec.Entities-(a-a%50))) }
+	words := []string{"hammer", "tower", "secret", "gold", "dragon", "guild", "map", "debt"}
+	g, l1, l2 := c.Graph(), c.Sessions(), c.Index()
+	var newEntity int
+	return []benchOp{
+		{name: "SELECT 1", run: func(ctx context.Context, _ int) error {
+			var one int
+			return s.Pool().QueryRow(ctx, "SELECT 1").Scan(&one)
+		}},
+		{name: "identity snapshot", hot: true, target: 5 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			_, err := g.IdentitySnapshot(ctx, entity())
+			return err
+		}},
+		{name: "neighbours depth 1", hot: true, target: 2 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			_, err := g.Neighbors(ctx, entity(), 1, memory.TraversalOpts{})
+			return err
+		}},
+		{name: "3-hop traversal", target: 10 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			_, err := g.Neighbors(ctx, entity(), 3, memory.TraversalOpts{})
+			return err
+		}},
+		{name: "FindPath (same town)", run: func(ctx context.Context, _ int) error {
+			a := r.IntN(spec.Entities)
+			_, err := g.FindPath(ctx, benchdata.EntityID(a), benchdata.EntityID(near(a)), 4)
+			return err
+		}},
+		{name: "GraphRAG text", hot: true, target: 20 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			_, err := g.QueryWithContext(ctx, words[r.IntN(len(words))]+" or "+words[r.IntN(len(words))],
+				memory.GraphScope{EntityIDs: []string{entity()}, Depth: 1})
+			return err
+		}},
+		{name: "GraphRAG vector", hot: true, target: 20 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			_, err := g.QueryWithEmbedding(ctx, benchdata.ChunkVector(r.IntN(spec.Chunks), spec), 10,
+				memory.GraphScope{EntityIDs: []string{entity()}, Depth: 1})
+			return err
+		}},
+		{name: "entity upsert", target: 2 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			newEntity++
+			return g.UpsertEntity(ctx, memory.Entity{ID: fmt.Sprintf("new-%d", newEntity), Type: "npc",
+				Name: fmt.Sprintf("Newcomer %d", newEntity), Attributes: map[string]any{"mood": "curious"}})
+		}},
+		{name: "relationship upsert", target: 2 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			a := r.IntN(spec.Entities)
+			_, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: benchdata.EntityID(a), TargetID: benchdata.EntityID(near(a)),
+				Type: "RUMOURED", Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceInferred}})
+			return err
+		}},
+		{name: "L1 recent (5 min)", hot: true, run: func(ctx context.Context, _ int) error {
+			_, err := l1.GetRecent(ctx, benchdata.SessionID(r.IntN(spec.Sessions())), 5*time.Minute)
+			return err
+		}},
+		{name: "L1 search", run: func(ctx context.Context, _ int) error {
+			_, err := l1.Search(ctx, benchdata.EntityName(r.IntN(spec.Entities))+" "+words[r.IntN(len(words))], memory.SearchOpts{})
+			return err
+		}},
+		{name: "L2 top-10", run: func(ctx context.Context, _ int) error {
+			_, err := l2.Search(ctx, benchdata.ChunkVector(r.IntN(spec.Chunks), spec), 10, memory.ChunkFilter{})
+			return err
+		}},
+	}
+}
+
+func printBench(e *env, specs []benchdata.Spec, results map[string][]benchResult, rtts map[string]time.Duration) {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
+	w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
+	header := "operation\t"
+	for _, s := range specs {
+		header += fmt.Sprintf("%s p50 ms\t%s p99 ms\t%s p50×RTT\t", s.Name, s.Name, s.Name)
+	}
+	if len(specs) == 2 {
+		header += "100k/1k p50\t"
+	}
+	header += "target\t"
+	fmt.Fprintln(w, header)
+	for i, op := range results[specs[0].Name] {
+		line := op.Op + "\t"
+		for _, s := range specs {
+			r := results[s.Name][i]
+			line += fmt.Sprintf("%s\t%s\t%.1f×\t", ms(r.P50), ms(r.P99), float64(r.P50)/float64(rtts[s.Name]))
+		}
+		verdict := ""
+		if op.target > 0 {
+			if r, ok := findResult(results["1k"], op.Op); ok {
+				verdict = fmt.Sprintf("1k < %s: %s", ms(op.target)+" ms", passMiss(r.P50 < op.target))
+			}
+		}
+		if len(specs) == 2 {
+			a, b := results[specs[0].Name][i], results[specs[1].Name][i]
+			ratio := float64(b.P50) / float64(a.P50)
+			line += fmt.Sprintf("%.2f×\t", ratio)
+			if op.hot {
+				if verdict != "" {
+					verdict += "; "
+				}
+				verdict += "100k ≤ 1.5× 1k: " + passMiss(ratio <= 1.5)
+			}
+		}
+		fmt.Fprintln(w, line+verdict+"\t")
+	}
+	w.Flush()
+	fmt.Fprintln(e.stdout, "\nRTT = a bare SELECT 1 round trip on the same pool. The identity snapshot is one query (1 round trip).")
+}
+
+func findResult(rs []benchResult, op string) (benchResult, bool) {
+	for _, r := range rs {
+		if r.Op == op {
+			return r, true
+		}
+	}
+	return benchResult{}, false
+}
+
+func passMiss(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISS"
+}
