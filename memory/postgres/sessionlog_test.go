@@ -135,3 +135,28 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+func TestSearchHeardOnlyFindsWhatTheNPCHeard(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	l := pgtest.Campaign(t, s, "camp").Sessions()
+	npcLine := entry("s1", "grimjaw", "Aye, I forged that hammer.", 30*time.Minute)
+	npcLine.NPCID = "grimjaw"
+	must[int](t)(l.WriteEntries(ctx, []memory.TranscriptEntry{
+		entry("s1", "u1", "Long ago the hammer was lost", 0),                // 30 min before: not heard
+		entry("s1", "u1", "Grimjaw, who made this hammer?", 29*time.Minute), // heard
+		npcLine,
+		entry("s1", "u2", "The hammer glows near the dead", 35*time.Minute), // heard
+		entry("s1", "u2", "Back at camp, the hammer is cold", 90*time.Minute),
+		entry("s2", "u1", "A hammer in another session", 30*time.Minute),
+	}))
+	hits := must[[]memory.EntryHit](t)(l.SearchHeard(ctx, "grimjaw", "hammer", 10))
+	got := ids(hits, func(h memory.EntryHit) string { return h.Entry.Text })
+	want := []string{"Grimjaw, who made this hammer?", "Aye, I forged that hammer.", "The hammer glows near the dead"}
+	if !sameSet(got, want) {
+		t.Fatalf("heard %q, want %q", got, want)
+	}
+	if hits := must[[]memory.EntryHit](t)(l.SearchHeard(ctx, "elara", "hammer", 10)); len(hits) != 0 {
+		t.Fatalf("an NPC who never spoke heard %d lines", len(hits))
+	}
+}

@@ -1,0 +1,55 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// HeardWindow is how long before and after its own lines an NPC is taken to
+// have been listening.
+const HeardWindow = 10 * time.Minute
+
+// SearchHeard searches, by full text, only the transcript lines an NPC
+// heard: its own lines and what was said in the same session within
+// HeardWindow of them. Best ranked first.
+func (l *SessionLog) SearchHeard(ctx context.Context, npcID, query string, limit int) ([]memory.EntryHit, error) {
+	if strings.TrimSpace(query) == "" {
+		return nil, fmt.Errorf("%w: empty search query", memory.ErrInvalid)
+	}
+	if limit <= 0 {
+		limit = 10
+	}
+	rows, err := l.db.Query(ctx, `
+		WITH q AS (SELECT websearch_to_tsquery('english', $3) AS q),
+		spoke AS (
+		    SELECT session_id, at FROM transcript_entries
+		    WHERE campaign_id = $1 AND speaker_id = $2 AND npc_id = $2
+		)
+		SELECT t.id, t.session_id, t.speaker_id, t.speaker_name, t.npc_id, t.text, t.raw_text, t.at, t.duration_ms,
+		       coalesce(t.idempotency_key, ''), ts_rank(t.tsv, q.q)
+		FROM transcript_entries t, q
+		WHERE t.campaign_id = $1 AND t.tsv @@ q.q
+		  AND EXISTS (SELECT 1 FROM spoke s WHERE s.session_id = t.session_id
+		              AND t.at BETWEEN s.at - $4::interval AND s.at + $4::interval)
+		ORDER BY 11 DESC, t.at DESC
+		LIMIT $5`, l.campaign, npcID, query, HeardWindow, limit)
+	if err != nil {
+		return nil, fmt.Errorf("searching what %q heard: %w", npcID, err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.EntryHit, error) {
+		var h memory.EntryHit
+		var ms int32
+		var rank float32
+		err := row.Scan(&h.Entry.ID, &h.Entry.SessionID, &h.Entry.SpeakerID, &h.Entry.SpeakerName, &h.Entry.NPCID,
+			&h.Entry.Text, &h.Entry.RawText, &h.Entry.At, &ms, &h.Entry.IdempotencyKey, &rank)
+		h.Entry.Duration = time.Duration(ms) * time.Millisecond
+		h.Rank = float64(rank)
+		return h, err
+	})
+}
