@@ -93,7 +93,7 @@ func TestTurnStreamsSentencesInCharacter(t *testing.T) {
 	a := newAgent(t, c, srv, npc.ToolBudget{})
 	var spoken []string
 	res, err := a.Turn(context.Background(), npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", SpeakerName: "Thorin",
-		Text: "Grimjaw, any news about the shipment?",
+		Text:    "Grimjaw, any news about the shipment?",
 		History: []npc.Message{{Role: "user", Speaker: "Lyra", Text: "Hello again."}, {Role: "assistant", Text: "Hmph. You."}}},
 		func(s string) { spoken = append(spoken, s) })
 	if err != nil {

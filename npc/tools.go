@@ -97,8 +97,8 @@ func toolDefs() []openai.Tool {
 			map[string]any{"id": s("the trace id, e.g. f42")}, "id"),
 		fn(ToolProposeFact, "Note a new fact you learned in this conversation. The game master reviews it before it becomes true.",
 			map[string]any{"subject": s("who or what the fact is about (a name you know)"),
-				"relation": s("the relationship, e.g. LOCATED_AT, KNOWS, OWNS, HOSTILE_TO"),
-				"object":   s("the other name"),
+				"relation":   s("the relationship, e.g. LOCATED_AT, KNOWS, OWNS, HOSTILE_TO"),
+				"object":     s("the other name"),
 				"confidence": map[string]any{"type": "number", "description": "how sure you are, 0..1"}},
 			"subject", "relation", "object"),
 	}
