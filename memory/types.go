@@ -31,6 +31,9 @@ type TranscriptEntry struct {
 	// the same key in the same campaign is a no-op. Writers that may retry
 	// (consolidation, the outage spool, imports) always set it.
 	IdempotencyKey string
+	// NonCanon marks a line the DM declared never happened: it stays in the
+	// record but recall, search, recaps and processing leave it out.
+	NonCanon bool
 }
 
 // Session describes one game session of a campaign.

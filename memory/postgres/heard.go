@@ -32,12 +32,12 @@ func (l *SessionLog) SearchHeard(ctx context.Context, npcID, query string, limit
 		    WHERE campaign_id = $1 AND speaker_id = $2 AND npc_id = $2
 		)
 		SELECT t.id, t.session_id, t.speaker_id, t.speaker_name, t.npc_id, t.text, t.raw_text, t.at, t.duration_ms,
-		       coalesce(t.idempotency_key, ''), ts_rank(t.tsv, q.q)
+		       coalesce(t.idempotency_key, ''), t.noncanon, ts_rank(t.tsv, q.q)
 		FROM transcript_entries t, q
-		WHERE t.campaign_id = $1 AND t.tsv @@ q.q
+		WHERE t.campaign_id = $1 AND t.tsv @@ q.q AND NOT t.noncanon
 		  AND EXISTS (SELECT 1 FROM spoke s WHERE s.session_id = t.session_id
 		              AND t.at BETWEEN s.at - $4::interval AND s.at + $4::interval)
-		ORDER BY 11 DESC, t.at DESC
+		ORDER BY 12 DESC, t.at DESC
 		LIMIT $5`, l.campaign, npcID, query, HeardWindow, limit)
 	if err != nil {
 		return nil, fmt.Errorf("searching what %q heard: %w", npcID, err)
@@ -47,7 +47,7 @@ func (l *SessionLog) SearchHeard(ctx context.Context, npcID, query string, limit
 		var ms int32
 		var rank float32
 		err := row.Scan(&h.Entry.ID, &h.Entry.SessionID, &h.Entry.SpeakerID, &h.Entry.SpeakerName, &h.Entry.NPCID,
-			&h.Entry.Text, &h.Entry.RawText, &h.Entry.At, &ms, &h.Entry.IdempotencyKey, &rank)
+			&h.Entry.Text, &h.Entry.RawText, &h.Entry.At, &ms, &h.Entry.IdempotencyKey, &h.Entry.NonCanon, &rank)
 		h.Entry.Duration = time.Duration(ms) * time.Millisecond
 		h.Rank = float64(rank)
 		return h, err

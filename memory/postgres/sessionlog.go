@@ -18,12 +18,12 @@ type SessionLog struct {
 	campaign string
 }
 
-const entryColumns = `id, session_id, speaker_id, speaker_name, npc_id, text, raw_text, at, duration_ms, coalesce(idempotency_key, '')`
+const entryColumns = `id, session_id, speaker_id, speaker_name, npc_id, text, raw_text, at, duration_ms, coalesce(idempotency_key, ''), noncanon`
 
 func scanEntry(row pgx.CollectableRow) (memory.TranscriptEntry, error) {
 	var e memory.TranscriptEntry
 	var ms int32
-	err := row.Scan(&e.ID, &e.SessionID, &e.SpeakerID, &e.SpeakerName, &e.NPCID, &e.Text, &e.RawText, &e.At, &ms, &e.IdempotencyKey)
+	err := row.Scan(&e.ID, &e.SessionID, &e.SpeakerID, &e.SpeakerName, &e.NPCID, &e.Text, &e.RawText, &e.At, &ms, &e.IdempotencyKey, &e.NonCanon)
 	e.Duration = time.Duration(ms) * time.Millisecond
 	return e, err
 }
@@ -104,12 +104,12 @@ func (l *SessionLog) WriteEntries(ctx context.Context, es []memory.TranscriptEnt
 	return inserted, nil
 }
 
-// GetRecent returns the entries of a session within window before its newest
-// entry, oldest first.
+// GetRecent returns the canon entries of a session within window before its
+// newest entry, oldest first.
 func (l *SessionLog) GetRecent(ctx context.Context, sessionID string, window time.Duration) ([]memory.TranscriptEntry, error) {
 	rows, err := l.db.Query(ctx, `
 		SELECT `+entryColumns+` FROM transcript_entries
-		WHERE campaign_id = $1 AND session_id = $2
+		WHERE campaign_id = $1 AND session_id = $2 AND NOT noncanon
 		  AND at >= (SELECT max(at) FROM transcript_entries WHERE campaign_id = $1 AND session_id = $2) - $3::interval
 		ORDER BY at, id`, l.campaign, sessionID, window)
 	if err != nil {
@@ -129,7 +129,7 @@ func (l *SessionLog) Entries(ctx context.Context, sessionID string) ([]memory.Tr
 }
 
 // Search finds entries whose corrected text matches query, ranked with
-// ts_rank, best first.
+// ts_rank, best first. Non-canon lines are left out.
 func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOpts) ([]memory.EntryHit, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, fmt.Errorf("%w: empty search query", memory.ErrInvalid)
@@ -142,7 +142,7 @@ func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOp
 		WITH q AS (SELECT websearch_to_tsquery('english', $2) AS q)
 		SELECT `+entryColumns+`, ts_rank(tsv, q.q) AS rank
 		FROM transcript_entries, q
-		WHERE campaign_id = $1 AND tsv @@ q.q
+		WHERE campaign_id = $1 AND tsv @@ q.q AND NOT noncanon
 		  AND ($3 = '' OR session_id = $3)
 		  AND ($4 = '' OR speaker_id = $4)
 		  AND ($5::timestamptz IS NULL OR at > $5)
@@ -157,7 +157,7 @@ func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOp
 		var ms int32
 		var rank float32
 		err := row.Scan(&h.Entry.ID, &h.Entry.SessionID, &h.Entry.SpeakerID, &h.Entry.SpeakerName, &h.Entry.NPCID,
-			&h.Entry.Text, &h.Entry.RawText, &h.Entry.At, &ms, &h.Entry.IdempotencyKey, &rank)
+			&h.Entry.Text, &h.Entry.RawText, &h.Entry.At, &ms, &h.Entry.IdempotencyKey, &h.Entry.NonCanon, &rank)
 		h.Entry.Duration = time.Duration(ms) * time.Millisecond
 		h.Rank = float64(rank)
 		return h, err

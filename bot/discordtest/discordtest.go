@@ -1,0 +1,352 @@
+// Package discordtest is a local fake of Discord for tests: a REST API
+// (httptest) and a gateway WebSocket that speak Discord's wire format, so a
+// real discordgo session connects to it, receives dispatches
+// (INTERACTION_CREATE, GUILD_CREATE, VOICE_SERVER_UPDATE…) and makes REST
+// calls the test can assert on.
+//
+// Point a discordgo session at it with [Server.Attach], which swaps the
+// session's HTTP transport for one that sends discord.com requests here.
+package discordtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"github.com/gorilla/websocket"
+)
+
+// Call is one REST request the bot made.
+type Call struct {
+	Method string
+	// Path is relative to /api/v9, e.g. /interactions/1/tok/callback.
+	Path string
+	Body json.RawMessage
+}
+
+// Decode unmarshals the call's JSON body into v.
+func (c Call) Decode(v any) error { return json.Unmarshal(c.Body, v) }
+
+// Server is a running fake Discord.
+type Server struct {
+	rest *httptest.Server
+
+	BotUser *discordgo.User
+	AppID   string
+
+	mu       sync.Mutex
+	calls    []Call
+	guilds   []*discordgo.Guild
+	members  map[string]*discordgo.Member // guild/user
+	conns    []*gwConn
+	identify chan json.RawMessage
+	gwOps    chan GatewayOp
+	nextID   atomic.Int64
+	seq      atomic.Int64
+	waiters  []waiter
+}
+
+// GatewayOp is a message the bot sent on the gateway (other than
+// heartbeats), e.g. op 4 voice state updates.
+type GatewayOp struct {
+	Op   int
+	Data json.RawMessage
+}
+
+type waiter struct {
+	match func(Call) bool
+	ch    chan Call
+}
+
+// New starts a fake Discord.
+func New() *Server {
+	s := &Server{
+		BotUser:  &discordgo.User{ID: "900000000000000001", Username: "glyphoxa", Bot: true},
+		AppID:    "900000000000000002",
+		members:  map[string]*discordgo.Member{},
+		identify: make(chan json.RawMessage, 4),
+		gwOps:    make(chan GatewayOp, 64),
+	}
+	s.nextID.Store(1_000_000_000_000_000)
+	s.rest = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// Close stops the fake and its gateway connections.
+func (s *Server) Close() {
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = nil
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.rest.Close()
+}
+
+// AddGuild makes a guild known: it is sent in GUILD_CREATE after READY.
+func (s *Server) AddGuild(g *discordgo.Guild) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.guilds = append(s.guilds, g)
+	for _, m := range g.Members {
+		s.members[g.ID+"/"+m.User.ID] = m
+	}
+}
+
+// Attach points a discordgo session at the fake: REST requests to
+// discord.com go to the fake instead, and the gateway URL the session asks
+// for is the fake's.
+func (s *Server) Attach(sess *discordgo.Session) {
+	target, _ := url.Parse(s.rest.URL)
+	sess.Client = &http.Client{Timeout: 10 * time.Second, Transport: rewrite{target: target}}
+}
+
+type rewrite struct{ target *url.URL }
+
+func (r rewrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.URL.Scheme = r.target.Scheme
+	req.URL.Host = r.target.Host
+	req.Host = r.target.Host
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// NewID returns a fresh snowflake.
+func (s *Server) NewID() string { return strconv.FormatInt(s.nextID.Add(1), 10) }
+
+// Calls returns the REST calls so far.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// WaitCall waits for a REST call matching match (already made or future).
+func (s *Server) WaitCall(timeout time.Duration, match func(Call) bool) (Call, error) {
+	s.mu.Lock()
+	for _, c := range s.calls {
+		if match(c) {
+			s.mu.Unlock()
+			return c, nil
+		}
+	}
+	w := waiter{match: match, ch: make(chan Call, 1)}
+	s.waiters = append(s.waiters, w)
+	s.mu.Unlock()
+	select {
+	case c := <-w.ch:
+		return c, nil
+	case <-time.After(timeout):
+		return Call{}, fmt.Errorf("no matching REST call within %s; calls: %s", timeout, s.describeCalls())
+	}
+}
+
+func (s *Server) describeCalls() string {
+	var b strings.Builder
+	for _, c := range s.Calls() {
+		fmt.Fprintf(&b, "\n  %s %s", c.Method, c.Path)
+	}
+	return b.String()
+}
+
+// PathIs matches calls by method and path.
+func PathIs(method, path string) func(Call) bool {
+	return func(c Call) bool { return c.Method == method && c.Path == path }
+}
+
+// PathHasPrefix matches calls by method and path prefix.
+func PathHasPrefix(method, prefix string) func(Call) bool {
+	return func(c Call) bool { return c.Method == method && strings.HasPrefix(c.Path, prefix) }
+}
+
+func (s *Server) record(c Call) {
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	var keep []waiter
+	for _, w := range s.waiters {
+		if w.match(c) {
+			w.ch <- c
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	s.waiters = keep
+	s.mu.Unlock()
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/gateway-ws" {
+		s.serveGateway(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	path := strings.TrimPrefix(r.URL.Path, "/api/v"+discordgo.APIVersion)
+	if len(body) == 0 {
+		body = []byte("null")
+	}
+	c := Call{Method: r.Method, Path: path, Body: json.RawMessage(body)}
+	w.Header().Set("Content-Type", "application/json")
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case r.Method == http.MethodGet && path == "/gateway":
+		json.NewEncoder(w).Encode(map[string]string{"url": "ws://" + r.Host + "/gateway-ws"})
+		return // not recorded: plumbing
+	case r.Method == http.MethodPut && len(parts) == 5 && parts[0] == "applications" && parts[4] == "commands":
+		var cmds []*discordgo.ApplicationCommand
+		json.Unmarshal(body, &cmds)
+		for _, cmd := range cmds {
+			cmd.ID, cmd.ApplicationID, cmd.GuildID = s.NewID(), parts[1], parts[3]
+		}
+		json.NewEncoder(w).Encode(cmds)
+	case r.Method == http.MethodPost && len(parts) == 4 && parts[0] == "interactions" && parts[3] == "callback":
+		w.WriteHeader(http.StatusNoContent)
+	case parts[0] == "webhooks":
+		var m discordgo.Message
+		json.Unmarshal(body, &m)
+		m.ID = s.NewID()
+		json.NewEncoder(w).Encode(m)
+	case r.Method == http.MethodPost && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
+		var m discordgo.Message
+		json.Unmarshal(body, &m)
+		m.ID, m.ChannelID, m.Author = s.NewID(), parts[1], s.BotUser
+		json.NewEncoder(w).Encode(m)
+	case r.Method == http.MethodGet && len(parts) == 4 && parts[0] == "guilds" && parts[2] == "members":
+		s.mu.Lock()
+		m, ok := s.members[parts[1]+"/"+parts[3]]
+		s.mu.Unlock()
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"message": "Unknown Member", "code": 10007}`)
+			break
+		}
+		json.NewEncoder(w).Encode(m)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, `{"message": "fake discord has no route %s %s", "code": 0}`, r.Method, path)
+	}
+	s.record(c)
+}
+
+// gwConn is one gateway connection.
+type gwConn struct {
+	ws   *websocket.Conn
+	wmu  sync.Mutex
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *gwConn) send(v any) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.ws.WriteJSON(v)
+}
+
+func (c *gwConn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		c.ws.Close()
+	})
+}
+
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+
+func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	c := &gwConn{ws: ws, done: make(chan struct{})}
+	s.mu.Lock()
+	s.conns = append(s.conns, c)
+	s.mu.Unlock()
+	defer c.close()
+	if err := c.send(map[string]any{"op": 10, "d": map[string]any{"heartbeat_interval": 45000}}); err != nil {
+		return
+	}
+	for {
+		_, msg, err := ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		var op struct {
+			Op int             `json:"op"`
+			D  json.RawMessage `json:"d"`
+		}
+		if json.Unmarshal(msg, &op) != nil {
+			continue
+		}
+		switch op.Op {
+		case 1: // heartbeat
+			c.send(map[string]any{"op": 11})
+		case 2: // identify
+			select {
+			case s.identify <- op.D:
+			default:
+			}
+			s.ready(c)
+		default:
+			select {
+			case s.gwOps <- GatewayOp{Op: op.Op, Data: op.D}:
+			default:
+			}
+		}
+	}
+}
+
+func (s *Server) ready(c *gwConn) {
+	s.mu.Lock()
+	guilds := append([]*discordgo.Guild(nil), s.guilds...)
+	s.mu.Unlock()
+	var unavailable []map[string]any
+	for _, g := range guilds {
+		unavailable = append(unavailable, map[string]any{"id": g.ID, "unavailable": true})
+	}
+	s.dispatchTo(c, "READY", map[string]any{"v": 10, "session_id": "fake-session", "user": s.BotUser,
+		"application": map[string]any{"id": s.AppID}, "guilds": unavailable})
+	for _, g := range guilds {
+		s.dispatchTo(c, "GUILD_CREATE", g)
+	}
+}
+
+func (s *Server) dispatchTo(c *gwConn, t string, d any) error {
+	return c.send(map[string]any{"op": 0, "t": t, "s": s.seq.Add(1), "d": d})
+}
+
+// Dispatch sends an event to every connected gateway client.
+func (s *Server) Dispatch(t string, d any) error {
+	s.mu.Lock()
+	conns := append([]*gwConn(nil), s.conns...)
+	s.mu.Unlock()
+	if len(conns) == 0 {
+		return fmt.Errorf("no gateway connection to dispatch %s to", t)
+	}
+	for _, c := range conns {
+		if err := s.dispatchTo(c, t, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitIdentify waits for the bot's identify payload.
+func (s *Server) WaitIdentify(timeout time.Duration) (json.RawMessage, error) {
+	select {
+	case d := <-s.identify:
+		return d, nil
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("the bot did not identify within %s", timeout)
+	}
+}
+
+// GatewayOps delivers the non-heartbeat ops the bot sends.
+func (s *Server) GatewayOps() <-chan GatewayOp { return s.gwOps }

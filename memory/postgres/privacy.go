@@ -1,0 +1,134 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// OptOut records that a player does not want to be transcribed or stored in
+// this campaign. It is idempotent.
+func (c *Campaign) OptOut(ctx context.Context, userID string) error {
+	if strings.TrimSpace(userID) == "" {
+		return fmt.Errorf("%w: empty user id", memory.ErrInvalid)
+	}
+	_, err := c.l1.db.Exec(ctx, `INSERT INTO privacy_optouts (campaign_id, user_id) VALUES ($1, $2)
+		ON CONFLICT DO NOTHING`, c.id, userID)
+	if err != nil {
+		return fmt.Errorf("recording the opt-out of %s: %w", userID, err)
+	}
+	return nil
+}
+
+// OptIn removes a player's opt-out.
+func (c *Campaign) OptIn(ctx context.Context, userID string) error {
+	_, err := c.l1.db.Exec(ctx, `DELETE FROM privacy_optouts WHERE campaign_id = $1 AND user_id = $2`, c.id, userID)
+	if err != nil {
+		return fmt.Errorf("removing the opt-out of %s: %w", userID, err)
+	}
+	return nil
+}
+
+// OptedOut returns the players who opted out of this campaign.
+func (c *Campaign) OptedOut(ctx context.Context) (map[string]time.Time, error) {
+	rows, err := c.l1.db.Query(ctx, `SELECT user_id, opted_out_at FROM privacy_optouts WHERE campaign_id = $1`, c.id)
+	if err != nil {
+		return nil, fmt.Errorf("reading opt-outs: %w", err)
+	}
+	out := map[string]time.Time{}
+	var id string
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error { out[id] = at; return nil })
+	return out, err
+}
+
+// AddEvidence links a fact to the transcript lines it was extracted from.
+func (g *Graph) AddEvidence(ctx context.Context, factID int64, entryIDs []int64) error {
+	if len(entryIDs) == 0 {
+		return nil
+	}
+	_, err := g.db.Exec(ctx, `
+		INSERT INTO fact_evidence (fact_id, entry_id)
+		SELECT r.id, t.id FROM relationships r, transcript_entries t
+		WHERE r.campaign_id = $1 AND r.id = $2 AND t.campaign_id = $1 AND t.id = ANY($3)
+		ON CONFLICT DO NOTHING`, g.campaign, factID, entryIDs)
+	if err != nil {
+		return fmt.Errorf("linking fact %d to its evidence: %w", factID, err)
+	}
+	return nil
+}
+
+// ForgetReport says what forgetting a speaker deleted.
+type ForgetReport struct {
+	Entries int64
+	Chunks  int64
+	Facts   int64
+	// Sessions are the sessions whose chunks must be rebuilt from the
+	// remaining lines.
+	Sessions []string
+}
+
+// ForgetSpeaker deletes, in one transaction, a speaker's transcript lines,
+// every chunk that contains their words, and the facts whose only evidence
+// was their lines. Facts with evidence from other speakers, and facts with
+// no recorded evidence (entered by the DM or imported), stay.
+func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (ForgetReport, error) {
+	var rep ForgetReport
+	if strings.TrimSpace(userID) == "" {
+		return rep, fmt.Errorf("%w: empty user id", memory.ErrInvalid)
+	}
+	err := pgx.BeginFunc(ctx, c.l1.db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT DISTINCT session_id FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2
+			UNION
+			SELECT DISTINCT session_id FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)
+			ORDER BY 1`, c.id, userID)
+		if err != nil {
+			return err
+		}
+		if rep.Sessions, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `
+			DELETE FROM relationships r
+			WHERE r.campaign_id = $1
+			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+			              WHERE fe.fact_id = r.id AND t.speaker_id = $2)
+			  AND NOT EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+			                  WHERE fe.fact_id = r.id AND t.speaker_id <> $2)`, c.id, userID)
+		if err != nil {
+			return err
+		}
+		rep.Facts = tag.RowsAffected()
+		if tag, err = tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID); err != nil {
+			return err
+		}
+		rep.Chunks = tag.RowsAffected()
+		if tag, err = tx.Exec(ctx, `DELETE FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2`, c.id, userID); err != nil {
+			return err
+		}
+		rep.Entries = tag.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return ForgetReport{}, fmt.Errorf("forgetting speaker %s: %w", userID, err)
+	}
+	return rep, nil
+}
+
+// MarkNonCanon marks the lines of a session between from and to (inclusive)
+// as non-canon and reports how many lines changed.
+func (l *SessionLog) MarkNonCanon(ctx context.Context, sessionID string, from, to time.Time) (int64, error) {
+	tag, err := l.db.Exec(ctx, `UPDATE transcript_entries SET noncanon = true
+		WHERE campaign_id = $1 AND session_id = $2 AND at BETWEEN $3 AND $4 AND NOT noncanon`,
+		l.campaign, sessionID, from, to)
+	if err != nil {
+		return 0, fmt.Errorf("marking lines of session %q as non-canon: %w", sessionID, err)
+	}
+	return tag.RowsAffected(), nil
+}

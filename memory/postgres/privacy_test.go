@@ -1,0 +1,93 @@
+package postgres_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+func TestForgetSpeaker(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	l1, g := c.Sessions(), c.Graph()
+	must[int](t)(l1.WriteEntries(ctx, []memory.TranscriptEntry{
+		entry("s1", "u1", "Elara hates the guild", time.Minute),
+		entry("s1", "u2", "Elara really hates the guild", 2*time.Minute),
+		entry("s1", "u1", "The hammer is in the vault", 3*time.Minute),
+		entry("s2", "u2", "Unrelated chatter", time.Hour),
+	}))
+	es := must[[]memory.TranscriptEntry](t)(l1.Entries(ctx, "s1"))
+	// A fact resting on u1's line alone, and one also resting on u2's.
+	only := must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "hammer", TargetID: "vault",
+		Type: "LOCATED_AT", Provenance: memory.Provenance{Confidence: 0.8, SessionID: "s1"}}))
+	shared := must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "elara", TargetID: "guild",
+		Type: "HOSTILE_TO", Provenance: memory.Provenance{Confidence: 0.8, SessionID: "s1"}}))
+	check(t, g.AddEvidence(ctx, only.ID, []int64{es[2].ID}))
+	check(t, g.AddEvidence(ctx, shared.ID, []int64{es[0].ID, es[1].ID}))
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{
+		{ID: "c1", SessionID: "s1", Content: "Elara hates the guild", SpeakerIDs: []string{"u1", "u2"}, StartAt: t0},
+		{ID: "c2", SessionID: "s2", Content: "Unrelated chatter", SpeakerIDs: []string{"u2"}, StartAt: t0},
+	}))
+
+	rep := must[postgres.ForgetReport](t)(c.ForgetSpeaker(ctx, "u1"))
+	if rep.Entries != 2 || rep.Chunks != 1 || rep.Facts != 1 || len(rep.Sessions) != 1 || rep.Sessions[0] != "s1" {
+		t.Fatalf("report %+v", rep)
+	}
+	left := must[[]memory.TranscriptEntry](t)(l1.Entries(ctx, "s1"))
+	if len(left) != 1 || left[0].SpeakerID != "u2" {
+		t.Fatalf("lines left: %+v", left)
+	}
+	if _, err := g.Fact(ctx, only.ID); err == nil {
+		t.Fatal("a fact resting only on the forgotten lines survived")
+	}
+	if _, err := g.Fact(ctx, shared.ID); err != nil {
+		t.Fatalf("a fact with other evidence was deleted: %v", err)
+	}
+	if chunks := must[[]memory.Chunk](t)(c.Index().Chunks(ctx, "")); len(chunks) != 1 || chunks[0].ID != "c2" {
+		t.Fatalf("chunks left: %+v", chunks)
+	}
+	// Facts without evidence (the seeded world) are untouched.
+	if len(must[[]memory.Relationship](t)(g.Relationships(ctx, "grimjaw", memory.TraversalOpts{}))) != 4 {
+		t.Fatal("seeded facts changed")
+	}
+}
+
+func TestOptOutAndNonCanon(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "camp")
+	check(t, c.OptOut(ctx, "u9"))
+	check(t, c.OptOut(ctx, "u9"))
+	if m := must[map[string]time.Time](t)(c.OptedOut(ctx)); len(m) != 1 {
+		t.Fatalf("opt-outs %v", m)
+	}
+	check(t, c.OptIn(ctx, "u9"))
+	if m := must[map[string]time.Time](t)(c.OptedOut(ctx)); len(m) != 0 {
+		t.Fatalf("opt-outs after opt-in %v", m)
+	}
+
+	l1 := c.Sessions()
+	must[int](t)(l1.WriteEntries(ctx, []memory.TranscriptEntry{
+		entry("s1", "u1", "The dragon is dead", time.Minute),
+		entry("s1", "u1", "Just kidding, the dragon lives", 2*time.Minute),
+	}))
+	if n := must[int64](t)(l1.MarkNonCanon(ctx, "s1", t0.Add(time.Minute), t0.Add(time.Minute))); n != 1 {
+		t.Fatalf("marked %d", n)
+	}
+	hits := must[[]memory.EntryHit](t)(l1.Search(ctx, "dragon", memory.SearchOpts{}))
+	if len(hits) != 1 || hits[0].Entry.Text != "Just kidding, the dragon lives" {
+		t.Fatalf("search saw a non-canon line: %+v", hits)
+	}
+	if rec := must[[]memory.TranscriptEntry](t)(l1.GetRecent(ctx, "s1", time.Hour)); len(rec) != 1 {
+		t.Fatalf("recent saw a non-canon line: %+v", rec)
+	}
+	all := must[[]memory.TranscriptEntry](t)(l1.Entries(ctx, "s1"))
+	if len(all) != 2 || !all[0].NonCanon {
+		t.Fatalf("the record must keep the non-canon line, flagged: %+v", all)
+	}
+}
