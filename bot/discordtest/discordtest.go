@@ -185,7 +185,7 @@ func (s *Server) record(c Call) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/gateway-ws" {
+	if strings.HasPrefix(r.URL.Path, "/gateway-ws") {
 		s.serveGateway(w, r)
 		return
 	}

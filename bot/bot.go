@@ -1,0 +1,243 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/bot/recap"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// Guild binds a Discord guild to a campaign.
+type Guild struct {
+	ID       string
+	Campaign string
+	// TextChannelID receives session announcements; empty means the channel
+	// the session was started from.
+	TextChannelID string
+	// DMRoleIDs and DMUserIDs may use DM commands; members with the
+	// Administrator permission always may.
+	DMRoleIDs []string
+	DMUserIDs []string
+	// NarratorNPC speaks recaps delivered in voice.
+	NarratorNPC string
+}
+
+// Config configures a Bot.
+type Config struct {
+	Token  string
+	Guilds []Guild
+	// ShardID and ShardCount split guilds across processes (Discord's
+	// gateway sharding); zero ShardCount means one shard.
+	ShardID, ShardCount int
+	Logger              *slog.Logger
+}
+
+// Deps are the bot's collaborators. Store is required; the others are
+// optional and the commands that need them say so when they are missing.
+type Deps struct {
+	Store *postgres.Store
+	// RecapLLM writes recaps; without it recaps are made of key lines.
+	RecapLLM recap.Streamer
+	Searcher SemanticSearcher
+	Voice    VoiceSessions
+	// Reprocess rebuilds a session's chunks after lines were deleted or
+	// declared non-canon.
+	Reprocess func(ctx context.Context, campaign, sessionID string) error
+}
+
+// Bot is a running Discord bot.
+type Bot struct {
+	cfg   Config
+	deps  Deps
+	log   *slog.Logger
+	sess  *discordgo.Session
+	own   bool // whether Close closes sess
+	state *runtimeState
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	inflight sync.WaitGroup
+	removers []func()
+
+	regMu      sync.Mutex
+	registered map[string]bool // guild id → commands registered
+}
+
+// Option adjusts a Bot.
+type Option func(*Bot)
+
+// WithSession uses an existing discordgo session (tests point one at a fake
+// Discord) instead of creating one from the token. The caller closes it.
+func WithSession(s *discordgo.Session) Option { return func(b *Bot) { b.sess, b.own = s, false } }
+
+// New returns a bot; Open connects it.
+func New(cfg Config, deps Deps, opts ...Option) (*Bot, error) {
+	if deps.Store == nil {
+		return nil, errors.New("bot: a memory store is required")
+	}
+	seen := map[string]bool{}
+	for i, g := range cfg.Guilds {
+		if g.ID == "" || g.Campaign == "" {
+			return nil, fmt.Errorf("bot: guild binding %d needs a guild id and a campaign", i)
+		}
+		if seen[g.ID] {
+			return nil, fmt.Errorf("bot: guild %s is bound twice", g.ID)
+		}
+		seen[g.ID] = true
+	}
+	b := &Bot{cfg: cfg, deps: deps, log: cfg.Logger, state: newRuntimeState(), registered: map[string]bool{}}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	for _, o := range opts {
+		o(b)
+	}
+	if b.sess == nil {
+		if strings.TrimSpace(cfg.Token) == "" {
+			return nil, errors.New("bot: no Discord token: set discord.token or GLYPHOXA_DISCORD_TOKEN")
+		}
+		s, err := discordgo.New("Bot " + cfg.Token)
+		if err != nil {
+			return nil, fmt.Errorf("bot: %w", err)
+		}
+		b.sess, b.own = s, true
+	}
+	b.sess.Identify.Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildVoiceStates
+	if cfg.ShardCount > 1 {
+		b.sess.ShardID, b.sess.ShardCount = cfg.ShardID, cfg.ShardCount
+	}
+	b.sess.StateEnabled = true
+	return b, nil
+}
+
+// Session is the bot's discordgo session (for the voice transport).
+func (b *Bot) Session() *discordgo.Session { return b.sess }
+
+// Open connects to Discord and starts answering.
+func (b *Bot) Open(ctx context.Context) error {
+	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	b.removers = append(b.removers,
+		b.sess.AddHandler(func(s *discordgo.Session, r *discordgo.Ready) { b.onReady(r) }),
+		b.sess.AddHandler(func(s *discordgo.Session, g *discordgo.GuildCreate) { b.onGuild(g.Guild) }),
+		b.sess.AddHandler(func(s *discordgo.Session, i *discordgo.InteractionCreate) { b.onInteraction(i.Interaction) }),
+		b.sess.AddHandler(func(s *discordgo.Session, v *discordgo.VoiceStateUpdate) { b.onVoiceState(v) }),
+	)
+	if err := b.sess.Open(); err != nil {
+		b.cancel()
+		return fmt.Errorf("connecting to Discord: %w", err)
+	}
+	return nil
+}
+
+// Close stops answering, ends running voice sessions (flushing their
+// transcripts), waits for interactions in progress and disconnects.
+func (b *Bot) Close(ctx context.Context) error {
+	for _, r := range b.removers {
+		r()
+	}
+	var errs []error
+	if b.deps.Voice != nil {
+		for _, g := range b.state.guildsWithSessions() {
+			if err := b.deps.Voice.End(ctx, g); err != nil {
+				errs = append(errs, fmt.Errorf("ending the session of guild %s: %w", g, err))
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() { b.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("waiting for interactions in progress: %w", ctx.Err()))
+	}
+	if b.cancel != nil {
+		b.cancel()
+	}
+	if b.own {
+		if err := b.sess.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Bot) onReady(r *discordgo.Ready) {
+	b.log.Info("connected to Discord", "user", r.User.Username, "guilds", len(r.Guilds))
+}
+
+// onGuild registers the commands in a bound guild (bulk overwrite: stale
+// commands disappear).
+func (b *Bot) onGuild(g *discordgo.Guild) {
+	if _, ok := b.guild(g.ID); !ok {
+		return
+	}
+	b.regMu.Lock()
+	defer b.regMu.Unlock()
+	if b.registered[g.ID] {
+		return
+	}
+	appID := b.sess.State.User.ID
+	if b.sess.State.Application != nil && b.sess.State.Application.ID != "" {
+		appID = b.sess.State.Application.ID
+	}
+	if _, err := b.sess.ApplicationCommandBulkOverwrite(appID, g.ID, commandSpecs()); err != nil {
+		b.log.Error("registering slash commands", "guild", g.ID, "err", err)
+		return
+	}
+	b.registered[g.ID] = true
+	b.log.Info("slash commands registered", "guild", g.ID)
+}
+
+// guild returns the binding of a guild.
+func (b *Bot) guild(id string) (Guild, bool) {
+	for _, g := range b.cfg.Guilds {
+		if g.ID == id {
+			return g, true
+		}
+	}
+	return Guild{}, false
+}
+
+// campaign opens the campaign bound to a guild.
+func (b *Bot) campaign(ctx context.Context, guildID string) (*postgres.Campaign, Guild, error) {
+	g, ok := b.guild(guildID)
+	if !ok {
+		return nil, g, errUnbound
+	}
+	c, err := b.deps.Store.Campaign(ctx, g.Campaign)
+	return c, g, err
+}
+
+var errUnbound = errors.New("this server has no campaign: add it under discord.guilds in the configuration")
+
+// isDM reports whether the member may use DM commands in the guild.
+func isDM(g Guild, m *discordgo.Member) bool {
+	if m == nil || m.User == nil {
+		return false
+	}
+	if m.Permissions&discordgo.PermissionAdministrator != 0 {
+		return true
+	}
+	if slices.Contains(g.DMUserIDs, m.User.ID) {
+		return true
+	}
+	for _, r := range m.Roles {
+		if slices.Contains(g.DMRoleIDs, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// interactionTimeout bounds the work of one interaction (deferred replies
+// may take up to 15 minutes on Discord's side; ours take far less).
+const interactionTimeout = 2 * time.Minute

@@ -1,0 +1,357 @@
+package bot_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+const (
+	guildID   = "100000000000000001"
+	otherID   = "100000000000000009" // a guild the bot is in but which has no campaign
+	channelID = "100000000000000002"
+	dmRole    = "100000000000000003"
+	campaign  = "ironhold-saga"
+	wait      = 10 * time.Second
+)
+
+var (
+	theDM  = discordtest.Member{UserID: "200000000000000001", Name: "Dana", Roles: []string{dmRole}}
+	player = discordtest.Member{UserID: "u1", Name: "Thorin"} // speaker id u1 in the sample campaign
+)
+
+type harness struct {
+	t     *testing.T
+	fake  *discordtest.Server
+	store *postgres.Store
+	camp  *postgres.Campaign
+	bot   *bot.Bot
+}
+
+func newHarness(t *testing.T, deps bot.Deps) *harness {
+	t.Helper()
+	store, _ := pgtest.NewStore(t, 16)
+	f, err := os.Open("../testdata/campaigns/ironhold-saga.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := campaignfile.Parse(f, "ironhold-saga.yaml")
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := store.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
+		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fake := discordtest.New()
+	t.Cleanup(fake.Close)
+	fake.AddGuild(&discordgo.Guild{ID: guildID, Name: "The Table"})
+	fake.AddGuild(&discordgo.Guild{ID: otherID, Name: "Elsewhere"})
+
+	sess, err := discordgo.New("Bot fake-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.LogLevel = discordgo.LogError
+	fake.Attach(sess)
+	deps.Store = store
+	b, err := bot.New(bot.Config{Guilds: []bot.Guild{{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}}},
+		Logger: slog.New(slog.DiscardHandler)},
+		deps, bot.WithSession(sess))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("closing the bot: %v", err)
+		}
+		sess.Close()
+	})
+	h := &harness{t: t, fake: fake, store: store, bot: b, camp: pgtest.Campaign(t, store, campaign)}
+	// Ready once the commands are registered.
+	if _, err := fake.WaitCall(wait, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// response is an interaction response as sent on the wire.
+type response struct {
+	Type discordgo.InteractionResponseType `json:"type"`
+	Data struct {
+		Content    string                                      `json:"content"`
+		Flags      discordgo.MessageFlags                      `json:"flags"`
+		CustomID   string                                      `json:"custom_id"`
+		Choices    []*discordgo.ApplicationCommandOptionChoice `json:"choices"`
+		Components []json.RawMessage                           `json:"components"`
+		Embeds     []json.RawMessage                           `json:"embeds"`
+	} `json:"data"`
+	raw json.RawMessage
+}
+
+// send dispatches an interaction and returns its initial response.
+func (h *harness) send(i discordtest.Interaction) response {
+	h.t.Helper()
+	if err := h.fake.Send(i); err != nil {
+		h.t.Fatal(err)
+	}
+	c, err := h.fake.WaitCall(wait, discordtest.PathIs("POST", i.CallbackPath()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var r response
+	if err := c.Decode(&r); err != nil {
+		h.t.Fatalf("decoding the response %s: %v", c.Body, err)
+	}
+	r.raw = c.Body
+	return r
+}
+
+// original waits for the deferred response's edit.
+func (h *harness) original(i discordtest.Interaction) map[string]any {
+	h.t.Helper()
+	c, err := h.fake.WaitCall(wait, discordtest.PathIs("PATCH", i.OriginalPath(h.fake.AppID)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := c.Decode(&m); err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
+func TestRegistersExactlyTheCommandsInBoundGuilds(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	c, err := h.fake.WaitCall(wait, discordtest.PathHasPrefix("PUT", "/applications/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Path != "/applications/"+h.fake.AppID+"/guilds/"+guildID+"/commands" {
+		t.Fatalf("registered at %s", c.Path)
+	}
+	var got []map[string]any
+	if err := c.Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile("testdata/commands.json")
+	var wantJSON []map[string]any
+	if err := json.Unmarshal(want, &wantJSON); err != nil {
+		t.Fatalf("testdata/commands.json: %v", err)
+	}
+	if !reflect.DeepEqual(got, wantJSON) {
+		pretty, _ := json.MarshalIndent(got, "", "  ")
+		t.Fatalf("registration payload differs from testdata/commands.json; got:\n%s", pretty)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, call := range h.fake.Calls() {
+		if strings.Contains(call.Path, otherID) {
+			t.Fatalf("commands registered in an unbound guild: %s", call.Path)
+		}
+	}
+}
+
+func TestPendingFactConfirmedByButton(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	pending, err := h.camp.Graph().PendingFacts(ctx, memory.FactFilter{})
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("pending facts in the sample: %v %v", pending, err)
+	}
+	first := pending[0]
+
+	i := h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Sub("pending"))
+	r := h.send(i)
+	if r.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource || r.Data.Flags != discordgo.MessageFlagsEphemeral {
+		t.Fatalf("pending must be a deferred ephemeral reply, got %+v", r)
+	}
+	msg := h.original(i)
+	raw, _ := json.Marshal(msg)
+	for _, want := range []string{"Vexa Thorn", "MEMBER_OF", "Ashen Circle", "session s2", "Confirm #", "pend:c:"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("the pending page lacks %q: %s", want, raw)
+		}
+	}
+	// The DM presses Confirm on the first fact.
+	press := h.fake.Button(guildID, channelID, theDM, "pend:c:"+itoa(first.ID)+":0:")
+	r = h.send(press)
+	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Confirmed") {
+		t.Fatalf("button response %+v", r)
+	}
+	f, err := h.camp.Graph().Fact(ctx, first.ID)
+	if err != nil || f.Status != memory.StatusActive || !f.Provenance.DMConfirmed {
+		t.Fatalf("fact after Confirm: %+v %v", f, err)
+	}
+	// The updated page no longer lists it.
+	if strings.Contains(string(r.raw), "pend:c:"+itoa(first.ID)+":") {
+		t.Fatalf("the confirmed fact is still offered: %s", r.raw)
+	}
+}
+
+func TestNonDMCannotReview(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	pending, _ := h.camp.Graph().PendingFacts(ctx, memory.FactFilter{})
+	r := h.send(h.fake.Button(guildID, channelID, player, "pend:c:"+itoa(pending[0].ID)+":0:"))
+	if r.Type != discordgo.InteractionResponseChannelMessageWithSource || r.Data.Flags != discordgo.MessageFlagsEphemeral ||
+		!strings.Contains(r.Data.Content, "Only the DM") {
+		t.Fatalf("non-DM press: %+v", r)
+	}
+	f, _ := h.camp.Graph().Fact(ctx, pending[0].ID)
+	if f.Status != memory.StatusPending {
+		t.Fatalf("a non-DM changed a fact: %+v", f)
+	}
+	r = h.send(h.fake.Command(guildID, channelID, player, "memory", discordtest.Sub("pending")))
+	if r.Data.Flags != discordgo.MessageFlagsEphemeral || !strings.Contains(r.Data.Content, "is for the DM") {
+		t.Fatalf("non-DM /memory: %+v", r)
+	}
+	// An administrator counts as a DM.
+	admin := discordtest.Member{UserID: "300", Name: "Admin", Admin: true}
+	r = h.send(h.fake.Command(guildID, channelID, admin, "memory", discordtest.Sub("pending")))
+	if r.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource {
+		t.Fatalf("admin /memory: %+v", r)
+	}
+}
+
+func TestForgetMeDeletesThePlayersLines(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	count := func() (n int) {
+		h.store.Pool().QueryRow(ctx, `SELECT count(*) FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = 'u1'`, campaign).Scan(&n)
+		return n
+	}
+	before := count()
+	if before == 0 {
+		t.Fatal("the sample campaign has no lines by u1")
+	}
+	r := h.send(h.fake.Command(guildID, channelID, player, "privacy", discordtest.Sub("forget-me")))
+	if !strings.Contains(r.Data.Content, "cannot be undone") || len(r.Data.Components) != 1 {
+		t.Fatalf("forget-me asks first: %+v", r)
+	}
+	// Someone else cannot press the player's button.
+	r = h.send(h.fake.Button(guildID, channelID, theDM, "forgetme:yes:"+player.UserID))
+	if !strings.Contains(r.Data.Content, "Only the person who asked") || count() != before {
+		t.Fatalf("another member pressed forget-me: %+v", r)
+	}
+	r = h.send(h.fake.Button(guildID, channelID, player, "forgetme:yes:"+player.UserID))
+	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Deleted "+itoa(int64(before))+" lines") {
+		t.Fatalf("forget-me result: %+v", r)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d lines by u1 remain", n)
+	}
+}
+
+func TestAutocompleteAndEntityEdit(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	r := h.send(h.fake.Autocomplete(guildID, channelID, theDM, "memory", discordtest.Group("entity",
+		discordtest.Sub("show", discordtest.Focused("entity", "gri")))))
+	if r.Type != discordgo.InteractionApplicationCommandAutocompleteResult || len(r.Data.Choices) != 1 ||
+		r.Data.Choices[0].Value != "grimjaw" {
+		t.Fatalf("autocomplete: %+v", r.Data)
+	}
+	r = h.send(h.fake.Autocomplete(guildID, channelID, theDM, "memory", discordtest.Sub("confirm", discordtest.Focused("fact", ""))))
+	if len(r.Data.Choices) != 2 {
+		t.Fatalf("pending-fact autocomplete: %+v", r.Data.Choices)
+	}
+	// A player gets no suggestions for DM commands.
+	r = h.send(h.fake.Autocomplete(guildID, channelID, player, "memory", discordtest.Sub("confirm", discordtest.Focused("fact", ""))))
+	if len(r.Data.Choices) != 0 {
+		t.Fatalf("player autocomplete of DM command: %+v", r.Data.Choices)
+	}
+
+	r = h.send(h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Group("entity", discordtest.Sub("edit", discordtest.Str("entity", "grimjaw")))))
+	if r.Type != discordgo.InteractionResponseModal || r.Data.CustomID != "entedit:grimjaw" {
+		t.Fatalf("edit opens a modal: %+v", r)
+	}
+	r = h.send(h.fake.ModalSubmit(guildID, channelID, theDM, "entedit:grimjaw",
+		map[string]string{"name": "Grimjaw", "aliases": "Grim", "attributes": "occupation: [unclosed"}))
+	if !strings.Contains(r.Data.Content, "Nothing was changed") {
+		t.Fatalf("bad YAML: %+v", r)
+	}
+	e, _ := h.camp.Graph().Entity(ctx, "grimjaw")
+	if e.Attributes["occupation"] != "blacksmith" {
+		t.Fatalf("a refused edit changed the entity: %+v", e)
+	}
+	r = h.send(h.fake.ModalSubmit(guildID, channelID, theDM, "entedit:grimjaw",
+		map[string]string{"name": "Grimjaw Ironfist", "aliases": "Grim, Ironfist", "attributes": "occupation: master smith\nmood: wary\n"}))
+	e, _ = h.camp.Graph().Entity(ctx, "grimjaw")
+	if e.Name != "Grimjaw Ironfist" || e.Attributes["mood"] != "wary" || e.Attributes["secret_knowledge"] != nil || len(e.Aliases) != 2 {
+		t.Fatalf("after edit: %+v (%+v)", e, r)
+	}
+}
+
+func TestRecapIsTraceableAndPlayerSafe(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	i := h.fake.Command(guildID, channelID, player, "recap", discordtest.Str("scope", "session"), discordtest.Str("session", "s1"),
+		discordtest.Bool("player_safe", false))
+	h.send(i)
+	msg := h.original(i)
+	content, _ := msg["content"].(string)
+	if !strings.Contains(content, "player-safe") || !strings.Contains(content, "⟨s1 ") {
+		t.Fatalf("a player's recap must be player-safe and traceable: %s", content)
+	}
+	if strings.Contains(content, "hooded stranger") || strings.Contains(content, "lost heir") {
+		t.Fatalf("the recap reveals a secret: %s", content)
+	}
+}
+
+func TestLongOutputIsSplit(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	var es []memory.TranscriptEntry
+	for k := range 40 {
+		es = append(es, memory.TranscriptEntry{SessionID: "s9", SpeakerID: "u2", SpeakerName: "Lyra",
+			Text: strings.Repeat("The dragon Eldrinax sleeps beneath the drowned vault and dreams of names. ", 5),
+			At:   time.Date(2026, 4, 1, 19, k, 0, 0, time.UTC)})
+	}
+	if _, err := h.camp.Sessions().WriteEntries(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	i := h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Sub("search", discordtest.Str("query", "dragon"), discordtest.Str("mode", "text")))
+	h.send(i)
+	first := h.original(i)
+	if n := len([]rune(first["content"].(string))); n > 2000 || n < 1000 {
+		t.Fatalf("first message of %d characters", n)
+	}
+	c, err := h.fake.WaitCall(wait, discordtest.PathIs("POST", i.FollowupPath(h.fake.AppID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var follow map[string]any
+	c.Decode(&follow)
+	if follow["flags"] != float64(discordgo.MessageFlagsEphemeral) || len([]rune(follow["content"].(string))) > 2000 {
+		t.Fatalf("follow-up %v", follow)
+	}
+}
+
+func itoa(n int64) string { return strings.TrimSpace(strings.ReplaceAll(jsonNum(n), `"`, "")) }
+
+func jsonNum(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+var _ = errors.New

@@ -1,0 +1,83 @@
+package bot
+
+import "github.com/bwmarrin/discordgo"
+
+// Top-level command names.
+const (
+	cmdSession = "session"
+	cmdNPC     = "npc"
+	cmdMemory  = "memory"
+	cmdRecap   = "recap"
+	cmdPrivacy = "privacy"
+)
+
+// commandSpecs are the guild commands glyphoxa registers. They are
+// registered with a bulk overwrite, so commands that are no longer here
+// disappear from Discord.
+func commandSpecs() []*discordgo.ApplicationCommand {
+	str := func(name, desc string, required, auto bool) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name,
+			Description: desc, Required: required, Autocomplete: auto}
+	}
+	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name,
+			Description: desc, Options: opts}
+	}
+	group := func(name, desc string, subs ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommandGroup, Name: name,
+			Description: desc, Options: subs}
+	}
+	choice := func(name, desc string, choices ...string) *discordgo.ApplicationCommandOption {
+		o := &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc}
+		for i := 0; i+1 < len(choices); i += 2 {
+			o.Choices = append(o.Choices, &discordgo.ApplicationCommandOptionChoice{Name: choices[i], Value: choices[i+1]})
+		}
+		return o
+	}
+	guildOnly := []discordgo.InteractionContextType{discordgo.InteractionContextGuild}
+	return []*discordgo.ApplicationCommand{
+		{Name: cmdSession, Description: "Run a recorded game session", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
+			sub("start", "Join your voice channel and start recording the session (DM)"),
+			sub("end", "Stop recording, leave the channel and process the session (DM)"),
+			sub("status", "Who is recorded, which NPCs are present, memory health and latency"),
+		}},
+		{Name: cmdNPC, Description: "The campaign's NPCs", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
+			sub("list", "List the NPCs and who is in the scene"),
+			sub("mute", "Stop an NPC (or all) from answering (DM)", str("npc", "the NPC, or \"all\"", true, true)),
+			sub("unmute", "Let an NPC (or all) answer again (DM)", str("npc", "the NPC, or \"all\"", true, true)),
+			sub("say", "Make an NPC say exactly these words (DM)", str("npc", "the NPC", true, true), str("text", "what the NPC says", true, false)),
+			sub("scene", "Set where the scene is and who is present (DM)", str("location", "where the scene is", false, true),
+				str("present", "NPCs present, comma-separated", false, true)),
+		}},
+		{Name: cmdMemory, Description: "Review and edit the campaign's memory (DM)", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
+			sub("pending", "Facts waiting for your review, with buttons", str("session", "only facts from this session", false, true)),
+			sub("confirm", "Make a pending fact canon", str("fact", "the fact", true, true)),
+			sub("reject", "Reject a pending fact", str("fact", "the fact", true, true)),
+			group("entity", "People, places and things",
+				sub("show", "Show an entity and what is known about it", str("entity", "the entity", true, true)),
+				sub("edit", "Edit an entity's name, aliases and attributes", str("entity", "the entity", true, true))),
+			group("fact", "Facts",
+				sub("add", "Add a fact as DM canon", str("subject", "who or what", true, true), str("relation", "e.g. LOCATED_AT, KNOWS, OWNS", true, false),
+					str("object", "who or what", true, true)),
+				sub("retire", "Record that a fact no longer holds", str("fact", "the fact", true, true))),
+			sub("search", "Search what was said and remembered", str("query", "words or a question", true, false),
+				choice("mode", "how to search (default: both)", "words (full text)", "text", "meaning (semantic)", "semantic", "both", "both")),
+			group("forget", "Declare something non-canon",
+				sub("fact", "Retire a fact as non-canon", str("fact", "the fact", true, true)),
+				sub("span", "Mark transcript lines of a session as non-canon", str("session", "the session", true, true),
+					str("from", "start time, HH:MM (UTC)", true, false), str("to", "end time, HH:MM (UTC)", true, false))),
+		}},
+		{Name: cmdRecap, Description: "\"Previously on…\": a recap of the last session, one session, or the campaign", Contexts: &guildOnly,
+			Options: []*discordgo.ApplicationCommandOption{
+				choice("scope", "what to recap (default: the last session)", "last session", "last", "one session", "session", "the campaign so far", "campaign"),
+				str("session", "the session, for scope \"one session\"", false, true),
+				choice("delivery", "who sees it (default: only you)", "only me", "private", "the channel", "public", "spoken by the narrator", "voice"),
+				{Type: discordgo.ApplicationCommandOptionBoolean, Name: "player_safe", Description: "leave out unconfirmed and secret facts (always on for players)"},
+			}},
+		{Name: cmdPrivacy, Description: "Your recordings and data", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
+			sub("opt-out", "Stop the bot from transcribing or storing anything you say"),
+			sub("opt-in", "Allow the bot to transcribe you again"),
+			sub("forget-me", "Delete everything stored from what you said"),
+		}},
+	}
+}

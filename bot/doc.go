@@ -1,0 +1,10 @@
+// Package bot is glyphoxa's Discord bot: the part DMs and players touch.
+//
+// It binds each Discord guild to a campaign, registers the slash commands
+// (/session, /npc, /memory, /recap, /privacy) per guild, and answers
+// interactions: DM memory review with Confirm / Reject / Edit buttons and an
+// edit modal, entity and fact editing, search, recaps traceable to their
+// transcript lines, privacy opt-out and forget-me, and voice session control.
+// DM-only commands are checked here, against a DM role or allowlist per
+// guild, not only by Discord's permissions.
+package bot

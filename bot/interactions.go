@@ -1,0 +1,199 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// command is a parsed slash command: its path ("memory entity show") and
+// options by name.
+type command struct {
+	path string
+	opts map[string]*discordgo.ApplicationCommandInteractionDataOption
+	// focused is the option being typed, for autocomplete.
+	focused *discordgo.ApplicationCommandInteractionDataOption
+}
+
+func parseCommand(d discordgo.ApplicationCommandInteractionData) command {
+	c := command{path: d.Name, opts: map[string]*discordgo.ApplicationCommandInteractionDataOption{}}
+	opts := d.Options
+	for len(opts) == 1 && (opts[0].Type == discordgo.ApplicationCommandOptionSubCommand ||
+		opts[0].Type == discordgo.ApplicationCommandOptionSubCommandGroup) {
+		c.path += " " + opts[0].Name
+		opts = opts[0].Options
+	}
+	for _, o := range opts {
+		c.opts[o.Name] = o
+		if o.Focused {
+			c.focused = o
+		}
+	}
+	return c
+}
+
+func (c command) str(name string) string {
+	if o, ok := c.opts[name]; ok {
+		if s, ok := o.Value.(string); ok {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ""
+}
+
+func (c command) boolean(name string) (bool, bool) {
+	if o, ok := c.opts[name]; ok {
+		if v, ok := o.Value.(bool); ok {
+			return v, true
+		}
+	}
+	return false, false
+}
+
+// user returns the member or user behind an interaction.
+func user(i *discordgo.Interaction) *discordgo.User {
+	if i.Member != nil && i.Member.User != nil {
+		return i.Member.User
+	}
+	return i.User
+}
+
+func displayName(i *discordgo.Interaction) string {
+	if i.Member != nil && i.Member.Nick != "" {
+		return i.Member.Nick
+	}
+	if u := user(i); u != nil {
+		if u.GlobalName != "" {
+			return u.GlobalName
+		}
+		return u.Username
+	}
+	return "someone"
+}
+
+func (b *Bot) onInteraction(i *discordgo.Interaction) {
+	b.inflight.Add(1)
+	defer b.inflight.Done()
+	ctx, cancel := context.WithTimeout(b.ctx, interactionTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.Error("interaction handler panicked", "interaction", i.ID, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	if i.GuildID == "" {
+		b.reply(i, true, "glyphoxa works inside a server that runs a campaign.")
+		return
+	}
+	g, ok := b.guild(i.GuildID)
+	if !ok {
+		b.reply(i, true, errUnbound.Error())
+		return
+	}
+	switch i.Type {
+	case discordgo.InteractionApplicationCommand:
+		b.onCommand(ctx, i, g, parseCommand(i.ApplicationCommandData()))
+	case discordgo.InteractionApplicationCommandAutocomplete:
+		b.onAutocomplete(ctx, i, g, parseCommand(i.ApplicationCommandData()))
+	case discordgo.InteractionMessageComponent:
+		b.onComponent(ctx, i, g, i.MessageComponentData())
+	case discordgo.InteractionModalSubmit:
+		b.onModal(ctx, i, g, i.ModalSubmitData())
+	}
+}
+
+// dmOnly lists the command paths only a DM may use.
+var dmOnly = map[string]bool{
+	"session start": true, "session end": true,
+	"npc mute": true, "npc unmute": true, "npc say": true, "npc scene": true,
+}
+
+func requiresDM(path string) bool {
+	return dmOnly[path] || strings.HasPrefix(path, cmdMemory+" ")
+}
+
+func (b *Bot) onCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
+	if requiresDM(c.path) && !isDM(g, i.Member) {
+		b.refuse(i, fmt.Sprintf("`/%s` is for the DM. Ask your DM, or an admin can add you to the DM role in glyphoxa's configuration.", c.path))
+		return
+	}
+	switch {
+	case strings.HasPrefix(c.path, cmdSession+" "):
+		b.sessionCommand(ctx, i, g, c)
+	case strings.HasPrefix(c.path, cmdNPC+" "):
+		b.npcCommand(ctx, i, g, c)
+	case strings.HasPrefix(c.path, cmdMemory+" "):
+		b.memoryCommand(ctx, i, g, c)
+	case c.path == cmdRecap:
+		b.recapCommand(ctx, i, g, c)
+	case strings.HasPrefix(c.path, cmdPrivacy+" "):
+		b.privacyCommand(ctx, i, g, c)
+	default:
+		b.reply(i, true, fmt.Sprintf("Unknown command `/%s`.", c.path))
+	}
+}
+
+func (b *Bot) onComponent(ctx context.Context, i *discordgo.Interaction, g Guild, d discordgo.MessageComponentInteractionData) {
+	kind, rest, _ := strings.Cut(d.CustomID, ":")
+	switch kind {
+	case "pend":
+		if !isDM(g, i.Member) {
+			b.refuse(i, "Only the DM can review facts.")
+			return
+		}
+		b.pendingButton(ctx, i, g, rest)
+	case "forgetme":
+		b.forgetMeButton(ctx, i, g, rest)
+	default:
+		b.reply(i, true, "This button has expired.")
+	}
+}
+
+func (b *Bot) onModal(ctx context.Context, i *discordgo.Interaction, g Guild, d discordgo.ModalSubmitInteractionData) {
+	kind, rest, _ := strings.Cut(d.CustomID, ":")
+	if !isDM(g, i.Member) {
+		b.refuse(i, "Only the DM can edit the campaign's memory.")
+		return
+	}
+	switch kind {
+	case "factedit":
+		b.factEditSubmit(ctx, i, g, rest, modalValues(d))
+	case "entedit":
+		b.entityEditSubmit(ctx, i, g, rest, modalValues(d))
+	default:
+		b.reply(i, true, "This form has expired.")
+	}
+}
+
+// modalValues returns a modal's text inputs by custom id.
+func modalValues(d discordgo.ModalSubmitInteractionData) map[string]string {
+	out := map[string]string{}
+	for _, row := range d.Components {
+		r, ok := row.(*discordgo.ActionsRow)
+		if !ok {
+			continue
+		}
+		for _, c := range r.Components {
+			if ti, ok := c.(*discordgo.TextInput); ok {
+				out[ti.CustomID] = ti.Value
+			}
+		}
+	}
+	return out
+}
+
+func (b *Bot) onVoiceState(v *discordgo.VoiceStateUpdate) {
+	// The voice session owner follows voice states itself; the bot only
+	// notes its own departure from a channel (kicked or moved by a human).
+	if b.sess.State.User == nil || v.UserID != b.sess.State.User.ID || v.ChannelID != "" {
+		return
+	}
+	if b.state.hasSession(v.GuildID) && b.deps.Voice != nil {
+		if _, ok := b.deps.Voice.Status(v.GuildID); !ok {
+			b.state.setSession(v.GuildID, false)
+		}
+	}
+}

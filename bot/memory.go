@@ -1,0 +1,600 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+	"gopkg.in/yaml.v3"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// SemanticSearcher searches a campaign's memory by meaning.
+type SemanticSearcher interface {
+	SearchMeaning(ctx context.Context, campaign, query string, k int) ([]SearchHit, error)
+}
+
+// SearchHit is one semantic search result.
+type SearchHit struct {
+	SessionID string
+	At        time.Time
+	Content   string
+	Score     float64
+}
+
+// factsPerPage leaves room for one row of buttons per fact plus navigation
+// within Discord's five component rows.
+const factsPerPage = 4
+
+func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
+	if c.path == "memory entity edit" {
+		b.entityEditModal(ctx, i, g, c.str("entity"))
+		return
+	}
+	b.deferReply(i, true)
+	camp, _, err := b.campaign(ctx, g.ID)
+	if err != nil {
+		b.finishErr(i, err)
+		return
+	}
+	graph := camp.Graph()
+	switch c.path {
+	case "memory pending":
+		content, embed, comps, err := b.pendingPage(ctx, camp, c.str("session"), 0)
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, content, embeds(embed), comps)
+	case "memory confirm", "memory reject":
+		id, err := parseFactID(c.str("fact"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		var f memory.Relationship
+		verb := "Confirmed"
+		if c.path == "memory confirm" {
+			f, err = graph.ConfirmFact(ctx, id)
+		} else {
+			f, err = graph.RejectFact(ctx, id)
+			verb = "Rejected"
+		}
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, fmt.Sprintf("%s %s", verb, b.describeFact(ctx, graph, f)), nil, nil)
+	case "memory entity show":
+		embed, err := b.entityEmbed(ctx, graph, c.str("entity"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, "", embeds(embed), nil)
+	case "memory fact add":
+		src, err := resolveEntity(ctx, graph, c.str("subject"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		dst, err := resolveEntity(ctx, graph, c.str("object"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		rel := relType(c.str("relation"))
+		if rel == "" {
+			b.finishErr(i, errors.New("the relation needs letters, e.g. LOCATED_AT"))
+			return
+		}
+		f, err := graph.UpsertRelationship(ctx, memory.Relationship{SourceID: src.ID, TargetID: dst.ID, Type: rel,
+			Attributes: map[string]any{"added_by": user(i).ID},
+			Provenance: memory.Provenance{Timestamp: time.Now(), Confidence: 1, Source: memory.SourceStated, DMConfirmed: true}})
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, "Added as canon: "+b.describeFact(ctx, graph, f), nil, nil)
+	case "memory fact retire":
+		id, err := parseFactID(c.str("fact"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		f, err := graph.RetireFact(ctx, id, b.currentSession(g.ID))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, "Retired (it held until now): "+b.describeFact(ctx, graph, f), nil, nil)
+	case "memory forget fact":
+		id, err := parseFactID(c.str("fact"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		f, err := graph.RejectFact(ctx, id)
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, "Declared non-canon (it never happened): "+b.describeFact(ctx, graph, f), nil, nil)
+	case "memory forget span":
+		b.forgetSpan(ctx, i, g, camp, c)
+	case "memory search":
+		b.search(ctx, i, g, camp, c.str("query"), c.str("mode"))
+	default:
+		b.finishErr(i, fmt.Errorf("unknown command /%s", c.path))
+	}
+}
+
+func embeds(e *discordgo.MessageEmbed) []*discordgo.MessageEmbed {
+	if e == nil {
+		return nil
+	}
+	return []*discordgo.MessageEmbed{e}
+}
+
+// currentSession is the id of the guild's running session, or "".
+func (b *Bot) currentSession(guildID string) string {
+	if b.deps.Voice == nil {
+		return ""
+	}
+	if st, ok := b.deps.Voice.Status(guildID); ok {
+		return st.SessionID
+	}
+	return ""
+}
+
+// parseFactID reads "12", "#12" or an autocomplete value.
+func parseFactID(s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "#"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%q is not a fact; pick one from the list or give its number, e.g. #12", s)
+	}
+	return id, nil
+}
+
+// relType normalises a relation to UPPER_SNAKE_CASE.
+func relType(s string) string {
+	return strings.ToUpper(strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}), "_"))
+}
+
+// resolveEntity finds an entity by id (autocomplete value), name or alias.
+func resolveEntity(ctx context.Context, g *postgres.Graph, s string) (memory.Entity, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return memory.Entity{}, errors.New("name an entity")
+	}
+	if e, err := g.Entity(ctx, s); err == nil {
+		return e, nil
+	}
+	cands, err := g.FindEntities(ctx, memory.EntityFilter{Name: s, Limit: 10})
+	if err != nil {
+		return memory.Entity{}, err
+	}
+	for _, e := range cands {
+		if strings.EqualFold(e.Name, s) || slices.ContainsFunc(e.Aliases, func(a string) bool { return strings.EqualFold(a, s) }) {
+			return e, nil
+		}
+	}
+	if len(cands) == 1 {
+		return cands[0], nil
+	}
+	if len(cands) > 1 {
+		names := make([]string, len(cands))
+		for k, e := range cands {
+			names[k] = e.Name
+		}
+		return memory.Entity{}, fmt.Errorf("%q could be %s; pick one from the list", s, strings.Join(names, ", "))
+	}
+	return memory.Entity{}, fmt.Errorf("nothing in this campaign is called %q", s)
+}
+
+// names returns display names for entity ids.
+func names(ctx context.Context, g *postgres.Graph, ids ...string) map[string]string {
+	out := map[string]string{}
+	es, err := g.FindEntities(ctx, memory.EntityFilter{IDs: ids})
+	if err == nil {
+		for _, e := range es {
+			out[e.ID] = e.Name
+		}
+	}
+	for _, id := range ids {
+		if out[id] == "" {
+			out[id] = id
+		}
+	}
+	return out
+}
+
+// describeFact renders "#12 Vexa Thorn —MEMBER_OF→ Ashen Circle".
+func (b *Bot) describeFact(ctx context.Context, g *postgres.Graph, f memory.Relationship) string {
+	n := names(ctx, g, f.SourceID, f.TargetID)
+	return fmt.Sprintf("**#%d** %s —%s→ %s", f.ID, n[f.SourceID], f.Type, n[f.TargetID])
+}
+
+// provenanceLine says where a fact came from: confidence, how, and when.
+func provenanceLine(f memory.Relationship) string {
+	parts := []string{fmt.Sprintf("confidence %.2f", f.Provenance.Confidence), string(f.Provenance.Source)}
+	if f.Provenance.SessionID != "" {
+		parts = append(parts, "session "+f.Provenance.SessionID)
+	}
+	if !f.Provenance.Timestamp.IsZero() {
+		parts = append(parts, f.Provenance.Timestamp.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	if p, ok := f.Attributes["proposed_by"].(string); ok {
+		parts = append(parts, "proposed by "+p)
+	}
+	return strings.Join(parts, " · ")
+}
+
+// pendingPage renders one page of pending facts with review buttons.
+func (b *Bot) pendingPage(ctx context.Context, camp *postgres.Campaign, session string, page int) (string, *discordgo.MessageEmbed, []discordgo.MessageComponent, error) {
+	g := camp.Graph()
+	facts, err := g.PendingFacts(ctx, memory.FactFilter{SessionID: session})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if len(facts) == 0 {
+		return "✅ No facts are waiting for review.", nil, []discordgo.MessageComponent{}, nil
+	}
+	pages := (len(facts) + factsPerPage - 1) / factsPerPage
+	page = min(max(page, 0), pages-1)
+	shown := facts[page*factsPerPage : min(len(facts), (page+1)*factsPerPage)]
+	var ids []string
+	for _, f := range shown {
+		ids = append(ids, f.SourceID, f.TargetID)
+	}
+	n := names(ctx, g, ids...)
+	embed := &discordgo.MessageEmbed{
+		Title:  fmt.Sprintf("Facts waiting for your review (%d)", len(facts)),
+		Color:  0xE0A526,
+		Footer: &discordgo.MessageEmbedFooter{Text: fmt.Sprintf("Page %d of %d · confirmed facts become canon for the NPCs", page+1, pages)},
+	}
+	var comps []discordgo.MessageComponent
+	for _, f := range shown {
+		value := provenanceLine(f)
+		if ev, err := g.Evidence(ctx, f.ID); err == nil && len(ev) > 0 {
+			e := ev[0]
+			value += fmt.Sprintf("\n> %s — %s, %s", truncate(e.Text, 300), e.SpeakerName, e.At.UTC().Format("15:04"))
+		}
+		embed.Fields = append(embed.Fields, &discordgo.MessageEmbedField{
+			Name:  fmt.Sprintf("#%d  %s —%s→ %s", f.ID, n[f.SourceID], f.Type, n[f.TargetID]),
+			Value: value,
+		})
+		suffix := fmt.Sprintf("%d:%d:%s", f.ID, page, session)
+		comps = append(comps, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordgo.Button{Label: fmt.Sprintf("Confirm #%d", f.ID), Style: discordgo.SuccessButton, CustomID: "pend:c:" + suffix},
+			discordgo.Button{Label: fmt.Sprintf("Reject #%d", f.ID), Style: discordgo.DangerButton, CustomID: "pend:r:" + suffix},
+			discordgo.Button{Label: fmt.Sprintf("Edit #%d", f.ID), Style: discordgo.SecondaryButton, CustomID: "pend:e:" + suffix},
+		}})
+	}
+	if pages > 1 {
+		comps = append(comps, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordgo.Button{Label: "◀ Previous", Style: discordgo.SecondaryButton, Disabled: page == 0,
+				CustomID: fmt.Sprintf("pend:p:0:%d:%s", page-1, session)},
+			discordgo.Button{Label: "Next ▶", Style: discordgo.SecondaryButton, Disabled: page == pages-1,
+				CustomID: fmt.Sprintf("pend:p:0:%d:%s", page+1, session)},
+		}})
+	}
+	return "", embed, comps, nil
+}
+
+// pendingButton handles Confirm / Reject / Edit / page buttons. The
+// custom id is action:factID:page:session.
+func (b *Bot) pendingButton(ctx context.Context, i *discordgo.Interaction, g Guild, rest string) {
+	parts := strings.SplitN(rest, ":", 4)
+	if len(parts) != 4 {
+		b.reply(i, true, "This button has expired.")
+		return
+	}
+	action, session := parts[0], parts[3]
+	id, _ := strconv.ParseInt(parts[1], 10, 64)
+	page, _ := strconv.Atoi(parts[2])
+	camp, _, err := b.campaign(ctx, g.ID)
+	if err != nil {
+		b.reply(i, true, "⚠️ "+err.Error())
+		return
+	}
+	var note string
+	switch action {
+	case "c", "r":
+		var f memory.Relationship
+		if action == "c" {
+			f, err = camp.Graph().ConfirmFact(ctx, id)
+			note = "✅ Confirmed "
+		} else {
+			f, err = camp.Graph().RejectFact(ctx, id)
+			note = "✖ Rejected "
+		}
+		if err != nil {
+			b.reply(i, true, "⚠️ "+err.Error())
+			return
+		}
+		note += b.describeFact(ctx, camp.Graph(), f)
+	case "e":
+		b.factEditModal(ctx, i, camp, id, page, session)
+		return
+	case "p":
+	default:
+		b.reply(i, true, "This button has expired.")
+		return
+	}
+	b.updatePending(ctx, i, camp, session, page, note)
+}
+
+// updatePending replaces the message the button was on with the fresh page.
+func (b *Bot) updatePending(ctx context.Context, i *discordgo.Interaction, camp *postgres.Campaign, session string, page int, note string) {
+	content, embed, comps, err := b.pendingPage(ctx, camp, session, page)
+	if err != nil {
+		b.reply(i, true, "⚠️ "+err.Error())
+		return
+	}
+	if note != "" {
+		content = strings.TrimSpace(note + "\n" + content)
+	}
+	es := embeds(embed)
+	if es == nil {
+		es = []*discordgo.MessageEmbed{}
+	}
+	b.respond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseUpdateMessage,
+		Data: &discordgo.InteractionResponseData{Content: content, Embeds: es, Components: comps}})
+}
+
+func textInput(id, label, value string, style discordgo.TextInputStyle, required bool, maxLen int) discordgo.ActionsRow {
+	return discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.TextInput{
+		CustomID: id, Label: label, Style: style, Value: truncate(value, maxLen), Required: required, MaxLength: maxLen}}}
+}
+
+func (b *Bot) factEditModal(ctx context.Context, i *discordgo.Interaction, camp *postgres.Campaign, id int64, page int, session string) {
+	f, err := camp.Graph().Fact(ctx, id)
+	if err != nil {
+		b.reply(i, true, "⚠️ "+err.Error())
+		return
+	}
+	n := names(ctx, camp.Graph(), f.SourceID, f.TargetID)
+	b.respond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
+		CustomID: fmt.Sprintf("factedit:%d:%d:%s", id, page, session),
+		Title:    truncate(fmt.Sprintf("Correct fact #%d", id), 45),
+		Components: []discordgo.MessageComponent{
+			textInput("subject", "Who or what", n[f.SourceID], discordgo.TextInputShort, true, 100),
+			textInput("relation", "Relation (e.g. LOCATED_AT)", f.Type, discordgo.TextInputShort, true, 100),
+			textInput("object", "Who or what", n[f.TargetID], discordgo.TextInputShort, true, 100),
+		},
+	}})
+}
+
+// factEditSubmit stores the DM's corrected fact as canon.
+func (b *Bot) factEditSubmit(ctx context.Context, i *discordgo.Interaction, g Guild, rest string, v map[string]string) {
+	parts := strings.SplitN(rest, ":", 3)
+	if len(parts) != 3 {
+		b.reply(i, true, "This form has expired.")
+		return
+	}
+	id, _ := strconv.ParseInt(parts[0], 10, 64)
+	page, _ := strconv.Atoi(parts[1])
+	session := parts[2]
+	camp, _, err := b.campaign(ctx, g.ID)
+	if err != nil {
+		b.reply(i, true, "⚠️ "+err.Error())
+		return
+	}
+	graph := camp.Graph()
+	src, err := resolveEntity(ctx, graph, v["subject"])
+	if err == nil {
+		var dst memory.Entity
+		if dst, err = resolveEntity(ctx, graph, v["object"]); err == nil {
+			rel := relType(v["relation"])
+			if rel == "" {
+				err = errors.New("the relation needs letters, e.g. LOCATED_AT")
+			} else {
+				var f memory.Relationship
+				f, err = graph.ReplaceFact(ctx, id, memory.Relationship{SourceID: src.ID, TargetID: dst.ID, Type: rel,
+					Attributes: map[string]any{"edited_by": user(i).ID}})
+				if err == nil {
+					b.updatePending(ctx, i, camp, session, page, "✏️ Corrected and confirmed "+b.describeFact(ctx, graph, f))
+					return
+				}
+			}
+		}
+	}
+	// Nothing was changed; say why, privately.
+	b.reply(i, true, fmt.Sprintf("⚠️ Fact #%d is unchanged: %v", id, err))
+}
+
+func (b *Bot) entityEmbed(ctx context.Context, g *postgres.Graph, ref string) (*discordgo.MessageEmbed, error) {
+	e, err := resolveEntity(ctx, g, ref)
+	if err != nil {
+		return nil, err
+	}
+	embed := &discordgo.MessageEmbed{Title: fmt.Sprintf("%s (%s)", e.Name, e.Type), Color: 0x5865F2,
+		Footer: &discordgo.MessageEmbedFooter{Text: "id " + e.ID}}
+	var desc []string
+	if len(e.Aliases) > 0 {
+		desc = append(desc, "Also called: "+strings.Join(e.Aliases, ", "))
+	}
+	keys := make([]string, 0, len(e.Attributes))
+	for k := range e.Attributes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		desc = append(desc, fmt.Sprintf("**%s**: %v", k, e.Attributes[k]))
+	}
+	embed.Description = strings.Join(desc, "\n")
+	rels, err := g.Relationships(ctx, e.ID, memory.TraversalOpts{Limit: 20})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, r := range rels {
+		ids = append(ids, r.SourceID, r.TargetID)
+	}
+	n := names(ctx, g, ids...)
+	for _, r := range rels {
+		embed.Fields = append(embed.Fields, &discordgo.MessageEmbedField{
+			Name:  fmt.Sprintf("#%d %s —%s→ %s", r.ID, n[r.SourceID], r.Type, n[r.TargetID]),
+			Value: provenanceLine(r),
+		})
+	}
+	return embed, nil
+}
+
+func (b *Bot) entityEditModal(ctx context.Context, i *discordgo.Interaction, g Guild, ref string) {
+	camp, _, err := b.campaign(ctx, g.ID)
+	if err != nil {
+		b.reply(i, true, "⚠️ "+err.Error())
+		return
+	}
+	e, err := resolveEntity(ctx, camp.Graph(), ref)
+	if err != nil {
+		b.reply(i, true, "⚠️ "+err.Error())
+		return
+	}
+	attrs := ""
+	if len(e.Attributes) > 0 {
+		out, _ := yaml.Marshal(e.Attributes)
+		attrs = string(out)
+	}
+	b.respond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
+		CustomID: "entedit:" + e.ID,
+		Title:    truncate("Edit "+e.Name, 45),
+		Components: []discordgo.MessageComponent{
+			textInput("name", "Name", e.Name, discordgo.TextInputShort, true, 100),
+			textInput("aliases", "Aliases, comma-separated", strings.Join(e.Aliases, ", "), discordgo.TextInputShort, false, 400),
+			textInput("attributes", "Attributes (YAML: key: value)", attrs, discordgo.TextInputParagraph, false, 4000),
+		},
+	}})
+}
+
+// entityEditSubmit applies the modal; invalid YAML changes nothing.
+func (b *Bot) entityEditSubmit(ctx context.Context, i *discordgo.Interaction, g Guild, id string, v map[string]string) {
+	camp, _, err := b.campaign(ctx, g.ID)
+	if err != nil {
+		b.reply(i, true, "⚠️ "+err.Error())
+		return
+	}
+	attrs := map[string]any{}
+	if strings.TrimSpace(v["attributes"]) != "" {
+		if err := yaml.Unmarshal([]byte(v["attributes"]), &attrs); err != nil {
+			b.reply(i, true, fmt.Sprintf("⚠️ Nothing was changed: the attributes are not valid YAML (%v). Write one `key: value` per line.", err))
+			return
+		}
+	}
+	old, err := camp.Graph().Entity(ctx, id)
+	if err != nil {
+		b.reply(i, true, "⚠️ "+err.Error())
+		return
+	}
+	var del []string
+	for k := range old.Attributes {
+		if _, ok := attrs[k]; !ok {
+			del = append(del, k)
+		}
+	}
+	name := strings.TrimSpace(v["name"])
+	var aliases []string
+	for _, a := range strings.Split(v["aliases"], ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			aliases = append(aliases, a)
+		}
+	}
+	e, err := camp.Graph().UpdateEntity(ctx, id, memory.EntityUpdate{Name: &name, Aliases: &aliases,
+		SetAttributes: attrs, DeleteAttributes: del})
+	if err != nil {
+		b.reply(i, true, "⚠️ Nothing was changed: "+err.Error())
+		return
+	}
+	embed, err := b.entityEmbed(ctx, camp.Graph(), e.ID)
+	if err != nil {
+		b.reply(i, true, "Saved "+e.Name+".")
+		return
+	}
+	b.reply(i, true, "Saved.", embed)
+}
+
+func (b *Bot) forgetSpan(ctx context.Context, i *discordgo.Interaction, g Guild, camp *postgres.Campaign, c command) {
+	sess, err := camp.Sessions().Session(ctx, c.str("session"))
+	if err != nil {
+		b.finishErr(i, err)
+		return
+	}
+	from, err1 := clockOn(sess.StartedAt, c.str("from"))
+	to, err2 := clockOn(sess.StartedAt, c.str("to"))
+	if err := errors.Join(err1, err2); err != nil {
+		b.finishErr(i, err)
+		return
+	}
+	if to.Before(from) {
+		to = to.Add(24 * time.Hour) // a session past midnight
+	}
+	n, err := camp.Sessions().MarkNonCanon(ctx, sess.ID, from, to.Add(59*time.Second))
+	if err != nil {
+		b.finishErr(i, err)
+		return
+	}
+	msg := fmt.Sprintf("Marked %d lines of session %s (%s–%s UTC) as non-canon. They stay in the record but NPCs, recaps and search leave them out.",
+		n, sess.ID, from.Format("15:04"), to.Format("15:04"))
+	if n > 0 && b.deps.Reprocess != nil {
+		if err := b.deps.Reprocess(ctx, g.Campaign, sess.ID); err != nil {
+			msg += fmt.Sprintf("\n⚠️ Rebuilding the session's memory failed (%v); run `glyphoxa process --campaign %s`.", err, g.Campaign)
+		}
+	}
+	b.finish(i, true, msg, nil, nil)
+}
+
+// clockOn puts an HH:MM (UTC) on the day a session started.
+func clockOn(day time.Time, hhmm string) (time.Time, error) {
+	t, err := time.Parse("15:04", strings.TrimSpace(hhmm))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not a time; write HH:MM, e.g. 20:15", hhmm)
+	}
+	d := day.UTC()
+	return time.Date(d.Year(), d.Month(), d.Day(), t.Hour(), t.Minute(), 0, 0, time.UTC), nil
+}
+
+func (b *Bot) search(ctx context.Context, i *discordgo.Interaction, g Guild, camp *postgres.Campaign, query, mode string) {
+	if mode == "" {
+		mode = "both"
+	}
+	var out strings.Builder
+	if mode == "text" || mode == "both" {
+		hits, err := camp.Sessions().Search(ctx, query, memory.SearchOpts{Limit: 8})
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		fmt.Fprintf(&out, "**Said at the table** (%d)\n", len(hits))
+		for _, h := range hits {
+			fmt.Fprintf(&out, "• %s %s — %s: %s\n", h.Entry.SessionID, h.Entry.At.UTC().Format("2006-01-02 15:04"),
+				h.Entry.SpeakerName, truncate(h.Entry.Text, 300))
+		}
+	}
+	if mode == "semantic" || mode == "both" {
+		if b.deps.Searcher == nil {
+			out.WriteString("\n_Search by meaning needs an embedding provider (providers.embeddings)._\n")
+		} else {
+			hits, err := b.deps.Searcher.SearchMeaning(ctx, g.Campaign, query, 5)
+			if err != nil {
+				b.finishErr(i, err)
+				return
+			}
+			fmt.Fprintf(&out, "\n**Related memories** (%d)\n", len(hits))
+			for _, h := range hits {
+				fmt.Fprintf(&out, "• %s %s — %s\n", h.SessionID, h.At.UTC().Format("2006-01-02 15:04"), truncate(h.Content, 400))
+			}
+		}
+	}
+	b.finish(i, true, out.String(), nil, nil)
+}

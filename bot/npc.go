@@ -1,0 +1,155 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
+	controls := b.state.controlsFor(g.ID)
+	switch c.path {
+	case "npc list":
+		b.deferReply(i, true)
+		camp, _, err := b.campaign(ctx, g.ID)
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		npcs, err := camp.Graph().FindEntities(ctx, memory.EntityFilter{Type: memory.EntityNPC})
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		scene := controls.Scene()
+		var out strings.Builder
+		if scene.LocationID != "" || len(scene.Present) > 0 {
+			n := names(ctx, camp.Graph(), append([]string{scene.LocationID}, scene.Present...)...)
+			var present []string
+			for _, p := range scene.Present {
+				present = append(present, n[p])
+			}
+			fmt.Fprintf(&out, "**Scene:** %s — present: %s\n\n", orNone(n[scene.LocationID]), orNone(strings.Join(present, ", ")))
+		}
+		fmt.Fprintf(&out, "**NPCs** (%d)\n", len(npcs))
+		for _, e := range npcs {
+			flags := ""
+			if controls.Muted(e.ID) {
+				flags += " 🔇 muted"
+			}
+			for _, p := range scene.Present {
+				if p == e.ID {
+					flags += " 📍 in the scene"
+				}
+			}
+			occupation, _ := e.Attributes["occupation"].(string)
+			fmt.Fprintf(&out, "• **%s**%s%s\n", e.Name, ifNotEmpty(" — ", occupation), flags)
+		}
+		b.finish(i, true, out.String(), nil, nil)
+	case "npc mute", "npc unmute":
+		mute := c.path == "npc mute"
+		target := c.str("npc")
+		label := "All NPCs"
+		if !strings.EqualFold(target, "all") {
+			camp, _, err := b.campaign(ctx, g.ID)
+			if err != nil {
+				b.reply(i, true, "⚠️ "+err.Error())
+				return
+			}
+			e, err := resolveEntity(ctx, camp.Graph(), target)
+			if err != nil {
+				b.reply(i, true, "⚠️ "+err.Error())
+				return
+			}
+			target, label = e.ID, e.Name
+		} else {
+			target = "all"
+		}
+		controls.SetMuted(target, mute)
+		if mute {
+			b.reply(i, true, fmt.Sprintf("🔇 %s will not answer until unmuted.", label))
+		} else {
+			b.reply(i, true, fmt.Sprintf("🔊 %s may answer again.", label))
+		}
+	case "npc say":
+		b.deferReply(i, true)
+		if b.deps.Voice == nil || !b.state.hasSession(g.ID) {
+			b.finishErr(i, fmt.Errorf("no voice session is running; start one with /session start"))
+			return
+		}
+		camp, _, err := b.campaign(ctx, g.ID)
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		e, err := resolveEntity(ctx, camp.Graph(), c.str("npc"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		if err := b.deps.Voice.Say(ctx, g.ID, e.ID, c.str("text")); err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, fmt.Sprintf("🗣️ %s says: %s", e.Name, c.str("text")), nil, nil)
+	case "npc scene":
+		b.deferReply(i, true)
+		camp, _, err := b.campaign(ctx, g.ID)
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		scene := controls.Scene()
+		var desc []string
+		if loc := c.str("location"); loc != "" {
+			e, err := resolveEntity(ctx, camp.Graph(), loc)
+			if err != nil {
+				b.finishErr(i, err)
+				return
+			}
+			scene.LocationID = e.ID
+			desc = append(desc, "at "+e.Name)
+		}
+		if _, given := c.opts["present"]; given {
+			scene.Present = nil
+			var who []string
+			for _, n := range strings.Split(c.str("present"), ",") {
+				if n = strings.TrimSpace(n); n == "" {
+					continue
+				}
+				e, err := resolveEntity(ctx, camp.Graph(), n)
+				if err != nil {
+					b.finishErr(i, err)
+					return
+				}
+				if e.Type != memory.EntityNPC {
+					b.finishErr(i, fmt.Errorf("%s is a %s, not an NPC", e.Name, e.Type))
+					return
+				}
+				scene.Present = append(scene.Present, e.ID)
+				who = append(who, e.Name)
+			}
+			desc = append(desc, "with "+orNone(strings.Join(who, ", ")))
+		}
+		controls.SetScene(scene)
+		b.finish(i, true, "🎬 Scene set: "+orNone(strings.Join(desc, ", "))+".", nil, nil)
+	}
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "nobody"
+	}
+	return s
+}
+
+func ifNotEmpty(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}

@@ -1,0 +1,88 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+func (b *Bot) privacyCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
+	u := user(i)
+	switch c.path {
+	case "privacy opt-out", "privacy opt-in":
+		b.deferReply(i, true)
+		camp, _, err := b.campaign(ctx, g.ID)
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		if c.path == "privacy opt-out" {
+			if err := camp.OptOut(ctx, u.ID); err != nil {
+				b.finishErr(i, err)
+				return
+			}
+			b.finish(i, true, "🔇 From now on glyphoxa neither transcribes nor stores anything you say in this campaign. "+
+				"What was stored before stays; `/privacy forget-me` deletes it. `/privacy opt-in` undoes this.", nil, nil)
+			return
+		}
+		if err := camp.OptIn(ctx, u.ID); err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, "🎙️ glyphoxa will transcribe you again from the next thing you say.", nil, nil)
+	case "privacy forget-me":
+		b.respond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral,
+				Content: "This deletes every line you said in this campaign, the memory chunks that contain your words, " +
+					"and the facts that rest only on what you said. It cannot be undone. Delete?",
+				Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+					discordgo.Button{Label: "Delete my data", Style: discordgo.DangerButton, CustomID: "forgetme:yes:" + u.ID},
+					discordgo.Button{Label: "Keep it", Style: discordgo.SecondaryButton, CustomID: "forgetme:no:" + u.ID},
+				}}}}})
+	}
+}
+
+// forgetMeButton deletes the presser's data after they confirmed. Only the
+// user who asked can press it.
+func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Guild, rest string) {
+	answer, owner, _ := strings.Cut(rest, ":")
+	u := user(i)
+	if u == nil || u.ID != owner {
+		b.refuse(i, "Only the person who asked can answer this.")
+		return
+	}
+	update := func(text string) {
+		b.respond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseUpdateMessage,
+			Data: &discordgo.InteractionResponseData{Content: text, Components: []discordgo.MessageComponent{}}})
+	}
+	if answer != "yes" {
+		update("Nothing was deleted.")
+		return
+	}
+	camp, _, err := b.campaign(ctx, g.ID)
+	if err != nil {
+		update("⚠️ " + err.Error())
+		return
+	}
+	rep, err := camp.ForgetSpeaker(ctx, u.ID)
+	if err != nil {
+		update("⚠️ Nothing was deleted: " + err.Error())
+		return
+	}
+	msg := fmt.Sprintf("🗑️ Deleted %d lines you said, %d memory chunks containing your words, and %d facts that rested only on them.",
+		rep.Entries, rep.Chunks, rep.Facts)
+	if b.deps.Reprocess != nil {
+		var failed []string
+		for _, s := range rep.Sessions {
+			if err := b.deps.Reprocess(ctx, g.Campaign, s); err != nil {
+				failed = append(failed, s)
+			}
+		}
+		if len(failed) > 0 {
+			msg += fmt.Sprintf("\n⚠️ Rebuilding the memory of sessions %s failed; the DM can run `glyphoxa process`.", strings.Join(failed, ", "))
+		}
+	}
+	update(msg)
+}

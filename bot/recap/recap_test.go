@@ -1,0 +1,89 @@
+package recap_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/bot/recap"
+	"github.com/glyphoxa/glyphoxa/npc/llm"
+	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+)
+
+var t0 = time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+
+func input() recap.Input {
+	return recap.Input{
+		Lines: []recap.Line{
+			{ID: 10, At: t0, Speaker: "DM", Text: "You find Grimjaw at his forge in Ironhold, hammering a glowing blade."},
+			{ID: 11, At: t0.Add(time.Minute), Speaker: "Grimjaw", NPC: true, Text: "Lost? Stolen! Two hundred gold if you bring my steel back from Duskwood."},
+			{ID: 12, At: t0.Add(2 * time.Minute), Speaker: "Kael", Text: "We'll do it."},
+			{ID: 13, At: t0.Add(3 * time.Minute), Speaker: "Lyra", Text: "Pass me the dice, I need to roll a perception check."},
+		},
+		Avoid:     []string{"He forged the key to the Sunken Vault and sold it to a hooded stranger."},
+		Sentences: 3,
+	}
+}
+
+func writer(t *testing.T, replies ...llmtest.Reply) (recap.Writer, *llmtest.Server) {
+	t.Helper()
+	srv := llmtest.New(llmtest.Script(replies...))
+	t.Cleanup(srv.Close)
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "fake", Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recap.Writer{LLM: c}, srv
+}
+
+func TestWrittenRecapIsChecked(t *testing.T) {
+	w, srv := writer(t, llmtest.Reply{Text: "```json\n" + `{"sentences": [
+		{"text": "Grimjaw offered two hundred gold for his stolen steel.", "lines": [11, 10]},
+		{"text": "The party agreed to search Duskwood.", "lines": [12, 99]},
+		{"text": "Grimjaw once sold the key to the Sunken Vault to a hooded stranger.", "lines": [10]},
+		{"text": "Kael swore to help.", "lines": []},
+		{"text": "Kael promised to bring the steel back.", "lines": [12]}
+	]}` + "\n```"})
+	r, err := w.Write(context.Background(), input())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Extractive || len(r.Sentences) != 2 || r.Dropped != 3 {
+		t.Fatalf("recap %+v", r)
+	}
+	if r.Sentences[0].Text != "Grimjaw offered two hundred gold for his stolen steel." || r.Sentences[0].Lines[0] != 10 {
+		t.Fatalf("first sentence %+v", r.Sentences[0])
+	}
+	sys := srv.Requests()[0].Messages[0].Content
+	if !strings.Contains(sys, "hooded stranger") || !strings.Contains(srv.Requests()[0].Messages[1].Content, "[11] 19:01 Grimjaw:") {
+		t.Fatalf("prompt: %s", sys)
+	}
+}
+
+func TestFallsBackToKeyLines(t *testing.T) {
+	cases := map[string]recap.Writer{"no LLM": {}}
+	broken, _ := writer(t, llmtest.Reply{Text: "Sure! Here is a recap: the party went to Duskwood."})
+	cases["unparseable answer"] = broken
+	failing, _ := writer(t, llmtest.Reply{Status: 500})
+	cases["failing LLM"] = failing
+	for name, w := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, err := w.Write(context.Background(), input())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Extractive || len(r.Sentences) != 2 {
+				t.Fatalf("recap %+v", r)
+			}
+			if !strings.Contains(r.Sentences[0].Text, "Grimjaw at his forge") || r.Sentences[0].Lines[0] != 10 {
+				t.Fatalf("key lines %+v", r.Sentences)
+			}
+			for _, s := range r.Sentences {
+				if strings.Contains(s.Text, "dice") {
+					t.Fatalf("table chatter chosen over story: %+v", r.Sentences)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,98 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// Controls returns a guild's live NPC controls.
+func (b *Bot) Controls(guildID string) *Controls { return b.state.controlsFor(guildID) }
+
+func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
+	switch c.path {
+	case "session start":
+		if b.deps.Voice == nil {
+			b.reply(i, true, "⚠️ Voice is not set up in this glyphoxa: configure providers.stt and providers.tts and run `glyphoxa serve`.")
+			return
+		}
+		if b.state.hasSession(g.ID) {
+			b.reply(i, true, "A session is already running here. `/session end` stops it.")
+			return
+		}
+		vs, err := b.sess.State.VoiceState(g.ID, user(i).ID)
+		if err != nil || vs == nil || vs.ChannelID == "" {
+			b.reply(i, true, "Join a voice channel first; glyphoxa joins the one you are in.")
+			return
+		}
+		b.deferReply(i, true)
+		text := g.TextChannelID
+		if text == "" {
+			text = i.ChannelID
+		}
+		announce := func(msg string) {
+			if _, err := b.sess.ChannelMessageSendComplex(text, &discordgo.MessageSend{Content: truncate(msg, maxContent),
+				AllowedMentions: &discordgo.MessageAllowedMentions{}}); err != nil {
+				b.log.Warn("announcing in the session channel", "channel", text, "err", err)
+			}
+		}
+		err = b.deps.Voice.Start(ctx, StartRequest{GuildID: g.ID, VoiceChannelID: vs.ChannelID, TextChannelID: text,
+			Campaign: g.Campaign, StartedBy: user(i).ID, Controls: b.state.controlsFor(g.ID), Announce: announce})
+		if err != nil {
+			b.finishErr(i, fmt.Errorf("starting the session: %w", err))
+			return
+		}
+		b.state.setSession(g.ID, true)
+		announce(fmt.Sprintf("🎙️ **This session is being transcribed** by glyphoxa for the campaign's memory (%s). "+
+			"Your NPCs will remember what is said. Don't want to be recorded? `/privacy opt-out`.", g.Campaign))
+		b.finish(i, true, fmt.Sprintf("Recording in <#%s>. `/session end` when you are done.", vs.ChannelID), nil, nil)
+	case "session end":
+		if b.deps.Voice == nil || !b.state.hasSession(g.ID) {
+			b.reply(i, true, "No session is running.")
+			return
+		}
+		b.deferReply(i, true)
+		st, _ := b.deps.Voice.Status(g.ID)
+		if err := b.deps.Voice.End(ctx, g.ID); err != nil {
+			b.finishErr(i, fmt.Errorf("ending the session: %w", err))
+			return
+		}
+		b.state.setSession(g.ID, false)
+		b.finish(i, true, fmt.Sprintf("Session %s ended and saved. Its memory is being processed in the background; "+
+			"`/memory pending` shows the facts waiting for your review.", st.SessionID), nil, nil)
+	case "session status":
+		if b.deps.Voice == nil {
+			b.reply(i, true, "No session is running (voice is not set up).")
+			return
+		}
+		st, ok := b.deps.Voice.Status(g.ID)
+		if !ok {
+			b.reply(i, true, "No session is running. A DM can start one with `/session start`.")
+			return
+		}
+		b.reply(i, true, "", statusEmbed(st))
+	}
+}
+
+func statusEmbed(st SessionStatus) *discordgo.MessageEmbed {
+	memory := "healthy"
+	if st.Degraded {
+		memory = fmt.Sprintf("⚠️ database unreachable — writes are kept in a local spool (%d bytes) and will be stored when it is back", st.SpoolBytes)
+	}
+	return &discordgo.MessageEmbed{
+		Title: "Session " + st.SessionID,
+		Color: 0x57F287,
+		Fields: []*discordgo.MessageEmbedField{
+			{Name: "Running for", Value: time.Since(st.StartedAt).Round(time.Minute).String(), Inline: true},
+			{Name: "Recorded", Value: orNone(strings.Join(st.Recorded, ", ")), Inline: true},
+			{Name: "Not recorded (opted out)", Value: orNone(strings.Join(st.OptedOut, ", ")), Inline: true},
+			{Name: "NPCs present", Value: orNone(strings.Join(st.NPCsPresent, ", ")), Inline: true},
+			{Name: "Memory", Value: memory},
+			{Name: "NPC reply latency", Value: fmt.Sprintf("p50 %s · p95 %s", st.TurnLatencyP50.Round(time.Millisecond),
+				st.TurnLatencyP95.Round(time.Millisecond)), Inline: true},
+		},
+	}
+}

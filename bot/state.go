@@ -1,0 +1,149 @@
+package bot
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Controls are a guild's live NPC controls, shared with its voice session:
+// which NPCs are muted and what the scene is.
+type Controls struct {
+	mu       sync.Mutex
+	muted    map[string]bool
+	allMuted bool
+	scene    Scene
+}
+
+// Scene is where the action is and who is there.
+type Scene struct {
+	LocationID string
+	Present    []string // NPC entity ids
+}
+
+// Muted reports whether an NPC may not answer.
+func (c *Controls) Muted(npcID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.allMuted || c.muted[npcID]
+}
+
+// SetMuted mutes or unmutes one NPC, or all when npcID is "all".
+func (c *Controls) SetMuted(npcID string, muted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if npcID == "all" {
+		c.allMuted = muted
+		if !muted {
+			clear(c.muted)
+		}
+		return
+	}
+	if muted {
+		c.muted[npcID] = true
+	} else {
+		delete(c.muted, npcID)
+	}
+}
+
+// Scene returns the current scene.
+func (c *Controls) Scene() Scene {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Scene{LocationID: c.scene.LocationID, Present: slices.Clone(c.scene.Present)}
+}
+
+// SetScene replaces the scene.
+func (c *Controls) SetScene(s Scene) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.scene = Scene{LocationID: s.LocationID, Present: slices.Clone(s.Present)}
+}
+
+// VoiceSessions runs the voice side of game sessions: joining a channel,
+// recording, NPC turns, and leaving.
+type VoiceSessions interface {
+	// Start joins the voice channel and starts recording.
+	Start(ctx context.Context, req StartRequest) error
+	// End flushes, leaves and starts post-session processing.
+	End(ctx context.Context, guildID string) error
+	// Status describes the running session of a guild.
+	Status(guildID string) (SessionStatus, bool)
+	// Say makes an NPC speak exact words in the guild's voice session.
+	Say(ctx context.Context, guildID, npcID, text string) error
+}
+
+// StartRequest asks to start a voice session.
+type StartRequest struct {
+	GuildID        string
+	VoiceChannelID string
+	TextChannelID  string
+	Campaign       string
+	StartedBy      string
+	Controls       *Controls
+	// Announce posts a message in the session's text channel.
+	Announce func(text string)
+}
+
+// SessionStatus describes a running voice session.
+type SessionStatus struct {
+	SessionID   string
+	StartedAt   time.Time
+	Recorded    []string // display names of recorded speakers
+	OptedOut    []string
+	NPCsPresent []string
+	Degraded    bool
+	SpoolBytes  int64
+	// TurnLatencyP50/P95 of the NPC turns so far.
+	TurnLatencyP50, TurnLatencyP95 time.Duration
+}
+
+// runtimeState is the bot's per-guild live state.
+type runtimeState struct {
+	mu       sync.Mutex
+	controls map[string]*Controls
+	sessions map[string]bool
+}
+
+func newRuntimeState() *runtimeState {
+	return &runtimeState{controls: map[string]*Controls{}, sessions: map[string]bool{}}
+}
+
+func (r *runtimeState) controlsFor(guildID string) *Controls {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.controls[guildID]
+	if !ok {
+		c = &Controls{muted: map[string]bool{}}
+		r.controls[guildID] = c
+	}
+	return c
+}
+
+func (r *runtimeState) setSession(guildID string, on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if on {
+		r.sessions[guildID] = true
+	} else {
+		delete(r.sessions, guildID)
+	}
+}
+
+func (r *runtimeState) hasSession(guildID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sessions[guildID]
+}
+
+func (r *runtimeState) guildsWithSessions() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for g := range r.sessions {
+		out = append(out, g)
+	}
+	slices.Sort(out)
+	return out
+}

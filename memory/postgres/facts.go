@@ -1,0 +1,118 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// FactQuery finds facts by the names of their ends, for pickers.
+type FactQuery struct {
+	// Statuses restricts the facts (default: active and pending).
+	Statuses []memory.FactStatus
+	// Text matches the source or target name, an alias, the type, or the
+	// fact id ("#12" or "12").
+	Text  string
+	Limit int
+}
+
+// FactWithNames is a fact with the display names of its ends.
+type FactWithNames struct {
+	memory.Relationship
+	SourceName, TargetName string
+}
+
+// FindFacts lists facts matching q, newest first.
+func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, error) {
+	statuses := make([]string, 0, len(q.Statuses))
+	for _, s := range q.Statuses {
+		statuses = append(statuses, string(s))
+	}
+	if len(statuses) == 0 {
+		statuses = []string{string(memory.StatusActive), string(memory.StatusPending)}
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 25
+	}
+	text := strings.TrimPrefix(strings.TrimSpace(q.Text), "#")
+	rows, err := g.db.Query(ctx, `
+		SELECT `+relColumns+`, s.name, t.name
+		FROM relationships r
+		JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
+		JOIN entities t ON t.campaign_id = r.campaign_id AND t.id = r.target_id
+		WHERE r.campaign_id = $1 AND r.status = ANY($2)
+		  AND ($3 = '' OR r.id::text = $3
+		       OR strpos(lower(s.name), lower($3)) > 0 OR strpos(lower(t.name), lower($3)) > 0
+		       OR strpos(lower(r.rel_type), lower($3)) > 0
+		       OR EXISTS (SELECT 1 FROM unnest(s.aliases || t.aliases) a WHERE strpos(lower(a), lower($3)) > 0))
+		ORDER BY r.updated_at DESC, r.id DESC
+		LIMIT $4`, g.campaign, statuses, text, limit)
+	if err != nil {
+		return nil, fmt.Errorf("finding facts: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (FactWithNames, error) {
+		var f FactWithNames
+		r := &f.Relationship
+		var src, status string
+		err := row.Scan(&r.ID, &r.SourceID, &r.TargetID, &r.Type, &r.Attributes, &r.Provenance.SessionID,
+			&r.Provenance.Timestamp, &r.Provenance.Confidence, &src, &r.Provenance.DMConfirmed, &status,
+			&r.ValidUntilSession, &r.CreatedAt, &r.UpdatedAt, &f.SourceName, &f.TargetName)
+		r.Provenance.Source, r.Status = memory.FactSource(src), memory.FactStatus(status)
+		return f, err
+	})
+}
+
+// Evidence returns the transcript lines a fact was extracted from, in order.
+func (g *Graph) Evidence(ctx context.Context, factID int64) ([]memory.TranscriptEntry, error) {
+	rows, err := g.db.Query(ctx, `
+		SELECT t.id, t.session_id, t.speaker_id, t.speaker_name, t.npc_id, t.text, t.raw_text, t.at, t.duration_ms,
+		       coalesce(t.idempotency_key, ''), t.noncanon
+		FROM fact_evidence fe
+		JOIN transcript_entries t ON t.id = fe.entry_id
+		JOIN relationships r ON r.id = fe.fact_id
+		WHERE r.campaign_id = $1 AND fe.fact_id = $2
+		ORDER BY t.at, t.id`, g.campaign, factID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the evidence of fact %d: %w", factID, err)
+	}
+	return pgx.CollectRows(rows, scanEntry)
+}
+
+// ReplaceFact records the DM's correction of a fact in one transaction: the
+// old fact is rejected (kept for the audit trail) and the corrected one is
+// stored as DM canon with the old one's provenance session.
+func (g *Graph) ReplaceFact(ctx context.Context, oldID int64, corrected memory.Relationship) (memory.Relationship, error) {
+	var out memory.Relationship
+	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
+		tg := &Graph{db: tx, campaign: g.campaign, threshold: g.threshold}
+		old, err := tg.Fact(ctx, oldID)
+		if err != nil {
+			return err
+		}
+		if _, err := tg.RejectFact(ctx, oldID); err != nil {
+			return err
+		}
+		if corrected.Attributes == nil {
+			corrected.Attributes = map[string]any{}
+		}
+		corrected.Attributes["corrects_fact"] = oldID
+		corrected.Provenance.SessionID = old.Provenance.SessionID
+		corrected.Provenance.Timestamp = old.Provenance.Timestamp
+		corrected.Provenance.Confidence = 1
+		corrected.Provenance.DMConfirmed = true
+		if corrected.Provenance.Source == "" {
+			corrected.Provenance.Source = old.Provenance.Source
+		}
+		out, err = tg.UpsertRelationship(ctx, corrected)
+		return err
+	})
+	if err != nil {
+		return memory.Relationship{}, fmt.Errorf("correcting fact %d: %w", oldID, err)
+	}
+	return out, nil
+}
