@@ -10,7 +10,7 @@ import (
 
 func TestSplitMessage(t *testing.T) {
 	line := strings.Repeat("é", 90) + "\n" // multi-byte on purpose
-	long := strings.Repeat(line, 60)        // 5,460 characters
+	long := strings.Repeat(line, 60)       // 5,460 characters
 	parts := splitMessage(long, maxContent)
 	if len(parts) != 3 {
 		t.Fatalf("%d parts", len(parts))

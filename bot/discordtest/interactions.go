@@ -67,7 +67,9 @@ type Interaction struct {
 }
 
 // CallbackPath is the path of the interaction's initial response.
-func (i Interaction) CallbackPath() string { return fmt.Sprintf("/interactions/%s/%s/callback", i.ID, i.Token) }
+func (i Interaction) CallbackPath() string {
+	return fmt.Sprintf("/interactions/%s/%s/callback", i.ID, i.Token)
+}
 
 // OriginalPath is the path editing the interaction's original response.
 func (i Interaction) OriginalPath(appID string) string {
