@@ -57,7 +57,14 @@ func (f *storeFlags) loadConfig(e *env) (config.Config, error) {
 		config.ApplyOverrides(&cfg, e.getenv)
 		return cfg, cfg.Validate()
 	}
-	return config.Load(path, e.getenv)
+	cfg, err := config.Load(path, e.getenv)
+	if err != nil {
+		return cfg, err
+	}
+	if f.dsn != "" {
+		cfg.Memory.PostgresDSN = f.dsn
+	}
+	return cfg, nil
 }
 
 // resolveDSN picks the DSN: --dsn, then GLYPHOXA_DSN, then the configuration.

@@ -1,9 +1,9 @@
 // Package config loads and validates glyphoxa's YAML configuration.
 //
 // Values may reference environment variables as ${VAR} or ${VAR:-default},
-// and GLYPHOXA_* variables override the secrets and endpoints (see
+// and GLYPHOXA_* variables override secrets and endpoints (see
 // [Overrides]). Unknown keys, wrong types and missing required values are
-// errors that name the key and what is expected.
+// errors of one line that name the key, its line, and what is expected.
 package config
 
 import (
@@ -17,31 +17,158 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/glyphoxa/glyphoxa/npc"
 )
 
-// Defaults.
-const (
-	DefaultEmbeddingDimensions = 384
-	DefaultReviewThreshold     = 0.7
-)
-
-// Config is the whole configuration file.
+// Config is the whole configuration file. See config.example.yaml for every
+// key with its default.
 type Config struct {
-	Memory Memory `yaml:"memory"`
+	Discord    Discord       `yaml:"discord"`
+	Memory     Memory        `yaml:"memory"`
+	Correction Correction    `yaml:"correction"`
+	Lifecycle  Lifecycle     `yaml:"lifecycle"`
+	Voice      Voice         `yaml:"voice"`
+	Providers  Providers     `yaml:"providers"`
+	NPCs       []npc.Persona `yaml:"npcs"`
+	Server     Server        `yaml:"server"`
+	Log        Log           `yaml:"log"`
+}
+
+// Discord configures the bot's connection and its guilds.
+type Discord struct {
+	Token string `yaml:"token"`
+	// ShardID and ShardCount split the guilds over several processes.
+	ShardID    int `yaml:"shard_id"`
+	ShardCount int `yaml:"shard_count"`
+	// LeaveWhenEmptyAfter ends a session when the voice channel has had no
+	// human in it for this long.
+	LeaveWhenEmptyAfter Duration `yaml:"leave_when_empty_after"`
+	// MaxSessionLength ends a session that has run this long.
+	MaxSessionLength Duration `yaml:"max_session_length"`
+	Guilds           []Guild  `yaml:"guilds"`
+}
+
+// Guild binds a Discord guild to a campaign.
+type Guild struct {
+	GuildID       string   `yaml:"guild_id"`
+	Campaign      string   `yaml:"campaign"`
+	TextChannelID string   `yaml:"text_channel_id"`
+	DMRoleIDs     []string `yaml:"dm_role_ids"`
+	DMUserIDs     []string `yaml:"dm_user_ids"`
+	NarratorNPC   string   `yaml:"narrator_npc"`
 }
 
 // Memory configures the PostgreSQL memory store.
 type Memory struct {
-	// PostgresDSN is the database, e.g. postgres://user:pw@host:5432/glyphoxa.
-	PostgresDSN string `yaml:"postgres_dsn"`
-	// EmbeddingDimensions must match the embedding model (384 for the
-	// built-in offline embedder, 1536 for text-embedding-3-small, 768 for
-	// nomic-embed-text).
-	EmbeddingDimensions int `yaml:"embedding_dimensions"`
-	// ReviewThreshold is the confidence below which new facts wait for the DM.
-	ReviewThreshold float64 `yaml:"review_threshold"`
-	// RecentWindow is how much recent transcript an NPC hears.
-	RecentWindow Duration `yaml:"recent_window"`
+	PostgresDSN         string   `yaml:"postgres_dsn"`
+	EmbeddingDimensions int      `yaml:"embedding_dimensions"`
+	ReviewThreshold     float64  `yaml:"review_threshold"`
+	RecentWindow        Duration `yaml:"recent_window"`
+	HotContextTokens    int      `yaml:"hot_context_tokens"`
+}
+
+// Correction configures transcript correction.
+type Correction struct {
+	PhoneticThreshold float64 `yaml:"phonetic_threshold"`
+	FuzzyThreshold    float64 `yaml:"fuzzy_threshold"`
+	LowConfidence     float64 `yaml:"low_confidence"`
+	// LLM enables the background LLM pass (uses providers.llm).
+	LLM bool `yaml:"llm"`
+}
+
+// Lifecycle configures long sessions.
+type Lifecycle struct {
+	MaxContextTokens int       `yaml:"max_context_tokens"`
+	SummarizeAt      float64   `yaml:"summarize_at"`
+	ConsolidateEvery Duration  `yaml:"consolidate_every"`
+	SpoolDir         string    `yaml:"spool_dir"`
+	SpoolMaxBytes    int64     `yaml:"spool_max_bytes"`
+	ShutdownTimeout  Duration  `yaml:"shutdown_timeout"`
+	Reconnect        Reconnect `yaml:"reconnect"`
+}
+
+// Reconnect configures reconnect backoff.
+type Reconnect struct {
+	Initial  Duration `yaml:"initial"`
+	Max      Duration `yaml:"max"`
+	Attempts int      `yaml:"attempts"`
+}
+
+// Voice configures the audio pipeline.
+type Voice struct {
+	EndOfTurn    Duration `yaml:"end_of_turn"`
+	MaxUtterance Duration `yaml:"max_utterance"`
+	BargeIn      Duration `yaml:"barge_in"`
+}
+
+// Providers are the remote (or local) models glyphoxa uses.
+type Providers struct {
+	LLM        LLM        `yaml:"llm"`
+	Embeddings Embeddings `yaml:"embeddings"`
+	STT        STT        `yaml:"stt"`
+	TTS        TTS        `yaml:"tts"`
+}
+
+// LLM is any OpenAI-compatible chat endpoint.
+type LLM struct {
+	BaseURL     string   `yaml:"base_url"`
+	APIKey      string   `yaml:"api_key"`
+	Model       string   `yaml:"model"`
+	Temperature float64  `yaml:"temperature"`
+	Timeout     Duration `yaml:"timeout"`
+}
+
+// Configured reports whether an LLM endpoint is set.
+func (l LLM) Configured() bool { return l.BaseURL != "" && l.Model != "" }
+
+// Embeddings selects the embedding model.
+type Embeddings struct {
+	// Provider is "offline" (built in, no download) or "openai" (any
+	// OpenAI-compatible /v1/embeddings).
+	Provider string `yaml:"provider"`
+	BaseURL  string `yaml:"base_url"`
+	APIKey   string `yaml:"api_key"`
+	Model    string `yaml:"model"`
+}
+
+// STT selects speech-to-text.
+type STT struct {
+	// Provider is "pocketsphinx" (offline), "deepgram" or "openai" (any
+	// OpenAI-compatible /v1/audio/transcriptions, e.g. a Whisper server).
+	Provider string `yaml:"provider"`
+	BaseURL  string `yaml:"base_url"`
+	APIKey   string `yaml:"api_key"`
+	Model    string `yaml:"model"`
+	Language string `yaml:"language"`
+}
+
+// TTS selects text-to-speech.
+type TTS struct {
+	// Provider is "espeak" (offline), "openai" (any /v1/audio/speech) or
+	// "elevenlabs".
+	Provider string `yaml:"provider"`
+	BaseURL  string `yaml:"base_url"`
+	APIKey   string `yaml:"api_key"`
+	Model    string `yaml:"model"`
+	// Voice is the default voice for NPCs that do not name one.
+	Voice string `yaml:"voice"`
+}
+
+// Server configures the HTTP endpoints (health, metrics, MCP).
+type Server struct {
+	// Listen is the address of /healthz, /readyz, /metrics and /mcp.
+	Listen string `yaml:"listen"`
+	// MCPToken lets agents use the MCP endpoint with player rights (their
+	// writes become proposals); MCPDMToken gives DM rights.
+	MCPToken   string `yaml:"mcp_token"`
+	MCPDMToken string `yaml:"mcp_dm_token"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
 }
 
 // Duration is a time.Duration written as "30s", "5m", "1h30m".
@@ -49,28 +176,41 @@ type Duration time.Duration
 
 // UnmarshalYAML parses a Go duration string.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return fmt.Errorf("line %d: expected a duration such as 30s or 5m", n.Line)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (use 30s, 5m, 1h30m)", n.Line, s)
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: %q is not a duration (write 600ms, 30s, 5m or 1h30m)", n.Line, n.Value)
 	}
 	*d = Duration(v)
 	return nil
 }
 
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
 // Std returns the value as a time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
-// Default returns the configuration used when no file is given.
+// Default returns the configuration with every default filled in.
 func Default() Config {
-	return Config{Memory: Memory{
-		EmbeddingDimensions: DefaultEmbeddingDimensions,
-		ReviewThreshold:     DefaultReviewThreshold,
-		RecentWindow:        Duration(5 * time.Minute),
-	}}
+	return Config{
+		Discord: Discord{LeaveWhenEmptyAfter: Duration(5 * time.Minute), MaxSessionLength: Duration(8 * time.Hour)},
+		Memory: Memory{EmbeddingDimensions: 384, ReviewThreshold: 0.7, RecentWindow: Duration(5 * time.Minute),
+			HotContextTokens: 1500},
+		Correction: Correction{PhoneticThreshold: 0.70, FuzzyThreshold: 0.85, LowConfidence: 0.5},
+		Lifecycle: Lifecycle{MaxContextTokens: 8000, SummarizeAt: 0.75, ConsolidateEvery: Duration(30 * time.Minute),
+			SpoolDir: "spool", SpoolMaxBytes: 64 << 20, ShutdownTimeout: Duration(20 * time.Second),
+			Reconnect: Reconnect{Initial: Duration(time.Second), Max: Duration(30 * time.Second), Attempts: 10}},
+		Voice: Voice{EndOfTurn: Duration(600 * time.Millisecond), MaxUtterance: Duration(30 * time.Second),
+			BargeIn: Duration(250 * time.Millisecond)},
+		Providers: Providers{
+			LLM:        LLM{Temperature: 0.8, Timeout: Duration(60 * time.Second)},
+			Embeddings: Embeddings{Provider: "offline"},
+			STT:        STT{Provider: "pocketsphinx", Language: "en"},
+			TTS:        TTS{Provider: "espeak"},
+		},
+		Server: Server{Listen: "127.0.0.1:9464"},
+		Log:    Log{Level: "info", Format: "text"},
+	}
 }
 
 // ErrInvalid is wrapped by every validation error.
@@ -88,66 +228,221 @@ func Load(path string, getenv func(string) string) (Config, error) {
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
-// Parse reads a configuration, expands ${VAR} references with getenv, applies
-// the GLYPHOXA_* overrides and the defaults, and validates the result.
+// Parse reads a configuration: it expands ${VAR} references with getenv,
+// checks keys and types against the schema, applies the defaults and the
+// GLYPHOXA_* overrides, and validates the values.
 func Parse(r io.Reader, name string, getenv func(string) string) (Config, error) {
 	raw, err := io.ReadAll(r)
 	if err != nil {
 		return Config{}, fmt.Errorf("reading %s: %w", name, err)
 	}
-	var missing []string
 	expanded := envRef.ReplaceAllStringFunc(string(raw), func(m string) string {
 		sub := envRef.FindStringSubmatch(m)
 		if v := getenv(sub[1]); v != "" {
 			return v
 		}
-		if sub[2] != "" {
-			return sub[3]
-		}
-		missing = append(missing, sub[1])
-		return ""
+		return sub[3]
 	})
 	cfg := Default()
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(expanded), &root); err != nil {
 		return Config{}, fmt.Errorf("%s: %w: %s", name, ErrInvalid, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(root.Content) > 0 {
+		if err := checkSchema(root.Content[0], cfg); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", name, err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return Config{}, fmt.Errorf("%s: %w: %s", name, ErrInvalid, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
 	}
 	ApplyOverrides(&cfg, getenv)
 	if err := cfg.Validate(); err != nil {
-		if len(missing) > 0 {
-			return Config{}, fmt.Errorf("%s: %w (unset environment variables: %s)", name, err, strings.Join(missing, ", "))
-		}
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return cfg, nil
 }
 
-// Overrides lists the environment variables that override configuration
-// keys, for secrets and endpoints that should not live in the file.
-func Overrides() map[string]string {
-	return map[string]string{
-		"GLYPHOXA_DSN": "memory.postgres_dsn",
+// Overrides maps the environment variables that override configuration
+// keys (secrets and endpoints that should not live in the file).
+func Overrides() []Override {
+	return []Override{
+		{"GLYPHOXA_DSN", "memory.postgres_dsn", func(c *Config, v string) { c.Memory.PostgresDSN = v }},
+		{"GLYPHOXA_DISCORD_TOKEN", "discord.token", func(c *Config, v string) { c.Discord.Token = v }},
+		{"GLYPHOXA_LLM_BASE_URL", "providers.llm.base_url", func(c *Config, v string) { c.Providers.LLM.BaseURL = v }},
+		{"GLYPHOXA_LLM_API_KEY", "providers.llm.api_key", func(c *Config, v string) { c.Providers.LLM.APIKey = v }},
+		{"GLYPHOXA_LLM_MODEL", "providers.llm.model", func(c *Config, v string) { c.Providers.LLM.Model = v }},
+		{"GLYPHOXA_EMBEDDINGS_API_KEY", "providers.embeddings.api_key", func(c *Config, v string) { c.Providers.Embeddings.APIKey = v }},
+		{"GLYPHOXA_STT_API_KEY", "providers.stt.api_key", func(c *Config, v string) { c.Providers.STT.APIKey = v }},
+		{"GLYPHOXA_TTS_API_KEY", "providers.tts.api_key", func(c *Config, v string) { c.Providers.TTS.APIKey = v }},
+		{"GLYPHOXA_MCP_TOKEN", "server.mcp_token", func(c *Config, v string) { c.Server.MCPToken = v }},
+		{"GLYPHOXA_MCP_DM_TOKEN", "server.mcp_dm_token", func(c *Config, v string) { c.Server.MCPDMToken = v }},
 	}
 }
 
-// ApplyOverrides sets keys from the GLYPHOXA_* environment variables.
+// Override is one environment override.
+type Override struct {
+	Env, Key string
+	set      func(*Config, string)
+}
+
+// ApplyOverrides sets keys from the GLYPHOXA_* environment variables. An
+// LLM base URL without a model gets a model only if one is configured; with
+// GLYPHOXA_LLM_BASE_URL alone the model defaults to gpt-4o-mini.
 func ApplyOverrides(c *Config, getenv func(string) string) {
-	if v := getenv("GLYPHOXA_DSN"); v != "" {
-		c.Memory.PostgresDSN = v
+	for _, o := range Overrides() {
+		if v := getenv(o.Env); v != "" {
+			o.set(c, v)
+		}
 	}
+	if c.Providers.LLM.BaseURL != "" && c.Providers.LLM.Model == "" {
+		c.Providers.LLM.Model = "gpt-4o-mini"
+	}
+}
+
+func invalid(key, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...))
 }
 
 // Validate checks the values; the error names the key and what it expects.
+// It does not require a Discord token or a DSN: commands that need them
+// check with [Config.Require].
 func (c Config) Validate() error {
-	m := c.Memory
-	switch {
-	case m.EmbeddingDimensions <= 0 || m.EmbeddingDimensions > 16000:
-		return fmt.Errorf("%w: memory.embedding_dimensions must be between 1 and 16000, got %d", ErrInvalid, m.EmbeddingDimensions)
-	case m.ReviewThreshold < 0 || m.ReviewThreshold > 1:
-		return fmt.Errorf("%w: memory.review_threshold must be between 0 and 1, got %v", ErrInvalid, m.ReviewThreshold)
-	case m.RecentWindow < 0:
-		return fmt.Errorf("%w: memory.recent_window must not be negative", ErrInvalid)
+	in := func(key string, v, lo, hi float64) error {
+		if v < lo || v > hi {
+			return invalid(key, "must be between %v and %v, got %v", lo, hi, v)
+		}
+		return nil
 	}
-	return nil
+	positive := func(key string, d Duration) error {
+		if d <= 0 {
+			return invalid(key, "must be a positive duration, got %s", d.Std())
+		}
+		return nil
+	}
+	oneOf := func(key, v string, allowed ...string) error {
+		for _, a := range allowed {
+			if v == a {
+				return nil
+			}
+		}
+		return invalid(key, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
+	}
+	errs := []error{
+		in("memory.embedding_dimensions", float64(c.Memory.EmbeddingDimensions), 1, 16000),
+		in("memory.review_threshold", c.Memory.ReviewThreshold, 0, 1),
+		positive("memory.recent_window", c.Memory.RecentWindow),
+		in("memory.hot_context_tokens", float64(c.Memory.HotContextTokens), 100, 100000),
+		in("correction.phonetic_threshold", c.Correction.PhoneticThreshold, 0, 1),
+		in("correction.fuzzy_threshold", c.Correction.FuzzyThreshold, 0, 1),
+		in("correction.low_confidence", c.Correction.LowConfidence, 0, 1),
+		in("lifecycle.max_context_tokens", float64(c.Lifecycle.MaxContextTokens), 500, 2_000_000),
+		in("lifecycle.summarize_at", c.Lifecycle.SummarizeAt, 0.1, 0.99),
+		positive("lifecycle.consolidate_every", c.Lifecycle.ConsolidateEvery),
+		in("lifecycle.spool_max_bytes", float64(c.Lifecycle.SpoolMaxBytes), 1<<16, 1<<40),
+		positive("lifecycle.shutdown_timeout", c.Lifecycle.ShutdownTimeout),
+		positive("lifecycle.reconnect.initial", c.Lifecycle.Reconnect.Initial),
+		positive("lifecycle.reconnect.max", c.Lifecycle.Reconnect.Max),
+		in("lifecycle.reconnect.attempts", float64(c.Lifecycle.Reconnect.Attempts), 1, 1000),
+		positive("voice.end_of_turn", c.Voice.EndOfTurn),
+		positive("voice.max_utterance", c.Voice.MaxUtterance),
+		positive("voice.barge_in", c.Voice.BargeIn),
+		positive("discord.leave_when_empty_after", c.Discord.LeaveWhenEmptyAfter),
+		positive("discord.max_session_length", c.Discord.MaxSessionLength),
+		in("providers.llm.temperature", c.Providers.LLM.Temperature, 0, 2),
+		oneOf("providers.embeddings.provider", c.Providers.Embeddings.Provider, "offline", "openai"),
+		oneOf("providers.stt.provider", c.Providers.STT.Provider, "pocketsphinx", "deepgram", "openai"),
+		oneOf("providers.tts.provider", c.Providers.TTS.Provider, "espeak", "openai", "elevenlabs"),
+		oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"),
+		oneOf("log.format", c.Log.Format, "text", "json"),
+	}
+	if c.Lifecycle.Reconnect.Max < c.Lifecycle.Reconnect.Initial {
+		errs = append(errs, invalid("lifecycle.reconnect.max", "must not be shorter than lifecycle.reconnect.initial"))
+	}
+	if c.Discord.ShardCount < 0 || (c.Discord.ShardCount > 0 && (c.Discord.ShardID < 0 || c.Discord.ShardID >= c.Discord.ShardCount)) {
+		errs = append(errs, invalid("discord.shard_id", "must be between 0 and discord.shard_count-1 (%d), got %d", c.Discord.ShardCount-1, c.Discord.ShardID))
+	}
+	if c.Providers.Embeddings.Provider == "openai" && c.Providers.Embeddings.Model == "" {
+		errs = append(errs, invalid("providers.embeddings.model", "is required with provider openai (e.g. text-embedding-3-small)"))
+	}
+	for _, p := range []struct{ key, provider, apiKey string }{
+		{"providers.stt.api_key", c.Providers.STT.Provider, c.Providers.STT.APIKey},
+		{"providers.tts.api_key", c.Providers.TTS.Provider, c.Providers.TTS.APIKey},
+	} {
+		if (p.provider == "deepgram" || p.provider == "elevenlabs") && p.apiKey == "" {
+			errs = append(errs, invalid(p.key, "is required with provider %s (or set %s)", p.provider, envFor(p.key)))
+		}
+	}
+	guilds := map[string]bool{}
+	for k, g := range c.Discord.Guilds {
+		key := fmt.Sprintf("discord.guilds[%d]", k)
+		switch {
+		case !snowflake.MatchString(g.GuildID):
+			errs = append(errs, invalid(key+".guild_id", "must be a Discord guild id (a number), got %q", g.GuildID))
+		case strings.TrimSpace(g.Campaign) == "":
+			errs = append(errs, invalid(key+".campaign", "is required: the campaign this server plays"))
+		case guilds[g.GuildID]:
+			errs = append(errs, invalid(key+".guild_id", "guild %s is bound twice", g.GuildID))
+		}
+		guilds[g.GuildID] = true
+	}
+	npcs := map[string]bool{}
+	for k, p := range c.NPCs {
+		if err := p.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: npcs[%d]: %v", ErrInvalid, k, err))
+		}
+		if npcs[p.ID] {
+			errs = append(errs, invalid(fmt.Sprintf("npcs[%d].id", k), "NPC %q is defined twice", p.ID))
+		}
+		npcs[p.ID] = true
+	}
+	return errors.Join(errs...)
+}
+
+var snowflake = regexp.MustCompile(`^[0-9]{5,20}$`)
+
+func envFor(key string) string {
+	for _, o := range Overrides() {
+		if o.Key == key {
+			return o.Env
+		}
+	}
+	return ""
+}
+
+// Requirement is something a command needs from the configuration.
+type Requirement int
+
+// Requirements.
+const (
+	NeedDSN Requirement = iota
+	NeedDiscord
+	NeedLLM
+)
+
+// Require checks that what a command needs is configured.
+func (c Config) Require(rs ...Requirement) error {
+	var errs []error
+	for _, r := range rs {
+		switch r {
+		case NeedDSN:
+			if c.Memory.PostgresDSN == "" {
+				errs = append(errs, invalid("memory.postgres_dsn", "is required: a PostgreSQL DSN (or set GLYPHOXA_DSN; `make db` starts a local one and prints it)"))
+			}
+		case NeedDiscord:
+			if c.Discord.Token == "" {
+				errs = append(errs, invalid("discord.token", "is required: the bot token from the Discord developer portal (or set GLYPHOXA_DISCORD_TOKEN)"))
+			}
+			if len(c.Discord.Guilds) == 0 {
+				errs = append(errs, invalid("discord.guilds", "needs at least one guild bound to a campaign"))
+			}
+		case NeedLLM:
+			if !c.Providers.LLM.Configured() {
+				errs = append(errs, invalid("providers.llm.base_url", "is required: an OpenAI-compatible endpoint (or set GLYPHOXA_LLM_BASE_URL and GLYPHOXA_LLM_API_KEY)"))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/antzucaro/matchr"
+	"gopkg.in/yaml.v3"
+)
+
+var durationType = reflect.TypeOf(Duration(0))
+
+// checkSchema walks the YAML tree against the Config type and reports the
+// first unknown key or wrongly typed value by its dotted path and line, in
+// words a self-hoster reads: "memory.embedding_dimension (line 5): unknown
+// key; did you mean embedding_dimensions?".
+func checkSchema(n *yaml.Node, v any) error {
+	return walk(n, reflect.TypeOf(v), "")
+}
+
+func walk(n *yaml.Node, t reflect.Type, path string) error {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Tag == "!!null" {
+		return nil
+	}
+	where := func() string {
+		if path == "" {
+			return fmt.Sprintf("line %d", n.Line)
+		}
+		return fmt.Sprintf("%s (line %d)", path, n.Line)
+	}
+	switch {
+	case t == durationType:
+		if n.Kind != yaml.ScalarNode {
+			return fmt.Errorf("%w: %s: expected a duration such as 30s or 5m", ErrInvalid, where())
+		}
+		if _, err := time.ParseDuration(n.Value); err != nil {
+			return fmt.Errorf("%w: %s: %q is not a duration (write 600ms, 30s, 5m or 1h30m)", ErrInvalid, where(), n.Value)
+		}
+		return nil
+	case t.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return fmt.Errorf("%w: %s: expected a section of keys", ErrInvalid, where())
+		}
+		fields := map[string]reflect.Type{}
+		var names []string
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+			if tag == "" || tag == "-" {
+				continue
+			}
+			fields[tag] = f.Type
+			names = append(names, tag)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			sub := k.Value
+			if path != "" {
+				sub = path + "." + k.Value
+			}
+			ft, ok := fields[k.Value]
+			if !ok {
+				hint := ""
+				if s := closest(k.Value, names); s != "" {
+					hint = "; did you mean " + s + "?"
+				}
+				return fmt.Errorf("%w: %s (line %d): unknown key%s", ErrInvalid, sub, k.Line, hint)
+			}
+			if err := walk(val, ft, sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	case t.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return fmt.Errorf("%w: %s: expected a list", ErrInvalid, where())
+		}
+		for i, c := range n.Content {
+			if err := walk(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case t.Kind() == reflect.Map || t.Kind() == reflect.Interface:
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("%w: %s: expected a single value, not a list or section", ErrInvalid, where())
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		if n.Tag != "!!int" {
+			return fmt.Errorf("%w: %s: expected a whole number, got %q", ErrInvalid, where(), n.Value)
+		}
+	case reflect.Float32, reflect.Float64:
+		if n.Tag != "!!int" && n.Tag != "!!float" {
+			return fmt.Errorf("%w: %s: expected a number, got %q", ErrInvalid, where(), n.Value)
+		}
+	case reflect.Bool:
+		if n.Tag != "!!bool" {
+			return fmt.Errorf("%w: %s: expected true or false, got %q", ErrInvalid, where(), n.Value)
+		}
+	}
+	return nil
+}
+
+// closest suggests the known key nearest to a misspelt one.
+func closest(key string, known []string) string {
+	best, bestScore := "", 0.0
+	for _, k := range known {
+		if s := matchr.JaroWinkler(key, k, false); s > bestScore {
+			best, bestScore = k, s
+		}
+	}
+	if bestScore >= 0.85 {
+		return best
+	}
+	return ""
+}
