@@ -1,0 +1,720 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/glyphoxa/glyphoxa/voice/gateway"
+	"github.com/glyphoxa/glyphoxa/voice/rtp"
+)
+
+// Params identify a voice session: the session id from the main gateway's
+// VOICE_STATE_UPDATE and the token and endpoint from VOICE_SERVER_UPDATE.
+type Params struct {
+	// Endpoint is "host:port" as Discord sends it, or a ws:// URL (tests).
+	Endpoint  string
+	GuildID   string
+	ChannelID string
+	UserID    string
+	SessionID string
+	Token     string
+}
+
+// Backoff configures reconnects.
+type Backoff struct {
+	Initial  time.Duration // default 1 s
+	Max      time.Duration // default 30 s
+	Attempts int           // default 10
+}
+
+// Config configures a connection. Zero values take the defaults noted.
+type Config struct {
+	Logger *slog.Logger
+	// NewE2EE makes the DAVE session. Without it the client offers no DAVE
+	// and Discord closes E2EE-required channels with 4017.
+	NewE2EE func(userID, channelID uint64) (E2EE, error)
+	// Rejoin asks the main gateway for a fresh voice session (a new voice
+	// state update) when the old one is gone. Without it, a lost session
+	// ends the connection.
+	Rejoin  func(ctx context.Context) (Params, error)
+	Backoff Backoff
+	Dialer  *websocket.Dialer
+	// HandshakeTimeout bounds one connect or resume (default 15 s).
+	HandshakeTimeout time.Duration
+	// ReorderDelay is how long a packet may wait for an earlier one that
+	// is missing (default 60 ms).
+	ReorderDelay time.Duration
+	// PacketBuffer is the capacity of the Packets channel (default 512).
+	PacketBuffer int
+}
+
+func (c *Config) defaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Backoff.Initial == 0 {
+		c.Backoff.Initial = time.Second
+	}
+	if c.Backoff.Max == 0 {
+		c.Backoff.Max = 30 * time.Second
+	}
+	if c.Backoff.Attempts == 0 {
+		c.Backoff.Attempts = 10
+	}
+	if c.Dialer == nil {
+		d := *websocket.DefaultDialer
+		c.Dialer = &d
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 15 * time.Second
+	}
+	if c.ReorderDelay == 0 {
+		c.ReorderDelay = 60 * time.Millisecond
+	}
+	if c.PacketBuffer == 0 {
+		c.PacketBuffer = 512
+	}
+}
+
+// Packet is one received Opus frame.
+type Packet struct {
+	UserID    string
+	SSRC      uint32
+	Sequence  uint16
+	Timestamp uint32
+	Opus      []byte
+	// Lost is the number of packets of this speaker missing just before
+	// this one.
+	Lost     int
+	Received time.Time
+}
+
+// EventKind says what happened.
+type EventKind int
+
+// Events.
+const (
+	EventReady EventKind = iota
+	EventUserJoined
+	EventUserLeft
+	EventSpeaking
+	EventReconnecting
+	EventResumed
+	EventReidentified
+	EventClosed
+	EventE2EEEpoch
+)
+
+func (k EventKind) String() string {
+	return [...]string{"ready", "user joined", "user left", "speaking", "reconnecting", "resumed", "re-identified",
+		"closed", "e2ee epoch"}[k]
+}
+
+// Event is something that happened on the connection.
+type Event struct {
+	Kind   EventKind
+	UserID string
+	// Err is set on EventClosed when the connection ended abnormally, and
+	// on EventReconnecting with the cause.
+	Err error
+}
+
+// Errors callers branch on.
+var (
+	// ErrE2EERequired: the channel requires DAVE and it was not offered.
+	ErrE2EERequired = errors.New("voice: the channel requires end-to-end encryption (DAVE, close code 4017)")
+	// ErrClosed: the connection is closed.
+	ErrClosed = errors.New("voice: connection closed")
+	// ErrNotReady: the connection is reconnecting; the frame was not sent.
+	ErrNotReady = errors.New("voice: not connected")
+)
+
+// Stats counts what the connection did.
+type Stats struct {
+	Received, Delivered, Lost, Late, Sent                     uint64
+	Truncated, AuthFailed, UnknownSSRC, Oversized, E2EEFailed uint64
+	NotAudio, RTCP, Backpressure                              uint64
+	Resumes, Reidentifies, EventsDropped                      uint64
+}
+
+type counters struct {
+	received, delivered, lost, late, sent               atomic.Uint64
+	truncated, authFailed, unknownSSRC, oversized, e2ee atomic.Uint64
+	notAudio, rtcp, backpressure                        atomic.Uint64
+	resumes, reidentifies, eventsDropped                atomic.Uint64
+}
+
+// Conn is a voice connection. Its methods are safe for concurrent use.
+type Conn struct {
+	cfg Config
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	params   Params
+	gen      *wsGen
+	udp      *net.UDPConn
+	ssrc     uint32
+	ssrcUser map[uint32]string
+	users    map[string]bool
+	closeErr error
+	ready    bool
+
+	cipher  atomic.Pointer[rtp.Cipher]
+	e2ee    E2EE
+	lastSeq atomic.Int64
+	userID  uint64
+
+	sendMu   sync.Mutex
+	seq      uint16
+	ts       uint32
+	nonce    uint32
+	speaking bool
+	lastSent time.Time
+
+	switchCh chan Params
+	packets  chan Packet
+	events   chan Event
+	stats    counters
+	closed   atomic.Bool
+}
+
+// Dial connects to the voice server and returns when audio can flow.
+func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
+	cfg.defaults()
+	uid, err := gateway.Snowflake(p.UserID)
+	if err != nil {
+		return nil, fmt.Errorf("voice: user id: %w", err)
+	}
+	c := &Conn{cfg: cfg, log: cfg.Logger.With("guild", p.GuildID), params: p, userID: uid,
+		ssrcUser: map[uint32]string{}, users: map[string]bool{}, switchCh: make(chan Params),
+		packets: make(chan Packet, cfg.PacketBuffer), events: make(chan Event, 64)}
+	c.lastSeq.Store(gateway.NoSeq)
+	c.seq = uint16(rand.Uint32())
+	c.ts = rand.Uint32()
+	if cfg.NewE2EE != nil {
+		ch, err := gateway.Snowflake(p.ChannelID)
+		if err != nil {
+			return nil, fmt.Errorf("voice: channel id: %w", err)
+		}
+		if c.e2ee, err = cfg.NewE2EE(uid, ch); err != nil {
+			return nil, fmt.Errorf("voice: starting DAVE: %w", err)
+		}
+	}
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := c.connect(ctx, p, false); err != nil {
+		c.teardown()
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.supervise()
+	return c, nil
+}
+
+// Packets delivers received Opus frames. It is closed when the connection
+// ends.
+func (c *Conn) Packets() <-chan Packet { return c.packets }
+
+// Events delivers connection events. Read it: when it is full, events are
+// dropped (and counted).
+func (c *Conn) Events() <-chan Event { return c.events }
+
+// SSRC is the connection's own RTP SSRC.
+func (c *Conn) SSRC() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ssrc
+}
+
+// Users returns the user ids connected to the channel (other than us).
+func (c *Conn) Users() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.users))
+	for u := range c.users {
+		out = append(out, u)
+	}
+	return out
+}
+
+// E2EE returns the DAVE session, or nil.
+func (c *Conn) E2EE() E2EE { return c.e2ee }
+
+// Stats returns the counters.
+func (c *Conn) Stats() Stats {
+	s := &c.stats
+	return Stats{Received: s.received.Load(), Delivered: s.delivered.Load(), Lost: s.lost.Load(), Late: s.late.Load(),
+		Sent: s.sent.Load(), Truncated: s.truncated.Load(), AuthFailed: s.authFailed.Load(), UnknownSSRC: s.unknownSSRC.Load(),
+		Oversized: s.oversized.Load(), E2EEFailed: s.e2ee.Load(), NotAudio: s.notAudio.Load(), RTCP: s.rtcp.Load(),
+		Backpressure: s.backpressure.Load(), Resumes: s.resumes.Load(), Reidentifies: s.reidentifies.Load(),
+		EventsDropped: s.eventsDropped.Load()}
+}
+
+func (c *Conn) emit(e Event) {
+	select {
+	case c.events <- e:
+	default:
+		c.stats.eventsDropped.Add(1)
+	}
+}
+
+// Switch moves the connection to a new voice session (the bot was moved to
+// another channel, or the guild's voice server changed): it closes the
+// current one and connects with p.
+func (c *Conn) Switch(ctx context.Context, p Params) error {
+	select {
+	case c.switchCh <- p:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrClosed
+	}
+}
+
+// Close leaves the channel and stops every goroutine of the connection.
+func (c *Conn) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	c.teardown()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeErr
+}
+
+// teardown stops the goroutines, closes the sockets, then the channels
+// once nothing writes to them any more.
+func (c *Conn) teardown() {
+	c.cancel()
+	c.mu.Lock()
+	if c.gen != nil {
+		c.gen.close(websocket.CloseNormalClosure)
+	}
+	if c.udp != nil {
+		c.udp.Close()
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+	close(c.packets)
+	close(c.events)
+}
+
+// wsURL turns an endpoint into the v8 gateway URL.
+func wsURL(endpoint string) (string, error) {
+	if strings.HasPrefix(endpoint, "ws://") || strings.HasPrefix(endpoint, "wss://") {
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			return "", err
+		}
+		q := u.Query()
+		q.Set("v", "8")
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	if endpoint == "" {
+		return "", errors.New("voice: no endpoint (VOICE_SERVER_UPDATE had none yet)")
+	}
+	return "wss://" + strings.TrimSuffix(endpoint, "/") + "/?v=8", nil
+}
+
+// backoff returns the wait before attempt n (from 1): doubling from
+// Initial, capped at Max, with up to 20% jitter.
+func (c *Conn) backoff(n int) time.Duration {
+	d := c.cfg.Backoff.Initial << min(n-1, 20)
+	if d > c.cfg.Backoff.Max || d <= 0 {
+		d = c.cfg.Backoff.Max
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// supervise owns reconnects: it waits for the WebSocket to die, then
+// resumes, re-identifies or stops as the close code says.
+func (c *Conn) supervise() {
+	defer c.wg.Done()
+	for {
+		c.mu.Lock()
+		gen := c.gen
+		c.mu.Unlock()
+		var switchTo *Params
+		select {
+		case <-c.ctx.Done():
+			return
+		case p := <-c.switchCh:
+			switchTo = &p
+			gen.close(websocket.CloseNormalClosure)
+			<-gen.done
+		case <-gen.done:
+		}
+		if c.ctx.Err() != nil {
+			return
+		}
+		var err error
+		if switchTo != nil {
+			err = c.reidentify(*switchTo)
+		} else {
+			err = c.recover(gen.closeCode(), gen.err())
+		}
+		if err != nil {
+			c.finish(err)
+			return
+		}
+	}
+}
+
+// finish ends the connection after an unrecoverable close.
+func (c *Conn) finish(err error) {
+	c.mu.Lock()
+	if errors.Is(err, errStopped) {
+		c.closeErr = nil
+	} else {
+		c.closeErr = err
+	}
+	c.mu.Unlock()
+	if !errors.Is(err, errStopped) {
+		c.log.Error("voice connection ended", "err", err)
+	}
+	c.emit(Event{Kind: EventClosed, Err: c.closeErr})
+	c.cancel()
+}
+
+var errStopped = errors.New("voice: disconnected")
+
+// recover reacts to a closed WebSocket.
+func (c *Conn) recover(code int, cause error) error {
+	action, why := gateway.Classify(code)
+	switch action {
+	case gateway.ActionFatal:
+		if code == gateway.CloseE2EERequired {
+			return ErrE2EERequired
+		}
+		return fmt.Errorf("voice: %s (close code %d)", why, code)
+	case gateway.ActionStop:
+		c.log.Info("voice connection closed by Discord", "code", code, "reason", why)
+		return fmt.Errorf("%w: %s", errStopped, why)
+	case gateway.ActionResume:
+		c.emit(Event{Kind: EventReconnecting, Err: fmt.Errorf("%s: %v", why, cause)})
+		var last error
+		for n := 1; n <= c.cfg.Backoff.Attempts; n++ {
+			if n > 1 {
+				if !c.sleep(c.backoff(n - 1)) {
+					return ErrClosed
+				}
+			}
+			c.mu.Lock()
+			p := c.params
+			c.mu.Unlock()
+			err := c.connect(c.ctx, p, true)
+			if err == nil {
+				c.stats.resumes.Add(1)
+				c.emit(Event{Kind: EventResumed})
+				return nil
+			}
+			last = err
+			var ce *closeError
+			if errors.As(err, &ce) {
+				if a, _ := gateway.Classify(ce.code); a != gateway.ActionResume {
+					return c.recover(ce.code, err)
+				}
+			}
+			c.log.Warn("voice resume failed", "attempt", n, "err", err)
+		}
+		c.log.Warn("voice resume gave up; starting a new session", "err", last)
+		fallthrough
+	default: // re-identify with a fresh session from the main gateway
+		if c.cfg.Rejoin == nil {
+			return fmt.Errorf("voice: %s, and no way to rejoin was configured", why)
+		}
+		c.emit(Event{Kind: EventReconnecting, Err: errors.New(why)})
+		var last error
+		for n := 1; n <= c.cfg.Backoff.Attempts; n++ {
+			if n > 1 && !c.sleep(c.backoff(n-1)) {
+				return ErrClosed
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.HandshakeTimeout)
+			p, err := c.cfg.Rejoin(ctx)
+			cancel()
+			if err == nil {
+				if err = c.reidentify(p); err == nil {
+					return nil
+				}
+			}
+			last = err
+			var ce *closeError
+			if errors.As(err, &ce) {
+				if a, _ := gateway.Classify(ce.code); a == gateway.ActionFatal || a == gateway.ActionStop {
+					return c.recover(ce.code, err)
+				}
+			}
+			c.log.Warn("voice rejoin failed", "attempt", n, "err", err)
+		}
+		return fmt.Errorf("voice: could not reconnect after %d attempts: %w", c.cfg.Backoff.Attempts, last)
+	}
+}
+
+func (c *Conn) reidentify(p Params) error {
+	c.mu.Lock()
+	old := c.params
+	c.mu.Unlock()
+	if p.ChannelID != old.ChannelID && c.cfg.NewE2EE != nil {
+		// A new channel is a new DAVE group.
+		ch, err := gateway.Snowflake(p.ChannelID)
+		if err != nil {
+			return err
+		}
+		e, err := c.cfg.NewE2EE(c.userID, ch)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.e2ee = e
+		c.mu.Unlock()
+	}
+	if err := c.connect(c.ctx, p, false); err != nil {
+		return err
+	}
+	c.stats.reidentifies.Add(1)
+	c.emit(Event{Kind: EventReidentified})
+	return nil
+}
+
+func (c *Conn) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+// connect opens a WebSocket and either identifies (a new session: ready, UDP
+// discovery, select protocol, session description) or resumes.
+func (c *Conn) connect(ctx context.Context, p Params, resume bool) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.HandshakeTimeout)
+	defer cancel()
+	u, err := wsURL(p.Endpoint)
+	if err != nil {
+		return err
+	}
+	ws, _, err := c.cfg.Dialer.DialContext(ctx, u, nil)
+	if err != nil {
+		return fmt.Errorf("voice: connecting to %s: %w", p.Endpoint, err)
+	}
+	gen := newGen(ws)
+	c.wg.Add(1)
+	go c.readLoop(gen)
+	fail := func(err error) error {
+		gen.close(websocket.CloseNormalClosure)
+		<-gen.done
+		if code := gen.closeCode(); code != 0 && code != websocket.CloseNormalClosure {
+			return &closeError{code: code, err: err}
+		}
+		return err
+	}
+	var hello gateway.Hello
+	if err := gen.await(ctx, gen.hello, &hello); err != nil {
+		return fail(fmt.Errorf("voice: waiting for hello: %w", err))
+	}
+	interval := time.Duration(hello.HeartbeatInterval * float64(time.Millisecond))
+	if interval <= 0 {
+		interval = 13750 * time.Millisecond
+	}
+
+	if resume {
+		if err := gen.sendJSON(gateway.OpResume, gateway.Resume{ServerID: p.GuildID, SessionID: p.SessionID,
+			Token: p.Token, SeqAck: int(c.lastSeq.Load())}); err != nil {
+			return fail(err)
+		}
+		if err := gen.await(ctx, gen.resumed, nil); err != nil {
+			return fail(fmt.Errorf("voice: waiting for resumed: %w", err))
+		}
+		c.installGen(gen, p)
+		c.startHeartbeat(gen, interval)
+		return nil
+	}
+
+	maxDAVE := 0
+	if c.e2ee != nil {
+		maxDAVE = 1
+	}
+	c.lastSeq.Store(gateway.NoSeq)
+	if err := gen.sendJSON(gateway.OpIdentify, gateway.Identify{ServerID: p.GuildID, UserID: p.UserID,
+		SessionID: p.SessionID, Token: p.Token, MaxDAVEProtocolVersion: maxDAVE}); err != nil {
+		return fail(err)
+	}
+	// Heartbeats start now: the handshake may outlast an interval.
+	c.startHeartbeat(gen, interval)
+	var ready gateway.Ready
+	if err := gen.await(ctx, gen.ready, &ready); err != nil {
+		return fail(fmt.Errorf("voice: waiting for ready: %w", err))
+	}
+	mode, err := rtp.ChooseMode(ready.Modes)
+	if err != nil {
+		return fail(err)
+	}
+	server, err := netip.ParseAddr(ready.IP)
+	if err != nil {
+		return fail(fmt.Errorf("voice: ready names IP %q: %w", ready.IP, err))
+	}
+	udp, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(server, uint16(ready.Port))))
+	if err != nil {
+		return fail(fmt.Errorf("voice: UDP to %s:%d: %w", ready.IP, ready.Port, err))
+	}
+	ext, err := discover(ctx, udp, ready.SSRC)
+	if err != nil {
+		udp.Close()
+		return fail(err)
+	}
+	if err := gen.sendJSON(gateway.OpSelectProtocol, gateway.SelectProtocol{Protocol: "udp",
+		Data: gateway.SelectProtocolData{Address: ext.Addr().String(), Port: int(ext.Port()), Mode: mode}}); err != nil {
+		udp.Close()
+		return fail(err)
+	}
+	var sd gateway.SessionDescription
+	if err := gen.await(ctx, gen.session, &sd); err != nil {
+		udp.Close()
+		return fail(fmt.Errorf("voice: waiting for the session description: %w", err))
+	}
+	ciph, err := rtp.NewCipher(sd.Mode, sd.SecretKey)
+	if err != nil {
+		udp.Close()
+		return fail(err)
+	}
+	c.cipher.Store(ciph)
+	c.mu.Lock()
+	oldUDP := c.udp
+	c.udp, c.ssrc = udp, ready.SSRC
+	c.mu.Unlock()
+	if oldUDP != nil {
+		oldUDP.Close()
+	}
+	c.installGen(gen, p)
+	c.wg.Add(1)
+	go c.readUDP(udp)
+	if c.e2ee != nil {
+		out, err := c.e2ee.SessionDescription(sd.DAVEProtocolVersion)
+		if err != nil {
+			return fail(fmt.Errorf("voice: starting DAVE: %w", err))
+		}
+		c.sendAll(gen, out)
+	}
+	c.mu.Lock()
+	c.ready = true
+	c.mu.Unlock()
+	c.emit(Event{Kind: EventReady})
+	c.log.Info("voice connected", "mode", mode, "ssrc", ready.SSRC, "dave", sd.DAVEProtocolVersion)
+	return nil
+}
+
+func (c *Conn) installGen(gen *wsGen, p Params) {
+	c.mu.Lock()
+	c.gen, c.params = gen, p
+	c.mu.Unlock()
+}
+
+// discover finds our external address with UDP IP discovery, retrying.
+func discover(ctx context.Context, udp *net.UDPConn, ssrc uint32) (netip.AddrPort, error) {
+	req := gateway.DiscoveryRequest(ssrc)
+	buf := make([]byte, 1500)
+	for attempt := 0; attempt < 5; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return netip.AddrPort{}, err
+		}
+		if _, err := udp.Write(req); err != nil {
+			return netip.AddrPort{}, fmt.Errorf("voice: IP discovery: %w", err)
+		}
+		deadline := time.Now().Add(time.Second)
+		for {
+			udp.SetReadDeadline(deadline)
+			n, err := udp.Read(buf)
+			if err != nil {
+				break // timeout: send again
+			}
+			if ap, ok := gateway.ParseDiscoveryResponse(buf[:n]); ok {
+				udp.SetReadDeadline(time.Time{})
+				return ap, nil
+			}
+		}
+	}
+	return netip.AddrPort{}, errors.New("voice: no answer to UDP IP discovery")
+}
+
+func (c *Conn) startHeartbeat(gen *wsGen, interval time.Duration) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-gen.done:
+				return
+			case <-t.C:
+			}
+			if !gen.acked.Swap(false) && gen.beats.Load() > 0 {
+				c.log.Warn("voice heartbeat not acknowledged; reconnecting")
+				gen.drop()
+				return
+			}
+			gen.beats.Add(1)
+			if err := gen.sendJSON(gateway.OpHeartbeat, gateway.Heartbeat{T: time.Now().UnixMilli(), SeqAck: int(c.lastSeq.Load())}); err != nil {
+				gen.drop()
+				return
+			}
+		}
+	}()
+}
+
+func (c *Conn) sendAll(gen *wsGen, out []Outbound) {
+	for _, o := range out {
+		var err error
+		if o.Binary != nil {
+			err = gen.sendBinary(o.Op, o.Binary)
+		} else {
+			err = gen.sendJSON(o.Op, o.JSON)
+		}
+		if err != nil {
+			c.log.Warn("sending a DAVE message", "op", o.Op, "err", err)
+		}
+	}
+}
+
+// closeError carries the close code of a failed handshake.
+type closeError struct {
+	code int
+	err  error
+}
+
+func (e *closeError) Error() string { return fmt.Sprintf("%v (close code %d)", e.err, e.code) }
+func (e *closeError) Unwrap() error { return e.err }
+
+// userForSSRC returns the user of an SSRC.
+func (c *Conn) userForSSRC(ssrc uint32) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, ok := c.ssrcUser[ssrc]
+	return u, ok
+}
+
+func parseUint(s string) uint64 {
+	v, _ := strconv.ParseUint(s, 10, 64)
+	return v
+}

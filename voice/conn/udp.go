@@ -1,0 +1,259 @@
+package conn
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/voice/gateway"
+	"github.com/glyphoxa/glyphoxa/voice/rtp"
+)
+
+// maxDatagram is the largest media packet accepted; larger ones are dropped
+// as oversized (Opus frames on Discord stay far below it).
+const maxDatagram = 1500
+
+// unknownGrace is how long packets from an SSRC nobody has announced yet
+// wait for the gateway's speaking message (audio can overtake it).
+const unknownGrace = 250 * time.Millisecond
+
+// held is a packet waiting for its SSRC to be announced.
+type held struct {
+	data []byte
+	at   time.Time
+}
+
+// readUDP receives media until its socket is closed.
+func (c *Conn) readUDP(udp *net.UDPConn) {
+	defer c.wg.Done()
+	r := &receiver{c: c, lanes: map[uint32]*lane{}, pending: map[uint32][]held{}, plain: make([]byte, 0, 4096)}
+	buf := make([]byte, 4096)
+	for {
+		udp.SetReadDeadline(time.Now().Add(c.cfg.ReorderDelay / 2))
+		n, err := udp.Read(buf)
+		now := time.Now()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && c.ctx.Err() == nil {
+				r.tick(now, false)
+				continue
+			}
+			r.tick(now, true)
+			return // socket closed
+		}
+		c.stats.received.Add(1)
+		r.handle(buf[:n], now)
+		r.tick(now, false)
+	}
+}
+
+// receiver is the state of one UDP reader.
+type receiver struct {
+	c       *Conn
+	lanes   map[uint32]*lane
+	pending map[uint32][]held
+	plain   []byte
+	h       rtp.Header
+}
+
+// handle processes one datagram.
+func (r *receiver) handle(pkt []byte, now time.Time) {
+	c := r.c
+	switch {
+	case len(pkt) > maxDatagram:
+		c.stats.oversized.Add(1)
+		return
+	case len(pkt) == gateway.DiscoveryLen && pkt[0] == 0 && pkt[1] == 2:
+		return // a late IP discovery answer
+	case rtp.IsRTCP(pkt):
+		c.stats.rtcp.Add(1)
+		return
+	}
+	hl, err := r.h.Unmarshal(pkt)
+	if err != nil {
+		c.stats.truncated.Add(1)
+		return
+	}
+	if r.h.PayloadType != rtp.PayloadTypeOpus {
+		c.stats.notAudio.Add(1)
+		return
+	}
+	user, ok := c.userForSSRC(r.h.SSRC)
+	if !ok {
+		q := r.pending[r.h.SSRC]
+		if len(q) >= maxHeld || len(r.pending) >= 8 && q == nil {
+			c.stats.unknownSSRC.Add(1)
+			return
+		}
+		r.pending[r.h.SSRC] = append(q, held{data: bytes.Clone(pkt), at: now})
+		return
+	}
+	ciph := c.cipher.Load()
+	r.plain, err = ciph.Open(r.plain[:0], pkt, hl)
+	if err != nil {
+		if errors.Is(err, rtp.ErrAuth) {
+			c.stats.authFailed.Add(1)
+		} else {
+			c.stats.truncated.Add(1)
+		}
+		return
+	}
+	frame, err := rtp.Payload(&r.h, r.plain)
+	if err != nil {
+		c.stats.truncated.Add(1)
+		return
+	}
+	if e := c.currentE2EE(); e != nil {
+		if frame, err = e.Decrypt(parseUint(user), frame); err != nil {
+			c.stats.e2ee.Add(1)
+			return
+		}
+	}
+	l, ok := r.lanes[r.h.SSRC]
+	if !ok {
+		l = &lane{}
+		r.lanes[r.h.SSRC] = l
+	}
+	p := Packet{UserID: user, SSRC: r.h.SSRC, Sequence: r.h.Sequence, Timestamp: r.h.Timestamp,
+		Opus: bytes.Clone(frame), Received: now}
+	for _, out := range l.push(p, c) {
+		c.deliver(out)
+	}
+}
+
+// tick releases packets whose SSRC is now known, drops those that waited
+// too long, and gives up on missing packets past the reorder delay.
+func (r *receiver) tick(now time.Time, final bool) {
+	for ssrc, q := range r.pending {
+		if _, ok := r.c.userForSSRC(ssrc); ok {
+			delete(r.pending, ssrc)
+			for _, h := range q {
+				r.handle(h.data, h.at)
+			}
+			continue
+		}
+		if final || now.Sub(q[0].at) > unknownGrace {
+			delete(r.pending, ssrc)
+			r.c.stats.unknownSSRC.Add(uint64(len(q)))
+		}
+	}
+	for _, l := range r.lanes {
+		for _, p := range l.expire(now, r.c.cfg.ReorderDelay, final) {
+			r.c.deliver(p)
+		}
+	}
+}
+
+func (c *Conn) currentE2EE() E2EE {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.e2ee
+}
+
+func (c *Conn) deliver(p Packet) {
+	c.stats.lost.Add(uint64(p.Lost))
+	select {
+	case c.packets <- p:
+		c.stats.delivered.Add(1)
+	default:
+		c.stats.backpressure.Add(1)
+	}
+}
+
+// lane puts one speaker's packets back in sequence order. A packet that
+// arrives ahead of a missing one waits up to the reorder delay; then the
+// missing ones are given up as lost.
+type lane struct {
+	started bool
+	next    uint16 // sequence expected next
+	held    []Packet
+}
+
+// maxHeld bounds the packets waiting for a missing one.
+const maxHeld = 16
+
+func (l *lane) push(p Packet, c *Conn) []Packet {
+	if !l.started {
+		l.started, l.next = true, p.Sequence
+	}
+	d := int16(p.Sequence - l.next)
+	switch {
+	case d < 0:
+		c.stats.late.Add(1) // a duplicate or a packet given up as lost
+		return nil
+	case d == 0:
+		out := []Packet{p}
+		l.next++
+		return append(out, l.drain()...)
+	}
+	for _, h := range l.held {
+		if h.Sequence == p.Sequence {
+			c.stats.late.Add(1)
+			return nil
+		}
+	}
+	l.held = append(l.held, p)
+	if len(l.held) > maxHeld {
+		return l.skip()
+	}
+	return nil
+}
+
+// drain releases held packets that are now in order.
+func (l *lane) drain() []Packet {
+	var out []Packet
+	for {
+		k := -1
+		for i, h := range l.held {
+			if h.Sequence == l.next {
+				k = i
+				break
+			}
+		}
+		if k < 0 {
+			return out
+		}
+		out = append(out, l.held[k])
+		l.held = append(l.held[:k], l.held[k+1:]...)
+		l.next++
+	}
+}
+
+// skip gives up the missing packets before the earliest held one.
+func (l *lane) skip() []Packet {
+	if len(l.held) == 0 {
+		return nil
+	}
+	first := 0
+	for i, h := range l.held {
+		if int16(h.Sequence-l.held[first].Sequence) < 0 {
+			first = i
+		}
+		_ = h
+	}
+	p := l.held[first]
+	l.held = append(l.held[:first], l.held[first+1:]...)
+	p.Lost = int(uint16(p.Sequence - l.next))
+	l.next = p.Sequence + 1
+	return append([]Packet{p}, l.drain()...)
+}
+
+// expire gives up missing packets once the oldest held one has waited the
+// reorder delay (or at once when all is set).
+func (l *lane) expire(now time.Time, delay time.Duration, all bool) []Packet {
+	var out []Packet
+	for len(l.held) > 0 {
+		oldest := l.held[0].Received
+		for _, h := range l.held {
+			if h.Received.Before(oldest) {
+				oldest = h.Received
+			}
+		}
+		if !all && now.Sub(oldest) < delay {
+			return out
+		}
+		out = append(out, l.skip()...)
+	}
+	return out
+}

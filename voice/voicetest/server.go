@@ -1,0 +1,602 @@
+// Package voicetest is a fake Discord voice server for tests: a voice
+// gateway (WebSocket, v8) and a UDP media relay on loopback that implement
+// the server side of the protocol — hello, ready, IP discovery, session
+// description in either rtpsize mode, heartbeats, speaking, client connect
+// and disconnect, resume with replay of missed messages — and relay
+// encrypted media between clients like Discord's SFU: transport encryption
+// is removed and re-applied per receiver, the DAVE payload is untouched.
+//
+// Faults can be injected: drop a client's WebSocket, close it with a code,
+// pause UDP relaying, or send a client raw datagrams.
+package voicetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/glyphoxa/glyphoxa/voice/gateway"
+	"github.com/glyphoxa/glyphoxa/voice/rtp"
+)
+
+// Config configures the fake.
+type Config struct {
+	// Modes offered in ready (default: both rtpsize modes, XChaCha first).
+	Modes []string
+	// HeartbeatInterval sent in hello (default 300 ms).
+	HeartbeatInterval time.Duration
+	// DAVEVersion sent in the session description (0: no DAVE). With a
+	// DAVE handler, the fake plays the DAVE external sender.
+	DAVEVersion int
+	// DAVE handles the server's DAVE role, if set.
+	DAVE DAVEHandler
+	// RequireDAVE closes clients that offer no DAVE with 4017.
+	RequireDAVE bool
+	Logger      *slog.Logger
+}
+
+// DAVEHandler is the voice gateway's DAVE role (external sender, commit
+// arbitration, welcomes), driven by the fake.
+type DAVEHandler interface {
+	// Joined is called when a client's session is described; it returns
+	// messages for clients (by user id).
+	Joined(userID string) []Delivery
+	// Left is called when a client disconnects.
+	Left(userID string) []Delivery
+	// FromClient handles a client's DAVE message (ops 23, 26, 28, 31).
+	FromClient(userID string, op gateway.Op, payload []byte) []Delivery
+}
+
+// Delivery is a message for one client.
+type Delivery struct {
+	UserID string
+	Op     gateway.Op
+	// JSON for text ops, Binary for binary ones.
+	JSON   any
+	Binary []byte
+}
+
+// Server is a running fake voice server.
+type Server struct {
+	cfg  Config
+	http *httptest.Server
+	udp  *net.UDPConn
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	clients  map[string]*client // by user id
+	byAddr   map[netip.AddrPort]*client
+	nextSSRC uint32
+	udpPause atomic.Bool
+
+	relayed, dropped atomic.Int64
+	wg               sync.WaitGroup
+	closed           chan struct{}
+}
+
+type client struct {
+	userID, sessionID, token string
+	ssrc                     uint32
+	dave                     int // max_dave_protocol_version offered
+	mode                     string
+	cipher                   *rtp.Cipher
+	addr                     netip.AddrPort
+	counter                  uint32
+
+	mu   sync.Mutex
+	ws   *websocket.Conn
+	seq  int
+	sent []sent // for resume replay
+}
+
+type sent struct {
+	seq    int
+	binary bool
+	data   []byte
+}
+
+// New starts a fake voice server.
+func New(cfg Config) (*Server, error) {
+	if len(cfg.Modes) == 0 {
+		cfg.Modes = []string{rtp.ModeXChaCha20, rtp.ModeAES256GCM}
+	}
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = 300 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, udp: udp, log: cfg.Logger, clients: map[string]*client{}, byAddr: map[netip.AddrPort]*client{},
+		nextSSRC: 1000, closed: make(chan struct{})}
+	s.http = httptest.NewServer(http.HandlerFunc(s.serveWS))
+	s.wg.Add(1)
+	go s.relay()
+	return s, nil
+}
+
+// Endpoint is the URL clients dial.
+func (s *Server) Endpoint() string { return "ws://" + strings.TrimPrefix(s.http.URL, "http://") + "/" }
+
+// Close stops the server.
+func (s *Server) Close() {
+	select {
+	case <-s.closed:
+		return
+	default:
+	}
+	close(s.closed)
+	s.mu.Lock()
+	for _, c := range s.clients {
+		c.mu.Lock()
+		if c.ws != nil {
+			c.ws.Close()
+		}
+		c.mu.Unlock()
+	}
+	s.mu.Unlock()
+	s.http.CloseClientConnections()
+	s.http.Close()
+	s.udp.Close()
+	s.wg.Wait()
+}
+
+// Relayed is the number of media packets forwarded to receivers.
+func (s *Server) Relayed() int64 { return s.relayed.Load() }
+
+// SSRC returns a client's SSRC.
+func (s *Server) SSRC(userID string) uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.clients[userID]; c != nil {
+		return c.ssrc
+	}
+	return 0
+}
+
+// DropWS cuts a client's WebSocket without a close frame, as a network
+// failure would. The client may resume.
+func (s *Server) DropWS(userID string) {
+	s.mu.Lock()
+	c := s.clients[userID]
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.ws != nil {
+		c.ws.UnderlyingConn().Close()
+	}
+	c.mu.Unlock()
+}
+
+// CloseWS closes a client's WebSocket with a close code.
+func (s *Server) CloseWS(userID string, code int) {
+	s.mu.Lock()
+	c := s.clients[userID]
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ws != nil {
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
+		c.ws.Close()
+	}
+}
+
+// PauseUDP stops (true) or resumes (false) relaying media.
+func (s *Server) PauseUDP(paused bool) { s.udpPause.Store(paused) }
+
+// InjectUDP sends a raw datagram to a client's UDP address.
+func (s *Server) InjectUDP(userID string, datagram []byte) error {
+	s.mu.Lock()
+	c := s.clients[userID]
+	s.mu.Unlock()
+	if c == nil || !c.addr.IsValid() {
+		return fmt.Errorf("client %s has no UDP address yet", userID)
+	}
+	_, err := s.udp.WriteToUDPAddrPort(datagram, c.addr)
+	return err
+}
+
+// Seal encrypts a media payload for a client as if another SSRC sent it,
+// for tests that craft packets.
+func (s *Server) Seal(userID string, h rtp.Header, payload []byte) ([]byte, error) {
+	s.mu.Lock()
+	c := s.clients[userID]
+	s.mu.Unlock()
+	if c == nil || c.cipher == nil {
+		return nil, fmt.Errorf("client %s has no session yet", userID)
+	}
+	hb, _ := h.Marshal()
+	c.mu.Lock()
+	c.counter++
+	ctr := c.counter
+	c.mu.Unlock()
+	return c.cipher.Seal(nil, hb, payload, ctr), nil
+}
+
+// Send delivers messages to clients.
+func (s *Server) Send(ds []Delivery) {
+	for _, d := range ds {
+		s.mu.Lock()
+		c := s.clients[d.UserID]
+		s.mu.Unlock()
+		if c == nil {
+			continue
+		}
+		if d.Binary != nil {
+			c.sendBinary(d.Op, d.Binary)
+		} else {
+			c.sendJSON(d.Op, d.JSON)
+		}
+	}
+}
+
+func (c *client) sendJSON(op gateway.Op, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	b, _ := gateway.EncodeText(op, v, c.seq)
+	c.sent = append(c.sent, sent{seq: c.seq, data: b})
+	if c.ws != nil {
+		c.ws.WriteMessage(websocket.TextMessage, b)
+	}
+}
+
+// sendUnnumbered sends a message that does not take a sequence number
+// (hello, ready's companions during handshake follow Discord: only
+// dispatched events after identify are numbered here).
+func (c *client) sendUnnumbered(op gateway.Op, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, _ := gateway.EncodeText(op, v, gateway.NoSeq)
+	if c.ws != nil {
+		c.ws.WriteMessage(websocket.TextMessage, b)
+	}
+}
+
+func (c *client) sendBinary(op gateway.Op, payload []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	b := gateway.EncodeServerBinary(c.seq, op, payload)
+	c.sent = append(c.sent, sent{seq: c.seq, binary: true, data: b})
+	if c.ws != nil {
+		c.ws.WriteMessage(websocket.BinaryMessage, b)
+	}
+}
+
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("v") != "8" {
+		http.Error(w, "voice gateway v8 only", http.StatusBadRequest)
+		return
+	}
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	s.wg.Add(1)
+	defer s.wg.Done()
+	defer ws.Close()
+	hello, _ := gateway.EncodeText(gateway.OpHello, gateway.Hello{HeartbeatInterval: float64(s.cfg.HeartbeatInterval.Milliseconds())}, gateway.NoSeq)
+	ws.WriteMessage(websocket.TextMessage, hello)
+	var me *client
+	for {
+		mt, data, err := ws.ReadMessage()
+		if err != nil {
+			if me != nil {
+				me.mu.Lock()
+				if me.ws == ws {
+					me.ws = nil
+				}
+				me.mu.Unlock()
+			}
+			return
+		}
+		if mt == websocket.BinaryMessage {
+			m, err := gateway.ParseClientBinary(data)
+			if err != nil || me == nil || s.cfg.DAVE == nil {
+				continue
+			}
+			s.Send(s.cfg.DAVE.FromClient(me.userID, m.Op, m.Payload))
+			continue
+		}
+		m, err := gateway.ParseText(data)
+		if err != nil {
+			ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseDecodeError, "bad json"), time.Now().Add(time.Second))
+			return
+		}
+		switch m.Op {
+		case gateway.OpHeartbeat:
+			var hb gateway.Heartbeat
+			m.Decode(&hb)
+			b, _ := gateway.EncodeText(gateway.OpHeartbeatAck, gateway.HeartbeatAck{T: hb.T}, gateway.NoSeq)
+			if me != nil {
+				me.mu.Lock()
+				ws.WriteMessage(websocket.TextMessage, b)
+				me.mu.Unlock()
+			} else {
+				ws.WriteMessage(websocket.TextMessage, b)
+			}
+		case gateway.OpIdentify:
+			var id gateway.Identify
+			if m.Decode(&id) != nil || id.Token == "" {
+				ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseAuthFailed, ""), time.Now().Add(time.Second))
+				return
+			}
+			if s.cfg.RequireDAVE && id.MaxDAVEProtocolVersion < 1 {
+				ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseE2EERequired, "E2EE required"), time.Now().Add(time.Second))
+				return
+			}
+			me = s.identify(ws, id)
+		case gateway.OpSelectProtocol:
+			if me == nil {
+				continue
+			}
+			var sp gateway.SelectProtocol
+			if m.Decode(&sp) != nil {
+				continue
+			}
+			s.selectProtocol(me, sp)
+		case gateway.OpResume:
+			var rs gateway.Resume
+			if m.Decode(&rs) != nil {
+				continue
+			}
+			c := s.resume(ws, rs)
+			if c == nil {
+				ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseSessionInvalid, "unknown session"), time.Now().Add(time.Second))
+				return
+			}
+			me = c
+		case gateway.OpSpeaking:
+			if me == nil {
+				continue
+			}
+			var sp gateway.Speaking
+			m.Decode(&sp)
+			s.broadcast(me.userID, gateway.OpSpeaking, gateway.Speaking{Speaking: sp.Speaking, SSRC: me.ssrc, UserID: me.userID})
+		case gateway.OpDAVETransitionReady, gateway.OpDAVEInvalidCommitWelcome:
+			if me != nil && s.cfg.DAVE != nil {
+				s.Send(s.cfg.DAVE.FromClient(me.userID, m.Op, m.Data))
+			}
+		}
+	}
+}
+
+func (s *Server) identify(ws *websocket.Conn, id gateway.Identify) *client {
+	s.mu.Lock()
+	s.nextSSRC++
+	c := &client{userID: id.UserID, sessionID: id.SessionID, token: id.Token, ssrc: s.nextSSRC, dave: id.MaxDAVEProtocolVersion, ws: ws}
+	if old := s.clients[id.UserID]; old != nil {
+		old.mu.Lock()
+		if old.ws != nil && old.ws != ws {
+			old.ws.Close()
+		}
+		old.mu.Unlock()
+		delete(s.byAddr, old.addr)
+	}
+	s.clients[id.UserID] = c
+	s.mu.Unlock()
+	host, port := s.udpAddr()
+	c.sendJSON(gateway.OpReady, gateway.Ready{SSRC: c.ssrc, IP: host, Port: port, Modes: s.cfg.Modes})
+	return c
+}
+
+func (s *Server) udpAddr() (string, int) {
+	a := s.udp.LocalAddr().(*net.UDPAddr)
+	return a.IP.String(), a.Port
+}
+
+func (s *Server) selectProtocol(c *client, sp gateway.SelectProtocol) {
+	key := make([]byte, rtp.KeySize)
+	rand.Read(key)
+	ciph, err := rtp.NewCipher(sp.Data.Mode, key)
+	if err != nil {
+		c.mu.Lock()
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseUnknownEncryption, ""), time.Now().Add(time.Second))
+		c.ws.Close()
+		c.mu.Unlock()
+		return
+	}
+	addr, err := netip.ParseAddrPort(fmt.Sprintf("%s:%d", sp.Data.Address, sp.Data.Port))
+	s.mu.Lock()
+	c.mode, c.cipher = sp.Data.Mode, ciph
+	if err == nil {
+		c.addr = addr
+		s.byAddr[addr] = c
+	}
+	var others []string
+	for u, o := range s.clients {
+		if u != c.userID && o.cipher != nil {
+			others = append(others, u)
+		}
+	}
+	s.mu.Unlock()
+	dave := 0
+	if c.dave >= 1 {
+		dave = s.cfg.DAVEVersion
+	}
+	c.sendJSON(gateway.OpSessionDescription, gateway.SessionDescription{Mode: sp.Data.Mode, SecretKey: key, DAVEProtocolVersion: dave})
+	if len(others) > 0 {
+		c.sendJSON(gateway.OpClientsConnect, gateway.ClientsConnect{UserIDs: others})
+	}
+	s.broadcast(c.userID, gateway.OpClientsConnect, gateway.ClientsConnect{UserIDs: []string{c.userID}})
+	// Tell the newcomer which SSRC the others speak with.
+	for _, u := range others {
+		s.mu.Lock()
+		o := s.clients[u]
+		s.mu.Unlock()
+		c.sendJSON(gateway.OpSpeaking, gateway.Speaking{Speaking: 0, SSRC: o.ssrc, UserID: u})
+	}
+	if s.cfg.DAVE != nil && dave > 0 {
+		s.Send(s.cfg.DAVE.Joined(c.userID))
+	}
+}
+
+func (s *Server) resume(ws *websocket.Conn, rs gateway.Resume) *client {
+	s.mu.Lock()
+	var c *client
+	for _, x := range s.clients {
+		if x.sessionID == rs.SessionID && x.token == rs.Token {
+			c = x
+		}
+	}
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ws = ws
+	b, _ := gateway.EncodeText(gateway.OpResumed, nil, gateway.NoSeq)
+	ws.WriteMessage(websocket.TextMessage, b)
+	for _, m := range c.sent {
+		if m.seq > rs.SeqAck {
+			mt := websocket.TextMessage
+			if m.binary {
+				mt = websocket.BinaryMessage
+			}
+			ws.WriteMessage(mt, m.data)
+		}
+	}
+	return c
+}
+
+// Disconnect removes a client as if it left the channel, telling the
+// others (op 13).
+func (s *Server) Disconnect(userID string) {
+	s.mu.Lock()
+	c := s.clients[userID]
+	delete(s.clients, userID)
+	if c != nil {
+		delete(s.byAddr, c.addr)
+	}
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.ws != nil {
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseDisconnected, "disconnected"), time.Now().Add(time.Second))
+		c.ws.Close()
+	}
+	c.mu.Unlock()
+	s.broadcast(userID, gateway.OpClientDisconnect, gateway.ClientDisconnect{UserID: userID})
+	if s.cfg.DAVE != nil {
+		s.Send(s.cfg.DAVE.Left(userID))
+	}
+}
+
+func (s *Server) broadcast(from string, op gateway.Op, v any) {
+	s.mu.Lock()
+	var to []*client
+	for u, c := range s.clients {
+		if u != from && c.cipher != nil {
+			to = append(to, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range to {
+		c.sendJSON(op, v)
+	}
+}
+
+// relay answers IP discovery and forwards media.
+func (s *Server) relay() {
+	defer s.wg.Done()
+	buf := make([]byte, 4096)
+	var h rtp.Header
+	for {
+		n, from, err := s.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		pkt := buf[:n]
+		if ssrc, err := gateway.ParseDiscoveryRequest(pkt); err == nil {
+			s.udp.WriteToUDPAddrPort(gateway.DiscoveryResponse(ssrc, from), from)
+			continue
+		}
+		if s.udpPause.Load() {
+			s.dropped.Add(1)
+			continue
+		}
+		s.mu.Lock()
+		src := s.byAddr[from]
+		var dsts []*client
+		for _, c := range s.clients {
+			if c != src && c.cipher != nil && c.addr.IsValid() {
+				dsts = append(dsts, c)
+			}
+		}
+		s.mu.Unlock()
+		if src == nil {
+			continue
+		}
+		hl, err := h.Unmarshal(pkt)
+		if err != nil {
+			continue
+		}
+		plain, err := src.cipher.Open(nil, pkt, hl)
+		if err != nil {
+			s.log.Warn("fake voice server: undecryptable packet", "from", src.userID, "err", err)
+			continue
+		}
+		for _, d := range dsts {
+			d.mu.Lock()
+			d.counter++
+			ctr := d.counter
+			d.mu.Unlock()
+			out := d.cipher.Seal(nil, pkt[:hl], plain, ctr)
+			s.udp.WriteToUDPAddrPort(out, d.addr)
+			s.relayed.Add(1)
+		}
+	}
+}
+
+// Wait polls cond until it holds or the timeout passes.
+func Wait(ctx context.Context, cond func() bool) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+var _ = json.Marshal
+
+// AnnounceSpeaker tells a client that ssrc belongs to userID (op 5), for
+// tests that send crafted packets.
+func (s *Server) AnnounceSpeaker(to, userID string, ssrc uint32) {
+	s.mu.Lock()
+	c := s.clients[to]
+	s.mu.Unlock()
+	if c != nil {
+		c.sendJSON(gateway.OpSpeaking, gateway.Speaking{Speaking: 1, SSRC: ssrc, UserID: userID})
+	}
+}
