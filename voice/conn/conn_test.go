@@ -195,7 +195,9 @@ func TestUDPOutageIsSurvived(t *testing.T) {
 	})
 	got, lost := collect(bot, playerID)
 	t.Logf("UDP outage of %s: sent %d, received %d, reported lost %d", pausedFor.Round(time.Millisecond), sent, len(got), lost)
-	if len(got)+lost != sent || lost < 90 || lost > 100 {
+	// About 100 frames are sent while UDP is paused; one in flight at either
+	// edge may fall on either side.
+	if len(got)+lost != sent || lost < 97 || lost > 103 {
 		t.Fatalf("got %d + lost %d, sent %d", len(got), lost, sent)
 	}
 	if !bytes.Equal(got[len(got)-1], frame(199)) {
