@@ -223,8 +223,8 @@ func TestBadPacketsAreCountedAndDropped(t *testing.T) {
 	wrongTag[9], wrongTag[10], wrongTag[11] = byte(pssrc>>16), byte(pssrc>>8), byte(pssrc) // the player's SSRC
 	wrongTag[8] = byte(pssrc >> 24)
 	var injected int
-	sent := stream(t, player, 60, func(i int) {
-		if i%10 != 5 {
+	sent := stream(t, player, 100, func(i int) {
+		if i%10 != 5 || i > 60 {
 			return
 		}
 		for _, bad := range [][]byte{

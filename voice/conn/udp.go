@@ -14,9 +14,13 @@ import (
 // as oversized (Opus frames on Discord stay far below it).
 const maxDatagram = 1500
 
-// unknownGrace is how long packets from an SSRC nobody has announced yet
-// wait for the gateway's speaking message (audio can overtake it).
-const unknownGrace = 250 * time.Millisecond
+// Packets from an SSRC nobody has announced yet wait up to unknownGrace (at
+// most maxUnknown of them) for the gateway's speaking message: a speaker's
+// first packets can overtake it.
+const (
+	unknownGrace = time.Second
+	maxUnknown   = 64
+)
 
 // held is a packet waiting for its SSRC to be announced.
 type held struct {
@@ -82,12 +86,23 @@ func (r *receiver) handle(pkt []byte, now time.Time) {
 	user, ok := c.userForSSRC(r.h.SSRC)
 	if !ok {
 		q := r.pending[r.h.SSRC]
-		if len(q) >= maxHeld || len(r.pending) >= 8 && q == nil {
+		if len(q) >= maxUnknown || len(r.pending) >= 8 && q == nil {
 			c.stats.unknownSSRC.Add(1)
 			return
 		}
 		r.pending[r.h.SSRC] = append(q, held{data: bytes.Clone(pkt), at: now})
 		return
+	}
+	if q, ok := r.pending[r.h.SSRC]; ok {
+		// The SSRC was just announced: its waiting packets go first.
+		delete(r.pending, r.h.SSRC)
+		ssrc := r.h.SSRC
+		for _, h := range q {
+			r.handle(h.data, h.at)
+		}
+		if _, err := r.h.Unmarshal(pkt); err != nil || r.h.SSRC != ssrc {
+			return
+		}
 	}
 	ciph := c.cipher.Load()
 	r.plain, err = ciph.Open(r.plain[:0], pkt, hl)
