@@ -214,8 +214,6 @@ func parseID(s string) (int64, error) {
 	return id, nil
 }
 
-
-
 func unmarshal(b []byte, v any) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("reading a stored proposal: %w", err)
