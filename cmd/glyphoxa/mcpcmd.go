@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
+)
+
+func cmdMCP(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("mcp", e)
+	var sf storeFlags
+	sf.register(fs)
+	campaign := fs.String("campaign", "", "campaign id")
+	httpAddr := fs.String("http", "", "serve streamable HTTP on this address instead of stdio (needs server.mcp_token or server.mcp_dm_token)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *campaign == "" {
+		return usagef("--campaign is required")
+	}
+	store, cfg, err := sf.openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
+	srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: *campaign, Logger: logger,
+		Asker: newAsker(store, cfg)})
+	if err != nil {
+		return err
+	}
+	if *httpAddr == "" {
+		// Standard output is the protocol; nothing else may be printed there.
+		return srv.RunStdio(ctx)
+	}
+	if cfg.Server.MCPToken == "" && cfg.Server.MCPDMToken == "" {
+		return errors.New("serving MCP over HTTP needs a token: set server.mcp_token (player rights) or server.mcp_dm_token (DM rights), or GLYPHOXA_MCP_TOKEN / GLYPHOXA_MCP_DM_TOKEN")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.HTTPHandler(cfg.Server.MCPToken, cfg.Server.MCPDMToken))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		return err
+	}
+	printf(e.stderr, "serving the MCP endpoint of campaign %q at http://%s/mcp\n", *campaign, ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return hs.Shutdown(sctx)
+	case err := <-errc:
+		return err
+	}
+}
