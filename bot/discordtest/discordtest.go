@@ -53,6 +53,9 @@ type Server struct {
 	nextID   atomic.Int64
 	seq      atomic.Int64
 	waiters  []waiter
+
+	voiceEndpoint string
+	voiceSeq      int
 }
 
 // GatewayOp is a message the bot sent on the gateway (other than
@@ -294,6 +297,12 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 			default:
 			}
 			s.ready(c)
+		case 4: // voice state update
+			s.answerVoiceState(op.D)
+			select {
+			case s.gwOps <- GatewayOp{Op: op.Op, Data: op.D}:
+			default:
+			}
 		default:
 			select {
 			case s.gwOps <- GatewayOp{Op: op.Op, Data: op.D}:
@@ -350,3 +359,74 @@ func (s *Server) WaitIdentify(timeout time.Duration) (json.RawMessage, error) {
 
 // GatewayOps delivers the non-heartbeat ops the bot sends.
 func (s *Server) GatewayOps() <-chan GatewayOp { return s.gwOps }
+
+// SetVoiceEndpoint makes the fake answer the bot's voice state updates
+// (op 4) like Discord: VOICE_STATE_UPDATE with a session id, then
+// VOICE_SERVER_UPDATE with a token and this endpoint (e.g. a
+// voicetest.Server's).
+func (s *Server) SetVoiceEndpoint(endpoint string) {
+	s.mu.Lock()
+	s.voiceEndpoint = endpoint
+	s.mu.Unlock()
+}
+
+func (s *Server) answerVoiceState(d json.RawMessage) {
+	var v struct {
+		GuildID   string  `json:"guild_id"`
+		ChannelID *string `json:"channel_id"`
+	}
+	if json.Unmarshal(d, &v) != nil {
+		return
+	}
+	s.mu.Lock()
+	endpoint := s.voiceEndpoint
+	s.voiceSeq++
+	n := s.voiceSeq
+	s.mu.Unlock()
+	if endpoint == "" {
+		return
+	}
+	channel := ""
+	if v.ChannelID != nil {
+		channel = *v.ChannelID
+	}
+	go func() {
+		s.Dispatch("VOICE_STATE_UPDATE", map[string]any{"guild_id": v.GuildID, "channel_id": nullable(channel),
+			"user_id": s.BotUser.ID, "session_id": fmt.Sprintf("voice-session-%d", n), "deaf": false, "mute": false,
+			"self_deaf": false, "self_mute": false, "suppress": false})
+		if channel != "" {
+			s.Dispatch("VOICE_SERVER_UPDATE", map[string]any{"token": fmt.Sprintf("voice-token-%d", n), "guild_id": v.GuildID,
+				"endpoint": endpoint})
+		}
+	}()
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// MoveBot moves the bot to another voice channel, as a member with the
+// Move Members permission would: a voice state update, then a new token.
+func (s *Server) MoveBot(guildID, channelID string) error {
+	s.mu.Lock()
+	s.voiceSeq++
+	n := s.voiceSeq
+	endpoint := s.voiceEndpoint
+	s.mu.Unlock()
+	if err := s.Dispatch("VOICE_STATE_UPDATE", map[string]any{"guild_id": guildID, "channel_id": channelID,
+		"user_id": s.BotUser.ID, "session_id": fmt.Sprintf("voice-session-%d", n)}); err != nil {
+		return err
+	}
+	return s.Dispatch("VOICE_SERVER_UPDATE", map[string]any{"token": fmt.Sprintf("voice-token-%d", n), "guild_id": guildID,
+		"endpoint": endpoint})
+}
+
+// SetUserVoice puts a member in a voice channel (or none), as seen by the
+// bot.
+func (s *Server) SetUserVoice(guildID, userID, channelID string) error {
+	return s.Dispatch("VOICE_STATE_UPDATE", map[string]any{"guild_id": guildID, "channel_id": nullable(channelID),
+		"user_id": userID, "session_id": "user-" + userID})
+}

@@ -1,0 +1,193 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+)
+
+// Joiner joins voice channels through the main gateway and follows the
+// bot's voice session: a voice state update (op 4) is answered by
+// VOICE_STATE_UPDATE (our session id) and VOICE_SERVER_UPDATE (token and
+// endpoint); both are needed, and neither is cached across joins. Moves by a
+// human and voice server changes produce new parameters on Watch.
+type Joiner struct {
+	sess *discordgo.Session
+
+	mu    sync.Mutex
+	links map[string]*link
+}
+
+type link struct {
+	sessionID, channelID string
+	token, endpoint      string
+	stateGen, serverGen  int
+	changed              chan struct{} // closed and replaced on every update
+	watch                chan conn.Params
+	wantChannel          string // the channel we asked for or were moved to
+}
+
+// NewJoiner follows voice events of sess. Call Close to stop.
+func NewJoiner(sess *discordgo.Session) *Joiner {
+	return &Joiner{sess: sess, links: map[string]*link{}}
+}
+
+// Handlers returns the discordgo handlers to add to the session.
+func (j *Joiner) Handlers() []any {
+	return []any{
+		func(s *discordgo.Session, v *discordgo.VoiceStateUpdate) { j.onState(v) },
+		func(s *discordgo.Session, v *discordgo.VoiceServerUpdate) { j.onServer(v) },
+	}
+}
+
+func (j *Joiner) linkLocked(guildID string) *link {
+	l, ok := j.links[guildID]
+	if !ok {
+		l = &link{changed: make(chan struct{})}
+		j.links[guildID] = l
+	}
+	return l
+}
+
+func (j *Joiner) botID() string {
+	if j.sess.State != nil && j.sess.State.User != nil {
+		return j.sess.State.User.ID
+	}
+	return ""
+}
+
+func (j *Joiner) onState(v *discordgo.VoiceStateUpdate) {
+	if v.VoiceState == nil || v.UserID != j.botID() {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	l := j.linkLocked(v.GuildID)
+	moved := l.watch != nil && v.ChannelID != "" && v.ChannelID != l.wantChannel
+	l.sessionID, l.channelID = v.SessionID, v.ChannelID
+	l.stateGen++
+	if moved {
+		l.wantChannel = v.ChannelID
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (j *Joiner) onServer(v *discordgo.VoiceServerUpdate) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	l := j.linkLocked(v.GuildID)
+	if v.Endpoint == "" {
+		return // the voice server is being allocated; another update follows
+	}
+	changed := l.endpoint != "" && (l.endpoint != v.Endpoint || l.token != v.Token)
+	l.token, l.endpoint = v.Token, v.Endpoint
+	l.serverGen++
+	close(l.changed)
+	l.changed = make(chan struct{})
+	// A new server or a move (which comes with a new token) while a
+	// session runs: tell its watcher to switch.
+	if changed && l.watch != nil && l.channelID != "" {
+		p := j.paramsLocked(v.GuildID, l)
+		select {
+		case l.watch <- p:
+		default:
+		}
+	}
+}
+
+func (j *Joiner) paramsLocked(guildID string, l *link) conn.Params {
+	return conn.Params{Endpoint: l.endpoint, GuildID: guildID, ChannelID: l.channelID, UserID: j.botID(),
+		SessionID: l.sessionID, Token: l.token}
+}
+
+// Join asks to join a voice channel (not self-deafened: the bot listens)
+// and returns the connection parameters once both updates arrived.
+func (j *Joiner) Join(ctx context.Context, guildID, channelID string) (conn.Params, error) {
+	j.mu.Lock()
+	l := j.linkLocked(guildID)
+	stateGen, serverGen := l.stateGen, l.serverGen
+	l.wantChannel = channelID
+	j.mu.Unlock()
+	if err := j.sess.ChannelVoiceJoinManual(guildID, channelID, false, false); err != nil {
+		return conn.Params{}, fmt.Errorf("asking Discord to join the voice channel: %w", err)
+	}
+	for {
+		j.mu.Lock()
+		ready := l.stateGen > stateGen && l.serverGen > serverGen && l.channelID == channelID && l.endpoint != ""
+		p := j.paramsLocked(guildID, l)
+		ch := l.changed
+		j.mu.Unlock()
+		if ready {
+			return p, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return conn.Params{}, fmt.Errorf("Discord did not answer the voice join: %w", ctx.Err())
+		}
+	}
+}
+
+// Rejoin returns a function that joins the guild's current channel again
+// (for conn.Config.Rejoin).
+func (j *Joiner) Rejoin(guildID string) func(ctx context.Context) (conn.Params, error) {
+	return func(ctx context.Context) (conn.Params, error) {
+		j.mu.Lock()
+		ch := j.linkLocked(guildID).wantChannel
+		j.mu.Unlock()
+		if ch == "" {
+			return conn.Params{}, fmt.Errorf("no voice channel to rejoin in guild %s", guildID)
+		}
+		return j.Join(ctx, guildID, ch)
+	}
+}
+
+// Watch returns parameters whenever the guild's voice session moves to a
+// new channel or server while a session runs; Unwatch stops it.
+func (j *Joiner) Watch(guildID string) <-chan conn.Params {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	l := j.linkLocked(guildID)
+	if l.watch == nil {
+		l.watch = make(chan conn.Params, 1)
+	}
+	return l.watch
+}
+
+// Unwatch stops reporting moves of the guild.
+func (j *Joiner) Unwatch(guildID string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if l, ok := j.links[guildID]; ok {
+		l.watch = nil
+	}
+}
+
+// Channel returns the voice channel the bot is in, in a guild.
+func (j *Joiner) Channel(guildID string) string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if l, ok := j.links[guildID]; ok {
+		return l.channelID
+	}
+	return ""
+}
+
+// Leave leaves the guild's voice channel.
+func (j *Joiner) Leave(guildID string) error {
+	j.Unwatch(guildID)
+	j.mu.Lock()
+	if l, ok := j.links[guildID]; ok {
+		l.wantChannel = ""
+	}
+	j.mu.Unlock()
+	if err := j.sess.ChannelVoiceJoinManual(guildID, "", false, false); err != nil {
+		return fmt.Errorf("leaving the voice channel: %w", err)
+	}
+	return nil
+}

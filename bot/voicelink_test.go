@@ -1,0 +1,79 @@
+package bot_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+)
+
+func TestJoinerFollowsTheVoiceSession(t *testing.T) {
+	fake := discordtest.New()
+	defer fake.Close()
+	fake.AddGuild(&discordgo.Guild{ID: guildID})
+	fake.SetVoiceEndpoint("voice.example:443")
+	sess, _ := discordgo.New("Bot x")
+	sess.LogLevel = discordgo.LogError
+	fake.Attach(sess)
+	j := bot.NewJoiner(sess)
+	for _, h := range j.Handlers() {
+		sess.AddHandler(h)
+	}
+	if err := sess.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Wait for READY so the bot knows its own user id.
+	for sess.State.User == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	p, err := j.Join(ctx, guildID, "700")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Endpoint != "voice.example:443" || p.ChannelID != "700" || p.SessionID == "" || p.Token == "" || p.UserID != fake.BotUser.ID {
+		t.Fatalf("params %+v", p)
+	}
+	op := <-fake.GatewayOps()
+	var d map[string]any
+	json.Unmarshal(op.Data, &d)
+	if op.Op != 4 || d["channel_id"] != "700" || d["self_deaf"] != false {
+		t.Fatalf("join sent %d %v", op.Op, d)
+	}
+
+	// A human moves the bot: the watcher gets the new channel and token.
+	w := j.Watch(guildID)
+	if err := fake.MoveBot(guildID, "701"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case np := <-w:
+		if np.ChannelID != "701" || np.Token == p.Token {
+			t.Fatalf("after the move %+v", np)
+		}
+	case <-ctx.Done():
+		t.Fatal("no new parameters after the move")
+	}
+	rejoined, err := j.Rejoin(guildID)(ctx)
+	if err != nil || rejoined.ChannelID != "701" {
+		t.Fatalf("rejoin %+v %v", rejoined, err)
+	}
+	<-fake.GatewayOps()
+	if err := j.Leave(guildID); err != nil {
+		t.Fatal(err)
+	}
+	op = <-fake.GatewayOps()
+	json.Unmarshal(op.Data, &d)
+	if op.Op != 4 || d["channel_id"] != nil {
+		t.Fatalf("leave sent %v", d)
+	}
+}
+
