@@ -76,4 +76,3 @@ func TestJoinerFollowsTheVoiceSession(t *testing.T) {
 		t.Fatalf("leave sent %v", d)
 	}
 }
-
