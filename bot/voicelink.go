@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -29,7 +30,14 @@ type link struct {
 	changed              chan struct{} // closed and replaced on every update
 	watch                chan conn.Params
 	wantChannel          string // the channel we asked for or were moved to
+	settle               *time.Timer
+	emitted              conn.Params
 }
+
+// settleDelay lets the two halves of a move (a state update and a server
+// update, which discordgo may deliver in either order) arrive before the
+// watcher is told.
+const settleDelay = 250 * time.Millisecond
 
 // NewJoiner follows voice events of sess. Call Close to stop.
 func NewJoiner(sess *discordgo.Session) *Joiner {
@@ -67,14 +75,37 @@ func (j *Joiner) onState(v *discordgo.VoiceStateUpdate) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	l := j.linkLocked(v.GuildID)
-	moved := l.watch != nil && v.ChannelID != "" && v.ChannelID != l.wantChannel
 	l.sessionID, l.channelID = v.SessionID, v.ChannelID
 	l.stateGen++
-	if moved {
+	if l.watch != nil && v.ChannelID != "" {
 		l.wantChannel = v.ChannelID
+		j.scheduleLocked(v.GuildID, l)
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
+}
+
+// scheduleLocked tells the watcher about the link's new parameters once
+// they have settled.
+func (j *Joiner) scheduleLocked(guildID string, l *link) {
+	if l.settle != nil {
+		l.settle.Reset(settleDelay)
+		return
+	}
+	l.settle = time.AfterFunc(settleDelay, func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		l.settle = nil
+		p := j.paramsLocked(guildID, l)
+		if l.watch == nil || p == l.emitted || p.ChannelID == "" || p.Endpoint == "" {
+			return
+		}
+		l.emitted = p
+		select {
+		case l.watch <- p:
+		default:
+		}
+	})
 }
 
 func (j *Joiner) onServer(v *discordgo.VoiceServerUpdate) {
@@ -84,19 +115,13 @@ func (j *Joiner) onServer(v *discordgo.VoiceServerUpdate) {
 	if v.Endpoint == "" {
 		return // the voice server is being allocated; another update follows
 	}
-	changed := l.endpoint != "" && (l.endpoint != v.Endpoint || l.token != v.Token)
 	l.token, l.endpoint = v.Token, v.Endpoint
 	l.serverGen++
 	close(l.changed)
 	l.changed = make(chan struct{})
-	// A new server or a move (which comes with a new token) while a
-	// session runs: tell its watcher to switch.
-	if changed && l.watch != nil && l.channelID != "" {
-		p := j.paramsLocked(v.GuildID, l)
-		select {
-		case l.watch <- p:
-		default:
-		}
+	// A new server, or the second half of a move, while a session runs.
+	if l.watch != nil {
+		j.scheduleLocked(v.GuildID, l)
 	}
 }
 
@@ -155,6 +180,7 @@ func (j *Joiner) Watch(guildID string) <-chan conn.Params {
 	l := j.linkLocked(guildID)
 	if l.watch == nil {
 		l.watch = make(chan conn.Params, 1)
+		l.emitted = j.paramsLocked(guildID, l)
 	}
 	return l.watch
 }
@@ -165,6 +191,10 @@ func (j *Joiner) Unwatch(guildID string) {
 	defer j.mu.Unlock()
 	if l, ok := j.links[guildID]; ok {
 		l.watch = nil
+		if l.settle != nil {
+			l.settle.Stop()
+			l.settle = nil
+		}
 	}
 }
 
