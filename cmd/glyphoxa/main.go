@@ -41,6 +41,7 @@ func commands() []command {
 		{"migrate", "[--reembed]", "create or upgrade the database schema", cmdMigrate},
 		{"import", "--campaign ID FILE.yaml", "import a campaign file (entities, facts, transcripts)", cmdImport},
 		{"inspect", "--campaign ID", "show what a campaign's memory holds", cmdInspect},
+		{"chat", "--campaign ID --npc ID", "talk to an NPC from the terminal", cmdChat},
 		{"mcp", "--campaign ID [--http ADDR]", "serve a campaign's memory to AI agents over MCP (stdio or HTTP)", cmdMCP},
 		{"config", "check [--config FILE]", "validate the configuration", cmdConfig},
 		{"bench", "[--scale 1k,100k]", "benchmark the memory store on generated campaigns", cmdBench},

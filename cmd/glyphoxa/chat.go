@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/npc"
+	"github.com/glyphoxa/glyphoxa/npc/llm"
+)
+
+// cmdChat runs NPC turns from the terminal: the same pipeline as in voice,
+// typed instead of spoken.
+func cmdChat(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("chat", e)
+	var sf storeFlags
+	sf.register(fs)
+	campaign := fs.String("campaign", "", "campaign id")
+	npcID := fs.String("npc", "", "the NPC to talk to (entity id)")
+	as := fs.String("as", "Player", "your name at the table")
+	session := fs.String("session", "", "session id to record the conversation in (default chat-<date>)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *campaign == "" || *npcID == "" {
+		return usagef("--campaign and --npc are required")
+	}
+	cfg, err := sf.loadConfig(e)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Require(config.NeedLLM); err != nil {
+		return fmt.Errorf("%w\n(an NPC needs a language model to answer; for a local one: ollama serve, then GLYPHOXA_LLM_BASE_URL=http://localhost:11434/v1 GLYPHOXA_LLM_MODEL=llama3.1)", err)
+	}
+	store, cfg, err := sf.openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	camp, err := store.Campaign(ctx, *campaign)
+	if err != nil {
+		return err
+	}
+	ent, err := camp.Graph().Entity(ctx, *npcID)
+	if err != nil {
+		return fmt.Errorf("no NPC %q in campaign %q (glyphoxa inspect --campaign %s lists what is there): %w", *npcID, *campaign, *campaign, err)
+	}
+	client, err := newLLM(cfg)
+	if err != nil {
+		return err
+	}
+	agent, err := npc.NewAgent(npc.Config{LLM: client, Context: newHotContext(store, camp, cfg), Graph: camp.Graph(),
+		Heard: camp.Sessions(), Recall: newRecaller(store, camp, cfg), ContextTokens: cfg.Memory.HotContextTokens})
+	if err != nil {
+		return err
+	}
+	sid := *session
+	if sid == "" {
+		sid = "chat-" + time.Now().UTC().Format("2006-01-02")
+	}
+	return chatLoop(ctx, e, camp, agent, ent, sid, *as)
+}
+
+func newLLM(cfg config.Config) (*llm.Client, error) {
+	p := cfg.Providers.LLM
+	return llm.New(llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Temperature: float32(p.Temperature),
+		Timeout: p.Timeout.Std()})
+}
+
+func chatLoop(ctx context.Context, e *env, camp *postgres.Campaign, agent *npc.Agent, ent memory.Entity, sessionID, as string) error {
+	printf(e.stdout, "Talking to %s in campaign %s (session %s). Type a line and press Enter; an empty line or Ctrl-D ends.\n",
+		ent.Name, camp.ID(), sessionID)
+	var history []npc.Message
+	in := bufio.NewScanner(e.stdin)
+	for {
+		printf(e.stdout, "\n%s> ", as)
+		if !in.Scan() {
+			printf(e.stdout, "\n")
+			return in.Err()
+		}
+		line := strings.TrimSpace(in.Text())
+		if line == "" {
+			return nil
+		}
+		now := time.Now().UTC()
+		if _, err := camp.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: sessionID, SpeakerID: "console:" + as,
+			SpeakerName: as, Text: line, RawText: line, At: now, IdempotencyKey: fmt.Sprintf("chat:%s:%d", sessionID, now.UnixNano())}); err != nil {
+			return err
+		}
+		printf(e.stdout, "%s: ", ent.Name)
+		res, err := agent.Turn(ctx, npc.TurnInput{NPCID: ent.ID, SessionID: sessionID, SpeakerID: "console:" + as, SpeakerName: as,
+			Text: line, History: history}, func(s string) { printf(e.stdout, "%s ", s) })
+		printf(e.stdout, "\n")
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			printf(e.stderr, "(%v)\n", err)
+			continue
+		}
+		for _, t := range res.Tools {
+			status := "ok"
+			if t.Error != "" {
+				status = t.Error
+			}
+			printf(e.stdout, "  [tool %s %s → %s]\n", t.Name, t.Args, truncateStr(status, 80))
+		}
+		printf(e.stdout, "  [%d ms to first sentence, %d+%d tokens]\n", res.Timings.FirstSentence.Milliseconds(),
+			res.Usage.PromptTokens, res.Usage.CompletionTokens)
+		at := time.Now().UTC()
+		if _, err := camp.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: sessionID, SpeakerID: ent.ID, SpeakerName: ent.Name,
+			NPCID: ent.ID, Text: res.Text, RawText: res.Text, At: at, IdempotencyKey: fmt.Sprintf("chat:%s:%d", sessionID, at.UnixNano())}); err != nil {
+			return err
+		}
+		history = append(history, npc.Message{Role: openai.ChatMessageRoleUser, Speaker: as, Text: line},
+			npc.Message{Role: openai.ChatMessageRoleAssistant, Text: res.Text})
+		if len(history) > 40 {
+			history = history[len(history)-40:]
+		}
+	}
+}
+
+func truncateStr(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
