@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/rtp"
 )
@@ -188,8 +189,13 @@ type Conn struct {
 	speaking bool
 	lastSent time.Time
 
-	switchCh chan Params
-	packets  chan Packet
+	rc       *reconnect.Reconnector[*wsGen]
+	switchMu sync.Mutex // one Switch at a time
+	// next says how the reconnector's next dial reconnects (resume or
+	// re-identify), from the close code of the lost connection.
+	next    atomic.Int32
+	resumes atomic.Int32 // failed resumes since the last good connection
+	packets chan Packet
 	events   chan Event
 	stats    counters
 	closed   atomic.Bool
@@ -203,7 +209,7 @@ func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
 		return nil, fmt.Errorf("voice: user id: %w", err)
 	}
 	c := &Conn{cfg: cfg, log: cfg.Logger.With("guild", p.GuildID), params: p, userID: uid,
-		ssrcUser: map[uint32]string{}, users: map[string]bool{}, switchCh: make(chan Params),
+		ssrcUser: map[uint32]string{}, users: map[string]bool{},
 		packets: make(chan Packet, cfg.PacketBuffer), events: make(chan Event, 64)}
 	c.lastSeq.Store(gateway.NoSeq)
 	c.seq = uint16(rand.Uint32())
@@ -218,12 +224,25 @@ func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
 		}
 	}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	if err := c.connect(ctx, p, false); err != nil {
+	rc, err := reconnect.New(reconnect.Config[*wsGen]{
+		Dial:        c.redial,
+		OnReconnect: c.reconnected,
+		OnGiveUp:    func(err error) { c.finish(fmt.Errorf("voice: %w", err)) },
+		Backoff:     reconnect.Backoff{Initial: cfg.Backoff.Initial, Max: cfg.Backoff.Max},
+		MaxAttempts: cfg.Backoff.Attempts,
+		Logger:      c.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.rc = rc
+	gen, err := c.connect(ctx, p, false)
+	if err != nil {
 		c.teardown()
 		return nil, err
 	}
-	c.wg.Add(1)
-	go c.supervise()
+	rc.Use(gen)
+	rc.Start(c.ctx)
 	return c, nil
 }
 
@@ -276,16 +295,29 @@ func (c *Conn) emit(e Event) {
 
 // Switch moves the connection to a new voice session (the bot was moved to
 // another channel, or the guild's voice server changed): it closes the
-// current one and connects with p.
+// current one and connects with p. If that fails, the connection rejoins
+// through Config.Rejoin with backoff.
 func (c *Conn) Switch(ctx context.Context, p Params) error {
-	select {
-	case c.switchCh <- p:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.ctx.Done():
+	if c.ctx.Err() != nil {
 		return ErrClosed
 	}
+	c.switchMu.Lock()
+	defer c.switchMu.Unlock()
+	c.mu.Lock()
+	old := c.gen
+	c.mu.Unlock()
+	if old != nil {
+		old.retire()
+	}
+	gen, err := c.identifyFresh(ctx, p)
+	if err != nil {
+		c.next.Store(int32(gateway.ActionReidentify))
+		c.rc.NotifyDisconnect()
+		return err
+	}
+	c.rc.Use(gen)
+	c.emit(Event{Kind: EventReidentified})
+	return nil
 }
 
 // Close leaves the channel and stops every goroutine of the connection.
@@ -303,9 +335,12 @@ func (c *Conn) Close() error {
 // once nothing writes to them any more.
 func (c *Conn) teardown() {
 	c.cancel()
+	if c.rc != nil {
+		c.rc.Stop()
+	}
 	c.mu.Lock()
 	if c.gen != nil {
-		c.gen.close(websocket.CloseNormalClosure)
+		c.gen.retire()
 	}
 	if c.udp != nil {
 		c.udp.Close()
@@ -334,52 +369,136 @@ func wsURL(endpoint string) (string, error) {
 	return "wss://" + strings.TrimSuffix(endpoint, "/") + "/?v=8", nil
 }
 
-// backoff returns the wait before attempt n (from 1): doubling from
-// Initial, capped at Max, with up to 20% jitter.
-func (c *Conn) backoff(n int) time.Duration {
-	d := c.cfg.Backoff.Initial << min(n-1, 20)
-	if d > c.cfg.Backoff.Max || d <= 0 {
-		d = c.cfg.Backoff.Max
+// lost reacts to the end of a WebSocket: resume or re-identify through the
+// reconnector, or stop for good as the close code says.
+func (c *Conn) lost(gen *wsGen) {
+	if gen.retired.Load() || c.ctx.Err() != nil {
+		return
 	}
-	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+	c.mu.Lock()
+	current := c.gen == gen
+	c.mu.Unlock()
+	if !current {
+		return
+	}
+	code := gen.closeCode()
+	action, why := gateway.Classify(code)
+	switch action {
+	case gateway.ActionFatal, gateway.ActionStop:
+		go c.finish(closeErr(action, code, why))
+		return
+	}
+	c.next.Store(int32(action))
+	c.emit(Event{Kind: EventReconnecting, Err: fmt.Errorf("%s: %v", why, gen.err())})
+	c.rc.NotifyDisconnect()
 }
 
-// supervise owns reconnects: it waits for the WebSocket to die, then
-// resumes, re-identifies or stops as the close code says.
-func (c *Conn) supervise() {
-	defer c.wg.Done()
-	for {
-		c.mu.Lock()
-		gen := c.gen
-		c.mu.Unlock()
-		var switchTo *Params
-		select {
-		case <-c.ctx.Done():
-			return
-		case p := <-c.switchCh:
-			switchTo = &p
-			gen.close(websocket.CloseNormalClosure)
-			<-gen.done
-		case <-gen.done:
+// closeErr is the error a fatal or stopping close code ends the connection
+// with.
+func closeErr(action gateway.CloseAction, code int, why string) error {
+	switch {
+	case code == gateway.CloseE2EERequired:
+		return ErrE2EERequired
+	case action == gateway.ActionStop:
+		return fmt.Errorf("%w: %s", errStopped, why)
+	}
+	return fmt.Errorf("voice: %s (close code %d)", why, code)
+}
+
+// maxResumes is how many failed resumes lead to a new session instead.
+const maxResumes = 2
+
+// redial is the reconnector's dial: a resume when the session may still be
+// alive, else a new session from the main gateway.
+func (c *Conn) redial(ctx context.Context) (*wsGen, error) {
+	c.switchMu.Lock()
+	defer c.switchMu.Unlock()
+	c.mu.Lock()
+	p := c.params
+	c.mu.Unlock()
+	if gateway.CloseAction(c.next.Load()) == gateway.ActionResume && c.resumes.Load() < maxResumes {
+		gen, err := c.connect(ctx, p, true)
+		if err == nil {
+			return gen, nil
 		}
-		if c.ctx.Err() != nil {
-			return
+		c.resumes.Add(1)
+		var ce *closeError
+		if errors.As(err, &ce) {
+			action, why := gateway.Classify(ce.code)
+			switch action {
+			case gateway.ActionFatal, gateway.ActionStop:
+				go c.finish(closeErr(action, ce.code, why))
+				return nil, err
+			case gateway.ActionReidentify:
+				c.next.Store(int32(gateway.ActionReidentify))
+			}
 		}
-		var err error
-		if switchTo != nil {
-			err = c.reidentify(*switchTo)
-		} else {
-			err = c.recover(gen.closeCode(), gen.err())
-		}
-		if err != nil {
-			c.finish(err)
-			return
+		return nil, err
+	}
+	if c.cfg.Rejoin == nil {
+		err := errors.New("voice: the session is gone and no way to rejoin was configured")
+		go c.finish(err)
+		return nil, err
+	}
+	np, err := c.cfg.Rejoin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("voice: rejoining through the main gateway: %w", err)
+	}
+	gen, err := c.identifyFresh(ctx, np)
+	var ce *closeError
+	if errors.As(err, &ce) {
+		if action, why := gateway.Classify(ce.code); action == gateway.ActionFatal || action == gateway.ActionStop {
+			go c.finish(closeErr(action, ce.code, why))
 		}
 	}
+	return gen, err
+}
+
+// identifyFresh starts a new session with p; a new channel gets a new DAVE
+// group.
+func (c *Conn) identifyFresh(ctx context.Context, p Params) (*wsGen, error) {
+	c.mu.Lock()
+	old := c.params
+	c.mu.Unlock()
+	if p.ChannelID != old.ChannelID && c.cfg.NewE2EE != nil {
+		ch, err := gateway.Snowflake(p.ChannelID)
+		if err != nil {
+			return nil, err
+		}
+		e, err := c.cfg.NewE2EE(c.userID, ch)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.e2ee = e
+		c.mu.Unlock()
+	}
+	gen, err := c.connect(ctx, p, false)
+	if err != nil {
+		return nil, err
+	}
+	c.next.Store(int32(gateway.ActionResume))
+	return gen, nil
+}
+
+// reconnected runs when the reconnector installed a new connection.
+func (c *Conn) reconnected(gen *wsGen) {
+	if gen.wasResume {
+		c.stats.resumes.Add(1)
+		c.emit(Event{Kind: EventResumed})
+	} else {
+		c.stats.reidentifies.Add(1)
+		c.emit(Event{Kind: EventReidentified})
+	}
+	c.resumes.Store(0)
+	c.next.Store(int32(gateway.ActionResume))
 }
 
 // finish ends the connection after an unrecoverable close.
 func (c *Conn) finish(err error) {
+	if c.ctx.Err() != nil {
+		return
+	}
 	c.mu.Lock()
 	if errors.Is(err, errStopped) {
 		c.closeErr = nil
@@ -396,127 +515,18 @@ func (c *Conn) finish(err error) {
 
 var errStopped = errors.New("voice: disconnected")
 
-// recover reacts to a closed WebSocket.
-func (c *Conn) recover(code int, cause error) error {
-	action, why := gateway.Classify(code)
-	switch action {
-	case gateway.ActionFatal:
-		if code == gateway.CloseE2EERequired {
-			return ErrE2EERequired
-		}
-		return fmt.Errorf("voice: %s (close code %d)", why, code)
-	case gateway.ActionStop:
-		c.log.Info("voice connection closed by Discord", "code", code, "reason", why)
-		return fmt.Errorf("%w: %s", errStopped, why)
-	case gateway.ActionResume:
-		c.emit(Event{Kind: EventReconnecting, Err: fmt.Errorf("%s: %v", why, cause)})
-		var last error
-		for n := 1; n <= c.cfg.Backoff.Attempts; n++ {
-			if n > 1 {
-				if !c.sleep(c.backoff(n - 1)) {
-					return ErrClosed
-				}
-			}
-			c.mu.Lock()
-			p := c.params
-			c.mu.Unlock()
-			err := c.connect(c.ctx, p, true)
-			if err == nil {
-				c.stats.resumes.Add(1)
-				c.emit(Event{Kind: EventResumed})
-				return nil
-			}
-			last = err
-			var ce *closeError
-			if errors.As(err, &ce) {
-				if a, _ := gateway.Classify(ce.code); a != gateway.ActionResume {
-					return c.recover(ce.code, err)
-				}
-			}
-			c.log.Warn("voice resume failed", "attempt", n, "err", err)
-		}
-		c.log.Warn("voice resume gave up; starting a new session", "err", last)
-		fallthrough
-	default: // re-identify with a fresh session from the main gateway
-		if c.cfg.Rejoin == nil {
-			return fmt.Errorf("voice: %s, and no way to rejoin was configured", why)
-		}
-		c.emit(Event{Kind: EventReconnecting, Err: errors.New(why)})
-		var last error
-		for n := 1; n <= c.cfg.Backoff.Attempts; n++ {
-			if n > 1 && !c.sleep(c.backoff(n-1)) {
-				return ErrClosed
-			}
-			ctx, cancel := context.WithTimeout(c.ctx, c.cfg.HandshakeTimeout)
-			p, err := c.cfg.Rejoin(ctx)
-			cancel()
-			if err == nil {
-				if err = c.reidentify(p); err == nil {
-					return nil
-				}
-			}
-			last = err
-			var ce *closeError
-			if errors.As(err, &ce) {
-				if a, _ := gateway.Classify(ce.code); a == gateway.ActionFatal || a == gateway.ActionStop {
-					return c.recover(ce.code, err)
-				}
-			}
-			c.log.Warn("voice rejoin failed", "attempt", n, "err", err)
-		}
-		return fmt.Errorf("voice: could not reconnect after %d attempts: %w", c.cfg.Backoff.Attempts, last)
-	}
-}
-
-func (c *Conn) reidentify(p Params) error {
-	c.mu.Lock()
-	old := c.params
-	c.mu.Unlock()
-	if p.ChannelID != old.ChannelID && c.cfg.NewE2EE != nil {
-		// A new channel is a new DAVE group.
-		ch, err := gateway.Snowflake(p.ChannelID)
-		if err != nil {
-			return err
-		}
-		e, err := c.cfg.NewE2EE(c.userID, ch)
-		if err != nil {
-			return err
-		}
-		c.mu.Lock()
-		c.e2ee = e
-		c.mu.Unlock()
-	}
-	if err := c.connect(c.ctx, p, false); err != nil {
-		return err
-	}
-	c.stats.reidentifies.Add(1)
-	c.emit(Event{Kind: EventReidentified})
-	return nil
-}
-
-func (c *Conn) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-c.ctx.Done():
-		return false
-	}
-}
-
 // connect opens a WebSocket and either identifies (a new session: ready, UDP
 // discovery, select protocol, session description) or resumes.
-func (c *Conn) connect(ctx context.Context, p Params, resume bool) error {
+func (c *Conn) connect(ctx context.Context, p Params, resume bool) (*wsGen, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.HandshakeTimeout)
 	defer cancel()
 	u, err := wsURL(p.Endpoint)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ws, _, err := c.cfg.Dialer.DialContext(ctx, u, nil)
 	if err != nil {
-		return fmt.Errorf("voice: connecting to %s: %w", p.Endpoint, err)
+		return nil, fmt.Errorf("voice: connecting to %s: %w", p.Endpoint, err)
 	}
 	gen := newGen(ws)
 	c.wg.Add(1)
@@ -531,7 +541,7 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) error {
 	}
 	var hello gateway.Hello
 	if err := gen.await(ctx, gen.hello, &hello); err != nil {
-		return fail(fmt.Errorf("voice: waiting for hello: %w", err))
+		return nil, fail(fmt.Errorf("voice: waiting for hello: %w", err))
 	}
 	interval := time.Duration(hello.HeartbeatInterval * float64(time.Millisecond))
 	if interval <= 0 {
@@ -541,14 +551,15 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) error {
 	if resume {
 		if err := gen.sendJSON(gateway.OpResume, gateway.Resume{ServerID: p.GuildID, SessionID: p.SessionID,
 			Token: p.Token, SeqAck: int(c.lastSeq.Load())}); err != nil {
-			return fail(err)
+			return nil, fail(err)
 		}
 		if err := gen.await(ctx, gen.resumed, nil); err != nil {
-			return fail(fmt.Errorf("voice: waiting for resumed: %w", err))
+			return nil, fail(fmt.Errorf("voice: waiting for resumed: %w", err))
 		}
+		gen.wasResume = true
 		c.installGen(gen, p)
 		c.startHeartbeat(gen, interval)
-		return nil
+		return gen, nil
 	}
 
 	maxDAVE := 0
@@ -558,45 +569,45 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) error {
 	c.lastSeq.Store(gateway.NoSeq)
 	if err := gen.sendJSON(gateway.OpIdentify, gateway.Identify{ServerID: p.GuildID, UserID: p.UserID,
 		SessionID: p.SessionID, Token: p.Token, MaxDAVEProtocolVersion: maxDAVE}); err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	// Heartbeats start now: the handshake may outlast an interval.
 	c.startHeartbeat(gen, interval)
 	var ready gateway.Ready
 	if err := gen.await(ctx, gen.ready, &ready); err != nil {
-		return fail(fmt.Errorf("voice: waiting for ready: %w", err))
+		return nil, fail(fmt.Errorf("voice: waiting for ready: %w", err))
 	}
 	mode, err := rtp.ChooseMode(ready.Modes)
 	if err != nil {
-		return fail(err)
+		return nil, fail(err)
 	}
 	server, err := netip.ParseAddr(ready.IP)
 	if err != nil {
-		return fail(fmt.Errorf("voice: ready names IP %q: %w", ready.IP, err))
+		return nil, fail(fmt.Errorf("voice: ready names IP %q: %w", ready.IP, err))
 	}
 	udp, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(server, uint16(ready.Port))))
 	if err != nil {
-		return fail(fmt.Errorf("voice: UDP to %s:%d: %w", ready.IP, ready.Port, err))
+		return nil, fail(fmt.Errorf("voice: UDP to %s:%d: %w", ready.IP, ready.Port, err))
 	}
 	ext, err := discover(ctx, udp, ready.SSRC)
 	if err != nil {
 		udp.Close()
-		return fail(err)
+		return nil, fail(err)
 	}
 	if err := gen.sendJSON(gateway.OpSelectProtocol, gateway.SelectProtocol{Protocol: "udp",
 		Data: gateway.SelectProtocolData{Address: ext.Addr().String(), Port: int(ext.Port()), Mode: mode}}); err != nil {
 		udp.Close()
-		return fail(err)
+		return nil, fail(err)
 	}
 	var sd gateway.SessionDescription
 	if err := gen.await(ctx, gen.session, &sd); err != nil {
 		udp.Close()
-		return fail(fmt.Errorf("voice: waiting for the session description: %w", err))
+		return nil, fail(fmt.Errorf("voice: waiting for the session description: %w", err))
 	}
 	ciph, err := rtp.NewCipher(sd.Mode, sd.SecretKey)
 	if err != nil {
 		udp.Close()
-		return fail(err)
+		return nil, fail(err)
 	}
 	c.cipher.Store(ciph)
 	c.mu.Lock()
@@ -612,7 +623,7 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) error {
 	if c.e2ee != nil {
 		out, err := c.e2ee.SessionDescription(sd.DAVEProtocolVersion)
 		if err != nil {
-			return fail(fmt.Errorf("voice: starting DAVE: %w", err))
+			return nil, fail(fmt.Errorf("voice: starting DAVE: %w", err))
 		}
 		c.sendAll(gen, out)
 	}
@@ -621,7 +632,7 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) error {
 	c.mu.Unlock()
 	c.emit(Event{Kind: EventReady})
 	c.log.Info("voice connected", "mode", mode, "ssrc", ready.SSRC, "dave", sd.DAVEProtocolVersion)
-	return nil
+	return gen, nil
 }
 
 func (c *Conn) installGen(gen *wsGen, p Params) {

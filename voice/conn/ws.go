@@ -28,6 +28,11 @@ type wsGen struct {
 	hello, ready, session, resumed chan json.RawMessage
 	acked                          atomic.Bool
 	beats                          atomic.Int64
+	// wasResume is set on a connection that resumed a session.
+	wasResume bool
+	// retired is set on a connection closed on purpose (a switch or
+	// Close): its end is not a loss.
+	retired atomic.Bool
 }
 
 func newGen(ws *websocket.Conn) *wsGen {
@@ -102,10 +107,23 @@ func (g *wsGen) close(code int) {
 // drop ends the connection as a network failure would.
 func (g *wsGen) drop() { g.ws.Close() }
 
+// retire closes the connection on purpose.
+func (g *wsGen) retire() {
+	g.retired.Store(true)
+	g.close(websocket.CloseNormalClosure)
+}
+
+// Close retires the connection (the reconnector closes replaced ones).
+func (g *wsGen) Close() error {
+	g.retire()
+	return nil
+}
+
 // readLoop reads and dispatches the gateway's messages until the
 // connection ends.
 func (c *Conn) readLoop(g *wsGen) {
 	defer c.wg.Done()
+	defer c.lost(g)
 	defer g.doneOnce.Do(func() { close(g.done) })
 	for {
 		mt, data, err := g.ws.ReadMessage()
