@@ -196,9 +196,9 @@ type Conn struct {
 	next    atomic.Int32
 	resumes atomic.Int32 // failed resumes since the last good connection
 	packets chan Packet
-	events   chan Event
-	stats    counters
-	closed   atomic.Bool
+	events  chan Event
+	stats   counters
+	closed  atomic.Bool
 }
 
 // Dial connects to the voice server and returns when audio can flow.
