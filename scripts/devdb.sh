@@ -134,6 +134,6 @@ psql_do() { psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres "$
 if [[ $(psql_do -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = '$dbname'") != 1 ]]; then
   psql_do -d postgres -c "CREATE DATABASE \"$dbname\""
 fi
-psql_do -d "$dbname" -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null
+psql_do -d "$dbname" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null
 
 echo "GLYPHOXA_DSN=postgres://postgres@127.0.0.1:$port/$dbname?sslmode=disable"

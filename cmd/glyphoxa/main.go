@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/bwmarrin/discordgo"
 )
 
 func main() {
@@ -26,6 +28,9 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// discord, when set, is the Discord session `serve` uses instead of
+	// connecting with the configured token (tests point it at a fake).
+	discord *discordgo.Session
 }
 
 // command is one subcommand.
@@ -44,6 +49,7 @@ func commands() []command {
 		{"chat", "--campaign ID --npc ID", "talk to an NPC from the terminal", cmdChat},
 		{"mcp", "--campaign ID [--http ADDR]", "serve a campaign's memory to AI agents over MCP (stdio or HTTP)", cmdMCP},
 		{"config", "check [--config FILE]", "validate the configuration", cmdConfig},
+		{"serve", "[--config FILE] [--listen ADDR]", "run the Discord bot with /healthz, /readyz and /metrics", cmdServe},
 		{"bench", "[--scale 1k,100k]", "benchmark the memory store on generated campaigns", cmdBench},
 	}
 }

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/metrics"
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// cmdServe runs the Discord bot with its HTTP endpoints until interrupted.
+func cmdServe(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("serve", e)
+	var sf storeFlags
+	sf.register(fs)
+	listen := fs.String("listen", "", "address of /healthz, /readyz, /metrics and /mcp/<campaign> (default server.listen)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := sf.loadConfig(e)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Require(config.NeedDiscord); err != nil {
+		return err
+	}
+	logger, err := newLogger(e.stderr, cfg.Log)
+	if err != nil {
+		return err
+	}
+	store, cfg, err := sf.openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if *listen != "" {
+		cfg.Server.Listen = *listen
+	}
+
+	m := metrics.New()
+	deps := bot.Deps{Store: store}
+	if cfg.Providers.LLM.Configured() {
+		client, err := newLLM(cfg)
+		if err != nil {
+			return err
+		}
+		deps.RecapLLM = client
+	}
+	bcfg := bot.Config{Token: cfg.Discord.Token, ShardID: cfg.Discord.ShardID, ShardCount: cfg.Discord.ShardCount, Logger: logger}
+	for _, g := range cfg.Discord.Guilds {
+		bcfg.Guilds = append(bcfg.Guilds, bot.Guild{ID: g.GuildID, Campaign: g.Campaign, TextChannelID: g.TextChannelID,
+			DMRoleIDs: g.DMRoleIDs, DMUserIDs: g.DMUserIDs, NarratorNPC: g.NarratorNPC})
+	}
+	var opts []bot.Option
+	if e.discord != nil {
+		opts = append(opts, bot.WithSession(e.discord))
+	}
+	b, err := bot.New(bcfg, deps, opts...)
+	if err != nil {
+		return err
+	}
+	var connected atomic.Bool
+	b.Session().AddHandler(func(*discordgo.Session, *discordgo.Ready) { connected.Store(true) })
+	b.Session().AddHandler(func(*discordgo.Session, *discordgo.Disconnect) { connected.Store(false) })
+	b.Session().AddHandler(func(*discordgo.Session, *discordgo.Resumed) { connected.Store(true) })
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.Handle("GET /readyz", readiness(store, connected.Load))
+	if cfg.Server.MCPToken != "" || cfg.Server.MCPDMToken != "" {
+		for _, g := range cfg.Discord.Guilds {
+			srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: g.Campaign, Logger: logger, Asker: newAsker(store, cfg)})
+			if err != nil {
+				return fmt.Errorf("the MCP endpoint of campaign %q: %w", g.Campaign, err)
+			}
+			mux.Handle("/mcp/"+g.Campaign, srv.HTTPHandler(cfg.Server.MCPToken, cfg.Server.MCPDMToken))
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("server.listen %q: %w", cfg.Server.Listen, err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	httpErr := make(chan error, 1)
+	go func() { httpErr <- hs.Serve(ln) }()
+	logger.Info("serving health and metrics", "addr", "http://"+ln.Addr().String(), "guilds", len(bcfg.Guilds))
+
+	var runErr error
+	if err := b.Open(ctx); err != nil {
+		runErr = err
+	} else {
+		select {
+		case <-ctx.Done():
+			logger.Info("shutting down", "timeout", cfg.Lifecycle.ShutdownTimeout.Std())
+		case err := <-httpErr:
+			runErr = fmt.Errorf("the HTTP server stopped: %w", err)
+		}
+	}
+
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lifecycle.ShutdownTimeout.Std())
+	defer cancel()
+	var errs []error
+	if err := b.Close(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the bot: %w", err))
+	}
+	if err := hs.Shutdown(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
+	}
+	return errors.Join(append([]error{runErr}, errs...)...)
+}
+
+// readiness answers 200 when the database answers and the bot is connected
+// to Discord, and 503 naming what is not ready otherwise.
+func readiness(store *postgres.Store, connected func() bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		var problems []string
+		if err := store.Ping(ctx); err != nil {
+			problems = append(problems, "database: "+err.Error())
+		}
+		if !connected() {
+			problems = append(problems, "discord: not connected")
+		}
+		if len(problems) > 0 {
+			http.Error(w, strings.Join(problems, "\n"), http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ready\n")
+	})
+}
+
+// newLogger returns the logger log.level and log.format ask for.
+func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
+		return nil, fmt.Errorf("log.level %q: want debug, info, warn or error", c.Level)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.Format {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log.format %q: want text or json", c.Format)
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command writing while the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func get(url string) (int, string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func TestServeRunsTheBotWithHealthAndMetrics(t *testing.T) {
+	const guildID = "100000000000000001"
+	dsn := pgtest.NewDatabase(t)
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	cfg := fmt.Sprintf(`discord:
+  token: fake-token
+  guilds:
+    - guild_id: %q
+      campaign: ironhold-saga
+lifecycle:
+  shutdown_timeout: 5s
+`, guildID)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	fake := discordtest.New()
+	t.Cleanup(fake.Close)
+	fake.AddGuild(&discordgo.Guild{ID: guildID, Name: "The Table"})
+	sess, err := discordgo.New("Bot fake-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.LogLevel = discordgo.LogError
+	fake.Attach(sess)
+
+	addr := freeAddr(t)
+	var stderr syncBuffer
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr,
+		getenv: func(k string) string { return map[string]string{"GLYPHOXA_DSN": dsn}[k] }, discord: sess}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfgPath, "--listen", addr}, e) }()
+
+	// The commands are registered once the bot is connected.
+	if _, err := fake.WaitCall(10*time.Second, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
+		t.Fatalf("commands were not registered: %v\n%s", err, stderr.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body, err := get("http://" + addr + "/readyz")
+		if err == nil && code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz never became ready: %d %q %v\n%s", code, body, err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body, err := get("http://" + addr + "/healthz"); err != nil || code != 200 || body != "ok\n" {
+		t.Errorf("/healthz: %d %q %v", code, body, err)
+	}
+	code, body, err := get("http://" + addr + "/metrics")
+	if err != nil || code != 200 || !strings.Contains(body, "glyphoxa_active_sessions") {
+		t.Errorf("/metrics: %d %v, body lacks glyphoxa_active_sessions:\n%.500s", code, err, body)
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d after shutdown:\n%s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop within its shutdown timeout")
+	}
+	if _, _, err := get("http://" + addr + "/healthz"); err == nil {
+		t.Error("the HTTP server still answers after shutdown")
+	}
+}
+
+func TestServeNamesWhatIsMissing(t *testing.T) {
+	tests := []struct {
+		name   string
+		config string
+		want   []string
+	}{
+		{"no token, no guilds", "log:\n  level: info\n", []string{"discord.token", "discord.guilds"}},
+		{"bad log level", "discord:\n  token: t\n  guilds:\n    - {guild_id: \"1\", campaign: c}\nlog:\n  level: loud\n", []string{"log.level"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(path, []byte(tt.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := runCLI(t, map[string]string{}, "serve", "--config", path)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1; stderr %q", code, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q does not name %s", stderr, w)
+				}
+			}
+		})
+	}
+}
