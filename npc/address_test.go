@@ -1,0 +1,123 @@
+package npc_test
+
+import (
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/glyphoxa/glyphoxa/npc"
+)
+
+// addressingTable is testdata/addressing.yaml.
+type addressingTable struct {
+	Names map[string][]string `yaml:"names"`
+	NPCs  []string            `yaml:"npcs"`
+	Cases []struct {
+		Name    string   `yaml:"name"`
+		Text    string   `yaml:"text"`
+		Speaker string   `yaml:"speaker"`
+		Present []string `yaml:"present"`
+		Last    *struct {
+			NPC string        `yaml:"npc"`
+			To  string        `yaml:"to"`
+			Ago time.Duration `yaml:"ago"`
+		} `yaml:"last"`
+		Directed string   `yaml:"directed"`
+		Muted    []string `yaml:"muted"`
+		Want     string   `yaml:"want"`
+		Reason   string   `yaml:"reason"`
+	} `yaml:"cases"`
+}
+
+// exactNames finds names and aliases as whole words, case-insensitively,
+// longest first. (In the bot the finder is the phonetic matcher of
+// transcript correction.)
+type exactNames struct {
+	names []struct{ id, name string }
+}
+
+func newExactNames(m map[string][]string) exactNames {
+	var f exactNames
+	for id, ns := range m {
+		for _, n := range ns {
+			f.names = append(f.names, struct{ id, name string }{id, strings.ToLower(n)})
+		}
+	}
+	sort.Slice(f.names, func(i, j int) bool { return len(f.names[i].name) > len(f.names[j].name) })
+	return f
+}
+
+func (f exactNames) FindNames(text string) []npc.Mention {
+	lower := strings.ToLower(text)
+	taken := make([]bool, len(text))
+	var out []npc.Mention
+	boundary := func(i int) bool {
+		if i < 0 || i >= len(lower) {
+			return true
+		}
+		r, _ := utf8.DecodeRuneInString(lower[i:])
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}
+	for _, n := range f.names {
+		for from := 0; ; {
+			k := strings.Index(lower[from:], n.name)
+			if k < 0 {
+				break
+			}
+			s, e := from+k, from+k+len(n.name)
+			from = e
+			if !boundary(s-1) || !boundary(e) || slices.Contains(taken[s:e], true) {
+				continue
+			}
+			for i := s; i < e; i++ {
+				taken[i] = true
+			}
+			out = append(out, npc.Mention{EntityID: n.id, Start: s, End: e, Score: 1})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}
+
+func TestAddressingTable(t *testing.T) {
+	b, err := os.ReadFile("testdata/addressing.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table addressingTable
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&table); err != nil {
+		t.Fatalf("testdata/addressing.yaml: %v", err)
+	}
+	if len(table.Cases) < 25 {
+		t.Fatalf("only %d cases in testdata/addressing.yaml", len(table.Cases))
+	}
+	finder := newExactNames(table.Names)
+	isNPC := func(id string) bool { return slices.Contains(table.NPCs, id) }
+	now := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+	for _, c := range table.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			muted := func(id string) bool { return slices.Contains(c.Muted, id) }
+			a := npc.NewAddresser(finder, isNPC, muted, 0)
+			if c.Last != nil {
+				a.NoteReply(c.Last.NPC, c.Last.To, now.Add(-c.Last.Ago))
+			}
+			speaker := c.Speaker
+			if speaker == "" {
+				speaker = "u1"
+			}
+			got := a.Decide(npc.AddressInput{Text: c.Text, SpeakerID: speaker, At: now, Present: c.Present, Directed: c.Directed})
+			if got.NPCID != c.Want || got.Reason != c.Reason {
+				t.Errorf("%q: got %q (%s), want %q (%s)", c.Text, got.NPCID, got.Reason, c.Want, c.Reason)
+			}
+		})
+	}
+}
