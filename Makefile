@@ -14,6 +14,10 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/glyphoxa
 
+## run: the bot (glyphoxa serve) with ./config.yaml against the development database
+run: build
+	@export GLYPHOXA_DSN="$${GLYPHOXA_DSN:-$(DEVDSN)}" && $(BIN) serve
+
 ## db: bring up the development PostgreSQL with pgvector; the last line is GLYPHOXA_DSN=<dsn>
 db:
 	@scripts/devdb.sh
@@ -34,6 +38,10 @@ test: vet
 ## bench: memory-store latency at 1k and 100k entities (generated once, then reused)
 bench: build
 	@export GLYPHOXA_DSN="$(DEVDSN)" && $(BIN) bench --scale 1k,100k
+
+## fuzz: every fuzz target for FUZZTIME each (default 60s)
+fuzz:
+	@scripts/fuzz.sh
 
 ## lint: go vet and gofmt
 lint: vet
