@@ -16,7 +16,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
@@ -46,22 +45,8 @@ type harness struct {
 func newHarness(t *testing.T, deps bot.Deps) *harness {
 	t.Helper()
 	store, _ := pgtest.NewStore(t, 16)
-	f, err := os.Open("../testdata/campaigns/ironhold-saga.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, err := campaignfile.Parse(f, "ironhold-saga.yaml")
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pgtest.Import(t, store, "../testdata/campaigns/ironhold-saga.yaml")
 	ctx := context.Background()
-	if err := store.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
-		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
 	fake := discordtest.New()
 	t.Cleanup(fake.Close)
 	fake.AddGuild(&discordgo.Guild{ID: guildID, Name: "The Table"})

@@ -40,7 +40,11 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 			}
 		}
 		err = b.deps.Voice.Start(ctx, StartRequest{GuildID: g.ID, VoiceChannelID: vs.ChannelID, TextChannelID: text,
-			Campaign: g.Campaign, StartedBy: user(i).ID, Controls: b.state.controlsFor(g.ID), Announce: announce})
+			Campaign: g.Campaign, StartedBy: user(i).ID, Controls: b.state.controlsFor(g.ID), Announce: announce,
+			Ended: func(reason string) {
+				b.state.setSession(g.ID, false)
+				announce("⏹️ The session ended by itself: " + reason + ". Its memory is being processed in the background.")
+			}})
 		if err != nil {
 			b.finishErr(i, fmt.Errorf("starting the session: %w", err))
 			return

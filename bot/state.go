@@ -84,6 +84,9 @@ type StartRequest struct {
 	Controls       *Controls
 	// Announce posts a message in the session's text channel.
 	Announce func(text string)
+	// Ended is called when the session ends by itself (its channel stayed
+	// empty, it ran too long, or the voice connection failed), with why.
+	Ended func(reason string)
 }
 
 // SessionStatus describes a running voice session.

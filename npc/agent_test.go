@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -24,24 +22,7 @@ import (
 func sampleCampaign(t *testing.T) *postgres.Campaign {
 	t.Helper()
 	s, _ := pgtest.NewStore(t, 16)
-	f, err := os.Open("../testdata/campaigns/ironhold-saga.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cf, err := campaignfile.Parse(f, "ironhold-saga.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	err = s.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
-		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pgtest.Campaign(t, s, cf.Campaign)
+	return pgtest.Import(t, s, "../testdata/campaigns/ironhold-saga.yaml")
 }
 
 // snapshotContext is a plain hot context: the NPC's identity snapshot as

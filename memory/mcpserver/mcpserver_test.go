@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
@@ -90,22 +89,7 @@ func runClient(t *testing.T, peers, name string, calls []call, args ...string) (
 func sample(t *testing.T) *postgres.Store {
 	t.Helper()
 	s, _ := pgtest.NewStore(t, 16)
-	f, err := os.Open("../../testdata/campaigns/ironhold-saga.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cf, err := campaignfile.Parse(f, "ironhold-saga.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := s.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
-		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	pgtest.Import(t, s, "../../testdata/campaigns/ironhold-saga.yaml")
 	return s
 }
 

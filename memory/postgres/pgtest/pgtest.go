@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
@@ -119,4 +120,27 @@ func Campaign(tb testing.TB, s *postgres.Store, id string) *postgres.Campaign {
 		tb.Fatalf("opening campaign %q: %v", id, err)
 	}
 	return c
+}
+
+// Import applies the campaign file at path to s and returns the campaign,
+// failing the test on error.
+func Import(tb testing.TB, s *postgres.Store, path string) *postgres.Campaign {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	cf, err := campaignfile.Parse(f, path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
+		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
+		return err
+	}); err != nil {
+		tb.Fatalf("importing %s: %v", path, err)
+	}
+	return Campaign(tb, s, cf.Campaign)
 }
