@@ -39,6 +39,10 @@ test: vet
 bench: build
 	@export GLYPHOXA_DSN="$(DEVDSN)" && $(BIN) bench --scale 1k,100k
 
+## eval: quality reports (transcript correction: recall, precision, entity-free utterances altered)
+eval:
+	$(GO) run ./correction/cmd/eval
+
 ## fuzz: every fuzz target for FUZZTIME each (default 60s)
 fuzz:
 	@scripts/fuzz.sh

@@ -46,6 +46,7 @@ func commands() []command {
 		{"migrate", "[--reembed]", "create or upgrade the database schema", cmdMigrate},
 		{"import", "--campaign ID FILE.yaml", "import a campaign file (entities, facts, transcripts)", cmdImport},
 		{"inspect", "--campaign ID", "show what a campaign's memory holds", cmdInspect},
+		{"correct", "--campaign ID [--json] [--entities FILE.yaml] [TEXT]", "restore misheard entity names in transcript text (stdin: one utterance per line)", cmdCorrect},
 		{"chat", "--campaign ID --npc ID", "talk to an NPC from the terminal", cmdChat},
 		{"mcp", "--campaign ID [--http ADDR]", "serve a campaign's memory to AI agents over MCP (stdio or HTTP)", cmdMCP},
 		{"config", "check [--config FILE]", "validate the configuration", cmdConfig},

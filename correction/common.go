@@ -1,0 +1,89 @@
+package correction
+
+import (
+	_ "embed"
+	"strings"
+)
+
+//go:embed commonwords.txt
+var commonWordsText string
+
+// stopWords are function words. A name window may not begin or end with one
+// unless the name itself does ("Tower of Whispers" may contain "of"; "to
+// elder nacks" is not a name).
+var stopWords = []string{
+	"a", "an", "the", "and", "or", "but", "nor", "so", "if", "then", "than", "that", "this", "these", "those",
+	"i", "me", "my", "you", "your", "he", "him", "his", "she", "her", "it", "its", "we", "us", "our", "they", "them", "their",
+	"to", "of", "in", "on", "at", "by", "for", "with", "from", "into", "onto", "up", "down", "out", "off", "over", "under",
+	"is", "are", "was", "were", "be", "been", "am", "do", "does", "did", "have", "has", "had",
+	"will", "would", "can", "could", "should", "shall", "may", "might", "must",
+	"not", "no", "yes", "what", "who", "where", "when", "why", "how", "which",
+	"there", "here", "just", "also", "too", "very", "all", "some", "any", "about", "like", "as",
+	"im", "its", "dont", "lets", "thats", "oh", "uh", "um", "okay", "ok", "yeah",
+}
+
+// wordList is the vocabulary the common-word guard consults.
+type wordList struct {
+	common map[string]bool
+	stop   map[string]bool
+}
+
+// newWordList parses the embedded list of common words plus extra.
+func newWordList(extra []string) *wordList {
+	wl := &wordList{common: map[string]bool{}, stop: map[string]bool{}}
+	for line := range strings.SplitSeq(commonWordsText, "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		for _, w := range strings.Fields(line) {
+			wl.common[normalize(w)] = true
+		}
+	}
+	for _, w := range extra {
+		if n := normalize(w); n != "" {
+			wl.common[n] = true
+		}
+	}
+	for _, w := range stopWords {
+		wl.stop[w] = true
+		wl.common[w] = true
+	}
+	return wl
+}
+
+// isCommon reports whether w (normalized) is a common word or a regular
+// inflection of one ("whispering", "goblins", "quickly").
+func (wl *wordList) isCommon(w string) bool {
+	if wl.common[w] {
+		return true
+	}
+	for _, suf := range [...]string{"s", "es", "ed", "d", "ing", "ly", "er", "ers", "est", "y", "ies", "ied"} {
+		stem, ok := strings.CutSuffix(w, suf)
+		if !ok || len(stem) < 3 {
+			continue
+		}
+		if wl.common[stem] {
+			return true
+		}
+		switch suf {
+		case "ed", "ing", "er", "ers", "est":
+			// "hoping" → "hope".
+			if wl.common[stem+"e"] {
+				return true
+			}
+		case "ies", "ied":
+			// "spies" → "spy".
+			if wl.common[stem+"y"] {
+				return true
+			}
+		}
+		// Doubled consonant: "stopped" → "stop".
+		if n := len(stem); n >= 4 && stem[n-1] == stem[n-2] && wl.common[stem[:n-1]] {
+			return true
+		}
+	}
+	return false
+}
+
+// isStop reports whether w (normalized) is a function word.
+func (wl *wordList) isStop(w string) bool { return wl.stop[w] }

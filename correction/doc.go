@@ -1,0 +1,58 @@
+// Package correction restores the names speech-to-text mangles
+// ("elder nacks" → "Eldrinax", "iron hold" → "Ironhold") without damaging
+// ordinary speech.
+//
+// # Stage 1: phonetic matching
+//
+// A [Matcher] compares word windows of an utterance, longest first, with
+// the names and aliases of a campaign's entities. Double Metaphone codes
+// find candidates, Jaro-Winkler similarity (the best of the whole window,
+// the window without spaces, and word by word) ranks them. Codes that agree
+// need a similarity of 0.70, otherwise 0.85 (names of five letters or
+// fewer must agree phonetically). A guard keeps ordinary speech alone:
+//
+//   - a single common English word never becomes a name, and a phrase made
+//     only of common words needs 0.93 ("iron hold" → "Ironhold");
+//   - a window beginning or ending with a function word the name lacks
+//     needs 0.94, one with such a word inside 0.95 ("the queen is old"
+//     stays);
+//   - window and name may differ by at most two letters or a quarter of
+//     the name, and the bare start of a name ("marrow" for "Marrowind") is
+//     no match;
+//   - word for word, each word must resemble its counterpart, and a common
+//     word must sound like it ("old man" is not "Old Mab");
+//   - without phonetic agreement, a window holding any common word needs
+//     0.93.
+//
+// Overlapping candidates are settled by score, except that a full name
+// around an alias ("sir aldous ven" → "Ser Aldous Venn") and a window
+// closer to the name's length win over near ties. Possessives and
+// punctuation stay ("elder nacks's" → "Eldrinax's"), and so does the
+// speaker's text around the name.
+//
+//	m, _ := correction.NewMatcher()
+//	prep, _ := m.PrepareEntities(entities) // once per entity list
+//	res := m.MatchPrepared("did you talk to elder nacks yet", prep)
+//	// res.Text == "did you talk to Eldrinax yet"
+//
+// # Stage 2: the language model
+//
+// An [LLMCorrector] asks a model behind any OpenAI-compatible endpoint to
+// fix the words the recogniser was unsure of. [Pipeline.Refine] compares
+// the reply with the text word by word and keeps only the changes the model
+// declared, that replace candidate words, and that write a known name of
+// the declared entity. A failed, late or unreadable reply leaves the
+// stage-1 text.
+//
+// # Pipeline
+//
+// [NewPipeline] wires both stages: [Pipeline.Correct] runs stage 1 inline,
+// [Pipeline.Refine] runs stage 2 when the caller chooses (in the
+// background, say).
+//
+// # Keyword boosting
+//
+// [Rank] orders entities (scene first, then the most recently mentioned);
+// [DeepgramKeyterms], [DeepgramKeywords] and [WhisperPrompt] turn the
+// ranking into what each speech-to-text service takes.
+package correction

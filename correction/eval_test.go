@@ -1,0 +1,59 @@
+package correction_test
+
+import (
+	"testing"
+
+	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/correction/internal/evalcorpus"
+)
+
+// TestEvalCorpus holds the matcher to its quality targets on the shipped
+// corpus: recall >= 95%, precision >= 99%, entity-free utterances altered
+// <= 0.5%.
+func TestEvalCorpus(t *testing.T) {
+	c, err := evalcorpus.Load("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Entities) < 40 || len(c.Misheard) < 300 || len(c.TableTalk) < 300 {
+		t.Fatalf("corpus too small: %d entities, %d misheard, %d entity-free", len(c.Entities), len(c.Misheard), len(c.TableTalk))
+	}
+	m, err := correction.NewMatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := evalcorpus.Run(m, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recall %.4f (%d/%d), precision %.4f (%d/%d), entity-free altered %.4f (%d/%d)",
+		r.Recall(), r.Restored, r.Names, r.Precision(), r.CorrectSubs, r.Substitutions,
+		r.AlteredShare(), r.EntityFreeAltered, r.EntityFree)
+	if r.Recall() < 0.95 {
+		t.Errorf("recall %.4f < 0.95", r.Recall())
+	}
+	if r.Precision() < 0.99 {
+		t.Errorf("precision %.4f < 0.99", r.Precision())
+	}
+	if r.AlteredShare() > 0.005 {
+		t.Errorf("entity-free utterances altered %.4f > 0.005", r.AlteredShare())
+	}
+}
+
+func TestParseCase(t *testing.T) {
+	tc, err := evalcorpus.ParseCase("ask [elder nacks's|eldrinax] and [grim jaw|grimjaw]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.Heard != "ask elder nacks's and grim jaw" || len(tc.Golds) != 2 {
+		t.Fatalf("%+v", tc)
+	}
+	if g := tc.Golds[0]; tc.Heard[g.Start:g.End] != "elder nacks" || g.EntityID != "eldrinax" {
+		t.Errorf("gold 0: %+v", g)
+	}
+	for _, bad := range []string{"ask [elder nacks", "ask [elder nacks]", "ask elder] nacks", "[|x]"} {
+		if _, err := evalcorpus.ParseCase(bad); err == nil {
+			t.Errorf("ParseCase(%q) accepted", bad)
+		}
+	}
+}

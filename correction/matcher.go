@@ -1,0 +1,629 @@
+package correction
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/antzucaro/matchr"
+)
+
+// Default thresholds of the matcher.
+const (
+	// DefaultPhoneticThreshold is the Jaro-Winkler similarity a window
+	// needs when its Double Metaphone code agrees with a name's.
+	DefaultPhoneticThreshold = 0.70
+	// DefaultFuzzyThreshold is the similarity a window needs when no code
+	// agrees.
+	DefaultFuzzyThreshold = 0.85
+	// DefaultStrongThreshold is the similarity a window made only of
+	// common words needs ("iron hold" → "Ironhold").
+	DefaultStrongThreshold = 0.93
+	// DefaultEdgeThreshold is the similarity a window that begins or ends
+	// with a function word needs ("the linder" → "Thalindra").
+	DefaultEdgeThreshold = 0.94
+	// DefaultInteriorThreshold is the similarity a window needs when a
+	// function word the name lacks sits inside it ("pell in or" →
+	// "Pellinore").
+	DefaultInteriorThreshold = 0.95
+	// DefaultMinLength is the fewest letters a window or name must have.
+	DefaultMinLength = 3
+)
+
+// maxLengthDiff is how many letters a window may have more or fewer than a
+// name of n letters: two, or a quarter of the name.
+func maxLengthDiff(n int) int { return max(2, n/4) }
+
+// minWordSimilarity is the Jaro-Winkler similarity each word of a window
+// needs with its counterpart in a name of as many words, unless the two
+// sound alike.
+const minWordSimilarity = 0.6
+
+// extraWords is how many more words than a name a misheard window may have
+// ("Eldrinax" → "elder in ax").
+const extraWords = 2
+
+// Matcher restores misheard entity names (stage 1). It finds candidate
+// names by Double Metaphone codes and ranks them by Jaro-Winkler
+// similarity, testing word windows longest first. A Matcher is immutable
+// and safe for concurrent use.
+type Matcher struct {
+	phonetic, fuzzy, strong, edge, interior float64
+	minLen                                  int
+	words                                   *wordList
+}
+
+// MatcherOption configures a Matcher.
+type MatcherOption func(*Matcher)
+
+// WithPhoneticThreshold sets the similarity needed when Double Metaphone
+// codes agree (default 0.70).
+func WithPhoneticThreshold(t float64) MatcherOption { return func(m *Matcher) { m.phonetic = t } }
+
+// WithFuzzyThreshold sets the similarity needed when no code agrees
+// (default 0.85).
+func WithFuzzyThreshold(t float64) MatcherOption { return func(m *Matcher) { m.fuzzy = t } }
+
+// WithStrongThreshold sets the similarity needed to turn a phrase made only
+// of common English words into a name (default 0.93).
+func WithStrongThreshold(t float64) MatcherOption { return func(m *Matcher) { m.strong = t } }
+
+// WithCommonWords adds words the common-word guard treats as ordinary
+// speech (a group's own jargon, say).
+func WithCommonWords(words ...string) MatcherOption {
+	return func(m *Matcher) { m.words = newWordList(words) }
+}
+
+// ErrThreshold is wrapped by the error of a threshold outside 0..1.
+var ErrThreshold = errors.New("threshold must be between 0 and 1")
+
+// NewMatcher returns a matcher with the given options.
+func NewMatcher(opts ...MatcherOption) (*Matcher, error) {
+	m := &Matcher{phonetic: DefaultPhoneticThreshold, fuzzy: DefaultFuzzyThreshold,
+		strong: DefaultStrongThreshold, edge: DefaultEdgeThreshold, interior: DefaultInteriorThreshold, minLen: DefaultMinLength}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.words == nil {
+		m.words = newWordList(nil)
+	}
+	for _, t := range []struct {
+		name string
+		v    float64
+	}{{"phonetic", m.phonetic}, {"fuzzy", m.fuzzy}, {"strong", m.strong}} {
+		if t.v < 0 || t.v > 1 {
+			return nil, fmt.Errorf("%s threshold %v: %w", t.name, t.v, ErrThreshold)
+		}
+	}
+	return m, nil
+}
+
+// term is one spelling of an entity (its name or an alias), precomputed.
+type term struct {
+	entity int
+	text   string
+	words  []string
+	spaced string
+	joined string
+	codes  [2]string
+	// wordCodes are the Double Metaphone codes of each word.
+	wordCodes [][2]string
+	hist      letterHist
+	// common is true when every word of the term is a common word.
+	common bool
+}
+
+// PreparedEntities holds entity names with their phonetic codes computed
+// once, for [Matcher.MatchPrepared]. It is immutable and safe for
+// concurrent use.
+type PreparedEntities struct {
+	entities []Entity
+	terms    []term
+	// byCode maps a Double Metaphone code to the terms having it.
+	byCode map[string][]int32
+	// byFirst maps a first letter to its terms, shortest first (fuzzy
+	// fallback).
+	byFirst  map[byte][]int32
+	maxWords int
+	maxLen   int
+}
+
+// Entities returns the prepared entities.
+func (p *PreparedEntities) Entities() []Entity { return slices.Clone(p.entities) }
+
+// Len is the number of entities.
+func (p *PreparedEntities) Len() int { return len(p.entities) }
+
+// ErrNoName is wrapped by the error of an entity without an id or name.
+var ErrNoName = errors.New("entity needs an id and a name")
+
+// PrepareEntities precomputes the codes of every name and alias. Names
+// shorter than the minimum length are kept out of matching.
+func (m *Matcher) PrepareEntities(es []Entity) (*PreparedEntities, error) {
+	p := &PreparedEntities{entities: slices.Clone(es), byCode: map[string][]int32{}, byFirst: map[byte][]int32{}}
+	for i, e := range es {
+		if strings.TrimSpace(e.ID) == "" || strings.TrimSpace(e.Name) == "" {
+			return nil, fmt.Errorf("entity %d (id %q, name %q): %w", i, e.ID, e.Name, ErrNoName)
+		}
+		seen := map[string]bool{}
+		for _, spelling := range append([]string{e.Name}, e.Aliases...) {
+			words := splitWords(spelling)
+			joined := strings.Join(words, "")
+			if len(joined) < m.minLen || seen[joined] {
+				continue
+			}
+			seen[joined] = true
+			t := term{entity: i, text: strings.TrimSpace(spelling), words: words,
+				spaced: strings.Join(words, " "), joined: joined, hist: histogram(joined), common: true}
+			for _, w := range words {
+				if !m.words.isCommon(w) {
+					t.common = false
+				}
+			}
+			t.codes[0], t.codes[1] = matchr.DoubleMetaphone(joined)
+			if len(words) > 1 {
+				t.wordCodes = make([][2]string, len(words))
+				for k, w := range words {
+					t.wordCodes[k][0], t.wordCodes[k][1] = matchr.DoubleMetaphone(w)
+				}
+			}
+			idx := int32(len(p.terms))
+			p.terms = append(p.terms, t)
+			for k, c := range t.codes {
+				if c != "" && (k == 0 || c != t.codes[0]) {
+					p.byCode[c] = append(p.byCode[c], idx)
+				}
+			}
+			p.byFirst[joined[0]] = append(p.byFirst[joined[0]], idx)
+			p.maxWords = max(p.maxWords, len(words))
+			p.maxLen = max(p.maxLen, len(joined))
+		}
+	}
+	for _, ids := range p.byFirst {
+		slices.SortFunc(ids, func(a, b int32) int { return cmp.Compare(len(p.terms[a].joined), len(p.terms[b].joined)) })
+	}
+	return p, nil
+}
+
+// Match corrects text against entities, preparing them first. Prefer
+// [Matcher.PrepareEntities] and [Matcher.MatchPrepared] when matching many
+// utterances.
+func (m *Matcher) Match(text string, es []Entity) (Result, error) {
+	p, err := m.PrepareEntities(es)
+	if err != nil {
+		return Result{Text: text, RawText: text}, err
+	}
+	return m.MatchPrepared(text, p), nil
+}
+
+// match is one candidate replacement of the tokens [i, j).
+type match struct {
+	i, j   int
+	wlen   int  // letters in the window
+	edge   bool // the window begins or ends with a function word the name lacks
+	term   int32
+	score  float64
+	method string
+}
+
+// MatchPrepared corrects text against prepared entities.
+func (m *Matcher) MatchPrepared(text string, p *PreparedEntities) Result {
+	res := Result{Text: text, RawText: text}
+	if p == nil || len(p.terms) == 0 {
+		return res
+	}
+	toks := tokenize(text)
+	info := make([]wordInfo, len(toks))
+	for k, t := range toks {
+		info[k] = wordInfo{common: m.words.isCommon(t.norm), stop: m.words.isStop(t.norm)}
+		info[k].codes[0], info[k].codes[1] = matchr.DoubleMetaphone(t.norm)
+	}
+	var cands []match
+	var w window
+	for i := range toks {
+		// The longest window starting at i: names plus extra words, not
+		// across punctuation or a possessive.
+		maxJ := i + 1
+		for maxJ < len(toks) && maxJ-i < p.maxWords+extraWords &&
+			!toks[maxJ-1].possessive && joinable(text[toks[maxJ-1].suffixEnd:toks[maxJ].start]) {
+			maxJ++
+		}
+		for j := maxJ; j > i; j-- {
+			if !w.set(m, toks[i:j], info[i:j], p.maxLen) {
+				continue
+			}
+			cands = m.candidates(cands, &w, i, j, p)
+		}
+	}
+	if len(cands) == 0 {
+		return res
+	}
+	cands = dropOutfitted(cands, p)
+	slices.SortStableFunc(cands, func(a, b match) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.j-b.i, a.j-a.i); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	taken := make([]bool, len(toks))
+	var chosen []match
+	for _, c := range cands {
+		if slices.Contains(taken[c.i:c.j], true) {
+			continue
+		}
+		for k := c.i; k < c.j; k++ {
+			taken[k] = true
+		}
+		chosen = append(chosen, c)
+	}
+	slices.SortFunc(chosen, func(a, b match) int { return cmp.Compare(a.i, b.i) })
+	var b strings.Builder
+	last := 0
+	for _, c := range chosen {
+		t := &p.terms[c.term]
+		start, end := toks[c.i].start, toks[c.j-1].end
+		if text[start:end] == t.text {
+			continue // already right
+		}
+		b.WriteString(text[last:start])
+		b.WriteString(t.text)
+		last = end
+		res.Substitutions = append(res.Substitutions, Substitution{Start: start, End: end,
+			Original: text[start:end], Replacement: t.text, EntityID: p.entities[t.entity].ID,
+			Score: c.score, Stage: StagePhonetic, Method: c.method})
+	}
+	if len(res.Substitutions) > 0 {
+		b.WriteString(text[last:])
+		res.Text = b.String()
+	}
+	return res
+}
+
+// Slack of the choice between overlapping matches of one entity.
+const (
+	// nestedSlack is how much lower a longer spelling's score may be and
+	// still win over a shorter spelling inside it.
+	nestedSlack = 0.1
+	// fitSlack is how much lower a match that fits the name's length
+	// better may score and still win.
+	fitSlack = 0.05
+)
+
+// fit is how many letters the window of c has more or fewer than its name.
+func (c match) fit(p *PreparedEntities) int {
+	d := c.wlen - len(p.terms[c.term].joined)
+	return max(d, -d)
+}
+
+// overlaps reports whether two matches share a word.
+func (c match) overlaps(d match) bool { return c.i < d.j && d.i < c.j }
+
+// dropOutfitted removes a match when an overlapping match of the same
+// entity explains the words better:
+//   - a longer spelling around it, of the right length ("sir aldous ven" is
+//     Ser Aldous Venn, even though "aldous" alone spells the alias), or
+//   - a window of the same spelling closer to the name's length, scoring
+//     about as well and not padded with a function word ("quen bee" is
+//     Quenby; "quen" alone only looks closer because Jaro-Winkler rewards
+//     the shared start).
+func dropOutfitted(cands []match, p *PreparedEntities) []match {
+	out := cands[:0]
+	for _, c := range cands {
+		tc := &p.terms[c.term]
+		worse := false
+		for _, d := range cands {
+			td := &p.terms[d.term]
+			if td.entity != tc.entity || !d.overlaps(c) {
+				continue
+			}
+			nested := d.i <= c.i && d.j >= c.j && d.j-d.i > c.j-c.i && len(td.words) > len(tc.words) &&
+				d.score >= c.score-nestedSlack && d.fit(p) <= maxLengthDiff(len(td.joined))/2
+			better := d.term == c.term && !d.edge && d.fit(p) < c.fit(p) && d.score >= c.score-fitSlack
+			if nested || better {
+				worse = true
+				break
+			}
+		}
+		if !worse {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// wordInfo is what the guard knows of one word of an utterance.
+type wordInfo struct {
+	common, stop bool
+	codes        [2]string
+}
+
+// window is the words [i, j) of an utterance in the forms the scores use.
+type window struct {
+	words          []string
+	info           []wordInfo
+	joined, spaced string
+	// codes are the Double Metaphone codes of joined, plus those of joined
+	// with a final "er" read as a schwa ("vexer" → "vexa").
+	codes     [4]string
+	hist      letterHist
+	phon      []int32
+	allCommon bool
+	anyCommon bool
+	firstStop bool
+	lastStop  bool
+}
+
+// set fills w for toks and reports whether the window is worth matching.
+func (w *window) set(m *Matcher, toks []token, info []wordInfo, maxLen int) bool {
+	w.words = w.words[:0]
+	n := 0
+	for _, t := range toks {
+		w.words = append(w.words, t.norm)
+		n += len(t.norm)
+	}
+	if n < m.minLen || n > maxLen+maxLen/2+2 {
+		return false
+	}
+	w.info = info
+	w.allCommon, w.anyCommon = true, false
+	allStop := true
+	for _, x := range info {
+		if x.common {
+			w.anyCommon = true
+		} else {
+			w.allCommon = false
+		}
+		if !x.stop {
+			allStop = false
+		}
+	}
+	if allStop {
+		return false
+	}
+	w.firstStop = info[0].stop
+	w.lastStop = info[len(info)-1].stop
+	w.joined = strings.Join(w.words, "")
+	w.spaced = strings.Join(w.words, " ")
+	w.codes[0], w.codes[1] = matchr.DoubleMetaphone(w.joined)
+	w.codes[2], w.codes[3] = "", ""
+	if stem, ok := strings.CutSuffix(w.joined, "er"); ok && len(stem) >= 2 {
+		w.codes[2], w.codes[3] = matchr.DoubleMetaphone(stem + "a")
+	}
+	w.hist = histogram(w.joined)
+	return true
+}
+
+// candidates appends the names window w (tokens [i, j)) may be. A name
+// whose Double Metaphone code agrees with the window's needs the phonetic
+// threshold; any other name with the same first letter and a similar length
+// needs the fuzzy threshold.
+func (m *Matcher) candidates(out []match, w *window, i, j int, p *PreparedEntities) []match {
+	phon := w.phon[:0]
+	for _, c := range w.codes {
+		if c == "" {
+			continue
+		}
+		for _, ti := range p.byCode[c] {
+			if slices.Contains(phon, ti) {
+				continue
+			}
+			phon = append(phon, ti)
+			if out2, ok := m.try(out, w, i, j, ti, p, m.phonetic); ok {
+				out = out2
+			}
+		}
+	}
+	w.phon = phon
+	ids := p.byFirst[w.joined[0]]
+	lo := len(w.joined) * 7 / 10
+	hi := len(w.joined)*10/7 + 1
+	from, _ := slices.BinarySearchFunc(ids, lo, func(ti int32, n int) int { return cmp.Compare(len(p.terms[ti].joined), n) })
+	for _, ti := range ids[from:] {
+		if len(p.terms[ti].joined) > hi {
+			break
+		}
+		if slices.Contains(phon, ti) || len(p.terms[ti].joined) <= shortName {
+			continue
+		}
+		if out2, ok := m.try(out, w, i, j, ti, p, m.fuzzy); ok {
+			out = out2
+		}
+	}
+	return out
+}
+
+// shortName is the length up to which a name must agree phonetically:
+// short words sit too close together for spelling similarity alone.
+const shortName = 5
+
+// try scores window w against term ti and appends the match if it clears
+// base as raised by the guard.
+func (m *Matcher) try(out []match, w *window, i, j int, ti int32, p *PreparedEntities, base float64) ([]match, bool) {
+	t := &p.terms[ti]
+	if base == m.fuzzy && len(w.words) > len(t.words)+1 {
+		// Without phonetic agreement, a name is not heard as many words.
+		return out, false
+	}
+	need := m.required(w, t, base)
+	if need > 1 || bound(w, t) < need {
+		return out, false
+	}
+	s := score(w, t)
+	if s < need {
+		return out, false
+	}
+	method := MethodFuzzy
+	switch {
+	case w.joined == t.joined:
+		method = MethodExact
+	case base == m.phonetic:
+		method = MethodPhonetic
+	}
+	return append(out, match{i: i, j: j, wlen: len(w.joined), edge: w.edgeStop(t), term: ti, score: s, method: method}), true
+}
+
+// required is the similarity window w needs to become term t: base, raised
+// by the common-word guard. A value above 1 rules the pair out.
+func (m *Matcher) required(w *window, t *term, base float64) float64 {
+	need := base
+	if w.allCommon {
+		if w.joined == t.joined && t.common {
+			// The name is itself ordinary words ("the Hollow"): only
+			// the speaker's casing could change, and that is theirs.
+			return 2
+		}
+		if len(w.words) == 1 && w.joined != t.joined {
+			// A single common word is never a misheard name.
+			return 2
+		}
+		need = max(need, m.strong)
+	}
+	if w.edgeStop(t) {
+		need = max(need, m.edge)
+	}
+	if len(w.words) > len(t.words)+extraWords {
+		return 2
+	}
+	// A function word inside the window that the name lacks is strong
+	// evidence of ordinary speech ("the queen is old").
+	for k := 1; k < len(w.words)-1; k++ {
+		if x := w.words[k]; w.info[k].stop && !slices.Contains(t.words, x) {
+			need = max(need, m.interior)
+			break
+		}
+	}
+	// Lengths far apart are different words, whatever the score says
+	// (Jaro-Winkler forgives trailing letters: "solen sings" is not
+	// "Solenne"); and a window that is the start of a name with three or
+	// more letters missing is a word in its own right ("marrow").
+	a, b := len(w.joined), len(t.joined)
+	if d := a - b; d > maxLengthDiff(b) || -d > maxLengthDiff(b) {
+		return 2
+	}
+	if b-a >= 3 && strings.HasPrefix(t.joined, w.joined) {
+		return 2
+	}
+	// Word for word, an ordinary word may stand for a word of the name only
+	// if it sounds like it or inflects it ("old man" is not "Old Mab";
+	// "captain rock" may be "Captain Rook", "keeps" "Keep"); function words
+	// stand for one another ("tower a whispers").
+	// And no word may be unlike its counterpart: one shared word does not
+	// make "gilded mirror" "Gilded Hand".
+	if len(w.words) > 1 && len(w.words) == len(t.words) {
+		for k, x := range w.words {
+			y := t.words[k]
+			if x == y || (w.info[k].stop && m.words.isStop(y)) {
+				continue
+			}
+			agree := codesAgree(w.info[k].codes, t.wordCodes[k])
+			if !agree && jw(x, y) < minWordSimilarity {
+				return 2
+			}
+			if w.info[k].common && !agree && !strings.HasPrefix(x, y) && !strings.HasPrefix(y, x) {
+				return 2
+			}
+		}
+	}
+	// Without phonetic agreement, a window holding ordinary words needs
+	// strong evidence ("hollow log" is not "Hollowmere").
+	if base == m.fuzzy && w.anyCommon {
+		need = max(need, m.strong)
+	}
+	return need
+}
+
+// edgeStop reports whether w begins or ends with a function word that t
+// does not.
+func (w *window) edgeStop(t *term) bool {
+	return (w.firstStop && w.words[0] != t.words[0]) || (w.lastStop && w.words[len(w.words)-1] != t.words[len(t.words)-1])
+}
+
+// codesAgree reports whether two pairs of Double Metaphone codes share a
+// code.
+func codesAgree(a, b [2]string) bool {
+	for _, c := range b {
+		if c != "" && (c == a[0] || c == a[1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// score is the best of three similarities: the whole window against the
+// whole name, both with spaces removed, and (for names of as many words as
+// the window) the mean of the word-by-word similarities.
+func score(w *window, t *term) float64 {
+	if w.joined == t.joined {
+		return 1
+	}
+	s := max(jw(w.spaced, t.spaced), jw(w.joined, t.joined))
+	if len(w.words) > 1 && len(w.words) == len(t.words) {
+		sum := 0.0
+		for k := range w.words {
+			sum += jw(w.words[k], t.words[k])
+		}
+		s = max(s, sum/float64(len(w.words)))
+	}
+	return s
+}
+
+// jw is the Jaro-Winkler similarity of two lower-case strings.
+func jw(a, b string) float64 { return matchr.JaroWinkler(a, b, false) }
+
+// letterHist counts letters a–z; index 26 counts anything else.
+type letterHist [27]uint8
+
+func histogram(s string) letterHist {
+	var h letterHist
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		k := 26
+		if c >= 'a' && c <= 'z' {
+			k = int(c - 'a')
+		}
+		if h[k] < 255 {
+			h[k]++
+		}
+	}
+	return h
+}
+
+// bound is an upper bound of score(w, t), computed from letter counts: at
+// most min(count) letters can match, the Winkler prefix bonus adds at most
+// 0.4 of the remaining distance, and spaces can match only spaces. Names of
+// as many words as the window are not bounded (the word-by-word mean can
+// exceed both whole-string scores).
+func bound(w *window, t *term) float64 {
+	if len(w.words) > 1 && len(w.words) == len(t.words) {
+		return 1
+	}
+	if w.hist[26] > 0 || t.hist[26] > 0 {
+		// Letters beyond a–z: byte counts do not bound rune matches.
+		return 1
+	}
+	common := 0
+	for k := range w.hist {
+		common += int(min(w.hist[k], t.hist[k]))
+	}
+	if common == 0 {
+		return 0
+	}
+	la, lb := len(w.joined), len(t.joined)
+	joined := jaroBound(common, la, lb)
+	sa, sb := len(w.words)-1, len(t.words)-1
+	spaced := jaroBound(common+min(sa, sb), la+sa, lb+sb)
+	return max(joined, spaced)
+}
+
+// jaroBound bounds Jaro-Winkler for strings of lengths la and lb sharing at
+// most m characters.
+func jaroBound(m, la, lb int) float64 {
+	f := float64(m)
+	j := (min(f/float64(la), 1) + min(f/float64(lb), 1) + 1) / 3
+	return j + 0.4*(1-j)
+}
