@@ -1,0 +1,28 @@
+// Package dave implements Discord's DAVE protocol (version 1) on top of
+// package mls: the per-voice-connection session state machine that turns
+// the voice gateway's DAVE opcodes into MLS operations, the per-sender
+// media key ratchets derived from the MLS exporter, and the secure frame
+// format that protects each Opus frame.
+//
+// # Frames
+//
+// A protected frame is the ciphertext (with any unencrypted ranges left in
+// place), an 8-byte truncated AES-128-GCM tag, the ULEB128 truncated
+// nonce, the ULEB128 unencrypted ranges, one byte giving the size of this
+// supplemental data, and the magic marker 0xFAFA. [EncryptFrame] and
+// [DecryptFrame] implement it for a given key; [Session] manages keys.
+//
+// # Use with voice/conn
+//
+// [Session] implements the connection's E2EE interface:
+//
+//	cfg.NewE2EE = func(userID, channelID uint64) (conn.E2EE, error) {
+//		return dave.NewSession(userID, channelID, dave.WithLogger(logger))
+//	}
+//
+// The session answers op 4 with a key package, turns external proposals
+// (op 27) into commits and welcomes (op 28), follows announced commits
+// (op 29) and welcomes (op 30), reports transitions ready (op 23), and
+// rejects bad ones with op 31 followed by a fresh key package. Receive keys
+// of a previous epoch stay usable for [KeyExpiry] after a transition.
+package dave

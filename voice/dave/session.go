@@ -1,0 +1,520 @@
+package dave
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/gateway"
+	"github.com/glyphoxa/glyphoxa/voice/mls"
+)
+
+// ProtocolVersion is the DAVE protocol version this package speaks.
+const ProtocolVersion = 1
+
+// ErrNoKey is returned when a frame arrives from a user without a key.
+var ErrNoKey = errors.New("dave: no media key for sender")
+
+var daveCapabilities = mls.Capabilities{Versions: []uint16{1}, CipherSuites: []uint16{mls.CipherSuite2}, Credentials: []uint16{mls.CredentialBasic}}
+
+// Option configures a Session.
+type Option func(*Session)
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Session) { s.log = l } }
+
+// WithClock sets the time source (tests).
+func WithClock(now func() time.Time) Option { return func(s *Session) { s.now = now } }
+
+// WithSignatureKey uses sig instead of a fresh per-session key.
+func WithSignatureKey(sig *mls.SignatureKey) Option { return func(s *Session) { s.sig = sig } }
+
+// Session is the DAVE state of one voice connection. It is safe for
+// concurrent use.
+type Session struct {
+	mu        sync.Mutex
+	log       *slog.Logger
+	now       func() time.Time
+	userID    uint64
+	channelID uint64
+	sig       *mls.SignatureKey
+
+	version     int
+	initialized bool
+	extSender   *mls.ExternalSender
+	recognized  map[uint64]bool
+	kp          *mls.KeyPackageBundle
+	pending     *mls.Group // our own epoch-0 group
+	group       *mls.Group // established
+	ownCommit   *mls.CommitResult
+	ownCommitB  []byte
+	transitions map[uint16]int
+
+	sender     *sendState
+	nextSender *sendState
+	receivers  map[uint64][]*recvState
+
+	passthroughForever bool
+	passthroughUntil   time.Time
+}
+
+var _ conn.E2EE = (*Session)(nil)
+
+// NewSession creates the DAVE session of user userID in voice channel
+// channelID (the MLS group id).
+func NewSession(userID, channelID uint64, opts ...Option) (*Session, error) {
+	s := &Session{userID: userID, channelID: channelID, log: slog.Default(), now: time.Now,
+		recognized: map[uint64]bool{}, transitions: map[uint16]int{}, receivers: map[uint64][]*recvState{},
+		passthroughForever: true}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.sig == nil {
+		var err error
+		if s.sig, err = mls.GenerateSignatureKey(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Session) groupID() []byte { return binary.BigEndian.AppendUint64(nil, s.channelID) }
+
+// SessionDescription handles op 4's DAVE protocol version.
+func (s *Session) SessionDescription(version int) ([]conn.Outbound, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version = version
+	if version == 0 {
+		s.passthroughForever = true
+		return nil, nil
+	}
+	return s.reinit()
+}
+
+// reinit resets MLS state and returns a fresh key package (op 26).
+func (s *Session) reinit() ([]conn.Outbound, error) {
+	s.initialized = true
+	s.pending, s.group, s.ownCommit, s.ownCommitB = nil, nil, nil, nil
+	kp, err := mls.NewKeyPackage(s.sig, mls.Credential{Type: mls.CredentialBasic, Identity: binary.BigEndian.AppendUint64(nil, s.userID)}, daveCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	s.kp = kp
+	if err := s.createPending(); err != nil {
+		return nil, err
+	}
+	return []conn.Outbound{{Op: gateway.OpDAVEKeyPackage, Binary: kp.KeyPackage.Marshal()}}, nil
+}
+
+func (s *Session) createPending() error {
+	if !s.initialized || s.extSender == nil || s.group != nil || s.kp == nil {
+		return nil
+	}
+	g, err := mls.NewGroupFromKeyPackage(s.groupID(), s.kp, []mls.Extension{mls.ExternalSendersExtension(*s.extSender)})
+	if err != nil {
+		return err
+	}
+	s.pending = g
+	return nil
+}
+
+type transitionJSON struct {
+	TransitionID    int    `json:"transition_id"`
+	ProtocolVersion int    `json:"protocol_version"`
+	Epoch           uint64 `json:"epoch"`
+}
+
+type clientsJSON struct {
+	UserIDs []string `json:"user_ids"`
+	UserID  string   `json:"user_id"`
+}
+
+// HandleJSON handles ops 11, 13, 21, 22 and 24.
+func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbound, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch op {
+	case gateway.OpClientsConnect, gateway.OpClientDisconnect:
+		var c clientsJSON
+		if err := json.Unmarshal(data, &c); err != nil {
+			return nil, fmt.Errorf("dave: op %d payload: %w", op, err)
+		}
+		ids := c.UserIDs
+		if c.UserID != "" {
+			ids = append(ids, c.UserID)
+		}
+		for _, v := range ids {
+			id, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("dave: op %d user id %q: %w", op, v, err)
+			}
+			if op == gateway.OpClientsConnect {
+				s.recognized[id] = true
+			} else {
+				delete(s.recognized, id)
+			}
+		}
+		return nil, nil
+	case gateway.OpDAVEPrepareTransition, gateway.OpDAVEExecuteTransition, gateway.OpDAVEPrepareEpoch:
+	default:
+		return nil, nil
+	}
+	var t transitionJSON
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, fmt.Errorf("dave: op %d payload: %w", op, err)
+	}
+	if t.TransitionID < 0 || t.TransitionID > 0xFFFF {
+		return nil, fmt.Errorf("dave: op %d transition id %d out of range", op, t.TransitionID)
+	}
+	tid := uint16(t.TransitionID)
+	switch op {
+	case gateway.OpDAVEPrepareTransition:
+		s.transitions[tid] = t.ProtocolVersion
+		if tid == 0 {
+			s.execute(0)
+			return nil, nil
+		}
+		if t.ProtocolVersion == 0 {
+			s.passthroughForever = true
+		}
+		return []conn.Outbound{ready(tid)}, nil
+	case gateway.OpDAVEExecuteTransition:
+		s.execute(tid)
+		return nil, nil
+	default: // prepare epoch
+		if t.Epoch == 1 {
+			s.version = t.ProtocolVersion
+			return s.reinit()
+		}
+		return nil, nil
+	}
+}
+
+func ready(tid uint16) conn.Outbound {
+	return conn.Outbound{Op: gateway.OpDAVETransitionReady, JSON: map[string]int{"transition_id": int(tid)}}
+}
+
+// execute switches to the version of transition tid.
+func (s *Session) execute(tid uint16) {
+	v, ok := s.transitions[tid]
+	if !ok {
+		return
+	}
+	delete(s.transitions, tid)
+	old := s.version
+	s.version = v
+	if v == 0 {
+		s.sender, s.nextSender = nil, nil
+		s.passthroughForever = true
+		return
+	}
+	if s.nextSender != nil {
+		s.sender, s.nextSender = s.nextSender, nil
+	}
+	if old == 0 || s.passthroughForever {
+		s.passthroughForever = false
+		s.passthroughUntil = s.now().Add(KeyExpiry)
+	}
+}
+
+// HandleBinary handles ops 25, 27, 29 and 30.
+func (s *Session) HandleBinary(op gateway.Op, payload []byte) ([]conn.Outbound, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch op {
+	case gateway.OpDAVEExternalSender:
+		e, err := mls.UnmarshalExternalSender(payload)
+		if err != nil {
+			return nil, fmt.Errorf("dave: op 25: %w", err)
+		}
+		if s.group != nil {
+			return nil, nil
+		}
+		s.extSender = e
+		return nil, s.createPending()
+	case gateway.OpDAVEProposals:
+		return s.proposals(payload)
+	case gateway.OpDAVEAnnounceCommit:
+		t, err := ParseTransition(payload)
+		if err != nil {
+			return nil, err
+		}
+		return s.announceCommit(t)
+	case gateway.OpDAVEWelcome:
+		t, err := ParseTransition(payload)
+		if err != nil {
+			return nil, err
+		}
+		return s.welcome(t)
+	}
+	return nil, nil
+}
+
+func (s *Session) current() *mls.Group {
+	if s.group != nil {
+		return s.group
+	}
+	return s.pending
+}
+
+func (s *Session) proposals(payload []byte) ([]conn.Outbound, error) {
+	g := s.current()
+	if g == nil {
+		return nil, nil
+	}
+	p, err := ParseProposals(payload)
+	if err != nil {
+		return nil, err
+	}
+	switch p.Operation {
+	case ProposalsAppend:
+		for _, m := range p.Messages {
+			pm := m.PublicMessage
+			if pm == nil || pm.Content.Sender.Type != mls.SenderExternal || pm.Content.Sender.Index != 0 ||
+				pm.Content.ContentType != mls.ContentProposal {
+				return nil, fmt.Errorf("dave: op 27 carries a message that is not an external proposal")
+			}
+			prop := pm.Content.Proposal
+			switch prop.Type {
+			case mls.ProposalAdd:
+				id, err := userIDOf(&prop.KeyPackage.LeafNode.Credential)
+				if err != nil {
+					return nil, err
+				}
+				if id != s.userID && !s.recognized[id] {
+					return nil, fmt.Errorf("dave: add proposal for unrecognized user %d", id)
+				}
+			case mls.ProposalRemove:
+			default:
+				return nil, fmt.Errorf("dave: proposal type %d not allowed", prop.Type)
+			}
+			if _, err := g.ProcessProposal(pm); err != nil {
+				return nil, fmt.Errorf("dave: proposal: %w", err)
+			}
+		}
+	case ProposalsRevoke:
+		for _, ref := range p.Refs {
+			if err := g.RevokeProposal(ref); err != nil {
+				return nil, fmt.Errorf("dave: revoke: %w", err)
+			}
+		}
+	}
+	s.ownCommit, s.ownCommitB = nil, nil
+	if g.PendingProposals() == 0 {
+		return nil, nil
+	}
+	res, err := g.Commit()
+	if err != nil {
+		return nil, fmt.Errorf("dave: creating commit: %w", err)
+	}
+	s.ownCommit = res
+	s.ownCommitB = res.Message.Marshal()
+	cw := CommitWelcome{Commit: res.Message, Welcome: res.Welcome}
+	return []conn.Outbound{{Op: gateway.OpDAVECommitWelcome, Binary: cw.Marshal()}}, nil
+}
+
+func userIDOf(c *mls.Credential) (uint64, error) {
+	if c.Type != mls.CredentialBasic || len(c.Identity) != 8 {
+		return 0, fmt.Errorf("dave: credential type %d with %d-byte identity is not a Discord user", c.Type, len(c.Identity))
+	}
+	return binary.BigEndian.Uint64(c.Identity), nil
+}
+
+// failed reports an unusable commit or welcome: op 31, then a reset and a
+// new key package.
+func (s *Session) failed(tid uint16, cause error) ([]conn.Outbound, error) {
+	s.log.Warn("dave: rejecting commit or welcome", "transition_id", tid, "err", cause)
+	out := []conn.Outbound{{Op: gateway.OpDAVEInvalidCommitWelcome, JSON: map[string]int{"transition_id": int(tid)}}}
+	kp, err := s.reinit()
+	if err != nil {
+		return out, err
+	}
+	return append(out, kp...), nil
+}
+
+func (s *Session) announceCommit(t TransitionPayload) ([]conn.Outbound, error) {
+	if s.ownCommit != nil && bytes.Equal(t.Body, s.ownCommitB) {
+		return s.adopt(s.ownCommit.Next, t.TransitionID)
+	}
+	if s.group == nil {
+		// A pending member waits for its welcome.
+		return nil, nil
+	}
+	m, err := mls.UnmarshalMLSMessage(t.Body)
+	if err != nil || m.PublicMessage == nil {
+		return s.failed(t.TransitionID, fmt.Errorf("commit message: %v", err))
+	}
+	next, err := s.group.ProcessCommit(m.PublicMessage)
+	if err != nil {
+		return s.failed(t.TransitionID, err)
+	}
+	return s.adopt(next, t.TransitionID)
+}
+
+func (s *Session) welcome(t TransitionPayload) ([]conn.Outbound, error) {
+	if s.group != nil || s.kp == nil || s.extSender == nil {
+		return nil, nil
+	}
+	w, err := mls.UnmarshalWelcome(t.Body)
+	if err != nil {
+		return s.failed(t.TransitionID, err)
+	}
+	g, err := mls.Join(w, s.kp.JoinConfig())
+	if err != nil {
+		return s.failed(t.TransitionID, err)
+	}
+	ext, err := g.ExternalSenders()
+	if err != nil || len(ext) != 1 || !bytes.Equal(ext[0].Marshal(), s.extSender.Marshal()) {
+		return s.failed(t.TransitionID, fmt.Errorf("welcome external senders do not match op 25"))
+	}
+	return s.adopt(g, t.TransitionID)
+}
+
+// adopt installs a new epoch: receive ratchets now, the send ratchet at
+// the transition.
+func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
+	seen := map[uint64]bool{}
+	for _, leaf := range g.Members() {
+		id, err := userIDOf(&leaf.Credential)
+		if err != nil {
+			return s.failed(tid, err)
+		}
+		if seen[id] {
+			return s.failed(tid, fmt.Errorf("user %d appears twice in the group", id))
+		}
+		seen[id] = true
+	}
+	s.group, s.pending, s.ownCommit, s.ownCommitB = g, nil, nil, nil
+	now := s.now()
+	for id, list := range s.receivers {
+		kept := list[:0]
+		for _, r := range list {
+			if r.expiry.IsZero() {
+				r.expiry = now.Add(KeyExpiry)
+			}
+			if now.Before(r.expiry) {
+				kept = append(kept, r)
+			}
+		}
+		s.receivers[id] = kept
+	}
+	for id := range seen {
+		if id == s.userID {
+			continue
+		}
+		s.receivers[id] = append([]*recvState{newRecvState(SenderBaseSecret(g, id))}, s.receivers[id]...)
+	}
+	s.nextSender = &sendState{keys: newKeyRatchet(SenderBaseSecret(g, s.userID))}
+	s.transitions[tid] = s.version
+	if tid == 0 {
+		s.execute(0)
+		return nil, nil
+	}
+	return []conn.Outbound{ready(tid)}, nil
+}
+
+// Encrypt protects an outgoing Opus frame. Without a send key (no DAVE,
+// or no group yet) the frame passes through unchanged.
+func (s *Session) Encrypt(frame []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version == 0 || s.sender == nil || IsSilence(frame) {
+		return frame, nil
+	}
+	return s.sender.encrypt(frame, s.now())
+}
+
+// Decrypt opens a frame from userID.
+func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
+	if IsSilence(frame) {
+		return frame, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	p, err := parseFrame(frame)
+	if err != nil {
+		if s.passthroughForever || now.Before(s.passthroughUntil) {
+			return frame, nil
+		}
+		return nil, err
+	}
+	var firstErr error
+	for _, r := range s.receivers[userID] {
+		if !r.expiry.IsZero() && now.After(r.expiry) {
+			continue
+		}
+		out, err := r.decrypt(p, now)
+		if err == nil {
+			return out, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = fmt.Errorf("%w: user %d", ErrNoKey, userID)
+	}
+	return nil, firstErr
+}
+
+// Epoch returns the current MLS epoch (0 before a group is established).
+func (s *Session) Epoch() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.group == nil {
+		return 0
+	}
+	return s.group.Epoch()
+}
+
+// PrivacyCode returns the 30-digit voice privacy code of the current
+// epoch, or "" without a group.
+func (s *Session) PrivacyCode() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.group == nil {
+		return ""
+	}
+	code, _ := DisplayableCode(s.group.EpochAuthenticator(), 30, 5)
+	return code
+}
+
+// Ready reports whether outgoing frames are being encrypted.
+func (s *Session) Ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version > 0 && s.sender != nil
+}
+
+// VerificationCode returns the 45-digit code to compare with userID out
+// of band; both sides of a pair compute the same code.
+func (s *Session) VerificationCode(userID uint64) (string, error) {
+	s.mu.Lock()
+	var other []byte
+	if s.group != nil {
+		for _, l := range s.group.Members() {
+			if id, err := userIDOf(&l.Credential); err == nil && id == userID {
+				other = l.SignatureKey
+			}
+		}
+	}
+	own := s.sig.Public()
+	s.mu.Unlock()
+	if other == nil {
+		return "", fmt.Errorf("dave: user %d is not in the group", userID)
+	}
+	fp, err := PairwiseFingerprint(own, s.userID, other, userID)
+	if err != nil {
+		return "", err
+	}
+	return VerificationCode(fp)
+}
