@@ -39,9 +39,11 @@ test: vet
 bench: build
 	@export GLYPHOXA_DSN="$(DEVDSN)" && $(BIN) bench --scale 1k,100k
 
-## eval: quality reports (transcript correction: recall, precision, entity-free utterances altered)
+## eval: quality reports: transcript correction (recall, precision, entity-free altered) and retrieval (recall@5 per mode and question kind)
 eval:
 	$(GO) run ./correction/cmd/eval
+	@set -o pipefail; export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
+	  $(GO) test -count=1 -run '^TestRecall$$' -v ./memory/retrieve/ | grep -v '^=== RUN'
 
 ## fuzz: every fuzz target for FUZZTIME each (default 60s)
 fuzz:

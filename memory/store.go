@@ -197,3 +197,22 @@ type GraphRAGQuerier interface {
 	// QueryWithEmbedding ranks in-scope chunks by cosine similarity.
 	QueryWithEmbedding(ctx context.Context, embedding []float32, topK int, scope GraphScope) ([]ContextResult, error)
 }
+
+// FactTimeline keeps the history of facts: a new fact that conflicts with a
+// canon one does not overwrite it but links to it and waits for the DM, and
+// queries can ask what held as of a session.
+type FactTimeline interface {
+	// RecordFact stores r like UpsertRelationship, and reports the canon
+	// facts it conflicts with: an exclusive type (one target per source,
+	// such as LOCATED_AT) with another target, or an explicit negation
+	// (type NOT_X of a fact of type X). Each conflict is linked and queued.
+	RecordFact(ctx context.Context, r Relationship) (Relationship, []Conflict, error)
+	// FactsAsOf returns an entity's facts that held during a session.
+	FactsAsOf(ctx context.Context, entityID, sessionID string) ([]Relationship, error)
+	// LinkFacts records a link between two facts.
+	LinkFacts(ctx context.Context, l FactLink) error
+	// Conflicts lists the open conflicts, oldest first.
+	Conflicts(ctx context.Context) ([]Conflict, error)
+	// ResolveConflict settles a conflict, keeping the new fact or the old.
+	ResolveConflict(ctx context.Context, id int64, keepNew bool) (Conflict, error)
+}

@@ -190,6 +190,52 @@ type Relationship struct {
 	UpdatedAt         time.Time
 }
 
+// LinkKind says how one fact relates to another.
+type LinkKind string
+
+// Link kinds.
+const (
+	// LinkSupersedes: the newer fact replaces the older, which held until
+	// then (the smith moved to another town).
+	LinkSupersedes LinkKind = "supersedes"
+	// LinkContradicts: the two facts cannot both hold.
+	LinkContradicts LinkKind = "contradicts"
+	LinkSupports    LinkKind = "supports"
+	LinkRelatesTo   LinkKind = "relates_to"
+	LinkDerivedFrom LinkKind = "derived_from"
+	LinkSimilarTo   LinkKind = "similar_to"
+)
+
+// Valid reports whether k is a known link kind.
+func (k LinkKind) Valid() bool {
+	switch k {
+	case LinkSupersedes, LinkContradicts, LinkSupports, LinkRelatesTo, LinkDerivedFrom, LinkSimilarTo:
+		return true
+	}
+	return false
+}
+
+// FactLink is a typed, weighted link from one fact to another.
+type FactLink struct {
+	FromFact, ToFact int64
+	Kind             LinkKind
+	// Weight is 0..1.
+	Weight float64
+}
+
+// Conflict is a new fact that conflicts with a canon one, waiting for (or
+// settled by) the DM. The old fact is never overwritten.
+type Conflict struct {
+	ID      int64
+	NewFact Relationship
+	OldFact Relationship
+	// Kind is LinkSupersedes or LinkContradicts.
+	Kind LinkKind
+	// Resolution is empty while open, else "kept_new" or "kept_old".
+	Resolution string
+	CreatedAt  time.Time
+}
+
 // NPCIdentity is what the knowledge graph knows about one NPC: the hot
 // context's identity snapshot.
 type NPCIdentity struct {

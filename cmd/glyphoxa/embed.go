@@ -2,28 +2,183 @@ package main
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory/chunk"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 	"github.com/glyphoxa/glyphoxa/npc"
 )
 
-// embedPending embeds every chunk that has no embedding yet. It needs an
-// embedder, which the retrieval layer provides.
-func embedPending(ctx context.Context, e *env, sf *storeFlags) error {
-	return errors.New("re-embedding needs the retrieval layer's embedder; run `glyphoxa process` for each campaign")
+// newEmbedder returns the configured embedder, of the store's dimension.
+func newEmbedder(cfg config.Config) (embed.Embedder, error) {
+	p := cfg.Providers.Embeddings
+	dims := cfg.Memory.EmbeddingDimensions
+	switch p.Provider {
+	case "", "offline":
+		return embed.NewOffline(dims)
+	case "openai":
+		return embed.NewOpenAI(embed.OpenAIConfig{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Dimensions: dims,
+			// text-embedding-3 models shorten their vectors on request; other
+			// models have one fixed size, which must be the configured one.
+			RequestDimensions: strings.HasPrefix(p.Model, "text-embedding-3")})
+	}
+	return nil, fmt.Errorf("unknown embeddings provider %q (want offline or openai)", p.Provider)
 }
 
-// newAsker returns the retrieval the MCP ask tool uses, or nil until one is
-// configured.
-func newAsker(_ any, _ any) mcpserver.Asker { return nil }
-
-// newHotContext returns the NPC hot-context assembler of the retrieval
-// layer.
-func newHotContext(_ *postgres.Store, _ *postgres.Campaign, _ config.Config) npc.ContextSource {
+// embedPending embeds every chunk that has no embedding yet, in every
+// campaign.
+func embedPending(ctx context.Context, e *env, sf *storeFlags) error {
+	store, cfg, err := sf.openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return err
+	}
+	ids, err := store.Campaigns(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		camp, err := store.Campaign(ctx, id)
+		if err != nil {
+			return err
+		}
+		n, err := chunk.EmbedPending(ctx, camp, emb)
+		if err != nil {
+			return fmt.Errorf("embedding the chunks of campaign %q: %w", id, err)
+		}
+		printf(e.stdout, "campaign %q: embedded %d chunks\n", id, n)
+	}
 	return nil
 }
 
+// processSessions chunks and embeds sessions of a campaign (all when none
+// are named).
+func processSessions(ctx context.Context, store *postgres.Store, cfg config.Config, campaign string, sessions ...string) (chunk.Report, error) {
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return chunk.Report{}, err
+	}
+	camp, err := store.Campaign(ctx, campaign)
+	if err != nil {
+		return chunk.Report{}, err
+	}
+	return chunk.Process(ctx, camp, emb, chunk.Options{}, sessions...)
+}
+
+// asker answers the MCP ask tool with hybrid retrieval, one retriever per
+// campaign, built on first use.
+type asker struct {
+	store *postgres.Store
+	cfg   config.Config
+
+	mu  sync.Mutex
+	per map[string]*retrieve.Retriever
+}
+
+// newAsker returns the retrieval the MCP ask tool uses.
+func newAsker(store *postgres.Store, cfg config.Config) mcpserver.Asker {
+	return &asker{store: store, cfg: cfg, per: map[string]*retrieve.Retriever{}}
+}
+
+func (a *asker) retriever(ctx context.Context, campaign string) (*retrieve.Retriever, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r, ok := a.per[campaign]; ok {
+		return r, nil
+	}
+	camp, err := a.store.Campaign(ctx, campaign)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRetriever(camp, a.cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.per[campaign] = r
+	return r, nil
+}
+
+// Ask runs hybrid retrieval over the campaign.
+func (a *asker) Ask(ctx context.Context, campaign, question string, k int) ([]mcpserver.AskResult, error) {
+	r, err := a.retriever(ctx, campaign)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := r.Search(ctx, retrieve.Query{Text: question, K: k})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]mcpserver.AskResult, len(rs))
+	for i, x := range rs {
+		out[i] = mcpserver.AskResult{Kind: x.Kind, ID: x.ID, Content: x.Content, Score: x.Score, SessionID: x.SessionID,
+			EntityIDs: x.EntityIDs}
+	}
+	return out, nil
+}
+
+func newRetriever(camp *postgres.Campaign, cfg config.Config) (*retrieve.Retriever, error) {
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return retrieve.New(camp, emb, retrieve.Config{})
+}
+
+// hotContext adapts the hot-context assembler to the NPC agent.
+type hotContext struct{ a *hotctx.Assembler }
+
+func (h hotContext) HotContext(ctx context.Context, npcID, sessionID string, budgetTokens int) (npc.HotContext, error) {
+	c, err := h.a.Assemble(ctx, npcID, sessionID, budgetTokens)
+	if err != nil {
+		return npc.HotContext{}, err
+	}
+	out := npc.HotContext{Text: c.Text}
+	for _, t := range c.Traces {
+		out.Traces = append(out.Traces, npc.Trace{ID: t.ID, FactID: t.FactID, Summary: t.Summary})
+	}
+	return out, nil
+}
+
+// newHotContext returns the NPC hot-context assembler.
+func newHotContext(_ *postgres.Store, camp *postgres.Campaign, cfg config.Config) npc.ContextSource {
+	return hotContext{a: hotctx.New(camp, hotctx.Config{Recent: cfg.Memory.RecentWindow.Std()})}
+}
+
+// recaller adapts NPC-scoped retrieval to the recall tool. A retrieval
+// that cannot be set up reports why on every call.
+type recaller struct {
+	r   *retrieve.Retriever
+	err error
+}
+
+func (rc recaller) Recall(ctx context.Context, npcID, query string, k int) ([]npc.Recollection, error) {
+	if rc.err != nil {
+		return nil, rc.err
+	}
+	rs, err := rc.r.Search(ctx, retrieve.Query{Text: query, K: k, NPCID: npcID})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]npc.Recollection, len(rs))
+	for i, x := range rs {
+		out[i] = npc.Recollection{Kind: x.Kind, Content: x.Content, SessionID: x.SessionID, Score: x.Score}
+	}
+	return out, nil
+}
+
 // newRecaller returns the NPC-scoped retrieval of the recall tool.
-func newRecaller(_ *postgres.Store, _ *postgres.Campaign, _ config.Config) npc.Recaller { return nil }
+func newRecaller(_ *postgres.Store, camp *postgres.Campaign, cfg config.Config) npc.Recaller {
+	r, err := newRetriever(camp, cfg)
+	return recaller{r: r, err: err}
+}

@@ -44,8 +44,10 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "[--reembed]", "create or upgrade the database schema", cmdMigrate},
-		{"import", "--campaign ID FILE.yaml", "import a campaign file (entities, facts, transcripts)", cmdImport},
+		{"import", "--campaign ID [--no-process] FILE.yaml", "import a campaign file (entities, facts, transcripts)", cmdImport},
 		{"inspect", "--campaign ID", "show what a campaign's memory holds", cmdInspect},
+		{"process", "--campaign ID [--session ID]", "chunk and embed a campaign's sessions for retrieval", cmdProcess},
+		{"ask", "--campaign ID [--npc ID] [--mode vector|fts|graphrag|ppr|hybrid] [--k N] [--json] QUESTION", "answer a question from a campaign's memory", cmdAsk},
 		{"correct", "--campaign ID [--json] [--entities FILE.yaml] [TEXT]", "restore misheard entity names in transcript text (stdin: one utterance per line)", cmdCorrect},
 		{"chat", "--campaign ID --npc ID", "talk to an NPC from the terminal", cmdChat},
 		{"mcp", "--campaign ID [--http ADDR]", "serve a campaign's memory to AI agents over MCP (stdio or HTTP)", cmdMCP},

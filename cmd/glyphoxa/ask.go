@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/glyphoxa/glyphoxa/memory/retrieve"
+)
+
+// cmdAsk answers a question from a campaign's memory.
+func cmdAsk(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("ask", e)
+	var sf storeFlags
+	sf.register(fs)
+	campaign := fs.String("campaign", "", "campaign id")
+	npcID := fs.String("npc", "", "answer only from what this NPC heard (entity id)")
+	mode := fs.String("mode", "hybrid", "retrieval mode: vector, fts, graphrag, ppr or hybrid")
+	k := fs.Int("k", 5, "number of results")
+	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids}")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *campaign == "" {
+		return usagef("--campaign is required")
+	}
+	question := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if question == "" {
+		return usagef("expected a question")
+	}
+	m, err := retrieve.ParseMode(*mode)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *k < 1 || *k > 100 {
+		return usagef("--k must be within 1..100, got %d", *k)
+	}
+	store, cfg, err := sf.openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	camp, err := store.Campaign(ctx, *campaign)
+	if err != nil {
+		return err
+	}
+	r, err := newRetriever(camp, cfg)
+	if err != nil {
+		return err
+	}
+	res, err := r.Search(ctx, retrieve.Query{Text: question, Mode: m, K: *k, NPCID: *npcID})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if res == nil {
+			res = []retrieve.Result{}
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	if len(res) == 0 {
+		printf(e.stdout, "nothing found in campaign %q (is it processed? glyphoxa process --campaign %s)\n", *campaign, *campaign)
+		return nil
+	}
+	for i, x := range res {
+		printf(e.stdout, "%d. [%s %s, session %s, score %.4f]\n", i+1, x.Kind, x.ID, x.SessionID, x.Score)
+		for _, line := range strings.Split(x.Content, "\n") {
+			printf(e.stdout, "   %s\n", line)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+)
+
+func TestChatRunsTheTurnPipeline(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	vars := map[string]string{"GLYPHOXA_DSN": dsn}
+	if code, _, errs := runCLI(t, vars, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
+		t.Fatalf("import: %s", errs)
+	}
+	srv := llmtest.New(llmtest.Script(llmtest.Reply{Text: "Stolen, not lost! Find my steel."}))
+	defer srv.Close()
+	vars["GLYPHOXA_LLM_BASE_URL"] = srv.URL()
+	vars["GLYPHOXA_LLM_MODEL"] = "fake"
+
+	var out, errb bytes.Buffer
+	e := &env{stdin: strings.NewReader("Grimjaw, any news about the shipment?\n\n"), stdout: &out, stderr: &errb,
+		getenv: func(k string) string { return vars[k] }}
+	if code := run(context.Background(), []string{"chat", "--campaign", "ironhold-saga", "--npc", "grimjaw", "--as", "Thorin", "--session", "prep"}, e); code != 0 {
+		t.Fatalf("chat exited %d: %s", code, errb.String())
+	}
+	if !strings.Contains(out.String(), "Grimjaw: Stolen, not lost! Find my steel.") {
+		t.Errorf("the reply is not shown:\n%s", out.String())
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[0].Content, "You are Grimjaw") {
+		t.Fatalf("the model was not asked in character: %d requests", len(reqs))
+	}
+
+	// Both sides of the conversation are in the session log, the reply with
+	// the NPC's id.
+	store, err := postgres.NewStore(context.Background(), dsn, 384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	entries, err := camp.Sessions().Entries(context.Background(), "prep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("%d entries in session prep, want 2: %+v", len(entries), entries)
+	}
+	if entries[0].SpeakerName != "Thorin" || entries[0].NPCID != "" || entries[1].NPCID != "grimjaw" || entries[1].Text != "Stolen, not lost! Find my steel." {
+		t.Errorf("entries %+v", entries)
+	}
+}
+
+func TestChatWithoutAnLLMSaysWhatToSet(t *testing.T) {
+	code, _, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": "postgres://unused"}, "chat", "--campaign", "c", "--npc", "n")
+	if code != 1 || !strings.Contains(errs, "GLYPHOXA_LLM_BASE_URL") || !strings.Contains(errs, "providers.llm.base_url") {
+		t.Fatalf("exit %d: %q", code, errs)
+	}
+}

@@ -1,0 +1,107 @@
+package chunk
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/mention"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// Report says what [Process] did.
+type Report struct {
+	Sessions int
+	// Chunks is the number of chunks the sessions now have.
+	Chunks int
+	// Removed counts chunks of an earlier run that no longer exist.
+	Removed int64
+}
+
+// Process chunks and embeds sessions of a campaign (all of them when none
+// are named), replacing each session's earlier chunks. Running it again on
+// an unchanged session changes nothing.
+func Process(ctx context.Context, c *postgres.Campaign, e embed.Embedder, o Options, sessions ...string) (Report, error) {
+	var rep Report
+	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
+		return rep, err
+	}
+	if len(sessions) == 0 {
+		all, err := c.Sessions().Sessions(ctx)
+		if err != nil {
+			return rep, err
+		}
+		for _, s := range all {
+			sessions = append(sessions, s.ID)
+		}
+	}
+	ents, err := c.Graph().FindEntities(ctx, memory.EntityFilter{})
+	if err != nil {
+		return rep, fmt.Errorf("loading entities for chunking: %w", err)
+	}
+	m := mention.NewMatcher(ents)
+	for _, sid := range sessions {
+		entries, err := c.Sessions().Entries(ctx, sid)
+		if err != nil {
+			return rep, fmt.Errorf("reading session %q: %w", sid, err)
+		}
+		chunks := Split(entries, m, o)
+		texts := make([]string, len(chunks))
+		keep := make([]string, len(chunks))
+		for i, ch := range chunks {
+			texts[i] = ch.Content
+			keep[i] = ch.ID
+		}
+		vs, err := embed.All(ctx, e, texts)
+		if err != nil {
+			return rep, fmt.Errorf("embedding the chunks of session %q: %w", sid, err)
+		}
+		for i := range chunks {
+			chunks[i].Embedding = vs[i]
+		}
+		if err := c.Index().IndexChunks(ctx, chunks); err != nil {
+			return rep, err
+		}
+		n, err := c.Index().DeleteSessionChunks(ctx, sid, keep)
+		if err != nil {
+			return rep, err
+		}
+		rep.Sessions++
+		rep.Chunks += len(chunks)
+		rep.Removed += n
+	}
+	return rep, nil
+}
+
+// EmbedPending embeds every chunk of the campaign that has no embedding
+// (after `glyphoxa migrate --reembed`, or chunks indexed without one) and
+// reports how many it embedded.
+func EmbedPending(ctx context.Context, c *postgres.Campaign, e embed.Embedder) (int, error) {
+	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
+		return 0, err
+	}
+	total := 0
+	for {
+		cs, err := c.Index().UnembeddedChunks(ctx, 256)
+		if err != nil || len(cs) == 0 {
+			return total, err
+		}
+		texts := make([]string, len(cs))
+		for i, ch := range cs {
+			texts[i] = ch.Content
+		}
+		vs, err := embed.All(ctx, e, texts)
+		if err != nil {
+			return total, err
+		}
+		m := make(map[string][]float32, len(cs))
+		for i, ch := range cs {
+			m[ch.ID] = vs[i]
+		}
+		if err := c.Index().SetEmbeddings(ctx, m); err != nil {
+			return total, err
+		}
+		total += len(cs)
+	}
+}

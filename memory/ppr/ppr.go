@@ -1,0 +1,489 @@
+// Package ppr ranks transcript chunks by Personalized PageRank over a
+// campaign's knowledge graph, HippoRAG-style.
+//
+// A [Graph] holds one campaign's entities and chunks as nodes, and its
+// facts (entity–entity) and mentions (entity–chunk) as undirected weighted
+// edges, in compact adjacency arrays. It is loaded once from PostgreSQL
+// ([Graph.Load]) and then kept current with [Graph.Refresh], which applies
+// only what changed: new edges go to a small overlay, removed ones are
+// marked dead, and the arrays are compacted only when the overlay has grown
+// to a quarter of the graph.
+//
+// [Graph.Rank] seeds a random walk at the entities a question names; after
+// each step the walker returns to a seed with probability 1-damping. The
+// chunks where the walk spends most of its time are those most tightly
+// connected to the question's entities, even when they name none of them
+// directly: that is how a question reaches across two or three hops.
+package ppr
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// Config tunes the PageRank iteration. Zero fields take the defaults.
+type Config struct {
+	// Damping is the probability of following an edge rather than
+	// returning to a seed (default 0.85).
+	Damping float64
+	// MaxIterations bounds the power iteration (default 100).
+	MaxIterations int
+	// Tolerance stops the iteration when the L1 change of the scores falls
+	// below it (default 1e-6).
+	Tolerance float64
+}
+
+// Defaults.
+const (
+	DefaultDamping       = 0.85
+	DefaultMaxIterations = 100
+	DefaultTolerance     = 1e-6
+)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Damping == 0 {
+		c.Damping = DefaultDamping
+	}
+	if c.MaxIterations == 0 {
+		c.MaxIterations = DefaultMaxIterations
+	}
+	if c.Tolerance == 0 {
+		c.Tolerance = DefaultTolerance
+	}
+	if c.Damping <= 0 || c.Damping >= 1 {
+		return c, fmt.Errorf("ppr: damping must be within (0, 1), got %v", c.Damping)
+	}
+	if c.MaxIterations < 1 {
+		return c, fmt.Errorf("ppr: max iterations must be positive, got %d", c.MaxIterations)
+	}
+	if c.Tolerance < 0 {
+		return c, fmt.Errorf("ppr: tolerance must not be negative, got %v", c.Tolerance)
+	}
+	return c, nil
+}
+
+// Source is where a graph is loaded from: a campaign of the PostgreSQL
+// store.
+type Source interface {
+	LoadGraph(ctx context.Context, fn func(postgres.GraphEdge) error) (postgres.GraphCursor, error)
+	GraphChanges(ctx context.Context, cur postgres.GraphCursor, fn func(postgres.GraphEdge) error) (postgres.GraphCursor, error)
+}
+
+type edge struct {
+	a, b int32
+	w    float32
+	dead bool
+}
+
+// Graph is the in-memory retrieval graph of one campaign. It is safe for
+// concurrent use: queries share a read lock, refreshes take the write lock.
+type Graph struct {
+	cfg Config
+	src Source
+
+	mu      sync.RWMutex
+	cursor  postgres.GraphCursor
+	nodes   map[string]int32 // "e:"+entity id or "c:"+chunk id
+	keys    []string
+	isChunk []bool
+
+	edges    []edge
+	facts    map[int64]int32   // fact id → edge index
+	mentions map[int32][]int32 // chunk node → edge indices
+	deg      []float64         // weighted degree of live edges
+	dead     int
+
+	// Compact adjacency of edges[:built]: node u's neighbours are
+	// nbr[off[u]:off[u+1]], with the edge weights in w; a removed edge
+	// keeps its entries with weight 0 until the next compaction.
+	built int
+	off   []int32
+	nbr   []int32
+	w     []float32
+	// pos holds, for each built edge, its two entries in nbr and w, so
+	// that removing it zeroes its weight in place.
+	pos [][2]int32
+	// extra holds the adjacency of edges added since the last build.
+	extra map[int32][]int32
+}
+
+// New returns an empty graph that loads from src.
+func New(src Source, cfg Config) (*Graph, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	g := &Graph{cfg: c, src: src, nodes: map[string]int32{}, facts: map[int64]int32{},
+		mentions: map[int32][]int32{}}
+	g.build()
+	return g, nil
+}
+
+// Load reads the whole graph from the source, replacing what was loaded.
+func (g *Graph) Load(ctx context.Context) error {
+	fresh, err := New(g.src, g.cfg)
+	if err != nil {
+		return err
+	}
+	// Edges stream straight into the list; the arrays are laid out once at
+	// the end.
+	fresh.off = nil
+	cur, err := g.src.LoadGraph(ctx, func(e postgres.GraphEdge) error { fresh.apply(e); return nil })
+	if err != nil {
+		return fmt.Errorf("loading the retrieval graph: %w", err)
+	}
+	fresh.build()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cursor = cur
+	g.nodes, g.keys, g.isChunk = fresh.nodes, fresh.keys, fresh.isChunk
+	g.edges, g.facts, g.mentions, g.deg, g.dead = fresh.edges, fresh.facts, fresh.mentions, fresh.deg, fresh.dead
+	g.built, g.off, g.nbr, g.w, g.pos, g.extra = fresh.built, fresh.off, fresh.nbr, fresh.w, fresh.pos, fresh.extra
+	return nil
+}
+
+// Refresh applies what changed in the source since the last Load or
+// Refresh, and reports how many edge changes it applied.
+func (g *Graph) Refresh(ctx context.Context) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	cur, err := g.src.GraphChanges(ctx, g.cursor, func(e postgres.GraphEdge) error { g.apply(e); n++; return nil })
+	if err != nil {
+		return n, fmt.Errorf("refreshing the retrieval graph: %w", err)
+	}
+	g.cursor = cur
+	if added := len(g.edges) - g.built; added*4 > g.built+16 || g.dead*4 > len(g.edges)+16 {
+		g.compact()
+	}
+	return n, nil
+}
+
+// Stats describes the graph's size.
+type Stats struct {
+	Nodes, Chunks, Edges int
+	// Overlay is the number of edges added since the arrays were last
+	// compacted.
+	Overlay int
+}
+
+// Stats returns the graph's size.
+func (g *Graph) Stats() Stats {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	s := Stats{Nodes: len(g.keys), Edges: len(g.edges) - g.dead, Overlay: len(g.edges) - g.built}
+	for _, c := range g.isChunk {
+		if c {
+			s.Chunks++
+		}
+	}
+	return s
+}
+
+func (g *Graph) node(key string, chunk bool) int32 {
+	if i, ok := g.nodes[key]; ok {
+		return i
+	}
+	i := int32(len(g.keys))
+	g.nodes[key] = i
+	g.keys = append(g.keys, key)
+	g.isChunk = append(g.isChunk, chunk)
+	g.deg = append(g.deg, 0)
+	return i
+}
+
+// apply records one change. Called with the write lock held (or on a
+// graph nobody else sees yet).
+func (g *Graph) apply(e postgres.GraphEdge) {
+	switch e.Kind {
+	case postgres.EdgeFact:
+		if i, ok := g.facts[e.FactID]; ok {
+			g.kill(i)
+			delete(g.facts, e.FactID)
+		}
+		if !e.Removed && e.From != e.To {
+			g.facts[e.FactID] = g.add(g.node("e:"+e.From, false), g.node("e:"+e.To, false), e.Weight)
+		}
+	case postgres.EdgeMention:
+		c := g.node("c:"+e.To, true)
+		if e.Removed {
+			for _, i := range g.mentions[c] {
+				g.kill(i)
+			}
+			delete(g.mentions, c)
+			return
+		}
+		g.mentions[c] = append(g.mentions[c], g.add(g.node("e:"+e.From, false), c, e.Weight))
+	}
+}
+
+func (g *Graph) add(a, b int32, w float64) int32 {
+	if w <= 0 {
+		w = 1e-3
+	}
+	i := int32(len(g.edges))
+	g.edges = append(g.edges, edge{a: a, b: b, w: float32(w)})
+	g.deg[a] += w
+	g.deg[b] += w
+	if g.off != nil {
+		g.extra[a] = append(g.extra[a], i)
+		g.extra[b] = append(g.extra[b], i)
+	}
+	return i
+}
+
+func (g *Graph) kill(i int32) {
+	e := &g.edges[i]
+	if e.dead {
+		return
+	}
+	e.dead = true
+	g.dead++
+	if int(i) < g.built {
+		p := g.pos[i]
+		g.w[p[0]], g.w[p[1]] = 0, 0
+	}
+	g.deg[e.a] -= float64(e.w)
+	g.deg[e.b] -= float64(e.w)
+	if g.deg[e.a] < 1e-9 {
+		g.deg[e.a] = 0
+	}
+	if g.deg[e.b] < 1e-9 {
+		g.deg[e.b] = 0
+	}
+}
+
+// compact drops dead edges and rebuilds the arrays.
+func (g *Graph) compact() {
+	live := make([]edge, 0, len(g.edges)-g.dead)
+	remap := make([]int32, len(g.edges))
+	for i, e := range g.edges {
+		if e.dead {
+			remap[i] = -1
+			continue
+		}
+		remap[i] = int32(len(live))
+		live = append(live, e)
+	}
+	for id, i := range g.facts {
+		g.facts[id] = remap[i]
+	}
+	for c, is := range g.mentions {
+		out := is[:0]
+		for _, i := range is {
+			if remap[i] >= 0 {
+				out = append(out, remap[i])
+			}
+		}
+		g.mentions[c] = out
+	}
+	g.edges, g.dead = live, 0
+	g.build()
+}
+
+// build lays out the adjacency arrays for all current edges.
+func (g *Graph) build() {
+	n := len(g.keys)
+	off := make([]int32, n+1)
+	for _, e := range g.edges {
+		off[e.a+1]++
+		off[e.b+1]++
+	}
+	for i := 1; i <= n; i++ {
+		off[i] += off[i-1]
+	}
+	m := off[n]
+	nbr, w := make([]int32, m), make([]float32, m)
+	at := make([]int32, n)
+	copy(at, off[:n])
+	pos := make([][2]int32, len(g.edges))
+	for i, e := range g.edges {
+		p := at[e.a]
+		nbr[p], w[p] = e.b, e.w
+		at[e.a]++
+		q := at[e.b]
+		nbr[q], w[q] = e.a, e.w
+		at[e.b]++
+		pos[i] = [2]int32{p, q}
+		if e.dead {
+			w[p], w[q] = 0, 0
+		}
+	}
+	g.off, g.nbr, g.w, g.pos = off, nbr, w, pos
+	g.built = len(g.edges)
+	g.extra = map[int32][]int32{}
+}
+
+// Seed is an entity a question names, with the weight of its match.
+type Seed struct {
+	EntityID string
+	Weight   float64
+}
+
+// Result is a node ranked by PageRank mass.
+type Result struct {
+	// ID is the chunk or entity id.
+	ID    string
+	Chunk bool
+	Score float64
+}
+
+// Ranking is the outcome of one query.
+type Ranking struct {
+	Chunks   []Result
+	Entities []Result
+	// Iterations is the number of power iterations run.
+	Iterations int
+}
+
+// Rank runs Personalized PageRank from the seeds (entities; chunk seeds
+// may be given as ChunkSeeds) and returns the k best chunks and entities.
+// Seeds the graph does not contain are ignored; with none left the ranking
+// is empty.
+func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n := len(g.keys)
+	p := make([]float64, n)
+	var total float64
+	for _, group := range []struct {
+		prefix string
+		seeds  []Seed
+	}{{"e:", seeds}, {"c:", chunkSeeds}} {
+		for _, s := range group.seeds {
+			if i, ok := g.nodes[group.prefix+s.EntityID]; ok && s.Weight > 0 {
+				p[i] += s.Weight
+				total += s.Weight
+			}
+		}
+	}
+	if total == 0 {
+		return Ranking{}
+	}
+	for i := range p {
+		p[i] /= total
+	}
+	d := g.cfg.Damping
+	r := make([]float64, n)
+	copy(r, p)
+	next := make([]float64, n)
+	iters := 0
+	built := len(g.off) - 1 // nodes covered by the arrays
+	for iters < g.cfg.MaxIterations {
+		iters++
+		clear(next)
+		var dangling float64
+		for u := range n {
+			ru := r[u]
+			if ru == 0 {
+				continue
+			}
+			if g.deg[u] == 0 {
+				dangling += ru
+				continue
+			}
+			share := d * ru / g.deg[u]
+			if u < built {
+				lo, hi := g.off[u], g.off[u+1]
+				nb := g.nbr[lo:hi]
+				ws := g.w[lo:hi]
+				ws = ws[:len(nb)]
+				for j, v := range nb {
+					next[v] += share * float64(ws[j])
+				}
+			}
+			if len(g.extra) == 0 {
+				continue
+			}
+			for _, ei := range g.extra[int32(u)] {
+				e := g.edges[ei]
+				if e.dead {
+					continue
+				}
+				v := e.a
+				if v == int32(u) {
+					v = e.b
+				}
+				next[v] += share * float64(e.w)
+			}
+		}
+		// Teleport, plus the mass of nodes without edges, back to the seeds.
+		back := (1 - d) + d*dangling
+		var diff float64
+		for i := range next {
+			next[i] += back * p[i]
+			diff += math.Abs(next[i] - r[i])
+		}
+		r, next = next, r
+		if diff < g.cfg.Tolerance {
+			break
+		}
+	}
+	return Ranking{Chunks: g.top(r, k, true), Entities: g.top(r, k, false), Iterations: iters}
+}
+
+func (g *Graph) top(r []float64, k int, chunks bool) []Result {
+	better := func(a, b Result) bool {
+		if a.Score != b.Score {
+			return a.Score > b.Score
+		}
+		return a.ID < b.ID
+	}
+	// A bounded min-heap of the k best: worst at the root.
+	var h []Result
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(h) && better(h[m], h[l]) {
+				m = l
+			}
+			if l+1 < len(h) && better(h[m], h[l+1]) {
+				m = l + 1
+			}
+			if m == i {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for i, s := range r {
+		if s <= 0 || g.isChunk[i] != chunks {
+			continue
+		}
+		x := Result{ID: g.keys[i][2:], Chunk: chunks, Score: s}
+		switch {
+		case k <= 0 || len(h) < k:
+			h = append(h, x)
+			for j := len(h) - 1; j > 0; {
+				p := (j - 1) / 2
+				if !better(h[p], h[j]) {
+					break
+				}
+				h[p], h[j] = h[j], h[p]
+				j = p
+			}
+		case better(x, h[0]):
+			h[0] = x
+			down(0)
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return better(h[i], h[j]) })
+	return h
+}
+
+// Degree is the weighted number of edges of an entity (0 when the graph
+// does not hold it): how many facts and chunks it is tied to.
+func (g *Graph) Degree(entityID string) float64 {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if i, ok := g.nodes["e:"+entityID]; ok {
+		return g.deg[i]
+	}
+	return 0
+}

@@ -1,0 +1,208 @@
+package ppr
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+var t0 = time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// world: a chain a—b—c—d of facts, an island z, and chunks mentioning
+// them. Chunk k3 names only d, three hops from a.
+func world(t *testing.T) *postgres.Campaign {
+	ctx := ctxT(t)
+	store, _ := pgtest.NewStore(t, 8)
+	c := pgtest.Campaign(t, store, "ppr")
+	var es []memory.Entity
+	for _, id := range []string{"a", "b", "c", "d", "z", "y"} {
+		es = append(es, memory.Entity{ID: id, Type: memory.EntityNPC, Name: "N" + id})
+	}
+	check(t, c.Graph().UpsertEntities(ctx, es))
+	for _, f := range [][2]string{{"a", "b"}, {"b", "c"}, {"c", "d"}, {"z", "y"}} {
+		_, err := c.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: f[0], TargetID: f[1], Type: "KNOWS",
+			Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceStated}})
+		check(t, err)
+	}
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{
+		{ID: "k1", SessionID: "s1", Content: "a and b", EntityIDs: []string{"a", "b"}, StartAt: t0},
+		{ID: "k2", SessionID: "s1", Content: "c", EntityIDs: []string{"c"}, StartAt: t0},
+		{ID: "k3", SessionID: "s1", Content: "d", EntityIDs: []string{"d"}, StartAt: t0},
+		{ID: "k9", SessionID: "s1", Content: "z", EntityIDs: []string{"z", "y"}, StartAt: t0},
+	}))
+	return c
+}
+
+// reference computes PageRank densely from the edge list, for comparison.
+func reference(edges []postgres.GraphEdge, seeds map[string]float64, d float64) map[string]float64 {
+	idx := map[string]int{}
+	var keys []string
+	node := func(k string) int {
+		if i, ok := idx[k]; ok {
+			return i
+		}
+		idx[k] = len(keys)
+		keys = append(keys, k)
+		return idx[k]
+	}
+	type e struct {
+		a, b int
+		w    float64
+	}
+	var es []e
+	for _, x := range edges {
+		if x.Kind == postgres.EdgeFact {
+			es = append(es, e{node("e:" + x.From), node("e:" + x.To), x.Weight})
+		} else {
+			es = append(es, e{node("e:" + x.From), node("c:" + x.To), x.Weight})
+		}
+	}
+	n := len(keys)
+	deg := make([]float64, n)
+	for _, x := range es {
+		deg[x.a] += x.w
+		deg[x.b] += x.w
+	}
+	p := make([]float64, n)
+	var tot float64
+	for id, w := range seeds {
+		p[idx["e:"+id]] = w
+		tot += w
+	}
+	for i := range p {
+		p[i] /= tot
+	}
+	r := append([]float64(nil), p...)
+	for range 2000 {
+		next := make([]float64, n)
+		for _, x := range es {
+			next[x.b] += d * r[x.a] * x.w / deg[x.a]
+			next[x.a] += d * r[x.b] * x.w / deg[x.b]
+		}
+		for i := range next {
+			next[i] += (1 - d) * p[i]
+		}
+		r = next
+	}
+	out := map[string]float64{}
+	for i, k := range keys {
+		out[k] = r[i]
+	}
+	return out
+}
+
+func TestRankMatchesReference(t *testing.T) {
+	c := world(t)
+	ctx := ctxT(t)
+	g, err := New(c, Config{Tolerance: 1e-12, MaxIterations: 1000})
+	check(t, err)
+	check(t, g.Load(ctx))
+	var edges []postgres.GraphEdge
+	_, err = c.LoadGraph(ctx, func(e postgres.GraphEdge) error { edges = append(edges, e); return nil })
+	check(t, err)
+	seeds := map[string]float64{"a": 1, "c": 0.5}
+	want := reference(edges, seeds, DefaultDamping)
+	got := g.Rank([]Seed{{"a", 1}, {"c", 0.5}}, nil, 0)
+	if len(got.Chunks) != 3 {
+		t.Fatalf("chunks reached: %v (the island's chunk must get no mass)", got.Chunks)
+	}
+	for _, list := range [][]Result{got.Chunks, got.Entities} {
+		for _, r := range list {
+			key := "e:" + r.ID
+			if r.Chunk {
+				key = "c:" + r.ID
+			}
+			if math.Abs(r.Score-want[key]) > 1e-6*want[key] { // weights are stored as float32
+				t.Errorf("%s: %.12f, reference %.12f", key, r.Score, want[key])
+			}
+		}
+	}
+}
+
+func TestRankReachesThreeHops(t *testing.T) {
+	c := world(t)
+	ctx := ctxT(t)
+	g, err := New(c, Config{})
+	check(t, err)
+	check(t, g.Load(ctx))
+	r := g.Rank([]Seed{{"a", 1}}, nil, 10)
+	if len(r.Chunks) != 3 || r.Chunks[0].ID != "k1" || r.Chunks[2].ID != "k3" {
+		t.Fatalf("ranking from a: %+v", r.Chunks)
+	}
+	if r.Iterations < 2 || r.Iterations > DefaultMaxIterations {
+		t.Errorf("iterations %d", r.Iterations)
+	}
+	if got := g.Rank([]Seed{{"nobody", 1}}, nil, 10); len(got.Chunks) != 0 {
+		t.Errorf("unknown seed ranked %v", got.Chunks)
+	}
+	if s := g.Stats(); s.Nodes != 10 || s.Chunks != 4 || s.Edges != 4+6 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestRefreshMatchesReload(t *testing.T) {
+	c := world(t)
+	ctx := ctxT(t)
+	g, err := New(c, Config{Tolerance: 1e-12, MaxIterations: 500})
+	check(t, err)
+	check(t, g.Load(ctx))
+
+	// Connect the island, drop a link of the chain, re-link a chunk.
+	_, err = c.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "d", TargetID: "z", Type: "ALLIED_WITH",
+		Provenance: memory.Provenance{Confidence: 1, Source: memory.SourceStated}})
+	check(t, err)
+	rels, err := c.Graph().Relationships(ctx, "b", memory.TraversalOpts{Direction: memory.Outgoing})
+	check(t, err)
+	_, err = c.Graph().RejectFact(ctx, rels[0].ID)
+	check(t, err)
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{
+		{ID: "k2", SessionID: "s1", Content: "c and a", EntityIDs: []string{"c", "a"}, StartAt: t0}}))
+
+	n, err := g.Refresh(ctx)
+	check(t, err)
+	if n == 0 {
+		t.Fatal("refresh applied nothing")
+	}
+	fresh, _ := New(c, Config{Tolerance: 1e-12, MaxIterations: 500})
+	check(t, fresh.Load(ctx))
+	a := g.Rank([]Seed{{"a", 1}}, nil, 0)
+	b := fresh.Rank([]Seed{{"a", 1}}, nil, 0)
+	if len(a.Chunks) != len(b.Chunks) {
+		t.Fatalf("refreshed %v, reloaded %v", a.Chunks, b.Chunks)
+	}
+	for i := range a.Chunks {
+		if a.Chunks[i].ID != b.Chunks[i].ID || math.Abs(a.Chunks[i].Score-b.Chunks[i].Score) > 1e-6*b.Chunks[i].Score {
+			t.Errorf("chunk %d: refreshed %+v, reloaded %+v", i, a.Chunks[i], b.Chunks[i])
+		}
+	}
+	if n, err := g.Refresh(ctx); err != nil || n > 4 {
+		// Only the last re-indexed chunk may be seen again.
+		t.Errorf("second refresh applied %d changes, %v", n, err)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, c := range []Config{{Damping: 1}, {Damping: -0.5}, {MaxIterations: -1}, {Tolerance: -1}} {
+		if _, err := New(nil, c); err == nil {
+			t.Errorf("New(%+v): no error", c)
+		}
+	}
+}

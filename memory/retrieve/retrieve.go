@@ -1,0 +1,624 @@
+// Package retrieve answers questions from a campaign's memory.
+//
+// A [Retriever] offers five modes:
+//
+//   - vector: chunks nearest to the question's embedding (L2);
+//   - fts: chunks sharing the question's words, rarer words counting more;
+//   - graphrag: chunks near the question's embedding among those that
+//     mention an entity the question names or one of its neighbours (L3 +
+//     L2);
+//   - ppr: chunks ranked by Personalized PageRank over the entity–chunk
+//     graph, seeded at the entities the question names (by name, alias,
+//     sound or spelling) and at the chunks nearest to it, which reaches
+//     facts two or three hops away;
+//   - hybrid (the default): vector, fts and ppr rankings fused by
+//     reciprocal rank fusion, together with the facts (kind "fact") that
+//     the question's relationship words lead to from the entities it names
+//     ("the harbourmaster's sister" follows SIBLING_OF).
+//
+// With an NPC id, results are restricted to what that NPC heard: the
+// chunks of the sessions it spoke in, within [postgres.HeardWindow] of its
+// lines.
+//
+// A campaign that has not been chunked yet is searched line by line in the
+// session log instead (results of kind "entry").
+package retrieve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/mention"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/ppr"
+)
+
+// Mode selects how a question is answered.
+type Mode string
+
+// Modes.
+const (
+	ModeVector   Mode = "vector"
+	ModeFTS      Mode = "fts"
+	ModeGraphRAG Mode = "graphrag"
+	ModePPR      Mode = "ppr"
+	ModeHybrid   Mode = "hybrid"
+)
+
+// Modes lists every mode.
+func Modes() []Mode { return []Mode{ModeVector, ModeFTS, ModeGraphRAG, ModePPR, ModeHybrid} }
+
+// ParseMode returns the mode named s ("" is hybrid).
+func ParseMode(s string) (Mode, error) {
+	if s == "" {
+		return ModeHybrid, nil
+	}
+	for _, m := range Modes() {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown retrieval mode %q (want vector, fts, graphrag, ppr or hybrid)", memory.ErrInvalid, s)
+}
+
+// Result kinds.
+const (
+	KindChunk = "chunk"
+	KindEntry = "entry"
+	KindFact  = "fact"
+)
+
+// Result is one answer.
+type Result struct {
+	Kind    string  `json:"kind"`
+	ID      string  `json:"id"`
+	Content string  `json:"content"`
+	Score   float64 `json:"score"`
+	// SessionID is the session the chunk or entry comes from.
+	SessionID string   `json:"session_id,omitempty"`
+	EntityIDs []string `json:"entity_ids,omitempty"`
+}
+
+// Query is one question.
+type Query struct {
+	Text string
+	Mode Mode
+	// K is the number of results (default 5).
+	K int
+	// NPCID restricts results to what this NPC heard.
+	NPCID string
+}
+
+// Config tunes a Retriever. Zero fields take the defaults.
+type Config struct {
+	// PPR tunes the PageRank iteration.
+	PPR ppr.Config
+	// RRFK is the reciprocal rank fusion constant (default 60).
+	RRFK float64
+	// Candidates is how deep each ranking is read before fusion (default 30).
+	Candidates int
+	// Weights scale each ranking's share in hybrid fusion (default
+	// [DefaultWeights], or [OfflineWeights] with the offline embedder).
+	Weights Weights
+	// ChunkSeeds is how many of the best full-text and vector matches seed
+	// the PageRank walk besides the named entities (default 5 of each).
+	ChunkSeeds int
+	// ChunkSeedWeight is the total weight of those chunk seeds relative to
+	// the entity seeds (default 0.3).
+	ChunkSeedWeight float64
+	// RefreshEvery is how often, at most, a query first picks up graph
+	// changes (default 2 s; negative never refreshes).
+	RefreshEvery time.Duration
+	// Logger receives debug lines (default slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Weights are the shares of the rankings fused by hybrid retrieval.
+type Weights struct {
+	Vector, Text, PPR float64
+	// Facts weighs the facts followed from the entities a question names
+	// along the relationships it asks about.
+	Facts float64
+}
+
+// Fusion weights. The offline embedder is lexical, so its ranking repeats
+// the full-text one with more noise; with it, hybrid retrieval leans on
+// full text and PageRank (on the evaluation campaign this lifts multi-hop
+// recall@5 from 0.55 to 0.60 and overall recall@5 from 0.80 to 0.86).
+var (
+	DefaultWeights = Weights{Vector: 1, Text: 1, PPR: 1, Facts: 0.5}
+	OfflineWeights = Weights{Vector: 0.3, Text: 1, PPR: 2, Facts: 0.5}
+)
+
+// Retriever answers questions from one campaign. It is safe for concurrent
+// use.
+type Retriever struct {
+	camp *postgres.Campaign
+	emb  embed.Embedder
+	cfg  Config
+
+	mu          sync.Mutex // guards the fields below and serialises refreshes
+	graph       *ppr.Graph
+	matcher     *mention.Matcher
+	lastChange  int64
+	lastRefresh time.Time
+}
+
+// New returns a retriever over campaign c that embeds questions with e.
+// The embedder's dimension must match the store's.
+func New(c *postgres.Campaign, e embed.Embedder, cfg Config) (*Retriever, error) {
+	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
+		return nil, err
+	}
+	if cfg.RRFK <= 0 {
+		cfg.RRFK = 60
+	}
+	if cfg.Candidates <= 0 {
+		cfg.Candidates = 30
+	}
+	if cfg.Weights == (Weights{}) {
+		cfg.Weights = DefaultWeights
+		if _, ok := e.(*embed.Offline); ok {
+			cfg.Weights = OfflineWeights
+		}
+	}
+	if cfg.ChunkSeeds <= 0 {
+		cfg.ChunkSeeds = 5
+	}
+	if cfg.ChunkSeedWeight <= 0 {
+		cfg.ChunkSeedWeight = 0.3
+	}
+	if cfg.RefreshEvery == 0 {
+		cfg.RefreshEvery = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	g, err := ppr.New(c, cfg.PPR)
+	if err != nil {
+		return nil, err
+	}
+	return &Retriever{camp: c, emb: e, cfg: cfg, graph: g}, nil
+}
+
+// Graph returns the retriever's PageRank graph (loaded on first use).
+func (r *Retriever) Graph() *ppr.Graph { return r.graph }
+
+// prepare loads the graph and the entity names on first use and picks up
+// changes at most every RefreshEvery.
+func (r *Retriever) prepare(ctx context.Context) (*mention.Matcher, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.cfg.Now()
+	if r.matcher != nil && (r.cfg.RefreshEvery < 0 || now.Sub(r.lastRefresh) < r.cfg.RefreshEvery) {
+		return r.matcher, nil
+	}
+	last, err := r.camp.LastChange(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.matcher == nil {
+		if err := r.graph.Load(ctx); err != nil {
+			return nil, err
+		}
+	} else if _, err := r.graph.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	if r.matcher == nil || last != r.lastChange {
+		ents, err := r.camp.Graph().FindEntities(ctx, memory.EntityFilter{})
+		if err != nil {
+			return nil, fmt.Errorf("loading entities for retrieval: %w", err)
+		}
+		r.matcher = mention.NewMatcher(ents)
+	}
+	r.lastChange, r.lastRefresh = last, now
+	return r.matcher, nil
+}
+
+// Search answers q.
+func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
+	if strings.TrimSpace(q.Text) == "" {
+		return nil, fmt.Errorf("%w: empty question", memory.ErrInvalid)
+	}
+	if q.Mode == "" {
+		q.Mode = ModeHybrid
+	}
+	if _, err := ParseMode(string(q.Mode)); err != nil {
+		return nil, err
+	}
+	if q.K <= 0 {
+		q.K = 5
+	}
+	var only []string
+	if q.NPCID != "" {
+		if _, err := r.camp.Graph().Entity(ctx, q.NPCID); err != nil {
+			return nil, fmt.Errorf("retrieval for NPC %q: %w", q.NPCID, err)
+		}
+		ids, err := r.camp.Index().HeardChunks(ctx, q.NPCID)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			return []Result{}, nil
+		}
+		only = ids
+	}
+	matcher, err := r.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := max(q.K, r.cfg.Candidates)
+	if q.Mode == ModeHybrid {
+		out, err := r.hybrid(ctx, q.Text, q.K, n, matcher, only)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == 0 && q.NPCID == "" {
+			return r.entryFallback(ctx, q)
+		}
+		return out, nil
+	}
+	var hits []postgres.ChunkHit
+	switch q.Mode {
+	case ModeVector:
+		hits, err = r.vector(ctx, q.Text, q.K, only)
+	case ModeFTS:
+		hits, err = r.camp.Index().TextSearch(ctx, textQuery(q.Text), q.K, only)
+	case ModeGraphRAG:
+		hits, err = r.graphRAG(ctx, q.Text, q.K, matcher, only)
+	case ModePPR:
+		hits, err = r.ppr(ctx, q.Text, q.K, matcher, only)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(hits) == 0 && q.NPCID == "" {
+		return r.entryFallback(ctx, q)
+	}
+	out := make([]Result, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, chunkResult(h))
+	}
+	return out, nil
+}
+
+func (r *Retriever) vector(ctx context.Context, text string, k int, only []string) ([]postgres.ChunkHit, error) {
+	v, err := embed.One(ctx, r.emb, text)
+	if err != nil {
+		return nil, fmt.Errorf("embedding the question: %w", err)
+	}
+	return r.camp.Index().VectorSearch(ctx, v, k, only)
+}
+
+func (r *Retriever) graphRAG(ctx context.Context, text string, k int, m *mention.Matcher, only []string) ([]postgres.ChunkHit, error) {
+	var seeds []string
+	for _, s := range m.Seeds(text) {
+		seeds = append(seeds, s.EntityID)
+	}
+	if len(seeds) == 0 {
+		return r.vector(ctx, text, k, only)
+	}
+	v, err := embed.One(ctx, r.emb, text)
+	if err != nil {
+		return nil, fmt.Errorf("embedding the question: %w", err)
+	}
+	fetch := k
+	if only != nil {
+		fetch = k * 8
+	}
+	res, err := r.camp.Graph().QueryWithEmbedding(ctx, v, fetch, memory.GraphScope{EntityIDs: seeds, Depth: 1})
+	if err != nil {
+		return nil, err
+	}
+	allowed := set(only)
+	var out []postgres.ChunkHit
+	for _, x := range res {
+		if allowed != nil && !allowed[x.Chunk.ID] {
+			continue
+		}
+		out = append(out, postgres.ChunkHit{Chunk: x.Chunk, Score: x.Score})
+		if len(out) == k {
+			break
+		}
+	}
+	return out, nil
+}
+
+// seeds weighs the entities a question names: by how well it names them,
+// and less for entities tied to much of the campaign (a hub says little
+// about which chunk is meant).
+func (r *Retriever) seeds(text string, m *mention.Matcher) []ppr.Seed {
+	var out []ppr.Seed
+	for _, s := range m.Seeds(text) {
+		deg := r.graph.Degree(s.EntityID)
+		out = append(out, ppr.Seed{EntityID: s.EntityID, Weight: s.Score / math.Log(math.E+deg)})
+	}
+	return out
+}
+
+// pprRank ranks chunks by PageRank from the question's entities and from
+// the chunks that match its words best (full text and vector).
+// vec and fts are the question's nearest and best full-text chunks, best
+// first; the first ChunkSeeds of each are used.
+func (r *Retriever) pprRank(ctx context.Context, text string, k int, m *mention.Matcher, only []string,
+	vec, fts []postgres.ChunkHit) ([]ppr.Result, []memory.Relationship, error) {
+	seeds, facts, err := r.expandSeeds(ctx, text, r.seeds(text, m))
+	if err != nil {
+		return nil, nil, err
+	}
+	vec, fts = vec[:min(len(vec), r.cfg.ChunkSeeds)], fts[:min(len(fts), r.cfg.ChunkSeeds)]
+	// The best-matching chunks anchor the walk in the question's wording:
+	// each ranking gives its chunks weight by rank, and the chunks together
+	// weigh ChunkSeedWeight times the named entities (all of it when no
+	// entity is named).
+	var entityTotal float64
+	for _, s := range seeds {
+		entityTotal += s.Weight
+	}
+	chunkW := map[string]float64{}
+	var chunkTotal float64
+	for _, list := range [][]postgres.ChunkHit{vec, fts} {
+		for i, h := range list {
+			w := 1 / float64(i+1)
+			chunkW[h.Chunk.ID] += w
+			chunkTotal += w
+		}
+	}
+	scale := 1.0
+	if entityTotal > 0 && chunkTotal > 0 {
+		scale = r.cfg.ChunkSeedWeight * entityTotal / chunkTotal
+	} else if chunkTotal > 0 {
+		scale = 1 / chunkTotal
+	}
+	chunkSeeds := make([]ppr.Seed, 0, len(chunkW))
+	for id, w := range chunkW {
+		chunkSeeds = append(chunkSeeds, ppr.Seed{EntityID: id, Weight: w * scale})
+	}
+	sort.Slice(chunkSeeds, func(i, j int) bool { return chunkSeeds[i].EntityID < chunkSeeds[j].EntityID })
+	fetch := k
+	if only != nil {
+		fetch = 0
+	}
+	rk := r.graph.Rank(seeds, chunkSeeds, fetch)
+	allowed := set(only)
+	var out []ppr.Result
+	for _, c := range rk.Chunks {
+		if allowed == nil || allowed[c.ID] {
+			out = append(out, c)
+		}
+		if len(out) == k {
+			break
+		}
+	}
+	return out, facts, nil
+}
+
+func (r *Retriever) ppr(ctx context.Context, text string, k int, m *mention.Matcher, only []string) ([]postgres.ChunkHit, error) {
+	vec, err := r.vector(ctx, text, r.cfg.ChunkSeeds, only)
+	if err != nil {
+		return nil, err
+	}
+	fts, err := r.camp.Index().TextSearch(ctx, textQuery(text), r.cfg.ChunkSeeds, only)
+	if err != nil {
+		return nil, err
+	}
+	ranked, _, err := r.pprRank(ctx, text, k, m, only, vec, fts)
+	if err != nil {
+		return nil, err
+	}
+	return r.load(ctx, ranked)
+}
+
+// load reads the ranked chunks' content, dropping chunks deleted since the
+// graph last saw them.
+func (r *Retriever) load(ctx context.Context, ranked []ppr.Result) ([]postgres.ChunkHit, error) {
+	ids := make([]string, len(ranked))
+	score := map[string]float64{}
+	for i, x := range ranked {
+		ids[i] = x.ID
+		score[x.ID] = x.Score
+	}
+	cs, err := r.camp.Index().ChunksByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]postgres.ChunkHit, len(cs))
+	for i, c := range cs {
+		out[i] = postgres.ChunkHit{Chunk: c, Score: score[c.ID]}
+	}
+	return out, nil
+}
+
+// hybrid fuses the vector, full-text and PageRank rankings, and the facts
+// the question's relationship words led to: each item scores the sum of
+// weight/(RRFK + rank) over the rankings it appears in. Facts are left out
+// of NPC-scoped retrieval (the NPC's own knowledge of facts is its hot
+// context).
+func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mention.Matcher, only []string) ([]Result, error) {
+	vec, err := r.vector(ctx, text, n, only)
+	if err != nil {
+		return nil, err
+	}
+	fts, err := r.camp.Index().TextSearch(ctx, textQuery(text), n, only)
+	if err != nil {
+		return nil, err
+	}
+	pr, facts, err := r.pprRank(ctx, text, n, m, only, vec, fts)
+	if err != nil {
+		return nil, err
+	}
+	fused := map[string]float64{}
+	chunks := map[string]memory.Chunk{}
+	for j, list := range [][]postgres.ChunkHit{vec, fts} {
+		w := r.cfg.Weights.Vector
+		if j == 1 {
+			w = r.cfg.Weights.Text
+		}
+		for i, h := range list {
+			fused[h.Chunk.ID] += w / (r.cfg.RRFK + float64(i+1))
+			chunks[h.Chunk.ID] = h.Chunk
+		}
+	}
+	var missing []ppr.Result
+	for i, x := range pr {
+		fused[x.ID] += r.cfg.Weights.PPR / (r.cfg.RRFK + float64(i+1))
+		if _, ok := chunks[x.ID]; !ok {
+			missing = append(missing, x)
+		}
+	}
+	factByKey := map[string]memory.Relationship{}
+	if only == nil {
+		for i, f := range facts {
+			key := "fact:" + strconv.FormatInt(f.ID, 10)
+			if _, dup := factByKey[key]; dup {
+				continue
+			}
+			factByKey[key] = f
+			fused[key] += r.cfg.Weights.Facts / (r.cfg.RRFK + float64(i+1))
+		}
+	}
+	ids := make([]string, 0, len(fused))
+	for id := range fused {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if fused[ids[i]] != fused[ids[j]] {
+			return fused[ids[i]] > fused[ids[j]]
+		}
+		return ids[i] < ids[j]
+	})
+	// Load only the PageRank-only chunks that made the cut.
+	top := map[string]bool{}
+	for _, id := range ids[:min(k, len(ids))] {
+		top[id] = true
+	}
+	var need []ppr.Result
+	for _, x := range missing {
+		if top[x.ID] {
+			need = append(need, x)
+		}
+	}
+	loaded, err := r.load(ctx, need)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range loaded {
+		chunks[h.Chunk.ID] = h.Chunk
+	}
+	var names map[string]string
+	out := make([]Result, 0, k)
+	for _, id := range ids {
+		if f, ok := factByKey[id]; ok {
+			if names == nil {
+				if names, err = r.names(ctx, facts); err != nil {
+					return nil, err
+				}
+			}
+			out = append(out, Result{Kind: KindFact, ID: strconv.FormatInt(f.ID, 10),
+				Content: names[f.SourceID] + " " + f.Type + " " + names[f.TargetID], Score: fused[id],
+				SessionID: f.Provenance.SessionID, EntityIDs: []string{f.SourceID, f.TargetID}})
+		} else if c, ok := chunks[id]; ok { // else: deleted since the graph saw it
+			out = append(out, chunkResult(postgres.ChunkHit{Chunk: c, Score: fused[id]}))
+		}
+		if len(out) == k {
+			break
+		}
+	}
+	return out, nil
+}
+
+// names returns the display names of the facts' entities.
+func (r *Retriever) names(ctx context.Context, facts []memory.Relationship) (map[string]string, error) {
+	var ids []string
+	for _, f := range facts {
+		ids = append(ids, f.SourceID, f.TargetID)
+	}
+	ents, err := r.camp.Graph().FindEntities(ctx, memory.EntityFilter{IDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		out[id] = id
+	}
+	for _, e := range ents {
+		out[e.ID] = e.Name
+	}
+	return out, nil
+}
+
+func chunkResult(h postgres.ChunkHit) Result {
+	return Result{Kind: KindChunk, ID: h.Chunk.ID, Content: h.Chunk.Content, Score: h.Score,
+		SessionID: h.Chunk.SessionID, EntityIDs: h.Chunk.EntityIDs}
+}
+
+// entryFallback searches the session log line by line, for campaigns
+// without chunks.
+func (r *Retriever) entryFallback(ctx context.Context, q Query) ([]Result, error) {
+	// Any of the question's words may match.
+	words := embed.Words(q.Text)
+	if len(words) == 0 {
+		return []Result{}, nil
+	}
+	hits, err := r.camp.Sessions().Search(ctx, strings.Join(words, " or "), memory.SearchOpts{Limit: q.K})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, 0, len(hits))
+	for _, h := range hits {
+		content := h.Entry.Text
+		if h.Entry.SpeakerName != "" {
+			content = h.Entry.SpeakerName + ": " + content
+		}
+		out = append(out, Result{Kind: KindEntry, ID: strconv.FormatInt(h.Entry.ID, 10), Content: content,
+			Score: h.Rank, SessionID: h.Entry.SessionID})
+	}
+	return out, nil
+}
+
+// textQuery keeps the question's meaningful words for full-text search:
+// the database's own stop words are fewer than ours ("say", "tell").
+func textQuery(text string) string {
+	var out []string
+	for _, f := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+	}) {
+		f = strings.Trim(f, "'")
+		if base, _, ok := strings.Cut(f, "'"); ok {
+			f = base
+		}
+		if f != "" && !embed.IsStopWord(f) {
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		return text
+	}
+	return strings.Join(out, " ")
+}
+
+func set(ids []string) map[string]bool {
+	if ids == nil {
+		return nil
+	}
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
