@@ -8,6 +8,12 @@ import (
 //go:embed commonwords.txt
 var commonWordsText string
 
+// dictionaryText is a general English word list, one lower-case word a
+// line in byte order, inflected forms included (see README.md).
+//
+//go:embed dictwords.txt
+var dictionaryText string
+
 // stopWords are function words. A name window may not begin or end with one
 // unless the name itself does ("Tower of Whispers" may contain "of"; "to
 // elder nacks" is not a name).
@@ -22,15 +28,46 @@ var stopWords = []string{
 	"im", "its", "dont", "lets", "thats", "oh", "uh", "um", "okay", "ok", "yeah",
 }
 
-// wordList is the vocabulary the common-word guard consults.
+// wordList is the vocabulary the common-word guard consults: the
+// hand-written list of everyday and tabletop words (with their regular
+// inflections), the general dictionary, and the function words.
 type wordList struct {
 	common map[string]bool
 	stop   map[string]bool
+	dict   dictionary
+}
+
+// dictionary is a sorted word list, one word a line, searched in place.
+type dictionary string
+
+// has reports whether w is a line of d.
+func (d dictionary) has(w string) bool {
+	lo, hi := 0, len(d)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		// The line around mid.
+		start := strings.LastIndexByte(string(d[:mid]), '\n') + 1
+		end := strings.IndexByte(string(d[mid:]), '\n')
+		if end < 0 {
+			end = len(d)
+		} else {
+			end += mid
+		}
+		switch line := string(d[start:end]); {
+		case line == w:
+			return true
+		case line < w:
+			lo = end + 1
+		default:
+			hi = start
+		}
+	}
+	return false
 }
 
 // newWordList parses the embedded list of common words plus extra.
 func newWordList(extra []string) *wordList {
-	wl := &wordList{common: map[string]bool{}, stop: map[string]bool{}}
+	wl := &wordList{common: map[string]bool{}, stop: map[string]bool{}, dict: dictionary(dictionaryText)}
 	for line := range strings.SplitSeq(commonWordsText, "\n") {
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
@@ -50,6 +87,10 @@ func newWordList(extra []string) *wordList {
 	}
 	return wl
 }
+
+// isKnown reports whether w (normalized) is an English word: a common one
+// or any word of the dictionary ("glows", "rosin", "bastion").
+func (wl *wordList) isKnown(w string) bool { return wl.isCommon(w) || wl.dict.has(w) }
 
 // isCommon reports whether w (normalized) is a common word or a regular
 // inflection of one ("whispering", "goblins", "quickly").

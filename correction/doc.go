@@ -9,24 +9,37 @@
 // find candidates, Jaro-Winkler similarity (the best of the whole window,
 // the window without spaces, and word by word) ranks them. Codes that agree
 // need a similarity of 0.70, otherwise 0.85 (names of five letters or
-// fewer must agree phonetically). A guard keeps ordinary speech alone:
+// fewer must agree phonetically). A first sound heard as its neighbour
+// (b/p/f/v/ph, s/z/sh/th: "barrow gate" for Varrowgate) still counts as
+// agreement, at a small cost to the score. A guard keeps ordinary speech
+// alone:
 //
-//   - a single common English word never becomes a name, and a phrase made
-//     only of common words needs 0.93 ("iron hold" → "Ironhold");
-//   - a window beginning or ending with a function word the name lacks
-//     needs 0.94, one with such a word inside 0.95 ("the queen is old"
-//     stays);
+//   - a single English word (from the embedded dictionary, inflections
+//     included, however rare: "glows", "rosin") never becomes a name, and a
+//     phrase made only of common words needs 0.93 ("iron hold" →
+//     "Ironhold") unless each word sounds like its piece of the name; a
+//     name that is itself one common word ("Wren") is left as spoken,
+//     one of several ("the lantern court") is restored;
+//   - a function word at the edge of a window must carry the sound the name
+//     begins or ends with and the rest of the window lacks ("on dry a" may
+//     be Ondraya, "ondria a" keeps its "a"), and next to English words it
+//     needs 0.94; a function word inside the window that the name lacks
+//     needs 0.95 ("the queen is old" stays);
 //   - window and name may differ by at most two letters or a quarter of
 //     the name, and the bare start of a name ("marrow" for "Marrowind") is
 //     no match;
 //   - word for word, each word must resemble its counterpart, and a common
-//     word must sound like it ("old man" is not "Old Mab");
+//     word must sound like it ("old man" is not "Old Mab"); a window of
+//     more words than the name is cut into pieces of the name, and each
+//     English word must sound like its piece ("bramble week" is
+//     Bramblewick, "ember glows" is not Emberguild);
 //   - without phonetic agreement, a window holding any common word needs
 //     0.93.
 //
 // Overlapping candidates are settled by score, except that a full name
-// around an alias ("sir aldous ven" → "Ser Aldous Venn") and a window
-// closer to the name's length win over near ties. Possessives and
+// around an alias ("sir aldous ven" → "Ser Aldous Venn"), a window
+// closer to the name's length, and a window whose edge function word
+// carries a sound of the name ("vhal more a") win over near ties. Possessives and
 // punctuation stay ("elder nacks's" → "Eldrinax's"), and so does the
 // speaker's text around the name.
 //

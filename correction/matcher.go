@@ -123,6 +123,9 @@ type PreparedEntities struct {
 	terms    []term
 	// byCode maps a Double Metaphone code to the terms having it.
 	byCode map[string][]int32
+	// byFold maps a code whose first sound is folded (see foldCode) to
+	// the terms whose codes begin with a sound that folds.
+	byFold map[string][]int32
 	// byFirst maps a first letter to its terms, shortest first (fuzzy
 	// fallback).
 	byFirst  map[byte][]int32
@@ -142,7 +145,7 @@ var ErrNoName = errors.New("entity needs an id and a name")
 // PrepareEntities precomputes the codes of every name and alias. Names
 // shorter than the minimum length are kept out of matching.
 func (m *Matcher) PrepareEntities(es []Entity) (*PreparedEntities, error) {
-	p := &PreparedEntities{entities: slices.Clone(es), byCode: map[string][]int32{}, byFirst: map[byte][]int32{}}
+	p := &PreparedEntities{entities: slices.Clone(es), byCode: map[string][]int32{}, byFold: map[string][]int32{}, byFirst: map[byte][]int32{}}
 	for i, e := range es {
 		if strings.TrimSpace(e.ID) == "" || strings.TrimSpace(e.Name) == "" {
 			return nil, fmt.Errorf("entity %d (id %q, name %q): %w", i, e.ID, e.Name, ErrNoName)
@@ -174,6 +177,11 @@ func (m *Matcher) PrepareEntities(es []Entity) (*PreparedEntities, error) {
 			for k, c := range t.codes {
 				if c != "" && (k == 0 || c != t.codes[0]) {
 					p.byCode[c] = append(p.byCode[c], idx)
+				}
+				if f := foldCode(c); f != c || foldsTo(c) {
+					if ids := p.byFold[f]; len(ids) == 0 || ids[len(ids)-1] != idx {
+						p.byFold[f] = append(ids, idx)
+					}
 				}
 			}
 			p.byFirst[joined[0]] = append(p.byFirst[joined[0]], idx)
@@ -218,6 +226,7 @@ func (m *Matcher) MatchPrepared(text string, p *PreparedEntities) Result {
 	info := make([]wordInfo, len(toks))
 	for k, t := range toks {
 		info[k] = wordInfo{common: m.words.isCommon(t.norm), stop: m.words.isStop(t.norm)}
+		info[k].known = info[k].common || m.words.dict.has(t.norm)
 		info[k].codes[0], info[k].codes[1] = matchr.DoubleMetaphone(t.norm)
 	}
 	var cands []match
@@ -323,8 +332,12 @@ func dropOutfitted(cands []match, p *PreparedEntities) []match {
 			}
 			nested := d.i <= c.i && d.j >= c.j && d.j-d.i > c.j-c.i && len(td.words) > len(tc.words) &&
 				d.score >= c.score-nestedSlack && d.fit(p) <= maxLengthDiff(len(td.joined))/2
-			better := d.term == c.term && !d.edge && d.fit(p) < c.fit(p) && d.score >= c.score-fitSlack
-			if nested || better {
+			better := d.term == c.term && !d.edge && d.fit(p) < c.fit(p) && d.score >= c.score-fitSlack &&
+				!(c.edge && c.i <= d.i && c.j >= d.j)
+			// A function word at the edge that carries a sound of the
+			// name belongs to it ("vhal more a" is Vhalmora).
+			voiced := d.term == c.term && d.edge && d.i <= c.i && d.j >= c.j && d.j-d.i > c.j-c.i && d.score >= c.score-fitSlack
+			if nested || better || voiced {
 				worse = true
 				break
 			}
@@ -338,8 +351,10 @@ func dropOutfitted(cands []match, p *PreparedEntities) []match {
 
 // wordInfo is what the guard knows of one word of an utterance.
 type wordInfo struct {
-	common, stop bool
-	codes        [2]string
+	// common: an everyday word; known: any English word, common or
+	// rare; stop: a function word.
+	common, known, stop bool
+	codes               [2]string
 }
 
 // window is the words [i, j) of an utterance in the forms the scores use.
@@ -354,8 +369,11 @@ type window struct {
 	phon      []int32
 	allCommon bool
 	anyCommon bool
-	firstStop bool
-	lastStop  bool
+	// anyKnown is true when a word of the window is an English word,
+	// allKnown when all are.
+	anyKnown, allKnown bool
+	firstStop          bool
+	lastStop           bool
 }
 
 // set fills w for toks and reports whether the window is worth matching.
@@ -370,9 +388,11 @@ func (w *window) set(m *Matcher, toks []token, info []wordInfo, maxLen int) bool
 		return false
 	}
 	w.info = info
-	w.allCommon, w.anyCommon = true, false
+	w.allCommon, w.anyCommon, w.anyKnown, w.allKnown = true, false, false, true
 	allStop := true
 	for _, x := range info {
+		w.anyKnown = w.anyKnown || x.known
+		w.allKnown = w.allKnown && x.known
 		if x.common {
 			w.anyCommon = true
 		} else {
@@ -418,6 +438,22 @@ func (m *Matcher) candidates(out []match, w *window, i, j int, p *PreparedEntiti
 			}
 		}
 	}
+	// A first sound heard as its neighbour ("barrow gate" for
+	// Varrowgate, "shallow" for Sallow).
+	for _, c := range w.codes {
+		if c == "" {
+			continue
+		}
+		for _, ti := range p.byFold[foldCode(c)] {
+			if slices.Contains(phon, ti) {
+				continue
+			}
+			phon = append(phon, ti)
+			if out2, ok := m.tryFolded(out, w, i, j, ti, p); ok {
+				out = out2
+			}
+		}
+	}
 	w.phon = phon
 	ids := p.byFirst[w.joined[0]]
 	lo := len(w.joined) * 7 / 10
@@ -437,6 +473,68 @@ func (m *Matcher) candidates(out []match, w *window, i, j int, p *PreparedEntiti
 	return out
 }
 
+// foldPenalty is what a first sound heard as its neighbour costs the
+// score.
+const foldPenalty = 0.05
+
+// foldCode folds the first sound of a Double Metaphone code into its class
+// of sounds speech recognisers confuse: labials (P for b and p, F for f, v
+// and ph) and sibilants (S for s, z and soft c, X for sh, 0 for th).
+func foldCode(c string) string {
+	if c == "" {
+		return c
+	}
+	switch c[0] {
+	case 'F':
+		return "P" + c[1:]
+	case 'X', '0':
+		return "S" + c[1:]
+	}
+	return c
+}
+
+// foldsTo reports whether c begins with the sound a class folds into.
+func foldsTo(c string) bool { return c != "" && (c[0] == 'P' || c[0] == 'S') }
+
+// onsetClass is the class of a written first sound, or "" if it has none.
+func onsetClass(o string) string {
+	switch o {
+	case "b", "p", "f", "v", "ph":
+		return "labial"
+	case "s", "z", "c", "x", "sh", "th":
+		return "sibilant"
+	}
+	return ""
+}
+
+// tryFolded tries window w as term ti with the window's first sound
+// replaced by the name's, when the two sounds are neighbours. The match
+// needs the phonetic threshold, raised by the guard, after foldPenalty.
+func (m *Matcher) tryFolded(out []match, w *window, i, j int, ti int32, p *PreparedEntities) ([]match, bool) {
+	t := &p.terms[ti]
+	wo, to := onset(w.joined), onset(t.joined)
+	if wo == to || len(wo) > len(w.words[0]) || onsetClass(wo) == "" || onsetClass(wo) != onsetClass(to) {
+		return out, false
+	}
+	need := m.required(w, t, m.phonetic, m.strong)
+	if need > 1 {
+		return out, false
+	}
+	words := slices.Clone(w.words)
+	words[0] = to + words[0][len(wo):]
+	s := scoreWords(words, t) - foldPenalty
+	if s < need {
+		return out, false
+	}
+	if len(w.words) > len(t.words) && w.anyKnown && !piecewise(w, t, false) {
+		return out, false
+	}
+	if !w.edgesSound(t) {
+		return out, false
+	}
+	return append(out, match{i: i, j: j, wlen: len(w.joined), edge: w.edgeStop(t), term: ti, score: s, method: MethodPhonetic}), true
+}
+
 // shortName is the length up to which a name must agree phonetically:
 // short words sit too close together for spelling similarity alone.
 const shortName = 5
@@ -449,12 +547,27 @@ func (m *Matcher) try(out []match, w *window, i, j int, ti int32, p *PreparedEnt
 		// Without phonetic agreement, a name is not heard as many words.
 		return out, false
 	}
-	need := m.required(w, t, base)
-	if need > 1 || bound(w, t) < need {
+	need := m.required(w, t, base, m.strong)
+	if need > 1 {
+		return out, false
+	}
+	// Common words that each sound like their piece of the name need no
+	// more than other words ("grub knock" is Grubnok).
+	low := need
+	if w.anyCommon && len(w.words) > 1 && len(w.words) >= len(t.words) {
+		low = m.required(w, t, base, base)
+	}
+	if bound(w, t) < low {
 		return out, false
 	}
 	s := score(w, t)
-	if s < need {
+	if s < low || (s < need && !soundsPiecewise(w, t)) {
+		return out, false
+	}
+	if len(w.words) > len(t.words) && w.anyKnown && !piecewise(w, t, false) {
+		return out, false
+	}
+	if !w.edgesSound(t) {
 		return out, false
 	}
 	method := MethodFuzzy
@@ -469,21 +582,27 @@ func (m *Matcher) try(out []match, w *window, i, j int, ti int32, p *PreparedEnt
 
 // required is the similarity window w needs to become term t: base, raised
 // by the common-word guard. A value above 1 rules the pair out.
-func (m *Matcher) required(w *window, t *term, base float64) float64 {
+func (m *Matcher) required(w *window, t *term, base, strong float64) float64 {
 	need := base
-	if w.allCommon {
-		if w.joined == t.joined && t.common {
-			// The name is itself ordinary words ("the Hollow"): only
-			// the speaker's casing could change, and that is theirs.
-			return 2
-		}
-		if len(w.words) == 1 && w.joined != t.joined {
-			// A single common word is never a misheard name.
-			return 2
-		}
-		need = max(need, m.strong)
+	if len(w.words) == 1 && w.joined != t.joined && w.info[0].known {
+		// A single English word, however rare, is never a misheard
+		// name: the recogniser wrote what it heard.
+		return 2
 	}
-	if w.edgeStop(t) {
+	if w.allCommon {
+		if w.joined == t.joined && t.common && len(t.words) == 1 {
+			// The name is itself an ordinary word ("the Hollow"):
+			// only the speaker's casing could change, and that is
+			// theirs. A phrase of several ("lantern court") is the
+			// name.
+			return 2
+		}
+		need = max(need, strong)
+	}
+	if w.edgeStop(t) && w.allKnown {
+		// A function word joined to English words is most likely
+		// ordinary speech ("the mail is late"); joined to a word that
+		// is none, it may be a syllable of the name ("is mira").
 		need = max(need, m.edge)
 	}
 	if len(w.words) > len(t.words)+extraWords {
@@ -520,7 +639,7 @@ func (m *Matcher) required(w *window, t *term, base float64) float64 {
 			if x == y || (w.info[k].stop && m.words.isStop(y)) {
 				continue
 			}
-			agree := codesAgree(w.info[k].codes, t.wordCodes[k])
+			agree := soundsAlike(w.info[k].codes, t.wordCodes[k])
 			if !agree && jw(x, y) < minWordSimilarity {
 				return 2
 			}
@@ -532,9 +651,65 @@ func (m *Matcher) required(w *window, t *term, base float64) float64 {
 	// Without phonetic agreement, a window holding ordinary words needs
 	// strong evidence ("hollow log" is not "Hollowmere").
 	if base == m.fuzzy && w.anyCommon {
-		need = max(need, m.strong)
+		need = max(need, strong)
 	}
 	return need
+}
+
+// edgesSound reports whether each function word at an edge of w that t
+// lacks carries the sound t begins or ends with, which the rest of the
+// window lacks: "on dry a" may be Ondraya (without "on" the name's first
+// sound is missing, without "a" its last), "ondria a" may not (the "a" is
+// already there), nor "belisandra is" (the name does not end in s).
+func (w *window) edgesSound(t *term) bool {
+	n := len(w.words)
+	if n < 2 {
+		return true
+	}
+	if w.firstStop && w.words[0] != t.words[0] &&
+		(onset(w.words[1]) == onset(t.joined) || onset(w.words[0]) != onset(t.joined)) {
+		return false
+	}
+	if w.lastStop && w.words[n-1] != t.words[len(t.words)-1] &&
+		(coda(w.words[n-2]) == coda(t.joined) || coda(w.words[n-1]) != coda(t.joined)) {
+		return false
+	}
+	return true
+}
+
+// isVowel reports whether c is one of a, e, i, o, u.
+func isVowel(c byte) bool { return strings.IndexByte("aeiou", c) >= 0 }
+
+// onset is the first sound of a word, roughly: a digraph (th, sh, ch, ph,
+// wh) or its first letter, a y before a consonant read as i.
+func onset(s string) string {
+	if s == "" {
+		return ""
+	}
+	if len(s) >= 2 && s[0] == 'y' && !isVowel(s[1]) {
+		return "i"
+	}
+	if len(s) >= 2 && s[1] == 'h' && strings.IndexByte("tscpw", s[0]) >= 0 {
+		return s[:2]
+	}
+	return s[:1]
+}
+
+// coda is the last sound of a word, roughly: its last letter, a silent
+// final e dropped ("more" ends in r) and a final y after a consonant read
+// as i.
+func coda(s string) string {
+	n := len(s)
+	if n == 0 {
+		return ""
+	}
+	if n > 2 && s[n-1] == 'e' && !isVowel(s[n-2]) {
+		return s[n-2 : n-1]
+	}
+	if n > 1 && s[n-1] == 'y' && !isVowel(s[n-2]) {
+		return "i"
+	}
+	return s[n-1:]
 }
 
 // edgeStop reports whether w begins or ends with a function word that t
@@ -554,6 +729,20 @@ func codesAgree(a, b [2]string) bool {
 	return false
 }
 
+// soundsAlike reports whether two words' codes agree, allowing a first
+// sound heard as its neighbour ("born" for "Vorn").
+func soundsAlike(a, b [2]string) bool {
+	if codesAgree(a, b) {
+		return true
+	}
+	for _, c := range b {
+		if c != "" && (foldCode(c) == foldCode(a[0]) || foldCode(c) == foldCode(a[1])) {
+			return true
+		}
+	}
+	return false
+}
+
 // score is the best of three similarities: the whole window against the
 // whole name, both with spaces removed, and (for names of as many words as
 // the window) the mean of the word-by-word similarities.
@@ -561,13 +750,27 @@ func score(w *window, t *term) float64 {
 	if w.joined == t.joined {
 		return 1
 	}
-	s := max(jw(w.spaced, t.spaced), jw(w.joined, t.joined))
-	if len(w.words) > 1 && len(w.words) == len(t.words) {
+	return scoreStrings(w.words, w.joined, w.spaced, t)
+}
+
+// scoreWords is score for a window of words.
+func scoreWords(words []string, t *term) float64 {
+	joined := strings.Join(words, "")
+	if joined == t.joined {
+		return 1
+	}
+	return scoreStrings(words, joined, strings.Join(words, " "), t)
+}
+
+// scoreStrings is score for a window given as its words, joined and spaced.
+func scoreStrings(words []string, joined, spaced string, t *term) float64 {
+	s := max(jw(spaced, t.spaced), jw(joined, t.joined))
+	if len(words) > 1 && len(words) == len(t.words) {
 		sum := 0.0
-		for k := range w.words {
-			sum += jw(w.words[k], t.words[k])
+		for k := range words {
+			sum += jw(words[k], t.words[k])
 		}
-		s = max(s, sum/float64(len(w.words)))
+		s = max(s, sum/float64(len(words)))
 	}
 	return s
 }
@@ -626,4 +829,124 @@ func jaroBound(m, la, lb int) float64 {
 	f := float64(m)
 	j := (min(f/float64(la), 1) + min(f/float64(lb), 1) + 1) / 3
 	return j + 0.4*(1-j)
+}
+
+// soundSimilarity is the Jaro-Winkler similarity at which a word counts as
+// sounding like a piece of a name even when their codes differ ("barrel"
+// for "barrow", "her" for "er").
+const soundSimilarity = 0.8
+
+// piecewise reports whether the words of w, more than t has, can each stand
+// for a piece of t's letters: t is cut into as many pieces as w has words,
+// where the word-by-word similarity is highest, and every English word of
+// the window must sound like its piece or inflect it ("bramble week" is
+// Bramblewick; "ember glows" is not Emberguild), every other word must
+// resemble it. When strict, sounding like means agreeing codes or
+// inflection, without the similarity fallback.
+func piecewise(w *window, t *term, strict bool) bool {
+	pieces := bestCut(w, t.joined)
+	if pieces == nil {
+		return false
+	}
+	for k, x := range w.words {
+		y := pieces[k]
+		if x == y {
+			continue
+		}
+		agree := pieceAlike(w.info[k].codes, x, y) || (!strict && jw(x, y) >= soundSimilarity)
+		if w.info[k].known && !agree {
+			return false
+		}
+		if !agree && jw(x, y) < minWordSimilarity {
+			return false
+		}
+	}
+	return true
+}
+
+// soundsPiecewise reports whether each word of w sounds like its word of t
+// (as many words) or its piece of t (fewer words).
+func soundsPiecewise(w *window, t *term) bool {
+	if len(w.words) > len(t.words) {
+		return piecewise(w, t, true)
+	}
+	for k, x := range w.words {
+		if x != t.words[k] && !pieceAlike(w.info[k].codes, x, t.words[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// pieceAlike reports whether word x (with codes a) sounds like piece y or
+// inflects it.
+func pieceAlike(a [2]string, x, y string) bool {
+	if inflects(x, y) || inflects(y, x) {
+		return true
+	}
+	var b [2]string
+	b[0], b[1] = matchr.DoubleMetaphone(y)
+	return soundsAlike(a, b)
+}
+
+// inflects reports whether a is b with an ending of at most two letters
+// ("keeps" for "keep"), b having three letters or more.
+func inflects(a, b string) bool {
+	return len(b) >= 3 && len(a)-len(b) <= 2 && strings.HasPrefix(a, b)
+}
+
+// maxPieceDiff is how many letters a piece of a name may have more or
+// fewer than the word heard for it.
+const maxPieceDiff = 3
+
+// bestCut cuts s into as many non-empty pieces as w has words, each within
+// maxPieceDiff letters of its word, maximizing the pieces' likeness to the
+// words: a piece that sounds like its word counts 1, plus the similarity
+// of the two. It returns nil when no such cut exists.
+func bestCut(w *window, s string) []string {
+	words := w.words
+	n, L := len(words), len(s)
+	if L < n {
+		return nil
+	}
+	// best[k][e] is the best sum for words[:k] covering s[:e]; from[k][e]
+	// the start of the k-th piece.
+	best := make([][]float64, n+1)
+	from := make([][]int, n+1)
+	for k := range best {
+		best[k] = make([]float64, L+1)
+		from[k] = make([]int, L+1)
+		for e := range best[k] {
+			best[k][e] = -1
+		}
+	}
+	best[0][0] = 0
+	for k := 1; k <= n; k++ {
+		for e := k; e <= L-(n-k); e++ {
+			for b := k - 1; b < e; b++ {
+				// A word stands for a piece of about its length.
+				if best[k-1][b] < 0 || e-b > len(words[k-1])+maxPieceDiff || e-b < len(words[k-1])-maxPieceDiff {
+					continue
+				}
+				v := best[k-1][b] + jw(words[k-1], s[b:e])
+				if pieceAlike(w.info[k-1].codes, words[k-1], s[b:e]) {
+					v++
+				}
+				if v > best[k][e] {
+					best[k][e], from[k][e] = v, b
+				}
+			}
+		}
+	}
+	if best[n][L] < 0 {
+		return nil
+	}
+	out := make([]string, n)
+	e := L
+	for k := n; k >= 1; k-- {
+		b := from[k][e]
+		out[k-1] = s[b:e]
+		e = b
+	}
+	return out
 }

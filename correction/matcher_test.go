@@ -3,6 +3,7 @@ package correction
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -196,8 +197,11 @@ func TestTokenize(t *testing.T) {
 
 func FuzzMatch(f *testing.F) {
 	m := mustMatcher(f)
-	p := mustPrepare(f, m, testEntities)
-	for _, s := range []string{"elder nacks's", "iron hold", "’s's''", "tower of-whispers", "ÅÄÖ kel'thar"} {
+	es := append(slices.Clone(testEntities), Entity{ID: "sharvek", Name: "Sharvek"}, Entity{ID: "vandrel", Name: "Vandrel"},
+		Entity{ID: "talmora", Name: "Talmora"})
+	p := mustPrepare(f, m, es)
+	for _, s := range []string{"elder nacks's", "iron hold", "’s's''", "tower of-whispers", "ÅÄÖ kel'thar",
+		"t harvek", "bandrel a", "on tal more a", "sarvek's"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -232,6 +236,97 @@ func TestNonASCIINames(t *testing.T) {
 		}
 		if res.Text != want {
 			t.Errorf("Match(%q) = %q, want %q", in, res.Text, want)
+		}
+	}
+}
+
+// TestMatchGeneralises covers the rules that carry the matcher beyond the
+// names it was tuned on: the dictionary, function words at the edges,
+// first sounds heard as their neighbours, and compounds heard piece by
+// piece.
+func TestMatchGeneralises(t *testing.T) {
+	m := mustMatcher(t)
+	p := mustPrepare(t, m, []Entity{
+		{ID: "vandrel", Name: "Vandrel"},
+		{ID: "sharvek", Name: "Sharvek"},
+		{ID: "ondessa", Name: "Ondessa"},
+		{ID: "talmora", Name: "Talmora"},
+		{ID: "rosyn", Name: "Rosyn"},
+		{ID: "emberguild", Name: "Emberguild"},
+		{ID: "hobnock", Name: "Hobnock"},
+	})
+	cases := []struct{ name, in, want string }{
+		{"b heard for v", "bandrel opens the gate", "Vandrel opens the gate"},
+		{"s heard for sh", "ask sarvek about the map", "ask Sharvek about the map"},
+		{"redundant trailing a", "we owe ondessa a favor", "we owe Ondessa a favor"},
+		{"trailing a carries the last sound", "tal more a sings tonight", "Talmora sings tonight"},
+		{"rare English word alone", "the rosin is sticky", "the rosin is sticky"},
+		{"compound heard piece by piece", "the ember gild pays well", "the Emberguild pays well"},
+		{"compound start with an unlike word", "the ember glows in the dark", "the ember glows in the dark"},
+		{"common words sounding like the pieces", "hob knock steals a pie", "Hobnock steals a pie"},
+		{"first sound split across words", "t harvek nods", "t harvek nods"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := m.MatchPrepared(tc.in, p).Text; got != tc.want {
+				t.Errorf("MatchPrepared(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDictionary(t *testing.T) {
+	d := dictionary("apple\nbanana\ncherry\n")
+	for _, w := range []string{"apple", "banana", "cherry"} {
+		if !d.has(w) {
+			t.Errorf("has(%q) = false", w)
+		}
+	}
+	for _, w := range []string{"", "app", "apples", "blueberry", "zebra", "a"} {
+		if d.has(w) {
+			t.Errorf("has(%q) = true", w)
+		}
+	}
+	wl := newWordList(nil)
+	for _, w := range []string{"glows", "rosin", "bastion", "whispering"} {
+		if !wl.isKnown(w) {
+			t.Errorf("isKnown(%q) = false", w)
+		}
+	}
+	for _, w := range []string{"eldrinax", "grimjaw", "ondraya"} {
+		if wl.isKnown(w) {
+			t.Errorf("isKnown(%q) = true", w)
+		}
+	}
+}
+
+func TestEdgeSounds(t *testing.T) {
+	for _, tc := range []struct{ word, onset, coda string }{
+		{"more", "m", "r"}, {"dry", "d", "i"}, {"ondria", "o", "a"}, {"thane", "th", "n"},
+		{"ysmir", "i", "r"}, {"a", "a", "a"}, {"sea", "s", "a"},
+	} {
+		if o, c := onset(tc.word), coda(tc.word); o != tc.onset || c != tc.coda {
+			t.Errorf("%q: onset %q coda %q, want %q %q", tc.word, o, c, tc.onset, tc.coda)
+		}
+	}
+}
+
+// TestDictionaryFile checks that the shipped dictionary is in byte order,
+// as the in-place search needs.
+func TestDictionaryFile(t *testing.T) {
+	lines := strings.Split(strings.TrimSuffix(dictionaryText, "\n"), "\n")
+	if len(lines) < 50000 {
+		t.Fatalf("dictionary has %d lines", len(lines))
+	}
+	for i := 1; i < len(lines); i++ {
+		if lines[i-1] >= lines[i] {
+			t.Fatalf("lines %d and %d out of order: %q, %q", i, i+1, lines[i-1], lines[i])
+		}
+	}
+	d := dictionary(dictionaryText)
+	for _, w := range []string{lines[1], lines[len(lines)/2], lines[len(lines)-1]} {
+		if !d.has(w) {
+			t.Errorf("has(%q) = false", w)
 		}
 	}
 }

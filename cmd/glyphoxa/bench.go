@@ -16,8 +16,11 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/benchdata"
+	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
 
 // benchOp is one measured memory operation.
@@ -219,6 +222,12 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) []be
 	near := func(a int) int { return a - a%50 + r.IntN(min(50, spec.Entities-(a-a%50))) }
 	words := []string{"hammer", "tower", "secret", "gold", "dragon", "guild", "map", "debt"}
 	g, l1, l2 := c.Graph(), c.Sessions(), c.Index()
+	hot := hotctx.New(c, hotctx.Config{})
+	var ret *retrieve.Retriever
+	emb, rerr := embed.NewOffline(spec.Dims)
+	if rerr == nil {
+		ret, rerr = retrieve.New(c, emb, retrieve.Config{})
+	}
 	var newEntity int
 	return []benchOp{
 		{name: "SELECT 1", run: func(ctx context.Context, _ int) error {
@@ -261,6 +270,18 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) []be
 			a := r.IntN(spec.Entities)
 			_, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: benchdata.EntityID(a), TargetID: benchdata.EntityID(near(a)),
 				Type: "RUMOURED", Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceInferred}})
+			return err
+		}},
+		{name: "hot context (NPC turn)", hot: true, target: 50 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			_, err := hot.Assemble(ctx, entity(), benchdata.SessionID(r.IntN(spec.Sessions())), 1500)
+			return err
+		}},
+		{name: "hybrid retrieval (ask)", run: func(ctx context.Context, _ int) error {
+			if rerr != nil {
+				return rerr
+			}
+			_, err := ret.Search(ctx, retrieve.Query{Text: "what about " + benchdata.EntityName(r.IntN(spec.Entities)) + " and the " +
+				words[r.IntN(len(words))] + "?", K: 10})
 			return err
 		}},
 		{name: "L1 recent (5 min)", hot: true, run: func(ctx context.Context, _ int) error {

@@ -53,9 +53,11 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	rows, err := x.db.Query(ctx, `
 		WITH q AS (
 		    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq FROM unnest(to_tsvector('english', $2))
-		), n AS (
+		), n AS MATERIALIZED (
 		    SELECT count(*)::float8 AS n FROM chunks WHERE campaign_id = $1
-		), df AS (
+		), df AS MATERIALIZED (
+		    -- Materialised: inlined, the document frequencies would be
+		    -- counted again for every matching chunk.
 		    SELECT q.tq, (SELECT count(*) FROM chunks c WHERE c.campaign_id = $1 AND c.tsv @@ q.tq)::float8 AS df FROM q
 		), scored AS (
 		    SELECT c.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)))

@@ -19,7 +19,7 @@ import (
 )
 
 func main() {
-	dirs := flag.String("corpus", "correction/testdata,correction/testdata/holdout,correction/testdata/holdout2,correction/testdata/holdout3",
+	dirs := flag.String("corpus", "correction/testdata,correction/testdata/holdout,correction/testdata/holdout2,correction/testdata/holdout3,correction/testdata/holdout4,correction/testdata/holdout5",
 		"comma-separated corpus directories")
 	verbose := flag.Bool("v", false, "list every miss and wrong substitution")
 	flag.Parse()
