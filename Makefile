@@ -6,13 +6,17 @@ BIN   := bin/glyphoxa
 # DSN of the development database (started by scripts/devdb.sh if needed).
 DEVDSN = $$(scripts/devdb.sh | tail -1 | sed 's/^GLYPHOXA_DSN=//')
 
-.PHONY: all build run demo test bench eval fuzz db lint vet clean
+.PHONY: all build run demo test bench bench-voice eval fuzz db lint vet clean
 
 all: build
 
 ## build: compile bin/glyphoxa
 build:
 	$(GO) build -o $(BIN) ./cmd/glyphoxa
+
+## bench-voice: a full voice turn against local fake providers; p50/p95 of the bot's own overhead
+bench-voice:
+	$(GO) test -run '^$$' -bench Turn -benchtime 50x ./voice/turn/ -args -stt-delay=150ms -llm-delay=300ms -tts-delay=100ms
 
 ## run: the bot (glyphoxa serve) with ./config.yaml against the development database
 run: build

@@ -1,0 +1,100 @@
+package voicesession
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+)
+
+// GatewayLink joins voice channels through the main gateway (a
+// bot.Joiner) and connects with glyphoxa's voice transport. It follows the
+// bot when a human moves it or the guild's voice server changes.
+type GatewayLink struct {
+	joiner *bot.Joiner
+	cfg    conn.Config
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	follows map[string]*follow
+}
+
+type follow struct {
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// NewGatewayLink returns a link; cfg configures every connection (its
+// Rejoin is set per guild).
+func NewGatewayLink(j *bot.Joiner, cfg conn.Config) *GatewayLink {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &GatewayLink{joiner: j, cfg: cfg, log: log, follows: map[string]*follow{}}
+}
+
+// Join joins channelID and returns the connection once audio can flow.
+func (l *GatewayLink) Join(ctx context.Context, guildID, channelID string) (Voice, error) {
+	l.mu.Lock()
+	if _, ok := l.follows[guildID]; ok {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("already connected to a voice channel in guild %s", guildID)
+	}
+	l.mu.Unlock()
+	p, err := l.joiner.Join(ctx, guildID, channelID)
+	if err != nil {
+		return nil, err
+	}
+	cfg := l.cfg
+	cfg.Rejoin = l.joiner.Rejoin(guildID)
+	c, err := conn.Dial(ctx, p, cfg)
+	if err != nil {
+		if lerr := l.joiner.Leave(guildID); lerr != nil {
+			err = errors.Join(err, lerr)
+		}
+		return nil, err
+	}
+	fctx, stop := context.WithCancel(context.Background())
+	f := &follow{stop: stop, done: make(chan struct{})}
+	moves := l.joiner.Watch(guildID)
+	go func() {
+		defer close(f.done)
+		for {
+			select {
+			case <-fctx.Done():
+				return
+			case p, ok := <-moves:
+				if !ok {
+					return
+				}
+				l.log.Info("following the bot to a new voice session", "guild", guildID, "channel", p.ChannelID)
+				if err := c.Switch(fctx, p); err != nil && fctx.Err() == nil {
+					l.log.Error("switching voice sessions", "guild", guildID, "err", err)
+				}
+			}
+		}
+	}()
+	l.mu.Lock()
+	l.follows[guildID] = f
+	l.mu.Unlock()
+	return c, nil
+}
+
+// Leave stops following the guild's voice session and leaves the channel.
+func (l *GatewayLink) Leave(guildID string) error {
+	l.mu.Lock()
+	f := l.follows[guildID]
+	delete(l.follows, guildID)
+	l.mu.Unlock()
+	if f != nil {
+		f.stop()
+		<-f.done
+	}
+	l.joiner.Unwatch(guildID)
+	return l.joiner.Leave(guildID)
+}

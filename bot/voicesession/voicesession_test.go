@@ -1,0 +1,416 @@
+package voicesession_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/bot/voicesession"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+	"github.com/glyphoxa/glyphoxa/npc"
+	"github.com/glyphoxa/glyphoxa/npc/llm"
+	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/voicetest"
+)
+
+const (
+	guildID  = "100000000000000001"
+	channel  = "100000000000000002"
+	playerID = "222222222222222222"
+	quietID  = "333333333333333333" // opted out of recording
+	wait     = 20 * time.Second
+)
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// heardUtterance is what the speech-to-text engine was given.
+type heardUtterance struct {
+	user     string
+	rate     int
+	duration time.Duration
+	rmsDB    float64
+}
+
+// scriptedSTT answers each utterance with the next line of a script and
+// records the audio it was given, so the test can check it was audible 16
+// kHz speech of the right length.
+type scriptedSTT struct {
+	mu     sync.Mutex
+	script []string
+	heard  []heardUtterance
+}
+
+func (s *scriptedSTT) Transcribe(_ context.Context, pcm audio.PCM, hints []string) (voicesession.Transcript, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var sum float64
+	for _, v := range pcm.Samples {
+		sum += float64(v) * float64(v)
+	}
+	rms := math.Sqrt(sum / float64(max(1, len(pcm.Samples))))
+	s.heard = append(s.heard, heardUtterance{rate: pcm.Rate,
+		duration: time.Duration(len(pcm.Samples)) * time.Second / time.Duration(max(1, pcm.Rate)),
+		rmsDB:    20 * math.Log10(max(rms, 1)/32768)})
+	if len(s.script) == 0 {
+		return voicesession.Transcript{}, fmt.Errorf("no more lines in the script")
+	}
+	text := s.script[0]
+	s.script = s.script[1:]
+	var words []voicesession.Word
+	for _, w := range strings.Fields(text) {
+		words = append(words, voicesession.Word{Text: w, Confidence: 0.9})
+	}
+	return voicesession.Transcript{Text: text, Words: words}, nil
+}
+
+func (s *scriptedSTT) utterances() []heardUtterance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.heard)
+}
+
+// fixNames is a corrector that restores one misheard name.
+type fixNames struct{}
+
+func (fixNames) Correct(_ context.Context, t voicesession.Transcript) (string, error) {
+	return strings.ReplaceAll(t.Text, "grim jaw", "Grimjaw"), nil
+}
+
+// names finds the sample campaign's names as whole words.
+type names map[string]string // lower-case name → entity id
+
+func (n names) FindNames(text string) []npc.Mention {
+	var out []npc.Mention
+	lower := strings.ToLower(text)
+	for name, id := range n {
+		if k := strings.Index(lower, name); k >= 0 {
+			out = append(out, npc.Mention{EntityID: id, Start: k, End: k + len(name), Score: 1})
+		}
+	}
+	return out
+}
+
+// espeakSpeaker voices sentences with espeak-ng and sends them as real
+// Opus frames paced every 20 ms.
+type espeakSpeaker struct {
+	t      *testing.T
+	frames int
+	mu     sync.Mutex
+}
+
+func (e *espeakSpeaker) Speak(ctx context.Context, _ npc.Voice, sentences <-chan string, send func([]byte) error) ([]string, error) {
+	var heard []string
+	for s := range sentences {
+		st := audiotest.Encode(e.t, audiotest.Speak(e.t, s, 48000), "bot", 1, time.Now())
+		tick := time.NewTicker(20 * time.Millisecond)
+		for _, p := range st.Packets {
+			select {
+			case <-ctx.Done():
+				tick.Stop()
+				return heard, ctx.Err()
+			case <-tick.C:
+			}
+			if err := send(p.Opus); err != nil {
+				tick.Stop()
+				return heard, err
+			}
+			e.mu.Lock()
+			e.frames++
+			e.mu.Unlock()
+		}
+		tick.Stop()
+		heard = append(heard, s)
+	}
+	return heard, nil
+}
+
+// snapshot is a plain hot context: the NPC's identity snapshot.
+type snapshot struct{ g *postgres.Graph }
+
+func (s snapshot) HotContext(ctx context.Context, npcID, _ string, _ int) (npc.HotContext, error) {
+	id, err := s.g.IdentitySnapshot(ctx, npcID)
+	if err != nil {
+		return npc.HotContext{}, err
+	}
+	var lines []string
+	for _, e := range id.RelatedEntities {
+		lines = append(lines, e.Name+" ("+string(e.Type)+")")
+	}
+	return npc.HotContext{Text: strings.Join(lines, "\n")}, nil
+}
+
+type harness struct {
+	t       *testing.T
+	store   *postgres.Store
+	camp    *postgres.Campaign
+	fake    *discordtest.Server
+	voice   *voicetest.Server
+	llm     *llmtest.Server
+	stt     *scriptedSTT
+	speaker *espeakSpeaker
+	m       *voicesession.Manager
+	ended   chan string
+	after   chan string
+}
+
+func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *harness {
+	t.Helper()
+	audiotest.Need(t, "espeak-ng")
+	store, _ := pgtest.NewStore(t, 16)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	ctx := context.Background()
+	h := &harness{t: t, store: store, camp: camp,
+		stt: &scriptedSTT{script: script}, speaker: &espeakSpeaker{t: t},
+		ended: make(chan string, 1), after: make(chan string, 1)}
+	if err := h.camp.OptOut(ctx, quietID); err != nil {
+		t.Fatal(err)
+	}
+
+	var err error
+	h.voice, err = voicetest.New(voicetest.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.voice.Close)
+	h.fake = discordtest.New()
+	t.Cleanup(h.fake.Close)
+	h.fake.AddGuild(&discordgo.Guild{ID: guildID, Name: "The Table"})
+	h.fake.SetVoiceEndpoint(h.voice.Endpoint())
+	sess, err := discordgo.New("Bot fake-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.LogLevel = discordgo.LogError
+	h.fake.Attach(sess)
+	joiner := bot.NewJoiner(sess)
+	for _, handler := range joiner.Handlers() {
+		sess.AddHandler(handler)
+	}
+	if err := sess.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	if err := voicetest.Wait(ctxFor(t), func() bool { return sess.State.User != nil }); err != nil {
+		t.Fatal("no READY from the fake Discord")
+	}
+
+	h.llm = llmtest.New(llmtest.Script(llmtest.Reply{Text: "Stolen, not lost. Find my steel."}))
+	t.Cleanup(h.llm.Close)
+	client, err := llm.New(llm.Config{BaseURL: h.llm.URL(), Model: "fake", Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := npc.NewAgent(npc.Config{LLM: client, Context: snapshot{h.camp.Graph()}, Graph: h.camp.Graph(), Heard: h.camp.Sessions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	npcs := map[string]string{"grimjaw": "Grimjaw", "elara": "Elara Moonwhisper"}
+	table := voicesession.Table{
+		Correct: fixNames{},
+		Names:   names{"grimjaw": "grimjaw", "thorin": "thorin"},
+		IsNPC:   func(id string) bool { _, ok := npcs[id]; return ok },
+		NPCName: func(id string) string { return npcs[id] },
+		Hints:   []string{"Grimjaw", "Ironhold"},
+		Agent:   agent,
+	}
+	h.m, err = voicesession.New(voicesession.Config{
+		Store:          store,
+		Link:           voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}),
+		STT:            h.stt,
+		Table:          func(context.Context, *postgres.Campaign) (voicesession.Table, error) { return table, nil },
+		Speaker:        h.speaker,
+		LeaveWhenEmpty: leaveWhenEmpty,
+		UserName:       func(_, u string) string { return map[string]string{playerID: "Thorin", quietID: "Quinn"}[u] },
+		AfterSession: func(_ context.Context, campaign, session string) error {
+			h.after <- campaign + "/" + session
+			return nil
+		},
+		Logger: quiet(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := h.m.Close(ctx); err != nil {
+			t.Errorf("closing the manager: %v", err)
+		}
+	})
+	return h
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (h *harness) start() {
+	h.t.Helper()
+	err := h.m.Start(ctxFor(h.t), bot.StartRequest{GuildID: guildID, VoiceChannelID: channel, Campaign: "ironhold-saga",
+		Controls: &bot.Controls{}, Announce: func(string) {}, Ended: func(reason string) { h.ended <- reason }})
+	if err != nil {
+		h.t.Fatalf("starting the session: %v", err)
+	}
+}
+
+// player joins the fake voice server as a user.
+func (h *harness) player(user string) *conn.Conn {
+	h.t.Helper()
+	c, err := conn.Dial(ctxFor(h.t), conn.Params{Endpoint: h.voice.Endpoint(), GuildID: guildID, ChannelID: channel,
+		UserID: user, SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second})
+	if err != nil {
+		h.t.Fatalf("player %s joining: %v", user, err)
+	}
+	h.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// say sends real speech as the player's client does, paced in real time.
+func say(t *testing.T, c *conn.Conn, text string) time.Duration {
+	t.Helper()
+	pcm := audiotest.Speak(t, text, 48000)
+	start := time.Now()
+	st := audiotest.Encode(t, pcm, "player", 1, start)
+	for _, p := range st.Packets {
+		time.Sleep(time.Until(p.Received))
+		if err := c.WriteOpus(p.Opus); err != nil {
+			t.Fatalf("sending speech: %v", err)
+		}
+	}
+	return time.Duration(len(audiotest.Trim(pcm).Samples)) * time.Second / 48000
+}
+
+func entries(t *testing.T, c *postgres.Campaign, session string) []memory.TranscriptEntry {
+	t.Helper()
+	es, err := c.Sessions().Entries(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+func TestVoiceSessionFromStartToEnd(t *testing.T) {
+	h := newHarness(t, []string{"grim jaw, what news of the shipment?"}, time.Minute)
+	h.start()
+	st, ok := h.m.Status(guildID)
+	if !ok {
+		t.Fatal("no status for the running session")
+	}
+	thorin := h.player(playerID)
+	quinn := h.player(quietID)
+
+	// Quinn opted out: nothing of theirs is transcribed or stored.
+	say(t, quinn, "This is off the record.")
+	spoken := say(t, thorin, "Grimjaw, what news of the shipment?")
+
+	ctx := ctxFor(t)
+	if err := voicetest.Wait(ctx, func() bool { return len(entries(t, h.camp, st.SessionID)) >= 2 }); err != nil {
+		t.Fatalf("the line and the reply were not recorded: %+v", entries(t, h.camp, st.SessionID))
+	}
+	// The NPC's voice reached the player.
+	var got int
+	if err := voicetest.Wait(ctx, func() bool {
+		for {
+			select {
+			case p := <-thorin.Packets():
+				if p.UserID == h.fake.BotUser.ID {
+					got++
+				}
+			default:
+				return got > 50
+			}
+		}
+	}); err != nil {
+		t.Fatalf("the player received %d frames of the NPC's reply", got)
+	}
+
+	heard := h.stt.utterances()
+	if len(heard) != 1 {
+		t.Fatalf("speech-to-text got %d utterances, want only Thorin's 1: %+v", len(heard), heard)
+	}
+	u := heard[0]
+	if u.rate != 16000 || u.rmsDB < -40 || u.duration < spoken-300*time.Millisecond || u.duration > spoken+800*time.Millisecond {
+		t.Errorf("speech-to-text got %+v for %s of speech", u, spoken)
+	}
+
+	es := entries(t, h.camp, st.SessionID)
+	if es[0].SpeakerID != playerID || es[0].SpeakerName != "Thorin" || es[0].RawText != "grim jaw, what news of the shipment?" ||
+		es[0].Text != "Grimjaw, what news of the shipment?" || es[0].IdempotencyKey == "" {
+		t.Errorf("player line %+v", es[0])
+	}
+	if es[1].NPCID != "grimjaw" || es[1].Text != "Stolen, not lost. Find my steel." {
+		t.Errorf("NPC line %+v", es[1])
+	}
+	for _, e := range es {
+		if e.SpeakerID == quietID {
+			t.Errorf("an opted-out player's line was stored: %+v", e)
+		}
+	}
+	req := h.llm.Requests()
+	if len(req) != 1 || !strings.Contains(req[0].Messages[len(req[0].Messages)-1].Content, "Grimjaw, what news of the shipment?") {
+		t.Errorf("the NPC was not asked the corrected line: %+v", req)
+	}
+	st, _ = h.m.Status(guildID)
+	if !slices.Equal(st.Recorded, []string{"Thorin"}) || !slices.Equal(st.OptedOut, []string{"Quinn"}) || st.TurnLatencyP50 == 0 {
+		t.Errorf("status %+v", st)
+	}
+
+	if err := h.m.End(ctx, guildID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-h.after:
+		if got != "ironhold-saga/"+st.SessionID {
+			t.Errorf("post-session processing of %s", got)
+		}
+	case <-ctx.Done():
+		t.Fatal("post-session processing was not started")
+	}
+	sessions, err := h.camp.Sessions().Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(sessions, func(s memory.Session) bool { return s.ID == st.SessionID })
+	if i < 0 || sessions[i].EndedAt.IsZero() {
+		t.Errorf("session %s not marked ended: %+v", st.SessionID, sessions)
+	}
+	if _, ok := h.m.Status(guildID); ok {
+		t.Error("the session still reports a status after End")
+	}
+	if err := h.m.End(ctx, guildID); err == nil {
+		t.Error("ending twice succeeded")
+	}
+}
+
+func TestSessionLeavesAnEmptyChannel(t *testing.T) {
+	h := newHarness(t, nil, 400*time.Millisecond)
+	h.start()
+	select {
+	case reason := <-h.ended:
+		if !strings.Contains(reason, "empty") {
+			t.Errorf("ended because %q", reason)
+		}
+	case <-ctxFor(t).Done():
+		t.Fatal("the session did not end in an empty channel")
+	}
+	if _, ok := h.m.Status(guildID); ok {
+		t.Error("the session still runs")
+	}
+}

@@ -1,0 +1,28 @@
+// Package stt turns utterances into text behind one interface,
+// [Recognizer], carrying each word's confidence through (correction of
+// campaign names depends on it).
+//
+// Providers:
+//   - [Deepgram]: streaming over WebSocket (interim and final results,
+//     endpointing and utterance-end events) with nova-3 keyterm boosting,
+//     falling back to the batch endpoint when the stream cannot be opened.
+//   - [OpenAI]: any OpenAI-compatible /v1/audio/transcriptions endpoint
+//     (OpenAI, self-hosted Whisper servers), with the campaign's names in
+//     the prompt and a guard against Whisper's hallucinations on silence.
+//   - [Sphinx]: offline pocketsphinx through pocketsphinx_continuous, with
+//     the campaign's names added to its dictionary and language model; a
+//     fallback for running without keys, far less accurate than the others.
+//
+// Keyword boosting takes the campaign's terms as a plain []string in
+// [Hints] (or a [Keyterms] source for a [Transcriber]); whatever builds the
+// list (the knowledge graph) stays outside.
+//
+// A [Transcriber] connects the lanes of package voice/audio to a
+// recogniser: each finished utterance is transcribed in the background and
+// reported as [Heard], with speaker, start and end time and raw text, or
+// with the provider's error.
+//
+// Provider failures (timeouts, HTTP errors, malformed answers) come back as
+// [*ProviderError] naming the provider and the failing step; a caller's
+// lane keeps running and simply has no text for that utterance.
+package stt

@@ -1,0 +1,319 @@
+// Package stttest runs local fakes of speech-to-text services that speak
+// their real wire formats (Deepgram's streaming WebSocket and batch API,
+// OpenAI's /v1/audio/transcriptions) and record the audio they receive.
+package stttest
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+)
+
+// Failure makes a fake misbehave.
+type Failure int
+
+// Failures.
+const (
+	OK        Failure = iota
+	Status500         // HTTP 500 (and a refused WebSocket upgrade)
+	Malformed         // a body or message that is not valid JSON
+	Hang              // never answer
+)
+
+// Call is one request a fake received.
+type Call struct {
+	Stream bool
+	Query  url.Values
+	Header http.Header
+	// Form holds multipart fields other than the file (OpenAI).
+	Form  map[string][]string
+	Audio audio.PCM
+}
+
+// Replier gives the transcript for received audio.
+type Replier func(c Call) string
+
+type base struct {
+	*httptest.Server
+	mu      sync.Mutex
+	calls   []Call
+	reply   Replier
+	failure Failure
+	delay   time.Duration
+	hang    chan struct{}
+}
+
+func (b *base) record(c Call) {
+	b.mu.Lock()
+	b.calls = append(b.calls, c)
+	b.mu.Unlock()
+}
+
+// Calls returns the requests received so far.
+func (b *base) Calls() []Call {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Call(nil), b.calls...)
+}
+
+// SetFailure changes how the fake misbehaves from now on.
+func (b *base) SetFailure(f Failure) { b.mu.Lock(); b.failure = f; b.mu.Unlock() }
+
+// SetDelay makes the fake wait d before answering.
+func (b *base) SetDelay(d time.Duration) { b.mu.Lock(); b.delay = d; b.mu.Unlock() }
+
+func (b *base) state() (Failure, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failure, b.delay
+}
+
+// Close stops the server, releasing hung requests first.
+func (b *base) Close() {
+	close(b.hang)
+	b.Server.Close()
+}
+
+func (b *base) wait(r *http.Request, d time.Duration) bool {
+	select {
+	case <-time.After(d):
+		return true
+	case <-r.Context().Done():
+	case <-b.hang:
+	}
+	return false
+}
+
+// words spreads a transcript's words evenly over dur.
+func words(text string, dur float64, offset float64) []map[string]any {
+	ws := strings.Fields(text)
+	out := make([]map[string]any, 0, len(ws))
+	for i, w := range ws {
+		start := offset + dur*float64(i)/float64(len(ws))
+		end := offset + dur*float64(i+1)/float64(len(ws))
+		conf := 0.95
+		if strings.ToLower(w) != w { // capitalised words are names: less sure
+			conf = 0.62
+		}
+		out = append(out, map[string]any{
+			"word": strings.ToLower(strings.Trim(w, ".,!?")), "punctuated_word": w,
+			"start": start, "end": end, "confidence": conf,
+		})
+	}
+	return out
+}
+
+// Deepgram is a fake Deepgram: GET /v1/listen upgrades to the streaming
+// protocol, POST /v1/listen is the batch API.
+type Deepgram struct{ base }
+
+// NewDeepgram starts a fake Deepgram that answers reply's transcript.
+func NewDeepgram(reply Replier) *Deepgram {
+	d := &Deepgram{base{reply: reply, hang: make(chan struct{})}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/listen", d.listen)
+	d.Server = httptest.NewServer(mux)
+	return d
+}
+
+var upgrader = websocket.Upgrader{}
+
+func (d *Deepgram) listen(w http.ResponseWriter, r *http.Request) {
+	failure, delay := d.state()
+	if failure == Status500 {
+		http.Error(w, `{"err_code":"INTERNAL","err_msg":"fake failure"}`, http.StatusInternalServerError)
+		return
+	}
+	if failure == Hang {
+		d.wait(r, time.Hour)
+		return
+	}
+	if websocket.IsWebSocketUpgrade(r) {
+		d.stream(w, r, failure, delay)
+		return
+	}
+	if r.Method != http.MethodPost {
+		http.Error(w, "method", http.StatusMethodNotAllowed)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	pcm, err := audio.DecodeWAV(body)
+	if err != nil {
+		http.Error(w, `{"err_code":"Bad Request","err_msg":"`+err.Error()+`"}`, http.StatusBadRequest)
+		return
+	}
+	c := Call{Query: r.URL.Query(), Header: r.Header.Clone(), Audio: pcm}
+	d.record(c)
+	if !d.wait(r, delay) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if failure == Malformed {
+		io.WriteString(w, `{"results": {"channels": [`)
+		return
+	}
+	text := d.reply(c)
+	json.NewEncoder(w).Encode(map[string]any{
+		"metadata": map[string]any{"request_id": "fake", "duration": pcm.Duration(), "channels": 1},
+		"results": map[string]any{"channels": []any{map[string]any{"alternatives": []any{map[string]any{
+			"transcript": text, "confidence": 0.9, "words": words(text, pcm.Duration(), 0),
+		}}}}},
+	})
+}
+
+func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failure, delay time.Duration) {
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	c := Call{Stream: true, Query: r.URL.Query(), Header: r.Header.Clone()}
+	rate := 16000
+	fmt.Sscan(c.Query.Get("sample_rate"), &rate)
+	c.Audio.Rate = rate
+	var sent float64 // seconds of audio already given an interim result
+	send := func(v any) error { return conn.WriteJSON(v) }
+	result := func(text string, start, dur float64, final bool) map[string]any {
+		return map[string]any{
+			"type": "Results", "channel_index": []int{0, 1}, "duration": dur, "start": start,
+			"is_final": final, "speech_final": final, "from_finalize": false,
+			"channel": map[string]any{"alternatives": []any{map[string]any{
+				"transcript": text, "confidence": 0.9, "words": words(text, dur, start)}}},
+			"metadata": map[string]any{"request_id": "fake", "model_info": map[string]any{"name": "fake"}},
+		}
+	}
+	for {
+		typ, msg, err := conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		if typ == websocket.BinaryMessage {
+			for i := 0; i+1 < len(msg); i += 2 {
+				c.Audio.Samples = append(c.Audio.Samples, int16(binary.LittleEndian.Uint16(msg[i:])))
+			}
+			if c.Audio.Duration()-sent >= 1 {
+				partial := strings.Fields(d.reply(c))
+				if len(partial) > 1 {
+					partial = partial[:1]
+				}
+				if send(result(strings.Join(partial, " "), 0, c.Audio.Duration(), false)) != nil {
+					return
+				}
+				sent = c.Audio.Duration()
+			}
+			continue
+		}
+		var ctl struct{ Type string }
+		if json.Unmarshal(msg, &ctl) != nil || ctl.Type != "CloseStream" {
+			continue
+		}
+		d.record(c)
+		if !d.wait(r, delay) {
+			return
+		}
+		if failure == Malformed {
+			conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"Results","channel":{"alternatives":[`))
+			return
+		}
+		text := d.reply(c)
+		dur := c.Audio.Duration()
+		send(result(text, 0, dur, true))
+		send(map[string]any{"type": "UtteranceEnd", "channel": []int{0, 1}, "last_word_end": dur})
+		send(map[string]any{"type": "Metadata", "request_id": "fake", "duration": dur, "channels": 1})
+		conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+		return
+	}
+}
+
+// OpenAI is a fake OpenAI-compatible transcription server:
+// POST /v1/audio/transcriptions with a multipart form.
+type OpenAI struct {
+	base
+	noSpeech float64
+}
+
+// NewOpenAI starts a fake that answers reply's transcript in the format
+// the request asks for (json, text or verbose_json).
+func NewOpenAI(reply Replier) *OpenAI {
+	o := &OpenAI{base: base{reply: reply, hang: make(chan struct{})}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/audio/transcriptions", o.transcribe)
+	o.Server = httptest.NewServer(mux)
+	return o
+}
+
+// SetNoSpeech sets the no_speech_prob the fake reports.
+func (o *OpenAI) SetNoSpeech(p float64) { o.mu.Lock(); o.noSpeech = p; o.mu.Unlock() }
+
+// URL is the base URL clients use ("…/v1").
+func (o *OpenAI) URL() string { return o.Server.URL + "/v1" }
+
+func (o *OpenAI) transcribe(w http.ResponseWriter, r *http.Request) {
+	failure, delay := o.state()
+	if failure == Status500 {
+		http.Error(w, `{"error":{"message":"fake failure","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	}
+	if failure == Hang {
+		o.wait(r, time.Hour)
+		return
+	}
+	if err := r.ParseMultipartForm(32 << 20); err != nil {
+		http.Error(w, `{"error":{"message":"`+err.Error()+`"}}`, http.StatusBadRequest)
+		return
+	}
+	f, _, err := r.FormFile("file")
+	if err != nil {
+		http.Error(w, `{"error":{"message":"file is required"}}`, http.StatusBadRequest)
+		return
+	}
+	b, _ := io.ReadAll(f)
+	pcm, err := audio.DecodeWAV(b)
+	if err != nil {
+		http.Error(w, `{"error":{"message":"`+err.Error()+`"}}`, http.StatusBadRequest)
+		return
+	}
+	c := Call{Header: r.Header.Clone(), Form: r.MultipartForm.Value, Audio: pcm}
+	o.record(c)
+	if !o.wait(r, delay) {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if failure == Malformed {
+		io.WriteString(w, `{"text": "unterminated`)
+		return
+	}
+	text := o.reply(c)
+	switch r.FormValue("response_format") {
+	case "text":
+		io.WriteString(w, text)
+	case "verbose_json":
+		o.mu.Lock()
+		ns := o.noSpeech
+		o.mu.Unlock()
+		dur := pcm.Duration()
+		var ws []map[string]any
+		for _, x := range words(text, dur, 0) {
+			ws = append(ws, map[string]any{"word": x["punctuated_word"], "start": x["start"], "end": x["end"]})
+		}
+		json.NewEncoder(w).Encode(map[string]any{
+			"task": "transcribe", "language": "english", "duration": dur, "text": text,
+			"segments": []any{map[string]any{"id": 0, "seek": 0, "start": 0, "end": dur, "text": text,
+				"tokens": []int{}, "temperature": 0, "avg_logprob": -0.25, "compression_ratio": 1.1, "no_speech_prob": ns}},
+			"words": ws,
+		})
+	default:
+		json.NewEncoder(w).Encode(map[string]any{"text": text})
+	}
+}

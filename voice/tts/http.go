@@ -1,0 +1,161 @@
+package tts
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+)
+
+// DefaultTimeout bounds one sentence's synthesis.
+const DefaultTimeout = 15 * time.Second
+
+// pcmRate is the rate of the raw PCM both HTTP providers are asked for.
+const pcmRate = 24000
+
+// OpenAI synthesises with any OpenAI-compatible /audio/speech endpoint,
+// asking for raw 24 kHz PCM (a WAV answer is accepted too).
+type OpenAI struct {
+	APIKey string
+	// BaseURL is the API root including /v1 (https://api.openai.com/v1).
+	BaseURL string
+	// Model is the model ("tts-1").
+	Model string
+	// Timeout bounds one sentence (DefaultTimeout).
+	Timeout    time.Duration
+	HTTPClient *http.Client
+}
+
+var _ Synthesizer = (*OpenAI)(nil)
+
+// Synthesize asks for one sentence; the voice name defaults to "alloy".
+func (o *OpenAI) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return audio.PCM{}, ErrNoText
+	}
+	base := o.BaseURL
+	if base == "" {
+		base = "https://api.openai.com/v1"
+	}
+	model := o.Model
+	if model == "" {
+		model = "tts-1"
+	}
+	voice := v.Name
+	if voice == "" {
+		voice = "alloy"
+	}
+	body := map[string]any{"model": model, "input": text, "voice": voice, "response_format": "pcm"}
+	if v.Speed > 0 {
+		body["speed"] = v.Speed
+	}
+	hdr := http.Header{"Content-Type": {"application/json"}}
+	if o.APIKey != "" {
+		hdr.Set("Authorization", "Bearer "+o.APIKey)
+	}
+	return post(ctx, "openai", o.HTTPClient, o.Timeout, strings.TrimRight(base, "/")+"/audio/speech", hdr, body)
+}
+
+// ElevenLabs synthesises with ElevenLabs' streaming endpoint
+// (/v1/text-to-speech/{voice}/stream), asking for raw 24 kHz PCM.
+type ElevenLabs struct {
+	APIKey string
+	// BaseURL is the API root (https://api.elevenlabs.io).
+	BaseURL string
+	// Model is the model id ("eleven_flash_v2_5").
+	Model string
+	// Timeout bounds one sentence (DefaultTimeout).
+	Timeout    time.Duration
+	HTTPClient *http.Client
+}
+
+var _ Synthesizer = (*ElevenLabs)(nil)
+
+// Synthesize asks for one sentence; v.Name is the voice id and required.
+func (e *ElevenLabs) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return audio.PCM{}, ErrNoText
+	}
+	if v.Name == "" {
+		return audio.PCM{}, &ProviderError{Provider: "elevenlabs", Op: "request", Err: fmt.Errorf("voice has no ElevenLabs voice id")}
+	}
+	base := e.BaseURL
+	if base == "" {
+		base = "https://api.elevenlabs.io"
+	}
+	model := e.Model
+	if model == "" {
+		model = "eleven_flash_v2_5"
+	}
+	body := map[string]any{"text": text, "model_id": model}
+	if v.Speed > 0 {
+		body["voice_settings"] = map[string]any{"speed": v.Speed}
+	}
+	u := fmt.Sprintf("%s/v1/text-to-speech/%s/stream?output_format=pcm_%d", strings.TrimRight(base, "/"), url.PathEscape(v.Name), pcmRate)
+	hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"audio/pcm"}, "Xi-Api-Key": {e.APIKey}}
+	return post(ctx, "elevenlabs", e.HTTPClient, e.Timeout, u, hdr, body)
+}
+
+// post sends a JSON request and reads raw 16-bit PCM (or a WAV file) back.
+func post(ctx context.Context, provider string, client *http.Client, timeout time.Duration, u string, hdr http.Header, body any) (audio.PCM, error) {
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	b, err := json.Marshal(body)
+	if err != nil {
+		return audio.PCM{}, &ProviderError{Provider: provider, Op: "request", Err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(b))
+	if err != nil {
+		return audio.PCM{}, &ProviderError{Provider: provider, Op: "request", Err: err}
+	}
+	req.Header = hdr
+	resp, err := client.Do(req)
+	if err != nil {
+		return audio.PCM{}, &ProviderError{Provider: provider, Op: "request", Err: err}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Status: resp.StatusCode, Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return audio.PCM{}, &ProviderError{Provider: provider, Op: "request", Status: resp.StatusCode, Body: snippet(data)}
+	}
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") || strings.HasPrefix(ct, "text/") {
+		return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Body: snippet(data), Err: fmt.Errorf("answer is %s, not audio", ct)}
+	}
+	if bytes.HasPrefix(data, []byte("RIFF")) {
+		pcm, err := audio.DecodeWAV(data)
+		if err != nil {
+			return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Err: err}
+		}
+		return pcm, nil
+	}
+	if len(data)%2 != 0 {
+		return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Err: fmt.Errorf("odd length %d for 16-bit PCM", len(data))}
+	}
+	if len(data) == 0 {
+		return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Err: fmt.Errorf("empty answer")}
+	}
+	s := make([]int16, len(data)/2)
+	for i := range s {
+		s[i] = int16(binary.LittleEndian.Uint16(data[2*i:]))
+	}
+	return audio.PCM{Rate: pcmRate, Samples: s}, nil
+}

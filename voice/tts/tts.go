@@ -1,0 +1,76 @@
+// Package tts synthesises NPC speech behind one interface, [Synthesizer],
+// with a [Voice] per NPC.
+//
+// Providers:
+//   - [Espeak]: Debian's espeak-ng, offline; the default.
+//   - [OpenAI]: any OpenAI-compatible /v1/audio/speech endpoint.
+//   - [ElevenLabs]: ElevenLabs' HTTP streaming endpoint.
+//
+// Synthesis works a sentence at a time: the player (package
+// voice/playback) starts the first sentence while the model is still
+// writing the next, so a provider's latency counts once per turn, not once
+// per sentence.
+package tts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+)
+
+// Voice is how an NPC sounds.
+type Voice struct {
+	// Name is the provider's voice: an espeak-ng voice ("en-us+m3"), an
+	// OpenAI voice ("onyx"), an ElevenLabs voice id.
+	Name string
+	// Speed scales the speaking rate; 0 means the provider's default (1).
+	Speed float64
+	// Pitch is espeak-ng's pitch, 0 to 99; 0 means its default (50).
+	Pitch int
+}
+
+// Synthesizer turns one sentence into speech. Implementations are safe for
+// concurrent use.
+type Synthesizer interface {
+	Synthesize(ctx context.Context, text string, v Voice) (audio.PCM, error)
+}
+
+// ErrNoText is returned for empty text.
+var ErrNoText = errors.New("nothing to say")
+
+// ProviderError is a failure of a speech provider.
+type ProviderError struct {
+	Provider string
+	Op       string
+	Status   int
+	Body     string
+	Err      error
+}
+
+func (e *ProviderError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", e.Provider, e.Op)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, ": HTTP %d", e.Status)
+	}
+	if e.Body != "" {
+		fmt.Fprintf(&b, " %q", e.Body)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	return b.String()
+}
+
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
