@@ -1,0 +1,591 @@
+// Package guard keeps a voice session running through memory outages.
+//
+// A [Guard] wraps a campaign's session log (L1). While PostgreSQL answers it
+// passes calls through. When a call fails because the database is
+// unreachable, the guard becomes degraded: reads return empty results, and
+// writes go to a durable local spool (append-only, fsynced, bounded) instead
+// of failing. A health probe with jittered exponential backoff (a
+// [reconnect.Reconnector]) notices when the database is back; the guard then
+// replays the spool in order and leaves the degraded state once it is empty.
+//
+// # Exactly once
+//
+// Every entry gets an idempotency key before its first write attempt, so an
+// entry whose write timed out after the database had committed it, and which
+// was therefore spooled as well, is stored once: the session log ignores a
+// repeated key. A crash during replay repeats at most the batch in flight,
+// with the same effect. Session starts and ends are idempotent by nature.
+//
+// # Order
+//
+// While the spool holds anything, new writes join its end rather than going
+// to the database, so entries reach the database in the order they were
+// written.
+//
+// Input the store would refuse (an entry without a session or a time) is
+// rejected at once with an error wrapping [memory.ErrInvalid]; it is never
+// spooled. A spooled write the database refuses on replay (for instance
+// text PostgreSQL cannot store) is moved to "rejected.jsonl" in the spool
+// directory and logged at error level, so that it does not block the
+// writes after it. A full spool is an error wrapping [spool.ErrFull], logged at
+// error level: the guard never drops a write silently.
+package guard
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
+	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// Defaults of a Config.
+const (
+	DefaultWriteTimeout = 5 * time.Second
+	DefaultProbeTimeout = 3 * time.Second
+	DefaultReplayBatch  = 64
+)
+
+// Config configures a Guard. Store, Ping and SpoolDir are required.
+type Config struct {
+	// Store is the guarded session log.
+	Store memory.SessionStore
+	// Ping checks that the database answers; the health probe calls it.
+	Ping func(ctx context.Context) error
+	// SpoolDir holds the outage spool. Records left there by an earlier run
+	// are replayed after Start.
+	SpoolDir string
+	// MaxSpoolBytes bounds the spool (default spool.DefaultMaxBytes).
+	MaxSpoolBytes int64
+	// Probe shapes the health probe's backoff (default 1 s doubling to
+	// 30 s, ±20 %). The probe never gives up.
+	Probe reconnect.Backoff
+	// WriteTimeout bounds one database write (default 5 s); a write that
+	// takes longer counts as an outage and is spooled.
+	WriteTimeout time.Duration
+	// ProbeTimeout bounds one health check (default 3 s).
+	ProbeTimeout time.Duration
+	// IsOutage reports whether an error means the database is unreachable
+	// rather than that it refused the request (default IsOutage).
+	IsOutage func(error) bool
+	// Clock and Rand drive the probe's backoff (defaults: system clock,
+	// math/rand/v2).
+	Clock clock.Clock
+	Rand  func() float64
+	// Logger receives state changes (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Stats count what a Guard did.
+type Stats struct {
+	// Degradations is how often the guard became degraded.
+	Degradations int
+	// Spooled and Replayed count spool records written and replayed.
+	Spooled, Replayed int
+	// Pending is the number of records waiting in the spool.
+	Pending int
+}
+
+// Guard is a memory.SessionStore that survives database outages. Its
+// methods are safe for concurrent use.
+type Guard struct {
+	cfg   Config
+	log   *slog.Logger
+	spool *spool.Spool
+	probe *reconnect.Reconnector[probeConn]
+
+	degraded atomic.Bool
+	// writeMu orders writes: a write either reaches the database or joins
+	// the spool while holding it.
+	writeMu sync.Mutex
+
+	statsMu sync.Mutex
+	stats   Stats
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closeMu sync.Mutex
+	closed  bool
+	drained chan struct{} // closed and replaced when the spool empties
+}
+
+var _ memory.SessionStore = (*Guard)(nil)
+
+// probeConn stands for a successful health check.
+type probeConn struct{}
+
+func (probeConn) Close() error { return nil }
+
+// New opens the spool and returns a guard; call Start to run its probe.
+func New(cfg Config) (*Guard, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("guard: Config.Store is required")
+	case cfg.Ping == nil:
+		return nil, errors.New("guard: Config.Ping is required")
+	case strings.TrimSpace(cfg.SpoolDir) == "":
+		return nil, errors.New("guard: Config.SpoolDir is required")
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = DefaultProbeTimeout
+	}
+	if cfg.IsOutage == nil {
+		cfg.IsOutage = IsOutage
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	sp, err := spool.Open(cfg.SpoolDir, spool.Options{MaxBytes: cfg.MaxSpoolBytes})
+	if err != nil {
+		return nil, fmt.Errorf("guard: %w", err)
+	}
+	g := &Guard{cfg: cfg, log: cfg.Logger.With("component", "memory-guard"), spool: sp, drained: make(chan struct{})}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.probe, err = reconnect.New(reconnect.Config[probeConn]{
+		Dial:        g.check,
+		OnReconnect: func(probeConn) { g.replay() },
+		Backoff:     cfg.Probe,
+		MaxAttempts: -1,
+		Clock:       cfg.Clock,
+		Rand:        cfg.Rand,
+		Logger:      g.log,
+	})
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	if n := sp.Len(); n > 0 {
+		g.log.Warn("spooled writes from an earlier run wait for replay", "records", n, "spool", cfg.SpoolDir)
+		g.degraded.Store(true)
+	}
+	return g, nil
+}
+
+// Start runs the health probe. Records left in the spool by an earlier run
+// are replayed as soon as the database answers.
+func (g *Guard) Start(ctx context.Context) {
+	g.probe.Start(ctx)
+	if g.degraded.Load() {
+		g.probe.NotifyDisconnect()
+	}
+}
+
+// Close stops the probe and closes the spool; records not yet replayed stay
+// on disk for the next run. It is idempotent.
+func (g *Guard) Close() error {
+	g.closeMu.Lock()
+	if g.closed {
+		g.closeMu.Unlock()
+		return nil
+	}
+	g.closed = true
+	g.closeMu.Unlock()
+	g.cancel()
+	g.probe.Stop()
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	return g.spool.Close()
+}
+
+// IsDegraded reports whether the database is considered unreachable (or the
+// spool is still being replayed).
+func (g *Guard) IsDegraded() bool { return g.degraded.Load() }
+
+// Stats returns the counts so far.
+func (g *Guard) Stats() Stats {
+	g.statsMu.Lock()
+	s := g.stats
+	g.statsMu.Unlock()
+	s.Pending = g.spool.Len()
+	return s
+}
+
+// WaitHealthy blocks until the guard is not degraded and its spool is
+// empty, or ctx ends.
+func (g *Guard) WaitHealthy(ctx context.Context) error {
+	for {
+		g.writeMu.Lock()
+		ok := !g.degraded.Load() && g.spool.Len() == 0
+		ch := g.drained
+		g.writeMu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the memory guard to recover (%d records spooled): %w", g.spool.Len(), ctx.Err())
+		}
+	}
+}
+
+// IsOutage is the default outage test: errors that say the database cannot
+// be reached (connection failures, timeouts, server shutting down, too many
+// connections) count; refusals of the request itself (constraint
+// violations, invalid input, not found) do not.
+func IsOutage(err error) bool {
+	if err == nil || errors.Is(err, memory.ErrInvalid) || errors.Is(err, memory.ErrNotFound) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "57"), // operator intervention: shutdown
+			strings.HasPrefix(pgErr.Code, "53"): // insufficient resources
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+// record is one spooled write.
+type record struct {
+	Op      string                   `json:"op"`
+	Session string                   `json:"session,omitempty"`
+	At      time.Time                `json:"at,omitzero"`
+	Entries []memory.TranscriptEntry `json:"entries,omitempty"`
+}
+
+const (
+	opEntries = "entries"
+	opStart   = "start"
+	opEnd     = "end"
+)
+
+// apply performs r against the store within WriteTimeout; for entries it
+// reports how many were new.
+func (g *Guard) apply(ctx context.Context, r record) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.WriteTimeout)
+	defer cancel()
+	switch r.Op {
+	case opEntries:
+		return g.cfg.Store.WriteEntries(ctx, r.Entries)
+	case opStart:
+		return 0, g.cfg.Store.StartSession(ctx, r.Session, r.At)
+	case opEnd:
+		return 0, g.cfg.Store.EndSession(ctx, r.Session, r.At)
+	}
+	return 0, fmt.Errorf("unknown spool operation %q", r.Op)
+}
+
+// write sends r to the database, or to the spool while the database is
+// unreachable or the spool not yet replayed. For entries it reports how
+// many are new; spooled entries count as new.
+func (g *Guard) write(ctx context.Context, r record) (int, error) {
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	if !g.degraded.Load() && g.spool.Len() == 0 {
+		// A caller giving up must not lose the write: it is spooled instead.
+		n, err := g.apply(context.WithoutCancel(ctx), r)
+		if err == nil || !g.cfg.IsOutage(err) {
+			return n, err
+		}
+		g.degrade(err)
+	}
+	if err := g.spoolRecord(r); err != nil {
+		return 0, err
+	}
+	return len(r.Entries), nil
+}
+
+func (g *Guard) spoolRecord(r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encoding a %s write for the spool: %w", r.Op, err)
+	}
+	if err := g.spool.Append(b); err != nil {
+		g.log.Error("memory write LOST: the outage spool refused it", "op", r.Op, "session", r.Session,
+			"entries", len(r.Entries), "err", err)
+		return fmt.Errorf("spooling a %s write during a database outage: %w", r.Op, err)
+	}
+	g.statsMu.Lock()
+	g.stats.Spooled++
+	g.statsMu.Unlock()
+	return nil
+}
+
+// degrade enters the degraded state (once) and wakes the probe.
+func (g *Guard) degrade(cause error) {
+	if g.degraded.CompareAndSwap(false, true) {
+		g.statsMu.Lock()
+		g.stats.Degradations++
+		g.statsMu.Unlock()
+		g.log.Warn("memory degraded: database unreachable; writes go to the spool, reads return nothing", "err", cause)
+	}
+	g.probe.NotifyDisconnect()
+}
+
+// check is the health probe's dial.
+func (g *Guard) check(ctx context.Context) (probeConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.ProbeTimeout)
+	defer cancel()
+	if err := g.cfg.Ping(ctx); err != nil {
+		return probeConn{}, fmt.Errorf("database health check: %w", err)
+	}
+	return probeConn{}, nil
+}
+
+// replay drains the spool into the database, in order; it runs on the
+// probe's loop after a successful health check.
+func (g *Guard) replay() {
+	for g.ctx.Err() == nil {
+		recs, err := g.spool.Peek(DefaultReplayBatch)
+		if err != nil {
+			g.log.Error("reading the outage spool", "err", err)
+			return
+		}
+		if len(recs) == 0 {
+			g.writeMu.Lock()
+			if g.spool.Len() == 0 {
+				if g.degraded.Swap(false) {
+					g.log.Info("memory recovered: spool replayed")
+				}
+				close(g.drained)
+				g.drained = make(chan struct{})
+				g.writeMu.Unlock()
+				return
+			}
+			g.writeMu.Unlock()
+			continue
+		}
+		for i, b := range recs {
+			if g.ctx.Err() != nil {
+				if err := g.spool.Advance(i); err != nil {
+					g.log.Error("advancing the outage spool", "err", err)
+				}
+				return
+			}
+			var r record
+			if err := json.Unmarshal(b, &r); err != nil {
+				// Records are checksummed; this is a bug, not a torn write.
+				g.log.Error("undecodable spool record; stopping replay", "err", err)
+				return
+			}
+			_, err := g.apply(g.ctx, r)
+			if err != nil && r.Op == opEntries && len(r.Entries) > 1 && !g.cfg.IsOutage(err) {
+				// One entry spoils the batch: store the others one by one.
+				err = g.applyEach(r)
+				if err == nil {
+					g.statsMu.Lock()
+					g.stats.Replayed++
+					g.statsMu.Unlock()
+					continue
+				}
+			}
+			if err != nil {
+				if g.ctx.Err() != nil || g.cfg.IsOutage(err) {
+					if err := g.spool.Advance(i); err != nil {
+						g.log.Error("advancing the outage spool", "err", err)
+					}
+					if g.ctx.Err() == nil {
+						g.log.Warn("database failed again during replay", "err", err)
+						g.probe.NotifyDisconnect()
+					}
+					return
+				}
+				if qerr := g.quarantine(b, err); qerr != nil {
+					g.log.Error("cannot set aside a spooled write the database refused; stopping replay", "err", qerr)
+					if err := g.spool.Advance(i); err != nil {
+						g.log.Error("advancing the outage spool", "err", err)
+					}
+					return
+				}
+				g.log.Error("the database refused a spooled write; it is kept in the rejected file",
+					"op", r.Op, "session", r.Session, "entries", len(r.Entries),
+					"file", filepath.Join(g.cfg.SpoolDir, rejectedFile), "err", err)
+			}
+			g.statsMu.Lock()
+			g.stats.Replayed++
+			g.statsMu.Unlock()
+		}
+		if err := g.spool.Advance(len(recs)); err != nil {
+			g.log.Error("advancing the outage spool", "err", err)
+			return
+		}
+	}
+}
+
+// applyEach replays the entries of a refused batch one by one and sets
+// aside those the database refuses; it returns the first outage error.
+func (g *Guard) applyEach(r record) error {
+	for _, e := range r.Entries {
+		one := record{Op: opEntries, Session: r.Session, Entries: []memory.TranscriptEntry{e}}
+		_, err := g.apply(g.ctx, one)
+		if err == nil {
+			continue
+		}
+		if g.ctx.Err() != nil || g.cfg.IsOutage(err) {
+			return err
+		}
+		b, _ := json.Marshal(one)
+		if qerr := g.quarantine(b, err); qerr != nil {
+			return fmt.Errorf("setting aside a refused entry: %w", qerr)
+		}
+		g.log.Error("the database refused a spooled entry; it is kept in the rejected file", "session", e.SessionID,
+			"key", e.IdempotencyKey, "file", filepath.Join(g.cfg.SpoolDir, rejectedFile), "err", err)
+	}
+	return nil
+}
+
+// rejectedFile holds, one JSON object a line, the spooled writes the
+// database refused on replay.
+const rejectedFile = "rejected.jsonl"
+
+func (g *Guard) quarantine(rec []byte, cause error) error {
+	b, err := json.Marshal(struct {
+		Record json.RawMessage `json:"record"`
+		Error  string          `json:"error"`
+	}{rec, cause.Error()})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(g.cfg.SpoolDir, rejectedFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// newKey returns a fresh idempotency key.
+func newKey() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "g-" + hex.EncodeToString(b[:])
+}
+
+func validEntry(e memory.TranscriptEntry) error {
+	switch {
+	case strings.TrimSpace(e.SessionID) == "":
+		return fmt.Errorf("%w: transcript entry without a session id", memory.ErrInvalid)
+	case e.At.IsZero():
+		return fmt.Errorf("%w: transcript entry in session %q without a time", memory.ErrInvalid, e.SessionID)
+	case e.Duration < 0:
+		return fmt.Errorf("%w: transcript entry in session %q has a negative duration %v", memory.ErrInvalid, e.SessionID, e.Duration)
+	}
+	return nil
+}
+
+// WriteEntry stores e, or spools it during an outage. It reports false only
+// when the database said the entry's key was already written.
+func (g *Guard) WriteEntry(ctx context.Context, e memory.TranscriptEntry) (bool, error) {
+	n, err := g.WriteEntries(ctx, []memory.TranscriptEntry{e})
+	return n == 1, err
+}
+
+// WriteEntries stores es atomically, or spools them during an outage. It
+// reports how many were new; spooled entries count as new.
+func (g *Guard) WriteEntries(ctx context.Context, es []memory.TranscriptEntry) (int, error) {
+	if len(es) == 0 {
+		return 0, nil
+	}
+	es = append([]memory.TranscriptEntry(nil), es...)
+	for i := range es {
+		if err := validEntry(es[i]); err != nil {
+			return 0, fmt.Errorf("entry %d: %w", i, err)
+		}
+		if es[i].IdempotencyKey == "" {
+			es[i].IdempotencyKey = newKey()
+		}
+	}
+	return g.write(ctx, record{Op: opEntries, Session: es[0].SessionID, Entries: es})
+}
+
+// StartSession records a session, or spools the start during an outage.
+func (g *Guard) StartSession(ctx context.Context, id string, at time.Time) error {
+	if strings.TrimSpace(id) == "" {
+		return fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	_, err := g.write(ctx, record{Op: opStart, Session: id, At: at})
+	return err
+}
+
+// EndSession marks a session as ended, or spools the end during an outage.
+func (g *Guard) EndSession(ctx context.Context, id string, at time.Time) error {
+	if strings.TrimSpace(id) == "" {
+		return fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	_, err := g.write(ctx, record{Op: opEnd, Session: id, At: at})
+	return err
+}
+
+// read runs a read unless degraded; an outage during it degrades the guard
+// and yields the zero result.
+func read[T any](g *Guard, ctx context.Context, what string, f func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
+	if g.degraded.Load() {
+		return zero, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.WriteTimeout)
+	defer cancel()
+	v, err := f(ctx)
+	if err != nil {
+		if g.cfg.IsOutage(err) && !errors.Is(err, context.Canceled) {
+			g.degrade(err)
+			return zero, nil
+		}
+		return zero, fmt.Errorf("%s: %w", what, err)
+	}
+	return v, nil
+}
+
+// GetRecent returns recent entries, or nothing while degraded.
+func (g *Guard) GetRecent(ctx context.Context, sessionID string, window time.Duration) ([]memory.TranscriptEntry, error) {
+	return read(g, ctx, "reading recent entries", func(ctx context.Context) ([]memory.TranscriptEntry, error) {
+		return g.cfg.Store.GetRecent(ctx, sessionID, window)
+	})
+}
+
+// Entries returns a session's entries, or nothing while degraded.
+func (g *Guard) Entries(ctx context.Context, sessionID string) ([]memory.TranscriptEntry, error) {
+	return read(g, ctx, "reading entries", func(ctx context.Context) ([]memory.TranscriptEntry, error) {
+		return g.cfg.Store.Entries(ctx, sessionID)
+	})
+}
+
+// Search searches the session log, or finds nothing while degraded.
+func (g *Guard) Search(ctx context.Context, query string, o memory.SearchOpts) ([]memory.EntryHit, error) {
+	return read(g, ctx, "searching the session log", func(ctx context.Context) ([]memory.EntryHit, error) {
+		return g.cfg.Store.Search(ctx, query, o)
+	})
+}
+
+// Sessions lists sessions, or none while degraded.
+func (g *Guard) Sessions(ctx context.Context) ([]memory.Session, error) {
+	return read(g, ctx, "listing sessions", func(ctx context.Context) ([]memory.Session, error) {
+		return g.cfg.Store.Sessions(ctx)
+	})
+}

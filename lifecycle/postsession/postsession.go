@@ -1,0 +1,353 @@
+// Package postsession processes a session after it ended: chunking and
+// embedding into the semantic index (L2), then extracting entities and
+// relationships into the knowledge graph (L3).
+//
+// A [Processor] runs in stages and records its progress after every step
+// (see [Progress]): killed half-way, it resumes where it stopped. Running
+// it again on a processed session creates no duplicates either: mentions
+// are resolved against existing entities (by name, alias or sound, see
+// [Resolver]) and facts are upserted by (source, target, type).
+//
+// # Extraction
+//
+// The transcript is read in windows of entries; an [Extractor] (an LLM
+// answering in JSON, [OpenAIExtractor]) names the entities and facts of
+// each. Facts carry provenance: the session, the time of the last line of
+// their window, the model's confidence and whether they were stated or
+// inferred. Facts at or above the knowledge graph's review threshold
+// (0.7 by default) become canon; the others wait for the DM's review.
+package postsession
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// Stages of the processing, in order.
+const (
+	StageL2      = "l2"
+	StageExtract = "extract"
+)
+
+// Defaults.
+const (
+	DefaultWindow    = 40
+	DefaultThreshold = 0.7
+)
+
+// L2 chunks and embeds a session into the semantic index. It must be
+// idempotent: processing a session again replaces its chunks.
+type L2 interface {
+	ProcessSession(ctx context.Context, sessionID string) error
+}
+
+// L2Func adapts a function to L2.
+type L2Func func(ctx context.Context, sessionID string) error
+
+// ProcessSession calls f.
+func (f L2Func) ProcessSession(ctx context.Context, sessionID string) error { return f(ctx, sessionID) }
+
+// Transcript is what the processor reads from the session log.
+type Transcript interface {
+	Entries(ctx context.Context, sessionID string) ([]memory.TranscriptEntry, error)
+}
+
+// Graph is what the processor needs from the knowledge graph.
+type Graph interface {
+	FindEntities(ctx context.Context, f memory.EntityFilter) ([]memory.Entity, error)
+	UpsertEntity(ctx context.Context, e memory.Entity) error
+	UpsertRelationship(ctx context.Context, r memory.Relationship) (memory.Relationship, error)
+}
+
+// thresholder is the optional capability of a Graph that reports its review
+// threshold.
+type thresholder interface{ ReviewThreshold() float64 }
+
+// Config configures a Processor. Transcript, Graph, Extractor and Progress
+// are required; L2 is optional (without it that stage is skipped).
+type Config struct {
+	L2         L2
+	Transcript Transcript
+	Graph      Graph
+	Extractor  Extractor
+	Progress   Progress
+	// Window is the number of entries per extraction request (default 40).
+	Window int
+	// Logger receives progress and rejected facts (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Report says what one run did.
+type Report struct {
+	SessionID string
+	// L2Done is true when the L2 stage ran in this run.
+	L2Done bool
+	// Windows is the number of windows extracted in this run; Resumed is
+	// the window the run started at.
+	Windows, Resumed int
+	// EntitiesCreated are new entities; EntitiesResolved are mentions
+	// matched to existing ones (Phonetic of them by sound).
+	EntitiesCreated, EntitiesResolved, Phonetic int
+	// Accepted facts are canon; Pending ones wait for the DM.
+	Accepted, Pending int
+	// Rejected are extracted facts that could not be stored (an unknown
+	// entity, a bad confidence, …), each logged.
+	Rejected int
+}
+
+// Processor runs post-session processing. It is safe for concurrent use on
+// different sessions.
+type Processor struct {
+	cfg       Config
+	log       *slog.Logger
+	threshold float64
+}
+
+// New returns a Processor.
+func New(cfg Config) (*Processor, error) {
+	switch {
+	case cfg.Transcript == nil:
+		return nil, errors.New("postsession: Config.Transcript is required")
+	case cfg.Graph == nil:
+		return nil, errors.New("postsession: Config.Graph is required")
+	case cfg.Extractor == nil:
+		return nil, errors.New("postsession: Config.Extractor is required")
+	case cfg.Progress == nil:
+		return nil, errors.New("postsession: Config.Progress is required")
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Processor{cfg: cfg, log: cfg.Logger.With("component", "post-session"), threshold: DefaultThreshold}
+	if t, ok := cfg.Graph.(thresholder); ok {
+		p.threshold = t.ReviewThreshold()
+	}
+	return p, nil
+}
+
+// Threshold is the confidence at or above which extracted facts are
+// accepted: the graph's review threshold.
+func (p *Processor) Threshold() float64 { return p.threshold }
+
+// Run processes a session, resuming where an earlier run stopped.
+func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
+	rep := Report{SessionID: sessionID}
+	if strings.TrimSpace(sessionID) == "" {
+		return rep, fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if p.cfg.L2 != nil {
+		_, done, err := p.cfg.Progress.Load(ctx, sessionID, StageL2)
+		if err != nil {
+			return rep, err
+		}
+		if !done {
+			if err := p.cfg.L2.ProcessSession(ctx, sessionID); err != nil {
+				return rep, fmt.Errorf("chunking and embedding session %q: %w", sessionID, err)
+			}
+			if err := p.cfg.Progress.Save(ctx, sessionID, StageL2, 1, true); err != nil {
+				return rep, err
+			}
+			rep.L2Done = true
+		}
+	}
+	pos, done, err := p.cfg.Progress.Load(ctx, sessionID, StageExtract)
+	if err != nil || done {
+		return rep, err
+	}
+	rep.Resumed = pos
+	all, err := p.cfg.Transcript.Entries(ctx, sessionID)
+	if err != nil {
+		return rep, fmt.Errorf("reading session %q: %w", sessionID, err)
+	}
+	entries := all[:0:0]
+	for _, e := range all {
+		if !e.NonCanon {
+			entries = append(entries, e)
+		}
+	}
+	known, err := p.cfg.Graph.FindEntities(ctx, memory.EntityFilter{})
+	if err != nil {
+		return rep, fmt.Errorf("loading the known entities: %w", err)
+	}
+	res := NewResolver(known)
+	windows := (len(entries) + p.cfg.Window - 1) / p.cfg.Window
+	for w := pos; w < windows; w++ {
+		lo, hi := w*p.cfg.Window, min((w+1)*p.cfg.Window, len(entries))
+		span := entries[lo:hi]
+		x, err := p.cfg.Extractor.Extract(ctx, res.entities, span)
+		if err != nil {
+			return rep, fmt.Errorf("extracting window %d of %d of session %q: %w", w+1, windows, sessionID, err)
+		}
+		if err := p.apply(ctx, sessionID, span, x, res, &rep); err != nil {
+			return rep, fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)
+		}
+		if err := p.cfg.Progress.Save(ctx, sessionID, StageExtract, w+1, w+1 == windows); err != nil {
+			return rep, err
+		}
+		rep.Windows++
+	}
+	if windows == 0 {
+		if err := p.cfg.Progress.Save(ctx, sessionID, StageExtract, 0, true); err != nil {
+			return rep, err
+		}
+	}
+	p.log.Info("session processed", "session", sessionID, "windows", rep.Windows, "resumed_at", rep.Resumed,
+		"entities_created", rep.EntitiesCreated, "entities_resolved", rep.EntitiesResolved,
+		"facts_accepted", rep.Accepted, "facts_pending", rep.Pending, "facts_rejected", rep.Rejected)
+	return rep, nil
+}
+
+// RunUnfinished processes every ended session whose processing is not
+// done, oldest first; it stops at the first error.
+func (p *Processor) RunUnfinished(ctx context.Context) ([]Report, error) {
+	ids, err := p.cfg.Progress.Unfinished(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var reps []Report
+	for _, id := range ids {
+		r, err := p.Run(ctx, id)
+		reps = append(reps, r)
+		if err != nil {
+			return reps, err
+		}
+	}
+	return reps, nil
+}
+
+// apply stores one window's extraction.
+func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.TranscriptEntry, x Extraction, res *Resolver, rep *Report) error {
+	at := span[len(span)-1].At
+	ids := map[string]string{} // name used in this extraction -> entity id
+	ensure := func(name, typ string, aliases []string, desc string) (string, error) {
+		if id, ok := ids[normalise(name)]; ok {
+			return id, nil
+		}
+		if e, how, ok := res.Resolve(name, aliases...); ok {
+			rep.EntitiesResolved++
+			if how == MatchPhonetic {
+				rep.Phonetic++
+				p.log.Debug("mention resolved by sound", "mention", name, "entity", e.ID)
+			}
+			ids[normalise(name)] = e.ID
+			return e.ID, nil
+		}
+		if typ = strings.ToLower(strings.TrimSpace(typ)); typ == "" {
+			typ = memory.EntityConcept
+		}
+		e := memory.Entity{ID: res.NewID(name), Type: typ, Name: strings.TrimSpace(name), Aliases: cleanAliases(name, aliases),
+			Attributes: map[string]any{"first_session": sessionID}}
+		if desc != "" {
+			e.Attributes["description"] = desc
+		}
+		if err := p.cfg.Graph.UpsertEntity(ctx, e); err != nil {
+			return "", err
+		}
+		res.Add(e)
+		rep.EntitiesCreated++
+		ids[normalise(name)] = e.ID
+		return e.ID, nil
+	}
+	for _, xe := range x.Entities {
+		if normalise(xe.Name) == "" {
+			p.log.Warn("extracted entity without a name ignored", "session", sessionID, "type", xe.Type)
+			continue
+		}
+		if _, err := ensure(xe.Name, xe.Type, xe.Aliases, xe.Description); err != nil {
+			return err
+		}
+	}
+	for _, xr := range x.Relationships {
+		reject := func(why string) {
+			rep.Rejected++
+			p.log.Warn("extracted fact rejected", "session", sessionID, "source", xr.Source, "type", xr.Type,
+				"target", xr.Target, "reason", why)
+		}
+		typ := relType(xr.Type)
+		switch {
+		case typ == "":
+			reject("no relationship type")
+			continue
+		case xr.Confidence < 0 || xr.Confidence > 1:
+			reject(fmt.Sprintf("confidence %v is outside 0..1", xr.Confidence))
+			continue
+		}
+		src, okS := idFor(xr.Source, ids, res)
+		dst, okT := idFor(xr.Target, ids, res)
+		if !okS || !okT {
+			reject("it names an entity that is neither extracted nor known")
+			continue
+		}
+		if src == dst {
+			reject("source and target are the same entity")
+			continue
+		}
+		basis := memory.FactSource(strings.ToLower(strings.TrimSpace(xr.Basis)))
+		if !basis.Valid() {
+			basis = memory.SourceInferred
+		}
+		attrs := map[string]any{"extracted": true}
+		if xr.Evidence != "" {
+			attrs["evidence"] = xr.Evidence
+		}
+		stored, err := p.cfg.Graph.UpsertRelationship(ctx, memory.Relationship{
+			SourceID: src, TargetID: dst, Type: typ, Attributes: attrs,
+			Provenance: memory.Provenance{SessionID: sessionID, Timestamp: at, Confidence: xr.Confidence, Source: basis},
+		})
+		if err != nil {
+			if errors.Is(err, memory.ErrInvalid) {
+				reject(err.Error())
+				continue
+			}
+			return err
+		}
+		switch stored.Status {
+		case memory.StatusActive:
+			rep.Accepted++
+		case memory.StatusPending:
+			rep.Pending++
+		}
+	}
+	return nil
+}
+
+// idFor finds the entity a relationship end names: one of this window's
+// entities, or a known one.
+func idFor(name string, ids map[string]string, res *Resolver) (string, bool) {
+	if id, ok := ids[normalise(name)]; ok {
+		return id, true
+	}
+	if e, _, ok := res.Resolve(name); ok {
+		ids[normalise(name)] = e.ID
+		return e.ID, true
+	}
+	return "", false
+}
+
+func cleanAliases(name string, aliases []string) []string {
+	seen := map[string]bool{normalise(name): true}
+	var out []string
+	for _, a := range aliases {
+		k := normalise(a)
+		if k == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, strings.TrimSpace(a))
+	}
+	return out
+}
+
+// relType upper-cases a relationship type and joins its words with
+// underscores ("located at" -> LOCATED_AT).
+func relType(s string) string {
+	return strings.ReplaceAll(strings.ToUpper(normalise(s)), " ", "_")
+}
