@@ -239,6 +239,12 @@ func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
 	gen, err := c.connect(ctx, p, false)
 	if err != nil {
 		c.teardown()
+		var ce *closeError
+		if errors.As(err, &ce) {
+			if action, why := gateway.Classify(ce.code); action == gateway.ActionFatal {
+				return nil, fmt.Errorf("%w (%v)", closeErr(action, ce.code, why), ce.err)
+			}
+		}
 		return nil, err
 	}
 	rc.Use(gen)

@@ -14,11 +14,14 @@
 //
 // # Use with voice/conn
 //
-// [Session] implements the connection's E2EE interface:
+// [Session] implements the connection's E2EE interface; [NewE2EE] makes
+// one per connection:
 //
-//	cfg.NewE2EE = func(userID, channelID uint64) (conn.E2EE, error) {
-//		return dave.NewSession(userID, channelID, dave.WithLogger(logger))
-//	}
+//	cfg.NewE2EE = dave.NewE2EE(logger)
+//
+// Package davetest plays the voice gateway's side (external sender,
+// commit selection, welcomes, transitions) for tests against
+// voice/voicetest.
 //
 // The session answers op 4 with a key package, turns external proposals
 // (op 27) into commits and welcomes (op 28), follows announced commits

@@ -6,6 +6,10 @@
 // encrypted media between clients like Discord's SFU: transport encryption
 // is removed and re-applied per receiver, the DAVE payload is untouched.
 //
+// The gateway's DAVE role is a [DAVEHandler] (package voice/dave/davetest
+// implements it); [Config.Observe] shows the relayed payloads, so tests can
+// check that media really travels DAVE-encrypted.
+//
 // Faults can be injected: drop a client's WebSocket, close it with a code,
 // pause UDP relaying, or send a client raw datagrams.
 package voicetest
@@ -44,11 +48,17 @@ type Config struct {
 	DAVE DAVEHandler
 	// RequireDAVE closes clients that offer no DAVE with 4017.
 	RequireDAVE bool
-	Logger      *slog.Logger
+	// Observe, if set, sees every media payload the relay forwards: the
+	// sender, the RTP header and the payload with transport encryption
+	// removed (the DAVE frame, when DAVE is on). It must not keep payload.
+	Observe func(fromUserID string, h rtp.Header, payload []byte)
+	Logger  *slog.Logger
 }
 
 // DAVEHandler is the voice gateway's DAVE role (external sender, commit
-// arbitration, welcomes), driven by the fake.
+// arbitration, welcomes), driven by the fake. The fake calls it from one
+// goroutine at a time and delivers what each call returns, in order,
+// before the next call.
 type DAVEHandler interface {
 	// Joined is called when a client's session is described; it returns
 	// messages for clients (by user id).
@@ -82,8 +92,11 @@ type Server struct {
 	udpPause atomic.Bool
 
 	relayed, dropped atomic.Int64
-	wg               sync.WaitGroup
-	closed           chan struct{}
+	// daveMu serialises DAVE handler calls with the delivery of their
+	// results, so that messages reach clients in the order produced.
+	daveMu sync.Mutex
+	wg     sync.WaitGroup
+	closed chan struct{}
 }
 
 type client struct {
@@ -250,6 +263,14 @@ func (s *Server) Send(ds []Delivery) {
 	}
 }
 
+// daveCall runs a DAVE handler call and delivers its messages before any
+// other call runs.
+func (s *Server) daveCall(f func(DAVEHandler) []Delivery) {
+	s.daveMu.Lock()
+	defer s.daveMu.Unlock()
+	s.Send(f(s.cfg.DAVE))
+}
+
 func (c *client) sendJSON(op gateway.Op, v any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -318,7 +339,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			if err != nil || me == nil || s.cfg.DAVE == nil {
 				continue
 			}
-			s.Send(s.cfg.DAVE.FromClient(me.userID, m.Op, m.Payload))
+			s.daveCall(func(h DAVEHandler) []Delivery { return h.FromClient(me.userID, m.Op, m.Payload) })
 			continue
 		}
 		m, err := gateway.ParseText(data)
@@ -378,7 +399,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			s.broadcast(me.userID, gateway.OpSpeaking, gateway.Speaking{Speaking: sp.Speaking, SSRC: me.ssrc, UserID: me.userID})
 		case gateway.OpDAVETransitionReady, gateway.OpDAVEInvalidCommitWelcome:
 			if me != nil && s.cfg.DAVE != nil {
-				s.Send(s.cfg.DAVE.FromClient(me.userID, m.Op, m.Data))
+				s.daveCall(func(h DAVEHandler) []Delivery { return h.FromClient(me.userID, m.Op, m.Data) })
 			}
 		}
 	}
@@ -450,7 +471,7 @@ func (s *Server) selectProtocol(c *client, sp gateway.SelectProtocol) {
 		c.sendJSON(gateway.OpSpeaking, gateway.Speaking{Speaking: 0, SSRC: o.ssrc, UserID: u})
 	}
 	if s.cfg.DAVE != nil && dave > 0 {
-		s.Send(s.cfg.DAVE.Joined(c.userID))
+		s.daveCall(func(h DAVEHandler) []Delivery { return h.Joined(c.userID) })
 	}
 }
 
@@ -504,7 +525,7 @@ func (s *Server) Disconnect(userID string) {
 	c.mu.Unlock()
 	s.broadcast(userID, gateway.OpClientDisconnect, gateway.ClientDisconnect{UserID: userID})
 	if s.cfg.DAVE != nil {
-		s.Send(s.cfg.DAVE.Left(userID))
+		s.daveCall(func(h DAVEHandler) []Delivery { return h.Left(userID) })
 	}
 }
 
@@ -561,6 +582,11 @@ func (s *Server) relay() {
 		if err != nil {
 			s.log.Warn("fake voice server: undecryptable packet", "from", src.userID, "err", err)
 			continue
+		}
+		if s.cfg.Observe != nil {
+			if payload, err := rtp.Payload(&h, plain); err == nil {
+				s.cfg.Observe(src.userID, h, payload)
+			}
 		}
 		for _, d := range dsts {
 			d.mu.Lock()
