@@ -84,7 +84,7 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 func statusEmbed(st SessionStatus) *discordgo.MessageEmbed {
 	memory := "healthy"
 	if st.Degraded {
-		memory = fmt.Sprintf("⚠️ database unreachable — writes are kept in a local spool (%d bytes) and will be stored when it is back", st.SpoolBytes)
+		memory = fmt.Sprintf("⚠️ database unreachable — %d lines are kept in a local spool and will be stored when it is back; nothing is lost", st.SpoolPending)
 	}
 	return &discordgo.MessageEmbed{
 		Title: "Session " + st.SessionID,

@@ -97,7 +97,8 @@ type SessionStatus struct {
 	OptedOut    []string
 	NPCsPresent []string
 	Degraded    bool
-	SpoolBytes  int64
+	// SpoolPending counts lines kept locally until the database is back.
+	SpoolPending int
 	// TurnLatencyP50/P95 of the NPC turns so far.
 	TurnLatencyP50, TurnLatencyP95 time.Duration
 }

@@ -81,7 +81,8 @@ type Recorder interface {
 // running while the database is unreachable.
 type Health interface {
 	IsDegraded() bool
-	SpoolBytes() int64
+	// SpoolPending is the number of lines waiting to be written.
+	SpoolPending() int
 }
 
 // Table is what a session needs of its campaign.

@@ -594,7 +594,7 @@ func (s *session) status() bot.SessionStatus {
 		}
 	}
 	if h, ok := s.rec.(Health); ok {
-		st.Degraded, st.SpoolBytes = h.IsDegraded(), h.SpoolBytes()
+		st.Degraded, st.SpoolPending = h.IsDegraded(), h.SpoolPending()
 	}
 	if len(lat) > 0 {
 		slices.Sort(lat)

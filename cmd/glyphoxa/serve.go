@@ -64,11 +64,23 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		bcfg.Guilds = append(bcfg.Guilds, bot.Guild{ID: g.GuildID, Campaign: g.Campaign, TextChannelID: g.TextChannelID,
 			DMRoleIDs: g.DMRoleIDs, DMUserIDs: g.DMUserIDs, NarratorNPC: g.NarratorNPC})
 	}
-	var opts []bot.Option
-	if e.discord != nil {
-		opts = append(opts, bot.WithSession(e.discord))
+	sess := e.discord
+	if sess == nil {
+		if sess, err = discordgo.New("Bot " + cfg.Discord.Token); err != nil {
+			return fmt.Errorf("discord: %w", err)
+		}
+		defer sess.Close()
 	}
-	b, err := bot.New(bcfg, deps, opts...)
+	vd, err := newVoiceDeps(store, cfg, logger)
+	if err != nil {
+		return err
+	}
+	voice, err := vd.manager(sess, m)
+	if err != nil {
+		return err
+	}
+	deps.Voice = voice
+	b, err := bot.New(bcfg, deps, bot.WithSession(sess))
 	if err != nil {
 		return err
 	}
@@ -116,6 +128,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	var errs []error
 	if err := b.Close(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the bot: %w", err))
+	}
+	if err := voice.Close(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping voice sessions: %w", err))
 	}
 	if err := hs.Shutdown(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
