@@ -26,12 +26,11 @@ run: build
 db:
 	@scripts/devdb.sh
 
-## demo: the main job on local defaults, without Discord or API keys
+## demo: the main job on local defaults, without Discord or API keys: a scripted
+## scene of synthesised speech through the voice pipeline into memory
 demo: build
-	@export GLYPHOXA_DSN="$(DEVDSN)" && \
-	  $(BIN) migrate && \
-	  $(BIN) import testdata/campaigns/ironhold-saga.yaml && \
-	  $(BIN) inspect --campaign ironhold-saga
+	@scripts/testdeps.sh --voice-only
+	@export GLYPHOXA_DSN="$(DEVDSN)" && $(BIN) demo
 
 ## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set)
 test: vet

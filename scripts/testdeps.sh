@@ -2,7 +2,8 @@
 # testdeps.sh installs what the test suite needs besides PostgreSQL: Debian's
 # espeak-ng (speech synthesis for real-audio tests), sox, and pocketsphinx
 # (the offline speech-to-text engine), plus the pinned Node.js test peers in
-# scripts/node-peers (installed into .cache/node-peers).
+# scripts/node-peers (installed into .cache/node-peers). With --voice-only it
+# installs the voice programs alone (what `make demo` needs).
 set -euo pipefail
 log() { printf 'testdeps: %s\n' "$*" >&2; }
 die() { printf 'testdeps: error: %s\n' "$*" >&2; exit 1; }
@@ -30,7 +31,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
 fi
 
 peers="$repo/scripts/node-peers"
-if [[ -f $peers/package-lock.json ]]; then
+if [[ ${1:-} != --voice-only && -f $peers/package-lock.json ]]; then
   command -v npm >/dev/null || die "npm is needed for the Node.js test peers (Node 20)"
   dest="$cache/node-peers"
   if ! cmp -s "$peers/package-lock.json" "$dest/package-lock.json" 2>/dev/null || [[ ! -d $dest/node_modules ]]; then
