@@ -13,7 +13,10 @@ import (
 // the next turn uses the change.
 type Persona struct {
 	// ID is the NPC's entity id in the campaign's knowledge graph.
-	ID            string   `yaml:"id" json:"id"`
+	ID string `yaml:"id" json:"id"`
+	// Campaign, in the configuration, names the campaign the NPC belongs
+	// to; empty means every campaign the bot plays.
+	Campaign      string   `yaml:"campaign,omitempty" json:"-"`
 	Name          string   `yaml:"name" json:"name"`
 	Aliases       []string `yaml:"aliases,omitempty" json:"aliases,omitempty"`
 	Personality   string   `yaml:"personality,omitempty" json:"personality,omitempty"`

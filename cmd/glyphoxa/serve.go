@@ -17,6 +17,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
@@ -50,6 +51,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		cfg.Server.Listen = *listen
 	}
 
+	if err := applyPersonas(ctx, store, cfg, logger); err != nil {
+		return err
+	}
 	m := metrics.New()
 	deps := bot.Deps{Store: store}
 	if cfg.Providers.LLM.Configured() {
@@ -173,4 +177,38 @@ func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("log.format %q: want text or json", c.Format)
+}
+
+// applyPersonas writes the NPCs of the configuration into their campaigns'
+// knowledge graphs: a new entity, or the persona's keys merged into the
+// existing one.
+func applyPersonas(ctx context.Context, store *postgres.Store, cfg config.Config, log *slog.Logger) error {
+	for _, p := range cfg.NPCs {
+		campaigns := []string{p.Campaign}
+		if p.Campaign == "" {
+			campaigns = campaigns[:0]
+			for _, g := range cfg.Discord.Guilds {
+				campaigns = append(campaigns, g.Campaign)
+			}
+		}
+		for _, c := range campaigns {
+			err := store.InTx(ctx, c, func(camp *postgres.Campaign) error {
+				e := p.Entity()
+				g := camp.Graph()
+				if _, err := g.Entity(ctx, p.ID); errors.Is(err, memory.ErrNotFound) {
+					return g.UpsertEntity(ctx, e)
+				} else if err != nil {
+					return err
+				}
+				_, err := g.UpdateEntity(ctx, p.ID, memory.EntityUpdate{Name: &e.Name, Type: &e.Type, Aliases: &e.Aliases,
+					SetAttributes: e.Attributes})
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("writing NPC %q (npcs) into campaign %q: %w", p.ID, c, err)
+			}
+			log.Info("NPC persona written", "npc", p.ID, "campaign", c)
+		}
+	}
+	return nil
 }

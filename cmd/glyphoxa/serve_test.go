@@ -17,6 +17,8 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -71,6 +73,9 @@ func TestServeRunsTheBotWithHealthAndMetrics(t *testing.T) {
       campaign: ironhold-saga
 lifecycle:
   shutdown_timeout: 5s
+npcs:
+  - {id: tilda, campaign: ironhold-saga, name: Tilda, aliases: [the baker], personality: cheerful and nosy,
+     voice: {provider: espeak, id: en-gb+f2}}
 `, guildID)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -116,6 +121,18 @@ lifecycle:
 	code, body, err := get("http://" + addr + "/metrics")
 	if err != nil || code != 200 || !strings.Contains(body, "glyphoxa_active_sessions") {
 		t.Errorf("/metrics: %d %v, body lacks glyphoxa_active_sessions:\n%.500s", code, err, body)
+	}
+
+	// The configured NPC was written into its campaign.
+	store, err := postgres.NewStore(context.Background(), dsn, 384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tilda, err := pgtest.Campaign(t, store, "ironhold-saga").Graph().Entity(context.Background(), "tilda")
+	store.Close()
+	if err != nil || tilda.Type != memory.EntityNPC || tilda.Attributes["personality"] != "cheerful and nosy" ||
+		len(tilda.Aliases) != 1 {
+		t.Errorf("the configured NPC in the campaign: %+v %v", tilda, err)
 	}
 
 	cancel()
