@@ -1,6 +1,7 @@
 package npc
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -85,6 +86,22 @@ func (a *Addresser) NoteReply(npcID, playerID string, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lastNPC, a.lastAt, a.lastTo = npcID, at, playerID
+}
+
+// Likely returns the NPC most likely to be addressed next, before the
+// words are known (for assembling its context ahead of time): the NPC in
+// conversation, if it is still present, else the only NPC in the scene.
+func (a *Addresser) Likely(present []string, at time.Time) string {
+	a.mu.Lock()
+	lastNPC, lastAt := a.lastNPC, a.lastAt
+	a.mu.Unlock()
+	if lastNPC != "" && at.Sub(lastAt) <= a.follow && (len(present) == 0 || slices.Contains(present, lastNPC)) && !a.muted(lastNPC) {
+		return lastNPC
+	}
+	if len(present) == 1 && a.isNPC(present[0]) && !a.muted(present[0]) {
+		return present[0]
+	}
+	return ""
 }
 
 // Decide routes one utterance.

@@ -121,3 +121,36 @@ func TestAddressingTable(t *testing.T) {
 		})
 	}
 }
+
+func TestLikelyAddressee(t *testing.T) {
+	finder := newExactNames(map[string][]string{"grimjaw": {"Grimjaw"}, "elara": {"Elara"}})
+	isNPC := func(id string) bool { return id == "grimjaw" || id == "elara" }
+	now := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		last    string
+		ago     time.Duration
+		present []string
+		muted   string
+		want    string
+	}{
+		{"nobody yet, two NPCs", "", 0, []string{"grimjaw", "elara"}, "", ""},
+		{"nobody yet, one NPC", "", 0, []string{"elara"}, "", "elara"},
+		{"in conversation", "grimjaw", 10 * time.Second, []string{"grimjaw", "elara"}, "", "grimjaw"},
+		{"conversation over", "grimjaw", 5 * time.Minute, []string{"grimjaw", "elara"}, "", ""},
+		{"partner left the scene", "grimjaw", 10 * time.Second, []string{"elara"}, "", "elara"},
+		{"partner muted", "grimjaw", 10 * time.Second, []string{"grimjaw", "elara"}, "grimjaw", ""},
+		{"scene not set", "grimjaw", 10 * time.Second, nil, "", "grimjaw"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := npc.NewAddresser(finder, isNPC, func(id string) bool { return id == tt.muted }, 0)
+			if tt.last != "" {
+				a.NoteReply(tt.last, "u1", now.Add(-tt.ago))
+			}
+			if got := a.Likely(tt.present, now); got != tt.want {
+				t.Errorf("Likely = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

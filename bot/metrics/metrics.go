@@ -31,7 +31,7 @@ type Metrics struct {
 	turns          *prometheus.CounterVec
 	activeSessions prometheus.Gauge
 	degraded       *prometheus.GaugeVec
-	spoolBytes     *prometheus.GaugeVec
+	spoolPending   *prometheus.GaugeVec
 	daveEpochs     prometheus.Counter
 	llmTokens      *prometheus.CounterVec
 }
@@ -56,8 +56,9 @@ func New() *Metrics {
 			Namespace: "glyphoxa", Name: "memory_degraded",
 			Help: "1 while a session's memory store is unreachable and writes go to the spool.",
 		}, []string{"campaign"}),
-		spoolBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "glyphoxa", Name: "spool_bytes", Help: "Bytes of writes waiting in the outage spool.",
+		spoolPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "glyphoxa", Name: "spool_pending",
+			Help: "Transcript lines kept locally (outage spool and journal) that the database does not hold yet.",
 		}, []string{"campaign"}),
 		daveEpochs: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "glyphoxa", Name: "dave_epoch_changes_total", Help: "DAVE (end-to-end encryption) epoch transitions.",
@@ -66,7 +67,7 @@ func New() *Metrics {
 			Namespace: "glyphoxa", Name: "llm_tokens_total", Help: "LLM tokens used, by direction.",
 		}, []string{"direction"}),
 	}
-	m.reg.MustRegister(m.turnStage, m.turns, m.activeSessions, m.degraded, m.spoolBytes, m.daveEpochs, m.llmTokens,
+	m.reg.MustRegister(m.turnStage, m.turns, m.activeSessions, m.degraded, m.spoolPending, m.daveEpochs, m.llmTokens,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -91,14 +92,15 @@ func (m *Metrics) SessionStarted() { m.activeSessions.Inc() }
 // SessionEnded marks a session as ended.
 func (m *Metrics) SessionEnded() { m.activeSessions.Dec() }
 
-// SetMemoryHealth records a campaign's memory state.
-func (m *Metrics) SetMemoryHealth(campaign string, degraded bool, spoolBytes int64) {
+// SetMemoryHealth records a campaign's memory state: whether its database
+// is unreachable, and how many lines wait locally.
+func (m *Metrics) SetMemoryHealth(campaign string, degraded bool, pending int) {
 	v := 0.0
 	if degraded {
 		v = 1
 	}
 	m.degraded.WithLabelValues(campaign).Set(v)
-	m.spoolBytes.WithLabelValues(campaign).Set(float64(spoolBytes))
+	m.spoolPending.WithLabelValues(campaign).Set(float64(pending))
 }
 
 // DAVEEpochChanged counts an epoch transition.

@@ -31,7 +31,7 @@ func TestExposition(t *testing.T) {
 		`glyphoxa_turns_total{outcome="answered"} 1`,
 		`glyphoxa_active_sessions 1`,
 		`glyphoxa_memory_degraded{campaign="ironhold-saga"} 1`,
-		`glyphoxa_spool_bytes{campaign="ironhold-saga"} 2048`,
+		`glyphoxa_spool_pending{campaign="ironhold-saga"} 2048`,
 		`glyphoxa_dave_epoch_changes_total 1`,
 		`glyphoxa_llm_tokens_total{direction="prompt"} 100`,
 		`go_goroutines`,

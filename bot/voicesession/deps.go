@@ -104,9 +104,24 @@ type Table struct {
 }
 
 // Observer receives the session's measurements (a *metrics.Metrics).
+// Stages are those of package bot/metrics.
 type Observer interface {
 	ObserveStage(stage string, sinceEndOfSpeech time.Duration)
 	CountTurn(outcome string)
 	SessionStarted()
 	SessionEnded()
+}
+
+// An Observer may also take memory health and DAVE epoch changes.
+type (
+	healthObserver interface {
+		SetMemoryHealth(campaign string, degraded bool, pending int)
+	}
+	daveObserver interface{ DAVEEpochChanged() }
+)
+
+// prefetcher is an optional capability of a Responder: it starts
+// assembling an NPC's context before the player's words are known.
+type prefetcher interface {
+	Prefetch(ctx context.Context, npcID, sessionID string)
 }

@@ -15,6 +15,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -223,8 +224,13 @@ func (s *session) onUtterance(u audio.Utterance) {
 }
 
 // onSpeech interrupts the NPC speaking now when a player talks over it
-// for long enough.
+// for long enough, and, when a player stops speaking, starts assembling the
+// context of the NPC likely to answer while speech-to-text runs.
 func (s *session) onSpeech(e audio.Event) {
+	if e.Kind == audio.SpeechEnded {
+		s.prefetch()
+		return
+	}
 	if e.Kind != audio.SpeechHeld {
 		return
 	}
@@ -234,6 +240,20 @@ func (s *session) onSpeech(e audio.Event) {
 	if stop != nil {
 		s.log.Info("a player interrupted the NPC", "user", e.UserID)
 		stop()
+	}
+}
+
+func (s *session) prefetch() {
+	p, ok := s.table.Agent.(prefetcher)
+	if !ok {
+		return
+	}
+	var present []string
+	if s.req.Controls != nil {
+		present = s.req.Controls.Scene().Present
+	}
+	if id := s.addr.Likely(present, s.m.clk.Now()); id != "" {
+		p.Prefetch(s.work, id, s.id)
 	}
 }
 
@@ -275,7 +295,7 @@ func (s *session) transcribe(u audio.Utterance) (line, bool) {
 			"start", u.Start, "duration", u.Duration(), "err", err)
 		return line{}, false
 	}
-	obs.ObserveStage("stt_final", s.m.clk.Now().Sub(u.End))
+	obs.ObserveStage(metrics.StageSTTFinal, s.m.clk.Now().Sub(u.End))
 	raw := strings.TrimSpace(t.Text)
 	if raw == "" {
 		return line{}, false
@@ -288,7 +308,7 @@ func (s *session) transcribe(u audio.Utterance) (line, bool) {
 			text = c
 		}
 	}
-	obs.ObserveStage("correction_done", s.m.clk.Now().Sub(u.End))
+	obs.ObserveStage(metrics.StageCorrection, s.m.clk.Now().Sub(u.End))
 	name := s.m.cfg.UserName(s.req.GuildID, u.UserID)
 	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: u.UserID, SpeakerName: name, Text: text, RawText: raw,
 		At: u.Start.UTC(), Duration: u.Duration(),
@@ -356,7 +376,7 @@ func (s *session) answer(l line, npcID string) {
 	spoken, speakErr := s.speakAsync(ctx, npcID, l.entry.SpeakerID, sentences, func() {
 		first.Do(func() {
 			lat := s.m.clk.Now().Sub(l.endOfTalk)
-			obs.ObserveStage("first_audio", lat)
+			obs.ObserveStage(metrics.StageFirstPacket, lat)
 			s.mu.Lock()
 			if len(s.latencies) < maxLatencySamples {
 				s.latencies = append(s.latencies, lat)
@@ -364,6 +384,7 @@ func (s *session) answer(l line, npcID string) {
 			s.mu.Unlock()
 		})
 	})
+	turnStart := s.m.clk.Now()
 	res, err := s.table.Agent.Turn(ctx, npc.TurnInput{NPCID: npcID, SessionID: s.id, SpeakerID: l.entry.SpeakerID,
 		SpeakerName: l.entry.SpeakerName, Text: l.entry.Text, History: history}, func(sentence string) {
 		select {
@@ -381,7 +402,10 @@ func (s *session) answer(l line, npcID string) {
 		s.log.Error("NPC turn failed", "npc", npcID, "err", err)
 		return
 	}
-	obs.ObserveStage("turn_done", s.m.clk.Now().Sub(l.endOfTalk))
+	if sinceEnd := turnStart.Sub(l.endOfTalk); res.Timings.ContextReady > 0 {
+		obs.ObserveStage(metrics.StageHotContext, sinceEnd+res.Timings.ContextReady)
+		obs.ObserveStage(metrics.StageLLMFirstToken, sinceEnd+res.Timings.FirstToken)
+	}
 	outcome := "answered"
 	if len(heard) < len(res.Sentences) {
 		outcome = "interrupted"
@@ -529,6 +553,10 @@ func (s *session) watch() {
 				return
 			case conn.EventReconnecting:
 				s.log.Warn("voice connection lost; reconnecting", "err", e.Err)
+			case conn.EventE2EEEpoch:
+				if d, ok := s.m.cfg.Observer.(daveObserver); ok {
+					d.DAVEEpochChanged()
+				}
 			}
 		case <-refresh.C():
 			refresh = s.m.clk.NewTimer(optOutRefresh)
@@ -537,6 +565,7 @@ func (s *session) watch() {
 			}
 		case now := <-check.C():
 			check = s.m.clk.NewTimer(every)
+			s.reportHealth()
 			if now.Sub(s.start) >= s.m.cfg.MaxLength {
 				s.m.endLater(s.req.GuildID, fmt.Sprintf("the session reached its maximum length (%s)", s.m.cfg.MaxLength))
 				return
@@ -553,6 +582,16 @@ func (s *session) watch() {
 				return
 			}
 		}
+	}
+}
+
+// reportHealth tells the observer whether the session's memory is
+// reachable and how much waits locally.
+func (s *session) reportHealth() {
+	h, ok := s.rec.(Health)
+	o, ok2 := s.m.cfg.Observer.(healthObserver)
+	if ok && ok2 {
+		o.SetMemoryHealth(s.camp.ID(), h.IsDegraded(), h.SpoolPending())
 	}
 }
 

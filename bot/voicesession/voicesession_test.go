@@ -15,6 +15,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/bot/voicesession"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -154,6 +155,33 @@ func (s snapshot) HotContext(ctx context.Context, npcID, _ string, _ int) (npc.H
 	return npc.HotContext{Text: strings.Join(lines, "\n")}, nil
 }
 
+// observer records what the session reports.
+type observer struct {
+	mu      sync.Mutex
+	stages  map[string]int
+	turns   map[string]int
+	health  int
+	running int
+}
+
+func (o *observer) ObserveStage(stage string, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if d > 0 {
+		o.stages[stage]++
+	}
+}
+func (o *observer) CountTurn(outcome string) { o.mu.Lock(); o.turns[outcome]++; o.mu.Unlock() }
+func (o *observer) SessionStarted()          { o.mu.Lock(); o.running++; o.mu.Unlock() }
+func (o *observer) SessionEnded()            { o.mu.Lock(); o.running--; o.mu.Unlock() }
+func (o *observer) SetMemoryHealth(campaign string, degraded bool, pending int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if campaign == "ironhold-saga" && !degraded {
+		o.health++
+	}
+}
+
 type harness struct {
 	t       *testing.T
 	store   *postgres.Store
@@ -166,6 +194,7 @@ type harness struct {
 	m       *voicesession.Manager
 	ended   chan string
 	after   chan string
+	obs     *observer
 }
 
 func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *harness {
@@ -176,7 +205,8 @@ func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *ha
 	ctx := context.Background()
 	h := &harness{t: t, store: store, camp: camp,
 		stt: &scriptedSTT{script: script}, speaker: &espeakSpeaker{t: t},
-		ended: make(chan string, 1), after: make(chan string, 1)}
+		ended: make(chan string, 1), after: make(chan string, 1),
+		obs: &observer{stages: map[string]int{}, turns: map[string]int{}}}
 	if err := h.camp.OptOut(ctx, quietID); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +270,8 @@ func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *ha
 			h.after <- campaign + "/" + session
 			return nil
 		},
-		Logger: quiet(),
+		Observer: h.obs,
+		Logger:   quiet(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -372,9 +403,25 @@ func TestVoiceSessionFromStartToEnd(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 
+	h.obs.mu.Lock()
+	for _, stage := range []string{metrics.StageSTTFinal, metrics.StageCorrection, metrics.StageHotContext,
+		metrics.StageLLMFirstToken, metrics.StageFirstPacket} {
+		if h.obs.stages[stage] != 1 {
+			t.Errorf("stage %s observed %d times, want 1 (%v)", stage, h.obs.stages[stage], h.obs.stages)
+		}
+	}
+	if h.obs.turns["answered"] != 1 || h.obs.running != 1 {
+		t.Errorf("turns %v, %d sessions running", h.obs.turns, h.obs.running)
+	}
+	h.obs.mu.Unlock()
+
 	if err := h.m.End(ctx, guildID); err != nil {
 		t.Fatal(err)
 	}
+	if h.obs.mu.Lock(); h.obs.running != 0 {
+		t.Errorf("%d sessions running after End", h.obs.running)
+	}
+	h.obs.mu.Unlock()
 	select {
 	case got := <-h.after:
 		if got != "ironhold-saga/"+st.SessionID {
