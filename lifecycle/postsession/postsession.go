@@ -68,6 +68,13 @@ type Graph interface {
 // threshold.
 type thresholder interface{ ReviewThreshold() float64 }
 
+// factRecorder is the optional capability of a Graph that keeps the history
+// of facts (memory.FactTimeline): a fact that conflicts with a canon one
+// does not overwrite it, the two are linked and the DM reviews the pair.
+type factRecorder interface {
+	RecordFact(ctx context.Context, r memory.Relationship) (memory.Relationship, []memory.Conflict, error)
+}
+
 // Config configures a Processor. Transcript, Graph, Extractor and Progress
 // are required; L2 is optional (without it that stage is skipped).
 type Config struct {
@@ -98,6 +105,9 @@ type Report struct {
 	// Rejected are extracted facts that could not be stored (an unknown
 	// entity, a bad confidence, …), each logged.
 	Rejected int
+	// Conflicts are canon facts a new fact contradicts or supersedes;
+	// each pair waits for the DM's review.
+	Conflicts int
 }
 
 // Processor runs post-session processing. It is safe for concurrent use on
@@ -298,10 +308,19 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 		if xr.Evidence != "" {
 			attrs["evidence"] = xr.Evidence
 		}
-		stored, err := p.cfg.Graph.UpsertRelationship(ctx, memory.Relationship{
+		fact := memory.Relationship{
 			SourceID: src, TargetID: dst, Type: typ, Attributes: attrs,
 			Provenance: memory.Provenance{SessionID: sessionID, Timestamp: at, Confidence: xr.Confidence, Source: basis},
-		})
+		}
+		var stored memory.Relationship
+		var err error
+		if fr, ok := p.cfg.Graph.(factRecorder); ok {
+			var conflicts []memory.Conflict
+			stored, conflicts, err = fr.RecordFact(ctx, fact)
+			rep.Conflicts += len(conflicts)
+		} else {
+			stored, err = p.cfg.Graph.UpsertRelationship(ctx, fact)
+		}
 		if err != nil {
 			if errors.Is(err, memory.ErrInvalid) {
 				reject(err.Error())

@@ -258,3 +258,69 @@ func TestNewNeedsItsParts(t *testing.T) {
 		t.Fatal("New without parts succeeded")
 	}
 }
+
+// A fact extracted from a later session that conflicts with canon does not
+// overwrite it: Grimjaw moved, so the old location is retired as of the new
+// session, still holds for the old one, and the pair waits for the DM.
+func TestExtractedFactsKeepTheirHistory(t *testing.T) {
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, store, "moves")
+	ctx := context.Background()
+	g := camp.Graph()
+	if err := g.UpsertEntities(ctx, []memory.Entity{
+		{ID: "grimjaw", Type: "npc", Name: "Grimjaw"},
+		{ID: "ironhold", Type: "location", Name: "Ironhold"},
+		{ID: "duskwood", Type: "location", Name: "Duskwood"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := camp.Sessions().StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	old, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: "grimjaw", TargetID: "ironhold", Type: "LOCATED_AT",
+		Provenance: memory.Provenance{SessionID: "s1", Timestamp: t0, Confidence: 0.95, Source: memory.SourceStated}})
+	if err != nil || old.Status != memory.StatusActive {
+		t.Fatalf("canon fact: %+v %v", old, err)
+	}
+	const later = "s2"
+	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{{SessionID: later, SpeakerID: "p1", SpeakerName: "Ayla",
+		Text: "Grimjaw has moved his forge to Duskwood.", At: t0.Add(7 * 24 * time.Hour), IdempotencyKey: "s2/0"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := camp.Sessions().EndSession(ctx, later, t0.Add(7*24*time.Hour+time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(func(int, openai.ChatCompletionRequest) llmtest.Reply {
+		return llmtest.Reply{Text: `{"entities":[{"name":"Grimjaw","type":"npc"},{"name":"Duskwood","type":"location"}],
+		  "relationships":[{"source":"Grimjaw","target":"Duskwood","type":"LOCATED_AT","confidence":0.9,"basis":"stated"}]}`}
+	})
+	defer srv.Close()
+	rep, err := newProcessor(t, store, camp, extractor(srv), nil).Run(ctx, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Conflicts != 1 || rep.Accepted != 1 {
+		t.Fatalf("report %+v, want 1 accepted fact and 1 conflict", rep)
+	}
+	conflicts, err := g.Conflicts(ctx)
+	if err != nil || len(conflicts) != 1 || conflicts[0].OldFact.ID != old.ID || conflicts[0].NewFact.TargetID != "duskwood" {
+		t.Fatalf("conflicts %+v %v", conflicts, err)
+	}
+	asOf := func(session string) []string {
+		fs, err := g.FactsAsOf(ctx, "grimjaw", session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.Type+" "+f.TargetID)
+		}
+		return out
+	}
+	if got := asOf("s1"); fmt.Sprint(got) != "[LOCATED_AT ironhold]" {
+		t.Errorf("as of s1: %v", got)
+	}
+	if got := asOf(later); fmt.Sprint(got) != "[LOCATED_AT duskwood]" {
+		t.Errorf("as of %s: %v", later, got)
+	}
+}
