@@ -51,6 +51,7 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 		}},
 		{Name: cmdMemory, Description: "Review and edit the campaign's memory (DM)", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
 			sub("pending", "Facts waiting for your review, with buttons", str("session", "only facts from this session", false, true)),
+			sub("conflicts", "New facts that conflict with canon: keep the new one or the old"),
 			sub("confirm", "Make a pending fact canon", str("fact", "the fact", true, true)),
 			sub("reject", "Reject a pending fact", str("fact", "the fact", true, true)),
 			group("entity", "People, places and things",

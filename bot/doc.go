@@ -3,7 +3,8 @@
 // It binds each Discord guild to a campaign, registers the slash commands
 // (/session, /npc, /memory, /recap, /privacy) per guild, and answers
 // interactions: DM memory review with Confirm / Reject / Edit buttons and an
-// edit modal, entity and fact editing, search, recaps traceable to their
+// edit modal, review of new facts that conflict with canon (keep the new
+// one or the old), entity and fact editing, search, recaps traceable to their
 // transcript lines, privacy opt-out and forget-me, and voice session control.
 // DM-only commands are checked here, against a DM role or allowlist per
 // guild, not only by Discord's permissions.

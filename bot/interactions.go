@@ -145,6 +145,12 @@ func (b *Bot) onComponent(ctx context.Context, i *discordgo.Interaction, g Guild
 			return
 		}
 		b.pendingButton(ctx, i, g, rest)
+	case "conf":
+		if !isDM(g, i.Member) {
+			b.refuse(i, "Only the DM can settle conflicting facts.")
+			return
+		}
+		b.conflictButton(ctx, i, g, rest)
 	case "forgetme":
 		b.forgetMeButton(ctx, i, g, rest)
 	default:

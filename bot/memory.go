@@ -53,6 +53,13 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 			return
 		}
 		b.finish(i, true, content, embeds(embed), comps)
+	case "memory conflicts":
+		content, embed, comps, err := b.conflictPage(ctx, camp, 0)
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, content, embeds(embed), comps)
 	case "memory confirm", "memory reject":
 		id, err := parseFactID(c.str("fact"))
 		if err != nil {

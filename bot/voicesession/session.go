@@ -110,6 +110,7 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*session, err
 		return nil, fmt.Errorf("recording the session start: %w", err)
 	}
 	if s.rec, err = m.cfg.Recorder(ctx, camp, s.id); err != nil {
+		s.abandon(ctx)
 		return nil, fmt.Errorf("opening the session log: %w", err)
 	}
 	acfg := m.cfg.Audio
@@ -117,11 +118,11 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*session, err
 	acfg.OnUtterance = s.onUtterance
 	acfg.OnEvent = s.onSpeech
 	if s.router, err = audio.NewRouter(acfg); err != nil {
-		s.rec.Close(ctx)
+		s.abandon(ctx)
 		return nil, err
 	}
 	if s.voice, err = m.cfg.Link.Join(ctx, req.GuildID, req.VoiceChannelID); err != nil {
-		s.rec.Close(ctx)
+		s.abandon(ctx)
 		return nil, fmt.Errorf("joining the voice channel: %w", err)
 	}
 	s.work, s.stopAll = context.WithCancel(context.WithoutCancel(ctx))
@@ -143,6 +144,29 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*session, err
 	m.cfg.Observer.SessionStarted()
 	s.log.Info("voice session started", "channel", req.VoiceChannelID)
 	return s, nil
+}
+
+// abandon undoes a start that failed half-way: the session is marked
+// ended and its log writer released.
+func (s *session) abandon(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	if s.rec != nil {
+		if err := s.rec.Close(ctx); err != nil {
+			s.log.Warn("closing the session log of a failed start", "err", err)
+		}
+		if s.m.cfg.AfterSession != nil {
+			s.m.bg.Add(1)
+			go func() {
+				defer s.m.bg.Done()
+				if err := s.m.cfg.AfterSession(s.m.ctx, s.camp.ID(), s.id); err != nil {
+					s.log.Warn("releasing a failed session", "err", err)
+				}
+			}()
+		}
+	}
+	if err := s.camp.Sessions().EndSession(ctx, s.id, s.m.clk.Now()); err != nil {
+		s.log.Warn("marking a failed session ended", "err", err)
+	}
 }
 
 // stop ends the session: no new audio is taken, utterances already spoken

@@ -461,3 +461,53 @@ func TestSessionLeavesAnEmptyChannel(t *testing.T) {
 		t.Error("the session still runs")
 	}
 }
+
+// failingLink cannot join any channel.
+type failingLink struct{}
+
+func (failingLink) Join(context.Context, string, string) (voicesession.Voice, error) {
+	return nil, fmt.Errorf("voice server unreachable")
+}
+func (failingLink) Leave(string) error { return nil }
+
+func TestFailedJoinLeavesNothingRunning(t *testing.T) {
+	store, _ := pgtest.NewStore(t, 16)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	released := make(chan string, 1)
+	m, err := voicesession.New(voicesession.Config{Store: store, Link: failingLink{}, STT: &scriptedSTT{},
+		Table: func(context.Context, *postgres.Campaign) (voicesession.Table, error) {
+			return voicesession.Table{Names: names{}, IsNPC: func(string) bool { return false }}, nil
+		},
+		AfterSession: func(_ context.Context, _, session string) error { released <- session; return nil },
+		Logger:       quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	req := bot.StartRequest{GuildID: guildID, VoiceChannelID: channel, Campaign: "ironhold-saga"}
+	err = m.Start(ctxFor(t), req)
+	if err == nil || !strings.Contains(err.Error(), "voice server unreachable") {
+		t.Fatalf("start: %v", err)
+	}
+	if _, ok := m.Status(guildID); ok {
+		t.Error("a failed start left a session running")
+	}
+	var session string
+	select {
+	case session = <-released:
+	case <-ctxFor(t).Done():
+		t.Fatal("the failed session's log writer was not released")
+	}
+	sessions, err := camp.Sessions().Sessions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(sessions, func(s memory.Session) bool { return s.ID == session })
+	if i < 0 || sessions[i].EndedAt.IsZero() {
+		t.Errorf("the failed session %q is not marked ended: %+v", session, sessions)
+	}
+	// The guild is free again.
+	if err := m.Start(ctxFor(t), req); err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("second start: %v", err)
+	}
+}

@@ -73,6 +73,7 @@ func printInspection(e *env, in postgres.Inspection) {
 		statuses = append(statuses, fmt.Sprintf("%d %s", in.Facts[st], st))
 	}
 	fmt.Fprintf(w, "\nFacts\t%s\n", strings.Join(statuses, ", "))
+	fmt.Fprintf(w, "Conflicts\t%d open\n", in.OpenConflicts)
 	w.Flush()
 	if len(in.Pending) > 0 {
 		fmt.Fprintf(e.stdout, "\nPending DM review (oldest first):\n")
@@ -80,6 +81,9 @@ func printInspection(e *env, in postgres.Inspection) {
 			fmt.Fprintf(e.stdout, "  #%d  %s -%s-> %s  (confidence %.2f, %s, session %s)\n", r.ID, r.SourceID, r.Type, r.TargetID,
 				r.Provenance.Confidence, r.Provenance.Source, orDash(r.Provenance.SessionID))
 		}
+	}
+	if in.OpenConflicts > 0 {
+		fmt.Fprintf(e.stdout, "\nOpen conflicts: new facts that conflict with canon wait for the DM; /memory conflicts in Discord settles them.\n")
 	}
 }
 

@@ -90,6 +90,7 @@ npcs:
 	}
 	sess.LogLevel = discordgo.LogError
 	fake.Attach(sess)
+	t.Cleanup(func() { sess.Close() })
 
 	addr := freeAddr(t)
 	var stderr syncBuffer

@@ -100,6 +100,7 @@ lifecycle:
 	}
 	sess.LogLevel = discordgo.LogError
 	fake.Attach(sess)
+	defer sess.Close()
 	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard,
 		getenv: func(k string) string { return vars[k] }, discord: sess}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -176,6 +177,9 @@ lifecycle:
 	if frames < 100 {
 		t.Errorf("the NPC's two sentences came as %d frames", frames)
 	}
+	if got := player.E2EE().Epoch(); got < epoch {
+		t.Errorf("the DAVE epoch went back from %d to %d while the bot spoke", epoch, got)
+	}
 	if calls := deepgram.Calls(); len(calls) == 0 || !slices.Contains(calls[0].Query["keyterm"], "Grimjaw") {
 		t.Errorf("speech-to-text was not boosted with the campaign's names: %+v", calls)
 	}
@@ -221,9 +225,6 @@ lifecycle:
 			AND status = 'pending' AND session_id = $1`, session).Scan(&pending)
 		return chunks > 0 && pending == 1
 	})
-	if player.E2EE().Epoch() < epoch {
-		t.Errorf("the DAVE epoch went back from %d to %d", epoch, player.E2EE().Epoch())
-	}
 
 	cancel()
 	select {

@@ -22,6 +22,9 @@ type Inspection struct {
 	Facts map[memory.FactStatus]int
 	// Pending lists the oldest facts waiting for the DM (at most 20).
 	Pending []memory.Relationship
+	// OpenConflicts is the number of new facts conflicting with canon that
+	// wait for the DM (see Graph.Conflicts).
+	OpenConflicts int
 }
 
 // TypeCount is a number of entities of one type.
@@ -31,7 +34,7 @@ type TypeCount struct {
 }
 
 // Inspect reports the campaign's sessions, chunk embedding coverage,
-// entities per type and pending facts.
+// entities per type, pending facts and open conflicts.
 func (c *Campaign) Inspect(ctx context.Context) (Inspection, error) {
 	in := Inspection{Campaign: c.id, Facts: map[memory.FactStatus]int{}}
 	var err error
@@ -64,6 +67,10 @@ func (c *Campaign) Inspect(ctx context.Context) (Inspection, error) {
 	}
 	if in.Pending, err = c.graph.PendingFacts(ctx, memory.FactFilter{Limit: 20}); err != nil {
 		return in, err
+	}
+	if err := c.l1.db.QueryRow(ctx, `SELECT count(*) FROM fact_conflicts WHERE campaign_id = $1 AND resolution = ''`, c.id).
+		Scan(&in.OpenConflicts); err != nil {
+		return in, fmt.Errorf("counting open conflicts: %w", err)
 	}
 	return in, nil
 }
