@@ -14,9 +14,10 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/glyphoxa
 
-## bench-voice: a full voice turn against local fake providers; p50/p95 of the bot's own overhead
+## bench-voice: a full voice turn against local fake providers and the development database; p50/p95 of the bot's own overhead
 bench-voice:
-	$(GO) test -run '^$$' -bench Turn -benchtime 50x ./voice/turn/ -args -stt-delay=150ms -llm-delay=300ms -tts-delay=100ms
+	@export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
+	  $(GO) test -run '^$$' -bench Turn -benchtime 50x ./voice/turn/ -args -stt-delay=150ms -llm-delay=300ms -tts-delay=100ms
 
 ## run: the bot (glyphoxa serve) with ./config.yaml against the development database
 run: build
