@@ -117,17 +117,23 @@ const (
 	EventReidentified
 	EventClosed
 	EventE2EEEpoch
+	// EventMoved: Switch connected to the new voice session; ChannelID
+	// names its channel. The users of the old channel were reported left
+	// when the channel changed.
+	EventMoved
 )
 
 func (k EventKind) String() string {
 	return [...]string{"ready", "user joined", "user left", "speaking", "reconnecting", "resumed", "re-identified",
-		"closed", "e2ee epoch"}[k]
+		"closed", "e2ee epoch", "moved"}[k]
 }
 
 // Event is something that happened on the connection.
 type Event struct {
 	Kind   EventKind
 	UserID string
+	// ChannelID is set on EventMoved.
+	ChannelID string
 	// Err is set on EventClosed when the connection ended abnormally, and
 	// on EventReconnecting with the cause.
 	Err error
@@ -197,8 +203,12 @@ type Conn struct {
 	resumes atomic.Int32 // failed resumes since the last good connection
 	packets chan Packet
 	events  chan Event
-	stats   counters
-	closed  atomic.Bool
+	// emitMu guards sending on events against closing it.
+	emitMu       sync.Mutex
+	eventsClosed bool
+	stats        counters
+	closed       atomic.Bool
+	down         chan struct{} // closed when teardown has finished
 }
 
 // Dial connects to the voice server and returns when audio can flow.
@@ -210,7 +220,7 @@ func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
 	}
 	c := &Conn{cfg: cfg, log: cfg.Logger.With("guild", p.GuildID), params: p, userID: uid,
 		ssrcUser: map[uint32]string{}, users: map[string]bool{},
-		packets: make(chan Packet, cfg.PacketBuffer), events: make(chan Event, 64)}
+		packets: make(chan Packet, cfg.PacketBuffer), events: make(chan Event, 64), down: make(chan struct{})}
 	c.lastSeq.Store(gateway.NoSeq)
 	c.seq = uint16(rand.Uint32())
 	c.ts = rand.Uint32()
@@ -253,7 +263,7 @@ func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
 }
 
 // Packets delivers received Opus frames. It is closed when the connection
-// ends.
+// ends (Close, or a failure that ends it).
 func (c *Conn) Packets() <-chan Packet { return c.packets }
 
 // Events delivers connection events. Read it: when it is full, events are
@@ -278,8 +288,13 @@ func (c *Conn) Users() []string {
 	return out
 }
 
-// E2EE returns the DAVE session, or nil.
-func (c *Conn) E2EE() E2EE { return c.e2ee }
+// E2EE returns the DAVE session, or nil. A move to another channel
+// replaces it.
+func (c *Conn) E2EE() E2EE {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.e2ee
+}
 
 // Stats returns the counters.
 func (c *Conn) Stats() Stats {
@@ -292,6 +307,11 @@ func (c *Conn) Stats() Stats {
 }
 
 func (c *Conn) emit(e Event) {
+	c.emitMu.Lock()
+	defer c.emitMu.Unlock()
+	if c.eventsClosed {
+		return
+	}
 	select {
 	case c.events <- e:
 	default:
@@ -300,41 +320,60 @@ func (c *Conn) emit(e Event) {
 }
 
 // Switch moves the connection to a new voice session (the bot was moved to
-// another channel, or the guild's voice server changed): it closes the
-// current one and connects with p. If that fails, the connection rejoins
-// through Config.Rejoin with backoff.
+// another channel, or the guild's voice server changed): it leaves the
+// current one and connects with p, then reports EventMoved. Frames
+// written meanwhile are refused with ErrNotReady. If connecting fails,
+// Switch returns the error and the connection rejoins through
+// Config.Rejoin with backoff; when that gives up too, the connection ends
+// (EventClosed with the error, Packets closed).
 func (c *Conn) Switch(ctx context.Context, p Params) error {
+	c.switchMu.Lock()
+	defer c.switchMu.Unlock()
 	if c.ctx.Err() != nil {
 		return ErrClosed
 	}
-	c.switchMu.Lock()
-	defer c.switchMu.Unlock()
+	// Closing the connection interrupts a switch.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
 	c.mu.Lock()
 	old := c.gen
+	c.ready = false
 	c.mu.Unlock()
 	if old != nil {
 		old.retire()
 	}
 	gen, err := c.identifyFresh(ctx, p)
 	if err != nil {
+		if c.ctx.Err() != nil {
+			return ErrClosed
+		}
 		c.next.Store(int32(gateway.ActionReidentify))
 		c.rc.NotifyDisconnect()
-		return err
+		return fmt.Errorf("voice: switching to channel %s at %s: %w", p.ChannelID, p.Endpoint, err)
 	}
 	c.rc.Use(gen)
-	c.emit(Event{Kind: EventReidentified})
+	c.emit(Event{Kind: EventMoved, ChannelID: p.ChannelID})
 	return nil
 }
 
-// Close leaves the channel and stops every goroutine of the connection.
+// Close leaves the channel and stops every goroutine of the connection. It
+// returns the error that ended the connection, if one did.
 func (c *Conn) Close() error {
-	if !c.closed.CompareAndSwap(false, true) {
-		return nil
-	}
-	c.teardown()
+	c.shutdown()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closeErr
+}
+
+// shutdown tears the connection down once and waits until it is down.
+func (c *Conn) shutdown() {
+	if c.closed.CompareAndSwap(false, true) {
+		c.teardown()
+		close(c.down)
+	}
+	<-c.down
 }
 
 // teardown stops the goroutines, closes the sockets, then the channels
@@ -344,6 +383,10 @@ func (c *Conn) teardown() {
 	if c.rc != nil {
 		c.rc.Stop()
 	}
+	// A Switch under way ends (its context is cancelled) before the
+	// sockets are closed.
+	c.switchMu.Lock()
+	c.switchMu.Unlock()
 	c.mu.Lock()
 	if c.gen != nil {
 		c.gen.retire()
@@ -354,7 +397,10 @@ func (c *Conn) teardown() {
 	c.mu.Unlock()
 	c.wg.Wait()
 	close(c.packets)
+	c.emitMu.Lock()
+	c.eventsClosed = true
 	close(c.events)
+	c.emitMu.Unlock()
 }
 
 // wsURL turns an endpoint into the v8 gateway URL.
@@ -460,13 +506,27 @@ func (c *Conn) redial(ctx context.Context) (*wsGen, error) {
 	return gen, err
 }
 
-// identifyFresh starts a new session with p; a new channel gets a new DAVE
-// group.
+// identifyFresh starts a new session with p; a new channel or voice server
+// gets a new DAVE session, and a new channel's users replace those of the
+// old one (reported left).
 func (c *Conn) identifyFresh(ctx context.Context, p Params) (*wsGen, error) {
 	c.mu.Lock()
 	old := c.params
+	// SSRCs belong to a session: the new one announces its speakers.
+	clear(c.ssrcUser)
+	var gone []string
+	if p.ChannelID != old.ChannelID {
+		for u := range c.users {
+			gone = append(gone, u)
+		}
+		clear(c.users)
+	}
 	c.mu.Unlock()
-	if p.ChannelID != old.ChannelID && c.cfg.NewE2EE != nil {
+	for _, u := range gone {
+		c.emit(Event{Kind: EventUserLeft, UserID: u})
+	}
+	// A DAVE group belongs to a channel on one voice server.
+	if (p.ChannelID != old.ChannelID || p.Endpoint != old.Endpoint) && c.cfg.NewE2EE != nil {
 		ch, err := gateway.Snowflake(p.ChannelID)
 		if err != nil {
 			return nil, err
@@ -517,6 +577,9 @@ func (c *Conn) finish(err error) {
 	}
 	c.emit(Event{Kind: EventClosed, Err: c.closeErr})
 	c.cancel()
+	// Packets and Events close once the goroutines have stopped; finish may
+	// run on the reconnector's loop, which teardown stops.
+	go c.shutdown()
 }
 
 var errStopped = errors.New("voice: disconnected")
@@ -530,7 +593,7 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) (*wsGen, erro
 	if err != nil {
 		return nil, err
 	}
-	ws, _, err := c.cfg.Dialer.DialContext(ctx, u, nil)
+	ws, err := dialWS(ctx, c.cfg.Dialer, u)
 	if err != nil {
 		return nil, fmt.Errorf("voice: connecting to %s: %w", p.Endpoint, err)
 	}
@@ -639,6 +702,37 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) (*wsGen, erro
 	c.emit(Event{Kind: EventReady})
 	c.log.Info("voice connected", "mode", mode, "ssrc", ready.SSRC, "dave", sd.DAVEProtocolVersion)
 	return gen, nil
+}
+
+// dialWS opens the WebSocket. The dialer honours only ctx's deadline once
+// TCP is connected; here ending ctx (Close, a cancelled switch) also ends
+// an opening handshake the server does not answer.
+func dialWS(ctx context.Context, dialer *websocket.Dialer, u string) (*websocket.Conn, error) {
+	d := *dialer
+	var stop func() bool
+	if d.NetDialTLSContext == nil && d.NetDial == nil {
+		netDial := d.NetDialContext
+		if netDial == nil {
+			netDial = (&net.Dialer{}).DialContext
+		}
+		d.NetDialContext = func(dctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := netDial(dctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			// ctx, not dctx: the dialer cancels dctx when it returns.
+			stop = context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+			return nc, nil
+		}
+	}
+	ws, _, err := d.DialContext(ctx, u, nil)
+	if stop != nil {
+		stop()
+	}
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return ws, err
 }
 
 func (c *Conn) installGen(gen *wsGen, p Params) {

@@ -14,7 +14,11 @@
 //   - survives a dropped WebSocket by resuming (UDP, keys and the DAVE
 //     group are kept), re-identifies through Config.Rejoin when the session
 //     is gone, stops when kicked, and fails with a clear error for close
-//     code 4017 (DAVE required) or an unsupported mode.
+//     code 4017 (DAVE required) or an unsupported mode;
+//   - follows the bot to another channel or voice server with Switch
+//     (EventMoved; a new DAVE session for the new group), rejoining through
+//     Config.Rejoin if the new session fails, and ending with a clear
+//     error (EventClosed, Packets closed) when rejoining gives up.
 //
 // Frames are DAVE-decrypted after transport decryption and DAVE-encrypted
 // before it; while the DAVE group is not ready they pass through.

@@ -10,8 +10,13 @@
 // implements it); [Config.Observe] shows the relayed payloads, so tests can
 // check that media really travels DAVE-encrypted.
 //
+// A client that closes its WebSocket normally (1000 or 1001) has left the
+// channel: the others are told (op 13), as when Discord moves a member
+// elsewhere.
+//
 // Faults can be injected: drop a client's WebSocket, close it with a code,
-// pause UDP relaying, or send a client raw datagrams.
+// refuse identifies with a close code, pause UDP relaying, or send a
+// client raw datagrams.
 package voicetest
 
 import (
@@ -48,6 +53,14 @@ type Config struct {
 	DAVE DAVEHandler
 	// RequireDAVE closes clients that offer no DAVE with 4017.
 	RequireDAVE bool
+	// Channel, if set, names the voice channel an identify joins (Discord
+	// knows it from the session and token). Clients see, hear and share a
+	// DAVE group only with clients of their own channel. Without it every
+	// client is in one channel.
+	Channel func(id gateway.Identify) string
+	// ChannelDAVE, if set, returns the DAVE handler of a channel; it takes
+	// the place of DAVE.
+	ChannelDAVE func(channel string) DAVEHandler
 	// Observe, if set, sees every media payload the relay forwards: the
 	// sender, the RTP header and the payload with transport encryption
 	// removed (the DAVE frame, when DAVE is on). It must not keep payload.
@@ -90,6 +103,7 @@ type Server struct {
 	byAddr   map[netip.AddrPort]*client
 	nextSSRC uint32
 	udpPause atomic.Bool
+	refuse   atomic.Int32
 
 	relayed, dropped atomic.Int64
 	// daveMu serialises DAVE handler calls with the delivery of their
@@ -101,6 +115,7 @@ type Server struct {
 
 type client struct {
 	userID, sessionID, token string
+	channel                  string
 	ssrc                     uint32
 	dave                     int // max_dave_protocol_version offered
 	mode                     string
@@ -217,6 +232,17 @@ func (s *Server) CloseWS(userID string, code int) {
 // PauseUDP stops (true) or resumes (false) relaying media.
 func (s *Server) PauseUDP(paused bool) { s.udpPause.Store(paused) }
 
+// RefuseIdentify closes every identify from now on with code (for example
+// 4006, session no longer valid); 0 accepts them again.
+func (s *Server) RefuseIdentify(code int) { s.refuse.Store(int32(code)) }
+
+// Connected reports whether userID is in the server's channels.
+func (s *Server) Connected(userID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clients[userID] != nil
+}
+
 // InjectUDP sends a raw datagram to a client's UDP address.
 func (s *Server) InjectUDP(userID string, datagram []byte) error {
 	s.mu.Lock()
@@ -263,12 +289,36 @@ func (s *Server) Send(ds []Delivery) {
 	}
 }
 
-// daveCall runs a DAVE handler call and delivers its messages before any
-// other call runs.
-func (s *Server) daveCall(f func(DAVEHandler) []Delivery) {
+// dave returns the DAVE handler of a channel, or nil.
+func (s *Server) dave(channel string) DAVEHandler {
+	if s.cfg.ChannelDAVE != nil {
+		return s.cfg.ChannelDAVE(channel)
+	}
+	return s.cfg.DAVE
+}
+
+// daveCall runs a DAVE handler call of a channel and delivers its
+// messages, to clients of that channel, before any other call runs.
+func (s *Server) daveCall(channel string, f func(DAVEHandler) []Delivery) {
+	h := s.dave(channel)
+	if h == nil {
+		return
+	}
 	s.daveMu.Lock()
 	defer s.daveMu.Unlock()
-	s.Send(f(s.cfg.DAVE))
+	for _, d := range f(h) {
+		s.mu.Lock()
+		c := s.clients[d.UserID]
+		s.mu.Unlock()
+		if c == nil || c.channel != channel {
+			continue
+		}
+		if d.Binary != nil {
+			c.sendBinary(d.Op, d.Binary)
+		} else {
+			c.sendJSON(d.Op, d.JSON)
+		}
+	}
 }
 
 func (c *client) sendJSON(op gateway.Op, v any) {
@@ -327,19 +377,23 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			if me != nil {
 				me.mu.Lock()
-				if me.ws == ws {
+				current := me.ws == ws
+				if current {
 					me.ws = nil
 				}
 				me.mu.Unlock()
+				if current && websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) {
+					s.leave(me)
+				}
 			}
 			return
 		}
 		if mt == websocket.BinaryMessage {
 			m, err := gateway.ParseClientBinary(data)
-			if err != nil || me == nil || s.cfg.DAVE == nil {
+			if err != nil || me == nil {
 				continue
 			}
-			s.daveCall(func(h DAVEHandler) []Delivery { return h.FromClient(me.userID, m.Op, m.Payload) })
+			s.daveCall(me.channel, func(h DAVEHandler) []Delivery { return h.FromClient(me.userID, m.Op, m.Payload) })
 			continue
 		}
 		m, err := gateway.ParseText(data)
@@ -363,6 +417,10 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			var id gateway.Identify
 			if m.Decode(&id) != nil || id.Token == "" {
 				ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseAuthFailed, ""), time.Now().Add(time.Second))
+				return
+			}
+			if code := int(s.refuse.Load()); code != 0 {
+				ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, "identify refused"), time.Now().Add(time.Second))
 				return
 			}
 			if s.cfg.RequireDAVE && id.MaxDAVEProtocolVersion < 1 {
@@ -396,20 +454,26 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 			}
 			var sp gateway.Speaking
 			m.Decode(&sp)
-			s.broadcast(me.userID, gateway.OpSpeaking, gateway.Speaking{Speaking: sp.Speaking, SSRC: me.ssrc, UserID: me.userID})
+			s.broadcast(me, gateway.OpSpeaking, gateway.Speaking{Speaking: sp.Speaking, SSRC: me.ssrc, UserID: me.userID})
 		case gateway.OpDAVETransitionReady, gateway.OpDAVEInvalidCommitWelcome:
-			if me != nil && s.cfg.DAVE != nil {
-				s.daveCall(func(h DAVEHandler) []Delivery { return h.FromClient(me.userID, m.Op, m.Data) })
+			if me != nil {
+				s.daveCall(me.channel, func(h DAVEHandler) []Delivery { return h.FromClient(me.userID, m.Op, m.Data) })
 			}
 		}
 	}
 }
 
 func (s *Server) identify(ws *websocket.Conn, id gateway.Identify) *client {
+	channel := ""
+	if s.cfg.Channel != nil {
+		channel = s.cfg.Channel(id)
+	}
 	s.mu.Lock()
 	s.nextSSRC++
-	c := &client{userID: id.UserID, sessionID: id.SessionID, token: id.Token, ssrc: s.nextSSRC, dave: id.MaxDAVEProtocolVersion, ws: ws}
-	if old := s.clients[id.UserID]; old != nil {
+	c := &client{userID: id.UserID, sessionID: id.SessionID, token: id.Token, channel: channel, ssrc: s.nextSSRC,
+		dave: id.MaxDAVEProtocolVersion, ws: ws}
+	old := s.clients[id.UserID]
+	if old != nil {
 		old.mu.Lock()
 		if old.ws != nil && old.ws != ws {
 			old.ws.Close()
@@ -419,6 +483,10 @@ func (s *Server) identify(ws *websocket.Conn, id gateway.Identify) *client {
 	}
 	s.clients[id.UserID] = c
 	s.mu.Unlock()
+	if old != nil && old.channel != channel {
+		// The user moved: its old channel sees it leave.
+		s.left(old)
+	}
 	host, port := s.udpAddr()
 	c.sendJSON(gateway.OpReady, gateway.Ready{SSRC: c.ssrc, IP: host, Port: port, Modes: s.cfg.Modes})
 	return c
@@ -449,7 +517,7 @@ func (s *Server) selectProtocol(c *client, sp gateway.SelectProtocol) {
 	}
 	var others []string
 	for u, o := range s.clients {
-		if u != c.userID && o.cipher != nil {
+		if u != c.userID && o.cipher != nil && o.channel == c.channel {
 			others = append(others, u)
 		}
 	}
@@ -462,7 +530,7 @@ func (s *Server) selectProtocol(c *client, sp gateway.SelectProtocol) {
 	if len(others) > 0 {
 		c.sendJSON(gateway.OpClientsConnect, gateway.ClientsConnect{UserIDs: others})
 	}
-	s.broadcast(c.userID, gateway.OpClientsConnect, gateway.ClientsConnect{UserIDs: []string{c.userID}})
+	s.broadcast(c, gateway.OpClientsConnect, gateway.ClientsConnect{UserIDs: []string{c.userID}})
 	// Tell the newcomer which SSRC the others speak with.
 	for _, u := range others {
 		s.mu.Lock()
@@ -470,8 +538,8 @@ func (s *Server) selectProtocol(c *client, sp gateway.SelectProtocol) {
 		s.mu.Unlock()
 		c.sendJSON(gateway.OpSpeaking, gateway.Speaking{Speaking: 0, SSRC: o.ssrc, UserID: u})
 	}
-	if s.cfg.DAVE != nil && dave > 0 {
-		s.daveCall(func(h DAVEHandler) []Delivery { return h.Joined(c.userID) })
+	if dave > 0 {
+		s.daveCall(c.channel, func(h DAVEHandler) []Delivery { return h.Joined(c.userID) })
 	}
 }
 
@@ -523,17 +591,38 @@ func (s *Server) Disconnect(userID string) {
 		c.ws.Close()
 	}
 	c.mu.Unlock()
-	s.broadcast(userID, gateway.OpClientDisconnect, gateway.ClientDisconnect{UserID: userID})
-	if s.cfg.DAVE != nil {
-		s.daveCall(func(h DAVEHandler) []Delivery { return h.Left(userID) })
+	s.left(c)
+}
+
+// leave removes a client that closed its WebSocket normally, if it is
+// still the user's current session.
+func (s *Server) leave(c *client) {
+	s.mu.Lock()
+	current := s.clients[c.userID] == c
+	if current {
+		delete(s.clients, c.userID)
+		delete(s.byAddr, c.addr)
+	}
+	s.mu.Unlock()
+	if current {
+		s.left(c)
 	}
 }
 
-func (s *Server) broadcast(from string, op gateway.Op, v any) {
+// left tells a departed client's channel that it left.
+func (s *Server) left(c *client) {
+	s.broadcast(c, gateway.OpClientDisconnect, gateway.ClientDisconnect{UserID: c.userID})
+	if c.dave >= 1 && s.cfg.DAVEVersion > 0 {
+		s.daveCall(c.channel, func(h DAVEHandler) []Delivery { return h.Left(c.userID) })
+	}
+}
+
+// broadcast sends a message to the other clients of from's channel.
+func (s *Server) broadcast(from *client, op gateway.Op, v any) {
 	s.mu.Lock()
 	var to []*client
 	for u, c := range s.clients {
-		if u != from && c.cipher != nil {
+		if u != from.userID && c.cipher != nil && c.channel == from.channel {
 			to = append(to, c)
 		}
 	}
@@ -566,7 +655,7 @@ func (s *Server) relay() {
 		src := s.byAddr[from]
 		var dsts []*client
 		for _, c := range s.clients {
-			if c != src && c.cipher != nil && c.addr.IsValid() {
+			if src != nil && c != src && c.cipher != nil && c.addr.IsValid() && c.channel == src.channel {
 				dsts = append(dsts, c)
 			}
 		}

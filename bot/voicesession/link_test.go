@@ -1,0 +1,169 @@
+package voicesession_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/bot/voicesession"
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/voicetest"
+)
+
+// linkPlayer joins a fake voice server as a player and returns the
+// connection.
+func linkPlayer(t *testing.T, srv *voicetest.Server, user, channelID string) *conn.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := conn.Dial(ctx, conn.Params{Endpoint: srv.Endpoint(), GuildID: guildID, ChannelID: channelID, UserID: user,
+		SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// hears sends n paced frames from talker and returns how many from talkerID
+// listener received, in order.
+func hears(t *testing.T, talker *conn.Conn, listener voicesession.Voice, talkerID string, n int) (sent, got int) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; i < n; i++ {
+		<-tick.C
+		if talker.WriteOpus([]byte(fmt.Sprintf("frame-%03d", i))) == nil {
+			sent++
+		}
+	}
+	for {
+		select {
+		case p, ok := <-listener.Packets():
+			if !ok {
+				return
+			}
+			if p.UserID != talkerID {
+				continue
+			}
+			if want := fmt.Sprintf("frame-%03d", got); string(p.Opus) != want {
+				t.Fatalf("frame %d is %q, want %q", got, p.Opus, want)
+			}
+			got++
+		case <-time.After(300 * time.Millisecond):
+			return
+		}
+	}
+}
+
+// TestGatewayLinkFollowsAMove: a member moves the bot to a channel served
+// by another voice server; the link switches the connection there.
+func TestGatewayLinkFollowsAMove(t *testing.T) {
+	const (
+		hall    = "100000000000000011"
+		cellar  = "100000000000000012"
+		cellarP = "444444444444444444"
+	)
+	first, err := voicetest.New(voicetest.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(first.Close)
+	second, err := voicetest.New(voicetest.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Close)
+
+	fake := discordtest.New()
+	t.Cleanup(fake.Close)
+	fake.AddGuild(&discordgo.Guild{ID: guildID, Name: "The Table"})
+	fake.SetVoiceEndpoint(first.Endpoint())
+	sess, err := discordgo.New("Bot fake-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.LogLevel = discordgo.LogError
+	fake.Attach(sess)
+	joiner := bot.NewJoiner(sess)
+	for _, h := range joiner.Handlers() {
+		sess.AddHandler(h)
+	}
+	if err := sess.Open(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := voicetest.Wait(ctx, func() bool { return sess.State.User != nil }); err != nil {
+		t.Fatal("no READY from the fake Discord")
+	}
+	botID := fake.BotUser.ID
+
+	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second,
+		Backoff: conn.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}})
+	v, err := link.Join(ctx, guildID, hall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Leave(guildID); v.Close() })
+	moved := make(chan conn.Event, 1)
+	go func() {
+		for e := range v.Events() {
+			if e.Kind == conn.EventMoved {
+				moved <- e
+			}
+		}
+	}()
+
+	player := linkPlayer(t, first, playerID, hall)
+	if err := voicetest.Wait(ctx, func() bool { return slices.Contains(v.Users(), playerID) }); err != nil {
+		t.Fatal("the bot does not see the player in the hall")
+	}
+	sent, got := hears(t, player, v, playerID, 25)
+	t.Logf("in the hall: the player sent %d frames, the bot received %d", sent, got)
+	if got != sent {
+		t.Fatalf("in the hall the bot heard %d of %d frames", got, sent)
+	}
+
+	// A member drags the bot into the cellar, which another voice server
+	// serves.
+	other := linkPlayer(t, second, cellarP, cellar)
+	fake.SetVoiceEndpoint(second.Endpoint())
+	start := time.Now()
+	if err := fake.MoveBot(guildID, cellar); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-moved:
+		t.Logf("the link followed the move %s after the gateway reported it", time.Since(start).Round(time.Millisecond))
+		if e.ChannelID != cellar {
+			t.Fatalf("moved to %q, want the cellar", e.ChannelID)
+		}
+	case <-ctx.Done():
+		t.Fatal("the link did not follow the move")
+	}
+	if err := voicetest.Wait(ctx, func() bool {
+		return !first.Connected(botID) && !slices.Contains(player.Users(), botID) && slices.Contains(v.Users(), cellarP)
+	}); err != nil {
+		t.Fatalf("after the move: on the first server %v, the hall player sees %v, the bot sees %v",
+			first.Connected(botID), player.Users(), v.Users())
+	}
+	if slices.Contains(v.Users(), playerID) {
+		t.Fatalf("the bot still lists the hall's player: %v", v.Users())
+	}
+	sent, got = hears(t, other, v, cellarP, 25)
+	t.Logf("in the cellar: the player sent %d frames, the bot received %d", sent, got)
+	if got != sent {
+		t.Fatalf("in the cellar the bot heard %d of %d frames", got, sent)
+	}
+	if joiner.Channel(guildID) != cellar {
+		t.Fatalf("the joiner thinks the bot is in %q", joiner.Channel(guildID))
+	}
+}
