@@ -51,7 +51,8 @@ type Transcriber interface {
 	Transcribe(ctx context.Context, pcm audio.PCM, hints []string) (Transcript, error)
 }
 
-// Corrector restores the names speech-to-text misheard.
+// Corrector restores the names speech-to-text misheard. When part of it
+// fails (a late LLM pass, say) it returns its best text with the error.
 type Corrector interface {
 	Correct(ctx context.Context, t Transcript) (string, error)
 }

@@ -326,9 +326,11 @@ func (s *session) transcribe(u audio.Utterance) (line, bool) {
 	}
 	text := raw
 	if s.table.Correct != nil {
-		if c, err := s.table.Correct.Correct(ctx, t); err != nil {
-			s.log.Warn("name correction failed; keeping the words as heard", "err", err)
-		} else if strings.TrimSpace(c) != "" {
+		c, err := s.table.Correct.Correct(ctx, t)
+		if err != nil {
+			s.log.Warn("name correction failed in part", "err", err)
+		}
+		if strings.TrimSpace(c) != "" {
 			text = c
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/correction"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 )
@@ -18,6 +19,7 @@ func cmdCorrect(ctx context.Context, e *env, args []string) error {
 	campaign := fs.String("campaign", "", "campaign id whose entities to restore")
 	entities := fs.String("entities", "", "read the entities from this campaign file (import format) instead of the database")
 	asJSON := fs.Bool("json", false, "print one JSON object per utterance, with the substitutions")
+	useLLM := fs.Bool("llm", false, "also run the LLM pass (stage 2) through providers.llm")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -66,12 +68,32 @@ func cmdCorrect(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	prep, err := m.PrepareEntities(es)
+	opts := []correction.Option{correction.WithMatcher(m), correction.WithEntities(es),
+		correction.WithLowConfidence(cfg.Correction.LowConfidence)}
+	if *useLLM {
+		if err := cfg.Require(config.NeedLLM); err != nil {
+			return err
+		}
+		lc, err := newLLMCorrector(cfg)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, correction.WithLLM(lc))
+	}
+	pipe, err := correction.NewPipeline(opts...)
 	if err != nil {
 		return err
 	}
 	emit := func(text string) error {
-		res := m.MatchPrepared(text, prep)
+		u := correction.Utterance{Text: text}
+		res := pipe.Correct(u)
+		if pipe.HasLLM() {
+			refined, err := pipe.Refine(ctx, u, res)
+			if err != nil {
+				printf(e.stderr, "glyphoxa correct: the LLM pass failed, keeping the phonetic result: %v\n", err)
+			}
+			res = refined
+		}
 		if !*asJSON {
 			printf(e.stdout, "%s\n", res.Text)
 			return nil

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 const correctionEntities = "../../correction/testdata/entities.yaml"
@@ -133,5 +136,39 @@ func TestCorrectErrors(t *testing.T) {
 				t.Errorf("code %d stderr %q; want %d and %q", code, errs, tc.code, tc.inStderr)
 			}
 		})
+	}
+}
+
+func TestCorrectWithTheLLMPass(t *testing.T) {
+	// The phonetic stage cannot place "zeff"; the model says it is
+	// Zephyrine, and also (against its instructions) rewrites "storm",
+	// which the guard reverts.
+	srv := llmtest.New(func(int, openai.ChatCompletionRequest) llmtest.Reply {
+		return llmtest.Reply{Text: `{"text":"we ride from Ironhold and ask Zephyrine about the tempest",
+			"substitutions":[{"original":"zeff","replacement":"Zephyrine","entity_id":"zephyrine"}]}`}
+	})
+	defer srv.Close()
+	vars := map[string]string{"GLYPHOXA_LLM_BASE_URL": srv.URL(), "GLYPHOXA_LLM_MODEL": "fake"}
+	code, out, errs := runCLI(t, vars, "correct", "--entities", correctionEntities, "--llm", "--json",
+		"we ride from iron hold and ask zeff about the storm")
+	if code != 0 {
+		t.Fatalf("correct --llm: %d %q", code, errs)
+	}
+	var r correctJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	if r.Text != "we ride from Ironhold and ask Zephyrine about the storm" || len(r.Substitutions) != 2 ||
+		r.Substitutions[1].Stage != 2 || r.Substitutions[1].EntityID != "zephyrine" {
+		t.Fatalf("result %+v", r)
+	}
+	if len(srv.Requests()) != 1 {
+		t.Errorf("%d LLM requests", len(srv.Requests()))
+	}
+
+	// Without an LLM configured, --llm says what to set.
+	code, _, errs = runCLI(t, nil, "correct", "--entities", correctionEntities, "--llm", "zeff")
+	if code != 1 || !strings.Contains(errs, "GLYPHOXA_LLM_BASE_URL") {
+		t.Errorf("--llm without an LLM: %d %q", code, errs)
 	}
 }

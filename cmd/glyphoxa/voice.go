@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -165,8 +166,16 @@ func (d *voiceDeps) table(ctx context.Context, camp *postgres.Campaign) (voicese
 	if err != nil {
 		return voicesession.Table{}, err
 	}
-	pipe, err := correction.NewPipeline(correction.WithMatcher(m), correction.WithEntities(cents),
-		correction.WithLowConfidence(d.cfg.Correction.LowConfidence), correction.WithLogger(d.log))
+	copts := []correction.Option{correction.WithMatcher(m), correction.WithEntities(cents),
+		correction.WithLowConfidence(d.cfg.Correction.LowConfidence), correction.WithLogger(d.log)}
+	if d.cfg.Correction.LLM && d.cfg.Providers.LLM.Configured() {
+		lc, err := newLLMCorrector(d.cfg)
+		if err != nil {
+			return voicesession.Table{}, err
+		}
+		copts = append(copts, correction.WithLLM(lc))
+	}
+	pipe, err := correction.NewPipeline(copts...)
 	if err != nil {
 		return voicesession.Table{}, err
 	}
@@ -362,12 +371,29 @@ func (t transcriber) Transcribe(ctx context.Context, pcm audio.PCM, hints []stri
 // corrector adapts the correction pipeline (stage 1, inline).
 type corrector struct{ p *correction.Pipeline }
 
-func (c corrector) Correct(_ context.Context, t voicesession.Transcript) (string, error) {
+func (c corrector) Correct(ctx context.Context, t voicesession.Transcript) (string, error) {
 	u := correction.Utterance{Text: t.Text}
 	for _, w := range t.Words {
 		u.Words = append(u.Words, correction.Word{Text: w.Text, Confidence: w.Confidence})
 	}
-	return c.p.Correct(u).Text, nil
+	res := c.p.Correct(u)
+	if c.p.HasLLM() {
+		// The LLM pass is bounded (llmCorrectionTimeout); when it fails or
+		// is late the phonetic result stands.
+		refined, err := c.p.Refine(ctx, u, res)
+		return refined.Text, err
+	}
+	return res.Text, nil
+}
+
+// llmCorrectionTimeout bounds the LLM pass of one live utterance: it delays
+// the NPC's answer by as much.
+const llmCorrectionTimeout = 1500 * time.Millisecond
+
+// newLLMCorrector returns the LLM pass of name correction on providers.llm.
+func newLLMCorrector(cfg config.Config) (*correction.LLMCorrector, error) {
+	p := cfg.Providers.LLM
+	return correction.NewLLMCorrector(p.BaseURL, p.APIKey, p.Model, correction.WithLLMTimeout(llmCorrectionTimeout))
 }
 
 // speaker voices NPCs with the configured synthesis and the paced player.

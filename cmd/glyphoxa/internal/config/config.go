@@ -73,7 +73,7 @@ type Correction struct {
 	PhoneticThreshold float64 `yaml:"phonetic_threshold"`
 	FuzzyThreshold    float64 `yaml:"fuzzy_threshold"`
 	LowConfidence     float64 `yaml:"low_confidence"`
-	// LLM enables the background LLM pass (uses providers.llm).
+	// LLM enables the LLM pass on live utterances (uses providers.llm).
 	LLM bool `yaml:"llm"`
 }
 
