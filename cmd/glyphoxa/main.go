@@ -48,7 +48,7 @@ func commands() []command {
 		{"inspect", "--campaign ID", "show what a campaign's memory holds", cmdInspect},
 		{"process", "--campaign ID [--session ID]", "chunk and embed a campaign's sessions for retrieval", cmdProcess},
 		{"ask", "--campaign ID [--npc ID] [--mode vector|fts|graphrag|ppr|hybrid] [--k N] [--json] QUESTION", "answer a question from a campaign's memory", cmdAsk},
-		{"correct", "--campaign ID [--json] [--entities FILE.yaml] [TEXT]", "restore misheard entity names in transcript text (stdin: one utterance per line)", cmdCorrect},
+		{"correct", "--campaign ID [--json] [--llm] [--entities FILE.yaml] [TEXT]", "restore misheard entity names in transcript text (stdin: one utterance per line)", cmdCorrect},
 		{"chat", "--campaign ID --npc ID", "talk to an NPC from the terminal", cmdChat},
 		{"mcp", "--campaign ID [--http ADDR]", "serve a campaign's memory to AI agents over MCP (stdio or HTTP)", cmdMCP},
 		{"config", "check [--config FILE]", "validate the configuration", cmdConfig},
