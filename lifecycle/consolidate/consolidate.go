@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -232,26 +231,10 @@ func (c *Consolidator) writeOneByOne(ctx context.Context, es []memory.Transcript
 const rejectedFile = "rejected.jsonl"
 
 func (c *Consolidator) quarantine(e memory.TranscriptEntry, cause error) error {
-	b, err := json.Marshal(struct {
+	return spool.AppendJSONLine(filepath.Join(c.cfg.JournalDir, rejectedFile), struct {
 		Entry memory.TranscriptEntry `json:"entry"`
 		Error string                 `json:"error"`
 	}{e, cause.Error()})
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(c.cfg.JournalDir, rejectedFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // IsRefusal is the default refusal test: invalid input, and PostgreSQL's

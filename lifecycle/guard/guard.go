@@ -39,7 +39,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -452,26 +451,10 @@ func (g *Guard) applyEach(r record) error {
 const rejectedFile = "rejected.jsonl"
 
 func (g *Guard) quarantine(rec []byte, cause error) error {
-	b, err := json.Marshal(struct {
+	return spool.AppendJSONLine(filepath.Join(g.cfg.SpoolDir, rejectedFile), struct {
 		Record json.RawMessage `json:"record"`
 		Error  string          `json:"error"`
 	}{rec, cause.Error()})
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(g.cfg.SpoolDir, rejectedFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // newKey returns a fresh idempotency key.

@@ -34,6 +34,7 @@ package spool
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -350,4 +351,27 @@ func syncDir(dir string) error {
 		return fmt.Errorf("syncing spool directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// AppendJSONLine appends v as one JSON line to the file at path (created
+// if missing) and syncs it to disk before returning: for side files such as
+// the record of writes the database refused.
+func AppendJSONLine(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
