@@ -1,117 +1,23 @@
 package dave
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 
+	"github.com/glyphoxa/glyphoxa/voice/dave/internal/daveypeer"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/mls"
 )
 
-// daveyPeer talks to testdata/davey-peer.js, which drives
-// @snazzah/davey (Rust/OpenMLS, the DAVE implementation discord.js uses).
-type daveyPeer struct {
-	t   *testing.T
-	in  *json.Encoder
-	out *bufio.Scanner
-}
+// daveyPeer is the independent DAVE implementation the tests interoperate
+// with.
+type daveyPeer = daveypeer.Peer
 
-// startDavey starts the Node peer. It skips only when Node is missing and
-// CI is unset; in CI a missing Node or davey install fails the test.
-func startDavey(t *testing.T) *daveyPeer {
-	t.Helper()
-	need := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		need("node not found: %v", err)
-	}
-	modules, err := filepath.Abs(filepath.Join("..", "..", ".cache", "node-peers", "node_modules"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(modules, "@snazzah", "davey")); err != nil {
-		t.Fatalf("@snazzah/davey is not installed in %s (scripts/testdeps.sh installs it): %v", modules, err)
-	}
-	cmd := exec.Command(node, filepath.Join("testdata", "davey-peer.js"))
-	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("davey peer exited: %v", err)
-		}
-	})
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	return &daveyPeer{t: t, in: json.NewEncoder(stdin), out: sc}
-}
+type daveyReply = daveypeer.Reply
 
-type daveyReply struct {
-	Error       string `json:"error"`
-	Hex         string `json:"hex"`
-	Commit      string `json:"commit"`
-	Welcome     string `json:"welcome"`
-	Epoch       int64  `json:"epoch"`
-	Leaf        int64  `json:"leaf"`
-	Ready       bool   `json:"ready"`
-	PrivacyCode string `json:"privacyCode"`
-	Code        string `json:"code"`
-}
-
-func (p *daveyPeer) call(cmd map[string]any) (daveyReply, error) {
-	p.t.Helper()
-	if err := p.in.Encode(cmd); err != nil {
-		p.t.Fatalf("writing to davey: %v", err)
-	}
-	if !p.out.Scan() {
-		p.t.Fatalf("davey peer closed: %v", p.out.Err())
-	}
-	var r daveyReply
-	if err := json.Unmarshal(p.out.Bytes(), &r); err != nil {
-		p.t.Fatalf("davey reply %q: %v", p.out.Text(), err)
-	}
-	if r.Error != "" {
-		return r, &daveyError{r.Error}
-	}
-	return r, nil
-}
-
-type daveyError struct{ msg string }
-
-func (e *daveyError) Error() string { return "davey: " + e.msg }
-
-func (p *daveyPeer) must(cmd map[string]any) daveyReply {
-	p.t.Helper()
-	r, err := p.call(cmd)
-	if err != nil {
-		p.t.Fatalf("%v: %v", cmd["cmd"], err)
-	}
-	return r
-}
+func startDavey(t *testing.T) *daveyPeer { return daveypeer.Start(t) }
 
 func unhex(t *testing.T, s string) []byte {
 	b, err := hex.DecodeString(s)
@@ -139,7 +45,7 @@ type interop struct {
 // newInterop starts a scenario on its own channel; the peer reports
 // failures to t from now on (scenarios run one after another).
 func newInterop(t *testing.T, peer *daveyPeer, channel uint64) *interop {
-	peer.t = t
+	peer.ReportTo(t)
 	return &interop{t: t, gw: newFakeGateway(t), peer: peer, chID: channel, users: map[uint64]*member{}}
 }
 
@@ -162,9 +68,9 @@ func (x *interop) join(id uint64, useDavey bool) *member {
 	}
 	if useDavey {
 		m.davey = "u" + strconv.FormatUint(id, 10)
-		x.peer.must(map[string]any{"cmd": "init", "s": m.davey, "userId": strconv.FormatUint(id, 10), "channelId": strconv.FormatUint(x.chID, 10)})
-		x.peer.must(map[string]any{"cmd": "externalSender", "s": m.davey, "hex": hex.EncodeToString(x.gw.sender.Marshal())})
-		kp := unhex(t, x.peer.must(map[string]any{"cmd": "keyPackage", "s": m.davey}).Hex)
+		x.peer.Must(map[string]any{"cmd": "init", "s": m.davey, "userId": strconv.FormatUint(id, 10), "channelId": strconv.FormatUint(x.chID, 10)})
+		x.peer.Must(map[string]any{"cmd": "externalSender", "s": m.davey, "hex": hex.EncodeToString(x.gw.sender.Marshal())})
+		kp := unhex(t, x.peer.Must(map[string]any{"cmd": "keyPackage", "s": m.davey}).Hex)
 		if x.gw.kps[id], _ = mls.UnmarshalKeyPackage(kp); x.gw.kps[id] == nil {
 			t.Fatalf("davey key package does not decode: %x", kp)
 		}
@@ -227,7 +133,7 @@ func (x *interop) commitFrom(m *member, payload *ProposalsPayload) *CommitWelcom
 		}
 		return cw
 	}
-	r := x.peer.must(map[string]any{"cmd": "proposals", "s": m.davey, "op": payload.Operation, "hex": hex.EncodeToString(raw[1:]), "recognized": x.ids()})
+	r := x.peer.Must(map[string]any{"cmd": "proposals", "s": m.davey, "op": payload.Operation, "hex": hex.EncodeToString(raw[1:]), "recognized": x.ids()})
 	if r.Commit == "" {
 		return nil
 	}
@@ -257,7 +163,7 @@ func (x *interop) announce(cw *CommitWelcome, members, joiners []*member) {
 				t.Fatalf("user %d did not accept the commit", m.id)
 			}
 		} else {
-			x.peer.must(map[string]any{"cmd": "commit", "s": m.davey, "hex": hex.EncodeToString(cw.Commit.Marshal())})
+			x.peer.Must(map[string]any{"cmd": "commit", "s": m.davey, "hex": hex.EncodeToString(cw.Commit.Marshal())})
 		}
 	}
 	for _, m := range joiners {
@@ -266,7 +172,7 @@ func (x *interop) announce(cw *CommitWelcome, members, joiners []*member) {
 				t.Fatalf("user %d did not accept the welcome", m.id)
 			}
 		} else {
-			x.peer.must(map[string]any{"cmd": "welcome", "s": m.davey, "hex": hex.EncodeToString(cw.Welcome.Marshal())})
+			x.peer.Must(map[string]any{"cmd": "welcome", "s": m.davey, "hex": hex.EncodeToString(cw.Welcome.Marshal())})
 		}
 	}
 	for _, m := range append(append([]*member{}, members...), joiners...) {
@@ -280,7 +186,7 @@ func (x *interop) code(m *member) (string, uint64) {
 	if m.goS != nil {
 		return m.goS.PrivacyCode(), m.goS.Epoch()
 	}
-	r := x.peer.must(map[string]any{"cmd": "state", "s": m.davey})
+	r := x.peer.Must(map[string]any{"cmd": "state", "s": m.davey})
 	return r.PrivacyCode, uint64(r.Epoch)
 }
 
@@ -311,7 +217,7 @@ func (x *interop) check(ms ...*member) {
 					t.Fatal(err)
 				}
 			} else {
-				enc = unhex(t, x.peer.must(map[string]any{"cmd": "encrypt", "s": a.davey, "hex": hex.EncodeToString(frame)}).Hex)
+				enc = unhex(t, x.peer.Must(map[string]any{"cmd": "encrypt", "s": a.davey, "hex": hex.EncodeToString(frame)}).Hex)
 			}
 			if bytes.Equal(enc, frame) {
 				t.Fatalf("user %d sent plaintext", a.id)
@@ -323,7 +229,7 @@ func (x *interop) check(ms ...*member) {
 					t.Fatalf("user %d → %d (Go decrypts): %v", a.id, b.id, err)
 				}
 			} else {
-				r, err := x.peer.call(map[string]any{"cmd": "decrypt", "s": b.davey, "userId": strconv.FormatUint(a.id, 10), "hex": hex.EncodeToString(enc)})
+				r, err := x.peer.Call(map[string]any{"cmd": "decrypt", "s": b.davey, "userId": strconv.FormatUint(a.id, 10), "hex": hex.EncodeToString(enc)})
 				if err != nil {
 					t.Fatalf("user %d → %d (davey decrypts): %v", a.id, b.id, err)
 				}
@@ -337,10 +243,10 @@ func (x *interop) check(ms ...*member) {
 					t.Fatalf("user %d accepted a replay from %d", b.id, a.id)
 				}
 			} else {
-				if _, err := x.peer.call(map[string]any{"cmd": "decrypt", "s": b.davey, "userId": strconv.FormatUint(a.id, 10), "hex": hex.EncodeToString(enc)}); err == nil {
+				if _, err := x.peer.Call(map[string]any{"cmd": "decrypt", "s": b.davey, "userId": strconv.FormatUint(a.id, 10), "hex": hex.EncodeToString(enc)}); err == nil {
 					t.Fatalf("davey user %d accepted a replay from %d", b.id, a.id)
 				}
-				r := x.peer.must(map[string]any{"cmd": "decrypt", "s": b.davey, "userId": strconv.FormatUint(a.id, 10), "hex": hex.EncodeToString(silence)})
+				r := x.peer.Must(map[string]any{"cmd": "decrypt", "s": b.davey, "userId": strconv.FormatUint(a.id, 10), "hex": hex.EncodeToString(silence)})
 				if !bytes.Equal(unhex(t, r.Hex), silence) {
 					t.Fatal("davey did not pass the silence frame through")
 				}
@@ -379,7 +285,7 @@ func TestDaveyInterop(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dc := x.peer.must(map[string]any{"cmd": "verificationCode", "s": d.davey, "userId": "10"}).Code; dc != goCode || len(goCode) != 45 {
+		if dc := x.peer.Must(map[string]any{"cmd": "verificationCode", "s": d.davey, "userId": "10"}).Code; dc != goCode || len(goCode) != 45 {
 			t.Fatalf("verification codes differ: Go %q, davey %q", goCode, dc)
 		}
 
