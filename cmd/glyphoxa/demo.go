@@ -76,6 +76,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer vd.Close()
 	table, err := vd.table(ctx, camp)
 	if err != nil {
 		return err
@@ -88,7 +89,6 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		sp.Corpus = corpus
-		defer sp.Close()
 	}
 	printf(e.stdout, "  %d names boost speech-to-text: %s…\n", len(table.Hints), strings.Join(table.Hints[:min(8, len(table.Hints))], ", "))
 	if table.Agent == nil {

@@ -79,6 +79,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer vd.Close()
 	voice, err := vd.manager(sess, m)
 	if err != nil {
 		return err

@@ -69,6 +69,14 @@ func newVoiceDeps(store *postgres.Store, cfg config.Config, log *slog.Logger) (*
 	return d, nil
 }
 
+// Close releases the speech-to-text engine's files.
+func (d *voiceDeps) Close() error {
+	if c, ok := d.stt.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
 // newRecognizer returns the configured speech-to-text engine.
 func newRecognizer(c config.STT, log *slog.Logger) (stt.Recognizer, error) {
 	switch c.Provider {
