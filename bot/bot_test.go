@@ -340,3 +340,29 @@ func itoa(n int64) string { return strings.TrimSpace(strings.ReplaceAll(jsonNum(
 func jsonNum(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 var _ = errors.New
+
+func TestDMDirectsTheNextAnswer(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	next := func(m discordtest.Member, npc string) response {
+		return h.send(h.fake.Command(guildID, channelID, m, "npc", discordtest.Sub("next", discordtest.Str("npc", npc))))
+	}
+	if r := next(player, "grimjaw"); !strings.Contains(r.Data.Content, "is for the DM") {
+		t.Fatalf("a player directed an NPC: %q", r.Data.Content)
+	}
+	if got := h.bot.Controls(guildID).TakeNext(); got != "" {
+		t.Fatalf("a refused direction was kept: %q", got)
+	}
+	if r := next(theDM, "thorin"); !strings.Contains(r.Data.Content, "not an NPC") {
+		t.Errorf("directing a player character: %q", r.Data.Content)
+	}
+	if r := next(theDM, "Grim"); !strings.Contains(r.Data.Content, "Grimjaw answers the next thing") || r.Data.Flags&discordgo.MessageFlagsEphemeral == 0 {
+		t.Errorf("direction reply %+v", r.Data)
+	}
+	c := h.bot.Controls(guildID)
+	if got := c.TakeNext(); got != "grimjaw" {
+		t.Errorf("TakeNext = %q, want grimjaw", got)
+	}
+	if got := c.TakeNext(); got != "" {
+		t.Errorf("the direction is used once; second TakeNext = %q", got)
+	}
+}

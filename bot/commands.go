@@ -46,6 +46,7 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 			sub("mute", "Stop an NPC (or all) from answering (DM)", str("npc", "the NPC, or \"all\"", true, true)),
 			sub("unmute", "Let an NPC (or all) answer again (DM)", str("npc", "the NPC, or \"all\"", true, true)),
 			sub("say", "Make an NPC say exactly these words (DM)", str("npc", "the NPC", true, true), str("text", "what the NPC says", true, false)),
+			sub("next", "Make an NPC answer the next thing a player says (DM)", str("npc", "the NPC", true, true)),
 			sub("scene", "Set where the scene is and who is present (DM)", str("location", "where the scene is", false, true),
 				str("present", "NPCs present, comma-separated", false, true)),
 		}},

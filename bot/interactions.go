@@ -108,7 +108,7 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 // dmOnly lists the command paths only a DM may use.
 var dmOnly = map[string]bool{
 	"session start": true, "session end": true,
-	"npc mute": true, "npc unmute": true, "npc say": true, "npc scene": true,
+	"npc mute": true, "npc unmute": true, "npc say": true, "npc scene": true, "npc next": true,
 }
 
 func requiresDM(path string) bool {

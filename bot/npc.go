@@ -75,6 +75,23 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 		} else {
 			b.reply(i, true, fmt.Sprintf("🔊 %s may answer again.", label))
 		}
+	case "npc next":
+		camp, _, err := b.campaign(ctx, g.ID)
+		if err != nil {
+			b.reply(i, true, "⚠️ "+err.Error())
+			return
+		}
+		e, err := resolveEntity(ctx, camp.Graph(), c.str("npc"))
+		if err != nil {
+			b.reply(i, true, "⚠️ "+err.Error())
+			return
+		}
+		if e.Type != memory.EntityNPC {
+			b.reply(i, true, fmt.Sprintf("⚠️ %s is not an NPC.", e.Name))
+			return
+		}
+		controls.SetNext(e.ID)
+		b.reply(i, true, fmt.Sprintf("🎭 %s answers the next thing a player says.", e.Name))
 	case "npc say":
 		b.deferReply(i, true)
 		if b.deps.Voice == nil || !b.state.hasSession(g.ID) {

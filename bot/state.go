@@ -14,6 +14,23 @@ type Controls struct {
 	muted    map[string]bool
 	allMuted bool
 	scene    Scene
+	next     string // the NPC the DM told to answer the next line
+}
+
+// SetNext makes an NPC answer the next line a player says.
+func (c *Controls) SetNext(npcID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next = npcID
+}
+
+// TakeNext returns the NPC the DM told to answer the next line, once.
+func (c *Controls) TakeNext() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := c.next
+	c.next = ""
+	return id
 }
 
 // Scene is where the action is and who is there.

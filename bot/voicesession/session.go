@@ -368,6 +368,7 @@ func (s *session) turnLoop() {
 		directed := ""
 		if s.req.Controls != nil {
 			present = s.req.Controls.Scene().Present
+			directed = s.req.Controls.TakeNext()
 		}
 		d := s.addr.Decide(npc.AddressInput{Text: l.entry.Text, SpeakerID: l.entry.SpeakerID, At: l.entry.At,
 			Present: present, Directed: directed})
