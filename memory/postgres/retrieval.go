@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,12 @@ func scanHit(row pgx.CollectableRow) (ChunkHit, error) {
 // word counts by its rarity in the campaign (inverse document frequency),
 // plus a little for how often it occurs. only, when not nil, restricts the
 // search to those chunk ids. Best first, at most limit.
+//
+// Document frequencies are read from the campaign's lexeme counts, kept
+// current as chunks are written. When the rarer words alone decide the
+// best limit chunks (no chunk matching only the common ones could score
+// as high), only the chunks matching the rarer words are scored; the
+// result is the same as scoring every matching chunk.
 func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int, only []string) ([]ChunkHit, error) {
 	if strings.TrimSpace(query) == "" {
 		return nil, fmt.Errorf("%w: empty query", memory.ErrInvalid)
@@ -50,26 +57,116 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	if limit <= 0 {
 		limit = 10
 	}
+	terms, all, err := x.textTerms(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if len(terms) == 0 {
+		return []ChunkHit{}, nil
+	}
+	lexemes := make([]string, len(terms))
+	idfs := make([]float64, len(terms))
+	for i, t := range terms {
+		lexemes[i], idfs[i] = t.lexeme, t.idf
+	}
+	// terms are rarest first. Find the shortest prefix of rare words that
+	// can fill the result, and check that what it finds outscores any
+	// chunk matching none of them.
+	if j := rareTerms(terms, limit, only); j < len(terms) {
+		hits, err := x.scoreChunks(ctx, query, all, lexemes, idfs, lexemes[:j], limit, only)
+		if err != nil {
+			return nil, err
+		}
+		var rest float64
+		for _, t := range terms[j:] {
+			rest += t.idf
+		}
+		if len(hits) == limit && hits[limit-1].Score > rest+textRankBound {
+			return hits, nil
+		}
+	}
+	return x.scoreChunks(ctx, query, all, lexemes, idfs, lexemes, limit, only)
+}
+
+// textRankBound bounds the share of ts_rank in a full-text score: 0.1
+// times ts_rank, which is at most 1.61 times the largest lexeme weight
+// (1) before length normalisation, which only lowers it.
+const textRankBound = 0.1 * 1.62
+
+// textTerm is a query lexeme that occurs in the campaign's chunks, with its
+// inverse document frequency.
+type textTerm struct {
+	lexeme string
+	df     int64
+	idf    float64
+}
+
+// textTerms returns the query's lexemes that occur in the campaign, rarest
+// first, and all of its lexemes (those that occur nowhere included, for
+// ranking by frequency).
+func (x *SemanticIndex) textTerms(ctx context.Context, query string) ([]textTerm, []string, error) {
 	rows, err := x.db.Query(ctx, `
-		WITH q AS (
-		    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq FROM unnest(to_tsvector('english', $2))
-		), n AS MATERIALIZED (
-		    SELECT count(*)::float8 AS n FROM chunks WHERE campaign_id = $1
-		), df AS MATERIALIZED (
-		    -- Materialised: inlined, the document frequencies would be
-		    -- counted again for every matching chunk.
-		    SELECT q.tq, (SELECT count(*) FROM chunks c WHERE c.campaign_id = $1 AND c.tsv @@ q.tq)::float8 AS df FROM q
+		SELECT q.lexeme, coalesce(l.df, 0)::bigint, coalesce((SELECT n.chunks FROM chunk_counts n WHERE n.campaign_id = $1), 0)::bigint
+		FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $2))) q
+		LEFT JOIN chunk_lexemes l ON l.campaign_id = $1 AND l.lexeme = q.lexeme
+		ORDER BY 2, 1`, x.campaign, query)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the document frequencies of %q: %w", query, err)
+	}
+	var terms []textTerm
+	var all []string
+	var t textTerm
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&t.lexeme, &t.df, &n}, func() error {
+		all = append(all, t.lexeme)
+		if t.df > 0 {
+			terms = append(terms, t)
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("reading the document frequencies of %q: %w", query, err)
+	}
+	for i := range terms {
+		df := float64(terms[i].df)
+		terms[i].idf = math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
+	}
+	return terms, all, nil
+}
+
+// rareTerms returns how many of the rarest terms to search first: the
+// fewest whose chunks can fill limit. len(terms) means all of them.
+func rareTerms(terms []textTerm, limit int, only []string) int {
+	if only != nil {
+		return len(terms) // the candidates are few anyway
+	}
+	var df int64
+	for j, t := range terms {
+		df += t.df
+		if df >= int64(limit) {
+			return j + 1
+		}
+	}
+	return len(terms)
+}
+
+// scoreChunks scores the chunks matching any of cand by the words lexemes
+// (weighted by idfs) and by ts_rank over all, best first, at most limit.
+func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, all, lexemes []string, idfs []float64,
+	cand []string, limit int, only []string) ([]ChunkHit, error) {
+	rows, err := x.db.Query(ctx, `
+		WITH w AS MATERIALIZED (
+		    SELECT quote_literal(u.lexeme)::tsquery AS tq, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
 		), scored AS (
-		    SELECT c.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)))
-		           + 0.1 * ts_rank(c.tsv, (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM q), 1) AS score
-		    FROM chunks c CROSS JOIN n JOIN df ON c.tsv @@ df.tq
-		    WHERE c.campaign_id = $1 AND df.df > 0 AND ($4::text[] IS NULL OR c.id = ANY($4))
-		    GROUP BY c.id, c.tsv
+		    SELECT c.id, (SELECT sum(w.idf) FROM w WHERE c.tsv @@ w.tq)
+		           + 0.1 * ts_rank(c.tsv, (SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest($4::text[]) l), 1) AS score
+		    FROM chunks c
+		    WHERE c.campaign_id = $1 AND c.tsv @@ (SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest($5::text[]) l)
+		      AND ($7::text[] IS NULL OR c.id = ANY($7))
 		    ORDER BY score DESC, c.id
-		    LIMIT $3
+		    LIMIT $6
 		)
 		SELECT `+hitSelect+`, s.score FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id
-		ORDER BY s.score DESC, c.id`, x.campaign, query, limit, only)
+		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, all, cand, limit, only)
 	if err != nil {
 		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}

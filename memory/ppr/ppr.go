@@ -19,7 +19,6 @@ package ppr
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"sync"
 
@@ -31,10 +30,12 @@ type Config struct {
 	// Damping is the probability of following an edge rather than
 	// returning to a seed (default 0.85).
 	Damping float64
-	// MaxIterations bounds the power iteration (default 100).
+	// MaxIterations bounds the rounds of pushes (default 100).
 	MaxIterations int
-	// Tolerance stops the iteration when the L1 change of the scores falls
-	// below it (default 1e-6).
+	// Tolerance is the walk mass per unit of weighted degree below which a
+	// node's pending mass is no longer spread to its neighbours (default
+	// 1e-6): each node's score is within about Tolerance times its degree
+	// of the exact PageRank.
 	Tolerance float64
 }
 
@@ -110,6 +111,9 @@ type Graph struct {
 	pos [][2]int32
 	// extra holds the adjacency of edges added since the last build.
 	extra map[int32][]int32
+
+	// scratch holds *pushState values for Rank.
+	scratch sync.Pool
 }
 
 // New returns an empty graph that loads from src.
@@ -120,6 +124,7 @@ func New(src Source, cfg Config) (*Graph, error) {
 	}
 	g := &Graph{cfg: c, src: src, nodes: map[string]int32{}, facts: map[int64]int32{},
 		mentions: map[int32][]int32{}}
+	g.scratch.New = func() any { return new(pushState) }
 	g.build()
 	return g, nil
 }
@@ -337,7 +342,7 @@ type Result struct {
 type Ranking struct {
 	Chunks   []Result
 	Entities []Result
-	// Iterations is the number of power iterations run.
+	// Iterations is the number of rounds of pushes run.
 	Iterations int
 }
 
@@ -345,11 +350,20 @@ type Ranking struct {
 // may be given as ChunkSeeds) and returns the k best chunks and entities.
 // Seeds the graph does not contain are ignored; with none left the ranking
 // is empty.
+//
+// The ranking is computed by local forward push: each node holds a
+// residual of walk mass not yet spread; pushing a node keeps the share
+// 1-damping of its residual as its score and hands the rest to its
+// neighbours by edge weight. Only nodes whose residual exceeds Tolerance
+// times their weighted degree are pushed, so the work depends on the
+// seeds' neighbourhood and the tolerance, not on the size of the graph,
+// and hubs (whose share per neighbour is small) are pushed only when much
+// mass reaches them. Pushes run in rounds of the nodes due; MaxIterations
+// bounds the rounds.
 func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	n := len(g.keys)
-	p := make([]float64, n)
+	var start []nodeWeight
 	var total float64
 	for _, group := range []struct {
 		prefix string
@@ -357,7 +371,7 @@ func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 	}{{"e:", seeds}, {"c:", chunkSeeds}} {
 		for _, s := range group.seeds {
 			if i, ok := g.nodes[group.prefix+s.EntityID]; ok && s.Weight > 0 {
-				p[i] += s.Weight
+				start = append(start, nodeWeight{i, s.Weight})
 				total += s.Weight
 			}
 		}
@@ -365,26 +379,41 @@ func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 	if total == 0 {
 		return Ranking{}
 	}
-	for i := range p {
-		p[i] /= total
+	for i := range start {
+		start[i].w /= total
 	}
-	d := g.cfg.Damping
-	r := make([]float64, n)
-	copy(r, p)
-	next := make([]float64, n)
+	s := g.scratch.Get().(*pushState)
+	defer g.scratch.Put(s)
+	s.reset(len(g.keys))
+	d, eps := g.cfg.Damping, g.cfg.Tolerance
+	due := func(u int32) bool { return s.res[u] > eps*max(g.deg[u], 1e-9) }
+	give := func(u int32, m float64) {
+		if !s.seen[u] {
+			s.seen[u] = true
+			s.touched = append(s.touched, u)
+		}
+		s.res[u] += m
+		if !s.queued[u] && due(u) {
+			s.queued[u] = true
+			s.next = append(s.next, u)
+		}
+	}
+	for _, x := range start {
+		give(x.i, x.w)
+	}
+	built := int32(len(g.off) - 1) // nodes covered by the arrays
 	iters := 0
-	built := len(g.off) - 1 // nodes covered by the arrays
-	for iters < g.cfg.MaxIterations {
+	for len(s.next) > 0 && iters < g.cfg.MaxIterations {
 		iters++
-		clear(next)
+		s.cur, s.next = s.next, s.cur[:0]
 		var dangling float64
-		for u := range n {
-			ru := r[u]
-			if ru == 0 {
-				continue
-			}
+		for _, u := range s.cur {
+			s.queued[u] = false
+			ru := s.res[u]
+			s.res[u] = 0
+			s.score[u] += (1 - d) * ru
 			if g.deg[u] == 0 {
-				dangling += ru
+				dangling += d * ru
 				continue
 			}
 			share := d * ru / g.deg[u]
@@ -394,40 +423,69 @@ func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 				ws := g.w[lo:hi]
 				ws = ws[:len(nb)]
 				for j, v := range nb {
-					next[v] += share * float64(ws[j])
+					if ws[j] > 0 {
+						give(v, share*float64(ws[j]))
+					}
 				}
 			}
-			if len(g.extra) == 0 {
-				continue
-			}
-			for _, ei := range g.extra[int32(u)] {
+			for _, ei := range g.extra[u] {
 				e := g.edges[ei]
 				if e.dead {
 					continue
 				}
 				v := e.a
-				if v == int32(u) {
+				if v == u {
 					v = e.b
 				}
-				next[v] += share * float64(e.w)
+				give(v, share*float64(e.w))
 			}
 		}
-		// Teleport, plus the mass of nodes without edges, back to the seeds.
-		back := (1 - d) + d*dangling
-		var diff float64
-		for i := range next {
-			next[i] += back * p[i]
-			diff += math.Abs(next[i] - r[i])
-		}
-		r, next = next, r
-		if diff < g.cfg.Tolerance {
-			break
+		// The mass of nodes without edges goes back to the seeds.
+		if dangling > 0 {
+			for _, x := range start {
+				give(x.i, dangling*x.w)
+			}
 		}
 	}
-	return Ranking{Chunks: g.top(r, k, true), Entities: g.top(r, k, false), Iterations: iters}
+	// Mass still waiting at a node would keep at least the share 1-damping
+	// there.
+	for _, u := range s.touched {
+		s.score[u] += (1 - d) * s.res[u]
+	}
+	return Ranking{Chunks: g.top(s, k, true), Entities: g.top(s, k, false), Iterations: iters}
 }
 
-func (g *Graph) top(r []float64, k int, chunks bool) []Result {
+type nodeWeight struct {
+	i int32
+	w float64
+}
+
+// pushState is the scratch space of one Rank call, reused across calls.
+// Only the entries of touched nodes are ever non-zero.
+type pushState struct {
+	score, res   []float64
+	seen, queued []bool
+	touched      []int32
+	cur, next    []int32
+}
+
+// reset readies s for a graph of n nodes.
+func (s *pushState) reset(n int) {
+	for _, u := range s.touched {
+		if int(u) < len(s.score) {
+			s.score[u], s.res[u], s.seen[u], s.queued[u] = 0, 0, false, false
+		}
+	}
+	if len(s.score) != n {
+		s.score, s.res = make([]float64, n), make([]float64, n)
+		s.seen, s.queued = make([]bool, n), make([]bool, n)
+	}
+	s.touched, s.cur, s.next = s.touched[:0], s.cur[:0], s.next[:0]
+}
+
+// top returns the k best chunks (or entities) the push reached, best
+// first; all of them when k <= 0.
+func (g *Graph) top(st *pushState, k int, chunks bool) []Result {
 	better := func(a, b Result) bool {
 		if a.Score != b.Score {
 			return a.Score > b.Score
@@ -452,7 +510,8 @@ func (g *Graph) top(r []float64, k int, chunks bool) []Result {
 			i = m
 		}
 	}
-	for i, s := range r {
+	for _, i := range st.touched {
+		s := st.score[i]
 		if s <= 0 || g.isChunk[i] != chunks {
 			continue
 		}

@@ -1,0 +1,204 @@
+package postgres_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// checkTextStats compares the maintained lexeme counts of every campaign
+// with counts taken from the chunks themselves.
+func checkTextStats(t *testing.T, s *postgres.Store, when string) {
+	t.Helper()
+	ctx := ctxT(t)
+	var diff int
+	check(t, s.Pool().QueryRow(ctx, `
+		WITH truth AS (SELECT c.campaign_id, l.lexeme, count(*)::int AS df FROM chunks c, unnest(c.tsv) l GROUP BY 1, 2)
+		SELECT count(*) FROM truth t FULL JOIN chunk_lexemes k USING (campaign_id, lexeme)
+		WHERE t.df IS DISTINCT FROM k.df`).Scan(&diff))
+	if diff != 0 {
+		t.Errorf("%s: %d lexeme counts differ from the chunks'", when, diff)
+	}
+	check(t, s.Pool().QueryRow(ctx, `
+		WITH truth AS (SELECT campaign_id, count(*) AS n FROM chunks GROUP BY 1)
+		SELECT count(*) FROM truth t FULL JOIN chunk_counts k USING (campaign_id)
+		WHERE t.n IS DISTINCT FROM k.chunks`).Scan(&diff))
+	if diff != 0 {
+		t.Errorf("%s: %d chunk counts differ from the chunks'", when, diff)
+	}
+}
+
+func TestTextStatsFollowChunkWrites(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	a := pgtest.Campaign(t, s, "a")
+	b := pgtest.Campaign(t, s, "b")
+	mk := func(id, session, content, speaker string) memory.Chunk {
+		return memory.Chunk{ID: id, SessionID: session, Content: content, SpeakerIDs: []string{speaker}, StartAt: t0}
+	}
+	check(t, a.Index().IndexChunks(ctx, []memory.Chunk{
+		mk("k1", "s1", "The gold was stolen near the crypt", "u1"),
+		mk("k2", "s1", "Gold and silver, gold again", "u2"),
+		mk("k3", "s2", "The crypt is cold", "u1"),
+	}))
+	check(t, b.Index().IndexChunks(ctx, []memory.Chunk{mk("k1", "s1", "A different campaign's gold", "u1")}))
+	checkTextStats(t, s, "after indexing")
+
+	// Re-indexing changes the words; storing an embedding changes none.
+	check(t, a.Index().IndexChunks(ctx, []memory.Chunk{mk("k2", "s1", "Silver only, and a lantern", "u2")}))
+	check(t, a.Index().SetEmbeddings(ctx, map[string][]float32{"k1": unit(0, 1, 0)}))
+	checkTextStats(t, s, "after re-indexing")
+
+	n := must[int64](t)(a.Index().DeleteSessionChunks(ctx, "s1", []string{"k1"}))
+	if n != 1 {
+		t.Fatalf("deleted %d chunks, want 1", n)
+	}
+	checkTextStats(t, s, "after deleting a chunk")
+
+	must[postgres.ForgetReport](t)(a.ForgetSpeaker(ctx, "u1"))
+	checkTextStats(t, s, "after forgetting a speaker")
+	var left int
+	check(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM chunk_lexemes WHERE campaign_id = 'a'`).Scan(&left))
+	if left != 0 {
+		t.Errorf("campaign a has no chunks left but %d lexeme counts", left)
+	}
+}
+
+// referenceTextSearch scores every chunk matching any of the query's
+// lexemes, counting document frequencies from the chunks themselves.
+func referenceTextSearch(t *testing.T, s *postgres.Store, campaign, query string, limit int) []postgres.ChunkHit {
+	t.Helper()
+	rows, err := s.Pool().Query(ctxT(t), `
+		WITH q AS (
+		    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq FROM unnest(to_tsvector('english', $2))
+		), n AS (
+		    SELECT count(*)::float8 AS n FROM chunks WHERE campaign_id = $1
+		), df AS MATERIALIZED (
+		    SELECT q.tq, (SELECT count(*) FROM chunks c WHERE c.campaign_id = $1 AND c.tsv @@ q.tq)::float8 AS df FROM q
+		)
+		SELECT c.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)))
+		       + 0.1 * ts_rank(c.tsv, (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM q), 1) AS score
+		FROM chunks c CROSS JOIN n JOIN df ON c.tsv @@ df.tq
+		WHERE c.campaign_id = $1 AND df.df > 0
+		GROUP BY c.id, c.tsv
+		ORDER BY score DESC, c.id
+		LIMIT $3`, campaign, query, limit)
+	check(t, err)
+	defer rows.Close()
+	var out []postgres.ChunkHit
+	for rows.Next() {
+		var h postgres.ChunkHit
+		check(t, rows.Scan(&h.Chunk.ID, &h.Score))
+		out = append(out, h)
+	}
+	check(t, rows.Err())
+	return out
+}
+
+func TestTextSearchMatchesFullScoring(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "camp")
+	// Words of very different frequencies: a few names, a common noun in
+	// about a third of the chunks, and filler in most.
+	r := rand.New(rand.NewPCG(7, 8))
+	names := []string{"anlymir", "thanarly", "edsazul", "quoprashi", "kastentor", "venlunzul"}
+	common := []string{"gold", "crypt", "guard", "feather"}
+	filler := []string{"close", "remind", "told", "near", "stolen", "back"}
+	var cs []memory.Chunk
+	for i := range 400 {
+		var words []string
+		if r.IntN(20) == 0 {
+			words = append(words, names[r.IntN(len(names))])
+		}
+		for _, w := range common {
+			if r.IntN(3) == 0 {
+				words = append(words, w)
+			}
+		}
+		for range 1 + r.IntN(4) {
+			words = append(words, filler[r.IntN(len(filler))])
+		}
+		cs = append(cs, memory.Chunk{ID: fmt.Sprintf("c%03d", i), SessionID: "s1", Content: strings.Join(words, " "),
+			StartAt: t0.Add(time.Duration(i) * time.Minute)})
+	}
+	check(t, c.Index().IndexChunks(ctx, cs))
+	checkTextStats(t, s, "after indexing")
+
+	cases := []struct {
+		query string
+		limit int
+	}{
+		{"anlymir gold", 5}, // a rare word fills the result
+		{"thanarly told us near the crypt", 5},
+		{"edsazul quoprashi", 3},       // rare words only
+		{"gold guard close remind", 5}, // common words only
+		{"kastentor gold", 40},         // the rare word cannot fill the result
+		{"venlunzul nowhere", 5},       // a word no chunk has
+		{"nowhere", 5},
+	}
+	for _, tc := range cases {
+		got := must[[]postgres.ChunkHit](t)(c.Index().TextSearch(ctx, tc.query, tc.limit, nil))
+		want := referenceTextSearch(t, s, "camp", tc.query, tc.limit)
+		if len(got) != len(want) {
+			t.Errorf("%q: %d hits, full scoring %d", tc.query, len(got), len(want))
+			continue
+		}
+		for i := range got {
+			if got[i].Chunk.ID != want[i].Chunk.ID || math.Abs(got[i].Score-want[i].Score) > 1e-9 {
+				t.Errorf("%q hit %d: %s %.12f, full scoring %s %.12f", tc.query, i,
+					got[i].Chunk.ID, got[i].Score, want[i].Chunk.ID, want[i].Score)
+			}
+		}
+		if tc.query == "anlymir gold" && (len(got) == 0 || !strings.Contains(got[0].Chunk.Content, "anlymir")) {
+			t.Errorf("%q: the rare word's chunk should come first, got %+v", tc.query, got)
+		}
+	}
+}
+
+func TestTextStatsConcurrentWriters(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "camp")
+	// Two writers re-index their chunks, several per transaction, changing
+	// the same words in opposite orders.
+	const rounds = 30
+	words := [][]string{{"alpha lantern", "beta compass"}, {"gamma lantern", "delta compass"}}
+	errs := make(chan error, 2)
+	for w := range 2 {
+		go func() {
+			for i := range rounds {
+				batch := []memory.Chunk{
+					{ID: fmt.Sprint("w", w, "a"), SessionID: "s1", Content: words[i%2][0], StartAt: t0},
+					{ID: fmt.Sprint("w", w, "b"), SessionID: "s1", Content: words[i%2][1], StartAt: t0},
+				}
+				if w == 1 {
+					batch[0], batch[1] = batch[1], batch[0]
+				}
+				if err := c.Index().IndexChunks(ctx, batch); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent indexing: %v", err)
+		}
+	}
+	checkTextStats(t, s, "after concurrent indexing")
+	var df int
+	check(t, s.Pool().QueryRow(ctx, `SELECT df FROM chunk_lexemes WHERE campaign_id = 'camp' AND lexeme = 'lantern'`).Scan(&df))
+	if df != 2 {
+		t.Errorf("lantern occurs in %d chunks, want 2", df)
+	}
+}
