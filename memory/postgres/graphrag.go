@@ -47,8 +47,13 @@ const hitColumns = `h.id, h.session_id, h.content, h.speaker_ids, h.start_at, h.
      FROM chunk_entities ce JOIN entities e ON e.campaign_id = ce.campaign_id AND e.id = ce.entity_id
      WHERE ce.campaign_id = $1 AND ce.chunk_id = h.id AND ce.entity_id IN (SELECT id FROM ids))`
 
+// scopeArgs are the parameters of scopeCTE. They begin with
+// pgx.QueryExecModeExec: a GraphRAG query's best plan depends on its
+// arguments (a small neighbourhood with common words, or a large one with a
+// rare word), and a cached generic plan costs ten times as much at 100k
+// chunks, so every call is planned for its own arguments.
 func scopeArgs(campaign string, s memory.GraphScope) []any {
-	return []any{campaign, nonNil(s.EntityIDs), max(s.Depth, 0), nonNil(s.RelTypes)}
+	return []any{pgx.QueryExecModeExec, campaign, nonNil(s.EntityIDs), max(s.Depth, 0), nonNil(s.RelTypes)}
 }
 
 // QueryWithContext finds chunks that mention an entity in the scope's
