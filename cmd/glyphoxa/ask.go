@@ -16,8 +16,8 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	campaign := fs.String("campaign", "", "campaign id")
 	npcID := fs.String("npc", "", "answer only from what this NPC heard (entity id)")
 	mode := fs.String("mode", "hybrid", "retrieval mode: vector, fts, graphrag, ppr or hybrid")
-	k := fs.Int("k", 5, "number of results")
-	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids}")
+	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
+	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids}; kind is chunk, entry, fact or entity")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

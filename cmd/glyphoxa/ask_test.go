@@ -49,6 +49,16 @@ func TestImportProcessesAndAskAnswers(t *testing.T) {
 
 	for _, mode := range []string{"vector", "fts", "graphrag", "ppr", "hybrid"} {
 		rs := askJSON(t, vars, "--campaign", "ironhold-saga", "--mode", mode, "--k", "3", "What does the Dawn Hammer do?")
+		if mode == "hybrid" {
+			// The answers are followed by the entity the question names.
+			last := rs[len(rs)-1]
+			want := askResult{Kind: "entity", ID: "dawn-hammer", Content: "Dawn Hammer (item)\nproperties: glows near undead",
+				Score: 1, EntityIDs: []string{"dawn-hammer"}}
+			if fmt.Sprint(last) != fmt.Sprint(want) {
+				t.Errorf("hybrid: last result %+v, want %+v", last, want)
+			}
+			rs = rs[:len(rs)-1]
+		}
 		if len(rs) == 0 || len(rs) > 3 {
 			t.Fatalf("%s: %d results", mode, len(rs))
 		}
@@ -64,6 +74,32 @@ func TestImportProcessesAndAskAnswers(t *testing.T) {
 		}
 	}
 
+	// A named entity comes with its public attributes, never its secrets.
+	rs := askJSON(t, vars, "--campaign", "ironhold-saga", "--k", "2", "What did the blacksmith say about the shipment?")
+	var grimjaw []askResult
+	for i, r := range rs {
+		if r.Kind == "entity" {
+			if i < 2 {
+				t.Errorf("entity result %s at position %d, before the answers", r.ID, i)
+			}
+			grimjaw = append(grimjaw, r)
+		}
+	}
+	want := "Grimjaw (npc)\nalso: Grim, the blacksmith\noccupation: blacksmith\npersonality: gruff, loyal, hates goblins\n" +
+		"speaking_style: short sentences, dwarven oaths"
+	if len(grimjaw) != 1 || grimjaw[0].ID != "grimjaw" || grimjaw[0].Content != want || grimjaw[0].SessionID != "" {
+		t.Errorf("entity results %+v, want grimjaw with content %q", grimjaw, want)
+	}
+	if strings.Contains(fmt.Sprint(rs), "hooded stranger") {
+		t.Errorf("ask revealed Grimjaw's secret knowledge: %+v", rs)
+	}
+	// The raw JSON of an entity has no session.
+	_, raw, _ := runCLI(t, vars, "ask", "--json", "--campaign", "ironhold-saga", "--k", "1", "Dawn Hammer")
+	if !strings.Contains(raw, `"kind": "entity",
+    "id": "dawn-hammer"`) || strings.Contains(raw, `"session_id": ""`) {
+		t.Errorf("ask --json printed %s", raw)
+	}
+
 	// Text output.
 	code, out, errs = runCLI(t, vars, "ask", "--campaign", "ironhold-saga", "who", "watched", "us", "at", "the", "Tankard?")
 	if code != 0 || !strings.Contains(out, "1. [chunk ") || !strings.Contains(out, "Vexa Thorn") {
@@ -71,9 +107,9 @@ func TestImportProcessesAndAskAnswers(t *testing.T) {
 	}
 
 	// NPC scope: Elara spoke only in session s2, so she heard nothing of s1.
-	rs := askJSON(t, vars, "--campaign", "ironhold-saga", "--npc", "elara", "--k", "10", "lost cart of steel Duskwood")
+	rs = askJSON(t, vars, "--campaign", "ironhold-saga", "--npc", "elara", "--k", "10", "lost cart of steel Duskwood")
 	for _, r := range rs {
-		if r.SessionID != "s2" {
+		if r.Kind == "entity" || r.SessionID != "s2" {
 			t.Errorf("elara recalls %s from session %s, where she never was", r.ID, r.SessionID)
 		}
 	}
@@ -175,7 +211,9 @@ func TestMCPAskerAndRecaller(t *testing.T) {
 	defer store.Close()
 	cfg := config.Default()
 	res, err := newAsker(store, cfg).Ask(ctx, "ironhold-saga", "Sunken Vault drowned rune", 2)
-	if err != nil || len(res) == 0 || len(res) > 2 || !strings.Contains(res[0].Content, "drowned rune") {
+	// Two answers, then the entity the question names.
+	if err != nil || len(res) != 3 || !strings.Contains(res[0].Content, "drowned rune") ||
+		res[2].Kind != "entity" || res[2].ID != "sunken-vault" {
 		t.Fatalf("Ask = %+v, %v", res, err)
 	}
 	camp := pgtest.Campaign(t, store, "ironhold-saga")

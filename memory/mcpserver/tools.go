@@ -98,7 +98,7 @@ type SearchOut struct {
 // AskIn is a question.
 type AskIn struct {
 	Question string `json:"question"`
-	K        int    `json:"k,omitempty" jsonschema:"how many results (default 5)"`
+	K        int    `json:"k,omitempty" jsonschema:"how many answers (default 5); entities the question names come after them"`
 }
 
 // AskOut are the results.

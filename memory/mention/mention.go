@@ -52,6 +52,8 @@ type Matcher struct {
 	// four letters) to their entities and spellings.
 	phon  map[string][]wordRef
 	vocab []wordRef
+	// fuzzy indexes vocab for near spellings.
+	fuzzy *fuzzyIndex
 }
 
 type wordRef struct {
@@ -110,6 +112,7 @@ func NewMatcher(entities []memory.Entity) *Matcher {
 		}
 	}
 	sort.Slice(m.vocab, func(i, j int) bool { return m.vocab[i].word < m.vocab[j].word })
+	m.fuzzy = newFuzzyIndex(m.vocab)
 	// Longest names first, so "Old Tom Bombadil" wins over "Tom".
 	for k, ns := range m.byFirst {
 		sort.SliceStable(ns, func(i, j int) bool { return len(ns[i].tokens) > len(ns[j].tokens) })
@@ -194,6 +197,12 @@ func (m *Matcher) fullAt(toks []token, i int) (name, bool) {
 // score of its best match: full names and aliases, distinctive name words
 // in any case, words that sound like a name word, and near spellings.
 func (m *Matcher) Seeds(text string) []Match {
+	return m.seeds(text, m.fuzzyIndexed)
+}
+
+// seeds is Seeds with near spellings found by fuzzy, which returns the
+// positions in m.vocab of the words close to a question word, in order.
+func (m *Matcher) seeds(text string, fuzzy func(string) []int) []Match {
 	best := map[string]float64{}
 	var order []string
 	add := func(id string, s float64) {
@@ -236,10 +245,8 @@ func (m *Matcher) Seeds(text string) []Match {
 		if matched {
 			continue
 		}
-		for _, ref := range m.vocab {
-			if len(ref.word) >= 5 && matchr.JaroWinkler(toks[i].lower, ref.word, false) >= 0.9 {
-				add(ref.entity, ScoreFuzzy)
-			}
+		for _, j := range fuzzy(toks[i].lower) {
+			add(m.vocab[j].entity, ScoreFuzzy)
 		}
 	}
 	out := make([]Match, 0, len(order))

@@ -14,7 +14,9 @@
 //   - hybrid (the default): vector, fts and ppr rankings fused by
 //     reciprocal rank fusion, together with the facts (kind "fact") that
 //     the question's relationship words lead to from the entities it names
-//     ("the harbourmaster's sister" follows SIBLING_OF).
+//     ("the harbourmaster's sister" follows SIBLING_OF). The K answers
+//     are followed by the entities the question names by full name or
+//     alias (kind "entity": name, type, aliases and public attributes).
 //
 // With an NPC id, results are restricted to what that NPC heard: the
 // chunks of the sessions it spoke in, within [postgres.HeardWindow] of its
@@ -73,17 +75,20 @@ func ParseMode(s string) (Mode, error) {
 
 // Result kinds.
 const (
-	KindChunk = "chunk"
-	KindEntry = "entry"
-	KindFact  = "fact"
+	KindChunk  = "chunk"
+	KindEntry  = "entry"
+	KindFact   = "fact"
+	KindEntity = "entity"
 )
 
 // Result is one answer.
 type Result struct {
-	Kind    string  `json:"kind"`
-	ID      string  `json:"id"`
-	Content string  `json:"content"`
-	Score   float64 `json:"score"`
+	Kind    string `json:"kind"`
+	ID      string `json:"id"`
+	Content string `json:"content"`
+	// Score orders results of one kind, best first. An entity's is how
+	// well the question names it (1 for a full name or alias).
+	Score float64 `json:"score"`
 	// SessionID is the session the chunk or entry comes from.
 	SessionID string   `json:"session_id,omitempty"`
 	EntityIDs []string `json:"entity_ids,omitempty"`
@@ -93,7 +98,9 @@ type Result struct {
 type Query struct {
 	Text string
 	Mode Mode
-	// K is the number of results (default 5).
+	// K is the number of answers (default 5): chunks, facts or log
+	// entries. In hybrid mode, the entities the question names by full
+	// name or alias follow them, beyond K.
 	K int
 	// NPCID restricts results to what this NPC heard.
 	NPCID string
@@ -342,9 +349,9 @@ func (r *Retriever) graphRAG(ctx context.Context, text string, k int, m *mention
 // seeds weighs the entities a question names: by how well it names them,
 // and less for entities tied to much of the campaign (a hub says little
 // about which chunk is meant).
-func (r *Retriever) seeds(text string, m *mention.Matcher) []ppr.Seed {
+func (r *Retriever) seeds(named []mention.Match) []ppr.Seed {
 	var out []ppr.Seed
-	for _, s := range m.Seeds(text) {
+	for _, s := range named {
 		deg := r.graph.Degree(s.EntityID)
 		out = append(out, ppr.Seed{EntityID: s.EntityID, Weight: s.Score / math.Log(math.E+deg)})
 	}
@@ -353,11 +360,12 @@ func (r *Retriever) seeds(text string, m *mention.Matcher) []ppr.Seed {
 
 // pprRank ranks chunks by PageRank from the question's entities and from
 // the chunks that match its words best (full text and vector).
+// named are the entities the question names ([mention.Matcher.Seeds]);
 // vec and fts are the question's nearest and best full-text chunks, best
 // first; the first ChunkSeeds of each are used.
-func (r *Retriever) pprRank(ctx context.Context, text string, k int, m *mention.Matcher, only []string,
+func (r *Retriever) pprRank(ctx context.Context, text string, k int, named []mention.Match, only []string,
 	vec, fts []postgres.ChunkHit) ([]ppr.Result, []memory.Relationship, error) {
-	seeds, facts, err := r.expandSeeds(ctx, text, r.seeds(text, m))
+	seeds, facts, err := r.expandSeeds(ctx, text, r.seeds(named))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -417,7 +425,7 @@ func (r *Retriever) ppr(ctx context.Context, text string, k int, m *mention.Matc
 	if err != nil {
 		return nil, err
 	}
-	ranked, _, err := r.pprRank(ctx, text, k, m, only, vec, fts)
+	ranked, _, err := r.pprRank(ctx, text, k, m.Seeds(text), only, vec, fts)
 	if err != nil {
 		return nil, err
 	}
@@ -446,8 +454,10 @@ func (r *Retriever) load(ctx context.Context, ranked []ppr.Result) ([]postgres.C
 
 // hybrid fuses the vector, full-text and PageRank rankings, and the facts
 // the question's relationship words led to: each item scores the sum of
-// weight/(RRFK + rank) over the rankings it appears in. Facts are left out
-// of NPC-scoped retrieval (the NPC's own knowledge of facts is its hot
+// weight/(RRFK + rank) over the rankings it appears in. The entities the
+// question names by full name or alias follow the k answers, so that they
+// never take an answer's place. Facts and entities are left out of
+// NPC-scoped retrieval (the NPC's own knowledge of facts is its hot
 // context).
 func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mention.Matcher, only []string) ([]Result, error) {
 	vec, err := r.vector(ctx, text, n, only)
@@ -458,7 +468,8 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 	if err != nil {
 		return nil, err
 	}
-	pr, facts, err := r.pprRank(ctx, text, n, m, only, vec, fts)
+	named := m.Seeds(text)
+	pr, facts, err := r.pprRank(ctx, text, n, named, only, vec, fts)
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +550,14 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 			break
 		}
 	}
-	return out, nil
+	if only != nil || len(out) == 0 {
+		return out, nil
+	}
+	ents, err := r.namedEntities(ctx, named)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ents...), nil
 }
 
 // names returns the display names of the facts' entities.
