@@ -225,7 +225,11 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	for i, x := range results {
-		printf(e.stdout, "  %d. [%s %s, %.3f] %s\n", i+1, x.Kind, x.SessionID, x.Score, truncateStr(oneLine(x.Content), 160))
+		where := x.Kind
+		if x.SessionID != "" {
+			where += " " + x.SessionID
+		}
+		printf(e.stdout, "  %d. [%s, %.3f] %s\n", i+1, where, x.Score, truncateStr(oneLine(x.Content), 160))
 	}
 
 	step("facts waiting for the DM's review")
