@@ -61,19 +61,6 @@ func user(i *discordgo.Interaction) *discordgo.User {
 	return i.User
 }
 
-func displayName(i *discordgo.Interaction) string {
-	if i.Member != nil && i.Member.Nick != "" {
-		return i.Member.Nick
-	}
-	if u := user(i); u != nil {
-		if u.GlobalName != "" {
-			return u.GlobalName
-		}
-		return u.Username
-	}
-	return "someone"
-}
-
 func (b *Bot) onInteraction(i *discordgo.Interaction) {
 	b.inflight.Add(1)
 	defer b.inflight.Done()

@@ -41,7 +41,6 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // heardUtterance is what the speech-to-text engine was given.
 type heardUtterance struct {
-	user     string
 	rate     int
 	duration time.Duration
 	rmsDB    float64

@@ -202,10 +202,6 @@ func archived(e memory.Entity) bool { return e.Attributes[attrArchived] == true 
 // the database as a trace and can be recalled.
 const attrArchived = "archived"
 
-func textResult(format string, args ...any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
-}
-
 func parseID(s string) (int64, error) {
 	id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "#"), 10, 64)
 	if err != nil {

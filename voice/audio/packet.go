@@ -35,9 +35,6 @@ var SilenceFrame = []byte{0xF8, 0xFF, 0xFE}
 // IsSilenceFrame reports whether b is Discord's silence frame.
 func IsSilenceFrame(b []byte) bool { return bytes.Equal(b, SilenceFrame) }
 
-// opusClock is the RTP clock rate of Opus.
-const opusClock = 48000
-
 // PacketSamples returns the duration of an Opus packet in samples at 48 kHz,
 // read from its TOC byte (RFC 6716, section 3.1).
 func PacketSamples(b []byte) (int, error) {

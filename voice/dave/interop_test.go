@@ -15,8 +15,6 @@ import (
 // with.
 type daveyPeer = daveypeer.Peer
 
-type daveyReply = daveypeer.Reply
-
 func startDavey(t *testing.T) *daveyPeer { return daveypeer.Start(t) }
 
 func unhex(t *testing.T, s string) []byte {

@@ -201,22 +201,3 @@ func decryptPath(pre *RatchetTree, keys privateKeys, own, sender uint32, path *U
 	}
 	return out, ancestor, secret, nil
 }
-
-// pathSecretAt derives the path secret of node target from the path
-// secret of node from, walking up the filtered direct path fdp.
-func pathSecretAt(secret []byte, fdp []uint32, from, target uint32) ([]byte, bool) {
-	started := false
-	for _, x := range fdp {
-		if x == from {
-			started = true
-		}
-		if !started {
-			continue
-		}
-		if x == target {
-			return secret, true
-		}
-		secret = DeriveSecret(secret, "path")
-	}
-	return nil, false
-}

@@ -332,18 +332,6 @@ func (c *client) sendJSON(op gateway.Op, v any) {
 	}
 }
 
-// sendUnnumbered sends a message that does not take a sequence number
-// (hello, ready's companions during handshake follow Discord: only
-// dispatched events after identify are numbered here).
-func (c *client) sendUnnumbered(op gateway.Op, v any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b, _ := gateway.EncodeText(op, v, gateway.NoSeq)
-	if c.ws != nil {
-		c.ws.WriteMessage(websocket.TextMessage, b)
-	}
-}
-
 func (c *client) sendBinary(op gateway.Op, payload []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
