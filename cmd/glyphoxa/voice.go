@@ -187,10 +187,6 @@ func (d *voiceDeps) table(ctx context.Context, camp *postgres.Campaign) (voicese
 	if err != nil {
 		return voicesession.Table{}, err
 	}
-	prep, err := m.PrepareEntities(cents)
-	if err != nil {
-		return voicesession.Table{}, err
-	}
 	personas := map[string]npc.Persona{}
 	for _, e := range ents {
 		if e.Type == memory.EntityNPC {
@@ -199,7 +195,7 @@ func (d *voiceDeps) table(ctx context.Context, camp *postgres.Campaign) (voicese
 	}
 	t := voicesession.Table{
 		Correct: corrector{pipe},
-		Names:   newNameFinder(ents, m, prep),
+		Names:   newNameFinder(ents, pipe),
 		IsNPC:   func(id string) bool { _, ok := personas[id]; return ok },
 		NPCName: func(id string) string { return personas[id].Name },
 		Voice:   func(id string) npc.Voice { return personas[id].Voice },
@@ -433,14 +429,13 @@ func (s speaker) Speak(ctx context.Context, v npc.Voice, sentences <-chan string
 // still recognises.
 type nameFinder struct {
 	names []nameEntry // longest first
-	m     *correction.Matcher
-	prep  *correction.PreparedEntities
+	pipe  *correction.Pipeline
 }
 
 type nameEntry struct{ id, lower string }
 
-func newNameFinder(es []memory.Entity, m *correction.Matcher, prep *correction.PreparedEntities) nameFinder {
-	f := nameFinder{m: m, prep: prep}
+func newNameFinder(es []memory.Entity, pipe *correction.Pipeline) nameFinder {
+	f := nameFinder{pipe: pipe}
 	for _, e := range es {
 		for _, n := range append([]string{e.Name}, e.Aliases...) {
 			if strings.TrimSpace(n) != "" {
@@ -483,7 +478,9 @@ func (f nameFinder) FindNames(text string) []npc.Mention {
 			}
 		}
 	}
-	for _, sub := range f.m.MatchPrepared(text, f.prep).Substitutions {
+	// Stage 1 of the correction pipeline reports the near misses it would
+	// restore, with their offsets in text.
+	for _, sub := range f.pipe.Correct(correction.Utterance{Text: text}).Substitutions {
 		mark(sub.Start, sub.End, sub.EntityID, sub.Score)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })
