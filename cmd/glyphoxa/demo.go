@@ -220,7 +220,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	results, err := r.Search(ctx, retrieveQuery(demoQuestion, 3))
+	results, err := r.Search(ctx, retrieve.Query{Text: demoQuestion, K: 3})
 	if err != nil {
 		return err
 	}
@@ -400,8 +400,6 @@ func campaignCorpus(ctx context.Context, camp *postgres.Campaign) ([]string, err
 	}
 	return out, nil
 }
-
-func retrieveQuery(text string, k int) retrieve.Query { return retrieve.Query{Text: text, K: k} }
 
 func indent(s, prefix string) string {
 	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
