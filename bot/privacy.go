@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 func (b *Bot) privacyCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
@@ -66,13 +68,33 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		update("⚠️ " + err.Error())
 		return
 	}
-	rep, err := camp.ForgetSpeaker(ctx, u.ID)
+	var rep postgres.ForgetReport
+	erase := func(ctx context.Context) error {
+		var err error
+		rep, err = camp.ForgetSpeaker(ctx, u.ID)
+		return err
+	}
+	var live LiveForget
+	running := false
+	if b.deps.Voice != nil {
+		live, running, err = b.deps.Voice.Forget(ctx, g.ID, u.ID, erase)
+	}
+	if !running && err == nil {
+		err = erase(ctx)
+	}
 	if err != nil {
 		update("⚠️ Nothing was deleted: " + err.Error())
 		return
 	}
 	msg := fmt.Sprintf("🗑️ Deleted %d lines you said, %d memory chunks containing your words, and %d facts that rested only on them.",
 		rep.Entries, rep.Chunks, rep.Facts)
+	if running {
+		msg += fmt.Sprintf(" The session running now no longer holds them either: %d lines left its live conversation", live.Lines)
+		if live.Summaries > 0 {
+			msg += fmt.Sprintf(" and %d summaries were rewritten without them", live.Summaries)
+		}
+		msg += "."
+	}
 	if b.deps.Reprocess != nil {
 		var failed []string
 		for _, s := range rep.Sessions {

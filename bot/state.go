@@ -17,6 +17,10 @@ type Controls struct {
 	next     string // the NPC the DM told to answer the next line
 }
 
+// NewControls returns the controls of a session with no scene, nothing
+// muted.
+func NewControls() *Controls { return &Controls{muted: map[string]bool{}} }
+
 // SetNext makes an NPC answer the next line a player says.
 func (c *Controls) SetNext(npcID string) {
 	c.mu.Lock()
@@ -71,6 +75,9 @@ func (c *Controls) Scene() Scene {
 	return Scene{LocationID: c.scene.LocationID, Present: slices.Clone(c.scene.Present)}
 }
 
+// PresentNPCs are the NPCs in the scene (empty: the scene is not set).
+func (c *Controls) PresentNPCs() []string { return c.Scene().Present }
+
 // SetScene replaces the scene.
 func (c *Controls) SetScene(s Scene) {
 	c.mu.Lock()
@@ -89,6 +96,19 @@ type VoiceSessions interface {
 	Status(guildID string) (SessionStatus, bool)
 	// Say makes an NPC speak exact words in the guild's voice session.
 	Say(ctx context.Context, guildID, npcID, text string) error
+	// Forget removes a player's words from the guild's running session:
+	// lines on their way are dropped, erase deletes what long-term memory
+	// holds of them, then the live conversation and its summaries lose
+	// them. ok is false when no session is running (erase is not called).
+	Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (r LiveForget, ok bool, err error)
+}
+
+// LiveForget says what Forget removed from a running session.
+type LiveForget struct {
+	// Lines taken out of the live conversation and its summaries.
+	Lines int
+	// Summaries rewritten without them.
+	Summaries int
 }
 
 // StartRequest asks to start a voice session.
@@ -136,7 +156,7 @@ func (r *runtimeState) controlsFor(guildID string) *Controls {
 	defer r.mu.Unlock()
 	c, ok := r.controls[guildID]
 	if !ok {
-		c = &Controls{muted: map[string]bool{}}
+		c = NewControls()
 		r.controls[guildID] = c
 	}
 	return c

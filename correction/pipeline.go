@@ -36,6 +36,7 @@ type Pipeline struct {
 	lowConf  float64
 	log      *slog.Logger
 	entities atomic.Pointer[PreparedEntities]
+	names    atomic.Pointer[nameIndex]
 	pending  []Entity
 }
 
@@ -110,7 +111,9 @@ func (p *Pipeline) SetEntities(es []Entity) error {
 	if err != nil {
 		return err
 	}
+	ix := newNameIndex(es)
 	p.entities.Store(prep)
+	p.names.Store(&ix)
 	return nil
 }
 

@@ -15,6 +15,10 @@ type SearchOpts struct {
 	Before time.Time
 	// Limit caps the results; 0 means 20.
 	Limit int
+	// Any matches entries with any of the query's words (ranked by how
+	// many and how rare), instead of all of them: for finding what an
+	// utterance relates to rather than answering a search box.
+	Any bool
 }
 
 // EntryHit is a transcript entry found by full-text search, with its rank.

@@ -44,6 +44,9 @@ type Session struct {
 	EndedAt time.Time
 	// Entries is the number of transcript entries stored for the session.
 	Entries int
+	// Summary is the session's running summary as last saved (empty
+	// until one is written).
+	Summary string
 }
 
 // Chunk is a span of corrected transcript prepared for semantic search (L2).

@@ -6,18 +6,16 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/glyphoxa/glyphoxa/correction"
 )
 
 // Mention is a name found in an utterance: an entity's name or alias,
 // matched phonetically so a half-corrected name still counts.
-type Mention struct {
-	EntityID string
-	// Start and End are byte offsets of the matched words in the text.
-	Start, End int
-	Score      float64
-}
+type Mention = correction.Mention
 
-// NameFinder finds the names of known NPCs and player characters in text.
+// NameFinder finds the names of known NPCs and player characters in text
+// (a *correction.Pipeline).
 type NameFinder interface {
 	FindNames(text string) []Mention
 }

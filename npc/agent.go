@@ -11,26 +11,51 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 	"github.com/glyphoxa/glyphoxa/npc/llm"
 )
 
-// ContextSource assembles an NPC's hot context for one turn.
+// ContextSource assembles an NPC's hot context for one turn (a
+// *hotctx.Assembler): Prepare reads what the NPC can see, which needs
+// nothing of the utterance and so can start while the player speaks;
+// Complete adds what the turn brings.
 type ContextSource interface {
-	HotContext(ctx context.Context, npcID, sessionID string, budgetTokens int) (HotContext, error)
+	Prepare(ctx context.Context, npcID string, scope []string) (*hotctx.Prepared, error)
+	Complete(ctx context.Context, p *hotctx.Prepared, req hotctx.Request) (hotctx.Context, error)
 }
+
+// Fallback answers when there is no LLM, or when it fails: from memory,
+// without a model, and said to be a fallback.
+type Fallback interface {
+	Answer(ctx context.Context, p Persona, hc HotContext, in TurnInput) (string, error)
+}
+
+// ErrNoLLM is returned by Turn when no LLM is configured and no fallback
+// answers; the result still carries the messages the LLM would have got.
+var ErrNoLLM = errors.New("no LLM is configured (providers.llm)")
 
 // Streamer is the LLM an agent talks to (an *llm.Client).
 type Streamer interface {
 	Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error)
 }
 
-// Message is one earlier line of the conversation the NPC is in.
+// Message is one earlier line of the conversation the NPC is in, or a
+// summary of older conversation.
 type Message struct {
-	// Role is "user" for players and the DM, "assistant" for this NPC, and
-	// "system" for summaries of older conversation.
-	Role    string
-	Speaker string
-	Text    string
+	// Summary marks a summary of older conversation (sent as a system
+	// message).
+	Summary bool
+	// SpeakerID and Speaker say who said the line; NPCID is set when an
+	// NPC said it. Only the answering NPC's own lines reach its LLM as its
+	// own (assistant) words: other NPCs' lines come labelled with their
+	// names, like the players'.
+	SpeakerID string
+	Speaker   string
+	NPCID     string
+	Text      string
+	// At is when the line was said.
+	At time.Time
 }
 
 // TurnInput is one utterance to answer.
@@ -41,9 +66,12 @@ type TurnInput struct {
 	SpeakerName string
 	// Text is the corrected utterance.
 	Text string
-	// History is the conversation so far (oldest first), managed by the
-	// session's context manager.
+	// History is the conversation so far (oldest first): the running
+	// summary, then the recent lines.
 	History []Message
+	// Live is set by a running table: History holds the recent lines, so
+	// the hot context does not repeat them.
+	Live bool
 }
 
 // TurnTimings marks a turn's progress, measured from its start.
@@ -67,10 +95,21 @@ type TurnResult struct {
 	Timings   TurnTimings
 	// Rounds is the number of LLM requests (1 + one per tool round).
 	Rounds int
+	// Messages is the exact message list of the first LLM request (the one
+	// it would have got, without an LLM).
+	Messages []openai.ChatCompletionMessage
+	// Context is the hot context the turn used.
+	Context HotContext
+	// Degraded is set when memory could not be read (a database outage):
+	// the NPC answered from its persona and the conversation alone.
+	Degraded bool
+	// Fallback is set when the answer came from the fallback, not the LLM.
+	Fallback bool
 }
 
 // Config configures an Agent.
 type Config struct {
+	// LLM answers; nil leaves answering to Fallback.
 	LLM     Streamer
 	Context ContextSource
 	Graph   Graph
@@ -84,7 +123,11 @@ type Config struct {
 	// PrefetchTTL is how long a speculatively assembled context stays
 	// usable (default 15 s).
 	PrefetchTTL time.Duration
-	Logger      *slog.Logger
+	// Fallback, if set, answers when there is no LLM or it fails.
+	Fallback Fallback
+	// OnUsage, if set, receives the tokens of every LLM request.
+	OnUsage func(llm.Usage)
+	Logger  *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -96,19 +139,20 @@ type Agent struct {
 
 	mu       sync.Mutex
 	prefetch map[string]*prefetched // by NPC id
+	personas map[string]Persona     // last persona read, for outages
 }
 
 type prefetched struct {
 	at   time.Time
 	done chan struct{}
-	hc   HotContext
+	p    *hotctx.Prepared
 	err  error
 }
 
 // NewAgent returns an agent.
 func NewAgent(cfg Config) (*Agent, error) {
-	if cfg.LLM == nil || cfg.Context == nil || cfg.Graph == nil {
-		return nil, errors.New("npc agent needs an LLM, a context source and a knowledge graph")
+	if cfg.Context == nil || cfg.Graph == nil {
+		return nil, errors.New("npc agent needs a context source and a knowledge graph")
 	}
 	if cfg.ContextTokens == 0 {
 		cfg.ContextTokens = 1500
@@ -123,13 +167,15 @@ func NewAgent(cfg Config) (*Agent, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Agent{cfg: cfg, prefetch: map[string]*prefetched{}}, nil
+	return &Agent{cfg: cfg, prefetch: map[string]*prefetched{}, personas: map[string]Persona{}}, nil
 }
 
-// Prefetch starts assembling an NPC's hot context from an interim
-// transcript, before the player has finished speaking; the next Turn for
-// that NPC uses it if it is still fresh. It returns at once.
+// Prefetch starts preparing an NPC's hot context before the player has
+// finished speaking (what the NPC can see does not depend on the words);
+// the next Turn for that NPC uses it if it is still fresh. It returns at
+// once.
 func (a *Agent) Prefetch(ctx context.Context, npcID, sessionID string) {
+	scope := a.scopeOf(npcID)
 	p := &prefetched{at: a.cfg.Now(), done: make(chan struct{})}
 	a.mu.Lock()
 	if old, ok := a.prefetch[npcID]; ok {
@@ -144,26 +190,79 @@ func (a *Agent) Prefetch(ctx context.Context, npcID, sessionID string) {
 	a.mu.Unlock()
 	go func() {
 		defer close(p.done)
-		p.hc, p.err = a.cfg.Context.HotContext(ctx, npcID, sessionID, a.cfg.ContextTokens)
+		p.p, p.err = a.cfg.Context.Prepare(ctx, npcID, scope)
 	}()
+}
+
+// scopeOf is the knowledge scope of an NPC's last known persona.
+func (a *Agent) scopeOf(npcID string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.personas[npcID].KnowledgeScope
 }
 
 // takePrefetched returns a fresh prefetched context for the NPC, waiting for
 // one under way.
-func (a *Agent) takePrefetched(ctx context.Context, npcID string) (HotContext, bool) {
+func (a *Agent) takePrefetched(ctx context.Context, npcID string) (*hotctx.Prepared, bool) {
 	a.mu.Lock()
 	p, ok := a.prefetch[npcID]
 	delete(a.prefetch, npcID)
 	a.mu.Unlock()
 	if !ok || a.cfg.Now().Sub(p.at) > a.cfg.PrefetchTTL {
-		return HotContext{}, false
+		return nil, false
 	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		return HotContext{}, false
+		return nil, false
 	}
-	return p.hc, p.err == nil
+	return p.p, p.err == nil
+}
+
+// persona loads an NPC's persona; during an outage the last one read
+// stands in.
+func (a *Agent) persona(ctx context.Context, npcID string) (Persona, bool, error) {
+	ent, err := a.cfg.Graph.Entity(ctx, npcID)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err == nil {
+		p := PersonaFromEntity(ent)
+		a.personas[npcID] = p
+		return p, false, nil
+	}
+	if p, ok := a.personas[npcID]; ok && !errors.Is(err, memory.ErrNotFound) {
+		return p, true, nil
+	}
+	return Persona{}, false, fmt.Errorf("loading NPC %q: %w", npcID, err)
+}
+
+// hotContext assembles the turn's hot context. When memory cannot be read
+// the turn goes on without it (degraded) rather than failing.
+func (a *Agent) hotContext(ctx context.Context, p Persona, in TurnInput) (HotContext, bool, bool) {
+	prep, spec := a.takePrefetched(ctx, in.NPCID)
+	var err error
+	if !spec {
+		if prep, err = a.cfg.Context.Prepare(ctx, in.NPCID, p.KnowledgeScope); err != nil {
+			a.cfg.Logger.Warn("the NPC's memory cannot be read; it answers from its persona and the conversation",
+				"npc", in.NPCID, "err", err)
+			return HotContext{}, false, true
+		}
+	}
+	req := hotctx.Request{NPCID: in.NPCID, SessionID: in.SessionID, Budget: a.cfg.ContextTokens, Query: in.Text,
+		Live: in.Live, Scope: p.KnowledgeScope}
+	for _, m := range in.History {
+		if !m.Summary {
+			req.Recent = append(req.Recent, memory.TranscriptEntry{SessionID: in.SessionID, SpeakerID: m.SpeakerID,
+				SpeakerName: m.Speaker, NPCID: m.NPCID, Text: m.Text, At: m.At})
+		}
+	}
+	hc, err := a.cfg.Context.Complete(ctx, prep, req)
+	if err != nil {
+		a.cfg.Logger.Warn("the NPC's memory cannot be read; it answers from its persona and the conversation",
+			"npc", in.NPCID, "err", err)
+		return HotContext{}, spec, true
+	}
+	return hc, spec, false
 }
 
 // maxRounds bounds LLM requests per turn (tool rounds plus the answer).
@@ -177,18 +276,13 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 	since := func() time.Duration { return a.cfg.Now().Sub(start) }
 	res := TurnResult{NPCID: in.NPCID}
 
-	ent, err := a.cfg.Graph.Entity(ctx, in.NPCID)
+	persona, stale, err := a.persona(ctx, in.NPCID)
 	if err != nil {
-		return res, fmt.Errorf("loading NPC %q: %w", in.NPCID, err)
+		return res, err
 	}
-	persona := PersonaFromEntity(ent)
-	hc, spec := a.takePrefetched(ctx, in.NPCID)
-	if !spec {
-		if hc, err = a.cfg.Context.HotContext(ctx, in.NPCID, in.SessionID, a.cfg.ContextTokens); err != nil {
-			return res, fmt.Errorf("assembling the hot context of %s: %w", persona.Name, err)
-		}
-	}
+	hc, spec, degraded := a.hotContext(ctx, persona, in)
 	res.Timings.ContextReady, res.Timings.Speculative = since(), spec
+	res.Context, res.Degraded = hc, degraded || stale
 
 	run := &toolRun{npc: persona, sessionID: in.SessionID, graph: a.cfg.Graph, heard: a.cfg.Heard, recall: a.cfg.Recall,
 		budget: a.cfg.Budget, traces: map[string]int64{}}
@@ -196,6 +290,10 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 		run.traces[t.ID] = t.FactID
 	}
 	msgs := buildMessages(persona, hc, in)
+	res.Messages = append([]openai.ChatCompletionMessage(nil), msgs...)
+	if a.cfg.LLM == nil {
+		return a.fallback(ctx, persona, hc, in, res, ErrNoLLM, onSentence)
+	}
 	var splitter SentenceSplitter
 	var text strings.Builder
 	emit := func(ss []string) {
@@ -222,12 +320,18 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 			emit(splitter.Write(s))
 		})
 		res.Rounds++
+		if a.cfg.OnUsage != nil {
+			a.cfg.OnUsage(resp.Usage)
+		}
 		res.Usage.PromptTokens += resp.Usage.PromptTokens
 		res.Usage.CompletionTokens += resp.Usage.CompletionTokens
 		res.Usage.Estimated = res.Usage.Estimated || resp.Usage.Estimated
 		if err != nil {
 			emit(splitter.Flush())
 			res.Text = strings.TrimSpace(text.String())
+			if res.Text == "" && ctx.Err() == nil {
+				return a.fallback(ctx, persona, hc, in, res, fmt.Errorf("%s's reply: %w", persona.Name, err), onSentence)
+			}
 			return res, fmt.Errorf("%s's reply: %w", persona.Name, err)
 		}
 		if len(resp.ToolCalls) == 0 {
@@ -247,17 +351,43 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 	return res, nil
 }
 
+// fallback answers without the LLM, when a Fallback is configured;
+// otherwise it returns cause.
+func (a *Agent) fallback(ctx context.Context, p Persona, hc HotContext, in TurnInput, res TurnResult, cause error,
+	onSentence func(string)) (TurnResult, error) {
+	if a.cfg.Fallback == nil {
+		return res, cause
+	}
+	text, err := a.cfg.Fallback.Answer(ctx, p, hc, in)
+	if err != nil {
+		return res, errors.Join(cause, fmt.Errorf("the fallback answer: %w", err))
+	}
+	if !errors.Is(cause, ErrNoLLM) {
+		a.cfg.Logger.Warn("the LLM failed; the NPC answered from memory without it", "npc", in.NPCID, "err", cause)
+	}
+	var sp SentenceSplitter
+	for _, s := range append(sp.Write(text), sp.Flush()...) {
+		res.Sentences = append(res.Sentences, s)
+		if onSentence != nil {
+			onSentence(s)
+		}
+	}
+	res.Text, res.Fallback = strings.TrimSpace(text), true
+	return res, nil
+}
+
 // buildMessages lays out the request: the system prompt, the conversation
-// so far, and the utterance to answer, each player line labelled with its
-// speaker.
+// so far (its summary, then its lines, each labelled with its speaker; only
+// the NPC's own lines as its own) and the utterance to answer.
 func buildMessages(p Persona, hc HotContext, in TurnInput) []openai.ChatCompletionMessage {
 	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(p, hc)}}
 	for _, m := range in.History {
-		switch m.Role {
-		case openai.ChatMessageRoleAssistant:
+		switch {
+		case m.Summary:
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem,
+				Content: "Summary of the conversation before the lines below:\n" + m.Text})
+		case m.NPCID != "" && m.NPCID == in.NPCID:
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: m.Text})
-		case openai.ChatMessageRoleSystem:
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: m.Text})
 		default:
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: labelled(m.Speaker, m.Text)})
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -25,42 +27,20 @@ func sampleCampaign(t *testing.T) *postgres.Campaign {
 	return pgtest.Import(t, s, "../testdata/campaigns/ironhold-saga.yaml")
 }
 
-// snapshotContext is a plain hot context: the NPC's identity snapshot as
-// lines of text, and one trace per relationship beyond the first two.
-type snapshotContext struct{ g *postgres.Graph }
-
-func (s snapshotContext) HotContext(ctx context.Context, npcID, _ string, _ int) (npc.HotContext, error) {
-	id, err := s.g.IdentitySnapshot(ctx, npcID)
-	if err != nil {
-		return npc.HotContext{}, err
-	}
-	names := map[string]string{id.Entity.ID: id.Entity.Name}
-	var lines []string
-	for _, e := range id.RelatedEntities {
-		names[e.ID] = e.Name
-		lines = append(lines, fmt.Sprintf("%s (%s): %v", e.Name, e.Type, e.Attributes))
-	}
-	var hc npc.HotContext
-	for i, r := range id.Relationships {
-		f := fmt.Sprintf("%s %s %s", names[r.SourceID], r.Type, names[r.TargetID])
-		if i < 2 {
-			lines = append(lines, f)
-			continue
-		}
-		hc.Traces = append(hc.Traces, npc.Trace{ID: fmt.Sprintf("f%d", r.ID), FactID: r.ID, Summary: f})
-	}
-	hc.Text = strings.Join(lines, "\n")
-	return hc, nil
+func newAgent(t *testing.T, c *postgres.Campaign, srv *llmtest.Server, budget npc.ToolBudget) *npc.Agent {
+	return newAgentWith(t, c, srv, budget, 0)
 }
 
-func newAgent(t *testing.T, c *postgres.Campaign, srv *llmtest.Server, budget npc.ToolBudget) *npc.Agent {
+// newAgentWith gives the agent a hot context budget of contextTokens (0:
+// the default).
+func newAgentWith(t *testing.T, c *postgres.Campaign, srv *llmtest.Server, budget npc.ToolBudget, contextTokens int) *npc.Agent {
 	t.Helper()
 	client, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "fake", Backoff: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := npc.NewAgent(npc.Config{LLM: client, Context: snapshotContext{c.Graph()}, Graph: c.Graph(),
-		Heard: c.Sessions(), Budget: budget})
+	a, err := npc.NewAgent(npc.Config{LLM: client, Context: hotctx.New(c, hotctx.Config{}), Graph: c.Graph(),
+		Heard: c.Sessions(), Budget: budget, ContextTokens: contextTokens})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +54,9 @@ func TestTurnStreamsSentencesInCharacter(t *testing.T) {
 	a := newAgent(t, c, srv, npc.ToolBudget{})
 	var spoken []string
 	res, err := a.Turn(context.Background(), npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", SpeakerName: "Thorin",
-		Text:    "Grimjaw, any news about the shipment?",
-		History: []npc.Message{{Role: "user", Speaker: "Lyra", Text: "Hello again."}, {Role: "assistant", Text: "Hmph. You."}}},
+		Text: "Grimjaw, any news about the shipment?",
+		History: []npc.Message{{SpeakerID: "p2", Speaker: "Lyra", Text: "Hello again."},
+			{SpeakerID: "grimjaw", NPCID: "grimjaw", Speaker: "Grimjaw", Text: "Hmph. You."}}},
 		func(s string) { spoken = append(spoken, s) })
 	if err != nil {
 		t.Fatal(err)
@@ -177,15 +158,16 @@ func TestToolsRunWithTheNPCsPermissions(t *testing.T) {
 
 func TestToolBudgetAndTraces(t *testing.T) {
 	c := sampleCampaign(t)
-	id, err := c.Graph().IdentitySnapshot(context.Background(), "grimjaw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	trace := fmt.Sprintf("f%d", id.Relationships[3].ID)
-	// The model keeps calling tools; after two calls the budget is spent.
+	// The model recalls the first faded memory its prompt lists, and keeps
+	// calling tools; after two calls the budget is spent.
+	traceLine := regexp.MustCompile(`(?m)^- (f[0-9]+): `)
 	srv := llmtest.New(func(n int, req openai.ChatCompletionRequest) llmtest.Reply {
 		if len(req.Tools) == 0 {
 			return llmtest.Reply{Text: "Enough questions."}
+		}
+		trace := "none"
+		if m := traceLine.FindStringSubmatch(req.Messages[0].Content); m != nil {
+			trace = m[1]
 		}
 		return llmtest.Reply{ToolCalls: []llmtest.Call{
 			{Name: npc.ToolRecallTrace, Args: fmt.Sprintf(`{"id":%q}`, trace)},
@@ -194,7 +176,8 @@ func TestToolBudgetAndTraces(t *testing.T) {
 		}}
 	})
 	defer srv.Close()
-	a := newAgent(t, c, srv, npc.ToolBudget{MaxCalls: 2})
+	// A small hot context: most facts fade into traces.
+	a := newAgentWith(t, c, srv, npc.ToolBudget{MaxCalls: 2}, 40)
 	res, err := a.Turn(context.Background(), npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", SpeakerName: "Kael", Text: "Remember?"}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -3,24 +3,18 @@ package npc
 import (
 	"fmt"
 	"strings"
+
+	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 )
 
 // HotContext is what an NPC is told on every turn without asking: its
-// identity and relationships, the recent transcript and the scene, within a
-// token budget, plus the memory traces that did not fit.
-type HotContext struct {
-	// Text is the prompt text.
-	Text string
-	// Traces are facts left out for space, recallable with recall_trace.
-	Traces []Trace
-}
+// identity and relationships, what was said earlier that bears on the
+// question, and the scene, within a token budget, plus the memory traces
+// that did not fit (see package hotctx).
+type HotContext = hotctx.Context
 
 // Trace is a memory left out of the prompt: an id and a few words.
-type Trace struct {
-	ID      string
-	FactID  int64
-	Summary string
-}
+type Trace = hotctx.Trace
 
 // systemPrompt builds the NPC's system message: who it is, how it speaks,
 // the rules that keep it in character and inside what it knows, and its hot

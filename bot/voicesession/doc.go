@@ -1,21 +1,11 @@
-// Package voicesession runs the voice side of a game session.
+// Package voicesession connects the bot's session commands to the table
+// (package table): /session start joins the DM's voice channel through the
+// main gateway ([GatewayLink]) and opens a table session on it; /session
+// end, an empty channel, the maximum length or a lost connection end it,
+// and its post-session processing runs in the background.
 //
-// A [Manager] implements the bot's session control: /session start joins
-// the DM's voice channel, and from then on every player's speech flows
-// through one pipeline per session:
-//
-//	Opus packets ─▶ audio lanes (decode, VAD, end of turn, one per speaker)
-//	  ─▶ speech-to-text ─▶ name correction ─▶ session log (L1)
-//	  ─▶ who is addressed? ─▶ NPC turn (hot context, LLM, tools)
-//	  ─▶ sentence-by-sentence speech ─▶ Opus packets back into the channel
-//
-// Players who opted out are neither transcribed nor stored: their packets
-// are dropped before decoding. A player speaking over an NPC for long
-// enough interrupts it, and only the sentences actually heard are recorded
-// as said. The session ends by itself when its channel has had no human in
-// it for a while, or after a maximum length, so a forgotten session never
-// records for hours.
-//
-// Every collaborator is an interface declared here, so the same pipeline
-// runs with cloud providers, offline engines, or local fakes in tests.
+// A [Manager] implements bot.VoiceSessions: one running table session per
+// guild, its status for /session status, the DM's /npc say, and a player's
+// /privacy forget-me reaching the live session. Everything between the
+// packets and the NPC's voice is package table's.
 package voicesession

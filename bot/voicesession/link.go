@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 )
 
@@ -39,7 +40,7 @@ func NewGatewayLink(j *bot.Joiner, cfg conn.Config) *GatewayLink {
 }
 
 // Join joins channelID and returns the connection once audio can flow.
-func (l *GatewayLink) Join(ctx context.Context, guildID, channelID string) (Voice, error) {
+func (l *GatewayLink) Join(ctx context.Context, guildID, channelID string) (table.Voice, error) {
 	l.mu.Lock()
 	if _, ok := l.follows[guildID]; ok {
 		l.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/bot/voicesession"
+	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
@@ -33,7 +34,7 @@ func linkPlayer(t *testing.T, srv *voicetest.Server, user, channelID string) *co
 
 // hears sends n paced frames from talker and returns how many from talkerID
 // listener received, in order.
-func hears(t *testing.T, talker *conn.Conn, listener voicesession.Voice, talkerID string, n int) (sent, got int) {
+func hears(t *testing.T, talker *conn.Conn, listener table.Voice, talkerID string, n int) (sent, got int) {
 	t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()

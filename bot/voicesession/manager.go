@@ -5,55 +5,34 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
-	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
-	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/table"
 )
 
-// Defaults of Config.
-const (
-	DefaultLeaveWhenEmpty = 5 * time.Minute
-	DefaultMaxLength      = 8 * time.Hour
-	// DefaultTranscribeTimeout bounds one speech-to-text request.
-	DefaultTranscribeTimeout = 30 * time.Second
-	// DefaultTurnTimeout bounds one NPC turn, from the utterance to the
-	// last sentence spoken.
-	DefaultTurnTimeout = 2 * time.Minute
-)
+// Link joins and leaves voice channels through the main gateway.
+type Link interface {
+	Join(ctx context.Context, guildID, channelID string) (table.Voice, error)
+	Leave(guildID string) error
+}
 
-// Config configures a Manager. Store, Link, STT and Table are required.
+// Config configures a Manager. Store, Link and Providers.STT are required.
 type Config struct {
 	Store *postgres.Store
 	Link  Link
-	STT   Transcriber
-	// Table assembles a campaign's parts at session start (its names,
-	// corrector and NPC agent), so edits since the last session count.
-	Table func(ctx context.Context, camp *postgres.Campaign) (Table, error)
-	// Speaker voices NPC replies; without one, replies are posted in the
-	// session's text channel.
-	Speaker Speaker
-	// Recorder opens the session log writer of a session; the default
-	// writes straight to the campaign's session log.
-	Recorder func(ctx context.Context, camp *postgres.Campaign, sessionID string) (Recorder, error)
-	// Audio tunes the per-speaker lanes (end of turn, maximum utterance,
-	// barge-in hold). Its handlers are set by the session.
-	Audio audio.Config
-	// LeaveWhenEmpty ends a session whose channel has had no human in it
-	// this long (default 5 min); MaxLength ends any session (default 8 h).
-	LeaveWhenEmpty, MaxLength time.Duration
+	// Providers and Settings are those of every session's table.
+	Providers table.Providers
+	Settings  table.Settings
 	// UserName is a user's display name in a guild; nil uses the id.
 	UserName func(guildID, userID string) string
-	// AfterSession runs in the background once a session ended (chunking,
-	// embedding, fact extraction).
-	AfterSession func(ctx context.Context, campaign, sessionID string) error
-	Observer     Observer
-	Logger       *slog.Logger
-	Clock        clock.Clock
+	Observer table.Observer
+	Logger   *slog.Logger
+	Clock    clock.Clock
 }
 
 // Manager runs the voice sessions of every guild. It implements
@@ -68,7 +47,13 @@ type Manager struct {
 	bg     sync.WaitGroup
 
 	mu       sync.Mutex
-	sessions map[string]*session // by guild id
+	sessions map[string]*running // by guild id
+}
+
+// running is a guild's session.
+type running struct {
+	req bot.StartRequest
+	s   *table.Session
 }
 
 var _ bot.VoiceSessions = (*Manager)(nil)
@@ -80,16 +65,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, errors.New("voicesession: a memory store is required")
 	case cfg.Link == nil:
 		return nil, errors.New("voicesession: a voice link is required")
-	case cfg.STT == nil:
+	case cfg.Providers.STT == nil:
 		return nil, errors.New("voicesession: a speech-to-text engine is required (providers.stt)")
-	case cfg.Table == nil:
-		return nil, errors.New("voicesession: a campaign table is required")
-	}
-	if cfg.LeaveWhenEmpty <= 0 {
-		cfg.LeaveWhenEmpty = DefaultLeaveWhenEmpty
-	}
-	if cfg.MaxLength <= 0 {
-		cfg.MaxLength = DefaultMaxLength
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -97,23 +74,15 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.UserName == nil {
 		cfg.UserName = func(_, userID string) string { return userID }
 	}
-	if cfg.Recorder == nil {
-		cfg.Recorder = func(_ context.Context, camp *postgres.Campaign, _ string) (Recorder, error) {
-			return directRecorder{camp.Sessions()}, nil
-		}
-	}
-	if cfg.Observer == nil {
-		cfg.Observer = nopObserver{}
-	}
-	if _, err := audio.NewRouter(cfg.Audio); err != nil {
-		return nil, fmt.Errorf("voicesession: %w", err)
-	}
-	m := &Manager{cfg: cfg, log: cfg.Logger, clk: clock.OrReal(cfg.Clock), sessions: map[string]*session{}}
+	m := &Manager{cfg: cfg, log: cfg.Logger, clk: clock.OrReal(cfg.Clock), sessions: map[string]*running{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	return m, nil
 }
 
-// Start joins the voice channel and starts recording.
+// sessionID names a session after its start time.
+func sessionID(t time.Time) string { return t.UTC().Format("2006-01-02T1504") }
+
+// Start joins the voice channel and starts the table's session.
 func (m *Manager) Start(ctx context.Context, req bot.StartRequest) error {
 	m.mu.Lock()
 	if _, ok := m.sessions[req.GuildID]; ok {
@@ -128,15 +97,44 @@ func (m *Manager) Start(ctx context.Context, req bot.StartRequest) error {
 	m.sessions[req.GuildID] = nil
 	m.mu.Unlock()
 
-	s, err := m.open(ctx, req)
+	r, err := m.open(ctx, req)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
 		delete(m.sessions, req.GuildID)
 		return err
 	}
-	m.sessions[req.GuildID] = s
+	m.sessions[req.GuildID] = r
 	return nil
+}
+
+func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, error) {
+	camp, err := m.cfg.Store.Campaign(ctx, req.Campaign)
+	if err != nil {
+		return nil, fmt.Errorf("opening campaign %q: %w", req.Campaign, err)
+	}
+	v, err := m.cfg.Link.Join(ctx, req.GuildID, req.VoiceChannelID)
+	if err != nil {
+		return nil, fmt.Errorf("joining the voice channel: %w", err)
+	}
+	tcfg := table.Config{Store: m.cfg.Store, Campaign: camp, SessionID: sessionID(m.clk.Now()), Voice: v,
+		Providers: m.cfg.Providers, Settings: m.cfg.Settings, Announce: req.Announce,
+		UserName: func(userID string) string { return m.cfg.UserName(req.GuildID, userID) },
+		OnEnd:    func(reason string) { m.endLater(req.GuildID, reason) },
+		Observer: m.cfg.Observer, Clock: m.cfg.Clock,
+		Logger: m.log.With("guild", req.GuildID, "channel", req.VoiceChannelID)}
+	if req.Controls != nil {
+		tcfg.Controls = req.Controls
+	}
+	s, err := table.Open(ctx, tcfg)
+	if err != nil {
+		if lerr := m.cfg.Link.Leave(req.GuildID); lerr != nil {
+			m.log.Warn("leaving the voice channel after a failed start", "err", lerr)
+		}
+		_ = v.Close()
+		return nil, fmt.Errorf("starting the session of campaign %q: %w", req.Campaign, err)
+	}
+	return &running{req: req, s: s}, nil
 }
 
 // End flushes the session's transcript, leaves the channel and starts the
@@ -149,27 +147,32 @@ func (m *Manager) End(ctx context.Context, guildID string) error {
 // bot, for sessions that end by themselves.
 func (m *Manager) end(ctx context.Context, guildID, reason string) error {
 	m.mu.Lock()
-	s := m.sessions[guildID]
-	if s == nil {
+	r := m.sessions[guildID]
+	if r == nil {
 		m.mu.Unlock()
 		return errors.New("no session is running in this server")
 	}
 	delete(m.sessions, guildID)
 	m.mu.Unlock()
 
-	err := s.stop(ctx)
-	if reason != "" && s.req.Ended != nil {
-		s.req.Ended(reason)
+	err := r.s.End(ctx)
+	if lerr := m.cfg.Link.Leave(guildID); lerr != nil {
+		err = errors.Join(err, fmt.Errorf("leaving the voice channel: %w", lerr))
 	}
-	if m.cfg.AfterSession != nil {
-		m.bg.Add(1)
-		go func() {
-			defer m.bg.Done()
-			if err := m.cfg.AfterSession(m.ctx, s.camp.ID(), s.id); err != nil {
-				m.log.Error("processing the session", "campaign", s.camp.ID(), "session", s.id, "err", err)
-			}
-		}()
+	if reason != "" && r.req.Ended != nil {
+		r.req.Ended(reason)
 	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		rep, err := r.s.Finish(m.ctx)
+		if err != nil {
+			m.log.Error("processing the session", "campaign", r.req.Campaign, "session", r.s.ID(), "err", err)
+			return
+		}
+		m.log.Info("session processed into long-term memory", "campaign", r.req.Campaign, "session", r.s.ID(),
+			"report", fmt.Sprintf("%+v", rep))
+	}()
 	return err
 }
 
@@ -186,26 +189,53 @@ func (m *Manager) endLater(guildID, reason string) {
 	}()
 }
 
+func (m *Manager) get(guildID string) *running {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessions[guildID]
+}
+
 // Status describes a guild's running session.
 func (m *Manager) Status(guildID string) (bot.SessionStatus, bool) {
-	m.mu.Lock()
-	s := m.sessions[guildID]
-	m.mu.Unlock()
-	if s == nil {
+	r := m.get(guildID)
+	if r == nil {
 		return bot.SessionStatus{}, false
 	}
-	return s.status(), true
+	ts := r.s.Status()
+	st := bot.SessionStatus{SessionID: ts.SessionID, StartedAt: ts.StartedAt, Degraded: ts.Degraded,
+		SpoolPending: ts.SpoolPending, TurnLatencyP50: ts.TurnLatencyP50, TurnLatencyP95: ts.TurnLatencyP95}
+	for _, n := range ts.Recorded {
+		st.Recorded = append(st.Recorded, n)
+	}
+	sort.Strings(st.Recorded)
+	for _, u := range ts.OptedOut {
+		st.OptedOut = append(st.OptedOut, m.cfg.UserName(guildID, u))
+	}
+	if r.req.Controls != nil {
+		for _, id := range r.req.Controls.PresentNPCs() {
+			st.NPCsPresent = append(st.NPCsPresent, r.s.Cast().NPCName(id))
+		}
+	}
+	return st, true
 }
 
 // Say makes an NPC speak exact words in the guild's session.
 func (m *Manager) Say(ctx context.Context, guildID, npcID, text string) error {
-	m.mu.Lock()
-	s := m.sessions[guildID]
-	m.mu.Unlock()
-	if s == nil {
+	r := m.get(guildID)
+	if r == nil {
 		return errors.New("no voice session is running; start one with /session start")
 	}
-	return s.say(ctx, npcID, text)
+	return r.s.Say(ctx, npcID, text)
+}
+
+// Forget removes a player's words from the guild's running session.
+func (m *Manager) Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (bot.LiveForget, bool, error) {
+	r := m.get(guildID)
+	if r == nil {
+		return bot.LiveForget{}, false, nil
+	}
+	rep, err := r.s.Forget(ctx, userID, erase)
+	return bot.LiveForget{Lines: rep.Messages, Summaries: rep.Summaries}, true, err
 }
 
 // Close ends every session (flushing transcripts) and waits for background
@@ -213,8 +243,8 @@ func (m *Manager) Say(ctx context.Context, guildID, npcID, text string) error {
 func (m *Manager) Close(ctx context.Context) error {
 	m.mu.Lock()
 	var guilds []string
-	for g, s := range m.sessions {
-		if s != nil {
+	for g, r := range m.sessions {
+		if r != nil {
 			guilds = append(guilds, g)
 		}
 	}
@@ -237,20 +267,3 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.cancel()
 	return errors.Join(errs...)
 }
-
-// directRecorder writes each line straight to the session log.
-type directRecorder struct{ l1 memory.SessionStore }
-
-func (d directRecorder) Record(ctx context.Context, e memory.TranscriptEntry) error {
-	_, err := d.l1.WriteEntry(ctx, e)
-	return err
-}
-
-func (directRecorder) Close(context.Context) error { return nil }
-
-type nopObserver struct{}
-
-func (nopObserver) ObserveStage(string, time.Duration) {}
-func (nopObserver) CountTurn(string)                   {}
-func (nopObserver) SessionStarted()                    {}
-func (nopObserver) SessionEnded()                      {}

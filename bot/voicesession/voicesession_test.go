@@ -18,14 +18,17 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/bot/voicesession"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/npc/llm"
 	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/stt"
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
 
@@ -55,7 +58,7 @@ type scriptedSTT struct {
 	heard  []heardUtterance
 }
 
-func (s *scriptedSTT) Transcribe(_ context.Context, pcm audio.PCM, hints []string) (voicesession.Transcript, error) {
+func (s *scriptedSTT) Transcribe(_ context.Context, pcm audio.PCM, _ stt.Hints) (stt.Transcript, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var sum float64
@@ -67,42 +70,21 @@ func (s *scriptedSTT) Transcribe(_ context.Context, pcm audio.PCM, hints []strin
 		duration: time.Duration(len(pcm.Samples)) * time.Second / time.Duration(max(1, pcm.Rate)),
 		rmsDB:    20 * math.Log10(max(rms, 1)/32768)})
 	if len(s.script) == 0 {
-		return voicesession.Transcript{}, fmt.Errorf("no more lines in the script")
+		return stt.Transcript{}, fmt.Errorf("no more lines in the script")
 	}
 	text := s.script[0]
 	s.script = s.script[1:]
-	var words []voicesession.Word
+	var words []stt.Word
 	for _, w := range strings.Fields(text) {
-		words = append(words, voicesession.Word{Text: w, Confidence: 0.9})
+		words = append(words, stt.Word{Text: w, Confidence: 0.9})
 	}
-	return voicesession.Transcript{Text: text, Words: words}, nil
+	return stt.Transcript{Text: text, Words: words}, nil
 }
 
 func (s *scriptedSTT) utterances() []heardUtterance {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.heard)
-}
-
-// fixNames is a corrector that restores one misheard name.
-type fixNames struct{}
-
-func (fixNames) Correct(_ context.Context, t voicesession.Transcript) (string, error) {
-	return strings.ReplaceAll(t.Text, "grim jaw", "Grimjaw"), nil
-}
-
-// names finds the sample campaign's names as whole words.
-type names map[string]string // lower-case name → entity id
-
-func (n names) FindNames(text string) []npc.Mention {
-	var out []npc.Mention
-	lower := strings.ToLower(text)
-	for name, id := range n {
-		if k := strings.Index(lower, name); k >= 0 {
-			out = append(out, npc.Mention{EntityID: id, Start: k, End: k + len(name), Score: 1})
-		}
-	}
-	return out
 }
 
 // espeakSpeaker voices sentences with espeak-ng and sends them as real
@@ -137,21 +119,6 @@ func (e *espeakSpeaker) Speak(ctx context.Context, _ npc.Voice, sentences <-chan
 		heard = append(heard, s)
 	}
 	return heard, nil
-}
-
-// snapshot is a plain hot context: the NPC's identity snapshot.
-type snapshot struct{ g *postgres.Graph }
-
-func (s snapshot) HotContext(ctx context.Context, npcID, _ string, _ int) (npc.HotContext, error) {
-	id, err := s.g.IdentitySnapshot(ctx, npcID)
-	if err != nil {
-		return npc.HotContext{}, err
-	}
-	var lines []string
-	for _, e := range id.RelatedEntities {
-		lines = append(lines, e.Name+" ("+string(e.Type)+")")
-	}
-	return npc.HotContext{Text: strings.Join(lines, "\n")}, nil
 }
 
 // observer records what the session reports.
@@ -192,7 +159,6 @@ type harness struct {
 	speaker *espeakSpeaker
 	m       *voicesession.Manager
 	ended   chan string
-	after   chan string
 	obs     *observer
 }
 
@@ -204,8 +170,8 @@ func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *ha
 	ctx := context.Background()
 	h := &harness{t: t, store: store, camp: camp,
 		stt: &scriptedSTT{script: script}, speaker: &espeakSpeaker{t: t},
-		ended: make(chan string, 1), after: make(chan string, 1),
-		obs: &observer{stages: map[string]int{}, turns: map[string]int{}}}
+		ended: make(chan string, 1),
+		obs:   &observer{stages: map[string]int{}, turns: map[string]int{}}}
 	if err := h.camp.OptOut(ctx, quietID); err != nil {
 		t.Fatal(err)
 	}
@@ -244,31 +210,17 @@ func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *ha
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := npc.NewAgent(npc.Config{LLM: client, Context: snapshot{h.camp.Graph()}, Graph: h.camp.Graph(), Heard: h.camp.Sessions()})
+	emb, err := embed.NewOffline(16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	npcs := map[string]string{"grimjaw": "Grimjaw", "elara": "Elara Moonwhisper"}
-	table := voicesession.Table{
-		Correct: fixNames{},
-		Names:   names{"grimjaw": "grimjaw", "thorin": "thorin"},
-		IsNPC:   func(id string) bool { _, ok := npcs[id]; return ok },
-		NPCName: func(id string) string { return npcs[id] },
-		Hints:   []string{"Grimjaw", "Ironhold"},
-		Agent:   agent,
-	}
 	h.m, err = voicesession.New(voicesession.Config{
-		Store:          store,
-		Link:           voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}),
-		STT:            h.stt,
-		Table:          func(context.Context, *postgres.Campaign) (voicesession.Table, error) { return table, nil },
-		Speaker:        h.speaker,
-		LeaveWhenEmpty: leaveWhenEmpty,
-		UserName:       func(_, u string) string { return map[string]string{playerID: "Thorin", quietID: "Quinn"}[u] },
-		AfterSession: func(_ context.Context, campaign, session string) error {
-			h.after <- campaign + "/" + session
-			return nil
-		},
+		Store: store,
+		Link:  voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}),
+		Providers: table.Providers{STT: h.stt, STTProvider: table.ProviderDeepgram, Speaker: h.speaker, LLM: client,
+			Embedder: emb},
+		Settings: table.Settings{StateDir: t.TempDir(), LeaveWhenEmpty: leaveWhenEmpty},
+		UserName: func(_, u string) string { return map[string]string{playerID: "Thorin", quietID: "Quinn"}[u] },
 		Observer: h.obs,
 		Logger:   quiet(),
 	})
@@ -294,7 +246,7 @@ func ctxFor(t *testing.T) context.Context {
 func (h *harness) start() {
 	h.t.Helper()
 	err := h.m.Start(ctxFor(h.t), bot.StartRequest{GuildID: guildID, VoiceChannelID: channel, Campaign: "ironhold-saga",
-		Controls: &bot.Controls{}, Announce: func(string) {}, Ended: func(reason string) { h.ended <- reason }})
+		Controls: bot.NewControls(), Announce: func(string) {}, Ended: func(reason string) { h.ended <- reason }})
 	if err != nil {
 		h.t.Fatalf("starting the session: %v", err)
 	}
@@ -421,13 +373,13 @@ func TestVoiceSessionFromStartToEnd(t *testing.T) {
 		t.Errorf("%d sessions running after End", h.obs.running)
 	}
 	h.obs.mu.Unlock()
-	select {
-	case got := <-h.after:
-		if got != "ironhold-saga/"+st.SessionID {
-			t.Errorf("post-session processing of %s", got)
-		}
-	case <-ctx.Done():
-		t.Fatal("post-session processing was not started")
+	// Post-session processing runs in the background: the session's
+	// chunks are final once it is done.
+	if err := voicetest.Wait(ctx, func() bool {
+		cs, err := h.camp.Index().Chunks(ctx, st.SessionID)
+		return err == nil && len(cs) > 0
+	}); err != nil {
+		t.Fatal("the session has no chunks after it ended")
 	}
 	sessions, err := h.camp.Sessions().Sessions(ctx)
 	if err != nil {
@@ -464,7 +416,7 @@ func TestSessionLeavesAnEmptyChannel(t *testing.T) {
 // failingLink cannot join any channel.
 type failingLink struct{}
 
-func (failingLink) Join(context.Context, string, string) (voicesession.Voice, error) {
+func (failingLink) Join(context.Context, string, string) (table.Voice, error) {
 	return nil, fmt.Errorf("voice server unreachable")
 }
 func (failingLink) Leave(string) error { return nil }
@@ -472,17 +424,21 @@ func (failingLink) Leave(string) error { return nil }
 func TestFailedJoinLeavesNothingRunning(t *testing.T) {
 	store, _ := pgtest.NewStore(t, 16)
 	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
-	released := make(chan string, 1)
-	m, err := voicesession.New(voicesession.Config{Store: store, Link: failingLink{}, STT: &scriptedSTT{},
-		Table: func(context.Context, *postgres.Campaign) (voicesession.Table, error) {
-			return voicesession.Table{Names: names{}, IsNPC: func(string) bool { return false }}, nil
-		},
-		AfterSession: func(_ context.Context, _, session string) error { released <- session; return nil },
-		Logger:       quiet()})
+	emb, err := embed.NewOffline(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := voicesession.New(voicesession.Config{Store: store, Link: failingLink{},
+		Providers: table.Providers{STT: &scriptedSTT{}, Embedder: emb}, Settings: table.Settings{StateDir: t.TempDir()},
+		Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close(context.Background())
+	before, err := camp.Sessions().Sessions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	req := bot.StartRequest{GuildID: guildID, VoiceChannelID: channel, Campaign: "ironhold-saga"}
 	err = m.Start(ctxFor(t), req)
 	if err == nil || !strings.Contains(err.Error(), "voice server unreachable") {
@@ -491,19 +447,14 @@ func TestFailedJoinLeavesNothingRunning(t *testing.T) {
 	if _, ok := m.Status(guildID); ok {
 		t.Error("a failed start left a session running")
 	}
-	var session string
-	select {
-	case session = <-released:
-	case <-ctxFor(t).Done():
-		t.Fatal("the failed session's log writer was not released")
-	}
-	sessions, err := camp.Sessions().Sessions(context.Background())
+	// Nothing was recorded: the channel is joined before the session
+	// starts.
+	after, err := camp.Sessions().Sessions(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(sessions, func(s memory.Session) bool { return s.ID == session })
-	if i < 0 || sessions[i].EndedAt.IsZero() {
-		t.Errorf("the failed session %q is not marked ended: %+v", session, sessions)
+	if len(after) != len(before) {
+		t.Errorf("a failed start recorded a session: %+v", after)
 	}
 	// The guild is free again.
 	if err := m.Start(ctxFor(t), req); err == nil || !strings.Contains(err.Error(), "unreachable") {

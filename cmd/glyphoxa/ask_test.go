@@ -217,11 +217,15 @@ func TestMCPAskerAndRecaller(t *testing.T) {
 		t.Fatalf("Ask = %+v, %v", res, err)
 	}
 	camp := pgtest.Campaign(t, store, "ironhold-saga")
-	rec, err := newRecaller(store, camp, cfg).Recall(ctx, "elara", "drowned rune", 3)
+	recaller, err := newRecaller(camp, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := recaller.Recall(ctx, "elara", "drowned rune", 3)
 	if err != nil || len(rec) == 0 || rec[0].SessionID != "s2" {
 		t.Fatalf("Recall = %+v, %v", rec, err)
 	}
-	hc, err := newHotContext(store, camp, cfg).HotContext(ctx, "grimjaw", "s1", 300)
+	hc, err := newHotContext(camp, cfg).Assemble(ctx, "grimjaw", "s1", 300)
 	if err != nil || !strings.Contains(hc.Text, "You are Grimjaw") || len(hc.Text) > 1200 {
 		t.Fatalf("HotContext = %+v, %v", hc, err)
 	}

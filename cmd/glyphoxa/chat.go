@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -57,8 +55,12 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	agent, err := npc.NewAgent(npc.Config{LLM: client, Context: newHotContext(store, camp, cfg), Graph: camp.Graph(),
-		Heard: camp.Sessions(), Recall: newRecaller(store, camp, cfg), ContextTokens: cfg.Memory.HotContextTokens})
+	ncfg := npc.Config{LLM: client, Context: newHotContext(camp, cfg), Graph: camp.Graph(),
+		Heard: camp.Sessions(), ContextTokens: cfg.Memory.HotContextTokens}
+	if ncfg.Recall, err = newRecaller(camp, cfg); err != nil {
+		printf(e.stderr, "(the recall tool is not available: %v)\n", err)
+	}
+	agent, err := npc.NewAgent(ncfg)
 	if err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func chatLoop(ctx context.Context, e *env, camp *postgres.Campaign, agent *npc.A
 		}
 		printf(e.stdout, "%s: ", ent.Name)
 		res, err := agent.Turn(ctx, npc.TurnInput{NPCID: ent.ID, SessionID: sessionID, SpeakerID: "console:" + as, SpeakerName: as,
-			Text: line, History: history}, func(s string) { printf(e.stdout, "%s ", s) })
+			Text: line, History: history, Live: true}, func(s string) { printf(e.stdout, "%s ", s) })
 		printf(e.stdout, "\n")
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
@@ -120,8 +122,8 @@ func chatLoop(ctx context.Context, e *env, camp *postgres.Campaign, agent *npc.A
 			NPCID: ent.ID, Text: res.Text, RawText: res.Text, At: at, IdempotencyKey: fmt.Sprintf("chat:%s:%d", sessionID, at.UnixNano())}); err != nil {
 			return err
 		}
-		history = append(history, npc.Message{Role: openai.ChatMessageRoleUser, Speaker: as, Text: line},
-			npc.Message{Role: openai.ChatMessageRoleAssistant, Text: res.Text})
+		history = append(history, npc.Message{SpeakerID: "console:" + as, Speaker: as, Text: line, At: now},
+			npc.Message{SpeakerID: ent.ID, Speaker: ent.Name, NPCID: ent.ID, Text: res.Text, At: at})
 		if len(history) > 40 {
 			history = history[len(history)-40:]
 		}

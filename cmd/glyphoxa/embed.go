@@ -14,6 +14,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 	"github.com/glyphoxa/glyphoxa/npc"
+	"github.com/glyphoxa/glyphoxa/table"
 )
 
 // newEmbedder returns the configured embedder, of the store's dimension.
@@ -135,50 +136,17 @@ func newRetriever(camp *postgres.Campaign, cfg config.Config) (*retrieve.Retriev
 	return retrieve.New(camp, emb, retrieve.Config{})
 }
 
-// hotContext adapts the hot-context assembler to the NPC agent.
-type hotContext struct{ a *hotctx.Assembler }
-
-func (h hotContext) HotContext(ctx context.Context, npcID, sessionID string, budgetTokens int) (npc.HotContext, error) {
-	c, err := h.a.Assemble(ctx, npcID, sessionID, budgetTokens)
-	if err != nil {
-		return npc.HotContext{}, err
-	}
-	out := npc.HotContext{Text: c.Text}
-	for _, t := range c.Traces {
-		out.Traces = append(out.Traces, npc.Trace{ID: t.ID, FactID: t.FactID, Summary: t.Summary})
-	}
-	return out, nil
-}
-
 // newHotContext returns the NPC hot-context assembler.
-func newHotContext(_ *postgres.Store, camp *postgres.Campaign, cfg config.Config) npc.ContextSource {
-	return hotContext{a: hotctx.New(camp, hotctx.Config{Recent: cfg.Memory.RecentWindow.Std()})}
+func newHotContext(camp *postgres.Campaign, cfg config.Config) *hotctx.Assembler {
+	return hotctx.New(camp, hotctx.Config{Recent: cfg.Memory.RecentWindow.Std()})
 }
 
-// recaller adapts NPC-scoped retrieval to the recall tool. A retrieval
-// that cannot be set up reports why on every call.
-type recaller struct {
-	r   *retrieve.Retriever
-	err error
-}
-
-func (rc recaller) Recall(ctx context.Context, npcID, query string, k int) ([]npc.Recollection, error) {
-	if rc.err != nil {
-		return nil, rc.err
-	}
-	rs, err := rc.r.Search(ctx, retrieve.Query{Text: query, K: k, NPCID: npcID})
+// newRecaller returns the NPC-scoped retrieval of the recall tool; nil
+// (the tool says it is unavailable) when retrieval cannot be set up.
+func newRecaller(camp *postgres.Campaign, cfg config.Config) (npc.Recaller, error) {
+	r, err := newRetriever(camp, cfg)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]npc.Recollection, len(rs))
-	for i, x := range rs {
-		out[i] = npc.Recollection{Kind: x.Kind, Content: x.Content, SessionID: x.SessionID, Score: x.Score}
-	}
-	return out, nil
-}
-
-// newRecaller returns the NPC-scoped retrieval of the recall tool.
-func newRecaller(_ *postgres.Store, camp *postgres.Campaign, cfg config.Config) npc.Recaller {
-	r, err := newRetriever(camp, cfg)
-	return recaller{r: r, err: err}
+	return table.Recaller{R: r}, nil
 }

@@ -75,12 +75,14 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		}
 		defer sess.Close()
 	}
-	vd, err := newVoiceDeps(store, cfg, logger)
+	providers, release, err := tableProviders(cfg, logger, nil)
+	if release != nil {
+		defer release()
+	}
 	if err != nil {
 		return err
 	}
-	defer vd.Close()
-	voice, err := vd.manager(sess, m)
+	voice, err := voiceManager(store, cfg, providers, sess, m, logger)
 	if err != nil {
 		return err
 	}

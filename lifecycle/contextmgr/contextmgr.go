@@ -98,6 +98,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// summary is a summary and the messages it replaced (kept so that a
+// speaker's words can be taken out of it again, see Forget).
+type summary struct {
+	text    string
+	covered []Message
+}
+
 // Manager holds a session's conversation. It is safe for concurrent use.
 type Manager struct {
 	cfg Config
@@ -106,7 +113,7 @@ type Manager struct {
 	compactMu sync.Mutex // one summary at a time
 
 	mu        sync.Mutex
-	summaries []string
+	summaries []summary
 	msgs      []Message
 	tokens    int
 	running   bool
@@ -185,7 +192,7 @@ func (m *Manager) Messages() []Message {
 	defer m.mu.Unlock()
 	out := make([]Message, 0, len(m.summaries)+len(m.msgs))
 	for _, s := range m.summaries {
-		out = append(out, summaryMessage(s))
+		out = append(out, summaryMessage(s.text))
 	}
 	return append(out, m.msgs...)
 }
@@ -223,7 +230,11 @@ func summaryMessage(s string) Message {
 func (m *Manager) Summaries() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]string(nil), m.summaries...)
+	out := make([]string, len(m.summaries))
+	for i, s := range m.summaries {
+		out[i] = s.text
+	}
+	return out
 }
 
 // Tokens is the estimated size of the conversation, summaries included.
@@ -263,10 +274,13 @@ func (m *Manager) compact(ctx context.Context) error {
 		folded = len(m.summaries)
 	}
 	batch := make([]Message, 0, folded+n)
+	var covered []Message
 	for _, s := range m.summaries[:folded] {
-		batch = append(batch, summaryMessage(s))
+		batch = append(batch, summaryMessage(s.text))
+		covered = append(covered, s.covered...)
 	}
 	batch = append(batch, evicted...)
+	covered = append(covered, evicted...)
 	m.mu.Unlock()
 
 	fail := func(err error) error {
@@ -277,13 +291,13 @@ func (m *Manager) compact(ctx context.Context) error {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(ctx, m.cfg.SummaryTimeout)
-	summary, err := m.cfg.Summarizer.Summarize(sctx, batch)
+	summaryText, err := m.cfg.Summarizer.Summarize(sctx, batch)
 	cancel()
 	if err != nil {
 		return fail(fmt.Errorf("summarising %d messages: %w", n, err))
 	}
-	summary = strings.TrimSpace(summary)
-	if summary == "" {
+	summaryText = strings.TrimSpace(summaryText)
+	if summaryText == "" {
 		return fail(fmt.Errorf("summarising %d messages: the summariser returned an empty summary", n))
 	}
 	if m.cfg.BeforeEvict != nil {
@@ -297,7 +311,7 @@ func (m *Manager) compact(ctx context.Context) error {
 	// Only compaction removes messages and it is serialised, so the first n
 	// messages are still those summarised.
 	m.msgs = append(m.msgs[:0:0], m.msgs[n:]...)
-	m.summaries = append(m.summaries[folded:len(m.summaries):len(m.summaries)], summary)
+	m.summaries = append(m.summaries[folded:len(m.summaries):len(m.summaries)], summary{text: summaryText, covered: covered})
 	m.tokens = m.summaryTokensLocked()
 	for _, x := range m.msgs {
 		m.tokens += Tokens(x.Content)
@@ -309,7 +323,7 @@ func (m *Manager) compact(ctx context.Context) error {
 func (m *Manager) summaryTokensLocked() int {
 	n := 0
 	for _, s := range m.summaries {
-		n += Tokens(summaryMessage(s).Content)
+		n += Tokens(summaryMessage(s.text).Content)
 	}
 	return n
 }
@@ -322,4 +336,114 @@ func (m *Manager) Close() {
 	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
+}
+
+// ForgetReport says what Forget removed.
+type ForgetReport struct {
+	// Messages is the number of the speaker's messages removed, from the
+	// conversation and from what summaries covered.
+	Messages int
+	// Summaries rewritten without the speaker's words (or dropped).
+	Summaries int
+}
+
+// Forget removes every message of a speaker (by TranscriptEntry.SpeakerID)
+// from the conversation and from the summaries: a summary that covered one
+// of them is written again from the messages it covered, less the
+// speaker's; when that fails, the summary is dropped and those messages
+// return to the conversation, so that nothing the speaker said survives in
+// a summary. It waits for a summary in progress.
+func (m *Manager) Forget(ctx context.Context, speakerID string) (ForgetReport, error) {
+	var rep ForgetReport
+	if speakerID == "" {
+		return rep, nil
+	}
+	m.compactMu.Lock()
+	defer m.compactMu.Unlock()
+	of := func(x Message) bool { return !x.Summary && x.Entry.SpeakerID == speakerID }
+
+	m.mu.Lock()
+	kept := m.msgs[:0:0]
+	for _, x := range m.msgs {
+		if of(x) {
+			rep.Messages++
+			continue
+		}
+		kept = append(kept, x)
+	}
+	m.msgs = kept
+	type redo struct {
+		i    int
+		rest []Message
+	}
+	var todo []redo
+	for i, s := range m.summaries {
+		var rest []Message
+		hit := false
+		for _, x := range s.covered {
+			if of(x) {
+				hit = true
+				rep.Messages++
+				continue
+			}
+			rest = append(rest, x)
+		}
+		if hit {
+			todo = append(todo, redo{i, rest})
+		}
+	}
+	m.mu.Unlock()
+
+	// Summaries are rewritten outside the lock: the conversation stays
+	// readable meanwhile (compaction, the only other writer of summaries,
+	// is held off by compactMu).
+	rewritten := make(map[int]summary, len(todo))
+	var back []Message
+	var errs []error
+	for _, t := range todo {
+		rep.Summaries++
+		if len(t.rest) == 0 {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, m.cfg.SummaryTimeout)
+		text, err := m.cfg.Summarizer.Summarize(sctx, t.rest)
+		cancel()
+		if err != nil || strings.TrimSpace(text) == "" {
+			if err == nil {
+				err = errors.New("the summariser returned an empty summary")
+			}
+			errs = append(errs, err)
+			back = append(back, t.rest...)
+			continue
+		}
+		rewritten[t.i] = summary{text: strings.TrimSpace(text), covered: t.rest}
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var sums []summary
+	redone := make(map[int]bool, len(todo))
+	for _, t := range todo {
+		redone[t.i] = true
+	}
+	for i, s := range m.summaries {
+		if !redone[i] {
+			sums = append(sums, s)
+		} else if r, ok := rewritten[i]; ok {
+			sums = append(sums, r)
+		}
+	}
+	m.summaries = sums
+	if len(back) > 0 {
+		m.msgs = append(back, m.msgs...)
+	}
+	m.tokens = m.summaryTokensLocked()
+	for _, x := range m.msgs {
+		m.tokens += Tokens(x.Content)
+	}
+	if len(errs) > 0 {
+		m.log.Warn("a summary could not be rewritten without a forgotten speaker; it was dropped and its other messages kept whole",
+			"err", errors.Join(errs...))
+	}
+	return rep, nil
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
-	"github.com/glyphoxa/glyphoxa/lifecycle/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"

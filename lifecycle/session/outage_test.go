@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/internal/pgcluster"
+	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"

@@ -1,38 +1,55 @@
 // Package session runs the lifecycle of one game session: it keeps the
 // conversation within the LLM's context, stores every utterance in the
-// session log exactly once, survives database outages and crashes, and
-// processes the session into long-term memory when it ends.
+// session log as it is said, exactly once, survives database outages and
+// crashes, keeps long-term memory up to date while the session runs, and
+// finishes processing the session when it ends.
 //
 //	s, err := session.Start(ctx, session.Config{...})
 //	...
 //	s.Record(ctx, entry)        // every utterance, player or NPC
 //	msgs := s.Messages()        // the conversation for the next NPC turn
 //	...
-//	err = s.End(ctx)            // final flush, then background processing
+//	err = s.End(ctx)            // final consolidation, then background processing
 //	defer s.Close(ctx)
+//
+// # Live memory
+//
+// Record writes the utterance to the session log (L1) at once, through the
+// memory guard ([guard]): while the database is unreachable it goes to the
+// guard's fsynced outage spool and is replayed, exactly once, when the
+// database is back. So a line is durable and searchable when Record returns,
+// and the NPCs' hot context, their tools and /memory search see it. The
+// consolidator ([consolidate]) keeps the rest up to date in the background:
+// the session's chunks in the semantic index (Config.IndexChunks,
+// every Config.IndexEvery), the running summary (Config.SaveSummary) and, when an
+// LLM is configured, incremental fact extraction (Config.Extract, every
+// Config.ConsolidateEvery).
 //
 // # Order
 //
-// Start brings up, in order: the context manager ([contextmgr]), the
-// consolidator ([consolidate], whose journal makes every recorded utterance
-// durable at once), the memory guard ([guard]) and its health probe (a
-// [reconnect.Reconnector]). Utterances a crashed run left in the journal or
-// the outage spool are flushed first.
+// Start brings up, in order: the memory guard and its health probe (a
+// [reconnect.Reconnector]), the context manager ([contextmgr]) and the
+// consolidator. Utterances an earlier version left in a consolidation
+// journal are written first.
 //
-// End flushes the journal to the session log, stops the periodic flush and
-// the context manager, records the end of the session, waits (within
-// Config.DrainTimeout) for the guard to replay an outage spool, stops the
-// guard and starts post-session processing in the background. Close stops
-// everything, the background processing included, and returns within the
-// deadline of its context; Run does the same when its context ends, such as
-// on SIGTERM.
+// End consolidates a last time, stops the context manager, records the end
+// of the session, waits (within Config.DrainTimeout) for the guard to replay
+// an outage spool, stops the guard and starts post-session processing in the
+// background. Close stops everything, the background processing included,
+// and returns within the deadline of its context; Run does the same when its
+// context ends, such as on SIGTERM.
 package session
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -46,6 +63,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
+	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -76,8 +94,9 @@ type Config struct {
 	Index memory.SemanticIndex
 	// Ping checks that the database answers (the guard's health probe).
 	Ping func(ctx context.Context) error
-	// StateDir holds local state: the consolidation journal and the outage
-	// spool, whose records name their session. Keep it on persistent
+	// StateDir holds local state: the outage spool, whose records name
+	// their session (and a consolidation journal earlier versions kept,
+	// flushed at start). Keep it on persistent
 	// storage and use the same directory for every session of a campaign:
 	// a later start flushes and replays what a crashed or disconnected run
 	// left there. One session at a time may use it (Start fails with an
@@ -87,13 +106,24 @@ type Config struct {
 	Summarizer contextmgr.Summarizer
 	// MaxTokens is the conversation's context budget (default 8000).
 	MaxTokens int
-	// ConsolidateEvery is the periodic flush interval (default 30 min).
+	// ConsolidateEvery is the beat of incremental fact extraction
+	// (default 30 min).
 	ConsolidateEvery time.Duration
+	// IndexChunks, if set, brings the session's chunks in the semantic
+	// index up to date with its log; it runs every IndexEvery (default
+	// 10 s) while lines are being recorded, and at End.
+	IndexChunks func(ctx context.Context, sessionID string) error
+	IndexEvery  time.Duration
+	// SaveSummary, if set, persists the running summary when it changes.
+	SaveSummary func(ctx context.Context, sessionID, summary string) error
+	// Extract, if set, extracts facts from the lines recorded so far; it
+	// runs every ConsolidateEvery and at End, and must be safe to run again
+	// on the same lines.
+	Extract func(ctx context.Context, sessionID string) error
 	// Probe shapes the database health probe's backoff (default 1 s
 	// doubling to 30 s).
 	Probe reconnect.Backoff
-	// MaxSpoolBytes bounds the outage spool and the journal (default 64
-	// MiB each).
+	// MaxSpoolBytes bounds the outage spool (default 64 MiB).
 	MaxSpoolBytes int64
 	// WriteTimeout bounds one database write (default 5 s).
 	WriteTimeout time.Duration
@@ -127,6 +157,7 @@ type Session struct {
 
 	endMu  sync.Mutex // serialises End
 	mu     sync.Mutex
+	forgot map[string]time.Time // speaker id → when Forget ran
 	ended  bool
 	closed bool
 	endErr error
@@ -186,49 +217,56 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cons, err = consolidate.New(consolidate.Config{Store: s.guard, JournalDir: filepath.Join(cfg.StateDir, "journal"),
-		MaxJournalBytes: cfg.MaxSpoolBytes, Interval: cfg.ConsolidateEvery, Clock: cfg.Clock, Logger: s.log})
+	ccfg := consolidate.Config{Interval: cfg.ConsolidateEvery, IndexEvery: cfg.IndexEvery, Clock: cfg.Clock, Logger: s.log}
+	if cfg.IndexChunks != nil {
+		ccfg.Index = func(ctx context.Context) error { return cfg.IndexChunks(ctx, cfg.SessionID) }
+	}
+	if cfg.Extract != nil {
+		ccfg.Extract = func(ctx context.Context) error { return cfg.Extract(ctx, cfg.SessionID) }
+	}
+	if cfg.SaveSummary != nil {
+		ccfg.Summary = s.summary
+		ccfg.SaveSummary = func(ctx context.Context, text string) error { return cfg.SaveSummary(ctx, cfg.SessionID, text) }
+	}
+	s.cons, err = consolidate.New(ccfg)
 	if err != nil {
 		s.guard.Close()
 		return nil, err
 	}
 	s.cm, err = contextmgr.New(contextmgr.Config{MaxTokens: cfg.MaxTokens, Summarizer: cfg.Summarizer,
-		BeforeEvict: s.cons.Flush, Clock: cfg.Clock, Logger: s.log})
+		Clock: cfg.Clock, Logger: s.log})
 	if err != nil {
-		s.cons.Close(ctx)
 		s.guard.Close()
 		return nil, err
 	}
-	s.cons.Start(context.WithoutCancel(ctx))
 	s.guard.Start(context.WithoutCancel(ctx))
 	if err := s.guard.StartSession(ctx, cfg.SessionID, cfg.Clock.Now()); err != nil {
 		s.abort(ctx)
 		return nil, fmt.Errorf("starting session %q: %w", cfg.SessionID, err)
 	}
-	if n := s.cons.Pending(); n > 0 {
-		s.log.Info("flushing utterances an earlier run journaled", "entries", n)
-		if err := s.cons.ConsolidateNow(ctx); err != nil {
-			s.abort(ctx)
-			return nil, fmt.Errorf("recovering the journal of session %q: %w", cfg.SessionID, err)
-		}
+	if err := recoverJournal(ctx, filepath.Join(cfg.StateDir, "journal"), s.guard, s.log); err != nil {
+		s.abort(ctx)
+		return nil, fmt.Errorf("recovering the journal of session %q: %w", cfg.SessionID, err)
 	}
+	s.cons.Start(context.WithoutCancel(ctx))
 	s.bgCtx, s.bgCancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.bgDone = make(chan struct{})
 	return s, nil
 }
 
-func (s *Session) abort(ctx context.Context) {
+func (s *Session) abort(context.Context) {
 	s.cm.Close()
-	s.cons.Close(ctx)
 	s.guard.Close()
 }
 
-// Record stores an utterance: it is durable when Record returns, joins the
-// conversation and reaches the session log at the next consolidation. An
-// entry without a session id gets the session's; one without a time gets
-// the current time. Record fails only on bad input, after End, or when the
-// local journal cannot take the entry (a full or broken disk); a database
-// outage is no error.
+// Record stores an utterance: it is in the session log (or, during a
+// database outage, in the fsynced outage spool, replayed when the database
+// is back) when Record returns, and joins the conversation. An entry
+// without a session id gets the session's; one without a time gets the
+// current time; one without an idempotency key gets one. Record fails on
+// bad input, after End, when the session log refuses the entry, or when an
+// outage spool cannot take it (a full or broken disk). A line of a speaker
+// forgotten (Forget) after it was said is dropped without error.
 func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
 	s.mu.Lock()
 	ended := s.ended
@@ -249,19 +287,86 @@ func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
 		e.At = s.cfg.Clock.Now()
 	}
 	if e.IdempotencyKey == "" {
-		e.IdempotencyKey = consolidate.NewKey(e.SessionID)
+		e.IdempotencyKey = NewKey(e.SessionID)
+	}
+	if s.forgotten(e) {
+		s.log.Info("a line of a forgotten speaker was dropped", "speaker", e.SpeakerID)
+		return nil
+	}
+	if _, err := s.guard.WriteEntry(ctx, e); err != nil {
+		return fmt.Errorf("recording an utterance of session %q: %w", e.SessionID, err)
 	}
 	role := openai.ChatMessageRoleUser
 	if e.NPCID != "" {
 		role = openai.ChatMessageRoleAssistant
 	}
-	msg := contextmgr.Message{Role: role, Name: e.SpeakerName, Content: e.Text, Entry: e}
-	if err := s.cons.Add(ctx, msg); err != nil {
-		return err
-	}
-	s.cm.Add(msg)
+	s.cm.Add(contextmgr.Message{Role: role, Name: e.SpeakerName, Content: e.Text, Entry: e})
+	s.cons.Noted()
 	return nil
 }
+
+// forgotten reports whether e was said by a speaker forgotten after e was
+// said (it was on its way while Forget ran).
+func (s *Session) forgotten(e memory.TranscriptEntry) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.forgot[e.SpeakerID]
+	return ok && !e.At.After(at)
+}
+
+// NewKey returns a fresh idempotency key for an entry of session.
+func NewKey(session string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return session + "/" + hex.EncodeToString(b[:])
+}
+
+// ForgetReport says what Forget removed from the live session.
+type ForgetReport struct {
+	// Messages is the number of the speaker's lines taken out of the
+	// conversation and of its summaries.
+	Messages int
+	// Summaries rewritten without them.
+	Summaries int
+}
+
+// Forget removes a speaker's words from the live session. In order: lines
+// of the speaker still on their way are dropped from now on; erase (the
+// caller's deletion of the speaker's lines and chunks from long-term
+// memory, such as postgres.Campaign.ForgetSpeaker; nil for none) runs; the
+// conversation and its summaries lose the speaker's lines (summaries are
+// written again without them); and the session's chunks and saved summary
+// are brought up to date at once. When erase fails, the conversation is
+// left as it was and the error is returned.
+func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx context.Context) error) (ForgetReport, error) {
+	if speakerID == "" {
+		return ForgetReport{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
+	}
+	s.mu.Lock()
+	if s.forgot == nil {
+		s.forgot = map[string]time.Time{}
+	}
+	s.forgot[speakerID] = s.cfg.Clock.Now()
+	s.mu.Unlock()
+	if erase != nil {
+		if err := erase(ctx); err != nil {
+			return ForgetReport{}, err
+		}
+	}
+	r, err := s.cm.Forget(ctx, speakerID)
+	if err != nil {
+		return ForgetReport{}, err
+	}
+	s.cons.Noted()
+	if err := s.cons.ConsolidateNow(ctx); err != nil {
+		s.log.Warn("re-indexing after a forgotten speaker failed; the next beat retries", "err", err)
+	}
+	return ForgetReport{Messages: r.Messages, Summaries: r.Summaries}, nil
+}
+
+// summary is the running summary: the context manager's summaries, oldest
+// first.
+func (s *Session) summary() string { return strings.Join(s.cm.Summaries(), "\n\n") }
 
 // Messages returns the conversation for the LLM: summaries first.
 func (s *Session) Messages() []contextmgr.Message { return s.cm.Messages() }
@@ -294,10 +399,18 @@ func (s *Session) Index() *guard.Index {
 // IsDegraded reports whether the database is unreachable.
 func (s *Session) IsDegraded() bool { return s.guard.IsDegraded() }
 
-// Pending is the number of recorded utterances not yet consolidated.
-func (s *Session) Pending() int { return s.cons.Pending() }
+// Pending is the number of writes waiting in the outage spool.
+func (s *Session) Pending() int { return s.guard.Stats().Pending }
 
-// ConsolidateNow flushes recorded utterances to the session log now.
+// Summary is the running summary of the session so far (empty before the
+// first one).
+func (s *Session) Summary() string { return s.summary() }
+
+// Consolidation reports the consolidator's work.
+func (s *Session) Consolidation() consolidate.Stats { return s.cons.Stats() }
+
+// ConsolidateNow brings the session's chunks, saved summary and extracted
+// facts up to date now.
 func (s *Session) ConsolidateNow(ctx context.Context) error { return s.cons.ConsolidateNow(ctx) }
 
 // End ends the session: final flush, stop, then post-session processing in
@@ -315,10 +428,12 @@ func (s *Session) End(ctx context.Context) error {
 	s.mu.Unlock()
 
 	var errs []error
-	s.cm.Close()
 	if err := s.cons.Close(ctx); err != nil {
-		errs = append(errs, err)
+		// The lines are in the session log (or the spool); post-session
+		// processing redoes what the last pass could not.
+		s.log.Warn("the last consolidation pass failed; post-session processing finishes it", "err", err)
 	}
+	s.cm.Close()
 	if err := s.guard.EndSession(ctx, s.cfg.SessionID, s.cfg.Clock.Now()); err != nil {
 		errs = append(errs, err)
 	}
@@ -397,4 +512,43 @@ func (s *Session) Run(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	return s.Close(sctx)
+}
+
+// recoverJournal writes to the session log, through the guard, the
+// utterances an earlier version of glyphoxa left in its consolidation
+// journal (it journaled every line before writing it), then removes them
+// from the journal. A missing journal is no error.
+func recoverJournal(ctx context.Context, dir string, g *guard.Guard, log *slog.Logger) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	j, err := spool.Open(dir, spool.Options{})
+	if err != nil {
+		return fmt.Errorf("opening the journal %s: %w", dir, err)
+	}
+	defer j.Close()
+	if n := j.Len(); n > 0 {
+		log.Info("writing utterances an earlier run journaled", "entries", n, "journal", dir)
+	}
+	for {
+		recs, err := j.Peek(100)
+		if err != nil {
+			return fmt.Errorf("reading the journal %s: %w", dir, err)
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		es := make([]memory.TranscriptEntry, len(recs))
+		for i, b := range recs {
+			if err := json.Unmarshal(b, &es[i]); err != nil {
+				return fmt.Errorf("decoding journal record %d of %s: %w", i, dir, err)
+			}
+		}
+		if _, err := g.WriteEntries(ctx, es); err != nil {
+			return err
+		}
+		if err := j.Advance(len(recs)); err != nil {
+			return fmt.Errorf("moving the journal's cursor: %w", err)
+		}
+	}
 }

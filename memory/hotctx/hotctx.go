@@ -107,42 +107,132 @@ type Context struct {
 	Facts  []Fact
 	Traces []Trace
 	Recent []memory.TranscriptEntry
-	Scene  Scene
+	// Earlier are lines of this session older than the recent window that
+	// share words with what the NPC is answering, best first.
+	Earlier []memory.TranscriptEntry
+	Scene   Scene
 	// Text is the prompt text, at most budget×4 characters.
 	Text string
 }
 
+// Request is what one NPC turn asks of the hot context.
+type Request struct {
+	NPCID     string
+	SessionID string
+	// Budget is the size of the text, in tokens.
+	Budget int
+	// Query is what the NPC is answering. Lines of the session older than
+	// the recent window that share words with it come back as Earlier.
+	Query string
+	// Scope is the relationship types the NPC's knowledge travels along
+	// (its persona's knowledge_scope); empty means Config.Scope.
+	Scope []string
+	// Live is set by a running table, which sends the NPC the recent
+	// conversation itself (speaker by speaker, see package npc): the text
+	// then leaves the transcript out, and the scene's speakers and the
+	// recent window come from Recent, measured from Config.Now.
+	Live   bool
+	Recent []memory.TranscriptEntry
+}
+
 // Assemble builds the hot context of npcID for a turn in sessionID within
-// budgetTokens.
+// budgetTokens, with the session's last minutes of transcript read from
+// the session log.
 func (a *Assembler) Assemble(ctx context.Context, npcID, sessionID string, budgetTokens int) (Context, error) {
-	var hc Context
-	if budgetTokens <= 0 {
-		return hc, fmt.Errorf("%w: hot context budget must be positive, got %d tokens", memory.ErrInvalid, budgetTokens)
-	}
-	ents, rels, err := a.camp.Graph().VisibleSubgraph(ctx, npcID, a.cfg.Scope)
+	return a.AssembleTurn(ctx, Request{NPCID: npcID, SessionID: sessionID, Budget: budgetTokens})
+}
+
+// maxEarlier bounds the earlier lines of a hot context.
+const maxEarlier = 4
+
+// AssembleTurn builds the hot context of one turn.
+func (a *Assembler) AssembleTurn(ctx context.Context, req Request) (Context, error) {
+	p, err := a.Prepare(ctx, req.NPCID, req.Scope)
 	if err != nil {
-		return hc, fmt.Errorf("hot context of %q: %w", npcID, err)
+		return Context{}, err
 	}
-	var recent []memory.TranscriptEntry
-	if sessionID != "" {
-		recent, err = a.camp.Sessions().GetRecent(ctx, sessionID, a.cfg.Recent)
-		if err != nil {
-			return hc, fmt.Errorf("hot context of %q: %w", npcID, err)
-		}
+	return a.Complete(ctx, p, req)
+}
+
+// Prepared is the part of a hot context that does not depend on what was
+// just said: what the NPC can see, ranked. An NPC's turn can prepare it
+// while the player is still speaking.
+type Prepared struct {
+	npcID string
+	byID  map[string]memory.Entity
+	rels  []memory.Relationship
+	facts []Fact
+}
+
+// Prepare reads and ranks what npcID can see through scope (empty:
+// Config.Scope).
+func (a *Assembler) Prepare(ctx context.Context, npcID string, scope []string) (*Prepared, error) {
+	sc := a.cfg.Scope
+	if len(scope) > 0 {
+		sc.RelTypes = scope
+	}
+	ents, rels, err := a.camp.Graph().VisibleSubgraph(ctx, npcID, sc)
+	if err != nil {
+		return nil, fmt.Errorf("hot context of %q: %w", npcID, err)
 	}
 	byID := make(map[string]memory.Entity, len(ents))
 	for _, e := range ents {
 		byID[e.ID] = e
 	}
-	hc.NPC = byID[npcID]
+	return &Prepared{npcID: npcID, byID: byID, rels: rels, facts: a.rank(rels, byID)}, nil
+}
+
+// Complete finishes a prepared hot context for req: the recent
+// transcript, the earlier lines that bear on req.Query, the scene and the
+// text within req.Budget.
+func (a *Assembler) Complete(ctx context.Context, p *Prepared, req Request) (Context, error) {
+	var hc Context
+	npcID, sessionID, budgetTokens := p.npcID, req.SessionID, req.Budget
+	if budgetTokens <= 0 {
+		return hc, fmt.Errorf("%w: hot context budget must be positive, got %d tokens", memory.ErrInvalid, budgetTokens)
+	}
+	now := a.cfg.Now()
+	var recent []memory.TranscriptEntry
+	switch {
+	case req.Live:
+		for _, e := range req.Recent {
+			if !e.At.Before(now.Add(-a.cfg.Recent)) {
+				recent = append(recent, e)
+			}
+		}
+	case sessionID != "":
+		var err error
+		recent, err = a.camp.Sessions().GetRecent(ctx, sessionID, a.cfg.Recent)
+		if err != nil {
+			return hc, fmt.Errorf("hot context of %q: %w", npcID, err)
+		}
+	}
+	if sessionID != "" && strings.TrimSpace(req.Query) != "" {
+		before := now.Add(-a.cfg.Recent)
+		if !req.Live && len(recent) > 0 {
+			before = recent[0].At
+		}
+		hits, err := a.camp.Sessions().Search(ctx, req.Query, memory.SearchOpts{SessionID: sessionID, Before: before,
+			Limit: maxEarlier, Any: true})
+		if err != nil {
+			return hc, fmt.Errorf("hot context of %q: earlier lines: %w", npcID, err)
+		}
+		for _, h := range hits {
+			hc.Earlier = append(hc.Earlier, h.Entry)
+		}
+	}
+	hc.NPC = p.byID[npcID]
 	for _, e := range recent {
 		if !e.NonCanon {
 			hc.Recent = append(hc.Recent, e)
 		}
 	}
-	hc.Scene = scene(npcID, rels, byID, hc.Recent)
-	facts := a.rank(rels, byID)
-	hc.Text, hc.Facts, hc.Traces = render(hc, facts, budgetTokens*CharsPerToken)
+	hc.Scene = scene(npcID, p.rels, p.byID, hc.Recent)
+	shown := hc
+	if req.Live {
+		shown.Recent = nil // the conversation carries them
+	}
+	hc.Text, hc.Facts, hc.Traces = render(shown, p.facts, budgetTokens*CharsPerToken)
 	return hc, nil
 }
 
@@ -272,8 +362,9 @@ func factText(r memory.Relationship, byID map[string]memory.Entity) string {
 }
 
 // render lays out the text within limit characters: who the NPC is and
-// the scene, then the facts, then the recent transcript (newest lines
-// kept). Fresh facts are placed first and may use all the room; the
+// the scene, then the facts, then the earlier lines that bear on the
+// question (up to a fifth of the room), then the recent transcript (newest
+// lines kept). Fresh facts are placed first and may use all the room; the
 // transcript then gets up to 40% of what is left, and the other facts, best
 // first, fill the rest. Facts that do not fit become traces.
 func render(hc Context, facts []Fact, limit int) (string, []Fact, []Trace) {
@@ -293,6 +384,30 @@ func render(hc Context, facts []Fact, limit int) (string, []Fact, []Trace) {
 	}
 	headText := clip(head.String(), limit)
 	left := limit - len(headText)
+
+	// Earlier lines that bear on the question, best first, in a fifth of
+	// the room: reserved before the facts, which may otherwise fill it.
+	earlierText := ""
+	if len(hc.Earlier) > 0 {
+		const earlierTitle = "Said earlier this session, which may bear on this:\n"
+		room := left / 5
+		var b strings.Builder
+		for _, e := range hc.Earlier {
+			who := e.SpeakerName
+			if who == "" {
+				who = e.SpeakerID
+			}
+			l := fmt.Sprintf("%s (%s): %s\n", who, e.At.UTC().Format("15:04"), strings.TrimSpace(e.Text))
+			if len(earlierTitle)+b.Len()+len(l) > room {
+				break
+			}
+			b.WriteString(l)
+		}
+		if b.Len() > 0 {
+			earlierText = earlierTitle + b.String()
+		}
+	}
+	left -= len(earlierText)
 
 	const factsTitle = "What you know:\n"
 	var kept []Fact
@@ -362,7 +477,7 @@ func render(hc Context, facts []Fact, limit int) (string, []Fact, []Trace) {
 			trace(f)
 		}
 	}
-	return headText + fb.String() + recentText, kept, traces
+	return headText + fb.String() + earlierText + recentText, kept, traces
 }
 
 // summary is the first few words of a fact.

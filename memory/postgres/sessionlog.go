@@ -139,7 +139,8 @@ func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOp
 		limit = 20
 	}
 	rows, err := l.db.Query(ctx, `
-		WITH q AS (SELECT websearch_to_tsquery('english', $2) AS q)
+		WITH q AS (SELECT CASE WHEN $8 THEN coalesce(nullif(replace(plainto_tsquery('english', $2)::text, '&', '|'), ''), '')::tsquery
+		                       ELSE websearch_to_tsquery('english', $2) END AS q)
 		SELECT `+entryColumns+`, ts_rank(tsv, q.q) AS rank
 		FROM transcript_entries, q
 		WHERE campaign_id = $1 AND tsv @@ q.q AND NOT noncanon
@@ -148,7 +149,7 @@ func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOp
 		  AND ($5::timestamptz IS NULL OR at > $5)
 		  AND ($6::timestamptz IS NULL OR at < $6)
 		ORDER BY rank DESC, at DESC, id DESC
-		LIMIT $7`, l.campaign, query, o.SessionID, o.SpeakerID, nullTime(o.After), nullTime(o.Before), limit)
+		LIMIT $7`, l.campaign, query, o.SessionID, o.SpeakerID, nullTime(o.After), nullTime(o.Before), limit, o.Any)
 	if err != nil {
 		return nil, fmt.Errorf("searching the session log for %q: %w", query, err)
 	}
@@ -195,6 +196,18 @@ func (l *SessionLog) EndSession(ctx context.Context, id string, at time.Time) er
 	return nil
 }
 
+// SaveSummary stores the running summary of a session.
+func (l *SessionLog) SaveSummary(ctx context.Context, id, summary string) error {
+	tag, err := l.db.Exec(ctx, `UPDATE sessions SET summary = $3 WHERE campaign_id = $1 AND id = $2`, l.campaign, id, summary)
+	if err != nil {
+		return fmt.Errorf("saving the summary of session %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("saving the summary of session %q: %w", id, memory.ErrNotFound)
+	}
+	return nil
+}
+
 // Session returns one session with its entry count.
 func (l *SessionLog) Session(ctx context.Context, id string) (memory.Session, error) {
 	ss, err := l.sessions(ctx, id)
@@ -214,7 +227,7 @@ func (l *SessionLog) Sessions(ctx context.Context) ([]memory.Session, error) {
 
 func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Session, error) {
 	rows, err := l.db.Query(ctx, `
-		SELECT s.id, s.started_at, s.ended_at,
+		SELECT s.id, s.started_at, s.ended_at, s.summary,
 		       (SELECT count(*) FROM transcript_entries t WHERE t.campaign_id = s.campaign_id AND t.session_id = s.id)
 		FROM sessions s WHERE s.campaign_id = $1 AND ($2 = '' OR s.id = $2)
 		ORDER BY s.started_at, s.id`, l.campaign, only)
@@ -225,7 +238,7 @@ func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Sessio
 		var s memory.Session
 		var ended *time.Time
 		var n int64
-		err := row.Scan(&s.ID, &s.StartedAt, &ended, &n)
+		err := row.Scan(&s.ID, &s.StartedAt, &ended, &s.Summary, &n)
 		if ended != nil {
 			s.EndedAt = *ended
 		}

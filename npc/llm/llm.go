@@ -91,6 +91,11 @@ func New(cfg Config) (*Client, error) {
 // Model is the configured model name.
 func (c *Client) Model() string { return c.cfg.Model }
 
+// API is the go-openai client underneath, for the other LLM calls of
+// glyphoxa (summaries, fact extraction), so that one configuration and one
+// HTTP client serve them all.
+func (c *Client) API() *openai.Client { return c.api }
+
 // Request is one chat completion.
 type Request struct {
 	Messages []openai.ChatCompletionMessage

@@ -122,6 +122,22 @@ func (r *Router) Run(ctx context.Context, packets <-chan Packet, clk clock.Clock
 				return err
 			}
 		case now := <-t.C():
+			// Packets that arrived before the tick go first: the tick
+			// fills a silent speaker's time with silence, which must not
+			// overtake audio already waiting here.
+			for drained := false; !drained; {
+				select {
+				case p, ok := <-packets:
+					if !ok {
+						return nil
+					}
+					if err := r.Push(p); err != nil && !errors.Is(err, ErrBadPacket) {
+						return err
+					}
+				default:
+					drained = true
+				}
+			}
 			r.Tick(now)
 			t = clk.NewTimer(TickInterval)
 		}

@@ -1,0 +1,122 @@
+package chunk
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/mention"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// Live keeps the chunks of a session that is being played up to date with
+// its log, so that what was said minutes ago is found by retrieval before
+// the session ends.
+//
+// Each Update splits the whole session again (Split is deterministic and a
+// chunk's id derives from the lines it spans), embeds and indexes only the
+// chunks it has not indexed yet (usually the one still growing at the end,
+// and whatever a scene break or a topic shift closed since), and removes
+// the chunks that no longer exist (the earlier shape of the growing one, or
+// chunks that held a forgotten speaker's lines). At the end of the session
+// its result is the same as [Process]'s. A Live is safe for concurrent use;
+// updates run one at a time.
+type Live struct {
+	camp    *postgres.Campaign
+	emb     embed.Embedder
+	opts    Options
+	session string
+	matcher func(ctx context.Context) (*mention.Matcher, error)
+
+	mu      sync.Mutex
+	indexed map[string]bool // chunk ids known to be in the index
+	loaded  bool
+}
+
+// NewLive returns a Live for one session. matcher supplies the entity
+// matcher for the chunks' mentions (it is called on every Update, so it
+// should be cheap: the caller keeps it up to date as entities change); nil
+// finds no mentions.
+func NewLive(c *postgres.Campaign, e embed.Embedder, o Options, sessionID string, matcher func(ctx context.Context) (*mention.Matcher, error)) (*Live, error) {
+	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
+		return nil, err
+	}
+	return &Live{camp: c, emb: e, opts: o, session: sessionID, matcher: matcher, indexed: map[string]bool{}}, nil
+}
+
+// LiveReport says what an Update did.
+type LiveReport struct {
+	// Chunks is the number of chunks the session has now; Added of them
+	// were embedded and indexed by this update.
+	Chunks, Added int
+	// Removed counts chunks that no longer exist.
+	Removed int64
+}
+
+// Update brings the session's chunks up to date with its log.
+func (l *Live) Update(ctx context.Context) (LiveReport, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var rep LiveReport
+	if !l.loaded {
+		have, err := l.camp.Index().Chunks(ctx, l.session)
+		if err != nil {
+			return rep, fmt.Errorf("reading the indexed chunks of session %q: %w", l.session, err)
+		}
+		// A chunk's id derives from the lines it spans, so a chunk an
+		// earlier run indexed (before a restart) is the same chunk.
+		for _, c := range have {
+			l.indexed[c.ID] = true
+		}
+		l.loaded = true
+	}
+	entries, err := l.camp.Sessions().Entries(ctx, l.session)
+	if err != nil {
+		return rep, fmt.Errorf("reading session %q: %w", l.session, err)
+	}
+	var m *mention.Matcher
+	if l.matcher != nil {
+		if m, err = l.matcher(ctx); err != nil {
+			return rep, fmt.Errorf("the entity matcher for chunking: %w", err)
+		}
+	}
+	chunks := Split(entries, m, l.opts)
+	keep := make([]string, len(chunks))
+	var fresh []int
+	for i, c := range chunks {
+		keep[i] = c.ID
+		if !l.indexed[c.ID] {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) > 0 {
+		texts := make([]string, len(fresh))
+		for k, i := range fresh {
+			texts[k] = chunks[i].Content
+		}
+		vs, err := embed.All(ctx, l.emb, texts)
+		if err != nil {
+			return rep, fmt.Errorf("embedding the chunks of session %q: %w", l.session, err)
+		}
+		add := make([]memory.Chunk, len(fresh))
+		for k, i := range fresh {
+			chunks[i].Embedding = vs[k]
+			add[k] = chunks[i]
+		}
+		if err := l.camp.Index().IndexChunks(ctx, add); err != nil {
+			return rep, err
+		}
+	}
+	n, err := l.camp.Index().DeleteSessionChunks(ctx, l.session, keep)
+	if err != nil {
+		return rep, err
+	}
+	now := make(map[string]bool, len(keep))
+	for _, id := range keep {
+		now[id] = true
+	}
+	l.indexed = now
+	return LiveReport{Chunks: len(chunks), Added: len(fresh), Removed: n}, nil
+}

@@ -1,0 +1,200 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/mention"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/npc"
+)
+
+// Speech-to-text providers, for their keyword budgets.
+const (
+	ProviderDeepgram     = "deepgram"
+	ProviderOpenAI       = "openai"
+	ProviderPocketsphinx = "pocketsphinx"
+)
+
+// maxVocabulary bounds the names given to an engine without a documented
+// budget (pocketsphinx builds a vocabulary from them).
+const maxVocabulary = 500
+
+// recentMention is how long a mentioned entity ranks above the rest in
+// the keyword lists.
+const recentMention = 10 * time.Minute
+
+// Cast is what a running table knows of its campaign's names: the
+// entities and their aliases, the NPCs' personas, the one name finder and
+// corrector (a correction.Pipeline) and the speech-to-text keyword lists,
+// ranked by salience. Refresh re-reads them when the DM changes an entity,
+// so that an NPC added mid-session is boosted, corrected and addressable
+// within seconds. It is safe for concurrent use.
+type Cast struct {
+	camp *postgres.Campaign
+	pipe *correction.Pipeline
+
+	mu        sync.Mutex
+	stamp     postgres.EntityStamp
+	ents      []correction.Entity
+	personas  map[string]npc.Persona
+	matcher   *mention.Matcher
+	mentioned map[string]time.Time // entity id → last mentioned
+}
+
+// NewCast reads the campaign's entities into pipe.
+func NewCast(ctx context.Context, camp *postgres.Campaign, pipe *correction.Pipeline) (*Cast, error) {
+	c := &Cast{camp: camp, pipe: pipe, mentioned: map[string]time.Time{}}
+	if _, err := c.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Pipeline is the correction pipeline: it corrects and finds names.
+func (c *Cast) Pipeline() *correction.Pipeline { return c.pipe }
+
+// Refresh re-reads the entities when they changed since the last read and
+// reports whether they had.
+func (c *Cast) Refresh(ctx context.Context) (bool, error) {
+	st, err := c.camp.Graph().EntityStamp(ctx)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	same := c.personas != nil && st == c.stamp
+	c.mu.Unlock()
+	if same {
+		return false, nil
+	}
+	ents, err := c.camp.Graph().FindEntities(ctx, memory.EntityFilter{})
+	if err != nil {
+		return false, fmt.Errorf("reading the campaign's entities: %w", err)
+	}
+	cents := correction.FromMemory(ents)
+	if err := c.pipe.SetEntities(cents); err != nil {
+		return false, fmt.Errorf("preparing the campaign's names: %w", err)
+	}
+	personas := map[string]npc.Persona{}
+	for _, e := range ents {
+		if e.Type == memory.EntityNPC {
+			personas[e.ID] = npc.PersonaFromEntity(e)
+		}
+	}
+	m := mention.NewMatcher(ents)
+	c.mu.Lock()
+	c.stamp, c.ents, c.personas, c.matcher = st, cents, personas, m
+	c.mu.Unlock()
+	return true, nil
+}
+
+// FindNames finds the campaign's names in text (correction.Pipeline).
+func (c *Cast) FindNames(text string) []npc.Mention { return c.pipe.FindNames(text) }
+
+// IsNPC tells NPC entities from the others.
+func (c *Cast) IsNPC(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.personas[id]
+	return ok
+}
+
+// Persona is an NPC's persona.
+func (c *Cast) Persona(id string) (npc.Persona, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.personas[id]
+	return p, ok
+}
+
+// NPCName is an NPC's display name (its id when unknown).
+func (c *Cast) NPCName(id string) string {
+	if p, ok := c.Persona(id); ok && p.Name != "" {
+		return p.Name
+	}
+	return id
+}
+
+// Matcher is the entity matcher of chunking (package mention), kept in
+// step with Refresh.
+func (c *Cast) Matcher(context.Context) (*mention.Matcher, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.matcher, nil
+}
+
+// NoteMentions remembers which entities were just named, for salience.
+func (c *Cast) NoteMentions(ms []npc.Mention, at time.Time) {
+	if len(ms) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range ms {
+		c.mentioned[m.EntityID] = at
+	}
+}
+
+// Keyterms are the names to boost in a provider's speech-to-text, most
+// salient first (the NPCs in the scene, then the entities named in the
+// last minutes, then the rest), within the provider's documented budget:
+// Deepgram's keyterm tokens, Whisper's prompt tokens, or a vocabulary of
+// maxVocabulary names for the offline engine.
+func (c *Cast) Keyterms(provider string, scene []string, now time.Time) []string {
+	c.mu.Lock()
+	sal := correction.Salience{Scene: scene, LastMentioned: map[string]time.Time{}}
+	for id, at := range c.mentioned {
+		if now.Sub(at) <= recentMention {
+			sal.LastMentioned[id] = at
+		}
+	}
+	ents := c.ents
+	c.mu.Unlock()
+	ranked := correction.Rank(ents, sal)
+	switch provider {
+	case ProviderDeepgram:
+		return correction.DeepgramKeyterms(ranked, correction.DeepgramKeytermTokens)
+	case ProviderOpenAI:
+		return namesWithin(ranked, correction.WhisperPromptTokens*3, 0)
+	}
+	return namesWithin(ranked, 0, maxVocabulary)
+}
+
+// namesWithin lists names, then aliases, of ranked entities, until
+// maxChars characters (0: no limit) or maxNames names (0: no limit).
+func namesWithin(ranked []correction.Ranked, maxChars, maxNames int) []string {
+	var out []string
+	seen := map[string]bool{}
+	used := 0
+	add := func(s string) bool {
+		k := strings.ToLower(s)
+		if s == "" || seen[k] {
+			return true
+		}
+		if maxChars > 0 && used+len(s)+2 > maxChars || maxNames > 0 && len(out) >= maxNames {
+			return false
+		}
+		seen[k] = true
+		used += len(s) + 2
+		out = append(out, s)
+		return true
+	}
+	for _, r := range ranked {
+		if !add(r.Name) {
+			return out
+		}
+	}
+	for _, r := range ranked {
+		for _, a := range r.Aliases {
+			if !add(a) {
+				return out
+			}
+		}
+	}
+	return out
+}

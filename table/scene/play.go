@@ -1,0 +1,426 @@
+package scene
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/lifecycle/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/table"
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/playback"
+	"github.com/glyphoxa/glyphoxa/voice/stt"
+	"github.com/glyphoxa/glyphoxa/voice/tts"
+)
+
+// Options configure a play.
+type Options struct {
+	Store    *postgres.Store
+	Campaign *postgres.Campaign
+	// Providers are the table's: STT recognises the lines that give no
+	// heard text; Speaker is replaced by Voices on Options.NPCVoice played
+	// without pacing, so the NPCs' speech costs no virtual time.
+	Providers table.Providers
+	Settings  table.Settings
+	// PlayerVoice synthesises the players' lines (default espeak-ng);
+	// NPCVoice the NPCs' (default PlayerVoice).
+	PlayerVoice, NPCVoice tts.Synthesizer
+	// OutDir, if set, receives each spoken NPC reply as a WAV file.
+	OutDir string
+	// OnEvent receives every line and command as it is done.
+	OnEvent func(Event)
+	// LineTimeout bounds, in real time, the wait for the table to finish
+	// one line (default 3 min).
+	LineTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// Event is a line or a command of the scene, once done.
+type Event struct {
+	// Line is set for a line: what the table did with it, and what the
+	// player said.
+	Line *LineEvent `json:"line,omitempty"`
+	// Command is set for a command.
+	Command *CommandEvent `json:"command,omitempty"`
+}
+
+// LineEvent is a line as the table handled it (see table.LineReport).
+type LineEvent struct {
+	table.LineReport
+	// Said is what the script has the player say.
+	Said string `json:"said"`
+	// Audio is the NPC reply's WAV file, when written.
+	Audio string `json:"audio,omitempty"`
+}
+
+// CommandEvent is a command and its outcome.
+type CommandEvent struct {
+	At      time.Time `json:"at"`
+	Command string    `json:"command"`
+	By      string    `json:"by"`
+	Result  string    `json:"result"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// Result sums up a play.
+type Result struct {
+	SessionID string
+	Lines     []LineEvent
+	Commands  []CommandEvent
+	// Report is post-session processing's.
+	Report postsession.Report
+	// Took is the scene's virtual length.
+	Took time.Duration
+}
+
+// instant is the system clock whose timers fire at once: NPC speech plays
+// as fast as it is synthesised.
+type instant struct{}
+
+func (instant) Now() time.Time { return time.Now() }
+func (instant) NewTimer(time.Duration) clock.Timer {
+	c := make(chan time.Time, 1)
+	c <- time.Now()
+	return fired(c)
+}
+
+type fired chan time.Time
+
+func (f fired) C() <-chan time.Time { return f }
+func (fired) Stop() bool            { return false }
+
+// recognizer answers the lines that give heard text themselves and passes
+// the others to the real engine. Lines are played one at a time, so the
+// next utterance is the expected line's.
+type recognizer struct {
+	real table.Transcriber
+
+	mu     sync.Mutex
+	heard  *string
+	called chan struct{}
+}
+
+func (r *recognizer) expect(heard *string) {
+	r.mu.Lock()
+	r.heard = heard
+	r.called = make(chan struct{})
+	r.mu.Unlock()
+}
+
+func (r *recognizer) Transcribe(ctx context.Context, pcm audio.PCM, h stt.Hints) (stt.Transcript, error) {
+	r.mu.Lock()
+	heard, called := r.heard, r.called
+	r.heard, r.called = nil, nil
+	r.mu.Unlock()
+	if called != nil {
+		close(called)
+	}
+	if heard != nil {
+		var t stt.Transcript
+		t.Text = *heard
+		for _, w := range strings.Fields(*heard) {
+			t.Words = append(t.Words, stt.Word{Text: w, Confidence: 0.9})
+		}
+		return t, nil
+	}
+	return r.real.Transcribe(ctx, pcm, h)
+}
+
+// Play plays f through a table session on o.Campaign and ends the session
+// (post-session processing included).
+func Play(ctx context.Context, f *File, o Options) (Result, error) {
+	res := Result{SessionID: f.Session}
+	if o.Store == nil || o.Campaign == nil {
+		return res, errors.New("scene: a store and a campaign are required")
+	}
+	if o.PlayerVoice == nil {
+		o.PlayerVoice = tts.Espeak{}
+	}
+	if o.NPCVoice == nil {
+		o.NPCVoice = o.PlayerVoice
+	}
+	if o.LineTimeout <= 0 {
+		o.LineTimeout = 3 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Providers.STT == nil {
+		o.Providers.STT = unavailable{}
+	}
+	clk := clocktest.NewFake(f.Start)
+	var users []string
+	for _, p := range f.Players {
+		users = append(users, p.ID)
+	}
+	tr := newTransport(users)
+	rec := &recognizer{real: o.Providers.STT}
+	prov := o.Providers
+	prov.STT = rec
+	prov.Speaker = &table.Voices{Default: o.NPCVoice, Clock: instant{}, Logger: o.Logger}
+	controls := bot.NewControls()
+	reports := make(chan table.LineReport, 16)
+	names := map[string]string{}
+	for _, p := range f.Players {
+		names[p.ID] = p.Name
+	}
+	s, err := table.Open(ctx, table.Config{Store: o.Store, Campaign: o.Campaign, SessionID: f.Session, Voice: tr,
+		Providers: prov, Settings: o.Settings, Controls: controls, Clock: clk, Logger: o.Logger,
+		UserName: func(id string) string {
+			if n, ok := names[id]; ok {
+				return n
+			}
+			return id
+		},
+		OnLine: func(r table.LineReport) { reports <- r }})
+	if err != nil {
+		return res, err
+	}
+	p := &player{f: f, o: o, clk: clk, tr: tr, rec: rec, s: s, controls: controls, reports: reports}
+	playErr := p.run(ctx, &res)
+	rep, err := s.Finish(context.WithoutCancel(ctx))
+	res.Report = rep
+	res.Took = clk.Now().Sub(f.Start)
+	return res, errors.Join(playErr, err)
+}
+
+type player struct {
+	f        *File
+	o        Options
+	clk      *clocktest.Fake
+	tr       *transport
+	rec      *recognizer
+	s        *table.Session
+	controls *bot.Controls
+	reports  chan table.LineReport
+	seq      map[string]uint16
+	ts       map[string]uint32
+	last     map[string]time.Time // when each player's last frame was sent
+	replies  int
+}
+
+func (p *player) run(ctx context.Context, res *Result) error {
+	p.seq, p.ts, p.last = map[string]uint16{}, map[string]uint32{}, map[string]time.Time{}
+	for _, st := range p.f.Lines {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p.wait(time.Duration(st.After))
+		if st.Command != "" {
+			ev := p.command(ctx, st)
+			res.Commands = append(res.Commands, ev)
+			if p.o.OnEvent != nil {
+				p.o.OnEvent(Event{Command: &ev})
+			}
+			continue
+		}
+		ev, err := p.line(ctx, st)
+		if err != nil {
+			return err
+		}
+		res.Lines = append(res.Lines, ev)
+		if p.o.OnEvent != nil {
+			p.o.OnEvent(Event{Line: &ev})
+		}
+	}
+	return nil
+}
+
+// step moves virtual time forward by d and lets the table's periodic work
+// (audio ticks, name refresh, consolidation) catch up: every timer of the
+// table is periodic, so it waits until the timers that fired are armed
+// again, which their goroutines do once their work for this tick is done.
+func (p *player) step(d time.Duration) {
+	before := len(p.clk.Pending())
+	p.clk.Advance(d)
+	ctx, cancel := context.WithTimeout(context.Background(), stepPatience)
+	p.clk.WaitTimers(ctx, before)
+	cancel()
+}
+
+// stepPatience bounds, in real time, the wait for the table's periodic work
+// after one step of virtual time.
+const stepPatience = 2 * time.Second
+
+// wait lets d pass: in 20 ms steps for the first seconds (utterances in
+// flight end), then in seconds.
+func (p *player) wait(d time.Duration) {
+	for d > 0 {
+		s := time.Second
+		if d < s {
+			s = d
+		}
+		p.step(s)
+		d -= s
+	}
+}
+
+// line plays one player's line and waits for the table to be done with it.
+func (p *player) line(ctx context.Context, st Step) (LineEvent, error) {
+	pl := p.f.player(st.Speaker)
+	pcm, err := p.speech(ctx, pl, st)
+	if err != nil {
+		return LineEvent{}, err
+	}
+	enc, err := playback.NewEncoder(48000)
+	if err != nil {
+		return LineEvent{}, err
+	}
+	frames, err := enc.Frames(pcm)
+	if err != nil {
+		return LineEvent{}, err
+	}
+	opted, err := p.o.Campaign.OptedOut(ctx)
+	if err != nil {
+		return LineEvent{}, err
+	}
+	_, optedOut := opted[pl.ID]
+	p.rec.expect(st.Heard)
+	p.rec.mu.Lock()
+	called := p.rec.called
+	p.rec.mu.Unlock()
+	ssrc := uint32(1000)
+	for i, u := range p.f.Players {
+		if u.ID == pl.ID {
+			ssrc += uint32(i)
+		}
+	}
+	// A Discord client's RTP clock runs on through silence (it sends
+	// nothing then): the timestamp moves on by the time since its last
+	// frame.
+	if last, ok := p.last[pl.ID]; ok {
+		p.ts[pl.ID] += uint32(p.clk.Now().Sub(last) / playback.FrameDuration * 960)
+	}
+	for _, fr := range frames {
+		if err := p.tr.send(ctx, conn.Packet{UserID: pl.ID, SSRC: ssrc, Sequence: p.seq[pl.ID], Timestamp: p.ts[pl.ID], Opus: fr}); err != nil {
+			return LineEvent{}, err
+		}
+		p.seq[pl.ID]++
+		p.ts[pl.ID] += 960
+		p.step(playback.FrameDuration)
+	}
+	p.last[pl.ID] = p.clk.Now()
+	// Silence until the lane ends the utterance and speech-to-text takes
+	// it. Virtual time goes on in steps (the lane measures the silence
+	// after a line by the clock) until the utterance is taken or a minute
+	// of silence has passed; speech-to-text itself runs in real time.
+	started := time.Now()
+	for silent := time.Duration(0); ; silent += playback.FrameDuration {
+		select {
+		case <-called:
+			return p.result(ctx, st, pl)
+		case <-ctx.Done():
+			return LineEvent{}, ctx.Err()
+		default:
+		}
+		if optedOut && silent > 2*time.Second {
+			// The table drops an opted-out player's audio unheard.
+			p.rec.expect(nil)
+			return LineEvent{LineReport: table.LineReport{At: p.clk.Now(), SpeakerID: pl.ID, Speaker: pl.Name,
+				Dropped: "the player opted out of recording"}, Said: st.Say}, nil
+		}
+		if time.Since(started) > p.o.LineTimeout {
+			return LineEvent{}, fmt.Errorf("line %d (%s: %q): the audio lanes heard no utterance", st.line, pl.Name, st.Say)
+		}
+		if silent < maxSilence {
+			p.step(playback.FrameDuration)
+		} else {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// maxSilence is the most virtual time a line waits for its utterance to
+// be taken; after it, the wait is in real time only.
+const maxSilence = time.Minute
+
+// result waits for the table's report of the line.
+func (p *player) result(ctx context.Context, st Step, pl Player) (LineEvent, error) {
+	t := time.NewTimer(p.o.LineTimeout)
+	defer t.Stop()
+	select {
+	case r := <-p.reports:
+		ev := LineEvent{LineReport: r, Said: st.Say}
+		if frames := p.tr.take(); len(frames) > 0 && p.o.OutDir != "" && r.Reply != "" {
+			p.replies++
+			path, err := p.writeReply(frames, r.Addressee)
+			if err != nil {
+				return ev, err
+			}
+			ev.Audio = path
+		}
+		return ev, nil
+	case <-t.C:
+		return LineEvent{}, fmt.Errorf("line %d (%s: %q): the table did not finish it within %s", st.line, pl.Name, st.Say, p.o.LineTimeout)
+	case <-ctx.Done():
+		return LineEvent{}, ctx.Err()
+	}
+}
+
+func (p *player) writeReply(frames [][]byte, npcID string) (string, error) {
+	pcm, err := decodeFrames(frames)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(p.o.OutDir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(p.o.OutDir, fmt.Sprintf("%02d-%s.wav", p.replies, npcID))
+	return path, os.WriteFile(path, audio.EncodeWAV(pcm), 0o644)
+}
+
+// speech is the audio of a line: its words synthesised in the player's
+// voice, or, when the scene gives what speech-to-text hears, a voiced
+// sound as long as the words would take.
+func (p *player) speech(ctx context.Context, pl Player, st Step) (audio.PCM, error) {
+	if st.Heard != nil {
+		words := len(strings.Fields(st.Say))
+		if words == 0 {
+			words = len(strings.Fields(*st.Heard))
+		}
+		return voiced(time.Duration(min(max(words, 2), 20)) * 300 * time.Millisecond), nil
+	}
+	pcm, err := p.o.PlayerVoice.Synthesize(ctx, st.Say, tts.Voice{Name: pl.Voice})
+	if err != nil {
+		return audio.PCM{}, fmt.Errorf("line %d: speaking %s's line: %w", st.line, pl.Name, err)
+	}
+	return pcm, nil
+}
+
+// voiced is a vowel-like sound of length d at 48 kHz: a 140 Hz voice with
+// its harmonics, rising and falling four times a second like syllables.
+func voiced(d time.Duration) audio.PCM {
+	const rate = 48000
+	n := int(d.Seconds() * rate)
+	out := audio.PCM{Rate: rate, Samples: make([]int16, n)}
+	for i := range out.Samples {
+		t := float64(i) / rate
+		v := 0.0
+		for h, a := range []float64{1, 0.6, 0.4, 0.25, 0.15} {
+			v += a * math.Sin(2*math.Pi*140*float64(h+1)*t)
+		}
+		env := 0.55 + 0.45*math.Sin(2*math.Pi*4*t)
+		out.Samples[i] = int16(v * env * 5000)
+	}
+	return out
+}
+
+// unavailable is the recogniser of a scene without one: every line must
+// give its heard text.
+type unavailable struct{}
+
+func (unavailable) Transcribe(context.Context, audio.PCM, stt.Hints) (stt.Transcript, error) {
+	return stt.Transcript{}, errors.New("no speech-to-text engine: give heard: for every line")
+}

@@ -1,0 +1,733 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/bot/metrics"
+	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
+	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/lifecycle/session"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/npc"
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/stt"
+)
+
+const (
+	// optOutRefresh is how often the session re-reads who opted out.
+	optOutRefresh = 5 * time.Second
+	// emptyCheck is how often the session looks for humans in its channel.
+	emptyCheck = 5 * time.Second
+	// maxLatencySamples bounds the reply latencies kept for the status.
+	maxLatencySamples = 1000
+)
+
+// line is a recorded player utterance on its way to the NPCs.
+type line struct {
+	entry     memory.TranscriptEntry
+	heard     string
+	endOfTalk time.Time
+}
+
+// Session is one running session of a table. Its methods are safe for
+// concurrent use.
+type Session struct {
+	cfg   Config
+	camp  string
+	id    string
+	start time.Time
+	cast  *Cast
+	mem   *session.Session
+	agent Responder
+	voice Voice
+	log   *slog.Logger
+
+	router *audio.Router
+	addr   *npc.Addresser
+	floor  npc.Floor
+
+	capture context.Context // packets and utterances; cancelled first on stop
+	stopCap context.CancelFunc
+	work    context.Context // transcription and turns; cancelled last
+	stopAll context.CancelFunc
+	wg      sync.WaitGroup
+
+	queue   chan audio.Utterance // utterances waiting for speech-to-text
+	lines   chan line            // recorded lines waiting for the NPCs
+	stopped sync.Once
+	stopErr error
+	ended   atomic.Bool
+
+	optedOut atomic.Pointer[map[string]bool]
+
+	mu        sync.Mutex
+	recorded  map[string]string // user id → name of recorded speakers
+	latencies []time.Duration
+	speaking  context.CancelFunc // interrupts the NPC speaking now
+	lost      uint64             // packets the transport reported lost
+}
+
+// start runs the turn loop on cfg.Voice.
+func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, agent Responder, log *slog.Logger) (*Session, error) {
+	s := &Session{cfg: cfg, camp: cfg.Campaign.ID(), id: cfg.SessionID, start: cfg.Clock.Now(), cast: cast, mem: mem,
+		agent: agent, voice: cfg.Voice, log: log, recorded: map[string]string{},
+		queue: make(chan audio.Utterance, 256), lines: make(chan line, 64)}
+	s.addr = npc.NewAddresser(cast, cast.IsNPC, cfg.Controls.Muted, 0)
+	if err := s.refreshOptOuts(ctx); err != nil {
+		return nil, err
+	}
+	acfg := cfg.Settings.Audio
+	acfg.Logger = log
+	acfg.OnUtterance = s.onUtterance
+	acfg.OnEvent = s.onSpeech
+	var err error
+	if s.router, err = audio.NewRouter(acfg); err != nil {
+		return nil, err
+	}
+	s.work, s.stopAll = context.WithCancel(context.WithoutCancel(ctx))
+	s.capture, s.stopCap = context.WithCancel(s.work)
+
+	// Unbuffered: when the pump takes the next packet from the transport,
+	// the lanes hold the one before (the transport buffers bursts).
+	packets := make(chan audio.Packet)
+	s.wg.Add(5)
+	go func() { defer s.wg.Done(); s.pump(packets) }()
+	go func() {
+		defer s.wg.Done()
+		defer close(s.queue)
+		if err := s.router.Run(s.capture, packets, cfg.Clock); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Warn("audio lanes stopped", "err", err)
+		}
+	}()
+	go func() { defer s.wg.Done(); defer close(s.lines); s.transcribeLoop() }()
+	go func() { defer s.wg.Done(); s.turnLoop() }()
+	go func() { defer s.wg.Done(); s.watch() }()
+	cfg.Observer.SessionStarted()
+	s.log.Info("session started")
+	return s, nil
+}
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Cast is the session's names and personas.
+func (s *Session) Cast() *Cast { return s.cast }
+
+// Memory is the session's lifecycle (its conversation, summary and guarded
+// memory).
+func (s *Session) Memory() *session.Session { return s.mem }
+
+// End ends the session: no new audio is taken, utterances already spoken
+// are transcribed and recorded, the last consolidation runs, the voice
+// connection is closed and post-session processing starts in the
+// background (Finish waits for it). Calling it again returns the first
+// result.
+func (s *Session) End(ctx context.Context) error {
+	s.stopped.Do(func() {
+		s.ended.Store(true)
+		s.stopCap()
+		s.interrupt()
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			s.stopAll()
+			<-done
+		}
+		s.stopAll()
+		var errs []error
+		if err := s.mem.End(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("ending the session's memory: %w", err))
+		}
+		if err := s.voice.Close(); err != nil && !errors.Is(err, conn.ErrClosed) {
+			errs = append(errs, fmt.Errorf("closing the voice connection: %w", err))
+		}
+		s.cfg.Observer.SessionEnded()
+		s.stopErr = errors.Join(errs...)
+		s.log.Info("session ended", "err", s.stopErr)
+	})
+	return s.stopErr
+}
+
+// Finish waits for post-session processing (started by End) and releases
+// the session's memory. Without End it ends the session first.
+func (s *Session) Finish(ctx context.Context) (postsession.Report, error) {
+	if err := s.End(ctx); err != nil {
+		s.log.Warn("ending the session", "err", err)
+	}
+	rep, werr := s.mem.Wait(ctx)
+	if err := s.mem.Close(ctx); err != nil {
+		werr = errors.Join(werr, err)
+	}
+	return rep, werr
+}
+
+// pump hands packets of players who did not opt out to the audio lanes.
+func (s *Session) pump(out chan<- audio.Packet) {
+	defer close(out)
+	in := s.voice.Packets()
+	for {
+		select {
+		case <-s.capture.Done():
+			return
+		case p, ok := <-in:
+			if !ok {
+				return
+			}
+			if (*s.optedOut.Load())[p.UserID] {
+				continue
+			}
+			if p.Lost > 0 {
+				s.mu.Lock()
+				s.lost += uint64(p.Lost)
+				s.mu.Unlock()
+			}
+			ap := audio.Packet{UserID: p.UserID, SSRC: p.SSRC, Sequence: p.Sequence, Timestamp: p.Timestamp,
+				Opus: p.Opus, Lost: p.Lost, Received: s.cfg.Clock.Now()}
+			select {
+			case out <- ap:
+			case <-s.capture.Done():
+				return
+			}
+		}
+	}
+}
+
+// onUtterance queues a finished utterance; it runs on the router's
+// goroutine and never blocks it for long.
+func (s *Session) onUtterance(u audio.Utterance) {
+	select {
+	case s.queue <- u:
+	default:
+		// Speech-to-text has fallen far behind; waiting here would stall
+		// every lane, so the utterance waits on its own.
+		s.log.Warn("speech-to-text is behind; an utterance waits", "user", u.UserID, "queued", len(s.queue))
+		select {
+		case s.queue <- u:
+		case <-s.work.Done():
+			s.log.Error("utterance not transcribed: the session ended while speech-to-text was behind", "user", u.UserID)
+		}
+	}
+}
+
+// onSpeech interrupts the NPC speaking now when a player talks over it
+// for long enough, and, when a player stops speaking, starts assembling the
+// context of the NPC likely to answer while speech-to-text runs.
+func (s *Session) onSpeech(e audio.Event) {
+	if e.Kind == audio.SpeechEnded {
+		s.prefetch()
+		return
+	}
+	if e.Kind != audio.SpeechHeld {
+		return
+	}
+	s.mu.Lock()
+	stop := s.speaking
+	s.mu.Unlock()
+	if stop != nil {
+		s.log.Info("a player interrupted the NPC", "user", e.UserID)
+		stop()
+	}
+}
+
+func (s *Session) prefetch() {
+	p, ok := s.agent.(prefetcher)
+	if !ok {
+		return
+	}
+	if id := s.addr.Likely(s.cfg.Controls.PresentNPCs(), s.cfg.Clock.Now()); id != "" {
+		p.Prefetch(s.work, id, s.id)
+	}
+}
+
+func (s *Session) interrupt() {
+	s.mu.Lock()
+	stop := s.speaking
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// transcribeLoop turns utterances into recorded lines, in the order they
+// were spoken.
+func (s *Session) transcribeLoop() {
+	for u := range s.queue {
+		if (*s.optedOut.Load())[u.UserID] {
+			continue
+		}
+		l, ok := s.transcribe(u)
+		if !ok {
+			continue
+		}
+		select {
+		case s.lines <- l:
+		case <-s.capture.Done():
+			// Ending: the line is recorded; no NPC answers it.
+			s.report(LineReport{At: l.entry.At, SpeakerID: l.entry.SpeakerID, Speaker: l.entry.SpeakerName,
+				Heard: l.heard, Corrected: l.entry.Text, Reason: "the session is ending"})
+		}
+	}
+}
+
+// scene is the salience scene: the NPCs present, or every NPC when the
+// scene is not set.
+func (s *Session) scene() []string {
+	if p := s.cfg.Controls.PresentNPCs(); len(p) > 0 {
+		return p
+	}
+	s.cast.mu.Lock()
+	defer s.cast.mu.Unlock()
+	ids := make([]string, 0, len(s.cast.personas))
+	for id := range s.cast.personas {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (s *Session) transcribe(u audio.Utterance) (line, bool) {
+	ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
+	defer cancel()
+	obs := s.cfg.Observer
+	name := s.cfg.UserName(u.UserID)
+	rep := LineReport{At: u.Start.UTC(), SpeakerID: u.UserID, Speaker: name}
+	hints := stt.Hints{Keyterms: s.cast.Keyterms(s.cfg.Providers.STTProvider, s.scene(), s.cfg.Clock.Now()),
+		Language: s.cfg.Providers.Language}
+	t, err := s.cfg.Providers.STT.Transcribe(ctx, u.Audio, hints)
+	if err != nil {
+		s.log.Error("speech-to-text failed; the utterance is not recorded", "user", u.UserID,
+			"start", u.Start, "duration", u.Duration(), "err", err)
+		rep.Dropped = "speech-to-text failed: " + err.Error()
+		s.report(rep)
+		return line{}, false
+	}
+	obs.ObserveStage(metrics.StageSTTFinal, s.cfg.Clock.Now().Sub(u.End))
+	raw := strings.TrimSpace(t.Text)
+	rep.Heard = raw
+	if raw == "" {
+		rep.Dropped = "speech-to-text heard no words"
+		s.report(rep)
+		return line{}, false
+	}
+	cu := correction.Utterance{Text: raw}
+	for _, w := range t.Words {
+		cu.Words = append(cu.Words, correction.Word{Text: w.Text, Confidence: w.Confidence})
+	}
+	res, err := s.cast.Pipeline().CorrectHeard(ctx, cu)
+	if err != nil {
+		s.log.Warn("name correction failed in part", "err", err)
+	}
+	text := raw
+	if c := strings.TrimSpace(res.Text); c != "" {
+		text = c
+	}
+	obs.ObserveStage(metrics.StageCorrection, s.cfg.Clock.Now().Sub(u.End))
+	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: u.UserID, SpeakerName: name, Text: text, RawText: raw,
+		At: u.Start.UTC(), Duration: u.Duration(),
+		IdempotencyKey: fmt.Sprintf("voice:%s:%s:%d", s.id, u.UserID, u.Start.UnixNano())}
+	if err := s.mem.Record(ctx, e); err != nil {
+		s.log.Error("recording a line failed", "user", u.UserID, "err", err)
+		rep.Corrected, rep.Dropped = text, "recording failed: "+err.Error()
+		s.report(rep)
+		return line{}, false
+	}
+	s.cast.NoteMentions(s.cast.FindNames(text), s.cfg.Clock.Now())
+	s.mu.Lock()
+	s.recorded[u.UserID] = name
+	s.mu.Unlock()
+	return line{entry: e, heard: raw, endOfTalk: u.End}, true
+}
+
+// history is the conversation an NPC is sent: the running summary, then
+// the lines of the last RecentWindow (measured from now) within
+// HistoryTokens, newest kept; the line being answered is left out.
+func (s *Session) history(answering memory.TranscriptEntry) []npc.Message {
+	msgs := s.mem.Messages()
+	from := s.cfg.Clock.Now().Add(-s.cfg.Settings.RecentWindow)
+	var sums []npc.Message
+	var lines []contextmgr.Message
+	for _, m := range msgs {
+		switch {
+		case m.Summary:
+			sums = append(sums, npc.Message{Summary: true, Text: strings.TrimPrefix(strings.TrimPrefix(m.Content, contextmgr.SummaryPrefix), "\n")})
+		case m.Entry.IdempotencyKey == answering.IdempotencyKey:
+		case !m.Entry.At.Before(from):
+			lines = append(lines, m)
+		}
+	}
+	budget := s.cfg.Settings.HistoryTokens
+	first := len(lines)
+	for first > 0 {
+		n := contextmgr.Tokens(lines[first-1].Content) + 4
+		if n > budget {
+			break
+		}
+		budget -= n
+		first--
+	}
+	out := sums
+	for _, m := range lines[first:] {
+		out = append(out, npc.Message{SpeakerID: m.Entry.SpeakerID, Speaker: m.Entry.SpeakerName, NPCID: m.Entry.NPCID,
+			Text: m.Entry.Text, At: m.Entry.At})
+	}
+	return out
+}
+
+// turnLoop lets the addressed NPC answer each line.
+func (s *Session) turnLoop() {
+	for l := range s.lines {
+		rep := LineReport{At: l.entry.At, SpeakerID: l.entry.SpeakerID, Speaker: l.entry.SpeakerName, Heard: l.heard,
+			Corrected: l.entry.Text}
+		d := s.addr.Decide(npc.AddressInput{Text: l.entry.Text, SpeakerID: l.entry.SpeakerID, At: l.entry.At,
+			Present: s.cfg.Controls.PresentNPCs(), Directed: s.cfg.Controls.TakeNext()})
+		rep.Reason = d.Reason
+		if d.NPCID == "" {
+			if d.Reason == npc.ReasonMuted {
+				s.cfg.Observer.CountTurn("muted")
+			}
+			s.report(rep)
+			continue
+		}
+		rep.Addressee = d.NPCID
+		s.answer(l, d.NPCID, &rep)
+		s.report(rep)
+	}
+}
+
+func (s *Session) report(r LineReport) {
+	if s.cfg.OnLine != nil {
+		s.cfg.OnLine(r)
+	}
+}
+
+// answer runs one NPC turn and speaks it.
+func (s *Session) answer(l line, npcID string, rep *LineReport) {
+	ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TurnTimeout)
+	defer cancel()
+	release, err := s.floor.Acquire(ctx, npcID)
+	if err != nil {
+		rep.Error = "waiting for the floor: " + err.Error()
+		return
+	}
+	defer release()
+	obs := s.cfg.Observer
+	history := s.history(l.entry)
+	sentences := make(chan string, 16)
+	first := sync.Once{}
+	spoken, speakErr := s.speakAsync(ctx, npcID, sentences, func() {
+		first.Do(func() {
+			lat := s.cfg.Clock.Now().Sub(l.endOfTalk)
+			obs.ObserveStage(metrics.StageFirstPacket, lat)
+			s.mu.Lock()
+			if len(s.latencies) < maxLatencySamples {
+				s.latencies = append(s.latencies, lat)
+			}
+			s.mu.Unlock()
+		})
+	})
+	turnStart := s.cfg.Clock.Now()
+	res, err := s.agent.Turn(ctx, npc.TurnInput{NPCID: npcID, SessionID: s.id, SpeakerID: l.entry.SpeakerID,
+		SpeakerName: l.entry.SpeakerName, Text: l.entry.Text, History: history, Live: true}, func(sentence string) {
+		select {
+		case sentences <- sentence:
+		case <-ctx.Done():
+		}
+	})
+	close(sentences)
+	heard := <-spoken
+	if err := <-speakErr; err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Warn("speaking the reply failed", "npc", npcID, "err", err)
+	}
+	for _, m := range res.Messages {
+		rep.Context = append(rep.Context, ContextMessage{Role: m.Role, Content: m.Content})
+	}
+	rep.Tools, rep.Fallback, rep.Degraded = res.Tools, res.Fallback, res.Degraded
+	if err != nil {
+		rep.Error = err.Error()
+		obs.CountTurn("failed")
+		if errors.Is(err, npc.ErrNoLLM) {
+			s.log.Info("no NPC answers: no LLM is configured and no fallback answered", "npc", npcID)
+		} else {
+			s.log.Error("NPC turn failed", "npc", npcID, "err", err)
+		}
+		return
+	}
+	if sinceEnd := turnStart.Sub(l.endOfTalk); res.Timings.ContextReady > 0 {
+		obs.ObserveStage(metrics.StageHotContext, sinceEnd+res.Timings.ContextReady)
+		if res.Timings.FirstToken > 0 {
+			obs.ObserveStage(metrics.StageLLMFirstToken, sinceEnd+res.Timings.FirstToken)
+		}
+	}
+	outcome := "answered"
+	switch {
+	case res.Fallback:
+		outcome = "fallback"
+	case len(heard) < len(res.Sentences):
+		outcome = "interrupted"
+	}
+	obs.CountTurn(outcome)
+	s.addr.NoteReply(npcID, l.entry.SpeakerID, s.cfg.Clock.Now())
+	rep.Reply = strings.Join(heard, " ")
+	if len(heard) == 0 {
+		return
+	}
+	s.recordNPC(ctx, npcID, rep.Reply, fmt.Sprintf("voice:%s:%s:reply:%d", s.id, npcID, l.entry.At.UnixNano()))
+}
+
+// speakAsync voices sentences as they come. It returns channels that
+// deliver the sentences heard and the error once speaking has finished.
+func (s *Session) speakAsync(ctx context.Context, npcID string, sentences <-chan string, onFirstFrame func()) (<-chan []string, <-chan error) {
+	heardC, errC := make(chan []string, 1), make(chan error, 1)
+	speakCtx, stop := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.speaking = stop
+	s.mu.Unlock()
+	go func() {
+		defer func() {
+			stop()
+			s.mu.Lock()
+			s.speaking = nil
+			s.mu.Unlock()
+		}()
+		if s.cfg.Providers.Speaker == nil {
+			// No voice: the reply goes to the text channel.
+			var all []string
+			for sentence := range sentences {
+				all = append(all, sentence)
+			}
+			if len(all) > 0 && s.cfg.Announce != nil {
+				onFirstFrame()
+				s.cfg.Announce(fmt.Sprintf("**%s:** %s", s.cast.NPCName(npcID), strings.Join(all, " ")))
+			}
+			heardC <- all
+			errC <- nil
+			return
+		}
+		send := func(frame []byte) error {
+			onFirstFrame()
+			return s.voice.WriteOpus(frame)
+		}
+		var v npc.Voice
+		if p, ok := s.cast.Persona(npcID); ok {
+			v = p.Voice
+		}
+		heard, err := s.cfg.Providers.Speaker.Speak(speakCtx, v, sentences, send)
+		if err := s.voice.SetSpeaking(false); err != nil && !errors.Is(err, conn.ErrClosed) {
+			s.log.Debug("ending the speaking state", "err", err)
+		}
+		// Drain what the turn still produces after an interruption.
+		for range sentences {
+		}
+		heardC <- heard
+		errC <- err
+	}()
+	return heardC, errC
+}
+
+func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) {
+	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: npcID, SpeakerName: s.cast.NPCName(npcID), NPCID: npcID,
+		Text: text, RawText: text, At: s.cfg.Clock.Now().UTC(), IdempotencyKey: key}
+	if err := s.mem.Record(context.WithoutCancel(ctx), e); err != nil {
+		s.log.Error("recording the NPC's line failed", "npc", npcID, "err", err)
+	}
+}
+
+// Say speaks exact words as an NPC (the DM puppeting it).
+func (s *Session) Say(ctx context.Context, npcID, text string) error {
+	if s.capture.Err() != nil {
+		return errors.New("the session is ending")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Settings.TurnTimeout)
+	defer cancel()
+	release, err := s.floor.Acquire(ctx, npcID)
+	if err != nil {
+		return fmt.Errorf("waiting for the NPC speaking now to finish: %w", err)
+	}
+	defer release()
+	var split npc.SentenceSplitter
+	parts := append(split.Write(text), split.Flush()...)
+	sentences := make(chan string, len(parts))
+	for _, p := range parts {
+		sentences <- p
+	}
+	close(sentences)
+	spoken, speakErr := s.speakAsync(ctx, npcID, sentences, func() {})
+	heard := <-spoken
+	if err := <-speakErr; err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("speaking as %s: %w", s.cast.NPCName(npcID), err)
+	}
+	if len(heard) > 0 {
+		s.recordNPC(ctx, npcID, strings.Join(heard, " "), fmt.Sprintf("voice:%s:%s:say:%d", s.id, npcID, s.cfg.Clock.Now().UnixNano()))
+	}
+	return nil
+}
+
+// ForgetReport says what Forget removed from the live session.
+type ForgetReport = session.ForgetReport
+
+// Forget removes a player's words from the live session: lines on their
+// way are dropped, erase deletes what long-term memory holds of them (the
+// caller's postgres.Campaign.ForgetSpeaker), then the conversation and its
+// summaries lose them and the session's chunks are rebuilt at once (see
+// lifecycle/session.Session.Forget).
+func (s *Session) Forget(ctx context.Context, userID string, erase func(ctx context.Context) error) (ForgetReport, error) {
+	return s.mem.Forget(ctx, userID, erase)
+}
+
+// watch follows the connection and ends the session when its channel has
+// been empty too long, when it ran too long, or when the connection ended;
+// it also picks up entity changes and opt-outs.
+func (s *Session) watch() {
+	clk, st := s.cfg.Clock, s.cfg.Settings
+	events := s.voice.Events()
+	every := min(emptyCheck, st.LeaveWhenEmpty/4)
+	check := clk.NewTimer(every)
+	refresh := clk.NewTimer(optOutRefresh)
+	names := clk.NewTimer(st.NamesEvery)
+	defer func() { check.Stop(); refresh.Stop(); names.Stop() }()
+	var emptySince time.Time
+	end := func(reason string) {
+		if s.cfg.OnEnd != nil {
+			s.cfg.OnEnd(reason)
+		}
+	}
+	for {
+		select {
+		case <-s.capture.Done():
+			return
+		case e, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			switch e.Kind {
+			case conn.EventUserLeft:
+				s.router.Remove(e.UserID)
+			case conn.EventClosed:
+				reason := "the voice connection ended"
+				if e.Err != nil {
+					reason += ": " + e.Err.Error()
+				}
+				end(reason)
+				return
+			case conn.EventReconnecting:
+				s.log.Warn("voice connection lost; reconnecting", "err", e.Err)
+			case conn.EventE2EEEpoch:
+				if d, ok := s.cfg.Observer.(daveObserver); ok {
+					d.DAVEEpochChanged()
+				}
+			}
+		case <-names.C():
+			names = clk.NewTimer(st.NamesEvery)
+			if changed, err := s.cast.Refresh(s.capture); err != nil && s.capture.Err() == nil {
+				s.log.Warn("reading the campaign's names", "err", err)
+			} else if changed {
+				s.log.Info("the campaign's names changed; speech-to-text, correction and addressing follow")
+			}
+		case <-refresh.C():
+			refresh = clk.NewTimer(optOutRefresh)
+			if err := s.refreshOptOuts(s.capture); err != nil && s.capture.Err() == nil {
+				s.log.Warn("reading privacy opt-outs", "err", err)
+			}
+		case now := <-check.C():
+			check = clk.NewTimer(every)
+			s.reportHealth()
+			if now.Sub(s.start) >= st.MaxLength {
+				end(fmt.Sprintf("the session reached its maximum length (%s)", st.MaxLength))
+				return
+			}
+			if len(s.voice.Users()) > 0 {
+				emptySince = time.Time{}
+				continue
+			}
+			if emptySince.IsZero() {
+				emptySince = now
+			}
+			if now.Sub(emptySince) >= st.LeaveWhenEmpty {
+				end(fmt.Sprintf("the voice channel has been empty for %s", st.LeaveWhenEmpty))
+				return
+			}
+		}
+	}
+}
+
+// reportHealth tells the observer whether the session's memory is
+// reachable and how much waits locally.
+func (s *Session) reportHealth() {
+	if o, ok := s.cfg.Observer.(healthObserver); ok {
+		o.SetMemoryHealth(s.camp, s.mem.IsDegraded(), s.mem.Pending())
+	}
+}
+
+// refreshOptOuts re-reads who opted out of recording.
+func (s *Session) refreshOptOuts(ctx context.Context) error {
+	m, err := s.cfg.Campaign.OptedOut(ctx)
+	if err != nil {
+		if s.optedOut.Load() == nil {
+			return fmt.Errorf("reading privacy opt-outs: %w", err)
+		}
+		return err
+	}
+	set := make(map[string]bool, len(m))
+	for u := range m {
+		set[u] = true
+	}
+	s.optedOut.Store(&set)
+	return nil
+}
+
+// Status describes a running session.
+type Status struct {
+	SessionID string
+	StartedAt time.Time
+	// Recorded are the user ids and display names of recorded speakers.
+	Recorded map[string]string
+	// OptedOut are the user ids in the channel who opted out.
+	OptedOut []string
+	Degraded bool
+	// SpoolPending counts writes kept locally until the database is back.
+	SpoolPending int
+	// LostPackets counts packets the voice transport reported lost (each
+	// concealed by the lanes).
+	LostPackets uint64
+	// TurnLatencyP50/P95 of the NPC turns so far.
+	TurnLatencyP50, TurnLatencyP95 time.Duration
+}
+
+// Status describes the session now.
+func (s *Session) Status() Status {
+	st := Status{SessionID: s.id, StartedAt: s.start, Recorded: map[string]string{}}
+	s.mu.Lock()
+	for id, n := range s.recorded {
+		st.Recorded[id] = n
+	}
+	lat := slices.Clone(s.latencies)
+	st.LostPackets = s.lost
+	s.mu.Unlock()
+	opted := *s.optedOut.Load()
+	for _, u := range s.voice.Users() {
+		if opted[u] {
+			st.OptedOut = append(st.OptedOut, u)
+		}
+	}
+	st.Degraded, st.SpoolPending = s.mem.IsDegraded(), s.mem.Pending()
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		st.TurnLatencyP50 = lat[len(lat)*50/100]
+		st.TurnLatencyP95 = lat[min(len(lat)-1, len(lat)*95/100)]
+	}
+	return st
+}

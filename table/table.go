@@ -1,0 +1,386 @@
+package table
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
+	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
+	"github.com/glyphoxa/glyphoxa/lifecycle/session"
+	"github.com/glyphoxa/glyphoxa/memory/chunk"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/hotctx"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/retrieve"
+	"github.com/glyphoxa/glyphoxa/npc"
+	"github.com/glyphoxa/glyphoxa/npc/llm"
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+)
+
+// Defaults of Settings.
+const (
+	DefaultRecentWindow      = 5 * time.Minute
+	DefaultHistoryTokens     = 1500
+	DefaultHotContextTokens  = 1500
+	DefaultNamesEvery        = 2 * time.Second
+	DefaultLeaveWhenEmpty    = 5 * time.Minute
+	DefaultMaxLength         = 8 * time.Hour
+	DefaultTranscribeTimeout = 30 * time.Second
+	DefaultTurnTimeout       = 2 * time.Minute
+)
+
+// Providers are the outside services a table uses, built once from the
+// configuration (cmd/glyphoxa) or by a test.
+type Providers struct {
+	// STT transcribes utterances (required). STTProvider names it
+	// (ProviderDeepgram, ProviderOpenAI, ProviderPocketsphinx) for its
+	// keyword budget; Language is a BCP-47 code or empty.
+	STT         Transcriber
+	STTProvider string
+	Language    string
+	// Speaker voices the NPCs; nil posts their replies with Announce.
+	Speaker Speaker
+	// LLM answers as the NPCs; nil leaves answering to Fallback.
+	LLM npc.Streamer
+	// Fallback answers without the LLM (when there is none, or it fails).
+	Fallback npc.Fallback
+	// LLMCorrector is the LLM pass of name correction (nil: phonetic
+	// only).
+	LLMCorrector *correction.LLMCorrector
+	// Summarizer condenses the conversation as it grows (nil: it is kept
+	// whole and the NPCs see its last minutes).
+	Summarizer contextmgr.Summarizer
+	// Extractor extracts facts after the session (nil: chunks only).
+	Extractor postsession.Extractor
+	// Embedder embeds chunks and questions (required).
+	Embedder embed.Embedder
+}
+
+// Settings tune a table. Zero fields take the defaults.
+type Settings struct {
+	// Audio tunes the per-speaker lanes; its handlers are set by the table.
+	Audio audio.Config
+	// Name correction thresholds (zero: the correction package's).
+	PhoneticThreshold, FuzzyThreshold, LowConfidence float64
+	// HotContextTokens is the NPC's hot context budget (default 1500).
+	HotContextTokens int
+	// RecentWindow is how far back, from now, the conversation an NPC is
+	// sent reaches (default 5 min); older lines reach it as the running
+	// summary and, when they bear on the question, through its hot context
+	// and tools. HistoryTokens bounds those recent lines (default 1500).
+	RecentWindow  time.Duration
+	HistoryTokens int
+	// MaxContextTokens is the conversation's budget before it is
+	// summarised (lifecycle/session's default when zero).
+	MaxContextTokens int
+	// StateDir holds each campaign's outage spool, in a directory named
+	// after it (required).
+	StateDir string
+	// ConsolidateEvery, IndexEvery: see lifecycle/session.Config.
+	ConsolidateEvery, IndexEvery time.Duration
+	Probe                        reconnect.Backoff
+	SpoolMaxBytes                int64
+	ShutdownTimeout              time.Duration
+	// NamesEvery is how often the table looks for entity changes (default
+	// 2 s).
+	NamesEvery time.Duration
+	// LeaveWhenEmpty ends a session whose channel has had no human in it
+	// this long (default 5 min); MaxLength ends any session (default 8 h).
+	LeaveWhenEmpty, MaxLength time.Duration
+	// TranscribeTimeout bounds one speech-to-text request (default 30 s);
+	// TurnTimeout one NPC turn (default 2 min).
+	TranscribeTimeout, TurnTimeout time.Duration
+}
+
+func (s *Settings) withDefaults() {
+	if s.HotContextTokens <= 0 {
+		s.HotContextTokens = DefaultHotContextTokens
+	}
+	if s.RecentWindow <= 0 {
+		s.RecentWindow = DefaultRecentWindow
+	}
+	if s.HistoryTokens <= 0 {
+		s.HistoryTokens = DefaultHistoryTokens
+	}
+	if s.NamesEvery <= 0 {
+		s.NamesEvery = DefaultNamesEvery
+	}
+	if s.LeaveWhenEmpty <= 0 {
+		s.LeaveWhenEmpty = DefaultLeaveWhenEmpty
+	}
+	if s.MaxLength <= 0 {
+		s.MaxLength = DefaultMaxLength
+	}
+	if s.TranscribeTimeout <= 0 {
+		s.TranscribeTimeout = DefaultTranscribeTimeout
+	}
+	if s.TurnTimeout <= 0 {
+		s.TurnTimeout = DefaultTurnTimeout
+	}
+}
+
+// Config configures a session of a table.
+type Config struct {
+	Store     *postgres.Store
+	Campaign  *postgres.Campaign
+	SessionID string
+	// Voice is the joined voice channel.
+	Voice     Voice
+	Providers Providers
+	Settings  Settings
+	// Controls are the DM's scene, next-speaker and mute controls (nil:
+	// none).
+	Controls Controls
+	// Announce posts in the session's text channel (nil: nowhere).
+	Announce func(text string)
+	// UserName is a player's display name (nil: the user id).
+	UserName func(userID string) string
+	// OnEnd is called when the session ends by itself (its channel stayed
+	// empty, it ran too long, or the voice connection ended), with why;
+	// the caller then calls End.
+	OnEnd func(reason string)
+	// OnLine receives a report of every line once the table is done with
+	// it (nil: none): the demo prints them, tests read them.
+	OnLine   func(LineReport)
+	Observer Observer
+	Clock    clock.Clock
+	Logger   *slog.Logger
+}
+
+// LineReport is what the table did with one utterance.
+type LineReport struct {
+	At        time.Time `json:"at"`
+	SpeakerID string    `json:"speaker_id"`
+	Speaker   string    `json:"speaker"`
+	// Heard is what speech-to-text returned; Corrected is the line as
+	// recorded. Dropped says why an utterance was not recorded.
+	Heard     string `json:"heard"`
+	Corrected string `json:"corrected"`
+	Dropped   string `json:"dropped,omitempty"`
+	// Addressee is the NPC that answered (empty: none) and Reason why.
+	Addressee string `json:"addressee"`
+	Reason    string `json:"reason"`
+	// Context is the exact message list the NPC's LLM got (without an
+	// LLM, the one it would have got).
+	Context []ContextMessage `json:"context,omitempty"`
+	Tools   []npc.ToolUse    `json:"tools,omitempty"`
+	Reply   string           `json:"reply"`
+	// Fallback: the reply came from memory without the LLM; Degraded: the
+	// NPC could not read its memory (an outage).
+	Fallback bool   `json:"fallback,omitempty"`
+	Degraded bool   `json:"degraded,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// ContextMessage is one message of an NPC's LLM request.
+type ContextMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Open starts a session of the table: the campaign's names and personas,
+// name correction, the NPC agents with their memory, the lifecycle session
+// that records every line (live, through the memory guard) and keeps
+// long-term memory up to date, and the turn loop on the joined voice
+// channel. End stops it.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	switch {
+	case cfg.Store == nil || cfg.Campaign == nil:
+		return nil, errors.New("table: a store and a campaign are required")
+	case cfg.Voice == nil:
+		return nil, errors.New("table: a voice channel is required")
+	case cfg.Providers.STT == nil:
+		return nil, errors.New("table: a speech-to-text engine is required (providers.stt)")
+	case cfg.Providers.Embedder == nil:
+		return nil, errors.New("table: an embedder is required (providers.embeddings)")
+	case cfg.Settings.StateDir == "":
+		return nil, errors.New("table: a state directory is required (lifecycle.spool_dir)")
+	case cfg.SessionID == "":
+		return nil, errors.New("table: a session id is required")
+	}
+	cfg.Settings.withDefaults()
+	cfg.Clock = clock.OrReal(cfg.Clock)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Controls == nil {
+		cfg.Controls = noControls{}
+	}
+	if cfg.UserName == nil {
+		cfg.UserName = func(id string) string { return id }
+	}
+	camp, st := cfg.Campaign, cfg.Settings
+	log := cfg.Logger.With("campaign", camp.ID(), "session", cfg.SessionID)
+
+	pipe, err := newPipeline(st, cfg.Providers.LLMCorrector, log)
+	if err != nil {
+		return nil, err
+	}
+	cast, err := NewCast(ctx, camp, pipe)
+	if err != nil {
+		return nil, fmt.Errorf("preparing campaign %q: %w", camp.ID(), err)
+	}
+	live, err := chunk.NewLive(camp, cfg.Providers.Embedder, chunk.Options{}, cfg.SessionID, cast.Matcher)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := session.Start(ctx, session.Config{
+		SessionID:        cfg.SessionID,
+		Log:              camp.Sessions(),
+		Graph:            camp.Graph(),
+		Index:            camp.Index(),
+		Ping:             cfg.Store.Ping,
+		StateDir:         filepath.Join(st.StateDir, camp.ID()),
+		Summarizer:       summarizerOrNone(cfg.Providers.Summarizer),
+		MaxTokens:        st.MaxContextTokens,
+		ConsolidateEvery: st.ConsolidateEvery,
+		IndexEvery:       st.IndexEvery,
+		IndexChunks: func(ctx context.Context, _ string) error {
+			_, err := live.Update(ctx)
+			return err
+		},
+		SaveSummary:     camp.Sessions().SaveSummary,
+		Probe:           st.Probe,
+		MaxSpoolBytes:   st.SpoolMaxBytes,
+		PostSession:     postProcessor(cfg.Store, camp, cfg.Providers, log),
+		ShutdownTimeout: st.ShutdownTimeout,
+		Clock:           cfg.Clock,
+		Logger:          log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	agent, err := newAgent(camp, cfg, log)
+	if err != nil {
+		mem.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	s, err := start(ctx, cfg, cast, mem, agent, log)
+	if err != nil {
+		mem.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return s, nil
+}
+
+// newPipeline builds name correction.
+func newPipeline(st Settings, lc *correction.LLMCorrector, log *slog.Logger) (*correction.Pipeline, error) {
+	var mopts []correction.MatcherOption
+	if st.PhoneticThreshold > 0 {
+		mopts = append(mopts, correction.WithPhoneticThreshold(st.PhoneticThreshold))
+	}
+	if st.FuzzyThreshold > 0 {
+		mopts = append(mopts, correction.WithFuzzyThreshold(st.FuzzyThreshold))
+	}
+	m, err := correction.NewMatcher(mopts...)
+	if err != nil {
+		return nil, err
+	}
+	opts := []correction.Option{correction.WithMatcher(m), correction.WithLogger(log)}
+	if st.LowConfidence > 0 {
+		opts = append(opts, correction.WithLowConfidence(st.LowConfidence))
+	}
+	if lc != nil {
+		opts = append(opts, correction.WithLLM(lc))
+	}
+	return correction.NewPipeline(opts...)
+}
+
+// newAgent builds the NPCs' agent: hot context, tools and, when there is
+// one, the LLM.
+func newAgent(camp *postgres.Campaign, cfg Config, log *slog.Logger) (*npc.Agent, error) {
+	p := cfg.Providers
+	ncfg := npc.Config{
+		Context:       hotctx.New(camp, hotctx.Config{Recent: cfg.Settings.RecentWindow, Now: cfg.Clock.Now}),
+		Graph:         camp.Graph(),
+		Heard:         camp.Sessions(),
+		ContextTokens: cfg.Settings.HotContextTokens,
+		Fallback:      p.Fallback,
+		Logger:        log,
+		Now:           cfg.Clock.Now,
+	}
+	if p.LLM != nil {
+		ncfg.LLM = p.LLM
+	}
+	if r, err := retrieve.New(camp, p.Embedder, retrieve.Config{}); err != nil {
+		log.Warn("the NPCs' recall tool is not available", "err", err)
+	} else {
+		ncfg.Recall = Recaller{R: r}
+	}
+	if o, ok := cfg.Observer.(tokenObserver); ok {
+		ncfg.OnUsage = func(u llm.Usage) { o.AddTokens(u.PromptTokens, u.CompletionTokens) }
+	}
+	return npc.NewAgent(ncfg)
+}
+
+// Recaller is the NPCs' recall tool: hybrid retrieval restricted to what
+// the NPC can know.
+type Recaller struct{ R *retrieve.Retriever }
+
+// Recall implements npc.Recaller.
+func (rc Recaller) Recall(ctx context.Context, npcID, query string, k int) ([]npc.Recollection, error) {
+	rs, err := rc.R.Search(ctx, retrieve.Query{Text: query, K: k, NPCID: npcID})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]npc.Recollection, len(rs))
+	for i, x := range rs {
+		out[i] = npc.Recollection{Kind: x.Kind, Content: x.Content, SessionID: x.SessionID, Score: x.Score}
+	}
+	return out, nil
+}
+
+// noSummarizer stands in when no LLM is configured: summarising fails, so
+// the conversation is kept whole (nothing is dropped).
+type noSummarizer struct{}
+
+func (noSummarizer) Summarize(context.Context, []contextmgr.Message) (string, error) {
+	return "", errors.New("no LLM is configured to summarise the conversation (providers.llm)")
+}
+
+func summarizerOrNone(s contextmgr.Summarizer) contextmgr.Summarizer {
+	if s == nil {
+		return noSummarizer{}
+	}
+	return s
+}
+
+// postProcessor finishes a session's long-term memory: its last chunks and,
+// with an extractor, its facts.
+func postProcessor(store *postgres.Store, camp *postgres.Campaign, p Providers, log *slog.Logger) session.PostProcessor {
+	l2 := postsession.L2Func(func(ctx context.Context, sessionID string) error {
+		_, err := chunk.Process(ctx, camp, p.Embedder, chunk.Options{}, sessionID)
+		return err
+	})
+	if p.Extractor == nil {
+		return chunkOnly{l2: l2, log: log}
+	}
+	pp, err := postsession.New(postsession.Config{L2: l2, Transcript: camp.Sessions(), Graph: camp.Graph(),
+		Extractor: p.Extractor, Progress: postsession.NewPGProgress(store.Pool(), camp.ID()), Logger: log})
+	if err != nil {
+		log.Error("fact extraction is not available", "err", err)
+		return chunkOnly{l2: l2, log: log}
+	}
+	return pp
+}
+
+// chunkOnly processes a session without an LLM: chunks and embeddings only.
+type chunkOnly struct {
+	l2  postsession.L2Func
+	log *slog.Logger
+}
+
+func (c chunkOnly) Run(ctx context.Context, sessionID string) (postsession.Report, error) {
+	c.log.Info("fact extraction skipped: no LLM is configured (providers.llm)", "session", sessionID)
+	return postsession.Report{SessionID: sessionID}, c.l2(ctx, sessionID)
+}
