@@ -2,6 +2,7 @@ package conn
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"net"
 	"time"
@@ -271,4 +272,46 @@ func (l *lane) expire(now time.Time, delay time.Duration, all bool) []Packet {
 		out = append(out, l.skip()...)
 	}
 	return out
+}
+
+// DefaultKeepaliveInterval is how often discord.js sends its UDP keepalive.
+const DefaultKeepaliveInterval = 5 * time.Second
+
+// keepaliveLen is the size of a keepalive datagram: a 32-bit little-endian
+// counter, then four zero bytes, as discord.js sends it.
+const keepaliveLen = 8
+
+// keepalive sends a keepalive datagram on udp every
+// Config.KeepaliveInterval until the socket's reader has stopped (done) or
+// the connection ends. Discord answers nothing we need; the datagrams keep
+// a NAT mapping open while the bot only listens.
+func (c *Conn) keepalive(udp *net.UDPConn, done <-chan struct{}) {
+	defer c.wg.Done()
+	if c.cfg.KeepaliveInterval < 0 {
+		return
+	}
+	var counter uint32
+	buf := make([]byte, keepaliveLen)
+	for {
+		t := c.cfg.Clock.NewTimer(c.cfg.KeepaliveInterval)
+		select {
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		case <-done:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		binary.LittleEndian.PutUint32(buf, counter)
+		if _, err := udp.Write(buf); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			c.log.Debug("voice UDP keepalive", "err", err)
+			continue
+		}
+		counter++
+		c.stats.keepalives.Add(1)
+	}
 }
