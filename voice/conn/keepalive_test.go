@@ -22,7 +22,7 @@ func listenOnly(t *testing.T, keepalive, length time.Duration) (sent, received, 
 	player := dial(t, srv, playerID, func(c *conn.Config) { c.Clock, c.KeepaliveInterval = clk, -1 })
 	waitUser(t, bot, playerID)
 	const (
-		step  = 5 * time.Second
+		step = 5 * time.Second
 	)
 	steps := int(length / step)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
