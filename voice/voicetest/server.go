@@ -15,8 +15,10 @@
 // elsewhere.
 //
 // Faults can be injected: drop a client's WebSocket, close it with a code,
-// refuse identifies with a close code, pause UDP relaying, or send a
-// client raw datagrams.
+// take a client out of its channel as a move or a kick does (Kick), refuse
+// identifies with a close code, pause UDP relaying, play a NAT that
+// forgets silent clients, or send a client raw datagrams. UDP keepalives
+// (8-byte datagrams, as discord.js sends every 5 s) are counted.
 package voicetest
 
 import (
@@ -116,6 +118,7 @@ type Server struct {
 
 	relayed, dropped atomic.Int64
 	natDropped       atomic.Int64
+	resumes          atomic.Int64
 	keepalives       map[string]int // by user id
 	strayKeepalives  int            // from addresses not yet selected
 	// daveMu serialises DAVE handler calls with the delivery of their
@@ -558,6 +561,7 @@ func (s *Server) resume(ws *websocket.Conn, rs gateway.Resume) *client {
 	if c == nil {
 		return nil
 	}
+	s.resumes.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ws = ws
@@ -621,6 +625,9 @@ func (s *Server) StrayKeepalives() int {
 	defer s.mu.Unlock()
 	return s.strayKeepalives
 }
+
+// Resumes is the number of sessions resumed (op 7 answered by op 9).
+func (s *Server) Resumes() int64 { return s.resumes.Load() }
 
 // NATDropped is the number of media packets not delivered because the
 // receiver's NAT mapping had expired (Config.NATTimeout).
