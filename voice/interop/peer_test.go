@@ -258,7 +258,6 @@ func (f *tlsFront) close() {
 	f.wg.Wait()
 }
 
-
 func hostPort(endpoint string) string {
 	return strings.TrimSuffix(strings.TrimPrefix(endpoint, "ws://"), "/")
 }
