@@ -56,6 +56,10 @@ type Session struct {
 	ownCommit   *mls.CommitResult
 	ownCommitB  []byte
 	transitions map[uint16]int
+	// early holds proposals (op 27 payloads) that arrived before our
+	// epoch-0 group existed (before the session description or the
+	// external sender); they are processed once it does.
+	early [][]byte
 
 	sender     *sendState
 	nextSender *sendState
@@ -111,7 +115,39 @@ func (s *Session) reinit() ([]conn.Outbound, error) {
 	if err := s.createPending(); err != nil {
 		return nil, err
 	}
-	return []conn.Outbound{{Op: gateway.OpDAVEKeyPackage, Binary: kp.KeyPackage.Marshal()}}, nil
+	out := []conn.Outbound{{Op: gateway.OpDAVEKeyPackage, Binary: kp.KeyPackage.Marshal()}}
+	return append(out, s.replayEarly()...), nil
+}
+
+// maxEarly bounds the proposals kept while no group exists; the gateway
+// sends one message per round, so a handful is plenty.
+const maxEarly = 32
+
+// replayEarly processes the proposals that arrived before the group
+// existed, now that it does, and returns the commit they lead to (the
+// last one: each round's commit covers every proposal so far). A proposal
+// that no longer applies (an older epoch) is logged and skipped.
+func (s *Session) replayEarly() []conn.Outbound {
+	if s.current() == nil || len(s.early) == 0 {
+		return nil
+	}
+	early := s.early
+	s.early = nil
+	var last []conn.Outbound
+	for _, p := range early {
+		out, err := s.proposals(p)
+		if err != nil {
+			s.log.Warn("dave: an early proposal no longer applies", "err", err)
+			continue
+		}
+		if out != nil {
+			last = out
+		}
+	}
+	if s.ownCommit == nil {
+		return nil
+	}
+	return last
 }
 
 func (s *Session) createPending() error {
@@ -239,7 +275,10 @@ func (s *Session) HandleBinary(op gateway.Op, payload []byte) ([]conn.Outbound, 
 			return nil, nil
 		}
 		s.extSender = e
-		return nil, s.createPending()
+		if err := s.createPending(); err != nil {
+			return nil, err
+		}
+		return s.replayEarly(), nil
 	case gateway.OpDAVEProposals:
 		return s.proposals(payload)
 	case gateway.OpDAVEAnnounceCommit:
@@ -266,13 +305,19 @@ func (s *Session) current() *mls.Group {
 }
 
 func (s *Session) proposals(payload []byte) ([]conn.Outbound, error) {
-	g := s.current()
-	if g == nil {
-		return nil, nil
-	}
 	p, err := ParseProposals(payload)
 	if err != nil {
 		return nil, err
+	}
+	g := s.current()
+	if g == nil {
+		// Too early: the gateway may send proposals before the session
+		// description or the external sender has been processed.
+		if len(s.early) >= maxEarly {
+			return nil, fmt.Errorf("dave: %d proposals arrived before the group exists; dropping another", len(s.early))
+		}
+		s.early = append(s.early, bytes.Clone(payload))
+		return nil, nil
 	}
 	switch p.Operation {
 	case ProposalsAppend:
