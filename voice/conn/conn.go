@@ -146,11 +146,15 @@ const (
 	// ChannelID names the channel it was in. EventMoved follows a move;
 	// EventClosed with a *DisconnectedError follows when none came.
 	EventWaitingForMove
+	// EventE2EEFailed: the DAVE session gave up rejoining its group after
+	// repeated failures (Err says why); the bot can no longer hear or be
+	// heard in the channel until a new voice session starts.
+	EventE2EEFailed
 )
 
 func (k EventKind) String() string {
 	return [...]string{"ready", "user joined", "user left", "speaking", "reconnecting", "resumed", "re-identified",
-		"closed", "e2ee epoch", "moved", "waiting for a move"}[k]
+		"closed", "e2ee epoch", "moved", "waiting for a move", "e2ee failed"}[k]
 }
 
 // Event is something that happened on the connection.
@@ -211,6 +215,8 @@ type Conn struct {
 	closeErr error
 	ready    bool
 	moving   *mover // a wait for a move after 4014 or 4022
+	// failReported is the E2EE session whose failure was reported.
+	failReported E2EE
 
 	cipher  atomic.Pointer[rtp.Cipher]
 	e2ee    E2EE

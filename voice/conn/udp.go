@@ -139,8 +139,12 @@ func (r *receiver) handle(pkt []byte, now time.Time) {
 }
 
 // tick releases packets whose SSRC is now known, drops those that waited
-// too long, and gives up on missing packets past the reorder delay.
+// too long, and gives up on missing packets past the reorder delay; it
+// also sends what the E2EE session wants sent on its own.
 func (r *receiver) tick(now time.Time, final bool) {
+	if !final {
+		r.c.pollE2EE()
+	}
 	for ssrc, q := range r.pending {
 		if _, ok := r.c.userForSSRC(ssrc); ok {
 			delete(r.pending, ssrc)
@@ -313,5 +317,28 @@ func (c *Conn) keepalive(udp *net.UDPConn, done <-chan struct{}) {
 		}
 		counter++
 		c.stats.keepalives.Add(1)
+	}
+}
+
+// pollE2EE sends what an E2EE session with its own recovery wants sent,
+// and reports once that it gave up.
+func (c *Conn) pollE2EE() {
+	c.mu.Lock()
+	e, g := c.e2ee, c.gen
+	reported := c.failReported == e
+	c.mu.Unlock()
+	r, ok := e.(E2EERecovery)
+	if !ok {
+		return
+	}
+	if out := r.TakeOutbound(); len(out) > 0 && g != nil {
+		c.sendAll(g, out)
+	}
+	if err := r.Failed(); err != nil && !reported {
+		c.mu.Lock()
+		c.failReported = e
+		c.mu.Unlock()
+		c.log.Error("voice: end-to-end encryption failed", "err", err)
+		c.emit(Event{Kind: EventE2EEFailed, Err: err})
 	}
 }

@@ -67,6 +67,8 @@ type Session struct {
 
 	passthroughForever bool
 	passthroughUntil   time.Time
+
+	rec recovery
 }
 
 var _ conn.E2EE = (*Session)(nil)
@@ -245,6 +247,7 @@ func (s *Session) execute(tid uint16) {
 		return
 	}
 	delete(s.transitions, tid)
+	s.rec.lastTID = tid
 	old := s.version
 	s.version = v
 	if v == 0 {
@@ -373,18 +376,6 @@ func userIDOf(c *mls.Credential) (uint64, error) {
 	return binary.BigEndian.Uint64(c.Identity), nil
 }
 
-// failed reports an unusable commit or welcome: op 31, then a reset and a
-// new key package.
-func (s *Session) failed(tid uint16, cause error) ([]conn.Outbound, error) {
-	s.log.Warn("dave: rejecting commit or welcome", "transition_id", tid, "err", cause)
-	out := []conn.Outbound{{Op: gateway.OpDAVEInvalidCommitWelcome, JSON: map[string]int{"transition_id": int(tid)}}}
-	kp, err := s.reinit()
-	if err != nil {
-		return out, err
-	}
-	return append(out, kp...), nil
-}
-
 func (s *Session) announceCommit(t TransitionPayload) ([]conn.Outbound, error) {
 	if s.ownCommit != nil && bytes.Equal(t.Body, s.ownCommitB) {
 		return s.adopt(s.ownCommit.Next, t.TransitionID)
@@ -499,6 +490,7 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 		}
 		out, err := r.decrypt(p, now)
 		if err == nil {
+			s.decrypted(userID)
 			return out, nil
 		}
 		if firstErr == nil {
@@ -508,6 +500,7 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 	if firstErr == nil {
 		firstErr = fmt.Errorf("%w: user %d", ErrNoKey, userID)
 	}
+	s.decryptFailed(userID)
 	return nil, firstErr
 }
 
