@@ -481,6 +481,11 @@ func (s *Server) identify(ws *websocket.Conn, id gateway.Identify) *client {
 	if old != nil {
 		old.mu.Lock()
 		if old.ws != nil && old.ws != ws {
+			if old.channel != channel {
+				// Discord ends the old channel's session with 4014 when a
+				// user shows up in another channel (a move).
+				old.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseDisconnected, "moved"), time.Now().Add(time.Second))
+			}
 			old.ws.Close()
 		}
 		old.mu.Unlock()
