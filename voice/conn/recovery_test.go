@@ -11,6 +11,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/voice/dave"
 	"github.com/glyphoxa/glyphoxa/voice/dave/davetest"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
+	"github.com/glyphoxa/glyphoxa/voice/rtp"
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
 
@@ -159,4 +160,61 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d EventE2EEFailed", n)
 	}
+}
+
+// More than dave.RecoveryThreshold frames in a row from a member that do
+// not decrypt (here: forged with a wrong key) make the bot ask to be
+// re-added (op 31 and a new key package); the gateway removes and adds it
+// again, the group has a new privacy code, and speech flows again.
+func TestDAVERecoversAfterUndecryptableFrames(t *testing.T) {
+	call := newDAVECall(t)
+	bot := call.dial(t, botID)
+	player := call.dial(t, playerID)
+	oldCode := call.settle(t, 1, bot, player)
+	invalid := call.gw.Stats().Invalid
+
+	// The bot learns the player's SSRC (as when the player starts to
+	// speak); forged frames then come from it.
+	call.srv.AnnounceSpeaker(botID, playerID, call.srv.SSRC(playerID))
+	wrongKey := make([]byte, 16)
+	for i := 0; i < dave.RecoveryThreshold+1; i++ {
+		forged, err := dave.EncryptFrame(wrongKey, uint32(i+1), frame(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkt, err := call.srv.Seal(botID, rtp.Header{PayloadType: rtp.PayloadTypeOpus, Sequence: uint16(40000 + i),
+			Timestamp: uint32(i * 960), SSRC: call.srv.SSRC(playerID)}, forged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := call.srv.InjectUDP(botID, pkt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := voicetest.Wait(ctx, func() bool { return call.gw.Stats().Invalid > invalid }); err != nil {
+		t.Fatalf("the bot did not ask to be re-added after %d undecryptable frames: %+v, bot %+v",
+			dave.RecoveryThreshold+1, call.gw.Stats(), bot.Stats())
+	}
+	// Re-added: both members in a group with a new privacy code (with two
+	// members, removing the bot leaves the player alone, so the group forms
+	// anew).
+	if err := voicetest.Wait(ctx, func() bool {
+		c := session(bot).PrivacyCode()
+		return call.gw.Settled() && len(call.gw.Members()) == 2 && c != "" && c != oldCode &&
+			session(bot).Ready() && session(player).PrivacyCode() == c
+	}); err != nil {
+		t.Fatalf("the bot was not re-added: gateway epoch %d, members %v, bot epoch %d", call.gw.Epoch(), call.gw.Members(), session(bot).Epoch())
+	}
+	epoch := call.gw.Epoch()
+	code := call.settle(t, epoch, bot, player)
+	t.Logf("after %d forged frames the bot asked to be re-added; the group is at epoch %d (privacy code %s); bot stats %+v",
+		dave.RecoveryThreshold+1, epoch, code, bot.Stats())
+	sent := stream(t, player, 40, nil)
+	got, lost := collect(bot, playerID)
+	if len(got) != sent || lost != 0 {
+		t.Fatalf("after the recovery the bot heard %d of %d frames, %d lost", len(got), sent, lost)
+	}
+	sameFrames(t, "after the recovery", got, framesUpTo(sent))
 }
