@@ -33,6 +33,12 @@ fi
 peers="$repo/scripts/node-peers"
 if [[ ${1:-} != --voice-only && -f $peers/package-lock.json ]]; then
   command -v npm >/dev/null || die "npm is needed for the Node.js test peers (Node 20)"
+  # discord.js's voice client and @noble/ciphers need Node 20.19 or newer.
+  node_version=$(node -p 'process.versions.node' 2>/dev/null || echo 0)
+  IFS=. read -r node_major node_minor _ <<<"$node_version"
+  if (( node_major < 20 || (node_major == 20 && node_minor < 19) )); then
+    die "the Node.js test peers need Node 20.19 or newer (found ${node_version})"
+  fi
   dest="$cache/node-peers"
   if ! cmp -s "$peers/package-lock.json" "$dest/package-lock.json" 2>/dev/null || [[ ! -d $dest/node_modules ]]; then
     log "installing Node.js test peers into $dest"

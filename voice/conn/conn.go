@@ -17,6 +17,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
 	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/rtp"
@@ -60,6 +61,17 @@ type Config struct {
 	ReorderDelay time.Duration
 	// PacketBuffer is the capacity of the Packets channel (default 512).
 	PacketBuffer int
+	// MoveWait is how long a connection the voice gateway closed with
+	// 4014 or 4022 waits for Switch (the new voice session of a move)
+	// before it ends with a *DisconnectedError (default DefaultMoveWait).
+	MoveWait time.Duration
+	// KeepaliveInterval is how often an 8-byte keepalive datagram goes out
+	// on the UDP socket, as discord.js does, so that a bot that only
+	// listens keeps its NAT mapping (default 5 s; negative: never).
+	KeepaliveInterval time.Duration
+	// Clock times the move wait and keepalives (default: the system
+	// clock).
+	Clock clock.Clock
 }
 
 func (c *Config) defaults() {
@@ -88,6 +100,13 @@ func (c *Config) defaults() {
 	if c.PacketBuffer == 0 {
 		c.PacketBuffer = 512
 	}
+	if c.MoveWait == 0 {
+		c.MoveWait = DefaultMoveWait
+	}
+	if c.KeepaliveInterval == 0 {
+		c.KeepaliveInterval = DefaultKeepaliveInterval
+	}
+	c.Clock = clock.OrReal(c.Clock)
 }
 
 // Packet is one received Opus frame.
@@ -121,18 +140,28 @@ const (
 	// names its channel. The users of the old channel were reported left
 	// when the channel changed.
 	EventMoved
+	// EventWaitingForMove: the voice gateway closed the session with 4014
+	// or 4022, which Discord does when the bot is moved, kicked or
+	// disconnected; the connection waits Config.MoveWait for Switch.
+	// ChannelID names the channel it was in. EventMoved follows a move;
+	// EventClosed with a *DisconnectedError follows when none came.
+	EventWaitingForMove
+	// EventE2EEFailed: the DAVE session gave up rejoining its group after
+	// repeated failures (Err says why); the bot can no longer hear or be
+	// heard in the channel until a new voice session starts.
+	EventE2EEFailed
 )
 
 func (k EventKind) String() string {
 	return [...]string{"ready", "user joined", "user left", "speaking", "reconnecting", "resumed", "re-identified",
-		"closed", "e2ee epoch", "moved"}[k]
+		"closed", "e2ee epoch", "moved", "waiting for a move", "e2ee failed"}[k]
 }
 
 // Event is something that happened on the connection.
 type Event struct {
 	Kind   EventKind
 	UserID string
-	// ChannelID is set on EventMoved.
+	// ChannelID is set on EventMoved and EventWaitingForMove.
 	ChannelID string
 	// Err is set on EventClosed when the connection ended abnormally, and
 	// on EventReconnecting with the cause.
@@ -155,6 +184,8 @@ type Stats struct {
 	Truncated, AuthFailed, UnknownSSRC, Oversized, E2EEFailed uint64
 	NotAudio, RTCP, Backpressure                              uint64
 	Resumes, Reidentifies, EventsDropped                      uint64
+	// Keepalives is the number of UDP keepalive datagrams sent.
+	Keepalives uint64
 }
 
 type counters struct {
@@ -162,6 +193,7 @@ type counters struct {
 	truncated, authFailed, unknownSSRC, oversized, e2ee atomic.Uint64
 	notAudio, rtcp, backpressure                        atomic.Uint64
 	resumes, reidentifies, eventsDropped                atomic.Uint64
+	keepalives                                          atomic.Uint64
 }
 
 // Conn is a voice connection. Its methods are safe for concurrent use.
@@ -182,6 +214,9 @@ type Conn struct {
 	users    map[string]bool
 	closeErr error
 	ready    bool
+	moving   *mover // a wait for a move after 4014 or 4022
+	// failReported is the E2EE session whose failure was reported.
+	failReported E2EE
 
 	cipher  atomic.Pointer[rtp.Cipher]
 	e2ee    E2EE
@@ -303,7 +338,7 @@ func (c *Conn) Stats() Stats {
 		Sent: s.sent.Load(), Truncated: s.truncated.Load(), AuthFailed: s.authFailed.Load(), UnknownSSRC: s.unknownSSRC.Load(),
 		Oversized: s.oversized.Load(), E2EEFailed: s.e2ee.Load(), NotAudio: s.notAudio.Load(), RTCP: s.rtcp.Load(),
 		Backpressure: s.backpressure.Load(), Resumes: s.resumes.Load(), Reidentifies: s.reidentifies.Load(),
-		EventsDropped: s.eventsDropped.Load()}
+		EventsDropped: s.eventsDropped.Load(), Keepalives: s.keepalives.Load()}
 }
 
 func (c *Conn) emit(e Event) {
@@ -337,6 +372,8 @@ func (c *Conn) Switch(ctx context.Context, p Params) error {
 	defer cancel()
 	stop := context.AfterFunc(c.ctx, cancel)
 	defer stop()
+	// A move that follows a 4014 or 4022 ends the wait for it.
+	c.claimMove()
 	c.mu.Lock()
 	old := c.gen
 	c.ready = false
@@ -435,6 +472,12 @@ func (c *Conn) lost(gen *wsGen) {
 	}
 	code := gen.closeCode()
 	action, why := gateway.Classify(code)
+	if code == gateway.CloseDisconnected || code == gateway.CloseCallTerminated {
+		// A move or a server change closes with these too; its new voice
+		// session follows through Switch.
+		c.awaitMove(code)
+		return
+	}
 	switch action {
 	case gateway.ActionFatal, gateway.ActionStop:
 		go c.finish(closeErr(action, code, why))
@@ -687,8 +730,13 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) (*wsGen, erro
 		oldUDP.Close()
 	}
 	c.installGen(gen, p)
-	c.wg.Add(1)
-	go c.readUDP(udp)
+	udpDone := make(chan struct{})
+	c.wg.Add(2)
+	go func() {
+		defer close(udpDone)
+		c.readUDP(udp)
+	}()
+	go c.keepalive(udp, udpDone)
 	if c.e2ee != nil {
 		out, err := c.e2ee.SessionDescription(sd.DAVEProtocolVersion)
 		if err != nil {

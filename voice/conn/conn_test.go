@@ -282,10 +282,10 @@ func TestReorderingAndGaps(t *testing.T) {
 }
 
 func TestCloseCodes(t *testing.T) {
-	t.Run("kicked stops without an error", func(t *testing.T) {
+	t.Run("rate limited stops without an error", func(t *testing.T) {
 		srv := server(t, voicetest.Config{})
 		bot := dial(t, srv, botID, nil)
-		srv.CloseWS(botID, gateway.CloseDisconnected)
+		srv.CloseWS(botID, gateway.CloseRateLimited)
 		e := waitEvent(t, bot, conn.EventClosed)
 		if e.Err != nil || bot.Close() != nil {
 			t.Fatalf("event %+v", e)

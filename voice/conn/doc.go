@@ -13,8 +13,20 @@
 //   - reports users joining and leaving, reconnects and readiness on Events;
 //   - survives a dropped WebSocket by resuming (UDP, keys and the DAVE
 //     group are kept), re-identifies through Config.Rejoin when the session
-//     is gone, stops when kicked, and fails with a clear error for close
-//     code 4017 (DAVE required) or an unsupported mode;
+//     is gone, and fails with a clear error for close code 4017 (DAVE
+//     required) or an unsupported mode;
+//   - after close code 4014 or 4022, which Discord sends when the bot is
+//     moved, kicked or disconnected, or the call ends or changes server,
+//     waits Config.MoveWait (5 s, as discord.js advises) for Switch with
+//     the new session (EventWaitingForMove); without one it ends with a
+//     *DisconnectedError (errors.Is ErrDisconnected) whose Reason the bot
+//     can post in the channel; Removed ends it at once when the main
+//     gateway reports the bot in no channel;
+//   - sends an 8-byte UDP keepalive every 5 s, as discord.js does, so a
+//     bot that only listens keeps its NAT mapping;
+//   - sends what the DAVE session asks for on its own (recovery after
+//     repeated decrypt failures) and reports EventE2EEFailed when it gives
+//     up;
 //   - follows the bot to another channel or voice server with Switch
 //     (EventMoved; a new DAVE session for the new group), rejoining through
 //     Config.Rejoin if the new session fails, and ending with a clear

@@ -34,3 +34,16 @@ type Outbound struct {
 	JSON   any
 	Binary []byte
 }
+
+// E2EERecovery is an optional capability of an E2EE session that acts on
+// its own (found by type assertion): a recovery started by decrypt
+// failures, or a message held back by a backoff. The connection polls
+// TakeOutbound as media arrives and every few tens of milliseconds and
+// sends what it returns; once Failed returns an error the connection
+// reports it (EventE2EEFailed).
+type E2EERecovery interface {
+	// TakeOutbound returns the messages to send now.
+	TakeOutbound() []Outbound
+	// Failed returns the error that made the session give up, or nil.
+	Failed() error
+}

@@ -146,6 +146,14 @@ type moveReport struct {
 // the talker until the stream went quiet.
 func talkAcrossMove(t *testing.T, mover, talker *conn.Conn, talkerID string, frames [][]byte, at int, p conn.Params) moveReport {
 	t.Helper()
+	return talkAcross(t, mover, talker, talkerID, frames, at, func(ctx context.Context) error { return mover.Switch(ctx, p) })
+}
+
+// talkAcross has talker send frames (20 ms apart) to mover, and runs move
+// before frame at; it collects what mover received from the talker until
+// the stream went quiet.
+func talkAcross(t *testing.T, mover, talker *conn.Conn, talkerID string, frames [][]byte, at int, move func(context.Context) error) moveReport {
+	t.Helper()
 	var r moveReport
 	var rx [][]byte
 	var lost int
@@ -178,7 +186,7 @@ func talkAcrossMove(t *testing.T, mover, talker *conn.Conn, talkerID string, fra
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				start := time.Now()
-				r.switchErr = mover.Switch(ctx, p)
+				r.switchErr = move(ctx)
 				r.took = time.Since(start)
 			}()
 		}
@@ -558,4 +566,11 @@ func TestCloseInterruptsASwitch(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("Switch did not end when the connection closed")
 	}
+}
+
+// snapshot returns the events so far.
+func (l *eventLog) snapshot() []conn.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events)
 }

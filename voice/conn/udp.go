@@ -2,6 +2,7 @@ package conn
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"net"
 	"time"
@@ -138,8 +139,12 @@ func (r *receiver) handle(pkt []byte, now time.Time) {
 }
 
 // tick releases packets whose SSRC is now known, drops those that waited
-// too long, and gives up on missing packets past the reorder delay.
+// too long, and gives up on missing packets past the reorder delay; it
+// also sends what the E2EE session wants sent on its own.
 func (r *receiver) tick(now time.Time, final bool) {
+	if !final {
+		r.c.pollE2EE()
+	}
 	for ssrc, q := range r.pending {
 		if _, ok := r.c.userForSSRC(ssrc); ok {
 			delete(r.pending, ssrc)
@@ -271,4 +276,69 @@ func (l *lane) expire(now time.Time, delay time.Duration, all bool) []Packet {
 		out = append(out, l.skip()...)
 	}
 	return out
+}
+
+// DefaultKeepaliveInterval is how often discord.js sends its UDP keepalive.
+const DefaultKeepaliveInterval = 5 * time.Second
+
+// keepaliveLen is the size of a keepalive datagram: a 32-bit little-endian
+// counter, then four zero bytes, as discord.js sends it.
+const keepaliveLen = 8
+
+// keepalive sends a keepalive datagram on udp every
+// Config.KeepaliveInterval until the socket's reader has stopped (done) or
+// the connection ends. Discord answers nothing we need; the datagrams keep
+// a NAT mapping open while the bot only listens.
+func (c *Conn) keepalive(udp *net.UDPConn, done <-chan struct{}) {
+	defer c.wg.Done()
+	if c.cfg.KeepaliveInterval < 0 {
+		return
+	}
+	var counter uint32
+	buf := make([]byte, keepaliveLen)
+	for {
+		t := c.cfg.Clock.NewTimer(c.cfg.KeepaliveInterval)
+		select {
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		case <-done:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		binary.LittleEndian.PutUint32(buf, counter)
+		if _, err := udp.Write(buf); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			c.log.Debug("voice UDP keepalive", "err", err)
+			continue
+		}
+		counter++
+		c.stats.keepalives.Add(1)
+	}
+}
+
+// pollE2EE sends what an E2EE session with its own recovery wants sent,
+// and reports once that it gave up.
+func (c *Conn) pollE2EE() {
+	c.mu.Lock()
+	e, g := c.e2ee, c.gen
+	reported := c.failReported == e
+	c.mu.Unlock()
+	r, ok := e.(E2EERecovery)
+	if !ok {
+		return
+	}
+	if out := r.TakeOutbound(); len(out) > 0 && g != nil {
+		c.sendAll(g, out)
+	}
+	if err := r.Failed(); err != nil && !reported {
+		c.mu.Lock()
+		c.failReported = e
+		c.mu.Unlock()
+		c.log.Error("voice: end-to-end encryption failed", "err", err)
+		c.emit(Event{Kind: EventE2EEFailed, Err: err})
+	}
 }

@@ -11,10 +11,10 @@ import (
 
 // DisplayableCode renders data as groups of decimal digits: each group of
 // groupSize bytes, read big-endian, is reduced mod 10^groupSize and
-// zero-padded. length must be a multiple of groupSize (≤ 8) and data must
+// zero-padded. length must be a positive multiple of groupSize (≤ 8) and data must
 // hold at least length bytes.
 func DisplayableCode(data []byte, length, groupSize int) (string, error) {
-	if groupSize < 1 || groupSize > 8 || length%groupSize != 0 || len(data) < length {
+	if groupSize < 1 || groupSize > 8 || length < 1 || length%groupSize != 0 || len(data) < length {
 		return "", fmt.Errorf("dave: displayable code of %d digits in groups of %d from %d bytes", length, groupSize, len(data))
 	}
 	mod := uint64(1)
@@ -46,6 +46,9 @@ const (
 // signature public keys: each side is BE16(0) || key || BE64(user id); the
 // two are sorted bytewise, concatenated and stretched with scrypt.
 func PairwiseFingerprint(key1 []byte, user1 uint64, key2 []byte, user2 uint64) ([]byte, error) {
+	if len(key1) == 0 || len(key2) == 0 {
+		return nil, fmt.Errorf("dave: fingerprint of an empty signature key (%d and %d bytes)", len(key1), len(key2))
+	}
 	a := fingerprintInput(key1, user1)
 	b := fingerprintInput(key2, user2)
 	if bytes.Compare(a, b) > 0 {

@@ -56,6 +56,10 @@ type Session struct {
 	ownCommit   *mls.CommitResult
 	ownCommitB  []byte
 	transitions map[uint16]int
+	// early holds proposals (op 27 payloads) that arrived before our
+	// epoch-0 group existed (before the session description or the
+	// external sender); they are processed once it does.
+	early [][]byte
 
 	sender     *sendState
 	nextSender *sendState
@@ -63,6 +67,8 @@ type Session struct {
 
 	passthroughForever bool
 	passthroughUntil   time.Time
+
+	rec recovery
 }
 
 var _ conn.E2EE = (*Session)(nil)
@@ -111,7 +117,39 @@ func (s *Session) reinit() ([]conn.Outbound, error) {
 	if err := s.createPending(); err != nil {
 		return nil, err
 	}
-	return []conn.Outbound{{Op: gateway.OpDAVEKeyPackage, Binary: kp.KeyPackage.Marshal()}}, nil
+	out := []conn.Outbound{{Op: gateway.OpDAVEKeyPackage, Binary: kp.KeyPackage.Marshal()}}
+	return append(out, s.replayEarly()...), nil
+}
+
+// maxEarly bounds the proposals kept while no group exists; the gateway
+// sends one message per round, so a handful is plenty.
+const maxEarly = 32
+
+// replayEarly processes the proposals that arrived before the group
+// existed, now that it does, and returns the commit they lead to (the
+// last one: each round's commit covers every proposal so far). A proposal
+// that no longer applies (an older epoch) is logged and skipped.
+func (s *Session) replayEarly() []conn.Outbound {
+	if s.current() == nil || len(s.early) == 0 {
+		return nil
+	}
+	early := s.early
+	s.early = nil
+	var last []conn.Outbound
+	for _, p := range early {
+		out, err := s.proposals(p)
+		if err != nil {
+			s.log.Warn("dave: an early proposal no longer applies", "err", err)
+			continue
+		}
+		if out != nil {
+			last = out
+		}
+	}
+	if s.ownCommit == nil {
+		return nil
+	}
+	return last
 }
 
 func (s *Session) createPending() error {
@@ -209,6 +247,7 @@ func (s *Session) execute(tid uint16) {
 		return
 	}
 	delete(s.transitions, tid)
+	s.rec.lastTID = tid
 	old := s.version
 	s.version = v
 	if v == 0 {
@@ -239,7 +278,10 @@ func (s *Session) HandleBinary(op gateway.Op, payload []byte) ([]conn.Outbound, 
 			return nil, nil
 		}
 		s.extSender = e
-		return nil, s.createPending()
+		if err := s.createPending(); err != nil {
+			return nil, err
+		}
+		return s.replayEarly(), nil
 	case gateway.OpDAVEProposals:
 		return s.proposals(payload)
 	case gateway.OpDAVEAnnounceCommit:
@@ -266,13 +308,19 @@ func (s *Session) current() *mls.Group {
 }
 
 func (s *Session) proposals(payload []byte) ([]conn.Outbound, error) {
-	g := s.current()
-	if g == nil {
-		return nil, nil
-	}
 	p, err := ParseProposals(payload)
 	if err != nil {
 		return nil, err
+	}
+	g := s.current()
+	if g == nil {
+		// Too early: the gateway may send proposals before the session
+		// description or the external sender has been processed.
+		if len(s.early) >= maxEarly {
+			return nil, fmt.Errorf("dave: %d proposals arrived before the group exists; dropping another", len(s.early))
+		}
+		s.early = append(s.early, bytes.Clone(payload))
+		return nil, nil
 	}
 	switch p.Operation {
 	case ProposalsAppend:
@@ -326,18 +374,6 @@ func userIDOf(c *mls.Credential) (uint64, error) {
 		return 0, fmt.Errorf("dave: credential type %d with %d-byte identity is not a Discord user", c.Type, len(c.Identity))
 	}
 	return binary.BigEndian.Uint64(c.Identity), nil
-}
-
-// failed reports an unusable commit or welcome: op 31, then a reset and a
-// new key package.
-func (s *Session) failed(tid uint16, cause error) ([]conn.Outbound, error) {
-	s.log.Warn("dave: rejecting commit or welcome", "transition_id", tid, "err", cause)
-	out := []conn.Outbound{{Op: gateway.OpDAVEInvalidCommitWelcome, JSON: map[string]int{"transition_id": int(tid)}}}
-	kp, err := s.reinit()
-	if err != nil {
-		return out, err
-	}
-	return append(out, kp...), nil
 }
 
 func (s *Session) announceCommit(t TransitionPayload) ([]conn.Outbound, error) {
@@ -454,6 +490,7 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 		}
 		out, err := r.decrypt(p, now)
 		if err == nil {
+			s.decrypted(userID)
 			return out, nil
 		}
 		if firstErr == nil {
@@ -463,6 +500,7 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 	if firstErr == nil {
 		firstErr = fmt.Errorf("%w: user %d", ErrNoKey, userID)
 	}
+	s.decryptFailed(userID)
 	return nil, firstErr
 }
 

@@ -436,3 +436,92 @@ func BenchmarkSessionEncryptDecrypt(b *testing.B) {
 	b.ReportMetric(perSec, "frames/s")
 	b.ReportMetric(perSec/50, "x-realtime")
 }
+
+// Proposals can reach a client before its session description or the
+// external sender has been processed; they wait for the group and are
+// processed then (a commit follows), in either order of the two.
+func TestSessionQueuesEarlyProposals(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		senderFirst    bool // op 25 before op 4
+		extraEarly     int  // more early proposals past the bound
+		wantQueueError bool
+	}{
+		{"before the session description", true, 0, false},
+		{"before the external sender", false, 0, false},
+		{"too many before the group", true, maxEarly, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := newFakeGateway(t)
+			a := gw.connect(1)
+			b, err := NewSession(2, testChannel, WithClock(gw.now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw.jsonOp(b, gateway.OpClientsConnect, map[string][]string{"user_ids": {"1"}})
+			gw.jsonOp(a, gateway.OpClientsConnect, map[string][]string{"user_ids": {"2"}})
+			// b's key package: make it from a session description now,
+			// but keep b without its group until the test says.
+			if tc.senderFirst {
+				gw.binOp(b, gateway.OpDAVEExternalSender, gw.sender.Marshal())
+			}
+			// The gateway proposes adding a to b's group (epoch 0) before
+			// b can have one.
+			addA := &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[1]}
+			if b.current() != nil {
+				t.Fatal("b has a group before its session description")
+			}
+			msg, err := mls.NewExternalProposal(b.groupID(), 0, 0, addA, gw.sig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			payload := (&ProposalsPayload{Operation: ProposalsAppend, Messages: []*mls.MLSMessage{msg}}).Marshal()
+			if out := gw.binOp(b, gateway.OpDAVEProposals, payload); out != nil {
+				t.Fatalf("b answered proposals without a group: %v", out)
+			}
+			var queueErr error
+			for i := 0; i < tc.extraEarly; i++ {
+				if _, err := b.HandleBinary(gateway.OpDAVEProposals, payload); err != nil {
+					queueErr = err
+				}
+			}
+			if tc.wantQueueError != (queueErr != nil) {
+				t.Fatalf("queueing past the bound: %v", queueErr)
+			}
+			var out []conn.Outbound
+			if tc.senderFirst {
+				out, err = b.SessionDescription(1)
+			} else {
+				if _, err = b.SessionDescription(1); err == nil {
+					out, err = b.HandleBinary(gateway.OpDAVEExternalSender, gw.sender.Marshal())
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var commit *CommitWelcome
+			for _, o := range out {
+				if o.Op == gateway.OpDAVECommitWelcome {
+					if commit, err = ParseCommitWelcome(o.Binary); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if commit == nil || commit.Welcome == nil {
+				t.Fatalf("no commit with a welcome once b's group existed: %v", out)
+			}
+			// b's commit wins: a joins by welcome and both share the group.
+			gw.members[2] = b
+			gw.tid++
+			tr := gw.binOp(b, gateway.OpDAVEAnnounceCommit, TransitionPayload{gw.tid, commit.Commit.Marshal()}.Marshal())
+			tw := gw.binOp(a, gateway.OpDAVEWelcome, TransitionPayload{gw.tid, commit.Welcome.Marshal()}.Marshal())
+			if countReady(tr, gw.tid)+countReady(tw, gw.tid) != 2 {
+				t.Fatalf("transition-ready replies: %v %v", tr, tw)
+			}
+			gw.execute()
+			samePrivacy(t, a, b)
+			exchange(t, a, b)
+			exchange(t, b, a)
+		})
+	}
+}

@@ -15,8 +15,10 @@
 // elsewhere.
 //
 // Faults can be injected: drop a client's WebSocket, close it with a code,
-// refuse identifies with a close code, pause UDP relaying, or send a
-// client raw datagrams.
+// take a client out of its channel as a move or a kick does (Kick), refuse
+// identifies with a close code, pause UDP relaying, play a NAT that
+// forgets silent clients, or send a client raw datagrams. UDP keepalives
+// (8-byte datagrams, as discord.js sends every 5 s) are counted.
 package voicetest
 
 import (
@@ -36,6 +38,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/rtp"
 )
@@ -65,7 +68,15 @@ type Config struct {
 	// sender, the RTP header and the payload with transport encryption
 	// removed (the DAVE frame, when DAVE is on). It must not keep payload.
 	Observe func(fromUserID string, h rtp.Header, payload []byte)
-	Logger  *slog.Logger
+	// NATTimeout, if set, plays a NAT in front of every client: media for
+	// a client that sent no datagram (media, keepalive, discovery) for
+	// longer than this, by Clock, is dropped (see NATDropped), as a
+	// router that forgot the UDP mapping would.
+	NATTimeout time.Duration
+	// Clock is the time NATTimeout is measured with (default: the system
+	// clock).
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // DAVEHandler is the voice gateway's DAVE role (external sender, commit
@@ -106,6 +117,10 @@ type Server struct {
 	refuse   atomic.Int32
 
 	relayed, dropped atomic.Int64
+	natDropped       atomic.Int64
+	resumes          atomic.Int64
+	keepalives       map[string]int // by user id
+	strayKeepalives  int            // from addresses not yet selected
 	// daveMu serialises DAVE handler calls with the delivery of their
 	// results, so that messages reach clients in the order produced.
 	daveMu sync.Mutex
@@ -122,6 +137,7 @@ type client struct {
 	cipher                   *rtp.Cipher
 	addr                     netip.AddrPort
 	counter                  uint32
+	heard                    time.Time // the last datagram from addr, by Config.Clock
 
 	mu   sync.Mutex
 	ws   *websocket.Conn
@@ -146,12 +162,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Clock = clock.OrReal(cfg.Clock)
 	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, udp: udp, log: cfg.Logger, clients: map[string]*client{}, byAddr: map[netip.AddrPort]*client{},
-		nextSSRC: 1000, closed: make(chan struct{})}
+		keepalives: map[string]int{}, nextSSRC: 1000, closed: make(chan struct{})}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serveWS))
 	s.wg.Add(1)
 	go s.relay()
@@ -464,6 +481,11 @@ func (s *Server) identify(ws *websocket.Conn, id gateway.Identify) *client {
 	if old != nil {
 		old.mu.Lock()
 		if old.ws != nil && old.ws != ws {
+			if old.channel != channel {
+				// Discord ends the old channel's session with 4014 when a
+				// user shows up in another channel (a move).
+				old.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseDisconnected, "moved"), time.Now().Add(time.Second))
+			}
 			old.ws.Close()
 		}
 		old.mu.Unlock()
@@ -499,6 +521,7 @@ func (s *Server) selectProtocol(c *client, sp gateway.SelectProtocol) {
 	addr, err := netip.ParseAddrPort(fmt.Sprintf("%s:%d", sp.Data.Address, sp.Data.Port))
 	s.mu.Lock()
 	c.mode, c.cipher = sp.Data.Mode, ciph
+	c.heard = s.cfg.Clock.Now()
 	if err == nil {
 		c.addr = addr
 		s.byAddr[addr] = c
@@ -543,6 +566,7 @@ func (s *Server) resume(ws *websocket.Conn, rs gateway.Resume) *client {
 	if c == nil {
 		return nil
 	}
+	s.resumes.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ws = ws
@@ -560,9 +584,18 @@ func (s *Server) resume(ws *websocket.Conn, rs gateway.Resume) *client {
 	return c
 }
 
-// Disconnect removes a client as if it left the channel, telling the
-// others (op 13).
-func (s *Server) Disconnect(userID string) {
+// Disconnect removes a client as if a moderator disconnected it: its
+// voice WebSocket is closed with 4014 and the others are told (op 13).
+func (s *Server) Disconnect(userID string) { s.Kick(userID, gateway.CloseDisconnected) }
+
+// Kick takes a client out of its channel as Discord does when the user
+// is moved, kicked or disconnected (code 4014), or when the call ends or
+// the voice server changes (4022): the voice WebSocket is closed with
+// code, the client's session ends (it cannot resume), and the others are
+// told (op 13). On a move Discord then sends new voice state and voice
+// server updates on the main gateway; a test plays that by calling the
+// client's Switch.
+func (s *Server) Kick(userID string, code int) {
 	s.mu.Lock()
 	c := s.clients[userID]
 	delete(s.clients, userID)
@@ -575,12 +608,35 @@ func (s *Server) Disconnect(userID string) {
 	}
 	c.mu.Lock()
 	if c.ws != nil {
-		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(gateway.CloseDisconnected, "disconnected"), time.Now().Add(time.Second))
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, "disconnected"), time.Now().Add(time.Second))
 		c.ws.Close()
 	}
 	c.mu.Unlock()
 	s.left(c)
 }
+
+// Keepalives returns how many UDP keepalive datagrams (8 bytes) a client
+// sent since it selected its protocol; the fake ignores them otherwise.
+func (s *Server) Keepalives(userID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keepalives[userID]
+}
+
+// StrayKeepalives returns how many keepalives came from addresses no
+// client had selected yet (discord.js sends one before IP discovery).
+func (s *Server) StrayKeepalives() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.strayKeepalives
+}
+
+// Resumes is the number of sessions resumed (op 7 answered by op 9).
+func (s *Server) Resumes() int64 { return s.resumes.Load() }
+
+// NATDropped is the number of media packets not delivered because the
+// receiver's NAT mapping had expired (Config.NATTimeout).
+func (s *Server) NATDropped() int64 { return s.natDropped.Load() }
 
 // leave removes a client that closed its WebSocket normally, if it is
 // still the user's current session.
@@ -620,7 +676,10 @@ func (s *Server) broadcast(from *client, op gateway.Op, v any) {
 	}
 }
 
-// relay answers IP discovery and forwards media.
+// keepaliveLen is the size of a client's UDP keepalive datagram.
+const keepaliveLen = 8
+
+// relay answers IP discovery, counts keepalives and forwards media.
 func (s *Server) relay() {
 	defer s.wg.Done()
 	buf := make([]byte, 4096)
@@ -635,20 +694,39 @@ func (s *Server) relay() {
 			s.udp.WriteToUDPAddrPort(gateway.DiscoveryResponse(ssrc, from), from)
 			continue
 		}
-		if s.udpPause.Load() {
-			s.dropped.Add(1)
-			continue
-		}
+		now := s.cfg.Clock.Now()
 		s.mu.Lock()
 		src := s.byAddr[from]
+		if src != nil {
+			src.heard = now
+		}
+		if len(pkt) == keepaliveLen {
+			if src != nil {
+				s.keepalives[src.userID]++
+			} else {
+				s.strayKeepalives++
+			}
+			s.mu.Unlock()
+			continue
+		}
 		var dsts []*client
+		nat := 0
 		for _, c := range s.clients {
 			if src != nil && c != src && c.cipher != nil && c.addr.IsValid() && c.channel == src.channel {
+				if s.cfg.NATTimeout > 0 && now.Sub(c.heard) > s.cfg.NATTimeout {
+					nat++
+					continue
+				}
 				dsts = append(dsts, c)
 			}
 		}
 		s.mu.Unlock()
+		s.natDropped.Add(int64(nat))
 		if src == nil {
+			continue
+		}
+		if s.udpPause.Load() {
+			s.dropped.Add(1)
 			continue
 		}
 		hl, err := h.Unmarshal(pkt)

@@ -1,0 +1,220 @@
+package conn_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/dave"
+	"github.com/glyphoxa/glyphoxa/voice/dave/davetest"
+	"github.com/glyphoxa/glyphoxa/voice/gateway"
+	"github.com/glyphoxa/glyphoxa/voice/rtp"
+	"github.com/glyphoxa/glyphoxa/voice/voicetest"
+)
+
+// spoiler is a DAVE gateway that, once spoiling, corrupts every commit
+// and welcome it sends one user, and counts what that user sends.
+type spoiler struct {
+	gw     *davetest.Gateway
+	victim string
+
+	mu       sync.Mutex
+	on       bool
+	invalid  int // op 31 from the victim
+	packages int // op 26 from the victim
+}
+
+func (s *spoiler) spoil(ds []voicetest.Delivery) []voicetest.Delivery {
+	s.mu.Lock()
+	on := s.on
+	s.mu.Unlock()
+	if !on {
+		return ds
+	}
+	for i, d := range ds {
+		if d.UserID == s.victim && (d.Op == gateway.OpDAVEAnnounceCommit || d.Op == gateway.OpDAVEWelcome) && len(d.Binary) > 2 {
+			b := append([]byte(nil), d.Binary...)
+			for j := 2; j < len(b); j++ {
+				b[j] ^= 0x5a
+			}
+			ds[i].Binary = b
+		}
+	}
+	return ds
+}
+
+func (s *spoiler) Joined(u string) []voicetest.Delivery { return s.spoil(s.gw.Joined(u)) }
+func (s *spoiler) Left(u string) []voicetest.Delivery   { return s.spoil(s.gw.Left(u)) }
+func (s *spoiler) FromClient(u string, op gateway.Op, p []byte) []voicetest.Delivery {
+	if u == s.victim {
+		s.mu.Lock()
+		switch op {
+		case gateway.OpDAVEInvalidCommitWelcome:
+			s.invalid++
+		case gateway.OpDAVEKeyPackage:
+			s.packages++
+		}
+		s.mu.Unlock()
+	}
+	return s.spoil(s.gw.FromClient(u, op, p))
+}
+
+func (s *spoiler) counts() (invalid, packages int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.invalid, s.packages
+}
+
+// manualNow is a settable clock for the DAVE session's backoff.
+type manualNow struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (m *manualNow) now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.t
+}
+
+func (m *manualNow) advance(d time.Duration) {
+	m.mu.Lock()
+	m.t = m.t.Add(d)
+	m.mu.Unlock()
+}
+
+// A gateway that keeps sending the bot commits and welcomes it cannot
+// process: the bot refuses each (op 31), asks to be re-added with backoff,
+// and after MaxRecoveries gives up with EventE2EEFailed; then it sends
+// nothing more.
+func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
+	gw := newGateway(t, chanID)
+	sp := &spoiler{gw: gw, victim: botID}
+	srv := server(t, voicetest.Config{DAVEVersion: dave.ProtocolVersion, DAVE: sp, RequireDAVE: true})
+	clk := &manualNow{t: time.Unix(1_800_000_000, 0)}
+	bot := dial(t, srv, botID, func(c *conn.Config) { c.NewE2EE = dave.NewE2EE(quiet(), dave.WithClock(clk.now)) })
+	events := recordEvents(bot)
+	player := dial(t, srv, playerID, daveConfig)
+	call := &daveCall{srv: srv, gw: gw}
+	call.settle(t, 1, bot, player)
+
+	// From now on the bot gets only spoilt commits and welcomes; a third
+	// member joining makes a commit.
+	sp.mu.Lock()
+	sp.on = true
+	sp.mu.Unlock()
+	dial(t, srv, playerBID, daveConfig)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	seen := 0
+	for {
+		failed := false
+		for _, e := range events.snapshot() {
+			failed = failed || e.Kind == conn.EventE2EEFailed
+		}
+		if failed {
+			break
+		}
+		inv, _ := sp.counts()
+		if inv > seen {
+			// Each refusal's key package waits for the backoff: let the
+			// session's clock run past it.
+			seen = inv
+			clk.advance(dave.MaxRecoveryBackoff)
+		}
+		select {
+		case <-ctx.Done():
+			inv, kps := sp.counts()
+			t.Fatalf("no EventE2EEFailed: the bot sent %d op 31 and %d key packages; events %v", inv, kps, events.snapshot())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	e := events.wait(t, "e2ee failed", kind(conn.EventE2EEFailed, ""))
+	if !errors.Is(e.Err, dave.ErrRecoveryGaveUp) {
+		t.Fatalf("EventE2EEFailed with %v", e.Err)
+	}
+	inv, kps := sp.counts()
+	// Key packages: the first at the session description, one per
+	// recovery but the last.
+	t.Logf("a gateway sending only invalid commits and welcomes: the bot refused %d (op 31), sent %d key packages, then gave up: %v",
+		inv, kps, e.Err)
+	if inv != dave.MaxRecoveries+1 || kps != 1+dave.MaxRecoveries {
+		t.Fatalf("op 31 sent %d times, key packages %d; want %d and %d", inv, kps, dave.MaxRecoveries+1, 1+dave.MaxRecoveries)
+	}
+	// The end is final: nothing more from the bot's DAVE session.
+	clk.advance(time.Hour)
+	time.Sleep(300 * time.Millisecond)
+	if inv2, kps2 := sp.counts(); inv2 != inv || kps2 != kps {
+		t.Fatalf("after giving up the bot sent %d op 31 and %d key packages more", inv2-inv, kps2-kps)
+	}
+	n := 0
+	for _, e := range events.snapshot() {
+		if e.Kind == conn.EventE2EEFailed {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d EventE2EEFailed", n)
+	}
+}
+
+// More than dave.RecoveryThreshold frames in a row from a member that do
+// not decrypt (here: forged with a wrong key) make the bot ask to be
+// re-added (op 31 and a new key package); the gateway removes and adds it
+// again, the group has a new privacy code, and speech flows again.
+func TestDAVERecoversAfterUndecryptableFrames(t *testing.T) {
+	call := newDAVECall(t)
+	bot := call.dial(t, botID)
+	player := call.dial(t, playerID)
+	oldCode := call.settle(t, 1, bot, player)
+	invalid := call.gw.Stats().Invalid
+
+	// The bot learns the player's SSRC (as when the player starts to
+	// speak); forged frames then come from it.
+	call.srv.AnnounceSpeaker(botID, playerID, call.srv.SSRC(playerID))
+	wrongKey := make([]byte, 16)
+	for i := 0; i < dave.RecoveryThreshold+1; i++ {
+		forged, err := dave.EncryptFrame(wrongKey, uint32(i+1), frame(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkt, err := call.srv.Seal(botID, rtp.Header{PayloadType: rtp.PayloadTypeOpus, Sequence: uint16(40000 + i),
+			Timestamp: uint32(i * 960), SSRC: call.srv.SSRC(playerID)}, forged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := call.srv.InjectUDP(botID, pkt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := voicetest.Wait(ctx, func() bool { return call.gw.Stats().Invalid > invalid }); err != nil {
+		t.Fatalf("the bot did not ask to be re-added after %d undecryptable frames: %+v, bot %+v",
+			dave.RecoveryThreshold+1, call.gw.Stats(), bot.Stats())
+	}
+	// Re-added: both members in a group with a new privacy code (with two
+	// members, removing the bot leaves the player alone, so the group forms
+	// anew).
+	if err := voicetest.Wait(ctx, func() bool {
+		c := session(bot).PrivacyCode()
+		return call.gw.Settled() && len(call.gw.Members()) == 2 && c != "" && c != oldCode &&
+			session(bot).Ready() && session(player).PrivacyCode() == c
+	}); err != nil {
+		t.Fatalf("the bot was not re-added: gateway epoch %d, members %v, bot epoch %d", call.gw.Epoch(), call.gw.Members(), session(bot).Epoch())
+	}
+	epoch := call.gw.Epoch()
+	code := call.settle(t, epoch, bot, player)
+	t.Logf("after %d forged frames the bot asked to be re-added; the group is at epoch %d (privacy code %s); bot stats %+v",
+		dave.RecoveryThreshold+1, epoch, code, bot.Stats())
+	sent := stream(t, player, 40, nil)
+	got, lost := collect(bot, playerID)
+	if len(got) != sent || lost != 0 {
+		t.Fatalf("after the recovery the bot heard %d of %d frames, %d lost", len(got), sent, lost)
+	}
+	sameFrames(t, "after the recovery", got, framesUpTo(sent))
+}

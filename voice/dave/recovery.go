@@ -1,0 +1,141 @@
+package dave
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/gateway"
+)
+
+// Recovery: a member whose group state is wrong (a commit or welcome it
+// cannot process, or a sender whose frames keep failing to decrypt) tells
+// the gateway with op 31 (invalid commit/welcome) and sends a new key
+// package; the gateway removes it and adds it again. Retries back off and
+// stop after MaxRecoveries, so a member and a gateway that disagree do
+// not loop for ever.
+const (
+	// RecoveryThreshold is the number of consecutive undecryptable frames
+	// from one sender, with no transition pending, after which the session
+	// asks to be re-added; discord.js recovers after more than 36.
+	RecoveryThreshold = 36
+	// MaxRecoveries is how many recoveries in a row (without a frame
+	// decrypted in between) are attempted before giving up.
+	MaxRecoveries = 5
+	// RecoveryBackoff is the wait before the key package of the second
+	// recovery in a row; it doubles for each further one, up to
+	// MaxRecoveryBackoff. The first recovery is immediate.
+	RecoveryBackoff    = time.Second
+	MaxRecoveryBackoff = 30 * time.Second
+)
+
+// ErrRecoveryGaveUp: the session failed to rejoin its group MaxRecoveries
+// times in a row and stopped trying; media to and from the channel is no
+// longer end-to-end encrypted for this client, so it cannot hear or be
+// heard until a new voice session starts.
+var ErrRecoveryGaveUp = errors.New("dave: gave up rejoining the end-to-end encryption group")
+
+// recovery is the session's recovery state; Session.mu guards it.
+type recovery struct {
+	failures map[uint64]int // consecutive decrypt failures by sender
+	attempts int            // recoveries since a frame last decrypted
+	lastTID  uint16         // the last transition executed
+	held     []conn.Outbound
+	heldAt   time.Time // when held may go out
+	outbox   []conn.Outbound
+	gaveUp   error
+}
+
+func recoveryDelay(attempt int) time.Duration {
+	if attempt <= 1 {
+		return 0
+	}
+	d := RecoveryBackoff
+	for i := 2; i < attempt && d < MaxRecoveryBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxRecoveryBackoff)
+}
+
+// failed reports an unusable commit or welcome, or a group that stopped
+// working: op 31 at once, then a reset and a new key package, after the
+// backoff; past MaxRecoveries only op 31, and the session gives up.
+func (s *Session) failed(tid uint16, cause error) ([]conn.Outbound, error) {
+	r := &s.rec
+	r.attempts++
+	out := []conn.Outbound{{Op: gateway.OpDAVEInvalidCommitWelcome, JSON: map[string]int{"transition_id": int(tid)}}}
+	if r.attempts > MaxRecoveries {
+		r.gaveUp = fmt.Errorf("%w after %d attempts; last: %v", ErrRecoveryGaveUp, MaxRecoveries, cause)
+		s.log.Error("dave: giving up on the group", "transition_id", tid, "err", r.gaveUp)
+		s.pending, s.group, s.ownCommit, s.ownCommitB, s.kp = nil, nil, nil, nil, nil
+		s.sender, s.nextSender = nil, nil
+		r.held, r.heldAt = nil, time.Time{}
+		return out, nil
+	}
+	s.log.Warn("dave: rejecting commit or welcome; asking to be re-added", "transition_id", tid, "attempt", r.attempts, "err", cause)
+	kp, err := s.reinit()
+	if err != nil {
+		return out, err
+	}
+	if d := recoveryDelay(r.attempts); d > 0 {
+		r.held, r.heldAt = kp, s.now().Add(d)
+		return out, nil
+	}
+	return append(out, kp...), nil
+}
+
+// decryptFailed counts a frame from userID that no key opened; past the
+// threshold it starts a recovery.
+func (s *Session) decryptFailed(userID uint64) {
+	r := &s.rec
+	if s.group == nil || len(s.transitions) > 0 || r.gaveUp != nil || r.held != nil {
+		return
+	}
+	if r.failures == nil {
+		r.failures = map[uint64]int{}
+	}
+	r.failures[userID]++
+	if n := r.failures[userID]; n > RecoveryThreshold {
+		clear(r.failures)
+		out, err := s.failed(r.lastTID, fmt.Errorf("%d consecutive frames from user %d did not decrypt", n, userID))
+		if err != nil {
+			s.log.Warn("dave: recovery", "err", err)
+		}
+		r.outbox = append(r.outbox, out...)
+	}
+}
+
+// decrypted records a frame that decrypted: the group works.
+func (s *Session) decrypted(userID uint64) {
+	if s.rec.failures != nil {
+		delete(s.rec.failures, userID)
+	}
+	s.rec.attempts = 0
+}
+
+// TakeOutbound returns the messages the session wants sent on its own (a
+// recovery started by decrypt failures, a key package held back by the
+// recovery backoff). The connection polls it.
+func (s *Session) TakeOutbound() []conn.Outbound {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := &s.rec
+	if r.held != nil && !s.now().Before(r.heldAt) {
+		r.outbox = append(r.outbox, r.held...)
+		r.held, r.heldAt = nil, time.Time{}
+	}
+	out := r.outbox
+	r.outbox = nil
+	return out
+}
+
+// Failed returns the error that ended the session's recoveries
+// (ErrRecoveryGaveUp), or nil.
+func (s *Session) Failed() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec.gaveUp
+}
+
+var _ conn.E2EERecovery = (*Session)(nil)
