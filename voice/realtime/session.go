@@ -182,6 +182,9 @@ type toolRound struct {
 	cancelled   bool
 }
 
+// minTurnMs is the shortest turn the API commits.
+const minTurnMs = 100
+
 // handshakeTimeout bounds session.created and session.updated.
 const handshakeTimeout = 30 * time.Second
 
@@ -378,6 +381,10 @@ func (s *Session) EndOfTurn(ctx context.Context) error {
 	}
 	if pending == 0 {
 		return errNothingHeard
+	}
+	if ms := pending * 1000 / wireRate; ms < minTurnMs {
+		_ = s.ClearInput(ctx)
+		return fmt.Errorf("%w: a turn of %d ms is shorter than the %d ms the API accepts; dropped", errNothingHeard, ms, minTurnMs)
 	}
 	if err := s.send(ctx, s.newEvent("input_audio_buffer.commit")); err != nil {
 		return err
