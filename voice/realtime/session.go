@@ -394,7 +394,11 @@ func (s *Session) EndOfTurn(ctx context.Context) error {
 	now := s.clk.Now()
 	s.turnStart, s.waitFirstAudio, s.lastActive = now, true, now
 	s.toolsThisTurn = 0
-	clear(s.items)
+	for id, it := range s.items {
+		if it.reported {
+			delete(s.items, id) // a response still winding down keeps its items
+		}
+	}
 	s.lastAudioItem = ""
 	if s.busy {
 		s.createAfterDone = true
@@ -564,9 +568,6 @@ func (s *Session) closeWith(reason error) {
 	}
 	s.closed, s.reason = true, reason
 	s.mu.Unlock()
-	s.cancel()
-	_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-	s.conn.Close()
 	kind := "error"
 	switch {
 	case errors.Is(reason, ErrClosed):
@@ -580,6 +581,9 @@ func (s *Session) closeWith(reason error) {
 	}
 	s.met.Closed(kind)
 	s.log.Info("realtime session closed", "reason", reason)
+	s.cancel()
+	_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	s.conn.Close()
 }
 
 var errServerClosed = errors.New("realtime server closed the connection")
