@@ -683,3 +683,27 @@ func TestCutText(t *testing.T) {
 		}
 	}
 }
+
+// TestServerVAD hands turn-taking to the server: the session asks for
+// server_vad, EndOfTurn is refused, and the server's speech_started comes
+// through for barge-in.
+func TestServerVAD(t *testing.T) {
+	ctx := testCtx(t)
+	srv := realtimetest.NewServer(t, realtimetest.Options{})
+	s := dial(t, ctx, Config{URL: srv.URL(), ServerVAD: true})
+	in := srv.State().Sessions[0]["audio"].(map[string]any)["input"].(map[string]any)
+	if td, _ := in["turn_detection"].(map[string]any); td["type"] != "server_vad" {
+		t.Errorf("turn_detection %v", in["turn_detection"])
+	}
+	hear(t, ctx, s, voice48k(200*time.Millisecond))
+	if err := s.EndOfTurn(ctx); !errors.Is(err, errConfig) {
+		t.Errorf("EndOfTurn with ServerVAD = %v", err)
+	}
+	srv.Send(`{"type":"input_audio_buffer.speech_started","audio_start_ms":120,"item_id":"item_9"}`)
+	var l turnLog
+	var got Event
+	readUntil(t, ctx, s, &l, func(ev Event) bool { got = ev; return ev.Kind == EventSpeechStarted })
+	if got.ItemID != "item_9" {
+		t.Errorf("speech started %+v", got)
+	}
+}
