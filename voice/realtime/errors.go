@@ -22,13 +22,15 @@ var (
 	ErrRateLimited = errors.New("realtime rate limited")
 	// ErrProtocol is wrapped by every [ProtocolError].
 	ErrProtocol = errors.New("realtime protocol error")
+	// ErrNothingHeard is returned by [Session.EndOfTurn] for a turn with
+	// no audio, or too little for the API (under 100 ms; it is dropped).
+	ErrNothingHeard = errors.New("no audio heard since the last turn")
+	// ErrBusy is returned by [Session.EndOfTurn] while the model is still
+	// answering the previous turn: call [Session.Interrupt] first.
+	ErrBusy = errors.New("the model is still answering; interrupt it first")
 )
 
-var (
-	errConfig       = errors.New("invalid realtime config")
-	errNothingHeard = errors.New("no audio heard since the last turn")
-	errBusy         = errors.New("the model is still answering; interrupt it first")
-)
+var errConfig = errors.New("invalid realtime config")
 
 // ServerError is an "error" event of the Realtime API, or the error of a
 // failed response. Most are recoverable: the session stays open.

@@ -141,6 +141,7 @@ type Session struct {
 	turnStart       time.Time
 	waitFirstAudio  bool
 	busy            bool   // a response is requested or running (tool rounds included)
+	running         bool   // between response.created and response.done
 	respID          string // the response running
 	lastCreateID    string // event id of the last response.create
 	cancelPending   bool   // cancel the response about to be created
@@ -364,10 +365,10 @@ func (s *Session) EndOfTurn(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	winding := s.busy && (s.cancelPending || s.dropped[s.respID] || s.roundCancelled())
+	winding := s.busy && (s.cancelPending || (s.running && s.dropped[s.respID]) || s.roundCancelled())
 	if s.busy && !winding {
 		s.mu.Unlock()
-		return errBusy
+		return ErrBusy
 	}
 	s.mu.Unlock()
 
@@ -380,11 +381,11 @@ func (s *Session) EndOfTurn(ctx context.Context) error {
 		return err
 	}
 	if pending == 0 {
-		return errNothingHeard
+		return ErrNothingHeard
 	}
 	if ms := pending * 1000 / wireRate; ms < minTurnMs {
 		_ = s.ClearInput(ctx)
-		return fmt.Errorf("%w: a turn of %d ms is shorter than the %d ms the API accepts; dropped", errNothingHeard, ms, minTurnMs)
+		return fmt.Errorf("%w: a turn of %d ms is shorter than the %d ms the API accepts; dropped", ErrNothingHeard, ms, minTurnMs)
 	}
 	if err := s.send(ctx, s.newEvent("input_audio_buffer.commit")); err != nil {
 		return err
@@ -445,9 +446,14 @@ func (s *Session) Interrupt(ctx context.Context, played time.Duration) (Interrup
 	s.mu.Lock()
 	if s.busy {
 		switch {
-		case s.respID != "":
+		case s.running:
 			s.dropped[s.respID] = true
 			cancelID, sendCancel = s.respID, true
+			if r := s.rounds[s.respID]; r != nil {
+				r.cancelled = true
+			}
+		case s.respID != "":
+			// Done, waiting for its tool calls: just don't continue.
 			if r := s.rounds[s.respID]; r != nil {
 				r.cancelled = true
 			}
@@ -602,9 +608,6 @@ func (s *Session) idleLoop() {
 		}
 		s.mu.Lock()
 		idle := s.clk.Now().Sub(s.lastActive)
-		if s.busy {
-			idle = 0 // the model is answering
-		}
 		s.mu.Unlock()
 		if idle >= s.cfg.IdleTimeout {
 			s.closeWith(fmt.Errorf("%w: nothing heard or said for %s", ErrIdle, idle))
@@ -755,7 +758,7 @@ func (s *Session) onResponseCreated(ev serverEvent) {
 	}
 	id := ev.Response.ID
 	s.mu.Lock()
-	s.respID, s.busy = id, true
+	s.respID, s.busy, s.running = id, true, true
 	cancel := s.cancelPending
 	if cancel {
 		s.cancelPending = false
@@ -908,6 +911,9 @@ func (s *Session) onResponseDone(ev serverEvent) {
 		}
 		transcripts = append(transcripts, e)
 	}
+	if s.respID == r.ID {
+		s.running = false
+	}
 	if rd := s.rounds[r.ID]; rd != nil {
 		rd.done = true
 		if s.dropped[r.ID] {
@@ -1011,7 +1017,6 @@ func (s *Session) runTool(responseID string, call ToolCall, over bool) {
 	call.Duration = s.clk.Now().Sub(start)
 	s.met.ToolCall(call.Name, err)
 	sendErr := s.send(s.ctx, itemCreateEvent{s.newEvent("conversation.item.create"), functionOutput{"function_call_output", call.CallID, call.Output}})
-	s.emit(Event{Kind: EventToolCall, ResponseID: responseID, Tool: &call})
 
 	s.mu.Lock()
 	create := false
@@ -1026,6 +1031,8 @@ func (s *Session) runTool(responseID string, call ToolCall, over bool) {
 	if create {
 		_ = s.createResponse(s.ctx)
 	}
+	// Reported last: once the reader sees it, the session has acted on it.
+	s.emit(Event{Kind: EventToolCall, ResponseID: responseID, Tool: &call})
 }
 
 func (s *Session) declared(name string) bool {

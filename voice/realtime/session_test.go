@@ -358,8 +358,8 @@ func TestBargeIn(t *testing.T) {
 			}
 			var l turnLog
 			readUntil(t, ctx, s, &l, func(Event) bool { return l.audioEvents == 5 })
-			if err := s.EndOfTurn(ctx); !errors.Is(err, errBusy) {
-				t.Errorf("EndOfTurn while answering = %v, want errBusy", err)
+			if err := s.EndOfTurn(ctx); !errors.Is(err, ErrBusy) {
+				t.Errorf("EndOfTurn while answering = %v, want ErrBusy", err)
 			}
 			in, err := s.Interrupt(ctx, tc.played)
 			if err != nil {
@@ -551,10 +551,10 @@ func TestServerErrors(t *testing.T) {
 
 	// Too short a turn is refused before the server sees it.
 	hear(t, ctx, s, voice48k(40*time.Millisecond))
-	if err := s.EndOfTurn(ctx); !errors.Is(err, errNothingHeard) || !strings.Contains(err.Error(), "shorter than the 100 ms") {
+	if err := s.EndOfTurn(ctx); !errors.Is(err, ErrNothingHeard) || !strings.Contains(err.Error(), "shorter than the 100 ms") {
 		t.Errorf("EndOfTurn of 40 ms = %v", err)
 	}
-	if err := s.EndOfTurn(ctx); !errors.Is(err, errNothingHeard) {
+	if err := s.EndOfTurn(ctx); !errors.Is(err, ErrNothingHeard) {
 		t.Errorf("EndOfTurn of nothing = %v", err)
 	}
 	// A server-side refusal of a client event comes back as an error.
@@ -705,5 +705,47 @@ func TestServerVAD(t *testing.T) {
 	readUntil(t, ctx, s, &l, func(ev Event) bool { got = ev; return ev.Kind == EventSpeechStarted })
 	if got.ItemID != "item_9" {
 		t.Errorf("speech started %+v", got)
+	}
+}
+
+// TestInterruptDuringToolCall cuts a turn while its tool runs: nothing is
+// cancelled at the server (the call's response is over), the call's output
+// is still recorded, no answer follows, and the next turn is answered.
+func TestInterruptDuringToolCall(t *testing.T) {
+	ctx := testCtx(t)
+	srv := realtimetest.NewServer(t, realtimetest.Options{Replies: []realtimetest.Reply{
+		{Call: &realtimetest.Call{Name: "recall", Arguments: `{"query":"x"}`}, Text: "Next answer."},
+	}})
+	started, release := make(chan struct{}), make(chan struct{})
+	runner := ToolRunnerFunc(func(ctx context.Context, _ string, _ json.RawMessage) (string, error) {
+		close(started)
+		<-release
+		return `{"ok":true}`, nil
+	})
+	s := dial(t, ctx, Config{URL: srv.URL(), Tools: tools, Runner: runner})
+	hear(t, ctx, s, voice48k(200*time.Millisecond))
+	if err := s.EndOfTurn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var l turnLog
+	readUntil(t, ctx, s, &l, isDone("completed"))
+	<-started
+	if _, err := s.Interrupt(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	readUntil(t, ctx, s, &l, func(ev Event) bool { return ev.Kind == EventToolCall })
+	hear(t, ctx, s, voice48k(200*time.Millisecond))
+	if err := s.EndOfTurn(ctx); err != nil {
+		t.Fatalf("next turn: %v", err)
+	}
+	readUntil(t, ctx, s, &l, isDone("completed"))
+	st := srv.State()
+	if st.Cancels != 0 || st.Count("response.cancel") != 0 || len(st.Outputs) != 1 || st.Count("response.create") != 2 {
+		t.Errorf("cancels %d/%d, outputs %d, response.create %d; want 0, 0, 1, 2",
+			st.Cancels, st.Count("response.cancel"), len(st.Outputs), st.Count("response.create"))
+	}
+	if len(l.errs) != 0 || len(l.npc) != 1 || l.npc[0].Text != "Next answer." {
+		t.Errorf("errors %v, answers %+v", l.errs, l.npc)
 	}
 }

@@ -179,8 +179,7 @@ func (c Config) sessionConfig() map[string]any {
 		return s
 	}
 	format := map[string]any{"type": "audio/pcm", "rate": wireRate}
-	s["type"] = "realtime"
-	s["model"] = c.Model
+	s["type"] = "realtime" // the model is the URL's
 	s["output_modalities"] = []string{"audio"}
 	s["audio"] = map[string]any{
 		"input":  map[string]any{"format": format, "transcription": map[string]any{"model": c.TranscriptionModel}, "turn_detection": turn},
