@@ -40,14 +40,29 @@ type NopMetrics struct{}
 
 var _ Metrics = NopMetrics{}
 
-func (NopMetrics) AudioIn(time.Duration)     {}
-func (NopMetrics) AudioOut(time.Duration)    {}
-func (NopMetrics) FirstAudio(time.Duration)  {}
-func (NopMetrics) Response(string)           {}
-func (NopMetrics) ToolCall(string, error)    {}
-func (NopMetrics) Error(string)              {}
+// AudioIn implements [Metrics].
+func (NopMetrics) AudioIn(time.Duration) {}
+
+// AudioOut implements [Metrics].
+func (NopMetrics) AudioOut(time.Duration) {}
+
+// FirstAudio implements [Metrics].
+func (NopMetrics) FirstAudio(time.Duration) {}
+
+// Response implements [Metrics].
+func (NopMetrics) Response(string) {}
+
+// ToolCall implements [Metrics].
+func (NopMetrics) ToolCall(string, error) {}
+
+// Error implements [Metrics].
+func (NopMetrics) Error(string) {}
+
+// RateLimit implements [Metrics].
 func (NopMetrics) RateLimit(string, float64) {}
-func (NopMetrics) Closed(string)             {}
+
+// Closed implements [Metrics].
+func (NopMetrics) Closed(string) {}
 
 // Counters is a [Metrics] that keeps totals in memory, for a status line
 // or a test. The zero value is ready to use.

@@ -1028,11 +1028,12 @@ func (s *Session) runTool(responseID string, call ToolCall, over bool) {
 		create = s.finishLocked(responseID)
 	}
 	s.mu.Unlock()
+	// Reported before the answer is asked for, so it comes before the
+	// answer's events.
+	s.emit(Event{Kind: EventToolCall, ResponseID: responseID, Tool: &call})
 	if create {
 		_ = s.createResponse(s.ctx)
 	}
-	// Reported last: once the reader sees it, the session has acted on it.
-	s.emit(Event{Kind: EventToolCall, ResponseID: responseID, Tool: &call})
 }
 
 func (s *Session) declared(name string) bool {

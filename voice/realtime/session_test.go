@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -747,5 +748,64 @@ func TestInterruptDuringToolCall(t *testing.T) {
 	}
 	if len(l.errs) != 0 || len(l.npc) != 1 || l.npc[0].Text != "Next answer." {
 		t.Errorf("errors %v, answers %+v", l.errs, l.npc)
+	}
+}
+
+// TestFunctionCallNameFromItem runs a call whose arguments event carries
+// no name (the name is on the output item, as some API versions send it).
+func TestFunctionCallNameFromItem(t *testing.T) {
+	ctx := testCtx(t)
+	srv := realtimetest.NewServer(t, realtimetest.Options{Default: realtimetest.Reply{Text: "Done."}})
+	var run recorder
+	s := dial(t, ctx, Config{URL: srv.URL(), Tools: tools, Runner: &run})
+	for _, raw := range []string{
+		`{"type":"response.created","response":{"id":"resp_x","status":"in_progress"}}`,
+		`{"type":"response.output_item.added","response_id":"resp_x","item":{"id":"item_x","type":"function_call","name":"recall","call_id":"call_x"}}`,
+		`{"type":"response.function_call_arguments.done","response_id":"resp_x","item_id":"item_x","call_id":"call_x","arguments":"{\"query\":\"ore\"}"}`,
+		`{"type":"response.function_call_arguments.done","response_id":"resp_x","item_id":"item_x","call_id":"call_x","arguments":"{\"query\":\"ore\"}"}`,
+		`{"type":"response.done","response":{"id":"resp_x","status":"completed"}}`,
+	} {
+		srv.Send(raw)
+	}
+	var l turnLog
+	readUntil(t, ctx, s, &l, isDone("completed")) // the call's response
+	readUntil(t, ctx, s, &l, func(ev Event) bool { return ev.Kind == EventNPCTranscript })
+	if got := strings.Join(run.calls, ";"); got != `recall {"query":"ore"}` {
+		t.Errorf("runner ran %q, want recall once (the repeated event is ignored)", got)
+	}
+	if st := srv.State(); len(st.Outputs) != 1 || st.Outputs[0].CallID != "call_x" || st.Count("response.create") != 1 {
+		t.Errorf("outputs %+v, response.create %d", st.Outputs, st.Count("response.create"))
+	}
+	if l.npc[0].Text != "Done." {
+		t.Errorf("answer %q", l.npc[0].Text)
+	}
+}
+
+// TestCloseStopsGoroutines checks a closed session leaves no goroutine
+// behind.
+func TestCloseStopsGoroutines(t *testing.T) {
+	ctx := testCtx(t)
+	before := runtime.NumGoroutine()
+	srv := realtimetest.NewServer(t, realtimetest.Options{Default: realtimetest.Reply{Text: "Bye."}})
+	s, err := Dial(ctx, Config{URL: srv.URL(), Tools: tools, Runner: &recorder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hear(t, ctx, s, voice48k(200*time.Millisecond))
+	if err := s.EndOfTurn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var l turnLog
+	readUntil(t, ctx, s, &l, isDone("completed"))
+	s.Close()
+	s.Close() // idempotent
+	srv.Close()
+	for runtime.NumGoroutine() > before {
+		select {
+		case <-ctx.Done():
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

@@ -113,12 +113,18 @@ type Server struct {
 // NewServer starts a server on loopback; it is closed when the test ends.
 func NewServer(tb testing.TB, opts Options) *Server {
 	tb.Helper()
+	s := Start(opts)
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server on loopback; the caller closes it.
+func Start(opts Options) *Server {
 	if opts.ChunkMs <= 0 {
 		opts.ChunkMs = 40
 	}
 	s := &Server{opts: opts, changed: make(chan struct{}), conns: map[*conn]bool{}, release: make(chan struct{})}
 	s.hs = httptest.NewServer(http.HandlerFunc(s.serve))
-	tb.Cleanup(s.Close)
 	return s
 }
 
