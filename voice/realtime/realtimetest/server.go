@@ -312,6 +312,7 @@ type conn struct {
 	buf      []int16
 	items    map[string]int // item id → samples sent
 	active   string         // response in progress
+	waiting  string         // call id whose output the next response needs
 	cancelCh chan struct{}
 }
 
@@ -468,6 +469,13 @@ func (c *conn) responseCreate(id string) {
 			"", fmt.Sprintf("Conversation already has an active response in progress: %s. Wait until the response is finished before creating a new one.", active))
 		return
 	}
+	if c.waiting != "" {
+		call := c.waiting
+		c.mu.Unlock()
+		c.fail(id, "invalid_request_error", "missing_function_call_output", "",
+			fmt.Sprintf("(fake) response.create before the output of function call %s.", call))
+		return
+	}
 	resp := c.s.newID("resp")
 	c.active = resp
 	c.cancelCh = make(chan struct{})
@@ -527,6 +535,11 @@ func (c *conn) itemCreate(id string, ev map[string]any) {
 	}
 	callID, _ := item["call_id"].(string)
 	out, _ := item["output"].(string)
+	c.mu.Lock()
+	if c.waiting == callID {
+		c.waiting = ""
+	}
+	c.mu.Unlock()
 	c.s.record(func() { c.s.outputs = append(c.s.outputs, FunctionOutput{CallID: callID, Output: out}) })
 	c.send(map[string]any{"type": c.name("conversation.item.added"), "item": map[string]any{
 		"id": c.s.newID("item"), "type": "function_call_output", "call_id": callID, "output": out,
@@ -638,6 +651,9 @@ func (c *conn) respond(resp string, r Reply, cancel chan struct{}) {
 // beforeDone just before response.done.
 func (c *conn) functionCall(resp string, call Call, beforeDone func()) {
 	item, callID := c.s.newID("item"), c.s.newID("call")
+	c.mu.Lock()
+	c.waiting = callID
+	c.mu.Unlock()
 	c.send(map[string]any{"type": "response.output_item.added", "response_id": resp, "output_index": 0,
 		"item": map[string]any{"id": item, "type": "function_call", "status": "in_progress", "name": call.Name, "call_id": callID, "arguments": ""}})
 	half := len(call.Arguments) / 2
