@@ -127,6 +127,7 @@ type Session struct {
 	wg     sync.WaitGroup // read and idle loops
 	tools  sync.WaitGroup // tool calls; waited by the read loop
 
+	turnMu    sync.Mutex // one EndOfTurn at a time
 	inMu      sync.Mutex
 	in        *audio.Resampler // 48 → 24 kHz
 	inBuf     []int16
@@ -364,6 +365,8 @@ func (s *Session) EndOfTurn(ctx context.Context) error {
 	if err := s.closedErr(); err != nil {
 		return err
 	}
+	s.turnMu.Lock()
+	defer s.turnMu.Unlock()
 	s.mu.Lock()
 	winding := s.busy && (s.cancelPending || (s.running && s.dropped[s.respID]) || s.roundCancelled())
 	if s.busy && !winding {

@@ -19,7 +19,9 @@ type Tool struct {
 // ToolRunner runs the model's function calls. The implementer applies the
 // NPC's permissions (what the NPC may know) exactly as for the cascaded
 // engine; the session only carries calls and results. RunTool is called on
-// its own goroutine and must honour ctx.
+// its own goroutine, possibly for several calls at once, and must return
+// when ctx ends ([Config.ToolTimeout], or the session closing:
+// [Session.Close] waits for running calls).
 type ToolRunner interface {
 	// RunTool runs the named tool with its JSON arguments (always a JSON
 	// object) and returns the result for the model, as JSON or plain
