@@ -29,6 +29,44 @@ type Persona struct {
 	KnowledgeScope []string `yaml:"knowledge_scope,omitempty" json:"knowledge_scope,omitempty"`
 	// SecretKnowledge holds facts only this NPC knows and guards.
 	SecretKnowledge []string `yaml:"secret_knowledge,omitempty" json:"secret_knowledge,omitempty"`
+	// Engine is how the NPC hears and speaks: [EngineCascaded] (the
+	// default) or [EngineS2S].
+	Engine Engine `yaml:"engine,omitempty" json:"engine,omitempty"`
+	// S2S configures the speech-to-speech engine; it is used when Engine
+	// is [EngineS2S] and kept, unused, otherwise (so a DM can switch back
+	// and forth).
+	S2S S2S `yaml:"s2s,omitempty" json:"s2s,omitempty"`
+}
+
+// Engine names an NPC's voice engine.
+type Engine string
+
+// The voice engines.
+const (
+	// EngineCascaded transcribes the player, answers with the LLM and
+	// speaks the answer with text-to-speech.
+	EngineCascaded Engine = "cascaded"
+	// EngineS2S hands the player's audio to a realtime speech-to-speech
+	// model that answers in audio itself (package voice/realtime).
+	EngineS2S Engine = "s2s"
+)
+
+// Effective is the engine in use: the empty engine is [EngineCascaded].
+func (e Engine) Effective() Engine {
+	if e == "" {
+		return EngineCascaded
+	}
+	return e
+}
+
+// S2S selects an NPC's realtime speech-to-speech model and voice.
+type S2S struct {
+	// Model is the realtime model (e.g. "gpt-realtime"); empty uses the
+	// configured default.
+	Model string `yaml:"model,omitempty" json:"model,omitempty"`
+	// Voice is the model's voice (e.g. "marin", "cedar", "ash"); empty
+	// uses the configured default.
+	Voice string `yaml:"voice,omitempty" json:"voice,omitempty"`
 }
 
 // Voice selects how an NPC sounds.
@@ -51,6 +89,8 @@ const (
 	attrGoals          = "goals"
 	attrVoice          = "voice"
 	attrKnowledgeScope = "knowledge_scope"
+	attrEngine         = "engine"
+	attrS2S            = "s2s"
 )
 
 // ErrInvalidPersona is wrapped by persona validation errors.
@@ -65,8 +105,30 @@ func (p Persona) Validate() error {
 		return fmt.Errorf("%w: NPC %q needs a name", ErrInvalidPersona, p.ID)
 	case p.Voice.Speed < 0 || p.Voice.Speed > 4:
 		return fmt.Errorf("%w: NPC %q: voice.speed %v must be within 0..4", ErrInvalidPersona, p.ID, p.Voice.Speed)
+	case p.Engine != "" && p.Engine != EngineCascaded && p.Engine != EngineS2S:
+		return fmt.Errorf("%w: NPC %q: engine %q must be %q or %q", ErrInvalidPersona, p.ID, p.Engine, EngineCascaded, EngineS2S)
+	case !validS2SName(p.S2S.Model):
+		return fmt.Errorf("%w: NPC %q: s2s.model %q may hold only letters, digits and . _ - (at most 100)", ErrInvalidPersona, p.ID, p.S2S.Model)
+	case !validS2SName(p.S2S.Voice):
+		return fmt.Errorf("%w: NPC %q: s2s.voice %q may hold only letters, digits and . _ - (at most 100)", ErrInvalidPersona, p.ID, p.S2S.Voice)
 	}
 	return nil
+}
+
+// validS2SName reports whether s is empty or a plausible model or voice
+// name: these go into a URL query and a JSON event, so spaces, slashes and
+// control characters are mistakes.
+func validS2SName(s string) bool {
+	if len(s) > 100 {
+		return false
+	}
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Entity returns the knowledge-graph entity that stores the persona.
@@ -102,6 +164,19 @@ func (p Persona) Entity() memory.Entity {
 		}
 		attrs[attrVoice] = v
 	}
+	if p.Engine != "" {
+		attrs[attrEngine] = string(p.Engine)
+	}
+	if p.S2S != (S2S{}) {
+		v := map[string]any{}
+		if p.S2S.Model != "" {
+			v["model"] = p.S2S.Model
+		}
+		if p.S2S.Voice != "" {
+			v["voice"] = p.S2S.Voice
+		}
+		attrs[attrS2S] = v
+	}
 	return memory.Entity{ID: p.ID, Type: memory.EntityNPC, Name: p.Name, Aliases: p.Aliases, Attributes: attrs}
 }
 
@@ -121,6 +196,11 @@ func PersonaFromEntity(e memory.Entity) Persona {
 		if f, ok := v["speed"].(float64); ok {
 			p.Voice.Speed = f
 		}
+	}
+	p.Engine = Engine(strings.ToLower(strings.TrimSpace(str(e.Attributes[attrEngine]))))
+	if v, ok := e.Attributes[attrS2S].(map[string]any); ok {
+		p.S2S.Model = strings.TrimSpace(str(v["model"]))
+		p.S2S.Voice = strings.TrimSpace(str(v["voice"]))
 	}
 	return p
 }
