@@ -67,6 +67,9 @@ type TurnResult struct {
 	Timings   TurnTimings
 	// Rounds is the number of LLM requests (1 + one per tool round).
 	Rounds int
+	// Fallback is true when the reply was extracted from memory without
+	// the LLM (see [Fallback]).
+	Fallback bool
 }
 
 // Config configures an Agent.
@@ -78,6 +81,9 @@ type Config struct {
 	// leaves a tool unavailable (it says so to the model).
 	Heard  HeardSearcher
 	Recall Recaller
+	// Fallback, when set, answers without the LLM when LLM is nil or
+	// fails before saying anything.
+	Fallback *Fallback
 	// ContextTokens is the hot context budget (default 1500 tokens).
 	ContextTokens int
 	Budget        ToolBudget
@@ -107,8 +113,8 @@ type prefetched struct {
 
 // NewAgent returns an agent.
 func NewAgent(cfg Config) (*Agent, error) {
-	if cfg.LLM == nil || cfg.Context == nil || cfg.Graph == nil {
-		return nil, errors.New("npc agent needs an LLM, a context source and a knowledge graph")
+	if (cfg.LLM == nil && cfg.Fallback == nil) || cfg.Context == nil || cfg.Graph == nil {
+		return nil, errors.New("npc agent needs an LLM (or a fallback), a context source and a knowledge graph")
 	}
 	if cfg.ContextTokens == 0 {
 		cfg.ContextTokens = 1500
@@ -173,6 +179,17 @@ const maxRounds = 4
 // onSentence as soon as it is written, so it can be spoken while the model
 // writes the next.
 func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string)) (TurnResult, error) {
+	if a.cfg.LLM == nil {
+		return a.cfg.Fallback.Turn(ctx, in, "no LLM configured", onSentence)
+	}
+	res, err := a.turn(ctx, in, onSentence)
+	if err != nil && a.cfg.Fallback != nil && len(res.Sentences) == 0 && ctx.Err() == nil {
+		return a.cfg.Fallback.Turn(ctx, in, err.Error(), onSentence)
+	}
+	return res, err
+}
+
+func (a *Agent) turn(ctx context.Context, in TurnInput, onSentence func(string)) (TurnResult, error) {
 	start := a.cfg.Now()
 	since := func() time.Duration { return a.cfg.Now().Sub(start) }
 	res := TurnResult{NPCID: in.NPCID}
