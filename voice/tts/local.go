@@ -206,4 +206,3 @@ func (l *Local) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM
 	l.log.Warn("offline speech synthesis failed; espeak-ng speaks instead", "engine", eng, "voice", name, "err", err)
 	return l.engines[EngineEspeak].Synthesize(ctx, text, Voice{Speed: v.Speed, Pitch: v.Pitch})
 }
-
