@@ -45,7 +45,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	camp, err := store.Campaign(ctx, *campaign)
+	camp, err := openCampaign(ctx, store, *campaign)
 	if err != nil {
 		return err
 	}
