@@ -55,6 +55,7 @@ func commands() []command {
 		{"demo", "[--out DIR]", "play a scripted scene through the voice pipeline, without Discord", cmdDemo},
 		{"serve", "[--config FILE] [--listen ADDR]", "run the Discord bot with /healthz, /readyz and /metrics", cmdServe},
 		{"bench", "[--scale 1k,100k]", "benchmark the memory store on generated campaigns", cmdBench},
+		{"health", "[--url URL] [--ready]", "check that a running `glyphoxa serve` is alive or ready (the container's health check)", cmdHealth},
 	}
 }
 
