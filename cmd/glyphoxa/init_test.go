@@ -222,7 +222,7 @@ func TestInitNonInteractive(t *testing.T) {
 		{name: "Discord unreachable", args: []string{"--token", goodToken, "--guild", testGuild, "--campaign", "c"},
 			vars: map[string]string{"GLYPHOXA_DSN": dsn}, discord: unreachableSess,
 			// The invite names the bot's id, read from the token.
-			want: []string{"could not reach Discord", strings.Replace(wantInvite, "900000000000000002", "900000000000000001", 1), "configuration OK"},
+			want:  []string{"could not reach Discord", strings.Replace(wantInvite, "900000000000000002", "900000000000000001", 1), "configuration OK"},
 			token: goodToken},
 		{name: "refused token", args: []string{"--token", "wrong", "--guild", testGuild, "--campaign", "c"},
 			vars: map[string]string{"GLYPHOXA_DSN": dsn}, discord: sess, code: 1, want: []string{"Discord refused the token"}},
