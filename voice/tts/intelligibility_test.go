@@ -47,8 +47,9 @@ var sceneLines = []struct {
 // offline voice, sends it through the voice path (Opus at 48 kHz, a
 // speaker's lane, end of turn) and pocketsphinx with the sample campaign's
 // vocabulary, as `make demo` does, and reports each voice's word error
-// rate and names heard. It checks that the voice Local ranks first is
-// understood at least as well as every other. Run it with
+// rate and names heard, and the demo's scene as cast before (espeak-ng)
+// and as Local.PlayerVoices casts it. It checks that Local.Best is within a
+// name of the best understood voice and ahead of espeak-ng. Run it with
 //
 //	go test -count=1 -run TestLocalVoicesIntelligibility -v ./voice/tts/ -args -intelligibility
 func TestLocalVoicesIntelligibility(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 )
@@ -27,44 +28,54 @@ type LocalVoice struct {
 	Name   string
 	// Label says what it sounds like ("female, US English, HTS").
 	Label string
+	// SentenceTime is how long it took to synthesise one NPC sentence
+	// (BenchmarkLocalVoices).
+	SentenceTime time.Duration
 }
 
 // Voice is the [Voice] that selects it through [Local].
 func (v LocalVoice) Voice() Voice { return Voice{Name: v.Engine + ":" + v.Name} }
 
-// rankedVoices lists the offline voices best first: the order in which
-// pocketsphinx, with the sample campaign's vocabulary, understood them on
-// the demo's scene and the campaign's sentences after Opus and the voice
-// path (TestLocalVoicesIntelligibility, November 2026: names heard of 18,
-// word error rate):
+// rankedVoices lists the offline voices best understood first: by how
+// well pocketsphinx, with the sample campaign's vocabulary, understood them
+// on the demo's scene and the campaign's sentences after Opus and the voice
+// path (TestLocalVoicesIntelligibility), with how long one NPC sentence
+// takes to synthesise (BenchmarkLocalVoices), November 2026, 2 cores:
 //
-//	festival kal_diphone   18/18  18.2%
-//	flite rms              17/18  15.5%
-//	festival ked_diphone   17/18  22.7%
-//	flite slt              16/18  20.9%
-//	festival slt (HTS)     15/18  19.1%
-//	flite kal16            15/18  18.2%
-//	flite awb              15/18  21.8%
-//	espeak-ng en-us        11/18  46.4%
-//	espeak-ng en-us+m7      9/18  51.8%
-//	espeak-ng en-gb+f3      6/18  62.7%
+//	voice                  names  word errors  one sentence
+//	festival kal_diphone   18/18  18.2%        0.92 s
+//	flite rms              17/18  15.5%        0.17 s
+//	festival slt (HTS)     15/18  19.1%        1.21 s
+//	festival ked_diphone   17/18  22.7%        0.83 s
+//	flite slt              16/18  20.9%        0.12 s
+//	flite kal16            15/18  18.2%        0.01 s
+//	flite awb              15/18  21.8%        0.14 s
+//	espeak-ng en-us        11/18  46.4%        0.02 s
+//	espeak-ng en-us+m7      9/18  51.8%        0.01 s
+//	espeak-ng en-gb+f3      6/18  62.7%        0.02 s
 //
 // Festival and flite are within a name or two of one another; espeak-ng is
-// far behind and stays the last fallback. The female HTS voice is placed
-// third, ahead of closer scores, so that the first three voices (for three
-// players, say) are distinct: two men and a woman.
+// far behind and stays the last fallback. The female HTS voice comes third
+// so that the first three voices (three players, say) are distinct: two men
+// and a woman. Festival loads its voice on every call, so it is slow to
+// start speaking; [Local.Best], the voice of an NPC without one of its own,
+// is the best understood of the quick voices.
 var rankedVoices = []LocalVoice{
-	{EngineFestival, FestivalKAL, "male, US English, diphone"},
-	{EngineFlite, "rms", "male, US English"},
-	{EngineFestival, FestivalSLT, "female, US English, HTS"},
-	{EngineFestival, FestivalKED, "male, US English, diphone"},
-	{EngineFlite, "slt", "female, US English"},
-	{EngineFlite, "kal16", "male, US English"},
-	{EngineFlite, "awb", "male, Scottish English"},
-	{EngineEspeak, "en-us", "male, US English, formant"},
-	{EngineEspeak, "en-us+m7", "male, US English, formant"},
-	{EngineEspeak, "en-gb+f3", "female, British English, formant"},
+	{EngineFestival, FestivalKAL, "male, US English, diphone", 920 * time.Millisecond},
+	{EngineFlite, "rms", "male, US English", 170 * time.Millisecond},
+	{EngineFestival, FestivalSLT, "female, US English, HTS", 1210 * time.Millisecond},
+	{EngineFestival, FestivalKED, "male, US English, diphone", 830 * time.Millisecond},
+	{EngineFlite, "slt", "female, US English", 120 * time.Millisecond},
+	{EngineFlite, "kal16", "male, US English", 10 * time.Millisecond},
+	{EngineFlite, "awb", "male, Scottish English", 140 * time.Millisecond},
+	{EngineEspeak, "en-us", "male, US English, formant", 20 * time.Millisecond},
+	{EngineEspeak, "en-us+m7", "male, US English, formant", 10 * time.Millisecond},
+	{EngineEspeak, "en-gb+f3", "female, British English, formant", 20 * time.Millisecond},
 }
+
+// QuickVoice is the longest a voice may take to synthesise one sentence
+// for [Local.Best] to choose it: an NPC's first words wait for it.
+const QuickVoice = 300 * time.Millisecond
 
 // LocalConfig says where [NewLocal] looks for engines. The zero value looks
 // on $PATH and in Debian's directories.
@@ -156,13 +167,27 @@ func (l *Local) PlayerVoices(n int) []Voice {
 	return out
 }
 
-// Best returns the best installed voice.
-func (l *Local) Best() LocalVoice { return l.voices[0] }
+// Best returns the voice for NPCs without one of their own: the best
+// understood of the installed festival and flite voices that synthesise a
+// sentence within QuickVoice, else the best understood voice. (espeak-ng is
+// quick but poorly understood: it is chosen only when it is all there is.)
+func (l *Local) Best() LocalVoice {
+	for _, v := range l.voices {
+		if v.Engine == EngineEspeak {
+			break
+		}
+		if v.SentenceTime <= QuickVoice {
+			return v
+		}
+	}
+	return l.voices[0]
+}
 
 // resolve finds the engine and engine voice for a voice name.
 func (l *Local) resolve(name string) (string, string, error) {
 	if name == "" {
-		return l.voices[0].Engine, l.voices[0].Name, nil
+		b := l.Best()
+		return b.Engine, b.Name, nil
 	}
 	if eng, v, ok := strings.Cut(name, ":"); ok {
 		switch eng {
