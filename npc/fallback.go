@@ -277,7 +277,11 @@ func heardSentences(p Persona, q question, in TurnInput, hits []memory.EntryHit)
 	var out []candidate
 	for _, h := range hits {
 		t := strings.TrimSpace(h.Entry.Text)
-		if t == "" || strings.HasSuffix(t, "?") || strings.EqualFold(t, strings.TrimSpace(in.Text)) {
+		own := h.Entry.NPCID == p.ID || h.Entry.SpeakerID == p.ID
+		// What the NPC itself just said in this conversation is not news,
+		// and quoting an earlier fallback reply would echo it.
+		if t == "" || strings.HasSuffix(t, "?") || strings.EqualFold(t, strings.TrimSpace(in.Text)) ||
+			(own && in.SessionID != "" && h.Entry.SessionID == in.SessionID) {
 			continue
 		}
 		n := q.overlap(t)
@@ -287,7 +291,7 @@ func heardSentences(p Persona, q question, in TurnInput, hits []memory.EntryHit)
 		who := h.Entry.SpeakerName
 		var s string
 		switch {
-		case h.Entry.NPCID == p.ID || h.Entry.SpeakerID == p.ID:
+		case own:
 			s = "As I said before: " + t
 		case who == "":
 			s = "I heard it said: " + t

@@ -3,6 +3,7 @@ package npc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,43 @@ func TestFallbackAnswersFromWhatTheNPCKnows(t *testing.T) {
 	}
 	if len(replies) != len(tests) {
 		t.Errorf("OnReply called %d times, want %d", len(replies), len(tests))
+	}
+}
+
+func TestFallbackDoesNotEchoItself(t *testing.T) {
+	c := sampleCampaign(t)
+	f, err := npc.NewFallback(npc.FallbackConfig{Graph: c.Graph(), Heard: c.Sessions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	in := npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", SpeakerName: "Kael", Text: "Grimjaw, will the Guild pay us two hundred gold?"}
+	first, err := f.Turn(ctx, in, "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 15, 19, 0, 0, 0, time.UTC)
+	if err := c.Sessions().StartSession(ctx, "s3", at); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range []memory.TranscriptEntry{
+		{SessionID: "s3", SpeakerID: "u3", SpeakerName: "Kael", Text: in.Text, At: at},
+		{SessionID: "s3", SpeakerID: "grimjaw", NPCID: "grimjaw", SpeakerName: "Grimjaw", Text: first.Text, At: at.Add(time.Second)},
+	} {
+		e.IdempotencyKey = fmt.Sprintf("echo:%d", i)
+		if _, err := c.Sessions().WriteEntry(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := f.Turn(ctx, in, "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(again.Text, "As I said before: Kael") || strings.Count(again.Text, "Kael,") > 1 {
+		t.Errorf("the NPC quotes its own reply of this session: %q", again.Text)
+	}
+	if !strings.Contains(again.Text, "Two hundred gold from the Guild") {
+		t.Errorf("the NPC forgot what it said in an earlier session: %q", again.Text)
 	}
 }
 
