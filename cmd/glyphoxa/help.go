@@ -46,7 +46,8 @@ func commandExamples(name string) []string {
 		return []string{"glyphoxa health", "glyphoxa health --url http://127.0.0.1:9464/readyz"}
 	case "init":
 		return []string{"glyphoxa init",
-			"glyphoxa init --non-interactive --token $DISCORD_TOKEN --guild 123456789012345678 --campaign ironhold-saga --import testdata/campaigns/ironhold-saga.yaml"}
+			"DISCORD_TOKEN=… glyphoxa init --non-interactive --guild 123456789012345678 --import testdata/campaigns/ironhold-saga.yaml",
+			`docker compose run --rm --user "$(id -u):$(id -g)" init`}
 	}
 	return nil
 }

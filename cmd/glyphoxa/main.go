@@ -100,7 +100,7 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun `glyphoxa <command> -h` for a command's flags.")
+	fmt.Fprintln(w, "\nRun `glyphoxa <command> -h` for what a command does, examples and its flags.")
 }
 
 // usagef returns a usage error.
