@@ -251,6 +251,9 @@ func cmdInit(ctx context.Context, e *env, args []string) error {
 	}
 	// It may hold the bot token: only its owner reads it.
 	if err := os.WriteFile(path, text, 0o600); err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("writing %s: %w (in Docker, run init as yourself: docker compose run --rm --user \"$(id -u):$(id -g)\" init)", path, err)
+		}
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	printf(e.stdout, "✓ wrote %s: server %s plays campaign %q\n", path, g, camp)
