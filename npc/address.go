@@ -240,9 +240,40 @@ func vocative(text string, words []word, ms []Mention) (Mention, bool) {
 		if (atStart && (setOff || secondPersonNext(words, last))) || clauseEnd {
 			return m, true
 		}
+		// Speech-to-text writes no commas and may hear a name's last part
+		// as another word ("Brannoc guild do you know…" for Brannoc
+		// Gildmane): a name that starts the line addresses its bearer when
+		// the rest speaks to someone, and so does a name that ends a line
+		// spoken to someone, unless it is the object of the last words
+		// ("do you trust Elara").
+		rest := words[last+1:]
+		if atStart && (secondPerson(rest) || strings.HasSuffix(strings.TrimSpace(text), "?") || hasQuestionWord(rest)) {
+			return m, true
+		}
+		if last == len(words)-1 && first > 0 && !objectTakers[words[first-1].text] &&
+			(secondPerson(words[:first]) || questionWords[words[0].text] || isImperative(words[:first])) {
+			return m, true
+		}
 	}
 	return Mention{}, false
 }
+
+func hasQuestionWord(ws []word) bool {
+	return slices.ContainsFunc(ws, func(w word) bool { return questionWords[w.text] })
+}
+
+// objectTakers are words after which a name is their object, not the
+// person spoken to: prepositions, articles, and verbs that take a person.
+var objectTakers = map[string]bool{"of": true, "about": true, "to": true, "with": true, "for": true, "from": true,
+	"at": true, "in": true, "on": true, "by": true, "like": true, "than": true, "and": true, "or": true, "nor": true,
+	"the": true, "a": true, "an": true, "trust": true, "know": true, "knew": true, "see": true, "saw": true, "seen": true,
+	"meet": true, "met": true, "ask": true, "asked": true, "tell": true, "told": true, "find": true, "found": true,
+	"love": true, "hate": true, "kill": true, "killed": true, "help": true, "helped": true, "fight": true, "follow": true,
+	"believe": true, "think": true, "heard": true, "hear": true, "call": true, "called": true, "fear": true,
+	"serve": true, "serves": true, "is": true, "was": true, "are": true, "were": true, "be": true, "not": true,
+	"visit": true, "pay": true, "paid": true, "owe": true, "thank": true, "against": true, "without": true, "under": true,
+	"before": true, "after": true, "behind": true, "beside": true, "near": true, "into": true, "through": true,
+	"towards": true, "toward": true, "his": true, "her": true, "their": true, "my": true, "our": true, "your": true}
 
 // secondPersonNext: "Grimjaw what do you know" (no comma in speech-to-text
 // output) still addresses Grimjaw when a question word or "you" follows.

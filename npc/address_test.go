@@ -55,7 +55,15 @@ func newExactNames(m map[string][]string) exactNames {
 }
 
 func (f exactNames) FindNames(text string) []npc.Mention {
-	lower := strings.ToLower(text)
+	// Byte-wise ASCII folding keeps the offsets those of text
+	// (strings.ToLower may change a line's length).
+	b := []byte(text)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	lower := string(b)
 	taken := make([]bool, len(text))
 	var out []npc.Mention
 	boundary := func(i int) bool {
@@ -153,4 +161,28 @@ func TestLikelyAddressee(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzAddress routes arbitrary lines: no panic, and an answer comes only
+// from an NPC.
+func FuzzAddress(f *testing.F) {
+	for _, s := range []string{"Brannoc guild do you know two hundred gold", "do you trust Elara", "Grimjaw", ", Grimjaw?",
+		"", "hey hey hey Grim", "Thorin do you have the map", "Grimjaw's", "what do you think of Brannoc Gildmane"} {
+		f.Add(s)
+	}
+	finder := newExactNames(map[string][]string{"grimjaw": {"Grimjaw", "Grim"}, "elara": {"Elara"},
+		"brannoc": {"Brannoc Gildmane", "Brannoc"}, "thorin": {"Thorin"}})
+	isNPC := func(id string) bool { return id == "grimjaw" || id == "elara" || id == "brannoc" }
+	now := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, text string) {
+		a := npc.NewAddresser(finder, isNPC, nil, 0)
+		a.NoteReply("grimjaw", "u1", now.Add(-5*time.Second))
+		d := a.Decide(npc.AddressInput{Text: text, SpeakerID: "u1", At: now})
+		if d.NPCID != "" && !isNPC(d.NPCID) {
+			t.Errorf("%q answered by %q, not an NPC", text, d.NPCID)
+		}
+		if d.Reason == "" {
+			t.Errorf("%q: no reason", text)
+		}
+	})
 }

@@ -25,12 +25,6 @@ type ContextSource interface {
 	Complete(ctx context.Context, p *hotctx.Prepared, req hotctx.Request) (hotctx.Context, error)
 }
 
-// Fallback answers when there is no LLM, or when it fails: from memory,
-// without a model, and said to be a fallback.
-type Fallback interface {
-	Answer(ctx context.Context, p Persona, hc HotContext, in TurnInput) (string, error)
-}
-
 // ErrNoLLM is returned by Turn when no LLM is configured and no fallback
 // answers; the result still carries the messages the LLM would have got.
 var ErrNoLLM = errors.New("no LLM is configured (providers.llm)")
@@ -117,14 +111,15 @@ type Config struct {
 	// leaves a tool unavailable (it says so to the model).
 	Heard  HeardSearcher
 	Recall Recaller
+	// Fallback, when set, answers without the LLM when LLM is nil or
+	// fails before saying anything.
+	Fallback *Fallback
 	// ContextTokens is the hot context budget (default 1500 tokens).
 	ContextTokens int
 	Budget        ToolBudget
 	// PrefetchTTL is how long a speculatively assembled context stays
 	// usable (default 15 s).
 	PrefetchTTL time.Duration
-	// Fallback, if set, answers when there is no LLM or it fails.
-	Fallback Fallback
 	// OnUsage, if set, receives the tokens of every LLM request.
 	OnUsage func(llm.Usage)
 	Logger  *slog.Logger
@@ -271,6 +266,11 @@ const maxRounds = 4
 // Turn answers one utterance as the NPC. Each completed sentence goes to
 // onSentence as soon as it is written, so it can be spoken while the model
 // writes the next.
+//
+// Without an LLM, or when the LLM fails before saying anything, the
+// configured Fallback answers from memory; without one, the result still
+// carries the messages the LLM would have got, and the error says why no
+// one answered.
 func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string)) (TurnResult, error) {
 	start := a.cfg.Now()
 	since := func() time.Duration { return a.cfg.Now().Sub(start) }
@@ -352,28 +352,24 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 }
 
 // fallback answers without the LLM, when a Fallback is configured;
-// otherwise it returns cause.
-func (a *Agent) fallback(ctx context.Context, p Persona, hc HotContext, in TurnInput, res TurnResult, cause error,
+// otherwise it returns cause. The result keeps what the turn prepared.
+func (a *Agent) fallback(ctx context.Context, _ Persona, _ HotContext, in TurnInput, res TurnResult, cause error,
 	onSentence func(string)) (TurnResult, error) {
 	if a.cfg.Fallback == nil {
 		return res, cause
 	}
-	text, err := a.cfg.Fallback.Answer(ctx, p, hc, in)
+	reason := cause.Error()
+	if errors.Is(cause, ErrNoLLM) {
+		reason = "no LLM configured"
+	}
+	fb, err := a.cfg.Fallback.Turn(ctx, in, reason, onSentence)
 	if err != nil {
 		return res, errors.Join(cause, fmt.Errorf("the fallback answer: %w", err))
 	}
-	if !errors.Is(cause, ErrNoLLM) {
-		a.cfg.Logger.Warn("the LLM failed; the NPC answered from memory without it", "npc", in.NPCID, "err", cause)
-	}
-	var sp SentenceSplitter
-	for _, s := range append(sp.Write(text), sp.Flush()...) {
-		res.Sentences = append(res.Sentences, s)
-		if onSentence != nil {
-			onSentence(s)
-		}
-	}
-	res.Text, res.Fallback = strings.TrimSpace(text), true
-	return res, nil
+	fb.Messages, fb.Context, fb.Degraded = res.Messages, res.Context, res.Degraded
+	fb.Timings.ContextReady, fb.Timings.Speculative = res.Timings.ContextReady, res.Timings.Speculative
+	fb.Usage, fb.Rounds, fb.Tools = res.Usage, res.Rounds, append(res.Tools, fb.Tools...)
+	return fb, nil
 }
 
 // buildMessages lays out the request: the system prompt, the conversation

@@ -8,4 +8,9 @@
 // model use memory tools — which run with the NPC's permissions, never the
 // model's say-so: an NPC can only search, recall and query what it could
 // know, and can only propose facts for the DM's review.
+//
+// Without a language model, or when it fails before saying anything, a
+// [Fallback] answers instead (set [Config.Fallback]): an extractive reply
+// from what the NPC itself knows and heard, or "I don't know", never a
+// secret, marked in [TurnResult.Fallback], logged and counted.
 package npc

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # testdeps.sh installs what the test suite needs besides PostgreSQL: Debian's
-# espeak-ng (speech synthesis for real-audio tests), sox, and pocketsphinx
+# offline speech synthesis (festival with its US English voices — the HTS
+# voice festvox-us-slt-hts and the diphone voices kal and ked — flite, and
+# espeak-ng, the last fallback), sox, and pocketsphinx
 # (the offline speech-to-text engine), plus the pinned Node.js test peers in
 # scripts/node-peers (installed into .cache/node-peers). With --voice-only it
 # installs the voice programs alone (what `make demo` needs).
@@ -18,7 +20,7 @@ as_root() {
   else die "need root to run: $*; install these packages by hand"; fi
 }
 
-pkgs=(espeak-ng sox pocketsphinx pocketsphinx-en-us)
+pkgs=(espeak-ng festival festvox-us-slt-hts festvox-kallpc16k festvox-kdlpc16k flite sox pocketsphinx pocketsphinx-en-us)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [[ ${#missing[@]} -gt 0 ]]; then

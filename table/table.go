@@ -47,10 +47,10 @@ type Providers struct {
 	Language    string
 	// Speaker voices the NPCs; nil posts their replies with Announce.
 	Speaker Speaker
-	// LLM answers as the NPCs; nil leaves answering to Fallback.
+	// LLM answers as the NPCs. Without one, or when it fails, an NPC
+	// answers from its memory without a model (npc.Fallback), and says so
+	// in the logs and metrics.
 	LLM npc.Streamer
-	// Fallback answers without the LLM (when there is none, or it fails).
-	Fallback npc.Fallback
 	// LLMCorrector is the LLM pass of name correction (nil: phonetic
 	// only).
 	LLMCorrector *correction.LLMCorrector
@@ -305,7 +305,6 @@ func newAgent(camp *postgres.Campaign, cfg Config, log *slog.Logger) (*npc.Agent
 		Graph:         camp.Graph(),
 		Heard:         camp.Sessions(),
 		ContextTokens: cfg.Settings.HotContextTokens,
-		Fallback:      p.Fallback,
 		Logger:        log,
 		Now:           cfg.Clock.Now,
 	}
@@ -317,6 +316,11 @@ func newAgent(camp *postgres.Campaign, cfg Config, log *slog.Logger) (*npc.Agent
 	} else {
 		ncfg.Recall = Recaller{R: r}
 	}
+	fb, err := npc.NewFallback(npc.FallbackConfig{Graph: camp.Graph(), Heard: camp.Sessions(), Recall: ncfg.Recall, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	ncfg.Fallback = fb
 	if o, ok := cfg.Observer.(tokenObserver); ok {
 		ncfg.OnUsage = func(u llm.Usage) { o.AddTokens(u.PromptTokens, u.CompletionTokens) }
 	}

@@ -42,6 +42,9 @@ type Server struct {
 
 	BotUser *discordgo.User
 	AppID   string
+	// Token, when set before the first request, is the only bot token the
+	// REST API accepts: other requests get Discord's 401.
+	Token string
 
 	mu       sync.Mutex
 	calls    []Call
@@ -200,7 +203,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	c := Call{Method: r.Method, Path: path, Body: json.RawMessage(body)}
 	w.Header().Set("Content-Type", "application/json")
 	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if s.Token != "" && r.Header.Get("Authorization") != "Bot "+s.Token {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `{"message": "401: Unauthorized", "code": 0}`)
+		s.record(c)
+		return
+	}
 	switch {
+	case r.Method == http.MethodGet && path == "/users/@me":
+		json.NewEncoder(w).Encode(s.BotUser)
+	case r.Method == http.MethodGet && path == "/oauth2/applications/@me":
+		json.NewEncoder(w).Encode(map[string]any{"id": s.AppID, "name": s.BotUser.Username, "bot_public": true,
+			"bot": s.BotUser})
+	case r.Method == http.MethodGet && path == "/users/@me/guilds":
+		s.mu.Lock()
+		gs := make([]map[string]any, 0, len(s.guilds))
+		for _, g := range s.guilds {
+			gs = append(gs, map[string]any{"id": g.ID, "name": g.Name})
+		}
+		s.mu.Unlock()
+		json.NewEncoder(w).Encode(gs)
 	case r.Method == http.MethodGet && path == "/gateway":
 		json.NewEncoder(w).Encode(map[string]string{"url": "ws://" + r.Host + "/gateway-ws"})
 		return // not recorded: plumbing

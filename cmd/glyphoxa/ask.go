@@ -40,7 +40,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	camp, err := store.Campaign(ctx, *campaign)
+	camp, err := openCampaign(ctx, store, *campaign)
 	if err != nil {
 		return err
 	}

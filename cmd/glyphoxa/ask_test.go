@@ -153,6 +153,7 @@ func TestProcessIsIdempotent(t *testing.T) {
 
 func TestAskErrors(t *testing.T) {
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	createCampaign(t, vars["GLYPHOXA_DSN"], "c") // read commands never create one
 	cases := []struct {
 		name     string
 		args     []string
@@ -176,6 +177,19 @@ func TestAskErrors(t *testing.T) {
 				t.Fatalf("exit %d (want %d), stderr %q (want it to contain %q)", code, tc.code, errs, tc.inStderr)
 			}
 		})
+	}
+}
+
+// createCampaign creates an empty campaign.
+func createCampaign(t *testing.T, dsn, id string) {
+	t.Helper()
+	s, err := postgres.NewStore(context.Background(), dsn, 384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Campaign(context.Background(), id); err != nil {
+		t.Fatal(err)
 	}
 }
 

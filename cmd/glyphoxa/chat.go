@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -16,7 +18,8 @@ import (
 )
 
 // cmdChat runs NPC turns from the terminal: the same pipeline as in voice,
-// typed instead of spoken.
+// typed instead of spoken. Without a language model, or when it fails, the
+// NPC answers from its memory with the extractive fallback, marked as such.
 func cmdChat(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet("chat", e)
 	var sf storeFlags
@@ -36,14 +39,14 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if err := cfg.Require(config.NeedLLM); err != nil {
-		return fmt.Errorf("%w\n(an NPC needs a language model to answer; for a local one: ollama serve, then GLYPHOXA_LLM_BASE_URL=http://localhost:11434/v1 GLYPHOXA_LLM_MODEL=llama3.1)", err)
+		printf(e.stderr, "%v\nWithout a language model the NPC answers from its memory only (an extractive fallback). For a local model: ollama serve, then GLYPHOXA_LLM_BASE_URL=http://localhost:11434/v1 GLYPHOXA_LLM_MODEL=llama3.1\n", err)
 	}
 	store, cfg, err := sf.openStore(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	camp, err := store.Campaign(ctx, *campaign)
+	camp, err := openCampaign(ctx, store, *campaign)
 	if err != nil {
 		return err
 	}
@@ -51,14 +54,21 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("no NPC %q in campaign %q (glyphoxa inspect --campaign %s lists what is there): %w", *npcID, *campaign, *campaign, err)
 	}
-	client, err := newLLM(cfg)
+	recaller, err := newRecaller(camp, cfg)
+	if err != nil {
+		printf(e.stderr, "(the recall tool is not available: %v)\n", err)
+	}
+	fallback, err := npc.NewFallback(npc.FallbackConfig{Graph: camp.Graph(), Heard: camp.Sessions(), Recall: recaller,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}
-	ncfg := npc.Config{LLM: client, Context: newHotContext(camp, cfg), Graph: camp.Graph(),
-		Heard: camp.Sessions(), ContextTokens: cfg.Memory.HotContextTokens}
-	if ncfg.Recall, err = newRecaller(camp, cfg); err != nil {
-		printf(e.stderr, "(the recall tool is not available: %v)\n", err)
+	ncfg := npc.Config{Context: newHotContext(camp, cfg), Graph: camp.Graph(), Heard: camp.Sessions(),
+		Recall: recaller, ContextTokens: cfg.Memory.HotContextTokens, Fallback: fallback}
+	if cfg.Providers.LLM.Configured() {
+		if ncfg.LLM, err = newLLM(cfg); err != nil {
+			return err
+		}
 	}
 	agent, err := npc.NewAgent(ncfg)
 	if err != nil {
@@ -115,8 +125,12 @@ func chatLoop(ctx context.Context, e *env, camp *postgres.Campaign, agent *npc.A
 			}
 			printf(e.stdout, "  [tool %s %s → %s]\n", t.Name, t.Args, truncateStr(status, 80))
 		}
-		printf(e.stdout, "  [%d ms to first sentence, %d+%d tokens]\n", res.Timings.FirstSentence.Milliseconds(),
-			res.Usage.PromptTokens, res.Usage.CompletionTokens)
+		if res.Fallback {
+			printf(e.stdout, "  [fallback: answered from memory without the language model]\n")
+		} else {
+			printf(e.stdout, "  [%d ms to first sentence, %d+%d tokens]\n", res.Timings.FirstSentence.Milliseconds(),
+				res.Usage.PromptTokens, res.Usage.CompletionTokens)
+		}
 		at := time.Now().UTC()
 		if _, err := camp.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: sessionID, SpeakerID: ent.ID, SpeakerName: ent.Name,
 			NPCID: ent.ID, Text: res.Text, RawText: res.Text, At: at, IdempotencyKey: fmt.Sprintf("chat:%s:%d", sessionID, at.UnixNano())}); err != nil {

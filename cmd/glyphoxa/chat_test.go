@@ -56,9 +56,25 @@ func TestChatRunsTheTurnPipeline(t *testing.T) {
 	}
 }
 
-func TestChatWithoutAnLLMSaysWhatToSet(t *testing.T) {
-	code, _, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": "postgres://unused"}, "chat", "--campaign", "c", "--npc", "n")
-	if code != 1 || !strings.Contains(errs, "GLYPHOXA_LLM_BASE_URL") || !strings.Contains(errs, "providers.llm.base_url") {
-		t.Fatalf("exit %d: %q", code, errs)
+func TestChatWithoutAnLLMAnswersFromMemory(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	vars := map[string]string{"GLYPHOXA_DSN": dsn}
+	if code, _, errs := runCLI(t, vars, "import", "--no-process", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
+		t.Fatalf("import: %s", errs)
+	}
+	var out, errb bytes.Buffer
+	e := &env{stdin: strings.NewReader("Where is Elara?\n\n"), stdout: &out, stderr: &errb,
+		getenv: func(k string) string { return vars[k] }}
+	if code := run(context.Background(), []string{"chat", "--campaign", "ironhold-saga", "--npc", "grimjaw", "--as", "Lyra"}, e); code != 0 {
+		t.Fatalf("chat exited %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"Elara Moonwhisper is at Tower of Whispers.", "[fallback: answered from memory without the language model]"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("chat output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// It says what to set for real replies.
+	if !strings.Contains(errb.String(), "GLYPHOXA_LLM_BASE_URL") || !strings.Contains(errb.String(), "providers.llm.base_url") {
+		t.Errorf("stderr %q does not say how to configure a model", errb.String())
 	}
 }

@@ -23,10 +23,12 @@ func (f *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dsn, "dsn", "", "PostgreSQL DSN (default: $GLYPHOXA_DSN, else memory.postgres_dsn of the configuration)")
 }
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
+// newFlagSet returns a flag set that reports errors instead of exiting and
+// whose -h says what the command does, with examples.
 func newFlagSet(name string, e *env) *flag.FlagSet {
 	fs := flag.NewFlagSet("glyphoxa "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	fs.Usage = func() { printCommandHelp(fs.Output(), fs, name) }
 	return fs
 }
 

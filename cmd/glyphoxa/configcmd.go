@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 )
 
 func cmdConfig(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("config check", e)
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fs.Usage()
+		return flag.ErrHelp
+	}
 	if len(args) == 0 || args[0] != "check" {
 		return usagef("the only config subcommand is check")
 	}
-	fs := newFlagSet("config check", e)
 	var sf storeFlags
 	sf.register(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {

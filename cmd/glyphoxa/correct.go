@@ -51,7 +51,7 @@ func cmdCorrect(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer s.Close()
-		c, err := s.Campaign(ctx, *campaign)
+		c, err := openCampaign(ctx, s, *campaign)
 		if err != nil {
 			return err
 		}

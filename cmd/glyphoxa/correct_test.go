@@ -105,6 +105,7 @@ func TestCorrectFromDatabase(t *testing.T) {
 		t.Fatalf("correct: %d %q %q", code, out, errs)
 	}
 	// A campaign without entities passes text through, with a warning.
+	createCampaign(t, vars["GLYPHOXA_DSN"], "empty-campaign")
 	code, out, errs = runCLI(t, vars, "correct", "--campaign", "empty-campaign", "we pray to sell vara")
 	if code != 0 || out != "we pray to sell vara\n" || !strings.Contains(errs, "no entities") {
 		t.Fatalf("empty campaign: %d %q %q", code, out, errs)

@@ -15,8 +15,10 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
+	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/scene"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
+	"github.com/glyphoxa/glyphoxa/voice/tts"
 )
 
 const (
@@ -102,17 +104,29 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	}
 	step("playing %s: %d steps through the table (speech synthesis → Opus → lanes → speech-to-text (%s) → correction → session log → addressing → NPC)",
 		*scenePath, len(sc.Lines), provider)
+	opts := scene.Options{Store: store, Campaign: camp, Providers: prov, Settings: tableSettings(cfg), OutDir: *out, Logger: log}
+	// The players speak, and the NPCs answer, with the best offline voices
+	// installed: distinct voices that speech-to-text understands well.
+	if l, err := tts.NewLocal(tts.LocalConfig{Logger: log}); err == nil {
+		opts.PlayerVoice = l
+		for _, v := range l.PlayerVoices(len(sc.Players)) {
+			opts.PlayerVoices = append(opts.PlayerVoices, v.Name)
+		}
+		if v, ok := prov.Speaker.(*table.Voices); ok {
+			opts.NPCVoice, opts.NPCVoiceName = v.Default, v.DefaultVoice
+		}
+	}
 	enc := json.NewEncoder(e.stdout)
-	res, err := scene.Play(ctx, sc, scene.Options{Store: store, Campaign: camp, Providers: prov, Settings: tableSettings(cfg),
-		OutDir: *out, Logger: log, OnEvent: func(ev scene.Event) {
-			if *asJSON {
-				if err := enc.Encode(jsonEvent(ev)); err != nil {
-					log.Warn("writing the event", "err", err)
-				}
-				return
+	opts.OnEvent = func(ev scene.Event) {
+		if *asJSON {
+			if err := enc.Encode(jsonEvent(ev)); err != nil {
+				log.Warn("writing the event", "err", err)
 			}
-			printEvent(e, ev)
-		}})
+			return
+		}
+		printEvent(e, ev)
+	}
+	res, err := scene.Play(ctx, sc, opts)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func cmdInspect(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	c, err := s.Campaign(ctx, *campaign)
+	c, err := openCampaign(ctx, s, *campaign)
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,8 @@ func commands() []command {
 		{"demo", "[--out DIR]", "play a scripted scene through the voice pipeline, without Discord", cmdDemo},
 		{"serve", "[--config FILE] [--listen ADDR]", "run the Discord bot with /healthz, /readyz and /metrics", cmdServe},
 		{"bench", "[--scale 1k,100k]", "benchmark the memory store on generated campaigns", cmdBench},
+		{"health", "[--url URL] [--ready]", "check that a running `glyphoxa serve` is alive or ready (the container's health check)", cmdHealth},
+		{"init", "[--non-interactive --token T --guild ID --campaign ID --import FILE.yaml] [--config FILE]", "guided set-up: write config.yaml, check the Discord token, print the invite URL, bind a server to a campaign, import it", cmdInit},
 	}
 }
 
@@ -98,7 +100,7 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun `glyphoxa <command> -h` for a command's flags.")
+	fmt.Fprintln(w, "\nRun `glyphoxa <command> -h` for what a command does, examples and its flags.")
 }
 
 // usagef returns a usage error.

@@ -28,6 +28,9 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
+	if err := checkCampaign(ctx, store, *campaign); err != nil {
+		return err
+	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
 	srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: *campaign, Logger: logger,
 		Asker: newAsker(store, cfg)})

@@ -26,6 +26,9 @@ func cmdProcess(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
+	if err := checkCampaign(ctx, store, *campaign); err != nil {
+		return err
+	}
 	var sessions []string
 	if *session != "" {
 		camp, err := store.Campaign(ctx, *campaign)

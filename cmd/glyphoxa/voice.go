@@ -53,11 +53,14 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock) (table
 	if err != nil {
 		return p, release, err
 	}
-	name := cfg.Providers.TTS.Provider
+	name, voice := cfg.Providers.TTS.Provider, cfg.Providers.TTS.Voice
 	if name == "" {
-		name = "espeak"
+		name = "local"
 	}
-	p.Speaker = &table.Voices{Default: synth, DefaultVoice: cfg.Providers.TTS.Voice,
+	if l, ok := synth.(*tts.Local); ok && voice == "" {
+		voice = l.Best().Voice().Name
+	}
+	p.Speaker = &table.Voices{Default: synth, DefaultVoice: voice,
 		ByProvider: map[string]tts.Synthesizer{name: synth, "espeak": tts.Espeak{}}, Clock: clk, Logger: log}
 	if p.Embedder, err = newEmbedder(cfg); err != nil {
 		return p, release, err
@@ -126,17 +129,21 @@ func newRecognizer(c config.STT, log *slog.Logger) (stt.Recognizer, error) {
 // newSynthesizer returns the configured speech synthesis.
 func newSynthesizer(c config.TTS, log *slog.Logger) (tts.Synthesizer, error) {
 	switch c.Provider {
-	case "", "espeak":
-		if _, err := exec.LookPath("espeak-ng"); err != nil {
-			log.Warn("offline speech synthesis needs espeak-ng (Debian: espeak-ng); NPCs stay silent until it is installed or providers.tts is set")
+	case "", "local", "espeak", "festival", "flite":
+		// The best offline voice installed: festival or flite, which
+		// speech-to-text understands far better, else espeak-ng.
+		l, err := tts.NewLocal(tts.LocalConfig{Logger: log})
+		if err != nil {
+			log.Warn("offline speech synthesis needs festival, flite or espeak-ng (Debian packages); NPCs stay silent until one is installed or providers.tts is set", "err", err)
+			return tts.Espeak{}, nil
 		}
-		return tts.Espeak{}, nil
+		return l, nil
 	case "openai":
 		return &tts.OpenAI{APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model}, nil
 	case "elevenlabs":
 		return &tts.ElevenLabs{APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model}, nil
 	}
-	return nil, fmt.Errorf("providers.tts.provider %q: want espeak, openai or elevenlabs", c.Provider)
+	return nil, fmt.Errorf("providers.tts.provider %q: want local (festival, flite or espeak-ng), openai or elevenlabs", c.Provider)
 }
 
 // voiceManager returns the voice session manager of a Discord session.

@@ -37,6 +37,11 @@ type Options struct {
 	// PlayerVoice synthesises the players' lines (default espeak-ng);
 	// NPCVoice the NPCs' (default PlayerVoice).
 	PlayerVoice, NPCVoice tts.Synthesizer
+	// NPCVoiceName is the NPCs' default voice name.
+	NPCVoiceName string
+	// PlayerVoices are the voices of players the scene gives none, in
+	// turn (default: PlayerVoice's default).
+	PlayerVoices []string
 	// OutDir, if set, receives each spoken NPC reply as a WAV file.
 	OutDir string
 	// OnEvent receives every line and command as it is done.
@@ -160,6 +165,13 @@ func Play(ctx context.Context, f *File, o Options) (Result, error) {
 	if o.Providers.STT == nil {
 		o.Providers.STT = unavailable{}
 	}
+	k := 0
+	for i := range f.Players {
+		if f.Players[i].Voice == "" && len(o.PlayerVoices) > 0 {
+			f.Players[i].Voice = o.PlayerVoices[k%len(o.PlayerVoices)]
+			k++
+		}
+	}
 	clk := clocktest.NewFake(f.Start)
 	var users []string
 	for _, p := range f.Players {
@@ -169,7 +181,7 @@ func Play(ctx context.Context, f *File, o Options) (Result, error) {
 	rec := &recognizer{real: o.Providers.STT}
 	prov := o.Providers
 	prov.STT = rec
-	prov.Speaker = &table.Voices{Default: o.NPCVoice, Clock: instant{}, Logger: o.Logger}
+	prov.Speaker = &table.Voices{Default: o.NPCVoice, DefaultVoice: o.NPCVoiceName, Clock: instant{}, Logger: o.Logger}
 	controls := bot.NewControls()
 	reports := make(chan table.LineReport, 16)
 	names := map[string]string{}

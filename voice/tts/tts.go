@@ -2,7 +2,10 @@
 // with a [Voice] per NPC.
 //
 // Providers:
-//   - [Espeak]: Debian's espeak-ng, offline; the default.
+//   - [Local]: the best offline engine installed — [Festival] with its HTS
+//     voice, else [Flite], else [Espeak] (Debian's espeak-ng), which stays
+//     the last fallback; the default.
+//   - [Festival], [Flite], [Espeak]: one offline engine each.
 //   - [OpenAI]: any OpenAI-compatible /v1/audio/speech endpoint.
 //   - [ElevenLabs]: ElevenLabs' HTTP streaming endpoint.
 //
@@ -40,6 +43,9 @@ type Synthesizer interface {
 
 // ErrNoText is returned for empty text.
 var ErrNoText = errors.New("nothing to say")
+
+// ErrBadVoice is wrapped when a provider does not have the voice asked for.
+var ErrBadVoice = errors.New("no such voice")
 
 // ProviderError is a failure of a speech provider.
 type ProviderError struct {

@@ -145,8 +145,9 @@ type STT struct {
 
 // TTS selects text-to-speech.
 type TTS struct {
-	// Provider is "espeak" (offline), "openai" (any /v1/audio/speech) or
-	// "elevenlabs".
+	// Provider is "espeak" or "local" (offline: the best voice installed,
+	// festival or flite before espeak-ng; "festival" and "flite" are the
+	// same), "openai" (any /v1/audio/speech) or "elevenlabs".
 	Provider string `yaml:"provider"`
 	BaseURL  string `yaml:"base_url"`
 	APIKey   string `yaml:"api_key"`
@@ -354,7 +355,7 @@ func (c Config) Validate() error {
 		in("providers.llm.temperature", c.Providers.LLM.Temperature, 0, 2),
 		oneOf("providers.embeddings.provider", c.Providers.Embeddings.Provider, "offline", "openai"),
 		oneOf("providers.stt.provider", c.Providers.STT.Provider, "pocketsphinx", "deepgram", "openai"),
-		oneOf("providers.tts.provider", c.Providers.TTS.Provider, "espeak", "openai", "elevenlabs"),
+		oneOf("providers.tts.provider", c.Providers.TTS.Provider, "espeak", "local", "festival", "flite", "openai", "elevenlabs"),
 		oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"),
 		oneOf("log.format", c.Log.Format, "text", "json"),
 	}

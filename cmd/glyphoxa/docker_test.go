@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// composeFile is the part of docker-compose.yml the checks read.
+type composeFile struct {
+	Services map[string]composeService `yaml:"services"`
+	Volumes  map[string]any            `yaml:"volumes"`
+}
+
+type composeService struct {
+	Image       string            `yaml:"image"`
+	Profiles    []string          `yaml:"profiles"`
+	Command     []string          `yaml:"command"`
+	Entrypoint  []string          `yaml:"entrypoint"`
+	Environment map[string]string `yaml:"environment"`
+	Ports       []string          `yaml:"ports"`
+	Volumes     []yaml.Node       `yaml:"volumes"`
+	DependsOn   map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
+	Healthcheck *struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
+	StdinOpen bool `yaml:"stdin_open"`
+	TTY       bool `yaml:"tty"`
+}
+
+// mount is one volume entry, short ("src:dst:ro") or long syntax.
+type mount struct {
+	Type, Source, Target string
+	ReadOnly             bool
+	CreateHostPath       *bool
+}
+
+func (s composeService) mounts(t *testing.T) []mount {
+	t.Helper()
+	var out []mount
+	for _, n := range s.Volumes {
+		if n.Kind == yaml.ScalarNode {
+			parts := strings.Split(n.Value, ":")
+			m := mount{Type: "volume", Source: parts[0], Target: parts[1]}
+			if strings.HasPrefix(m.Source, ".") || strings.HasPrefix(m.Source, "/") {
+				m.Type = "bind"
+			}
+			m.ReadOnly = len(parts) > 2 && parts[2] == "ro"
+			out = append(out, m)
+			continue
+		}
+		var long struct {
+			Type     string `yaml:"type"`
+			Source   string `yaml:"source"`
+			Target   string `yaml:"target"`
+			ReadOnly bool   `yaml:"read_only"`
+			Bind     struct {
+				CreateHostPath *bool `yaml:"create_host_path"`
+			} `yaml:"bind"`
+		}
+		if err := n.Decode(&long); err != nil {
+			t.Fatalf("volume at line %d: %v", n.Line, err)
+		}
+		out = append(out, mount{long.Type, long.Source, long.Target, long.ReadOnly, long.Bind.CreateHostPath})
+	}
+	return out
+}
+
+// dockerInstr is one Dockerfile instruction of a build stage.
+type dockerInstr struct {
+	stage     int
+	op, args  string
+	firstLine int
+}
+
+// parseDockerfile splits a Dockerfile into instructions, joining
+// continuation lines and dropping comments.
+func parseDockerfile(t *testing.T, path string) []dockerInstr {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []dockerInstr
+	stage, line, start := -1, 0, 0
+	var cur strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if cur.Len() == 0 && (text == "" || strings.HasPrefix(text, "#")) {
+			continue
+		}
+		if cur.Len() == 0 {
+			start = line
+		}
+		if strings.HasPrefix(text, "#") {
+			continue
+		}
+		if strings.HasSuffix(text, "\\") {
+			cur.WriteString(strings.TrimSuffix(text, "\\") + " ")
+			continue
+		}
+		cur.WriteString(text)
+		op, args, _ := strings.Cut(cur.String(), " ")
+		op = strings.ToUpper(op)
+		if op == "FROM" {
+			stage++
+		}
+		out = append(out, dockerInstr{stage, op, strings.Join(strings.Fields(args), " "), start})
+		cur.Reset()
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestDockerFiles(t *testing.T) {
+	b, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c composeFile
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	bot, db, init, pull := c.Services["glyphoxa"], c.Services["db"], c.Services["init"], c.Services["ollama-pull"]
+
+	t.Run("the database publishes no port", func(t *testing.T) {
+		if len(db.Ports) > 0 {
+			t.Errorf("db publishes %v; a local PostgreSQL would clash", db.Ports)
+		}
+	})
+	t.Run("the bot checks its health with glyphoxa itself", func(t *testing.T) {
+		if bot.Healthcheck == nil || len(bot.Healthcheck.Test) < 3 || bot.Healthcheck.Test[0] != "CMD" ||
+			bot.Healthcheck.Test[1] != "glyphoxa" || bot.Healthcheck.Test[2] != "health" {
+			t.Fatalf("healthcheck %+v, want [CMD glyphoxa health …]", bot.Healthcheck)
+		}
+		listen := bot.Command[slices.Index(bot.Command, "--listen")+1]
+		_, port, _ := strings.Cut(listen, ":")
+		if !slices.ContainsFunc(bot.Healthcheck.Test, func(a string) bool { return strings.Contains(a, "127.0.0.1:"+port+"/healthz") }) {
+			t.Errorf("healthcheck %v does not check the port serve listens on (%s)", bot.Healthcheck.Test, listen)
+		}
+	})
+	t.Run("config.yaml is a file that must exist", func(t *testing.T) {
+		ms := bot.mounts(t)
+		i := slices.IndexFunc(ms, func(m mount) bool { return strings.HasSuffix(m.Source, "config.yaml") })
+		if i < 0 {
+			t.Fatalf("no config.yaml mount in %+v", ms)
+		}
+		m := ms[i]
+		if m.Type != "bind" || m.CreateHostPath == nil || *m.CreateHostPath || !m.ReadOnly {
+			t.Errorf("config mount %+v: want a read-only bind with bind.create_host_path: false (else a missing file becomes a directory)", m)
+		}
+		if bot.Environment["GLYPHOXA_CONFIG"] != m.Target {
+			t.Errorf("GLYPHOXA_CONFIG %q, want the mounted %q so that every subcommand reads it", bot.Environment["GLYPHOXA_CONFIG"], m.Target)
+		}
+	})
+	t.Run("a campaigns directory is mounted", func(t *testing.T) {
+		ms := bot.mounts(t)
+		if !slices.ContainsFunc(ms, func(m mount) bool { return m.Source == "./campaigns" && m.Target == "/campaigns" }) {
+			t.Errorf("no ./campaigns:/campaigns mount in %+v", ms)
+		}
+		if fi, err := os.Stat("../../campaigns"); err != nil || !fi.IsDir() {
+			t.Errorf("the repository has no campaigns/ directory: %v", err)
+		}
+	})
+	t.Run("init runs in a container without config.yaml", func(t *testing.T) {
+		if !slices.Contains(init.Profiles, "setup") || len(init.Entrypoint) < 2 || init.Entrypoint[0] != "glyphoxa" || init.Entrypoint[1] != "init" {
+			t.Fatalf("init service %+v: want profile setup and entrypoint glyphoxa init", init)
+		}
+		ms := init.mounts(t)
+		if slices.ContainsFunc(ms, func(m mount) bool { return strings.HasSuffix(m.Source, "config.yaml") }) {
+			t.Errorf("init mounts config.yaml, which it is to create: %+v", ms)
+		}
+		out := init.Entrypoint[slices.Index(init.Entrypoint, "--config")+1]
+		if !slices.ContainsFunc(ms, func(m mount) bool { return m.Source == "./" && strings.HasPrefix(out, m.Target+"/") && !m.ReadOnly }) {
+			t.Errorf("init writes %s, which is not in a writable mount of the project directory: %+v", out, ms)
+		}
+		if !init.StdinOpen || !init.TTY {
+			t.Error("init is interactive: it needs stdin_open and tty")
+		}
+	})
+	t.Run("the ollama profile pulls its model", func(t *testing.T) {
+		if !slices.Contains(pull.Profiles, "ollama") || pull.DependsOn["ollama"].Condition != "service_healthy" {
+			t.Fatalf("ollama-pull %+v: want profile ollama, after ollama is healthy", pull)
+		}
+		if len(pull.Entrypoint) != 3 || pull.Entrypoint[1] != "pull" || !strings.Contains(pull.Entrypoint[2], "GLYPHOXA_LLM_MODEL") {
+			t.Errorf("ollama-pull runs %v, want ollama pull ${GLYPHOXA_LLM_MODEL…}", pull.Entrypoint)
+		}
+		if c.Services["ollama"].Healthcheck == nil {
+			t.Error("ollama has no healthcheck to wait for")
+		}
+	})
+
+	instrs := parseDockerfile(t, "../../Dockerfile")
+	last := instrs[len(instrs)-1].stage
+	final := func(op string) []string {
+		var out []string
+		for _, in := range instrs {
+			if in.stage == last && in.op == op {
+				out = append(out, in.args)
+			}
+		}
+		return out
+	}
+	t.Run("the image checks itself and has the voices", func(t *testing.T) {
+		hc := final("HEALTHCHECK")
+		if len(hc) != 1 || !regexp.MustCompile(`CMD \["glyphoxa", "health"`).MatchString(hc[0]) {
+			t.Errorf("HEALTHCHECK %q, want CMD [\"glyphoxa\", \"health\"…]", hc)
+		}
+		if ep := final("ENTRYPOINT"); len(ep) != 1 || !strings.Contains(ep[0], "glyphoxa") {
+			t.Errorf("ENTRYPOINT %q", ep)
+		}
+		run := strings.Join(final("RUN"), " ")
+		for _, p := range []string{"festival", "festvox-us-slt-hts", "flite", "espeak-ng", "pocketsphinx-en-us"} {
+			if !slices.Contains(strings.Fields(run), p) {
+				t.Errorf("the image does not install %s", p)
+			}
+		}
+		var build []string
+		for _, in := range instrs {
+			if in.stage < last && in.op == "RUN" && strings.Contains(in.args, "go build") {
+				build = append(build, in.args)
+			}
+		}
+		if len(build) != 1 || !strings.Contains(build[0], "-Wno-stringop-overread") {
+			t.Errorf("the image's go build %q does not silence gopus's warnings", build)
+		}
+	})
+	t.Run("README documents importing in the container", func(t *testing.T) {
+		readme, err := os.ReadFile("../../README.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"docker compose run --rm glyphoxa import /campaigns/", "docker compose run --rm --user"} {
+			if !strings.Contains(string(readme), want) {
+				t.Errorf("README.md lacks %q", want)
+			}
+		}
+	})
+	t.Run("docker compose config", func(t *testing.T) {
+		if err := exec.Command("docker", "compose", "version").Run(); err != nil {
+			t.Skipf("docker compose is not installed (%v): the checks above parse the files instead", err)
+		}
+		cmd := exec.Command("docker", "compose", "--profile", "setup", "--profile", "ollama", "config", "--quiet")
+		cmd.Dir = "../.."
+		if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "config.yaml") {
+			t.Errorf("docker compose config: %v\n%s", err, out)
+		}
+	})
+}

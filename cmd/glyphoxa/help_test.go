@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+func TestSubcommandHelp(t *testing.T) {
+	for _, c := range commands() {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, nil, c.name, "-h")
+			help := out + errs
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, help)
+			}
+			for _, want := range []string{"glyphoxa " + c.name + ": " + c.summary + ".", "Usage: glyphoxa " + c.name, "Examples:\n  "} {
+				if !strings.Contains(help, want) {
+					t.Errorf("help lacks %q:\n%s", want, help)
+				}
+			}
+		})
+	}
+}
+
+func TestReadCommandsNeverCreateACampaign(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	vars := map[string]string{"GLYPHOXA_DSN": dsn, "GLYPHOXA_LLM_BASE_URL": "http://127.0.0.1:1/v1", "GLYPHOXA_LLM_MODEL": "m"}
+	if code, _, errs := runCLI(t, vars, "ask", "--campaign", "nothing-yet", "where?"); code != 1 ||
+		!strings.Contains(errs, `campaign "nothing-yet" does not exist: the database has no campaigns yet`) {
+		t.Errorf("empty database: exit %d, %q", code, errs)
+	}
+	if code, out, errs := runCLI(t, vars, "import", "--no-process", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
+		t.Fatalf("import: %d %s %s", code, out, errs)
+	}
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"ask", []string{"ask", "--campaign", "ironhold-sag", "Where is Grimjaw?"}},
+		{"inspect", []string{"inspect", "--campaign", "ironhold-sag"}},
+		{"chat", []string{"chat", "--campaign", "ironhold-sag", "--npc", "grimjaw"}},
+		{"mcp", []string{"mcp", "--campaign", "ironhold-sag"}},
+		{"process", []string{"process", "--campaign", "ironhold-sag"}},
+		{"correct", []string{"correct", "--campaign", "ironhold-sag", "grim jaw"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := runCLI(t, vars, tt.args...)
+			if code != 1 || !strings.Contains(errs, `campaign "ironhold-sag" does not exist; known campaigns: ironhold-saga (did you mean "ironhold-saga"?)`) {
+				t.Errorf("exit %d, stderr %q", code, errs)
+			}
+		})
+	}
+	s, err := postgres.NewStore(context.Background(), dsn, 384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ids, err := s.Campaigns(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != "ironhold-saga" {
+		t.Errorf("campaigns after the read commands: %v, want only ironhold-saga", ids)
+	}
+}
