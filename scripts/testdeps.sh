@@ -2,8 +2,9 @@
 # testdeps.sh installs what the test suite needs besides PostgreSQL: Debian's
 # espeak-ng (speech synthesis for real-audio tests), sox, and pocketsphinx
 # (the offline speech-to-text engine), plus the pinned Node.js test peers in
-# scripts/node-peers (installed into .cache/node-peers). With --voice-only it
-# installs the voice programs alone (what `make demo` needs).
+# scripts/node-peers (installed into .cache/node-peers) and Debian's chromium
+# (the DM console's browser tests drive it with playwright-core). With
+# --voice-only it installs the voice programs alone (what `make demo` needs).
 set -euo pipefail
 log() { printf 'testdeps: %s\n' "$*" >&2; }
 die() { printf 'testdeps: error: %s\n' "$*" >&2; exit 1; }
@@ -19,6 +20,7 @@ as_root() {
 }
 
 pkgs=(espeak-ng sox pocketsphinx pocketsphinx-en-us)
+if [[ ${1:-} != --voice-only ]]; then pkgs+=(chromium); fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [[ ${#missing[@]} -gt 0 ]]; then

@@ -55,6 +55,7 @@ func commands() []command {
 		{"demo", "[--out DIR]", "play a scripted scene through the voice pipeline, without Discord", cmdDemo},
 		{"serve", "[--config FILE] [--listen ADDR]", "run the Discord bot with /healthz, /readyz and /metrics", cmdServe},
 		{"bench", "[--scale 1k,100k]", "benchmark the memory store on generated campaigns", cmdBench},
+		{"console", "--campaign ID [--listen ADDR]", "serve the DM console in the browser and print a one-time sign-in link", cmdConsole},
 	}
 }
 
