@@ -85,7 +85,7 @@ func (s *Server) newSession(w http.ResponseWriter, r *http.Request, sess session
 	s.sessions[id] = &sess
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, Secure: s.secure(r),
-		SameSite: http.SameSiteLaxMode, Expires: sess.Expires})
+		SameSite: http.SameSiteLaxMode, MaxAge: int(s.cfg.SessionTTL.Seconds())})
 	s.log.Info("signed in", "user", sess.UserID, "campaign", sess.Campaign, "dm", sess.DM)
 }
 

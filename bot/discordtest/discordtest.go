@@ -58,7 +58,7 @@ type Server struct {
 	voiceSeq      int
 
 	oauthApp    OAuthApp
-	oauthUser   *oauthGrant
+	oauthUsers  []oauthGrant
 	oauthCodes  map[string]oauthGrant
 	oauthTokens map[string]oauthGrant
 }

@@ -43,10 +43,17 @@ func (s *Server) SetOAuthApp(a OAuthApp) {
 
 // SetOAuthUser makes the next visits to /oauth2/authorize consent as m, a
 // member of guildID (empty: a user in no guild).
-func (s *Server) SetOAuthUser(guildID string, m Member) {
+func (s *Server) SetOAuthUser(guildID string, m Member) { s.SetOAuthUsers(guildID, m) }
+
+// SetOAuthUsers makes visits to /oauth2/authorize consent as each member in
+// turn, members of guildID; the last one stays for later visits.
+func (s *Server) SetOAuthUsers(guildID string, ms ...Member) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.oauthUser = &oauthGrant{member: m, guildID: guildID}
+	s.oauthUsers = s.oauthUsers[:0]
+	for _, m := range ms {
+		s.oauthUsers = append(s.oauthUsers, oauthGrant{member: m, guildID: guildID})
+	}
 }
 
 // URL is the base URL of the fake's REST API and OAuth2 pages, e.g.
@@ -77,7 +84,15 @@ func oauthError(w http.ResponseWriter, status int, code, desc string) {
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	s.mu.Lock()
-	app, who := s.oauthApp, s.oauthUser
+	app := s.oauthApp
+	var who *oauthGrant
+	if len(s.oauthUsers) > 0 {
+		g := s.oauthUsers[0]
+		who = &g
+		if len(s.oauthUsers) > 1 {
+			s.oauthUsers = s.oauthUsers[1:]
+		}
+	}
 	s.mu.Unlock()
 	redirect, err := url.Parse(q.Get("redirect_uri"))
 	switch {
