@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
@@ -84,6 +85,9 @@ type Server struct {
 	sessions map[string]*session
 	links    map[string]oneTime
 	states   map[string]oauthState
+
+	snaps  snapshots
+	recaps recaps
 }
 
 // New checks cfg and returns a console.
@@ -125,7 +129,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("console: parsing templates: %w", err)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "console"), clk: clock.OrReal(cfg.Clock), tmpl: tmpl,
-		sessions: map[string]*session{}, links: map[string]oneTime{}, states: map[string]oauthState{}}
+		sessions: map[string]*session{}, links: map[string]oneTime{}, states: map[string]oauthState{},
+		snaps: snapshots{per: map[string]*campaignSnap{}}, recaps: recaps{per: map[recapKey]recap.Recap{}}}
 	s.routes()
 	return s, nil
 }

@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"sort"
@@ -10,9 +12,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/npc"
 )
-
-// maxGraphFacts bounds the facts one graph view loads.
-const maxGraphFacts = 20000
 
 // graphNode and graphEdge are the graph page's JSON: no attributes, which
 // are fetched per entity.
@@ -44,12 +43,12 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	g := camp.Graph()
-	ents, err := g.FindEntities(ctx, memory.EntityFilter{})
+	sn, err := s.graphSnapshot(ctx, camp)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
 	}
+	ents := sn.entities
 	types := map[string]bool{}
 	var npcs []memory.Entity
 	for _, e := range ents {
@@ -85,16 +84,33 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	q := r.URL.Query()
-	d, err := loadGraph(ctx, camp.Graph(), sessionOf(ctx).DM, q.Get("type"), q.Get("npc"), q.Get("session"))
+	sn, err := s.graphSnapshot(ctx, camp)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
 	}
-	writeJSON(w, d)
+	q := r.URL.Query()
+	dm := sessionOf(ctx).DM
+	key := fmt.Sprintf("%t\x00%s\x00%s\x00%s", dm, q.Get("type"), q.Get("npc"), q.Get("session"))
+	body, ok := sn.cachedJSON(key)
+	if !ok {
+		d, err := loadGraph(ctx, camp.Graph(), sn, dm, q.Get("type"), q.Get("npc"), q.Get("session"))
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		if body, err = json.Marshal(d); err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		sn.storeJSON(key, body)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(body)
 }
 
-func loadGraph(ctx context.Context, g *postgres.Graph, dm bool, typ, npcID, session string) (graphData, error) {
+func loadGraph(ctx context.Context, g *postgres.Graph, sn *snapshot, dm bool, typ, npcID, session string) (graphData, error) {
 	var ents []memory.Entity
 	var facts []memory.Relationship
 	if npcID != "" && dm {
@@ -107,21 +123,12 @@ func loadGraph(ctx context.Context, g *postgres.Graph, dm bool, typ, npcID, sess
 			return graphData{}, err
 		}
 	} else {
-		var err error
-		if ents, err = g.FindEntities(ctx, memory.EntityFilter{}); err != nil {
-			return graphData{}, err
-		}
-		statuses := []memory.FactStatus{memory.StatusActive}
-		if dm {
-			statuses = append(statuses, memory.StatusPending, memory.StatusRetired)
-		}
-		fs, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: statuses, Limit: maxGraphFacts})
-		if err != nil {
-			return graphData{}, err
-		}
-		facts = make([]memory.Relationship, len(fs))
-		for i, f := range fs {
-			facts[i] = f.Relationship
+		ents = sn.entities
+		facts = make([]memory.Relationship, 0, len(sn.facts))
+		for _, f := range sn.facts {
+			if f.Status != memory.StatusRejected {
+				facts = append(facts, f.Relationship)
+			}
 		}
 	}
 	keep := map[string]bool{}
@@ -197,12 +204,17 @@ func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	g := camp.Graph()
-	e, err := g.Entity(ctx, r.PathValue("id"))
+	sn, err := s.graphSnapshot(ctx, camp)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
 	}
+	i, ok := sn.byID[r.PathValue("id")]
+	if !ok {
+		s.failErr(w, r, fmt.Errorf("entity %q: %w", r.PathValue("id"), memory.ErrNotFound))
+		return
+	}
+	e := sn.entities[i]
 	info := entityInfo{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases, Attributes: attrs(e, dm),
 		Facts: []entityFact{}, Mentions: []mention{}}
 	if info.Aliases == nil {
@@ -211,18 +223,10 @@ func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
 	if info.Attributes == nil {
 		info.Attributes = []attr{}
 	}
-	statuses := []memory.FactStatus{memory.StatusActive}
-	if dm {
-		statuses = append(statuses, memory.StatusPending, memory.StatusRetired, memory.StatusRejected)
-	}
-	fs, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: statuses, Text: e.Name, Limit: maxEntityFacts})
-	if err != nil {
-		s.failErr(w, r, err)
-		return
-	}
-	for _, f := range fs {
-		if f.SourceID != e.ID && f.TargetID != e.ID {
-			continue
+	for _, k := range sn.byEntity[e.ID] {
+		f := sn.facts[k]
+		if len(info.Facts) == maxEntityFacts {
+			break
 		}
 		if !dm && !playerVisible(f.Relationship) {
 			continue

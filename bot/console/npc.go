@@ -2,9 +2,11 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -43,8 +45,43 @@ func (s *Server) npcData(ctx context.Context, camp *postgres.Campaign, id, heard
 	}
 	p := npc.PersonaFromEntity(e)
 	d := npcData{Entity: e, Persona: p, Attrs: attrs(e, true), CanAsk: s.cfg.Asker != nil}
-	ents, rels, err := g.VisibleSubgraph(ctx, id, memory.VisibilityScope{RelTypes: p.KnowledgeScope})
-	if err != nil {
+	// What it heard: lines near its own that match the query (by default,
+	// its own names).
+	d.HeardQ = strings.TrimSpace(heardQ)
+	q := d.HeardQ
+	if q == "" {
+		q = strings.Join(append([]string{`"` + e.Name + `"`}, quoteAll(e.Aliases)...), " or ")
+	}
+	// The three reads are independent: run them together.
+	var (
+		wg                      sync.WaitGroup
+		ents                    []memory.Entity
+		rels                    []memory.Relationship
+		errVis, errHeard, errTr error
+	)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		ents, rels, errVis = g.VisibleSubgraph(ctx, id, memory.VisibilityScope{RelTypes: p.KnowledgeScope})
+	}()
+	go func() {
+		defer wg.Done()
+		d.Heard, errHeard = camp.Sessions().SearchHeard(ctx, id, q, npcHeardLines)
+	}()
+	go func() {
+		defer wg.Done()
+		ids, err := camp.Index().HeardChunks(ctx, id)
+		if err != nil {
+			errTr = err
+			return
+		}
+		if len(ids) > npcTraceChunks {
+			ids = ids[len(ids)-npcTraceChunks:]
+		}
+		d.Traces, errTr = camp.Index().ChunksByID(ctx, ids)
+	}()
+	wg.Wait()
+	if err := errors.Join(errVis, errHeard, errTr); err != nil {
 		return npcData{}, err
 	}
 	d.Visible, d.FactCount = ents, len(rels)
@@ -56,26 +93,6 @@ func (s *Server) npcData(ctx context.Context, camp *postgres.Campaign, id, heard
 	for _, r := range rels[:min(len(rels), npcShownFacts)] {
 		d.Facts = append(d.Facts, factView{Relationship: r, Source: names[r.SourceID], Target: names[r.TargetID],
 			Provenance: provenance(r), Secret: isSecretFact(r)})
-	}
-	// What it heard: lines near its own that match the query (by default,
-	// its own names).
-	d.HeardQ = strings.TrimSpace(heardQ)
-	q := d.HeardQ
-	if q == "" {
-		q = strings.Join(append([]string{`"` + e.Name + `"`}, quoteAll(e.Aliases)...), " or ")
-	}
-	if d.Heard, err = camp.Sessions().SearchHeard(ctx, id, q, npcHeardLines); err != nil {
-		return npcData{}, err
-	}
-	ids, err := camp.Index().HeardChunks(ctx, id)
-	if err != nil {
-		return npcData{}, err
-	}
-	if len(ids) > npcTraceChunks {
-		ids = ids[len(ids)-npcTraceChunks:]
-	}
-	if d.Traces, err = camp.Index().ChunksByID(ctx, ids); err != nil {
-		return npcData{}, err
 	}
 	return d, nil
 }

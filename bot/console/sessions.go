@@ -2,10 +2,12 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -48,13 +50,27 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	info, err := camp.Sessions().Session(ctx, id)
-	if err != nil {
-		s.failErr(w, r, err)
-		return
+	search := strings.TrimSpace(r.URL.Query().Get("q"))
+	// The session, its lines and the search are independent reads.
+	var (
+		wg                    sync.WaitGroup
+		info                  memory.Session
+		all                   []memory.TranscriptEntry
+		found                 []memory.EntryHit
+		errInfo, errAll, errQ error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); info, errInfo = camp.Sessions().Session(ctx, id) }()
+	go func() { defer wg.Done(); all, errAll = camp.Sessions().Entries(ctx, id) }()
+	if search != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			found, errQ = camp.Sessions().Search(ctx, search, memory.SearchOpts{SessionID: id, Limit: 50})
+		}()
 	}
-	all, err := camp.Sessions().Entries(ctx, id)
-	if err != nil {
+	wg.Wait()
+	if err := errors.Join(errInfo, errAll, errQ); err != nil {
 		s.failErr(w, r, err)
 		return
 	}
@@ -108,17 +124,9 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		shown = append(shown, lineView{TranscriptEntry: e, Cited: cited[e.ID]})
 	}
 	var hits []memory.EntryHit
-	search := strings.TrimSpace(q.Get("q"))
-	if search != "" {
-		found, err := camp.Sessions().Search(ctx, search, memory.SearchOpts{SessionID: id, Limit: 50})
-		if err != nil {
-			s.failErr(w, r, err)
-			return
-		}
-		for _, h := range found {
-			if _, ok := pageOf[h.Entry.ID]; ok {
-				hits = append(hits, h)
-			}
+	for _, h := range found {
+		if _, ok := pageOf[h.Entry.ID]; ok {
+			hits = append(hits, h)
 		}
 	}
 	var pageLinks []int
@@ -144,39 +152,43 @@ func (s *Server) recap(ctx context.Context, camp *postgres.Campaign, sessionID s
 		in.Lines = append(in.Lines, recap.Line{ID: e.ID, SessionID: e.SessionID, At: e.At, Speaker: e.SpeakerName,
 			NPC: e.NPCID != "", Text: e.Text})
 	}
+	var cursor int64
 	if safe {
-		avoid, err := secrets(ctx, camp.Graph())
+		sn, err := s.graphSnapshot(ctx, camp)
 		if err != nil {
 			return recap.Recap{}, err
 		}
-		in.Avoid = avoid
+		in.Avoid, cursor = secrets(sn), sn.cursor
 	}
-	return recap.Writer{}.Write(ctx, in)
+	key := recapKey{campaign: camp.ID(), session: sessionID, lines: len(in.Lines), cursor: cursor, safe: safe}
+	if len(in.Lines) > 0 {
+		key.last = in.Lines[len(in.Lines)-1].ID
+	}
+	if rc, ok := s.recaps.get(key); ok {
+		return rc, nil
+	}
+	rc, err := recap.Writer{}.Write(ctx, in)
+	if err == nil {
+		s.recaps.put(key, rc)
+	}
+	return rc, err
 }
 
 // secrets lists what a player-safe text must not reveal: secret knowledge,
 // secret facts and facts waiting for review, as sentences.
-func secrets(ctx context.Context, g *postgres.Graph) ([]string, error) {
+func secrets(sn *snapshot) []string {
 	var out []string
-	ents, err := g.FindEntities(ctx, memory.EntityFilter{})
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range ents {
+	for _, e := range sn.entities {
 		for k, v := range e.Attributes {
 			if secretKey(k) && k != memory.AttrKnownBy && k != memory.AttrSecret {
 				out = append(out, valueText(v))
 			}
 		}
 	}
-	facts, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending}, Limit: maxGraphFacts})
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range facts {
-		if isSecretFact(f.Relationship) || f.Status == memory.StatusPending {
+	for _, f := range sn.facts {
+		if (isSecretFact(f.Relationship) && f.Status != memory.StatusRejected) || f.Status == memory.StatusPending {
 			out = append(out, fmt.Sprintf("%s %s %s", f.SourceName, strings.ToLower(strings.ReplaceAll(f.Type, "_", " ")), f.TargetName))
 		}
 	}
-	return out, nil
+	return out
 }
