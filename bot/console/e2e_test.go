@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/benchdata"
 	"github.com/glyphoxa/glyphoxa/npc"
 )
 
@@ -192,4 +197,62 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("only %d answers (%d from the API) were checked for secrets", len(files), jsons)
 	}
 	t.Logf("screenshots in %s", shots)
+}
+
+// TestGraphOf1000Entities opens the graph of a 1,000-entity campaign in
+// Chromium: the layout spreads over many frames, an entity can be picked
+// while it runs, and it settles. The longest frame gap and main-thread task
+// are reported (a measurement, not a pass/fail budget).
+func TestGraphOf1000Entities(t *testing.T) {
+	node, chromium, modules, root := browserTools(t)
+	spec := benchdata.Spec{Name: "graph1k", Entities: 1000, Relationships: 5000, Entries: 500, Chunks: 50,
+		EntriesPerSession: 250, Dims: 8, Seed: 1}
+	store := generateCampaign(t, "bench", spec)
+	c, err := console.New(console.Config{Store: store, Campaigns: []bot.Guild{{Campaign: "bench"}},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	link, err := c.OneTimeLink("bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots := filepath.Join(root, ".cache", "console-shots")
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	find := benchdata.EntityName(500)
+	cfg, _ := json.Marshal(map[string]string{"base": srv.URL, "link": link, "chromium": chromium, "shots": shots, "find": find})
+	cfgPath := filepath.Join(t.TempDir(), "graph1k.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard
+	defer cancel()
+	cmd := exec.CommandContext(rctx, node, filepath.Join("testdata", "graph1k.js"), cfgPath)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var got struct {
+		Nodes, Ticks, Frames int
+		MaxGap, Longest      float64
+		During               bool
+		Picked, Status       string
+		Error                string
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &got); err != nil || got.Error != "" || runErr != nil {
+		t.Fatalf("the browser script failed (%v, %v): %s\n%s", runErr, err, got.Error, stderr.String())
+	}
+	if got.Nodes != 1000 || !strings.HasPrefix(got.Picked, find) {
+		t.Fatalf("graph of 1,000: %+v", got)
+	}
+	// The layout yields to the browser: it ran over many frames.
+	if got.Frames < 10 {
+		t.Errorf("the layout ran in %d frames; it should spread over many", got.Frames)
+	}
+	t.Logf("1,000 entities, %s: layout %d steps over %d frames; longest frame gap %.0f ms, longest task %.0f ms; picked %q while the layout ran: %v",
+		got.Status, got.Ticks, got.Frames, got.MaxGap, got.Longest, got.Picked, got.During)
 }

@@ -19,7 +19,7 @@
   var color = function (t) { return COLORS[t] || "#555"; };
 
   var nodes = [], edges = [], byId = {}, selected = null, neighbours = {};
-  var view = { x: 0, y: 0, k: 1 }, alpha = 0, ticks = 0, running = false, moved = false;
+  var view = { x: 0, y: 0, k: 1 }, alpha = 0, ticks = 0, running = false, moved = false, follow = false;
 
   // Seeded placement: the same entity starts in the same place every time.
   function hash(s) { var h = 2166136261; for (var i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 16777619); } return h >>> 0; }
@@ -40,7 +40,7 @@
       edges = edges.filter(function (e) { return byId[e.s] && byId[e.t]; });
       edges.forEach(function (e) { e.a = byId[e.s]; e.b = byId[e.t]; e.a.deg++; e.b.deg++; });
       status.textContent = nodes.length + " entities, " + edges.length + " facts";
-      selected = null; neighbours = {}; moved = false;
+      selected = null; neighbours = {}; moved = false; follow = false;
       fillList();
       fit(r);
       alpha = 1; ticks = 0;
@@ -86,7 +86,8 @@
   function frame() {
     var t0 = performance.now();
     while (alpha > 0.02 && performance.now() - t0 < 8) step();
-    if (!moved && (alpha <= 0.02 || ticks % 20 === 0)) fitBounds();
+    if (follow && selected) { view.x = selected.x; view.y = selected.y; }
+    else if (!moved && (alpha <= 0.02 || ticks % 20 === 0)) fitBounds();
     draw();
     if (alpha > 0.02) requestAnimationFrame(frame); else running = false;
   }
@@ -154,6 +155,7 @@
     selected = n; neighbours = {};
     if (!n) { draw(); return; }
     edges.forEach(function (e) { if (e.a === n) neighbours[e.b.id] = true; if (e.b === n) neighbours[e.a.id] = true; });
+    follow = !!center;
     if (center) { view.x = n.x; view.y = n.y; view.k = Math.max(view.k, 1.2); moved = true; }
     draw();
     panel.textContent = "Loading " + n.name + "…";
@@ -207,7 +209,7 @@
     if (!drag) return;
     var dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
     if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
-    view.x = drag.vx - dx / view.k; view.y = drag.vy - dy / view.k; moved = drag.moved || moved; draw();
+    view.x = drag.vx - dx / view.k; view.y = drag.vy - dy / view.k; moved = drag.moved || moved; if (drag.moved) follow = false; draw();
   });
   canvas.addEventListener("pointerup", function (ev) {
     var d = drag; drag = null;
@@ -216,7 +218,7 @@
     nodes.forEach(function (n) { var p = toScreen(n), dd = (p[0] - mx) * (p[0] - mx) + (p[1] - my) * (p[1] - my); if (dd < bd) { bd = dd; best = n; } });
     select(best, false);
   });
-  canvas.addEventListener("wheel", function (ev) { ev.preventDefault(); moved = true; view.k *= ev.deltaY < 0 ? 1.15 : 1 / 1.15; draw(); }, { passive: false });
+  canvas.addEventListener("wheel", function (ev) { ev.preventDefault(); moved = true; follow = false; view.k *= ev.deltaY < 0 ? 1.15 : 1 / 1.15; draw(); }, { passive: false });
   canvas.addEventListener("keydown", function (ev) {
     var s = 60 / view.k, used = true;
     switch (ev.key) {
@@ -226,7 +228,7 @@
       case "Escape": select(null); break;
       default: used = false;
     }
-    if (used) { ev.preventDefault(); moved = true; draw(); }
+    if (used) { ev.preventDefault(); moved = true; follow = ev.key.indexOf("Arrow") < 0 && follow; draw(); }
   });
   search.addEventListener("input", fillList);
   search.addEventListener("keydown", function (ev) {
