@@ -35,6 +35,8 @@ type session struct {
 	DM           bool
 	CSRF         string
 	Expires      time.Time
+	// flash is a message for the next page the session sees.
+	flash string
 }
 
 type oneTime struct {
@@ -114,6 +116,36 @@ func (s *Server) current(r *http.Request) (session, bool) {
 	return *sess, true
 }
 
+// setFlash keeps msg for the session's next page.
+func (s *Server) setFlash(r *http.Request, msg string) {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess, ok := s.sessions[c.Value]; ok {
+		sess.flash = msg
+	}
+}
+
+// takeFlash returns and forgets the session's message.
+func (s *Server) takeFlash(r *http.Request) string {
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.sessions[c.Value]
+	if !ok {
+		return ""
+	}
+	msg := sess.flash
+	sess.flash = ""
+	return msg
+}
+
 type ctxKey struct{}
 
 func sessionOf(ctx context.Context) session { s, _ := ctx.Value(ctxKey{}).(session); return s }
@@ -173,7 +205,7 @@ func (s *Server) signinPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, http.StatusOK, "signin.html", page{Title: "Sign in", Data: map[string]any{
-		"Discord": withDiscord, "Message": r.URL.Query().Get("m")}})
+		"Discord": withDiscord, "SignedOut": r.URL.Query().Has("out")}})
 }
 
 func (s *Server) signinOnce(w http.ResponseWriter, r *http.Request) {
@@ -373,5 +405,5 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, r, "/signin?m=Signed+out.", http.StatusSeeOther)
+	http.Redirect(w, r, "/signin?out", http.StatusSeeOther)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -407,5 +408,32 @@ func TestSignedOutIsSentToSignIn(t *testing.T) {
 	}
 	if resp, _ := b.get("/api/graph"); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("API signed out: %d", resp.StatusCode)
+	}
+}
+
+func TestMessagesCannotBeInjectedThroughTheURL(t *testing.T) {
+	f := newFixture(t)
+	b := f.signInLink(t)
+	for _, p := range []string{"/review?m=Visit+evil.example", "/npc/grimjaw?m=Visit+evil.example", "/signin?m=Visit+evil.example"} {
+		if _, body := b.get(p); strings.Contains(body, "evil.example") {
+			t.Errorf("%s shows a message from its URL", p)
+		}
+	}
+}
+
+func TestSecureCookieOverTLS(t *testing.T) {
+	f := newFixture(t)
+	srv := httptest.NewTLSServer(f.console)
+	t.Cleanup(srv.Close)
+	link, _ := f.console.OneTimeLink(campaign)
+	c := srv.Client()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(srv.URL + link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if cs := resp.Cookies(); len(cs) != 1 || !cs[0].Secure || !cs[0].HttpOnly {
+		t.Fatalf("cookies over TLS: %+v", cs)
 	}
 }

@@ -117,7 +117,7 @@ func (s *Server) npcPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	d.Message = r.URL.Query().Get("m")
+	d.Message = s.takeFlash(r)
 	s.render(w, r, http.StatusOK, "npc.html", page{Title: d.Entity.Name, Nav: "npc", Data: d})
 }
 
@@ -166,7 +166,7 @@ func (s *Server) savePersona(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := p.Validate(); err != nil {
-		back(w, r, "/npc/"+id, "⚠ Nothing was saved: "+err.Error())
+		s.back(w, r, "/npc/"+id, "⚠ Nothing was saved: "+err.Error())
 		return
 	}
 	ne := p.Entity()
@@ -179,11 +179,11 @@ func (s *Server) savePersona(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if _, err := g.UpdateEntity(ctx, id, memory.EntityUpdate{Name: &ne.Name, SetAttributes: ne.Attributes, DeleteAttributes: del}); err != nil {
-		back(w, r, "/npc/"+id, "⚠ Nothing was saved: "+err.Error())
+		s.back(w, r, "/npc/"+id, "⚠ Nothing was saved: "+err.Error())
 		return
 	}
 	s.log.Info("persona edited", "npc", id, "by", sessionOf(ctx).UserID)
-	back(w, r, "/npc/"+id, "Saved "+ne.Name+"'s persona.")
+	s.back(w, r, "/npc/"+id, "Saved "+ne.Name+"'s persona.")
 }
 
 // askAs runs retrieval as the NPC and shows the page with the answers.

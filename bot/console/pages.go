@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -28,14 +26,12 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/graph", http.StatusSeeOther)
 }
 
-// back redirects to path with a message shown at the top of the page.
-func back(w http.ResponseWriter, r *http.Request, path, msg string) {
+// back redirects to path (post/redirect/get) with a message for the next
+// page. The message is kept in the server-side session, not in the URL, so
+// nobody can craft a link that shows the DM a message of their choosing.
+func (s *Server) back(w http.ResponseWriter, r *http.Request, path, msg string) {
 	if msg != "" {
-		sep := "?"
-		if strings.Contains(path, "?") {
-			sep = "&"
-		}
-		path += sep + "m=" + url.QueryEscape(msg)
+		s.setFlash(r, msg)
 	}
 	http.Redirect(w, r, path, http.StatusSeeOther)
 }
@@ -136,7 +132,7 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
 		cv = append(cv, conflictView{Conflict: c, Old: fv[0], New: fv[1]})
 	}
 	s.render(w, r, http.StatusOK, "review.html", page{Title: "Review", Nav: "review", Data: map[string]any{
-		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Message": r.URL.Query().Get("m")}})
+		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Message": s.takeFlash(r)}})
 }
 
 func pathID(r *http.Request) (int64, error) {
@@ -175,11 +171,11 @@ func (s *Server) reviewFact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		back(w, r, "/review", "⚠ "+err.Error())
+		s.back(w, r, "/review", "⚠ "+err.Error())
 		return
 	}
 	s.log.Info("fact reviewed", "fact", f.ID, "action", verb, "by", sessionOf(ctx).UserID)
-	back(w, r, "/review", fmt.Sprintf("%s fact #%d (%s %s %s).", verb, f.ID, f.SourceID, f.Type, f.TargetID))
+	s.back(w, r, "/review", fmt.Sprintf("%s fact #%d (%s %s %s).", verb, f.ID, f.SourceID, f.Type, f.TargetID))
 }
 
 // editFact applies the DM's correction with bot.EditFact, as the Discord
@@ -199,10 +195,10 @@ func (s *Server) editFact(w http.ResponseWriter, r *http.Request) {
 	f, err := bot.EditFact(ctx, camp.Graph(), id, r.PostFormValue("subject"), r.PostFormValue("relation"),
 		r.PostFormValue("object"), sessionOf(ctx).UserID)
 	if err != nil {
-		back(w, r, "/review", fmt.Sprintf("⚠ Fact #%d is unchanged: %v", id, err))
+		s.back(w, r, "/review", fmt.Sprintf("⚠ Fact #%d is unchanged: %v", id, err))
 		return
 	}
-	back(w, r, "/review", fmt.Sprintf("Corrected fact #%d and confirmed it as #%d (%s %s %s).", id, f.ID, f.SourceID, f.Type, f.TargetID))
+	s.back(w, r, "/review", fmt.Sprintf("Corrected fact #%d and confirmed it as #%d (%s %s %s).", id, f.ID, f.SourceID, f.Type, f.TargetID))
 }
 
 // resolveConflict keeps the new or the old fact: the store operation of
@@ -226,10 +222,10 @@ func (s *Server) resolveConflict(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := camp.Graph().ResolveConflict(ctx, id, keep == "new")
 	if err != nil {
-		back(w, r, "/review", "⚠ "+err.Error())
+		s.back(w, r, "/review", "⚠ "+err.Error())
 		return
 	}
-	back(w, r, "/review", fmt.Sprintf("Conflict %d settled: kept the %s fact (#%d is now %s, #%d is %s).", c.ID, keep,
+	s.back(w, r, "/review", fmt.Sprintf("Conflict %d settled: kept the %s fact (#%d is now %s, #%d is %s).", c.ID, keep,
 		c.NewFact.ID, c.NewFact.Status, c.OldFact.ID, c.OldFact.Status))
 }
 
