@@ -437,3 +437,13 @@ func TestSecureCookieOverTLS(t *testing.T) {
 		t.Fatalf("cookies over TLS: %+v", cs)
 	}
 }
+
+func TestReviewFiltersBySession(t *testing.T) {
+	f := newFixture(t)
+	b := f.signInLink(t)
+	_, all := b.get("/review")
+	_, s1 := b.get("/review?session=s1")
+	if !strings.Contains(all, "Vexa Thorn") || strings.Contains(s1, "Confirm #") {
+		t.Errorf("the sample's pending facts are from s2: the s1 filter should show none")
+	}
+}

@@ -131,8 +131,13 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
 		}
 		cv = append(cv, conflictView{Conflict: c, Old: fv[0], New: fv[1]})
 	}
+	sessions, err := camp.Sessions().Sessions(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
 	s.render(w, r, http.StatusOK, "review.html", page{Title: "Review", Nav: "review", Data: map[string]any{
-		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Message": s.takeFlash(r)}})
+		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Sessions": sessions, "Message": s.takeFlash(r)}})
 }
 
 func pathID(r *http.Request) (int64, error) {
