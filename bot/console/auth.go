@@ -257,7 +257,7 @@ func (s *Server) signinDiscord(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: stateCookie, Value: state, Path: "/oauth/", HttpOnly: true, Secure: s.secure(r),
 		SameSite: http.SameSiteLaxMode, MaxAge: 600})
 	q := url.Values{"response_type": {"code"}, "client_id": {s.cfg.OAuth.ClientID}, "scope": {oauthScopes},
-		"state": {state}, "redirect_uri": {s.redirectURI(r)}, "prompt": {"none"}}
+		"state": {state}, "redirect_uri": {s.redirectURI(r)}}
 	http.Redirect(w, r, s.cfg.OAuth.DiscordURL+"/oauth2/authorize?"+q.Encode(), http.StatusFound)
 }
 
