@@ -65,7 +65,12 @@ type factView struct {
 	Secret         bool
 	EvidenceQuote  string
 	Evidence       []memory.TranscriptEntry
+	// EvidenceMore counts the lines beyond those shown.
+	EvidenceMore int
 }
+
+// evidenceShown is how many transcript lines a fact shows.
+const evidenceShown = 3
 
 func (s *Server) factViews(ctx context.Context, g *postgres.Graph, fs []memory.Relationship) ([]factView, error) {
 	var ids []string
@@ -84,7 +89,8 @@ func (s *Server) factViews(ctx context.Context, g *postgres.Graph, fs []memory.R
 		}
 		q, _ := f.Attributes["evidence"].(string)
 		out[i] = factView{Relationship: f, Source: n[f.SourceID], Target: n[f.TargetID], Provenance: provenance(f),
-			Secret: isSecretFact(f), EvidenceQuote: q, Evidence: ev}
+			Secret: isSecretFact(f), EvidenceQuote: q, Evidence: ev[:min(len(ev), evidenceShown)],
+			EvidenceMore: max(0, len(ev)-evidenceShown)}
 	}
 	return out, nil
 }

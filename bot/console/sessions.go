@@ -74,12 +74,14 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	entries := all[:0:0]
-	for _, e := range all {
-		if e.NonCanon && !sess.DM {
-			continue // a span the DM struck from the record
+	entries := all
+	if !sess.DM {
+		entries = all[:0:0]
+		for _, e := range all {
+			if !e.NonCanon { // a span the DM struck from the record stays hidden
+				entries = append(entries, e)
+			}
 		}
-		entries = append(entries, e)
 	}
 	pageOf := map[int64]int{}
 	for i, e := range entries {
