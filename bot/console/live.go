@@ -13,6 +13,12 @@ type LiveSource interface {
 	Live(campaign string) LiveStatus
 }
 
+// LiveFunc adapts a function to a LiveSource.
+type LiveFunc func(campaign string) LiveStatus
+
+// Live calls f.
+func (f LiveFunc) Live(campaign string) LiveStatus { return f(campaign) }
+
 // LiveStatus is a snapshot of a campaign's running session.
 type LiveStatus struct {
 	// Running is false when no session is running; the rest is then zero.

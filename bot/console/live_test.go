@@ -1,7 +1,9 @@
 package console_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
+	"github.com/glyphoxa/glyphoxa/bot/recap"
 )
 
 // liveFeed is a LiveSource with a fixed snapshot per campaign.
@@ -66,5 +69,50 @@ func TestLivePageShowsTheFeed(t *testing.T) {
 	_, page = f.signInLink(t).get("/live")
 	if !strings.Contains(page, "no live feed") {
 		t.Error("the live page without a feed does not say so")
+	}
+}
+
+func TestRecapperSentencesLinkToVisibleLines(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	es, err := f.camp.Sessions().Entries(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The DM strikes the second line from the record.
+	if _, err := f.camp.Sessions().MarkNonCanon(ctx, "s1", es[1].At, es[1].At); err != nil {
+		t.Fatal(err)
+	}
+	var asked []bool
+	rc := console.RecapFunc(func(_ context.Context, campaign, session string, safe bool) (recap.Recap, error) {
+		asked = append(asked, safe)
+		return recap.Recap{Sentences: []recap.Sentence{
+			{Text: "The party met Brannoc.", Lines: []int64{es[0].ID, es[2].ID}},
+			{Text: "Thorin ordered ales.", Lines: []int64{es[1].ID}},
+		}}, nil
+	})
+	c, err := console.New(console.Config{Store: f.store, Campaigns: []bot.Guild{{ID: guildID, Campaign: campaign}},
+		OAuth: console.OAuth{ClientID: "app-1", ClientSecret: "shh", DiscordURL: f.discord.URL()}, Recaps: rc,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+
+	f.discord.SetOAuthUser(guildID, player)
+	b := f.browser(t)
+	b.base = srv.URL
+	b.get("/signin/discord?campaign=" + campaign)
+	_, body := b.get("/sessions/s1")
+	cites := citeRE.FindAllStringSubmatch(body, -1)
+	if len(cites) != 2 || cites[0][1] != fmt.Sprint(es[0].ID) || cites[1][1] != fmt.Sprint(es[2].ID) {
+		t.Errorf("player's citations: %v", cites)
+	}
+	if strings.Contains(body, "Thorin ordered ales") || strings.Contains(body, es[1].Text) {
+		t.Error("the player sees a sentence resting only on a struck line, or the line itself")
+	}
+	if len(asked) != 1 || !asked[0] {
+		t.Errorf("the recapper was asked for %v, want one player-safe recap", asked)
 	}
 }

@@ -22,6 +22,14 @@ type Recapper interface {
 	Recap(ctx context.Context, campaign, sessionID string, playerSafe bool) (recap.Recap, error)
 }
 
+// RecapFunc adapts a function to a Recapper.
+type RecapFunc func(ctx context.Context, campaign, sessionID string, playerSafe bool) (recap.Recap, error)
+
+// Recap calls f.
+func (f RecapFunc) Recap(ctx context.Context, campaign, sessionID string, playerSafe bool) (recap.Recap, error) {
+	return f(ctx, campaign, sessionID, playerSafe)
+}
+
 // linesPerPage is how many transcript lines one page of a session shows.
 const linesPerPage = 400
 

@@ -149,6 +149,7 @@
       b.addEventListener("click", function () { select(byId[this.dataset.id], true); });
       li.appendChild(b); list.appendChild(li); shown++;
     }
+    if (shown === 100) list.appendChild(el("li", "Showing the first 100; type to narrow.", "prov"));
   }
 
   function select(n, center) {
