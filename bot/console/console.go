@@ -155,7 +155,11 @@ const (
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets")
-	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	m.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
 	m.HandleFunc("GET /signin", s.signinPage)
 	m.HandleFunc("GET /signin/once", s.signinOnce)
 	m.HandleFunc("GET /signin/discord", s.signinDiscord)

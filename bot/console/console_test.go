@@ -409,6 +409,13 @@ func TestSignedOutIsSentToSignIn(t *testing.T) {
 	if resp, _ := b.get("/api/graph"); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("API signed out: %d", resp.StatusCode)
 	}
+	// Assets are public, but not listed.
+	if resp, body := b.get("/static/console.css"); resp.StatusCode != 200 || !strings.Contains(body, ".timeline") {
+		t.Errorf("/static/console.css: %d", resp.StatusCode)
+	}
+	if resp, _ := b.get("/static/"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/static/ lists the assets: %d", resp.StatusCode)
+	}
 }
 
 func TestMessagesCannotBeInjectedThroughTheURL(t *testing.T) {

@@ -67,7 +67,7 @@ func TestLivePageShowsTheFeed(t *testing.T) {
 
 	// Without a feed the page says so.
 	_, page = f.signInLink(t).get("/live")
-	if !strings.Contains(page, "no live feed") {
+	if !strings.Contains(page, "No live feed is connected") {
 		t.Error("the live page without a feed does not say so")
 	}
 }
