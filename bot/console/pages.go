@@ -142,8 +142,22 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
+	// The edit forms suggest the campaign's entity names.
+	var names []string
+	if len(pv) > 0 {
+		sn, err := s.graphSnapshot(ctx, camp)
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		names = make([]string, len(sn.entities))
+		for i, e := range sn.entities {
+			names[i] = e.Name
+		}
+	}
 	s.render(w, r, http.StatusOK, "review.html", page{Title: "Review", Nav: "review", Data: map[string]any{
-		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Sessions": sessions, "Message": s.takeFlash(r)}})
+		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Sessions": sessions, "Names": names,
+		"Message": s.takeFlash(r)}})
 }
 
 func pathID(r *http.Request) (int64, error) {
