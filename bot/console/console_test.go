@@ -159,7 +159,7 @@ func TestReviewActionsChangeTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, page := b.get("/review")
-	for _, want := range []string{fmt.Sprintf("Confirm #%d", fact.ID), "Vexa Thorn", "Ashen Circle", "confidence 0.55", "Stay out of the old quarter"} {
+	for _, want := range []string{fmt.Sprintf("Confirm #%d", fact.ID), "Vexa Thorn", "Ashen Circle", "confidence 0.55", "Stay out of the old quarter", `<option value="Sunken Vault">`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the review page lacks %q", want)
 		}
