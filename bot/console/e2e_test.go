@@ -241,6 +241,7 @@ func TestGraphOf1000Entities(t *testing.T) {
 		MaxGap, Longest      float64
 		During               bool
 		Picked, Status       string
+		Tasks                [][2]int
 		Error                string
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &got); err != nil || got.Error != "" || runErr != nil {
@@ -255,4 +256,5 @@ func TestGraphOf1000Entities(t *testing.T) {
 	}
 	t.Logf("1,000 entities, %s: layout %d steps over %d frames; longest frame gap %.0f ms, longest task %.0f ms; picked %q while the layout ran: %v",
 		got.Status, got.Ticks, got.Frames, got.MaxGap, got.Longest, got.Picked, got.During)
+	t.Logf("long tasks [start ms, duration ms]: %v", got.Tasks)
 }

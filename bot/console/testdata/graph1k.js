@@ -21,12 +21,12 @@ const cfg = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
   page.setDefaultTimeout(60000);
   await page.goto(cfg.base + cfg.link);
   await page.addInitScript(() => {
-    window.__probe = { maxGap: 0, frames: 0, longest: 0 };
+    window.__probe = { maxGap: 0, frames: 0, longest: 0, tasks: [] };
     let last = 0;
     const tick = (t) => { if (last) window.__probe.maxGap = Math.max(window.__probe.maxGap, t - last); last = t; window.__probe.frames++; requestAnimationFrame(tick); };
     requestAnimationFrame(tick);
     try {
-      new PerformanceObserver((l) => l.getEntries().forEach((e) => { window.__probe.longest = Math.max(window.__probe.longest, e.duration); }))
+      new PerformanceObserver((l) => l.getEntries().forEach((e) => { window.__probe.longest = Math.max(window.__probe.longest, e.duration); window.__probe.tasks.push([Math.round(e.startTime), Math.round(e.duration)]); }))
         .observe({ type: "longtask", buffered: true });
     } catch (e) { /* no Long Tasks API */ }
   });
