@@ -224,13 +224,23 @@ func isDM(g Guild, m *discordgo.Member) bool {
 	if m == nil || m.User == nil {
 		return false
 	}
-	if m.Permissions&discordgo.PermissionAdministrator != 0 {
+	return IsDM(g, m.User.ID, m.Permissions, m.Roles)
+}
+
+// IsDM is the rule that decides who may use DM commands in a guild: a member
+// with the Administrator permission, one listed in DMUserIDs, or one holding
+// a role of DMRoleIDs. Slash commands and the web console both apply it.
+func IsDM(g Guild, userID string, permissions int64, roles []string) bool {
+	if userID == "" {
+		return false
+	}
+	if permissions&discordgo.PermissionAdministrator != 0 {
 		return true
 	}
-	if slices.Contains(g.DMUserIDs, m.User.ID) {
+	if slices.Contains(g.DMUserIDs, userID) {
 		return true
 	}
-	for _, r := range m.Roles {
+	for _, r := range roles {
 		if slices.Contains(g.DMRoleIDs, r) {
 			return true
 		}

@@ -398,26 +398,35 @@ func (b *Bot) factEditSubmit(ctx context.Context, i *discordgo.Interaction, g Gu
 		return
 	}
 	graph := camp.Graph()
-	src, err := resolveEntity(ctx, graph, v["subject"])
+	f, err := EditFact(ctx, graph, id, v["subject"], v["relation"], v["object"], user(i).ID)
 	if err == nil {
-		var dst memory.Entity
-		if dst, err = resolveEntity(ctx, graph, v["object"]); err == nil {
-			rel := relType(v["relation"])
-			if rel == "" {
-				err = errors.New("the relation needs letters, e.g. LOCATED_AT")
-			} else {
-				var f memory.Relationship
-				f, err = graph.ReplaceFact(ctx, id, memory.Relationship{SourceID: src.ID, TargetID: dst.ID, Type: rel,
-					Attributes: map[string]any{"edited_by": user(i).ID}})
-				if err == nil {
-					b.updatePending(ctx, i, camp, session, page, "✏️ Corrected and confirmed "+b.describeFact(ctx, graph, f))
-					return
-				}
-			}
-		}
+		b.updatePending(ctx, i, camp, session, page, "✏️ Corrected and confirmed "+b.describeFact(ctx, graph, f))
+		return
 	}
 	// Nothing was changed; say why, privately.
 	b.reply(i, true, fmt.Sprintf("⚠️ Fact #%d is unchanged: %v", id, err))
+}
+
+// EditFact records the DM's correction of fact id: subject and object are
+// entity ids, names or aliases, relation is normalised to UPPER_SNAKE_CASE.
+// The old fact is rejected and the corrected one becomes DM-confirmed canon
+// (see [postgres.Graph.ReplaceFact]). The Discord Edit button and the web
+// console both call it.
+func EditFact(ctx context.Context, g *postgres.Graph, id int64, subject, relation, object, editor string) (memory.Relationship, error) {
+	src, err := resolveEntity(ctx, g, subject)
+	if err != nil {
+		return memory.Relationship{}, err
+	}
+	dst, err := resolveEntity(ctx, g, object)
+	if err != nil {
+		return memory.Relationship{}, err
+	}
+	rel := relType(relation)
+	if rel == "" {
+		return memory.Relationship{}, errors.New("the relation needs letters, e.g. LOCATED_AT")
+	}
+	return g.ReplaceFact(ctx, id, memory.Relationship{SourceID: src.ID, TargetID: dst.ID, Type: rel,
+		Attributes: map[string]any{"edited_by": editor}})
 }
 
 func (b *Bot) entityEmbed(ctx context.Context, g *postgres.Graph, ref string) (*discordgo.MessageEmbed, error) {

@@ -4,8 +4,9 @@
 # voice festvox-us-slt-hts and the diphone voices kal and ked — flite, and
 # espeak-ng, the last fallback), sox, and pocketsphinx
 # (the offline speech-to-text engine), plus the pinned Node.js test peers in
-# scripts/node-peers (installed into .cache/node-peers). With --voice-only it
-# installs the voice programs alone (what `make demo` needs).
+# scripts/node-peers (installed into .cache/node-peers) and Debian's chromium
+# (the DM console's browser tests drive it with playwright-core). With
+# --voice-only it installs the voice programs alone (what `make demo` needs).
 set -euo pipefail
 log() { printf 'testdeps: %s\n' "$*" >&2; }
 die() { printf 'testdeps: error: %s\n' "$*" >&2; exit 1; }
@@ -21,6 +22,7 @@ as_root() {
 }
 
 pkgs=(espeak-ng festival festvox-us-slt-hts festvox-kallpc16k festvox-kdlpc16k flite sox pocketsphinx pocketsphinx-en-us)
+if [[ ${1:-} != --voice-only ]]; then pkgs+=(chromium); fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [[ ${#missing[@]} -gt 0 ]]; then

@@ -59,6 +59,11 @@ type Server struct {
 
 	voiceEndpoint string
 	voiceSeq      int
+
+	oauthApp    OAuthApp
+	oauthUsers  []oauthGrant
+	oauthCodes  map[string]oauthGrant
+	oauthTokens map[string]oauthGrant
 }
 
 // GatewayOp is a message the bot sent on the gateway (other than
@@ -81,6 +86,9 @@ func New() *Server {
 		members:  map[string]*discordgo.Member{},
 		identify: make(chan json.RawMessage, 4),
 		gwOps:    make(chan GatewayOp, 64),
+
+		oauthCodes:  map[string]oauthGrant{},
+		oauthTokens: map[string]oauthGrant{},
 	}
 	s.nextID.Store(1_000_000_000_000_000)
 	s.rest = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -195,8 +203,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveGateway(w, r)
 		return
 	}
+	path := apiPath(r.URL.Path)
+	if s.serveOAuth(w, r, path) {
+		return // not recorded: sign-in is not a bot call
+	}
 	body, _ := io.ReadAll(r.Body)
-	path := strings.TrimPrefix(r.URL.Path, "/api/v"+discordgo.APIVersion)
 	if len(body) == 0 {
 		body = []byte("null")
 	}
@@ -260,6 +271,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"message": "fake discord has no route %s %s", "code": 0}`, r.Method, path)
 	}
 	s.record(c)
+}
+
+// apiPath strips /api and an optional /vN version from a REST path.
+func apiPath(p string) string {
+	rest, ok := strings.CutPrefix(p, "/api")
+	if !ok {
+		return p
+	}
+	if v, ok := strings.CutPrefix(rest, "/v"); ok {
+		if i := strings.IndexByte(v, '/'); i > 0 {
+			if _, err := strconv.Atoi(v[:i]); err == nil {
+				return v[i:]
+			}
+		}
+	}
+	return rest
 }
 
 // gwConn is one gateway connection.

@@ -57,6 +57,7 @@ func commands() []command {
 		{"bench", "[--scale 1k,100k]", "benchmark the memory store on generated campaigns", cmdBench},
 		{"health", "[--url URL] [--ready]", "check that a running `glyphoxa serve` is alive or ready (the container's health check)", cmdHealth},
 		{"init", "[--non-interactive --token T --guild ID --campaign ID --import FILE.yaml] [--config FILE]", "guided set-up: write config.yaml, check the Discord token, print the invite URL, bind a server to a campaign, import it", cmdInit},
+		{"console", "--campaign ID [--listen ADDR]", "serve the DM console in the browser and print a one-time sign-in link", cmdConsole},
 	}
 }
 

@@ -118,6 +118,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	go func() { httpErr <- hs.Serve(ln) }()
 	logger.Info("serving health and metrics", "addr", "http://"+ln.Addr().String(), "guilds", len(bcfg.Guilds))
 
+	stopConsole := startConsole(store, cfg, logger, bcfg.Guilds, nil) // the lead wires a LiveSource
+
 	var runErr error
 	if err := b.Open(ctx); err != nil {
 		runErr = err
@@ -141,6 +143,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	if err := hs.Shutdown(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
+	}
+	if err := stopConsole(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the DM console: %w", err))
 	}
 	return errors.Join(append([]error{runErr}, errs...)...)
 }

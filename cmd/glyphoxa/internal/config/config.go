@@ -33,6 +33,20 @@ type Config struct {
 	NPCs       []npc.Persona `yaml:"npcs"`
 	Server     Server        `yaml:"server"`
 	Log        Log           `yaml:"log"`
+	Console    Console       `yaml:"console"`
+}
+
+// Console configures the DM console in the browser (bot/console).
+type Console struct {
+	// Listen is the console's address; empty turns it off in serve.
+	Listen string `yaml:"listen"`
+	// PublicURL is the console's address as browsers reach it, for the
+	// Discord sign-in redirect (https://… behind a TLS proxy).
+	PublicURL string `yaml:"public_url"`
+	// ClientID and ClientSecret are the Discord application's OAuth2
+	// credentials; without them only one-time links sign in.
+	ClientID     string `yaml:"client_id"`
+	ClientSecret string `yaml:"client_secret"`
 }
 
 // Discord configures the bot's connection and its guilds.
@@ -209,8 +223,9 @@ func Default() Config {
 			STT:        STT{Provider: "pocketsphinx", Language: "en"},
 			TTS:        TTS{Provider: "espeak"},
 		},
-		Server: Server{Listen: "127.0.0.1:9464"},
-		Log:    Log{Level: "info", Format: "text"},
+		Server:  Server{Listen: "127.0.0.1:9464"},
+		Log:     Log{Level: "info", Format: "text"},
+		Console: Console{Listen: "127.0.0.1:9465"},
 	}
 }
 
@@ -280,6 +295,7 @@ func Overrides() []Override {
 		{"GLYPHOXA_TTS_API_KEY", "providers.tts.api_key", func(c *Config, v string) { c.Providers.TTS.APIKey = v }},
 		{"GLYPHOXA_MCP_TOKEN", "server.mcp_token", func(c *Config, v string) { c.Server.MCPToken = v }},
 		{"GLYPHOXA_MCP_DM_TOKEN", "server.mcp_dm_token", func(c *Config, v string) { c.Server.MCPDMToken = v }},
+		{"GLYPHOXA_CONSOLE_CLIENT_SECRET", "console.client_secret", func(c *Config, v string) { c.Console.ClientSecret = v }},
 	}
 }
 

@@ -1,0 +1,54 @@
+// glyphoxa console: small progressive enhancements. Every page works without
+// this file; it adds the raw-text toggle, focus on a linked transcript line,
+// and the Live page's refresh.
+"use strict";
+(function () {
+  var raw = document.getElementById("show-raw");
+  if (raw) {
+    var tl = document.getElementById("timeline");
+    raw.addEventListener("change", function () { tl.classList.toggle("with-raw", raw.checked); });
+  }
+  function focusLine() {
+    var id = location.hash.slice(1);
+    if (!id || id.indexOf("line-") !== 0) return;
+    var el = document.getElementById(id);
+    if (!el) return;
+    document.querySelectorAll(".timeline .target").forEach(function (x) { x.classList.remove("target"); });
+    el.classList.add("target");
+    el.focus({ preventScroll: false });
+  }
+  window.addEventListener("hashchange", focusLine);
+  focusLine();
+
+  var live = document.getElementById("live");
+  if (live && live.dataset.wired === "true") {
+    var text = function (id, v) { var el = document.getElementById(id); if (el) el.textContent = v; };
+    var refresh = function () {
+      fetch("/api/live", { credentials: "same-origin" }).then(function (r) { return r.ok ? r.json() : null; }).then(function (j) {
+        if (!j) return;
+        var s = j.status;
+        text("live-session", s.running ? "Session " + s.session_id + " is running." : "No session is running.");
+        text("live-speaking", s.speaking.length ? s.speaking.join(", ") : "nobody");
+        text("live-memory", s.memory_degraded ? "degraded (writing to the spool)" : "healthy");
+        text("live-pending", String(s.pending_writes));
+        text("live-spool", String(s.spool_bytes));
+        var body = document.querySelector("#live-turns tbody");
+        body.textContent = "";
+        if (!s.turns.length) {
+          var tr = body.insertRow(); var td = tr.insertCell(); td.colSpan = 3; td.textContent = "No NPC turns yet.";
+        }
+        s.turns.forEach(function (t) {
+          var tr = body.insertRow();
+          tr.insertCell().textContent = new Date(t.at).toISOString().slice(11, 19);
+          tr.insertCell().textContent = t.npc;
+          var c = tr.insertCell();
+          t.stages.forEach(function (st) {
+            var sp = document.createElement("span"); sp.className = "tag"; sp.textContent = st.name + " " + st.ms + " ms";
+            c.appendChild(sp); c.appendChild(document.createTextNode(" "));
+          });
+        });
+      }).catch(function () {});
+    };
+    setInterval(refresh, 2000);
+  }
+})();

@@ -1,0 +1,103 @@
+package console_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/console"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/benchdata"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// generateCampaign writes a synthetic campaign of spec into a fresh
+// database and returns the store.
+func generateCampaign(tb testing.TB, name string, spec benchdata.Spec) *postgres.Store {
+	tb.Helper()
+	ctx := context.Background()
+	store, dsn := pgtest.NewStore(tb, spec.Dims)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+		tb.Fatal(err)
+	}
+	if err := benchdata.Generate(ctx, conn, name, spec, nil); err != nil {
+		tb.Fatal(err)
+	}
+	return store
+}
+
+// BenchmarkPages measures the server time of each console page on the 1k
+// bench campaign (1,000 entities, 5,000 facts, 50,000 transcript lines)
+// and reports its 95th percentile as p95-ms. The target is 50 ms:
+//
+//	go test -run '^$' -bench Pages -benchtime 200x ./bot/console
+func BenchmarkPages(b *testing.B) {
+	spec := benchdata.Scale1k
+	store := generateCampaign(b, "bench", spec)
+	c, err := console.New(console.Config{Store: store, Campaigns: []bot.Guild{{Campaign: "bench"}},
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	link, err := c.OneTimeLink("bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	c.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, link, nil))
+	cookies := rec.Result().Cookies()
+	if len(cookies) != 1 {
+		b.Fatalf("signing in: %d %s", rec.Code, rec.Body)
+	}
+	camp, _ := store.Campaign(context.Background(), "bench")
+	npcs, err := camp.Graph().FindEntities(context.Background(), memory.EntityFilter{Type: memory.EntityNPC, Limit: 1})
+	if err != nil || len(npcs) == 0 {
+		b.Fatalf("no NPC in the bench campaign: %v", err)
+	}
+	npc, entity, session := npcs[0].ID, benchdata.EntityID(7), benchdata.SessionID(3)
+	pages := []struct{ name, path string }{
+		{"review", "/review"},
+		{"graph", "/graph"},
+		{"graph-json", "/api/graph"},
+		{"graph-json-npc", "/api/graph?npc=" + npc},
+		{"entity-json", "/api/entity/" + entity},
+		{"npc", "/npc/" + npc},
+		{"sessions", "/sessions"},
+		{"session", "/sessions/" + session},
+		{"session-search", "/sessions/" + session + "?q=dragon"},
+		{"live", "/live"},
+	}
+	for _, p := range pages {
+		b.Run(p.name, func(b *testing.B) {
+			times := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodGet, p.path, nil)
+				req.AddCookie(cookies[0])
+				rec := httptest.NewRecorder()
+				t0 := time.Now()
+				c.ServeHTTP(rec, req)
+				times = append(times, time.Since(t0))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%s: %d %.300s", p.path, rec.Code, rec.Body)
+				}
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)*95/100].Microseconds())/1000, "p95-ms")
+			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+		})
+	}
+}

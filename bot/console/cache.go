@@ -1,0 +1,143 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/glyphoxa/glyphoxa/bot/recap"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// The graph pages read the whole knowledge graph of a campaign. Loading it
+// (a thousand entities, thousands of facts with their attributes) costs
+// far more than asking whether it changed: the change log's newest id,
+// which triggers move on every entity and fact write. So the console keeps
+// one snapshot per campaign and reloads it only when the log has moved.
+
+// snapshot is a campaign's knowledge graph as of a change-log id.
+type snapshot struct {
+	cursor   int64
+	entities []memory.Entity
+	byID     map[string]int
+	// facts are every fact, whatever its status, with the names of
+	// their ends; byEntity indexes them by both ends.
+	facts    []postgres.FactWithNames
+	byEntity map[string][]int
+	// json caches encoded graph views by their filter.
+	mu   sync.Mutex
+	json map[string][]byte
+}
+
+// maxSnapshotFacts bounds the facts a snapshot holds.
+const maxSnapshotFacts = 100_000
+
+type snapshots struct {
+	mu  sync.Mutex
+	per map[string]*campaignSnap
+}
+
+type campaignSnap struct {
+	mu  sync.Mutex // held while loading, so concurrent readers load once
+	cur *snapshot
+}
+
+// graphSnapshot returns the campaign's current snapshot, reloading it when
+// the graph changed.
+func (s *Server) graphSnapshot(ctx context.Context, camp *postgres.Campaign) (*snapshot, error) {
+	s.snaps.mu.Lock()
+	cs, ok := s.snaps.per[camp.ID()]
+	if !ok {
+		cs = &campaignSnap{}
+		s.snaps.per[camp.ID()] = cs
+	}
+	s.snaps.mu.Unlock()
+
+	cursor, err := camp.LastChange(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the graph's change log: %w", err)
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.cur != nil && cs.cur.cursor == cursor {
+		return cs.cur, nil
+	}
+	g := camp.Graph()
+	ents, err := g.FindEntities(ctx, memory.EntityFilter{})
+	if err != nil {
+		return nil, err
+	}
+	facts, err := g.FindFacts(ctx, postgres.FactQuery{Limit: maxSnapshotFacts, Statuses: []memory.FactStatus{
+		memory.StatusActive, memory.StatusPending, memory.StatusRetired, memory.StatusRejected}})
+	if err != nil {
+		return nil, err
+	}
+	sn := &snapshot{cursor: cursor, entities: ents, byID: make(map[string]int, len(ents)), facts: facts,
+		byEntity: map[string][]int{}, json: map[string][]byte{}}
+	for i, e := range ents {
+		sn.byID[e.ID] = i
+	}
+	for i, f := range facts {
+		sn.byEntity[f.SourceID] = append(sn.byEntity[f.SourceID], i)
+		if f.TargetID != f.SourceID {
+			sn.byEntity[f.TargetID] = append(sn.byEntity[f.TargetID], i)
+		}
+	}
+	cs.cur = sn
+	return sn, nil
+}
+
+// maxCachedViews bounds the encoded graph views a snapshot keeps.
+const maxCachedViews = 64
+
+func (sn *snapshot) cachedJSON(key string) ([]byte, bool) {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	b, ok := sn.json[key]
+	return b, ok
+}
+
+func (sn *snapshot) storeJSON(key string, b []byte) {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if len(sn.json) >= maxCachedViews {
+		clear(sn.json)
+	}
+	sn.json[key] = b
+}
+
+// recapKey identifies a recap by what it is made from: the session's lines
+// (their count and the newest), the graph (for what a player-safe recap
+// avoids) and the audience.
+type recapKey struct {
+	campaign, session string
+	lines             int
+	last              int64
+	cursor            int64
+	safe              bool
+}
+
+// maxCachedRecaps bounds the recap cache.
+const maxCachedRecaps = 256
+
+type recaps struct {
+	mu  sync.Mutex
+	per map[recapKey]recap.Recap
+}
+
+func (r *recaps) get(k recapKey) (recap.Recap, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.per[k]
+	return v, ok
+}
+
+func (r *recaps) put(k recapKey, v recap.Recap) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.per) >= maxCachedRecaps {
+		clear(r.per)
+	}
+	r.per[k] = v
+}

@@ -1,0 +1,196 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/recap"
+	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Asker runs retrieval over a campaign as one NPC would: only what the NPC
+// may know. The console's "ask as this NPC" box calls it.
+type Asker interface {
+	AskAs(ctx context.Context, campaign, npcID, question string, k int) ([]AskResult, error)
+}
+
+// AskResult is one retrieved piece of memory.
+type AskResult struct {
+	Kind      string  `json:"kind"`
+	ID        string  `json:"id"`
+	Content   string  `json:"content"`
+	Score     float64 `json:"score"`
+	SessionID string  `json:"session_id,omitempty"`
+}
+
+// OAuth configures sign-in with Discord. A zero ClientID disables it.
+type OAuth struct {
+	ClientID, ClientSecret string
+	// DiscordURL is Discord's web origin; default https://discord.com. Tests
+	// point it at bot/discordtest.
+	DiscordURL string
+}
+
+// Config configures a console Server.
+type Config struct {
+	// Store is the memory store (required).
+	Store *postgres.Store
+	// Campaigns are the campaigns the console serves, with the guild whose
+	// members may sign in with Discord and its DM rule. A campaign without
+	// a guild id is reachable through one-time links only.
+	Campaigns []bot.Guild
+	OAuth     OAuth
+	// PublicURL is the console's address as browsers reach it (e.g.
+	// https://dm.example.org), used for the OAuth redirect; empty means the
+	// request's own host over http.
+	PublicURL string
+	// Asker answers "ask as this NPC"; nil hides the box.
+	Asker Asker
+	// Live feeds the Live page; nil shows that nothing is wired.
+	Live LiveSource
+	// Recaps writes session recaps; nil makes extractive ones.
+	Recaps Recapper
+	// SessionTTL is how long a sign-in lasts; default 12h.
+	SessionTTL time.Duration
+	// LinkTTL is how long a one-time link stays valid; default 15m.
+	LinkTTL    time.Duration
+	HTTPClient *http.Client
+	Clock      clock.Clock
+	Logger     *slog.Logger
+}
+
+// Server is the console's HTTP handler. It is safe for concurrent use.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	clk  clock.Clock
+	tmpl map[string]*template.Template
+	mux  *http.ServeMux
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	links    map[string]oneTime
+	states   map[string]oauthState
+
+	snaps  snapshots
+	recaps recaps
+}
+
+// New checks cfg and returns a console.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("console: a memory store is required")
+	}
+	if len(cfg.Campaigns) == 0 {
+		return nil, errors.New("console: no campaign to serve")
+	}
+	seen := map[string]bool{}
+	for i, g := range cfg.Campaigns {
+		if strings.TrimSpace(g.Campaign) == "" {
+			return nil, fmt.Errorf("console: campaign %d has no id", i)
+		}
+		if seen[g.Campaign] {
+			return nil, fmt.Errorf("console: campaign %q is listed twice", g.Campaign)
+		}
+		seen[g.Campaign] = true
+	}
+	if cfg.OAuth.DiscordURL == "" {
+		cfg.OAuth.DiscordURL = "https://discord.com"
+	}
+	cfg.OAuth.DiscordURL = strings.TrimRight(cfg.OAuth.DiscordURL, "/")
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 12 * time.Hour
+	}
+	if cfg.LinkTTL <= 0 {
+		cfg.LinkTTL = 15 * time.Minute
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 15 * time.Second}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	tmpl, err := parsePages()
+	if err != nil {
+		return nil, fmt.Errorf("console: parsing templates: %w", err)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "console"), clk: clock.OrReal(cfg.Clock), tmpl: tmpl,
+		sessions: map[string]*session{}, links: map[string]oneTime{}, states: map[string]oauthState{},
+		snaps: snapshots{per: map[string]*campaignSnap{}}, recaps: recaps{per: map[recapKey]recap.Recap{}}}
+	s.routes()
+	return s, nil
+}
+
+// ServeHTTP serves the console.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; form-action 'self' "+s.cfg.OAuth.DiscordURL+"; frame-ancestors 'none'")
+	s.mux.ServeHTTP(w, r)
+}
+
+// role is what a handler requires.
+type role int
+
+const (
+	anyone role = iota // signed in, DM or player
+	dmOnly
+)
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets")
+	files := http.StripPrefix("/static/", http.FileServerFS(static))
+	m.HandleFunc("GET /static/{file}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+	m.HandleFunc("GET /signin", s.signinPage)
+	m.HandleFunc("GET /signin/once", s.signinOnce)
+	m.HandleFunc("GET /signin/discord", s.signinDiscord)
+	m.HandleFunc("GET /oauth/callback", s.oauthCallback)
+	m.HandleFunc("POST /signout", s.need(anyone, s.signout))
+
+	m.HandleFunc("GET /{$}", s.need(anyone, s.home))
+	m.HandleFunc("GET /review", s.need(dmOnly, s.reviewPage))
+	m.HandleFunc("POST /review/fact/{id}", s.need(dmOnly, s.reviewFact))
+	m.HandleFunc("POST /review/fact/{id}/edit", s.need(dmOnly, s.editFact))
+	m.HandleFunc("POST /review/conflict/{id}", s.need(dmOnly, s.resolveConflict))
+	m.HandleFunc("GET /graph", s.need(anyone, s.graphPage))
+	m.HandleFunc("GET /api/graph", s.need(anyone, s.graphJSON))
+	m.HandleFunc("GET /api/entity/{id}", s.need(anyone, s.entityJSON))
+	m.HandleFunc("GET /npc", s.need(dmOnly, s.npcList))
+	m.HandleFunc("GET /npc/{id}", s.need(dmOnly, s.npcPage))
+	m.HandleFunc("POST /npc/{id}/persona", s.need(dmOnly, s.savePersona))
+	m.HandleFunc("POST /npc/{id}/ask", s.need(dmOnly, s.askAs))
+	m.HandleFunc("GET /sessions", s.need(anyone, s.sessionList))
+	m.HandleFunc("GET /sessions/{id}", s.need(anyone, s.sessionPage))
+	m.HandleFunc("GET /live", s.need(dmOnly, s.livePage))
+	m.HandleFunc("GET /api/live", s.need(dmOnly, s.liveJSON))
+	s.mux = m
+}
+
+// campaign returns the configured binding of a campaign id.
+func (s *Server) campaign(id string) (bot.Guild, bool) {
+	for _, g := range s.cfg.Campaigns {
+		if g.Campaign == id {
+			return g, true
+		}
+	}
+	return bot.Guild{}, false
+}

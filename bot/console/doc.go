@@ -1,0 +1,39 @@
+// Package console is the DM console in the browser: a small web application,
+// served by `glyphoxa serve` on console.listen and by `glyphoxa console`,
+// where a DM reviews what the campaign's memory learned and sees, side by
+// side, what each NPC knows and where every fact came from.
+//
+// # Pages
+//
+//   - Review: pending facts and open conflicts with their provenance and the
+//     transcript lines behind them; confirm, reject, edit, keep old, keep new.
+//     The buttons call the same store operations as the Discord buttons
+//     ([postgres.Graph.ConfirmFact], RejectFact, ResolveConflict and
+//     [bot.EditFact]).
+//   - Graph: the campaign's entities and facts, drawn by a small force layout
+//     in a canvas, filtered by type, by an NPC's visibility and by session;
+//     secret facts are marked; an entity's attributes, facts over time and
+//     mentions open beside it.
+//   - NPC: what the NPC can see, what it heard, its memory traces, its
+//     editable persona and an "ask as this NPC" box.
+//   - Sessions: a speaker-coloured timeline per session, raw next to
+//     corrected text, search, and a recap whose sentences link to the lines
+//     they cite.
+//   - Live: who is speaking, NPC turns with latency per stage, memory health
+//     and spool size, from a [LiveSource].
+//
+// # Sign-in and roles
+//
+// A browser signs in with Discord (OAuth2 authorization code flow, scopes
+// identify, guilds and guilds.members.read) and is a DM by the same rule as
+// slash commands ([bot.IsDM]); or with a one-time link that `glyphoxa
+// console` prints ([Server.OneTimeLink]), which makes a DM session. A session
+// lives in an HttpOnly, SameSite=Lax cookie (Secure behind TLS); every write
+// is a POST carrying the session's CSRF token. Players see only the
+// player-visible view: canon, non-secret facts, entities without their secret
+// knowledge, canon transcript lines and player-safe recaps. Review, NPC and
+// Live pages are DM-only, and every handler states the role it needs.
+//
+// Assets (templates, CSS, JavaScript) are embedded; the console needs no
+// network beyond Discord's sign-in.
+package console

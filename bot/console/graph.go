@@ -1,0 +1,257 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/npc"
+)
+
+// graphNode and graphEdge are the graph page's JSON: no attributes, which
+// are fetched per entity.
+type graphNode struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+type graphEdge struct {
+	ID      int64  `json:"id"`
+	Source  string `json:"s"`
+	Target  string `json:"t"`
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Secret  bool   `json:"secret,omitempty"`
+	Session string `json:"session,omitempty"`
+}
+
+type graphData struct {
+	Nodes []graphNode `json:"nodes"`
+	Edges []graphEdge `json:"edges"`
+}
+
+func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	sn, err := s.graphSnapshot(ctx, camp)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	ents := sn.entities
+	types := map[string]bool{}
+	var npcs []memory.Entity
+	for _, e := range ents {
+		types[e.Type] = true
+		if e.Type == memory.EntityNPC {
+			npcs = append(npcs, e)
+		}
+	}
+	tl := make([]string, 0, len(types))
+	for t := range types {
+		tl = append(tl, t)
+	}
+	sort.Strings(tl)
+	sessions, err := camp.Sessions().Sessions(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	if !sessionOf(ctx).DM {
+		npcs = nil // what an NPC can see is the DM's business
+	}
+	s.render(w, r, http.StatusOK, "graph.html", page{Title: "Graph", Nav: "graph", Data: map[string]any{
+		"Types": tl, "NPCs": npcs, "Sessions": sessions, "Count": len(ents)}})
+}
+
+// graphJSON returns the entities and facts of the graph view, filtered by
+// type, by what an NPC can see (DM only) and by the session a fact was
+// established in. A player gets canon, non-secret facts only.
+func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	sn, err := s.graphSnapshot(ctx, camp)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	dm := sessionOf(ctx).DM
+	key := fmt.Sprintf("%t\x00%s\x00%s\x00%s", dm, q.Get("type"), q.Get("npc"), q.Get("session"))
+	body, ok := sn.cachedJSON(key)
+	if !ok {
+		d, err := loadGraph(ctx, camp.Graph(), sn, dm, q.Get("type"), q.Get("npc"), q.Get("session"))
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		if body, err = json.Marshal(d); err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		sn.storeJSON(key, body)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(body)
+}
+
+func loadGraph(ctx context.Context, g *postgres.Graph, sn *snapshot, dm bool, typ, npcID, session string) (graphData, error) {
+	var ents []memory.Entity
+	var facts []memory.Relationship
+	if npcID != "" && dm {
+		e, err := g.Entity(ctx, npcID)
+		if err != nil {
+			return graphData{}, err
+		}
+		scope := memory.VisibilityScope{RelTypes: npc.PersonaFromEntity(e).KnowledgeScope}
+		if ents, facts, err = g.VisibleSubgraph(ctx, npcID, scope); err != nil {
+			return graphData{}, err
+		}
+	} else {
+		ents = sn.entities
+		facts = make([]memory.Relationship, 0, len(sn.facts))
+		for _, f := range sn.facts {
+			if f.Status != memory.StatusRejected {
+				facts = append(facts, f.Relationship)
+			}
+		}
+	}
+	keep := map[string]bool{}
+	d := graphData{Nodes: []graphNode{}, Edges: []graphEdge{}}
+	for _, e := range ents {
+		if typ == "" || e.Type == typ {
+			keep[e.ID] = true
+		}
+	}
+	touched := map[string]bool{}
+	for _, f := range facts {
+		if !dm && !playerVisible(f) {
+			continue
+		}
+		if !keep[f.SourceID] || !keep[f.TargetID] || (session != "" && f.Provenance.SessionID != session) {
+			continue
+		}
+		touched[f.SourceID], touched[f.TargetID] = true, true
+		d.Edges = append(d.Edges, graphEdge{ID: f.ID, Source: f.SourceID, Target: f.TargetID, Type: f.Type,
+			Status: string(f.Status), Secret: dm && isSecretFact(f), Session: f.Provenance.SessionID})
+	}
+	for _, e := range ents {
+		if keep[e.ID] && (session == "" || touched[e.ID]) {
+			d.Nodes = append(d.Nodes, graphNode{ID: e.ID, Name: e.Name, Type: e.Type})
+		}
+	}
+	slices.SortFunc(d.Edges, func(a, b graphEdge) int { return int(a.ID - b.ID) })
+	return d, nil
+}
+
+// entityFact is one fact of an entity's history.
+type entityFact struct {
+	ID         int64  `json:"id"`
+	Source     string `json:"source"`
+	Target     string `json:"target"`
+	Type       string `json:"type"`
+	Status     string `json:"status"`
+	Session    string `json:"session,omitempty"`
+	Until      string `json:"until,omitempty"`
+	Secret     bool   `json:"secret,omitempty"`
+	Provenance string `json:"provenance"`
+}
+
+type mention struct {
+	Line    int64  `json:"line"`
+	Session string `json:"session"`
+	At      string `json:"at"`
+	Speaker string `json:"speaker"`
+	Text    string `json:"text"`
+}
+
+type entityInfo struct {
+	ID         string       `json:"id"`
+	Name       string       `json:"name"`
+	Type       string       `json:"type"`
+	Aliases    []string     `json:"aliases"`
+	Attributes []attr       `json:"attributes"`
+	Facts      []entityFact `json:"facts"`
+	Mentions   []mention    `json:"mentions"`
+}
+
+// maxEntityFacts bounds an entity's fact history.
+const maxEntityFacts = 500
+
+// entityJSON returns an entity's attributes, its facts in the order they
+// were established (with the session they stopped holding in), and the
+// transcript lines that mention it.
+func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	dm := sessionOf(ctx).DM
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	sn, err := s.graphSnapshot(ctx, camp)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	i, ok := sn.byID[r.PathValue("id")]
+	if !ok {
+		s.failErr(w, r, fmt.Errorf("entity %q: %w", r.PathValue("id"), memory.ErrNotFound))
+		return
+	}
+	e := sn.entities[i]
+	info := entityInfo{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases, Attributes: attrs(e, dm),
+		Facts: []entityFact{}, Mentions: []mention{}}
+	if info.Aliases == nil {
+		info.Aliases = []string{}
+	}
+	if info.Attributes == nil {
+		info.Attributes = []attr{}
+	}
+	for _, k := range sn.byEntity[e.ID] {
+		f := sn.facts[k]
+		if len(info.Facts) == maxEntityFacts {
+			break
+		}
+		if !dm && !playerVisible(f.Relationship) {
+			continue
+		}
+		info.Facts = append(info.Facts, entityFact{ID: f.ID, Source: f.SourceName, Target: f.TargetName, Type: f.Type,
+			Status: string(f.Status), Session: f.Provenance.SessionID, Until: f.ValidUntilSession,
+			Secret: dm && isSecretFact(f.Relationship), Provenance: provenance(f.Relationship)})
+	}
+	sort.SliceStable(info.Facts, func(a, b int) bool {
+		if info.Facts[a].Session != info.Facts[b].Session {
+			return info.Facts[a].Session < info.Facts[b].Session
+		}
+		return info.Facts[a].ID < info.Facts[b].ID
+	})
+	hits, err := camp.Sessions().Search(ctx, `"`+e.Name+`"`, memory.SearchOpts{Limit: 10})
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	for _, h := range hits {
+		if h.Entry.NonCanon {
+			continue
+		}
+		info.Mentions = append(info.Mentions, mention{Line: h.Entry.ID, Session: h.Entry.SessionID,
+			At: h.Entry.At.UTC().Format("2006-01-02 15:04"), Speaker: h.Entry.SpeakerName, Text: h.Entry.Text})
+	}
+	writeJSON(w, info)
+}

@@ -1,0 +1,294 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// openCampaign opens the signed-in session's campaign.
+func (s *Server) openCampaign(ctx context.Context) (*postgres.Campaign, error) {
+	return s.cfg.Store.Campaign(ctx, sessionOf(ctx).Campaign)
+}
+
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	if sessionOf(r.Context()).DM {
+		http.Redirect(w, r, "/review", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, "/graph", http.StatusSeeOther)
+}
+
+// back redirects to path (post/redirect/get) with a message for the next
+// page. The message is kept in the server-side session, not in the URL, so
+// nobody can craft a link that shows the DM a message of their choosing.
+func (s *Server) back(w http.ResponseWriter, r *http.Request, path, msg string) {
+	if msg != "" {
+		s.setFlash(r, msg)
+	}
+	http.Redirect(w, r, path, http.StatusSeeOther)
+}
+
+// namesOf returns display names for entity ids.
+func namesOf(ctx context.Context, g *postgres.Graph, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	es, err := g.FindEntities(ctx, memory.EntityFilter{IDs: ids})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range es {
+		out[e.ID] = e.Name
+	}
+	for _, id := range ids {
+		if out[id] == "" {
+			out[id] = id
+		}
+	}
+	return out, nil
+}
+
+// factView is a fact with names, provenance and evidence, for the review.
+type factView struct {
+	memory.Relationship
+	Source, Target string
+	Provenance     string
+	Secret         bool
+	EvidenceQuote  string
+	Evidence       []memory.TranscriptEntry
+	// EvidenceMore counts the lines beyond those shown.
+	EvidenceMore int
+}
+
+// evidenceShown is how many transcript lines a fact shows.
+const evidenceShown = 3
+
+func (s *Server) factViews(ctx context.Context, g *postgres.Graph, fs []memory.Relationship) ([]factView, error) {
+	var ids []string
+	for _, f := range fs {
+		ids = append(ids, f.SourceID, f.TargetID)
+	}
+	n, err := namesOf(ctx, g, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]factView, len(fs))
+	for i, f := range fs {
+		ev, err := g.Evidence(ctx, f.ID)
+		if err != nil {
+			return nil, err
+		}
+		q, _ := f.Attributes["evidence"].(string)
+		out[i] = factView{Relationship: f, Source: n[f.SourceID], Target: n[f.TargetID], Provenance: provenance(f),
+			Secret: isSecretFact(f), EvidenceQuote: q, Evidence: ev[:min(len(ev), evidenceShown)],
+			EvidenceMore: max(0, len(ev)-evidenceShown)}
+	}
+	return out, nil
+}
+
+// reviewPageSize bounds the pending facts shown at once.
+const reviewPageSize = 50
+
+func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	g := camp.Graph()
+	session := r.URL.Query().Get("session")
+	pending, err := g.PendingFacts(ctx, memory.FactFilter{SessionID: session, Limit: reviewPageSize + 1})
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	more := len(pending) > reviewPageSize
+	pending = pending[:min(len(pending), reviewPageSize)]
+	pv, err := s.factViews(ctx, g, pending)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	conflicts, err := g.Conflicts(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	type conflictView struct {
+		memory.Conflict
+		Old, New factView
+	}
+	cv := make([]conflictView, 0, len(conflicts))
+	for _, c := range conflicts {
+		fv, err := s.factViews(ctx, g, []memory.Relationship{c.OldFact, c.NewFact})
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		cv = append(cv, conflictView{Conflict: c, Old: fv[0], New: fv[1]})
+	}
+	sessions, err := camp.Sessions().Sessions(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	// The edit forms suggest the campaign's entity names.
+	var names []string
+	if len(pv) > 0 {
+		sn, err := s.graphSnapshot(ctx, camp)
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		names = make([]string, len(sn.entities))
+		for i, e := range sn.entities {
+			names[i] = e.Name
+		}
+	}
+	s.render(w, r, http.StatusOK, "review.html", page{Title: "Review", Nav: "review", Data: map[string]any{
+		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Sessions": sessions, "Names": names,
+		"Message": s.takeFlash(r)}})
+}
+
+func pathID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%w: %q is not a fact or conflict number", memory.ErrInvalid, r.PathValue("id"))
+	}
+	return id, nil
+}
+
+// reviewFact confirms or rejects a fact: the store operations the Discord
+// Confirm and Reject buttons call.
+func (s *Server) reviewFact(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	var f memory.Relationship
+	verb := ""
+	switch r.PostFormValue("action") {
+	case "confirm":
+		f, err = camp.Graph().ConfirmFact(ctx, id)
+		verb = "Confirmed"
+	case "reject":
+		f, err = camp.Graph().RejectFact(ctx, id)
+		verb = "Rejected"
+	default:
+		s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown review action %q: want confirm or reject.", r.PostFormValue("action")))
+		return
+	}
+	if err != nil {
+		s.back(w, r, "/review", "⚠ "+err.Error())
+		return
+	}
+	s.log.Info("fact reviewed", "fact", f.ID, "action", verb, "by", sessionOf(ctx).UserID)
+	s.back(w, r, "/review", fmt.Sprintf("%s fact #%d (%s %s %s).", verb, f.ID, f.SourceID, f.Type, f.TargetID))
+}
+
+// editFact applies the DM's correction with bot.EditFact, as the Discord
+// Edit button's form does.
+func (s *Server) editFact(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	f, err := bot.EditFact(ctx, camp.Graph(), id, r.PostFormValue("subject"), r.PostFormValue("relation"),
+		r.PostFormValue("object"), sessionOf(ctx).UserID)
+	if err != nil {
+		s.back(w, r, "/review", fmt.Sprintf("⚠ Fact #%d is unchanged: %v", id, err))
+		return
+	}
+	s.back(w, r, "/review", fmt.Sprintf("Corrected fact #%d and confirmed it as #%d (%s %s %s).", id, f.ID, f.SourceID, f.Type, f.TargetID))
+}
+
+// resolveConflict keeps the new or the old fact: the store operation of
+// the Discord Keep new / Keep old buttons.
+func (s *Server) resolveConflict(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	keep := r.PostFormValue("keep")
+	if keep != "new" && keep != "old" {
+		s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown choice %q: keep new or old.", keep))
+		return
+	}
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	c, err := camp.Graph().ResolveConflict(ctx, id, keep == "new")
+	if err != nil {
+		s.back(w, r, "/review", "⚠ "+err.Error())
+		return
+	}
+	s.back(w, r, "/review", fmt.Sprintf("Conflict %d settled: kept the %s fact (#%d is now %s, #%d is %s).", c.ID, keep,
+		c.NewFact.ID, c.NewFact.Status, c.OldFact.ID, c.OldFact.Status))
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}
+
+func (s *Server) npcList(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	npcs, err := camp.Graph().FindEntities(ctx, memory.EntityFilter{Type: memory.EntityNPC})
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "npcs.html", page{Title: "NPCs", Nav: "npc", Data: npcs})
+}
+
+func (s *Server) sessionList(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	ss, err := camp.Sessions().Sessions(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	slices.Reverse(ss)
+	s.render(w, r, http.StatusOK, "sessions.html", page{Title: "Sessions", Nav: "sessions", Data: ss})
+}

@@ -1,0 +1,109 @@
+package console
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+// page is what every template gets.
+type page struct {
+	Title   string
+	Nav     string
+	Session session
+	Data    any
+}
+
+var funcs = template.FuncMap{
+	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"date": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02 15:04")
+	},
+	"pct":     func(f float64) string { return fmt.Sprintf("%.2f", f) },
+	"speaker": speakerClass,
+	"ms":      func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) },
+}
+
+// speakerClass gives each speaker one of eight colours, the same on every
+// page.
+func speakerClass(name string) string {
+	h := fnv.New32a()
+	h.Write([]byte(strings.ToLower(name)))
+	return fmt.Sprintf("spk%d", h.Sum32()%8)
+}
+
+// parsePages parses each page template together with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	names, err := fs.Glob(assets, "assets/*.html")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*template.Template{}
+	for _, n := range names {
+		base := path.Base(n)
+		if base == "layout.html" {
+			continue
+		}
+		t, err := template.Must(layout.Clone()).ParseFS(assets, n)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", base, err)
+		}
+		out[base] = t
+	}
+	return out, nil
+}
+
+// render writes a page; the body is rendered into a buffer first so that a
+// template error becomes a 500, not half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	if p.Session.UserID == "" {
+		p.Session = sessionOf(r.Context())
+	}
+	t, ok := s.tmpl[name]
+	if !ok {
+		http.Error(w, "no template "+name, http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", p); err != nil {
+		s.log.Error("rendering a page", "page", name, "err", err)
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// fail answers with an error page (or plain text for the API).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		http.Error(w, msg, status)
+		return
+	}
+	s.render(w, r, status, "error.html", page{Title: http.StatusText(status), Data: msg})
+}
+
+// failErr reports a store error: not found and invalid input are the user's
+// to fix and are shown; anything else is logged and shown generically.
+func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := classify(err)
+	if status == http.StatusInternalServerError {
+		s.log.Error("console request failed", "path", r.URL.Path, "err", err)
+	}
+	s.fail(w, r, status, msg)
+}

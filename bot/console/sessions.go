@@ -1,0 +1,204 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/glyphoxa/glyphoxa/bot/recap"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// Recapper writes a session's recap: sentences, each citing the transcript
+// lines it rests on. A player-safe recap reveals no secret and no
+// unconfirmed fact. Without one the console makes extractive recaps with
+// bot/recap.
+type Recapper interface {
+	Recap(ctx context.Context, campaign, sessionID string, playerSafe bool) (recap.Recap, error)
+}
+
+// RecapFunc adapts a function to a Recapper.
+type RecapFunc func(ctx context.Context, campaign, sessionID string, playerSafe bool) (recap.Recap, error)
+
+// Recap calls f.
+func (f RecapFunc) Recap(ctx context.Context, campaign, sessionID string, playerSafe bool) (recap.Recap, error) {
+	return f(ctx, campaign, sessionID, playerSafe)
+}
+
+// linesPerPage is how many transcript lines one page of a session shows.
+const linesPerPage = 400
+
+type lineView struct {
+	memory.TranscriptEntry
+	Cited bool
+}
+
+type sentenceView struct {
+	Text  string
+	Lines []citation
+}
+
+type citation struct {
+	ID   int64
+	At   string
+	Page int
+}
+
+func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sess := sessionOf(ctx)
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	search := strings.TrimSpace(r.URL.Query().Get("q"))
+	// The session, its lines and the search are independent reads.
+	var (
+		wg                    sync.WaitGroup
+		info                  memory.Session
+		all                   []memory.TranscriptEntry
+		found                 []memory.EntryHit
+		errInfo, errAll, errQ error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); info, errInfo = camp.Sessions().Session(ctx, id) }()
+	go func() { defer wg.Done(); all, errAll = camp.Sessions().Entries(ctx, id) }()
+	if search != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			found, errQ = camp.Sessions().Search(ctx, search, memory.SearchOpts{SessionID: id, Limit: 50})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errInfo, errAll, errQ); err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	entries := all
+	if !sess.DM {
+		entries = all[:0:0]
+		for _, e := range all {
+			if !e.NonCanon { // a span the DM struck from the record stays hidden
+				entries = append(entries, e)
+			}
+		}
+	}
+	pageOf := map[int64]int{}
+	for i, e := range entries {
+		pageOf[e.ID] = i / linesPerPage
+	}
+	pages := max(1, (len(entries)+linesPerPage-1)/linesPerPage)
+	q := r.URL.Query()
+	pg, _ := strconv.Atoi(q.Get("page"))
+	if l, err := strconv.ParseInt(q.Get("line"), 10, 64); err == nil {
+		if p, ok := pageOf[l]; ok {
+			pg = p
+		}
+	}
+	pg = min(max(pg, 0), pages-1)
+
+	rc, err := s.recap(ctx, camp, id, entries, !sess.DM)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	cited := map[int64]bool{}
+	var sentences []sentenceView
+	at := map[int64]string{}
+	for _, e := range entries {
+		at[e.ID] = e.At.UTC().Format("15:04:05")
+	}
+	for _, st := range rc.Sentences {
+		sv := sentenceView{Text: st.Text}
+		for _, l := range st.Lines {
+			if _, ok := pageOf[l]; !ok {
+				continue // a line the reader may not see
+			}
+			cited[l] = true
+			sv.Lines = append(sv.Lines, citation{ID: l, At: at[l], Page: pageOf[l]})
+		}
+		if len(sv.Lines) > 0 {
+			sentences = append(sentences, sv)
+		}
+	}
+	var shown []lineView
+	for _, e := range entries[min(pg*linesPerPage, len(entries)):min((pg+1)*linesPerPage, len(entries))] {
+		shown = append(shown, lineView{TranscriptEntry: e, Cited: cited[e.ID]})
+	}
+	var hits []memory.EntryHit
+	for _, h := range found {
+		if _, ok := pageOf[h.Entry.ID]; ok {
+			hits = append(hits, h)
+		}
+	}
+	var pageLinks []int
+	for i := range pages {
+		pageLinks = append(pageLinks, i)
+	}
+	s.render(w, r, http.StatusOK, "session.html", page{Title: "Session " + id, Nav: "sessions", Data: map[string]any{
+		"Session": info, "Lines": shown, "Recap": sentences, "Extractive": rc.Extractive, "PlayerSafe": !sess.DM,
+		"Page": pg, "Pages": pageLinks, "Q": search, "Hits": hits, "PageOf": pageOf, "Total": len(entries)}})
+}
+
+// recap returns the session's recap from the Recapper, or an extractive
+// one made of its key lines.
+func (s *Server) recap(ctx context.Context, camp *postgres.Campaign, sessionID string, entries []memory.TranscriptEntry, safe bool) (recap.Recap, error) {
+	if s.cfg.Recaps != nil {
+		return s.cfg.Recaps.Recap(ctx, camp.ID(), sessionID, safe)
+	}
+	var in recap.Input
+	for _, e := range entries {
+		if e.NonCanon {
+			continue
+		}
+		in.Lines = append(in.Lines, recap.Line{ID: e.ID, SessionID: e.SessionID, At: e.At, Speaker: e.SpeakerName,
+			NPC: e.NPCID != "", Text: e.Text})
+	}
+	var cursor int64
+	if safe {
+		sn, err := s.graphSnapshot(ctx, camp)
+		if err != nil {
+			return recap.Recap{}, err
+		}
+		in.Avoid, cursor = secrets(sn), sn.cursor
+	}
+	key := recapKey{campaign: camp.ID(), session: sessionID, lines: len(in.Lines), cursor: cursor, safe: safe}
+	if len(in.Lines) > 0 {
+		key.last = in.Lines[len(in.Lines)-1].ID
+	}
+	if rc, ok := s.recaps.get(key); ok {
+		return rc, nil
+	}
+	rc, err := recap.Writer{}.Write(ctx, in)
+	if err == nil {
+		s.recaps.put(key, rc)
+	}
+	return rc, err
+}
+
+// secrets lists what a player-safe text must not reveal: secret knowledge,
+// secret facts and facts waiting for review, as sentences.
+func secrets(sn *snapshot) []string {
+	var out []string
+	for _, e := range sn.entities {
+		for k, v := range e.Attributes {
+			if secretKey(k) && k != memory.AttrKnownBy && k != memory.AttrSecret {
+				out = append(out, valueText(v))
+			}
+		}
+	}
+	for _, f := range sn.facts {
+		if (isSecretFact(f.Relationship) && f.Status != memory.StatusRejected) || f.Status == memory.StatusPending {
+			out = append(out, fmt.Sprintf("%s %s %s", f.SourceName, strings.ToLower(strings.ReplaceAll(f.Type, "_", " ")), f.TargetName))
+		}
+	}
+	return out
+}

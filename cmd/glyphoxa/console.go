@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/console"
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/retrieve"
+)
+
+// cmdConsole serves one campaign's DM console without Discord and prints a
+// one-time sign-in link.
+func cmdConsole(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet("console", e)
+	var sf storeFlags
+	sf.register(fs)
+	campaign := fs.String("campaign", "", "campaign id")
+	listen := fs.String("listen", "", "address of the console (default console.listen, 127.0.0.1:9465)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *campaign == "" {
+		return usagef("--campaign is required")
+	}
+	store, cfg, err := sf.openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	known, err := store.Campaigns(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(known, *campaign) {
+		return fmt.Errorf("campaign %q is not in the database (known: %v); import it first with glyphoxa import", *campaign, known)
+	}
+	if *listen != "" {
+		cfg.Console.Listen = *listen
+	}
+	if cfg.Console.Listen == "" {
+		cfg.Console.Listen = config.Default().Console.Listen
+	}
+	logger, err := newLogger(e.stderr, cfg.Log)
+	if err != nil {
+		return err
+	}
+	g := bot.Guild{Campaign: *campaign}
+	for _, x := range cfg.Discord.Guilds {
+		if x.Campaign == *campaign {
+			g = bot.Guild{ID: x.GuildID, Campaign: x.Campaign, DMRoleIDs: x.DMRoleIDs, DMUserIDs: x.DMUserIDs}
+			break
+		}
+	}
+	srv, err := newConsole(store, cfg, logger, []bot.Guild{g}, nil)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Console.Listen)
+	if err != nil {
+		return fmt.Errorf("console.listen %q: %w", cfg.Console.Listen, err)
+	}
+	link, err := srv.OneTimeLink(*campaign)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	base := cfg.Console.PublicURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	printf(e.stdout, "The DM console of %s is at %s\nSign in as the DM (this link works once, for 15 minutes):\n  %s%s\n",
+		*campaign, base, base, link)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return fmt.Errorf("the console stopped: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("stopping the console: %w", err)
+	}
+	<-errc
+	return nil
+}
+
+// newConsole builds the console for campaigns from the configuration.
+func newConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger, campaigns []bot.Guild, live console.LiveSource) (*console.Server, error) {
+	return console.New(console.Config{
+		Store:     store,
+		Campaigns: campaigns,
+		OAuth:     console.OAuth{ClientID: cfg.Console.ClientID, ClientSecret: cfg.Console.ClientSecret},
+		PublicURL: cfg.Console.PublicURL,
+		Asker:     &asker{store: store, cfg: cfg, per: map[string]*retrieve.Retriever{}},
+		Live:      live,
+		Logger:    logger,
+	})
+}
+
+// startConsole serves the console of the bot's campaigns on console.listen
+// for `glyphoxa serve`. A console that cannot listen is logged, not fatal:
+// the bot matters more. The returned function stops it.
+func startConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger, guilds []bot.Guild, live console.LiveSource) func(context.Context) error {
+	off := func(context.Context) error { return nil }
+	if cfg.Console.Listen == "" {
+		return off
+	}
+	var campaigns []bot.Guild
+	seen := map[string]bool{}
+	for _, g := range guilds {
+		if !seen[g.Campaign] {
+			seen[g.Campaign] = true
+			campaigns = append(campaigns, g)
+		}
+	}
+	srv, err := newConsole(store, cfg, logger, campaigns, live)
+	if err != nil {
+		logger.Error("the DM console is off", "err", err)
+		return off
+	}
+	ln, err := net.Listen("tcp", cfg.Console.Listen)
+	if err != nil {
+		logger.Error("the DM console is off: console.listen", "addr", cfg.Console.Listen, "err", err)
+		return off
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("the DM console stopped", "err", err)
+		}
+	}()
+	logger.Info("serving the DM console", "addr", "http://"+ln.Addr().String())
+	return func(ctx context.Context) error {
+		err := hs.Shutdown(ctx)
+		<-done
+		return err
+	}
+}
+
+// AskAs runs hybrid retrieval restricted to what npcID heard.
+func (a *asker) AskAs(ctx context.Context, campaign, npcID, question string, k int) ([]console.AskResult, error) {
+	r, err := a.retriever(ctx, campaign)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := r.Search(ctx, retrieve.Query{Text: question, K: k, NPCID: npcID})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.AskResult, len(rs))
+	for i, x := range rs {
+		out[i] = console.AskResult{Kind: x.Kind, ID: x.ID, Content: x.Content, Score: x.Score, SessionID: x.SessionID}
+	}
+	return out, nil
+}
