@@ -222,6 +222,13 @@ func vocative(text string, words []word, ms []Mention) (Mention, bool) {
 		if strings.HasPrefix(after, "'s") || strings.HasPrefix(after, "’s") {
 			continue
 		}
+		// Speech-to-text often hears the pause after a name as "and" or
+		// "uh" ("Brannoc and what do you know…"): a filler that a question
+		// or "you" follows is the comma it stands for.
+		if last+2 < len(words) && fillers[words[last+1].text] && secondPersonNext(words, last+1) {
+			after = ", " + after
+			last++
+		}
 		if last+1 < len(words) && thirdPerson[words[last+1].text] && !strings.HasPrefix(after, ",") {
 			continue
 		}
@@ -257,6 +264,9 @@ func vocative(text string, words []word, ms []Mention) (Mention, bool) {
 	}
 	return Mention{}, false
 }
+
+// fillers are what speech-to-text writes for a pause.
+var fillers = map[string]bool{"and": true, "uh": true, "um": true, "er": true, "ah": true}
 
 func hasQuestionWord(ws []word) bool {
 	return slices.ContainsFunc(ws, func(w word) bool { return questionWords[w.text] })

@@ -169,8 +169,8 @@ type LineReport struct {
 	Reason    string `json:"reason"`
 	// Context is the exact message list the NPC's LLM got (without an
 	// LLM, the one it would have got).
-	Context []ContextMessage `json:"context,omitempty"`
-	Tools   []npc.ToolUse    `json:"tools,omitempty"`
+	Context []ContextMessage `json:"context"`
+	Tools   []npc.ToolUse    `json:"tools"`
 	Reply   string           `json:"reply"`
 	// Fallback: the reply came from memory without the LLM; Degraded: the
 	// NPC could not read its memory (an outage).

@@ -67,7 +67,10 @@ func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request, path string)
 		s.authorize(w, r)
 	case path == "/oauth2/token" && r.Method == http.MethodPost:
 		s.token(w, r)
-	case strings.HasPrefix(path, "/users/@me") && r.Method == http.MethodGet:
+	case strings.HasPrefix(path, "/users/@me") && r.Method == http.MethodGet &&
+		!strings.HasPrefix(r.Header.Get("Authorization"), "Bot "):
+		// A user's OAuth2 token; the bot's own calls are answered as the
+		// bot's.
 		s.me(w, r, strings.TrimPrefix(path, "/users/@me"))
 	default:
 		return false

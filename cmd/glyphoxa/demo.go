@@ -60,7 +60,9 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The demo's own lines say what happens (fallback answers included);
+	// the log shows errors only.
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 
 	var camp *postgres.Campaign
 	if *campaign == "" {
@@ -96,7 +98,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if prov.LLM == nil && !*asJSON {
-		printf(e.stdout, "  no LLM configured: the NPCs' context is shown, but they do not answer (set GLYPHOXA_LLM_BASE_URL, GLYPHOXA_LLM_API_KEY and GLYPHOXA_LLM_MODEL)\n")
+		printf(e.stdout, "  no LLM configured: NPCs answer from their memory, without a model (set GLYPHOXA_LLM_BASE_URL, GLYPHOXA_LLM_API_KEY and GLYPHOXA_LLM_MODEL for real replies)\n")
 	}
 	provider := cfg.Providers.STT.Provider
 	if provider == "" {
@@ -167,6 +169,8 @@ func printEvent(e *env, ev scene.Event) {
 		printf(e.stdout, "            → not recorded: %s\n", l.Dropped)
 	case l.Addressee == "":
 		printf(e.stdout, "            → no NPC answers (%s)\n", l.Reason)
+	case l.Reply != "" && l.Fallback:
+		printf(e.stdout, "            → %s answers from memory, without an LLM (%s): %q\n", l.Addressee, l.Reason, l.Reply)
 	case l.Reply != "":
 		printf(e.stdout, "            → %s answers (%s): %q\n", l.Addressee, l.Reason, l.Reply)
 	default:

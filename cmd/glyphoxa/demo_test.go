@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,74 +16,127 @@ import (
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
 
-func TestDemo(t *testing.T) {
+const (
+	sampleCampaignFile = "../../testdata/campaigns/ironhold-saga.yaml"
+	demoScene          = "../../testdata/scenes/rusty-tankard.yaml"
+	longScene          = "../../testdata/scenes/long-night.yaml"
+)
+
+// TestDemoSpoken plays the demo's scene for real: synthesised speech,
+// Opus, the lanes and the offline speech-to-text engine.
+func TestDemoSpoken(t *testing.T) {
 	audiotest.Need(t, "espeak-ng")
 	audiotest.Need(t, "pocketsphinx_continuous")
-	sample := "../../testdata/campaigns/ironhold-saga.yaml"
-
-	t.Run("offline", func(t *testing.T) {
-		vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
-		code, out, errs := runCLI(t, vars, "demo", "--file", sample, "--out", t.TempDir())
-		if code != 0 {
-			t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
+	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	code, out, errs := runCLI(t, vars, "demo", "--file", sampleCampaignFile, "--scene", demoScene, "--out", t.TempDir())
+	if code != 0 {
+		t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
+	}
+	for _, want := range []string{
+		"importing the sample campaign",
+		`Thorin said   "Brannoc, what do you know about the Ashen Circle?"`,
+		"heard  ",
+		"the session ended after",
+		`asking the campaign's memory`,
+		"[chunk s3-demo",
+		"facts waiting for the DM's review",
+		"Vexa Thorn -MEMBER_OF-> Ashen Circle",
+		"recap of the scene",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, out)
 		}
-		for _, want := range []string{
-			"4 utterances",
-			`Thorin said   "Brannoc, what do you know about the Ashen Circle?"`,
-			"what Brannoc would be told",
-			"You are Brannoc",
-			"fact extraction skipped (no LLM configured)",
-			`asking the campaign's memory`,
-			"[chunk s3-demo",
-			"facts waiting for the DM's review",
-			"Vexa Thorn -MEMBER_OF-> Ashen Circle",
-			"recap of the scene",
-		} {
-			if !strings.Contains(out, want) {
-				t.Errorf("the demo's output lacks %q:\n%s", want, out)
+	}
+	// Again: the scene plays in a session of its own, nothing doubles.
+	code, out2, errs := runCLI(t, vars, "demo", "--file", sampleCampaignFile, "--scene", demoScene, "--out", t.TempDir())
+	if code != 0 {
+		t.Fatalf("second demo exited %d: %s", code, errs)
+	}
+	if !strings.Contains(out2, "[chunk s3-demo") {
+		t.Errorf("the second run's memory lacks the scene:\n%s", out2)
+	}
+}
+
+// TestDemoJSON plays the long scene offline (heard text given) and reads
+// the documented --json objects.
+func TestDemoJSON(t *testing.T) {
+	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	code, out, errs := runCLI(t, vars, "demo", "--file", sampleCampaignFile, "--scene", longScene, "--json", "--out", t.TempDir())
+	if code != 0 {
+		t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
+	}
+	keys := []string{"at", "speaker", "said", "heard", "corrected", "addressee", "reason", "context", "tools", "reply"}
+	var lines []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("a --json line is not JSON: %v\n%s", err, sc.Text())
+		}
+		if _, ok := m["command"]; ok {
+			continue
+		}
+		for _, k := range keys {
+			if _, ok := m[k]; !ok {
+				t.Fatalf("a line object lacks %q: %s", k, sc.Text())
 			}
 		}
-		// Run again: the session is already in memory and nothing doubles.
-		code, out2, errs := runCLI(t, vars, "demo", "--file", sample, "--out", t.TempDir())
-		if code != 0 {
-			t.Fatalf("second demo exited %d: %s", code, errs)
-		}
-		if strings.Count(out2, "[chunk s3-demo") > strings.Count(out, "[chunk s3-demo") {
-			t.Errorf("the second run found more demo chunks:\n%s", out2)
-		}
-	})
+		lines = append(lines, m)
+	}
+	if len(lines) < 90 {
+		t.Fatalf("%d line objects, want one per line of the scene", len(lines))
+	}
+	last := lines[len(lines)-1]
+	ctx, _ := json.Marshal(last["context"])
+	if last["addressee"] != "brannoc" || !strings.Contains(strings.ToLower(string(ctx)), "third stone of the old mill") {
+		t.Errorf("the last question: addressee %v, context %s", last["addressee"], ctx)
+	}
+	// Without an LLM the addressed NPC answers from memory.
+	if r, _ := last["reply"].(string); r == "" || last["fallback"] != true {
+		t.Errorf("the last question was not answered from memory: %v", last)
+	}
+}
 
-	t.Run("with an LLM", func(t *testing.T) {
-		llm := llmtest.New(func(_ int, req openai.ChatCompletionRequest) llmtest.Reply {
-			if strings.Contains(req.Messages[0].Content, "extract a knowledge graph") {
-				return llmtest.Reply{Text: `{"entities":[{"name":"Brannoc","type":"npc"},{"name":"Ashen Circle","type":"faction"}],
+// TestDemoWithAnLLM gives the NPC a (fake) LLM: it answers in voice.
+func TestDemoWithAnLLM(t *testing.T) {
+	llm := llmtest.New(func(_ int, req openai.ChatCompletionRequest) llmtest.Reply {
+		if strings.Contains(req.Messages[0].Content, "extract a knowledge graph") {
+			return llmtest.Reply{Text: `{"entities":[{"name":"Brannoc","type":"npc"},{"name":"Ashen Circle","type":"faction"}],
 "relationships":[{"source":"Brannoc","target":"Ashen Circle","type":"FEARS","confidence":0.6,"basis":"inferred"}]}`}
-			}
-			return llmtest.Reply{Text: "Keep your voice down. The Circle has ears in this tavern."}
-		})
-		defer llm.Close()
-		vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t), "GLYPHOXA_LLM_BASE_URL": llm.URL(), "GLYPHOXA_LLM_MODEL": "fake"}
-		dir := t.TempDir()
-		code, out, errs := runCLI(t, vars, "demo", "--file", sample, "--out", dir)
-		if code != 0 {
-			t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
 		}
-		for _, want := range []string{
-			`Brannoc: "Keep your voice down. The Circle has ears in this tavern."`,
-			"waiting for the DM",
-			"Brannoc -FEARS-> Ashen Circle",
-		} {
-			if !strings.Contains(out, want) {
-				t.Errorf("the demo's output lacks %q:\n%s", want, out)
-			}
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "01-brannoc.wav"))
-		if err != nil {
-			t.Fatalf("the NPC's reply was not spoken: %v", err)
-		}
-		pcm, err := audio.DecodeWAV(b)
-		if err != nil || pcm.Duration() < 2 || pcm.RMS() < -40 {
-			t.Errorf("the reply's WAV: %.1f s at %.0f dBFS, %v", pcm.Duration(), pcm.RMS(), err)
-		}
+		return llmtest.Reply{Text: "Keep your voice down. The Circle has ears in this tavern."}
 	})
+	defer llm.Close()
+	scene := filepath.Join(t.TempDir(), "scene.yaml")
+	if err := os.WriteFile(scene, []byte(`session: with-llm
+lines:
+  - {speaker: Thorin, say: "Brannoc, what do you know about the Ashen Circle?", heard: "brannoc, what do you know about the ashen circle?"}
+  - {speaker: Lyra, say: "They took the steel to the Tower of Whispers.", heard: "they took the steel to the tower of whispers.", after: 2s}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t), "GLYPHOXA_LLM_BASE_URL": llm.URL(), "GLYPHOXA_LLM_MODEL": "fake"}
+	dir := t.TempDir()
+	code, out, errs := runCLI(t, vars, "demo", "--file", sampleCampaignFile, "--scene", scene, "--out", dir)
+	if code != 0 {
+		t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
+	}
+	for _, want := range []string{
+		`brannoc answers (addressed by name): "Keep your voice down. The Circle has ears in this tavern."`,
+		"waiting for the DM",
+		"Brannoc -FEARS-> Ashen Circle",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "01-brannoc.wav"))
+	if err != nil {
+		t.Fatalf("the NPC's reply was not spoken: %v", err)
+	}
+	pcm, err := audio.DecodeWAV(b)
+	if err != nil || pcm.Duration() < 2 || pcm.RMS() < -40 {
+		t.Errorf("the reply's WAV: %.1f s at %.0f dBFS, %v", pcm.Duration(), pcm.RMS(), err)
+	}
 }

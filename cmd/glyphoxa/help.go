@@ -37,13 +37,18 @@ func commandExamples(name string) []string {
 	case "config check", "config":
 		return []string{"glyphoxa config check", "glyphoxa config check --config /etc/glyphoxa/config.yaml"}
 	case "demo":
-		return []string{"make demo", "glyphoxa demo --out /tmp/demo-out"}
+		return []string{"make demo", "glyphoxa demo --out /tmp/demo-out",
+			"glyphoxa demo --scene testdata/scenes/long-night.yaml --json | jq -c '{at, speaker, addressee, reply}'",
+			"glyphoxa demo --campaign my-campaign --scene my-scene.yaml"}
 	case "serve":
 		return []string{"glyphoxa serve --config config.yaml", "docker compose up -d"}
 	case "bench":
 		return []string{"glyphoxa bench --scale 1k", "make bench"}
 	case "health":
 		return []string{"glyphoxa health", "glyphoxa health --url http://127.0.0.1:9464/readyz"}
+	case "console":
+		return []string{"glyphoxa console --campaign ironhold-saga   # prints a one-time sign-in link",
+			"glyphoxa console --campaign ironhold-saga --listen 127.0.0.1:9470"}
 	case "init":
 		return []string{"glyphoxa init",
 			"DISCORD_TOKEN=… glyphoxa init --non-interactive --guild 123456789012345678 --import testdata/campaigns/ironhold-saga.yaml",

@@ -52,7 +52,7 @@ func commands() []command {
 		{"chat", "--campaign ID --npc ID", "talk to an NPC from the terminal", cmdChat},
 		{"mcp", "--campaign ID [--http ADDR]", "serve a campaign's memory to AI agents over MCP (stdio or HTTP)", cmdMCP},
 		{"config", "check [--config FILE]", "validate the configuration", cmdConfig},
-		{"demo", "[--out DIR]", "play a scripted scene through the voice pipeline, without Discord", cmdDemo},
+		{"demo", "[--scene FILE.yaml] [--campaign ID] [--json] [--out DIR]", "play a scene through the table's turn loop, without Discord, on a virtual clock", cmdDemo},
 		{"serve", "[--config FILE] [--listen ADDR]", "run the Discord bot with /healthz, /readyz and /metrics", cmdServe},
 		{"bench", "[--scale 1k,100k]", "benchmark the memory store on generated campaigns", cmdBench},
 		{"health", "[--url URL] [--ready]", "check that a running `glyphoxa serve` is alive or ready (the container's health check)", cmdHealth},
