@@ -60,7 +60,7 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 				sub("edit", "Edit an entity's name, aliases and attributes", str("entity", "the entity", true, true))),
 			group("fact", "Facts",
 				sub("add", "Add a fact as DM canon", str("subject", "who or what", true, true), str("relation", "e.g. LOCATED_AT, KNOWS, OWNS", true, false),
-					str("object", "who or what", true, true)),
+					str("object", "who or what", true, true), str("reason", "why it changed: a fact it replaces is retired with this reason", false, false)),
 				sub("retire", "Record that a fact no longer holds", str("fact", "the fact", true, true))),
 			sub("search", "Search what was said and remembered", str("query", "words or a question", true, false),
 				choice("mode", "how to search (default: both)", "words (full text)", "text", "meaning (semantic)", "semantic", "both", "both")),

@@ -102,14 +102,22 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 			b.finishErr(i, errors.New("the relation needs letters, e.g. LOCATED_AT"))
 			return
 		}
-		f, err := graph.UpsertRelationship(ctx, memory.Relationship{SourceID: src.ID, TargetID: dst.ID, Type: rel,
+		// Through the fact timeline: a canon fact this one contradicts (the
+		// NPC was elsewhere) is retired as of the running session, linked and
+		// kept for "as of", never overwritten.
+		w, err := graph.WriteFact(ctx, memory.DM(user(i).ID), memory.Relationship{SourceID: src.ID, TargetID: dst.ID, Type: rel,
 			Attributes: map[string]any{"added_by": user(i).ID},
-			Provenance: memory.Provenance{Timestamp: time.Now(), Confidence: 1, Source: memory.SourceStated, DMConfirmed: true}})
+			Provenance: memory.Provenance{SessionID: b.currentSession(g.ID), Timestamp: time.Now(), Confidence: 1,
+				Source: memory.SourceStated, DMConfirmed: true}}, c.str("reason"))
 		if err != nil {
 			b.finishErr(i, err)
 			return
 		}
-		b.finish(i, true, "Added as canon: "+b.describeFact(ctx, graph, f), nil, nil)
+		msg := "Added as canon: " + b.describeFact(ctx, graph, w.Fact)
+		for _, cf := range w.Conflicts {
+			msg += "\nIt supersedes " + b.describeFact(ctx, graph, cf.OldFact) + " (retired, kept for \"as of\")"
+		}
+		b.finish(i, true, msg, nil, nil)
 	case "memory fact retire":
 		id, err := parseFactID(c.str("fact"))
 		if err != nil {

@@ -59,6 +59,7 @@ type PutEdgeIn struct {
 	Target     string         `json:"target" jsonschema:"the target entity id"`
 	Attributes map[string]any `json:"attributes,omitempty"`
 	Confidence float64        `json:"confidence,omitempty" jsonschema:"0..1 (default 1)"`
+	Reason     string         `json:"reason,omitempty" jsonschema:"why (DM): a fact it supersedes is retired with this reason"`
 }
 
 // ChangeOut says what a write did.
@@ -302,22 +303,17 @@ func (s *Server) putEdge(ctx context.Context, req *mcp.CallToolRequest, in PutEd
 	if attrs == nil {
 		attrs = map[string]any{}
 	}
-	attrs["proposed_by"] = who.actor
 	var out ChangeOut
 	err := s.cfg.Store.InTxAs(ctx, s.cfg.Campaign, who.actor, func(c *postgres.Campaign) error {
-		g := c.Graph()
 		r := memory.Relationship{SourceID: in.Source, TargetID: in.Target, Type: strings.ToUpper(in.Type), Attributes: attrs,
-			Provenance: memory.Provenance{Confidence: conf, Source: memory.SourceStated, DMConfirmed: who.role == RoleDM}}
-		if who.role != RoleDM {
-			// An agent without DM rights proposes: the fact waits for review.
-			r.Provenance.Confidence = min(conf, max(0, g.ReviewThreshold()-0.01))
-		}
-		stored, err := g.UpsertRelationship(ctx, r)
+			Provenance: memory.Provenance{Confidence: conf, Source: memory.SourceStated}}
+		w, err := c.Graph().WriteFact(ctx, who.writer(), r, in.Reason)
 		if err != nil {
 			return err
 		}
-		out = ChangeOut{Result: "applied", ID: fmt.Sprint(stored.ID)}
-		if stored.Status == memory.StatusPending {
+		out = ChangeOut{Result: "applied", ID: fmt.Sprint(w.Fact.ID)}
+		if who.role != RoleDM {
+			// The same answer whether or not canon holds the fact.
 			out.Result = "proposed"
 		}
 		return nil
@@ -326,6 +322,15 @@ func (s *Server) putEdge(ctx context.Context, req *mcp.CallToolRequest, in PutEd
 		return nil, ChangeOut{}, err
 	}
 	return nil, out, nil
+}
+
+// writer is the caller as the store's fact writer: the DM token writes
+// canon, any other only proposes.
+func (c caller) writer() memory.Writer {
+	if c.role == RoleDM {
+		return memory.DM(c.actor)
+	}
+	return memory.Player(c.actor)
 }
 
 func (s *Server) deleteEdge(ctx context.Context, req *mcp.CallToolRequest, in RefIn) (*mcp.CallToolResult, ChangeOut, error) {
