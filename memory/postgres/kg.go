@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -115,17 +116,14 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 	var nodeSQL, edgeSQL string
 	switch level {
 	case KGCampaign:
-		nodeSQL = `SELECT id, name, type, coalesce(attributes->>'gist', attributes->>'description', ''),
-			coalesce(attributes->>'notes', ''),
-			ARRAY(SELECT jsonb_array_elements_text(CASE WHEN jsonb_typeof(attributes->'touches') = 'array'
-			      THEN attributes->'touches' ELSE '[]'::jsonb END)),
-			updated_at, kg_archived_at IS NOT NULL OR attributes->'archived' = 'true'::jsonb
+		nodeSQL = `SELECT id, name, type, ` + kgEntityText + `, updated_at,
+			kg_archived_at IS NOT NULL OR coalesce(attributes->'archived' = 'true'::jsonb, false)
 			FROM entities WHERE campaign_id = $1 ORDER BY id`
 		edgeSQL = `SELECT id, source_id, target_id, rel_type, coalesce(attributes->>'notes', ''),
 			coalesce(attributes->'secret' = 'true'::jsonb, false)
 			FROM relationships WHERE campaign_id = $1 AND status = 'active' ORDER BY id`
 	case KGDM:
-		nodeSQL = `SELECT id, '', '', gist, notes, touches, updated_at, archived_at IS NOT NULL
+		nodeSQL = `SELECT id, '', '', gist, notes, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL
 			FROM dm_nodes WHERE campaign_id = $1 ORDER BY id`
 		edgeSQL = `SELECT id, from_id, to_id, rel, notes, false FROM dm_edges WHERE campaign_id = $1 ORDER BY id`
 	default:
@@ -136,9 +134,7 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 		return g, fmt.Errorf("reading %s nodes: %w", level, err)
 	}
 	g.nodes, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (KGNode, error) {
-		n := KGNode{Level: level}
-		err := row.Scan(&n.ID, &n.Name, &n.Type, &n.Gist, &n.Notes, &n.Touches, &n.UpdatedAt, &n.Archived)
-		return n, err
+		return scanKGNode(row, level)
 	})
 	if err != nil {
 		return g, fmt.Errorf("reading %s nodes: %w", level, err)
@@ -161,6 +157,30 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 		}
 	}
 	return g, nil
+}
+
+// kgEntityText is an entity's gist, notes and touches (JSON) as text.
+const kgEntityText = `coalesce(attributes->>'gist', attributes->>'description', ''), coalesce(attributes->>'notes', ''),
+	CASE WHEN jsonb_typeof(attributes->'touches') = 'array' THEN attributes->>'touches' ELSE '' END`
+
+func scanKGNode(row pgx.CollectableRow, level KGLevel) (KGNode, error) {
+	n := KGNode{Level: level}
+	var touches string
+	if err := row.Scan(&n.ID, &n.Name, &n.Type, &n.Gist, &n.Notes, &touches, &n.UpdatedAt, &n.Archived); err != nil {
+		return n, err
+	}
+	if touches != "" && touches != "[]" {
+		var ts []any
+		if err := json.Unmarshal([]byte(touches), &ts); err != nil {
+			return n, fmt.Errorf("node %q: touches: %w", n.ID, err)
+		}
+		for _, t := range ts {
+			if s, ok := t.(string); ok {
+				n.Touches = append(n.Touches, s)
+			}
+		}
+	}
+	return n, nil
 }
 
 // view renders a level as kg_read shows it and estimates its tokens.
@@ -280,18 +300,19 @@ func (c *Campaign) KGNode(ctx context.Context, level KGLevel, id string) (KGNode
 	var q string
 	switch level {
 	case KGCampaign:
-		q = `SELECT id, name, type, coalesce(attributes->>'gist', attributes->>'description', ''), coalesce(attributes->>'notes', ''),
-			ARRAY(SELECT jsonb_array_elements_text(CASE WHEN jsonb_typeof(attributes->'touches') = 'array'
-			      THEN attributes->'touches' ELSE '[]'::jsonb END)),
-			updated_at, kg_archived_at IS NOT NULL OR attributes->'archived' = 'true'::jsonb
+		q = `SELECT id, name, type, ` + kgEntityText + `, updated_at,
+			kg_archived_at IS NOT NULL OR coalesce(attributes->'archived' = 'true'::jsonb, false)
 			FROM entities WHERE campaign_id = $1 AND id = $2`
 	case KGDM:
-		q = `SELECT id, '', '', gist, notes, touches, updated_at, archived_at IS NOT NULL FROM dm_nodes WHERE campaign_id = $1 AND id = $2`
+		q = `SELECT id, '', '', gist, notes, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL FROM dm_nodes WHERE campaign_id = $1 AND id = $2`
 	default:
 		return KGNode{}, fmt.Errorf("%w: unknown level %q (campaign or dm)", memory.ErrInvalid, level)
 	}
-	n := KGNode{Level: level}
-	err := c.l1.db.QueryRow(ctx, q, c.id, id).Scan(&n.ID, &n.Name, &n.Type, &n.Gist, &n.Notes, &n.Touches, &n.UpdatedAt, &n.Archived)
+	rows, err := c.l1.db.Query(ctx, q, c.id, id)
+	if err != nil {
+		return KGNode{}, fmt.Errorf("reading %s node %q: %w", level, id, err)
+	}
+	n, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (KGNode, error) { return scanKGNode(row, level) })
 	if isNoRows(err) {
 		return KGNode{}, fmt.Errorf("%s node %q: %w", level, id, memory.ErrNotFound)
 	}
