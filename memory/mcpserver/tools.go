@@ -118,14 +118,6 @@ type SyncOut struct {
 	Cursor  int64             `json:"cursor"`
 }
 
-// PingOut reports counts and active clients.
-type PingOut struct {
-	Campaign string          `json:"campaign"`
-	Counts   postgres.Counts `json:"counts"`
-	Clients  int             `json:"active_clients"`
-	Role     Role            `json:"your_role"`
-}
-
 // ResolveIn accepts or rejects a proposal.
 type ResolveIn struct {
 	ID     int64 `json:"id"`
@@ -135,15 +127,14 @@ type ResolveIn struct {
 func (s *Server) register() {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "read_graph", Description: "Read the knowledge graph: entities and facts in force, with traces of archived ones."}, s.readGraph)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "put_node", Description: "Create or change an entity (a proposal for the DM unless you hold the DM token)."}, s.putNode)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "delete_node", Description: "Archive an entity and retire its facts (a proposal unless DM). It stays recallable."}, s.deleteNode)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "put_edge", Description: "Record a fact between two entities (a pending fact for the DM's review unless DM)."}, s.putEdge)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "delete_edge", Description: "Retire a fact by id (a proposal unless DM)."}, s.deleteEdge)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall_node", Description: "Bring back an archived entity or a retired fact in full."}, s.recallNode)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search_sessions", Description: "Full-text search of what was said in the sessions."}, s.searchSessions)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "ask", Description: "Answer a question from the campaign's memory (hybrid retrieval)."}, s.ask)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "sync", Description: "Changes to the graph since a cursor, leaving out your own writes."}, s.sync)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "ping", Description: "Counts of the campaign's memory and the number of connected agents."}, s.ping)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "resolve_proposal", Description: "Accept or reject an agent's proposal (DM only)."}, s.resolve)
+	s.registerKG()
 }
 
 func (s *Server) readGraph(ctx context.Context, req *mcp.CallToolRequest, in ReadGraphIn) (*mcp.CallToolResult, ReadGraphOut, error) {
@@ -261,11 +252,6 @@ func (s *Server) write(ctx context.Context, who caller, kind string, payload any
 		return nil, ChangeOut{}, err
 	}
 	return nil, out, nil
-}
-
-func (s *Server) deleteNode(ctx context.Context, req *mcp.CallToolRequest, in RefIn) (*mcp.CallToolResult, ChangeOut, error) {
-	who := s.caller(req)
-	return s.write(ctx, who, "delete_node", in, in.ID, func(c *postgres.Campaign) error { return archiveEntity(ctx, c, in.ID) })
 }
 
 // archiveEntity marks an entity archived and retires its live facts.
@@ -425,22 +411,6 @@ func (s *Server) sync(ctx context.Context, req *mcp.CallToolRequest, in SyncIn) 
 	return nil, out, nil
 }
 
-func (s *Server) ping(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, PingOut, error) {
-	c, err := s.campaign(ctx)
-	if err != nil {
-		return nil, PingOut{}, err
-	}
-	n, err := c.Counts(ctx)
-	if err != nil {
-		return nil, PingOut{}, err
-	}
-	clients := 0
-	for range s.mcp.Sessions() {
-		clients++
-	}
-	return nil, PingOut{Campaign: s.cfg.Campaign, Counts: n, Clients: clients, Role: s.caller(req).role}, nil
-}
-
 func (s *Server) resolve(ctx context.Context, req *mcp.CallToolRequest, in ResolveIn) (*mcp.CallToolResult, ChangeOut, error) {
 	who := s.caller(req)
 	if who.role != RoleDM {
@@ -484,7 +454,8 @@ func (s *Server) resolve(ctx context.Context, req *mcp.CallToolRequest, in Resol
 			_, err = c.Graph().RetireFact(ctx, id, "")
 			return err
 		}
-		return fmt.Errorf("unknown proposal kind %q", p.Kind)
+		out.ID, err = s.applyKGProposal(ctx, c, p)
+		return err
 	})
 	if err != nil {
 		return nil, ChangeOut{}, err

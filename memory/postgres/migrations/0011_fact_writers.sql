@@ -90,3 +90,8 @@ CREATE TRIGGER entities_log AFTER INSERT OR DELETE ON entities
 CREATE TRIGGER entities_log_update AFTER UPDATE ON entities
     FOR EACH ROW WHEN ((OLD.type, OLD.name, OLD.aliases, OLD.attributes) IS DISTINCT FROM (NEW.type, NEW.name, NEW.aliases, NEW.attributes))
     EXECUTE FUNCTION glyphoxa_log_change('entity');
+
+-- A player's kg_put_node is a proposal of its own kind.
+ALTER TABLE proposals DROP CONSTRAINT proposals_kind_check;
+ALTER TABLE proposals ADD CONSTRAINT proposals_kind_check
+    CHECK (kind IN ('put_node', 'delete_node', 'delete_edge', 'kg_put_node'));
