@@ -238,3 +238,53 @@ func (g *Graph) ResolveConflict(ctx context.Context, id int64, keepNew bool) (me
 	}
 	return c, nil
 }
+
+// NamedFactsAsOf returns the facts that held as of a session (see
+// FactsAsOf) about the entities a text names, by name or alias as whole
+// words, with the names of their ends: what `ask --as-of` answers from.
+// Secret facts are left out unless withSecrets.
+func (g *Graph) NamedFactsAsOf(ctx context.Context, text, sessionID string, withSecrets bool) ([]FactWithNames, error) {
+	var exists bool
+	if err := g.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE campaign_id = $1 AND id = $2)`, g.campaign, sessionID).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, memory.ErrNotFound)
+	}
+	rows, err := g.db.Query(ctx, `
+		WITH q AS (SELECT ' ' || lower(regexp_replace($2, '[^[:alnum:]]+', ' ', 'g')) || ' ' AS t)
+		SELECT e.id FROM entities e, q
+		WHERE e.campaign_id = $1
+		  AND (strpos(q.t, ' ' || trim(lower(regexp_replace(e.name, '[^[:alnum:]]+', ' ', 'g'))) || ' ') > 0
+		       OR EXISTS (SELECT 1 FROM unnest(e.aliases) a
+		                  WHERE strpos(q.t, ' ' || trim(lower(regexp_replace(a, '[^[:alnum:]]+', ' ', 'g'))) || ' ') > 0))
+		ORDER BY e.id`, g.campaign, text)
+	if err != nil {
+		return nil, fmt.Errorf("finding the entities %q names: %w", text, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("finding the entities %q names: %w", text, err)
+	}
+	seen := map[int64]bool{}
+	var out []FactWithNames
+	for _, id := range ids {
+		facts, err := g.FactsAsOf(ctx, id, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range facts {
+			if seen[f.ID] || (!withSecrets && f.Attributes[memory.AttrSecret] == true) {
+				continue
+			}
+			seen[f.ID] = true
+			var src, dst string
+			if err := g.db.QueryRow(ctx, `SELECT (SELECT name FROM entities WHERE campaign_id = $1 AND id = $2),
+				(SELECT name FROM entities WHERE campaign_id = $1 AND id = $3)`, g.campaign, f.SourceID, f.TargetID).Scan(&src, &dst); err != nil {
+				return nil, fmt.Errorf("naming fact %d: %w", f.ID, err)
+			}
+			out = append(out, FactWithNames{Relationship: f, SourceName: src, TargetName: dst})
+		}
+	}
+	return out, nil
+}
