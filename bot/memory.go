@@ -80,7 +80,7 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 		}
 		b.finish(i, true, fmt.Sprintf("%s %s", verb, b.describeFact(ctx, graph, f)), nil, nil)
 	case "memory entity show":
-		embed, err := b.entityEmbed(ctx, graph, c.str("entity"))
+		embed, err := b.entityEmbedAsOf(ctx, graph, c.str("entity"), c.str("as_of"))
 		if err != nil {
 			b.finishErr(i, err)
 			return
@@ -118,6 +118,20 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 			msg += "\nIt supersedes " + b.describeFact(ctx, graph, cf.OldFact) + " (retired, kept for \"as of\")"
 		}
 		b.finish(i, true, msg, nil, nil)
+	case "memory fact list":
+		content, err := b.factList(ctx, graph, c.str("entity"), c.str("as_of"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, content, nil, nil)
+	case "memory changes":
+		content, err := b.changes(ctx, camp, c.str("session"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, content, nil, nil)
 	case "memory fact retire":
 		id, err := parseFactID(c.str("fact"))
 		if err != nil {
@@ -429,6 +443,12 @@ func (b *Bot) factEditSubmit(ctx context.Context, i *discordgo.Interaction, g Gu
 }
 
 func (b *Bot) entityEmbed(ctx context.Context, g *postgres.Graph, ref string) (*discordgo.MessageEmbed, error) {
+	return b.entityEmbedAsOf(ctx, g, ref, "")
+}
+
+// entityEmbedAsOf shows an entity with its facts now, or with those that
+// held in session asOf.
+func (b *Bot) entityEmbedAsOf(ctx context.Context, g *postgres.Graph, ref, asOf string) (*discordgo.MessageEmbed, error) {
 	e, err := resolveEntity(ctx, g, ref)
 	if err != nil {
 		return nil, err
@@ -448,7 +468,14 @@ func (b *Bot) entityEmbed(ctx context.Context, g *postgres.Graph, ref string) (*
 		desc = append(desc, fmt.Sprintf("**%s**: %v", k, e.Attributes[k]))
 	}
 	embed.Description = strings.Join(desc, "\n")
-	rels, err := g.Relationships(ctx, e.ID, memory.TraversalOpts{Limit: 20})
+	var rels []memory.Relationship
+	if asOf != "" {
+		embed.Title += " as of session " + asOf
+		rels, err = g.FactsAsOf(ctx, e.ID, asOf)
+		rels = rels[:min(len(rels), 20)]
+	} else {
+		rels, err = g.Relationships(ctx, e.ID, memory.TraversalOpts{Limit: 20})
+	}
 	if err != nil {
 		return nil, err
 	}
