@@ -257,3 +257,25 @@ sessions:
 		t.Errorf("conflicts by writer %q, want %q", writers, want)
 	}
 }
+
+// An NPC's hot context (its identity snapshot) holds the facts valid now:
+// after a move it knows the new place only; proposals about it stay out.
+func TestHotContextUsesFactsValidNow(t *testing.T) {
+	ctx := ctxT(t)
+	_, c := timelineCampaign(t, "hot-now")
+	g := c.Graph()
+	must[memory.FactWrite](t)(g.WriteFact(ctx, memory.Writer{Role: memory.WriterExtraction}, memory.Relationship{SourceID: "grimjaw",
+		TargetID: "tower", Type: "LOCATED_AT", Provenance: memory.Provenance{SessionID: "s2", Confidence: 0.9}}, ""))
+	must[memory.FactWrite](t)(g.WriteFact(ctx, memory.Player("p1"), memory.Relationship{SourceID: "grimjaw",
+		TargetID: "vault", Type: "LOCATED_AT", Provenance: memory.Provenance{SessionID: "s3", Confidence: 1}}, ""))
+	id := must[memory.NPCIdentity](t)(g.IdentitySnapshot(ctx, "grimjaw"))
+	var where []string
+	for _, r := range id.Relationships {
+		if r.Type == "LOCATED_AT" && r.SourceID == "grimjaw" {
+			where = append(where, r.TargetID)
+		}
+	}
+	if !reflect.DeepEqual(where, []string{"tower"}) {
+		t.Errorf("Grimjaw's hot context places him at %v, want [tower]", where)
+	}
+}
