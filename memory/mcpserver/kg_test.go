@@ -100,6 +100,9 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		{Tool: "kg_delete_node", Args: map[string]any{"level": "campaign", "id": "duskwood"}},
 		{Tool: "kg_recall", Args: map[string]any{"level": "dm", "id": "x"}},
 		{Tool: "kg_ping"},
+		// The old put_edge (issue 17, item 1): same rules.
+		{Tool: "put_edge", Args: map[string]any{"source": "grimjaw", "type": "FORGED", "target": "vault-key", "attributes": map[string]any{"secret": false}}},
+		{Tool: "put_edge", Args: map[string]any{"source": "grimjaw", "type": "FORGED", "target": "dawn-hammer", "attributes": map[string]any{"secret": false}}},
 	}, "http", url, "player-token")
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +139,11 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	okResult(t, "kg_ping", r[9], `"your_role":"player"`)
 	if strings.Contains(string(r[9].Result), `"level":"dm"`) {
 		t.Fatalf("a player's kg_ping sizes the dm level: %s", r[9].Result)
+	}
+	type change struct{ Result, ID string }
+	pe1, pe2 := decode[change](t, r[10]), decode[change](t, r[11])
+	if pe1.Result != "proposed" || pe2.Result != "proposed" || pe1.ID == fmt.Sprint(forged) {
+		t.Fatalf("a player's put_edge on the secret triple %+v, on a new one %+v", pe1, pe2)
 	}
 	after := must[memory.Relationship](t)(camp.Graph().Fact(ctx, forged))
 	if after.Status != memory.StatusActive || after.Attributes[memory.AttrSecret] != true || !after.UpdatedAt.Equal(before.UpdatedAt) {
@@ -183,6 +191,19 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	okResult(t, "kg_delete_edge dm", d[7], `"result":"applied"`)
 	okResult(t, "kg_delete_node dm", d[8], `"result":"applied"`)
 	okResult(t, "kg_ping dm", d[9], `"level":"dm"`)
+
+	// The DM accepts the player's kg_put_node proposal: applied (last write wins).
+	pid := decode[struct {
+		ID int64 `json:"proposal_id"`
+	}](t, r[3]).ID
+	res, err := runClient(t, peers, "dm-agent", []call{{Tool: "resolve_proposal", Args: map[string]any{"id": pid, "accept": true}}}, "http", url, "dm-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	okResult(t, "resolve a kg_put_node proposal", res.Results[0], `"result":"accepted"`)
+	if n := must[postgres.KGNode](t)(camp.KGNode(ctx, postgres.KGCampaign, "old-mag")); n.Gist != "a ferrywoman" || n.Type != "npc" {
+		t.Fatalf("the accepted proposal: %+v", n)
+	}
 
 	// The player's session sees the DM's campaign writes, not the DM's notes.
 	ps, err := runClient(t, peers, "player-agent", []call{{Tool: "kg_sync", Args: map[string]any{"session_id": playerSession}},

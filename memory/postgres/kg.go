@@ -47,7 +47,7 @@ const (
 	// KGProtected is how long after its last update a node is never
 	// archived.
 	KGProtected = 7 * 24 * time.Hour
-	// KGGrace is how long an archived node with no active connection is
+	// KGGrace is how long an archived DM node with no active connection is
 	// kept before it is deleted.
 	KGGrace = 30 * 24 * time.Hour
 	// kgTarget is the share of the limit compaction brings the estimate to.
@@ -623,9 +623,9 @@ type Compaction struct {
 // A node updated within KGProtected is never archived. The score is the
 // product of three percentiles among the active nodes: recency (last
 // update), connectedness (edges plus touches) and richness (gist and notes
-// length). Archived nodes without an edge to an active node are deleted
-// once archived for KGGrace (at the campaign level only entities with no
-// fact at all, so no history is lost).
+// length). At the DM's level, archived nodes without an edge to an active
+// node are deleted once archived for KGGrace; campaign nodes are the game's
+// entities and are never deleted.
 func (c *Campaign) CompactKG(ctx context.Context, level KGLevel, now time.Time) (Compaction, error) {
 	limit, err := c.KGLimit(ctx)
 	if err != nil {
@@ -661,18 +661,18 @@ func (c *Campaign) CompactKG(ctx context.Context, level KGLevel, now time.Time) 
 			out.After = g.view().Tokens
 		}
 	}
-	q := `DELETE FROM dm_nodes n WHERE n.campaign_id = $1 AND n.archived_at < $2
+	if level != KGDM {
+		// Campaign nodes are the game's entities: NPCs, retrieval and "as
+		// of" still use them, so they stay archived, never deleted.
+		return out, nil
+	}
+	tag, err := c.l1.db.Exec(ctx, `DELETE FROM dm_nodes n WHERE n.campaign_id = $1 AND n.archived_at < $2
 		AND NOT EXISTS (SELECT 1 FROM dm_edges e JOIN dm_nodes o ON o.campaign_id = e.campaign_id
 		                AND o.id = CASE WHEN e.from_id = n.id THEN e.to_id ELSE e.from_id END
-		                WHERE e.campaign_id = n.campaign_id AND (e.from_id = n.id OR e.to_id = n.id) AND o.archived_at IS NULL)`
-	if level == KGCampaign {
-		q = `DELETE FROM entities n WHERE n.campaign_id = $1 AND n.kg_archived_at < $2
-			AND NOT EXISTS (SELECT 1 FROM relationships r WHERE r.campaign_id = n.campaign_id
-			                AND (r.source_id = n.id OR r.target_id = n.id))`
-	}
-	tag, err := c.l1.db.Exec(ctx, q, c.id, now.Add(-KGGrace))
+		                WHERE e.campaign_id = n.campaign_id AND (e.from_id = n.id OR e.to_id = n.id) AND o.archived_at IS NULL)`,
+		c.id, now.Add(-KGGrace))
 	if err != nil {
-		return out, fmt.Errorf("deleting long-archived %s nodes: %w", level, err)
+		return out, fmt.Errorf("deleting long-archived DM nodes: %w", err)
 	}
 	out.Deleted = int(tag.RowsAffected())
 	return out, nil
