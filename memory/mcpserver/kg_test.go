@@ -218,6 +218,13 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	if ps.Results[1].OK {
 		t.Fatalf("a player synced the DM's session: %s", ps.Results[1].Result)
 	}
+	old, err := runClient(t, peers, "player-agent", []call{{Tool: "sync", Args: map[string]any{"cursor": 0}}}, "http", url, "player-token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(old.Results[0].Result); !old.Results[0].OK || strings.Contains(s, "dm_node") || strings.Contains(s, "dm_edge") {
+		t.Fatalf("the old sync tool shows a player the DM's notes: %s", s)
+	}
 
 	// Compaction: 2,000 more nodes, most untouched for months.
 	_, err = store.Pool().Exec(ctx, `

@@ -33,14 +33,16 @@ type Change struct {
 }
 
 // ChangesSince returns up to limit changes after cursor, oldest first,
-// leaving out those made by exclude (when not empty).
+// leaving out those made by exclude (when not empty). Changes to the DM's
+// private notes (the kg "dm" level) are never listed here: only KGSync
+// shows them, to the DM.
 func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude string, limit int) ([]Change, error) {
 	if limit <= 0 {
 		limit = 500
 	}
 	rows, err := c.l1.db.Query(ctx, `
 		SELECT id, at, kind, ref, op, actor FROM graph_changes
-		WHERE campaign_id = $1 AND id > $2 AND ($3 = '' OR actor <> $3)
+		WHERE campaign_id = $1 AND id > $2 AND ($3 = '' OR actor <> $3) AND kind NOT IN ('dm_node', 'dm_edge')
 		ORDER BY id LIMIT $4`, c.id, cursor, exclude, limit)
 	if err != nil {
 		return nil, fmt.Errorf("reading changes: %w", err)
