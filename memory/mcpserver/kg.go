@@ -90,6 +90,7 @@ type KGPingOut struct {
 	Role           Role               `json:"your_role"`
 	Limit          int                `json:"token_limit"`
 	Levels         []postgres.KGStats `json:"levels"`
+	Counts         postgres.Counts    `json:"counts"`
 	ActiveSessions int                `json:"active_sessions"`
 	Clients        int                `json:"connected_clients"`
 }
@@ -386,6 +387,9 @@ func (s *Server) kgPing(ctx context.Context, req *mcp.CallToolRequest, _ struct{
 			return nil, KGPingOut{}, err
 		}
 		out.Levels = append(out.Levels, st)
+	}
+	if out.Counts, err = c.Counts(ctx); err != nil {
+		return nil, KGPingOut{}, err
 	}
 	if out.ActiveSessions, err = c.KGActiveSessions(ctx, s.now().Add(-kgSessionActive)); err != nil {
 		return nil, KGPingOut{}, err
