@@ -25,9 +25,9 @@ import (
 //     visible to "as of" queries for the time they held. The conflict is
 //     recorded as settled ("kept_new") with reason.
 //   - import and extraction write canon at or above the review threshold:
-//     an exclusive fact of a later session supersedes the old one; any
-//     other conflict leaves the old fact canon and holds the new one
-//     pending.
+//     an exclusive fact of a later session supersedes the old one (which
+//     is retired only if the new one is canon); any other conflict leaves
+//     the old fact canon and holds the new one pending.
 //   - players and NPCs only propose: each write is the writer's own pending
 //     proposal, stored apart from canon (a proposal of an existing triple
 //     never merges into it, so it can neither flip a fact's secrecy nor
@@ -121,10 +121,13 @@ func (g *Graph) WriteFact(ctx context.Context, w memory.Writer, r memory.Relatio
 				if old, err = tg.RetireFact(ctx, old.ID, out.Fact.Provenance.SessionID); err != nil {
 					return err
 				}
-			case kind == memory.LinkSupersedes:
+			case kind == memory.LinkSupersedes && out.Fact.Status == memory.StatusActive:
 				if old, err = tg.RetireFact(ctx, old.ID, out.Fact.Provenance.SessionID); err != nil {
 					return err
 				}
+			case kind == memory.LinkSupersedes:
+				// A guess below the review threshold retires nothing: the
+				// DM keeps the new fact or the old in /memory conflicts.
 			case out.Fact.Status == memory.StatusActive:
 				if _, err := tx.Exec(ctx, `UPDATE relationships SET status = 'pending', updated_at = now()
 					WHERE campaign_id = $1 AND id = $2`, g.campaign, out.Fact.ID); err != nil {

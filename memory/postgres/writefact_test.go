@@ -279,3 +279,23 @@ func TestHotContextUsesFactsValidNow(t *testing.T) {
 		t.Errorf("Grimjaw's hot context places him at %v, want [tower]", where)
 	}
 }
+
+// A low-confidence extraction of a later session retires nothing: the old
+// location stays canon until the DM keeps the new one.
+func TestPendingSupersessionRetiresNothing(t *testing.T) {
+	ctx := ctxT(t)
+	_, c := timelineCampaign(t, "pending-move")
+	g := c.Graph()
+	w := must[memory.FactWrite](t)(g.WriteFact(ctx, memory.Writer{Role: memory.WriterExtraction}, memory.Relationship{SourceID: "grimjaw",
+		TargetID: "tower", Type: "LOCATED_AT", Provenance: memory.Provenance{SessionID: "s2", Confidence: 0.4}}, ""))
+	if !w.Proposed || len(w.Conflicts) != 1 || w.Conflicts[0].OldFact.Status != memory.StatusActive {
+		t.Fatalf("write %+v", w)
+	}
+	if got := located(t, g, "s3"); got != "ironhold" {
+		t.Fatalf("a guess moved Grimjaw to %q", got)
+	}
+	must[memory.Conflict](t)(g.ResolveConflict(ctx, w.Conflicts[0].ID, true))
+	if got, old := located(t, g, "s3"), located(t, g, "s1"); got != "tower" || old != "ironhold" {
+		t.Fatalf("after keeping the new fact: now %q, as of s1 %q", got, old)
+	}
+}
