@@ -77,8 +77,7 @@ type KGEdge struct {
 	Notes string  `json:"notes,omitempty"`
 	Trace bool    `json:"trace,omitempty"`
 
-	id     int64
-	secret bool
+	id int64
 }
 
 // KGView is what kg_read returns.
@@ -109,7 +108,8 @@ func traceTokens(e KGEdge) int { return tokens(len(e.From) + len(e.Rel) + len(e.
 // characters a token, plus a few for the structure around it.
 func tokens(n int) int { return (n+3)/4 + 4 }
 
-// loadKG reads one level. Secret facts are left out unless withSecrets.
+// loadKG reads one level. Secret facts are left out unless withSecrets; the
+// DM's level is read only withSecrets (that is, for the DM).
 func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) (kgGraph, error) {
 	g := kgGraph{level: level}
 	db := c.l1.db
@@ -119,13 +119,13 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 		nodeSQL = `SELECT id, name, type, ` + kgEntityText + `, updated_at,
 			kg_archived_at IS NOT NULL OR coalesce(attributes->'archived' = 'true'::jsonb, false)
 			FROM entities WHERE campaign_id = $1 ORDER BY id`
-		edgeSQL = `SELECT id, source_id, target_id, rel_type, coalesce(attributes->>'notes', ''),
-			coalesce(attributes->'secret' = 'true'::jsonb, false)
-			FROM relationships WHERE campaign_id = $1 AND status = 'active' ORDER BY id`
+		edgeSQL = `SELECT id, source_id, target_id, rel_type, coalesce(attributes->>'notes', '')
+			FROM relationships WHERE campaign_id = $1 AND status = 'active'
+			  AND ($2 OR attributes->'secret' IS DISTINCT FROM 'true'::jsonb) ORDER BY id`
 	case KGDM:
 		nodeSQL = `SELECT id, '', '', gist, notes, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL
 			FROM dm_nodes WHERE campaign_id = $1 ORDER BY id`
-		edgeSQL = `SELECT id, from_id, to_id, rel, notes, false FROM dm_edges WHERE campaign_id = $1 ORDER BY id`
+		edgeSQL = `SELECT id, from_id, to_id, rel, notes FROM dm_edges WHERE campaign_id = $1 AND $2 ORDER BY id`
 	default:
 		return g, fmt.Errorf("%w: unknown level %q (campaign or dm)", memory.ErrInvalid, level)
 	}
@@ -139,22 +139,17 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 	if err != nil {
 		return g, fmt.Errorf("reading %s nodes: %w", level, err)
 	}
-	rows, err = db.Query(ctx, edgeSQL, c.id)
+	rows, err = db.Query(ctx, edgeSQL, c.id, withSecrets)
 	if err != nil {
 		return g, fmt.Errorf("reading %s edges: %w", level, err)
 	}
-	edges, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (KGEdge, error) {
+	g.edges, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (KGEdge, error) {
 		e := KGEdge{Level: level}
-		err := row.Scan(&e.id, &e.From, &e.To, &e.Rel, &e.Notes, &e.secret)
+		err := row.Scan(&e.id, &e.From, &e.To, &e.Rel, &e.Notes)
 		return e, err
 	})
 	if err != nil {
 		return g, fmt.Errorf("reading %s edges: %w", level, err)
-	}
-	for _, e := range edges {
-		if !e.secret || withSecrets {
-			g.edges = append(g.edges, e)
-		}
 	}
 	return g, nil
 }
@@ -169,11 +164,13 @@ func scanKGNode(row pgx.CollectableRow, level KGLevel) (KGNode, error) {
 	if err := row.Scan(&n.ID, &n.Name, &n.Type, &n.Gist, &n.Notes, &touches, &n.UpdatedAt, &n.Archived); err != nil {
 		return n, err
 	}
-	if touches != "" && touches != "[]" {
+	if touches != "" && touches != "[]" && json.Unmarshal([]byte(touches), &n.Touches) != nil {
+		// Not all strings: keep the strings.
 		var ts []any
 		if err := json.Unmarshal([]byte(touches), &ts); err != nil {
 			return n, fmt.Errorf("node %q: touches: %w", n.ID, err)
 		}
+		n.Touches = n.Touches[:0]
 		for _, t := range ts {
 			if s, ok := t.(string); ok {
 				n.Touches = append(n.Touches, s)
@@ -185,7 +182,7 @@ func scanKGNode(row pgx.CollectableRow, level KGLevel) (KGNode, error) {
 
 // view renders a level as kg_read shows it and estimates its tokens.
 func (g kgGraph) view() KGView {
-	v := KGView{Nodes: []KGNode{}, Edges: []KGEdge{}, Traces: []KGEdge{}}
+	v := KGView{Nodes: make([]KGNode, 0, len(g.nodes)), Edges: make([]KGEdge, 0, len(g.edges)), Traces: []KGEdge{}}
 	archived := make(map[string]bool, len(g.nodes))
 	for _, n := range g.nodes {
 		archived[n.ID] = n.Archived
