@@ -106,6 +106,15 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 				return fmt.Errorf("the MCP endpoint of campaign %q: %w", g.Campaign, err)
 			}
 			mux.Handle("/mcp/"+g.Campaign, srv.HTTPHandler(cfg.Server.MCPToken, cfg.Server.MCPDMToken))
+			if g.KGTokenLimit > 0 {
+				camp, err := store.Campaign(ctx, g.Campaign)
+				if err != nil {
+					return err
+				}
+				if err := camp.SetKGLimit(ctx, g.KGTokenLimit); err != nil {
+					return fmt.Errorf("discord.guilds: kg_token_limit of campaign %q: %w", g.Campaign, err)
+				}
+			}
 			comp := &mcpserver.Compactor{Store: store, Campaign: g.Campaign, Logger: logger}
 			if err := comp.Start(ctx); err != nil {
 				return err
