@@ -225,6 +225,22 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	if s := string(old.Results[0].Result); !old.Results[0].OK || strings.Contains(s, "dm_node") || strings.Contains(s, "dm_edge") {
 		t.Fatalf("the old sync tool shows a player the DM's notes: %s", s)
 	}
+	var oldSync struct {
+		Changes []struct{ Kind, Ref string } `json:"changes"`
+	}
+	json.Unmarshal(old.Results[0].Result, &oldSync)
+	var facts int
+	for _, c := range oldSync.Changes {
+		if c.Kind == "fact" {
+			facts++
+			if c.Ref == fmt.Sprint(forged) {
+				t.Fatalf("the old sync tool tells a player the secret fact %d changed", forged)
+			}
+		}
+	}
+	if facts == 0 {
+		t.Fatal("the old sync tool shows a player no fact at all")
+	}
 
 	// Compaction: 2,000 more nodes, most untouched for months.
 	_, err = store.Pool().Exec(ctx, `

@@ -394,7 +394,7 @@ func (s *Server) sync(ctx context.Context, req *mcp.CallToolRequest, in SyncIn) 
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
-	ch, err := c.ChangesSince(ctx, in.Cursor, who.actor, 500)
+	ch, err := c.ChangesSinceFor(ctx, in.Cursor, who.actor, 500, who.role == RoleDM)
 	if err != nil {
 		return nil, SyncOut{}, err
 	}

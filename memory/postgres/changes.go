@@ -37,13 +37,23 @@ type Change struct {
 // private notes (the kg "dm" level) are never listed here: only KGSync
 // shows them, to the DM.
 func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude string, limit int) ([]Change, error) {
+	return c.ChangesSinceFor(ctx, cursor, exclude, limit, true)
+}
+
+// ChangesSinceFor is ChangesSince for a caller who is the DM or not: for
+// anyone else, changes to secret facts and to others' proposals (a player's
+// or an NPC's pending fact) are left out, so the log does not tell that a
+// hidden fact exists.
+func (c *Campaign) ChangesSinceFor(ctx context.Context, cursor int64, exclude string, limit int, dm bool) ([]Change, error) {
 	if limit <= 0 {
 		limit = 500
 	}
 	rows, err := c.l1.db.Query(ctx, `
-		SELECT id, at, kind, ref, op, actor FROM graph_changes
-		WHERE campaign_id = $1 AND id > $2 AND ($3 = '' OR actor <> $3) AND kind NOT IN ('dm_node', 'dm_edge')
-		ORDER BY id LIMIT $4`, c.id, cursor, exclude, limit)
+		SELECT g.id, g.at, g.kind, g.ref, g.op, g.actor FROM graph_changes g
+		WHERE g.campaign_id = $1 AND g.id > $2 AND ($3 = '' OR g.actor <> $3) AND g.kind NOT IN ('dm_node', 'dm_edge')
+		  AND ($5 OR g.kind <> 'fact' OR EXISTS (SELECT 1 FROM relationships r WHERE r.campaign_id = $1 AND r.id::text = g.ref
+		       AND r.proposed_by = '' AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb))
+		ORDER BY g.id LIMIT $4`, c.id, cursor, exclude, limit, dm)
 	if err != nil {
 		return nil, fmt.Errorf("reading changes: %w", err)
 	}
