@@ -92,7 +92,7 @@ func (b *Bot) suggest(ctx context.Context, camp *postgres.Campaign, path, option
 			return facts(memory.StatusPending)
 		}
 		return facts(memory.StatusActive, memory.StatusPending)
-	case "session":
+	case "session", "as_of":
 		ss, err := camp.Sessions().Sessions(ctx)
 		if err != nil {
 			return nil

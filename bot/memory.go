@@ -80,7 +80,7 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 		}
 		b.finish(i, true, fmt.Sprintf("%s %s", verb, b.describeFact(ctx, graph, f)), nil, nil)
 	case "memory entity show":
-		embed, err := b.entityEmbed(ctx, graph, c.str("entity"))
+		embed, err := b.entityEmbedAsOf(ctx, graph, c.str("entity"), c.str("as_of"))
 		if err != nil {
 			b.finishErr(i, err)
 			return
@@ -102,14 +102,36 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 			b.finishErr(i, errors.New("the relation needs letters, e.g. LOCATED_AT"))
 			return
 		}
-		f, err := graph.UpsertRelationship(ctx, memory.Relationship{SourceID: src.ID, TargetID: dst.ID, Type: rel,
+		// Through the fact timeline: a canon fact this one contradicts (the
+		// NPC was elsewhere) is retired as of the running session, linked and
+		// kept for "as of", never overwritten.
+		w, err := graph.WriteFact(ctx, memory.DM(user(i).ID), memory.Relationship{SourceID: src.ID, TargetID: dst.ID, Type: rel,
 			Attributes: map[string]any{"added_by": user(i).ID},
-			Provenance: memory.Provenance{Timestamp: time.Now(), Confidence: 1, Source: memory.SourceStated, DMConfirmed: true}})
+			Provenance: memory.Provenance{SessionID: b.currentSession(g.ID), Timestamp: time.Now(), Confidence: 1,
+				Source: memory.SourceStated, DMConfirmed: true}}, c.str("reason"))
 		if err != nil {
 			b.finishErr(i, err)
 			return
 		}
-		b.finish(i, true, "Added as canon: "+b.describeFact(ctx, graph, f), nil, nil)
+		msg := "Added as canon: " + b.describeFact(ctx, graph, w.Fact)
+		for _, cf := range w.Conflicts {
+			msg += "\nIt supersedes " + b.describeFact(ctx, graph, cf.OldFact) + " (retired, kept for \"as of\")"
+		}
+		b.finish(i, true, msg, nil, nil)
+	case "memory fact list":
+		content, err := b.factList(ctx, graph, c.str("entity"), c.str("as_of"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, content, nil, nil)
+	case "memory changes":
+		content, err := b.changes(ctx, camp, c.str("session"))
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		b.finish(i, true, content, nil, nil)
 	case "memory fact retire":
 		id, err := parseFactID(c.str("fact"))
 		if err != nil {
@@ -430,6 +452,12 @@ func EditFact(ctx context.Context, g *postgres.Graph, id int64, subject, relatio
 }
 
 func (b *Bot) entityEmbed(ctx context.Context, g *postgres.Graph, ref string) (*discordgo.MessageEmbed, error) {
+	return b.entityEmbedAsOf(ctx, g, ref, "")
+}
+
+// entityEmbedAsOf shows an entity with its facts now, or with those that
+// held in session asOf.
+func (b *Bot) entityEmbedAsOf(ctx context.Context, g *postgres.Graph, ref, asOf string) (*discordgo.MessageEmbed, error) {
 	e, err := resolveEntity(ctx, g, ref)
 	if err != nil {
 		return nil, err
@@ -449,7 +477,14 @@ func (b *Bot) entityEmbed(ctx context.Context, g *postgres.Graph, ref string) (*
 		desc = append(desc, fmt.Sprintf("**%s**: %v", k, e.Attributes[k]))
 	}
 	embed.Description = strings.Join(desc, "\n")
-	rels, err := g.Relationships(ctx, e.ID, memory.TraversalOpts{Limit: 20})
+	var rels []memory.Relationship
+	if asOf != "" {
+		embed.Title += " as of session " + asOf
+		rels, err = g.FactsAsOf(ctx, e.ID, asOf)
+		rels = rels[:min(len(rels), 20)]
+	} else {
+		rels, err = g.Relationships(ctx, e.ID, memory.TraversalOpts{Limit: 20})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,8 @@ type Graph interface {
 	Entity(ctx context.Context, id string) (memory.Entity, error)
 	VisibleSubgraph(ctx context.Context, npcID string, s memory.VisibilityScope) ([]memory.Entity, []memory.Relationship, error)
 	Fact(ctx context.Context, id int64) (memory.Relationship, error)
-	UpsertRelationship(ctx context.Context, r memory.Relationship) (memory.Relationship, error)
+	// WriteFact records a fact as written by w; an NPC only ever proposes.
+	WriteFact(ctx context.Context, w memory.Writer, r memory.Relationship, reason string) (memory.FactWrite, error)
 	ReviewThreshold() float64
 }
 
@@ -326,21 +327,22 @@ func (t *toolRun) proposeFact(ctx context.Context, subject, relation, object str
 	if conf != nil && *conf >= 0 && *conf <= 1 {
 		claimed = *conf
 	}
-	// An NPC's claim never becomes canon by itself: it is recorded below the
-	// review threshold, so it waits for the DM.
+	// An NPC's claim never becomes canon by itself: the store keeps it as
+	// the NPC's own proposal, below the review threshold, for the DM. The
+	// answer is the same whether or not canon already holds the fact, so
+	// the NPC learns nothing about facts hidden from it.
 	stored := min(claimed, max(0, t.graph.ReviewThreshold()-0.01))
-	r, err := t.graph.UpsertRelationship(ctx, memory.Relationship{
+	w, err := t.graph.WriteFact(ctx, memory.NPCWriter(t.npc.ID), memory.Relationship{
 		SourceID: src.ID, TargetID: dst.ID, Type: rel,
-		Attributes: map[string]any{"proposed_by": t.npc.ID, "claimed_confidence": claimed},
+		Attributes: map[string]any{"claimed_confidence": claimed},
 		Provenance: memory.Provenance{SessionID: t.sessionID, Timestamp: time.Now(), Confidence: stored, Source: memory.SourceStated},
-	})
+	}, "")
 	if err != nil {
 		return nil, fmt.Errorf("could not note that: %w", err)
 	}
 	status := "noted; the game master will review it"
-	if r.Status == memory.StatusActive {
-		status = "already known to be true"
-	} else if r.Status == memory.StatusRejected {
+	if w.Fact.Status == memory.StatusRejected {
+		// Only this NPC's own proposal, rejected before, is answered so.
 		status = "the game master has ruled this is not so"
 	}
 	return map[string]any{"status": status, "fact": fmt.Sprintf("%s %s %s", src.Name, rel, dst.Name)}, nil

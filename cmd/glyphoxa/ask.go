@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
@@ -17,6 +18,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	npcID := fs.String("npc", "", "answer only from what this NPC heard (entity id)")
 	mode := fs.String("mode", "hybrid", "retrieval mode: vector, fts, graphrag, ppr or hybrid")
 	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
+	asOf := fs.String("as-of", "", "also list the facts that held in this session about the entities the question names")
 	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids}; kind is chunk, entry, fact or entity")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -51,6 +53,16 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	res, err := r.Search(ctx, retrieve.Query{Text: question, Mode: m, K: *k, NPCID: *npcID})
 	if err != nil {
 		return err
+	}
+	if *asOf != "" {
+		facts, err := camp.Graph().NamedFactsAsOf(ctx, question, *asOf, *npcID == "")
+		if err != nil {
+			return err
+		}
+		for _, f := range facts {
+			res = append(res, retrieve.Result{Kind: "fact", ID: fmt.Sprint(f.ID), SessionID: *asOf, EntityIDs: []string{f.SourceID, f.TargetID},
+				Content: fmt.Sprintf("as of session %s: %s %s %s", *asOf, f.SourceName, f.Type, f.TargetName)})
+		}
 	}
 	if *asJSON {
 		if res == nil {

@@ -17,6 +17,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	sf.register(fs)
 	campaign := fs.String("campaign", "", "campaign id")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this address instead of stdio (needs server.mcp_token or server.mcp_dm_token)")
+	kgLimit := fs.Int("kg-limit", 0, "set the campaign's token budget for the kg_* tools' view (default 5000, kept in the database)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -37,6 +38,20 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *kgLimit != 0 {
+		camp, err := store.Campaign(ctx, *campaign)
+		if err != nil {
+			return err
+		}
+		if err := camp.SetKGLimit(ctx, *kgLimit); err != nil {
+			return err
+		}
+	}
+	comp := &mcpserver.Compactor{Store: store, Campaign: *campaign, Logger: logger}
+	if err := comp.Start(ctx); err != nil {
+		return err
+	}
+	defer comp.Close()
 	if *httpAddr == "" {
 		// Standard output is the protocol; nothing else may be printed there.
 		return srv.RunStdio(ctx)

@@ -2,16 +2,28 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // cmdProcess chunks and embeds a campaign's sessions, replacing earlier
-// chunks.
+// chunks; with --extract it also extracts their entities and facts.
 func cmdProcess(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet("process", e)
 	var sf storeFlags
 	sf.register(fs)
 	campaign := fs.String("campaign", "", "campaign id")
 	session := fs.String("session", "", "process only this session (default: all)")
+	extract := fs.Bool("extract", false, "also extract entities and facts (needs providers.llm): every ended session not extracted yet, "+
+		"resuming interrupted ones; with --session, that session again (the model's earlier answers are reused, nothing is duplicated)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -28,6 +40,9 @@ func cmdProcess(ctx context.Context, e *env, args []string) error {
 	defer store.Close()
 	if err := checkCampaign(ctx, store, *campaign); err != nil {
 		return err
+	}
+	if *extract && !cfg.Providers.LLM.Configured() {
+		return errors.New("--extract needs an LLM endpoint to read the transcripts: set providers.llm (or GLYPHOXA_LLM_BASE_URL and GLYPHOXA_LLM_MODEL)")
 	}
 	var sessions []string
 	if *session != "" {
@@ -46,5 +61,89 @@ func cmdProcess(ctx context.Context, e *env, args []string) error {
 	}
 	printf(e.stdout, "processed campaign %q: %d sessions, %d chunks (%d old chunks removed)\n",
 		*campaign, rep.Sessions, rep.Chunks, rep.Removed)
+	if !*extract {
+		return nil
+	}
+	return extractSessions(ctx, e, store, cfg, *campaign, *session)
+}
+
+// extractSessions extracts the facts of one session (again), or of every
+// ended session whose extraction is not done; progress goes to standard
+// error.
+func extractSessions(ctx context.Context, e *env, store *postgres.Store, cfg config.Config, campaign, session string) error {
+	camp, err := store.Campaign(ctx, campaign)
+	if err != nil {
+		return err
+	}
+	p, progress, err := newExtraction(store, cfg, camp, slog.New(slog.NewTextHandler(io.Discard, nil)), func(s postsession.Step) {
+		how := "extracted"
+		if s.Cached {
+			how = "reused the model's earlier answer"
+		}
+		printf(e.stderr, "session %s: window %d/%d %s\n", s.SessionID, s.Window, s.Windows, how)
+	})
+	if err != nil {
+		return err
+	}
+	var reps []postsession.Report
+	if session != "" {
+		if err := progress.ResetExtraction(ctx, session); err != nil {
+			return err
+		}
+		r, err := p.Run(ctx, session)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, r)
+	} else if reps, err = p.RunUnfinished(ctx); err != nil {
+		return err
+	}
+	for _, r := range reps {
+		printf(e.stdout, "extracted session %q: %d windows (%d reused), %d entities new, %d matched, %d facts canon, %d pending review, %d conflicts, %d rejected\n",
+			r.SessionID, r.Windows, r.Cached, r.EntitiesCreated, r.EntitiesResolved, r.Accepted, r.Pending, r.Conflicts, r.Rejected)
+	}
+	if len(reps) == 0 {
+		printf(e.stdout, "no session of campaign %q is waiting for extraction\n", campaign)
+	}
 	return nil
+}
+
+// newExtraction builds the processor that extracts a campaign's facts
+// through the configured LLM, with its progress in the database.
+func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Campaign, log *slog.Logger, onStep func(postsession.Step)) (*postsession.Processor, *postsession.PGProgress, error) {
+	if !cfg.Providers.LLM.Configured() {
+		return nil, nil, errors.New("fact extraction needs providers.llm")
+	}
+	oc := openai.DefaultConfig(cfg.Providers.LLM.APIKey)
+	oc.BaseURL = cfg.Providers.LLM.BaseURL
+	progress := postsession.NewPGProgress(store.Pool(), camp.ID())
+	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
+		Extractor: postsession.NewOpenAIExtractor(openai.NewClientWithConfig(oc), cfg.Providers.LLM.Model),
+		Progress:  progress, Logger: log, OnStep: onStep})
+	if err != nil {
+		return nil, nil, fmt.Errorf("fact extraction of campaign %q: %w", camp.ID(), err)
+	}
+	return p, progress, nil
+}
+
+// resumeExtraction finishes, for each campaign, the session processing a
+// crash or shutdown cut short (serve runs it at start-up). Without an LLM
+// there is nothing to resume.
+func resumeExtraction(ctx context.Context, store *postgres.Store, cfg config.Config, campaigns []string, log *slog.Logger) error {
+	if !cfg.Providers.LLM.Configured() {
+		return nil
+	}
+	procs := map[string]*postsession.Processor{}
+	for _, id := range campaigns {
+		camp, err := store.Campaign(ctx, id)
+		if err != nil {
+			return err
+		}
+		p, _, err := newExtraction(store, cfg, camp, log, nil)
+		if err != nil {
+			return err
+		}
+		procs[id] = p
+	}
+	return postsession.ResumePending(ctx, log, procs)
 }

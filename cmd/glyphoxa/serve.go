@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -107,8 +108,37 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 				return fmt.Errorf("the MCP endpoint of campaign %q: %w", g.Campaign, err)
 			}
 			mux.Handle("/mcp/"+g.Campaign, srv.HTTPHandler(cfg.Server.MCPToken, cfg.Server.MCPDMToken))
+			if g.KGTokenLimit > 0 {
+				camp, err := store.Campaign(ctx, g.Campaign)
+				if err != nil {
+					return err
+				}
+				if err := camp.SetKGLimit(ctx, g.KGTokenLimit); err != nil {
+					return fmt.Errorf("discord.guilds: kg_token_limit of campaign %q: %w", g.Campaign, err)
+				}
+			}
+			comp := &mcpserver.Compactor{Store: store, Campaign: g.Campaign, Logger: logger}
+			if err := comp.Start(ctx); err != nil {
+				return err
+			}
+			defer comp.Close()
 		}
 	}
+	// Finish the session processing (extraction) a crash or a shutdown cut
+	// short, in the background.
+	resumeCtx, stopResume := context.WithCancel(ctx)
+	resumed := make(chan struct{})
+	go func() {
+		defer close(resumed)
+		var campaigns []string
+		for _, g := range cfg.Discord.Guilds {
+			if !slices.Contains(campaigns, g.Campaign) {
+				campaigns = append(campaigns, g.Campaign)
+			}
+		}
+		resumeExtraction(resumeCtx, store, cfg, campaigns, logger) //nolint:errcheck // ResumePending logs each failure
+	}()
+	defer func() { stopResume(); <-resumed }()
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return fmt.Errorf("server.listen %q: %w", cfg.Server.Listen, err)

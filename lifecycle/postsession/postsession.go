@@ -20,6 +20,8 @@ package postsession
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +32,9 @@ import (
 
 // Stages of the processing, in order.
 const (
+	// StageStarted marks a session whose processing began: a run that
+	// stops before the end leaves it, and ResumePending finds it.
+	StageStarted = "started"
 	StageL2      = "l2"
 	StageExtract = "extract"
 )
@@ -87,6 +92,28 @@ type Config struct {
 	Window int
 	// Logger receives progress and rejected facts (default slog.Default()).
 	Logger *slog.Logger
+	// Cache keeps the extractor's answer per window, so a re-run stores
+	// the same entities and facts without asking again (default: Progress,
+	// if it implements ExtractionCache; else none).
+	Cache ExtractionCache
+	// OnStep, if set, is told of each window done (for progress reports).
+	OnStep func(Step)
+}
+
+// Step is one window of a session's extraction, done.
+type Step struct {
+	SessionID string
+	// Window counts from 1 to Windows.
+	Window, Windows int
+	// Cached is true when the extractor's answer came from the cache.
+	Cached bool
+}
+
+// ExtractionCache keeps the extractor's answers by session and window,
+// with a hash of the lines read: the idempotency key of a window.
+type ExtractionCache interface {
+	LoadExtraction(ctx context.Context, sessionID string, window int, hash string) (Extraction, bool, error)
+	SaveExtraction(ctx context.Context, sessionID string, window int, hash string, x Extraction) error
 }
 
 // Report says what one run did.
@@ -95,8 +122,9 @@ type Report struct {
 	// L2Done is true when the L2 stage ran in this run.
 	L2Done bool
 	// Windows is the number of windows extracted in this run; Resumed is
-	// the window the run started at.
-	Windows, Resumed int
+	// the window the run started at; Cached of the windows reused the
+	// extractor's earlier answer.
+	Windows, Resumed, Cached int
 	// EntitiesCreated are new entities; EntitiesResolved are mentions
 	// matched to existing ones (Phonetic of them by sound).
 	EntitiesCreated, EntitiesResolved, Phonetic int
@@ -136,6 +164,11 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Cache == nil {
+		if c, ok := cfg.Progress.(ExtractionCache); ok {
+			cfg.Cache = c
+		}
+	}
 	p := &Processor{cfg: cfg, log: cfg.Logger.With("component", "post-session"), threshold: DefaultThreshold}
 	if t, ok := cfg.Graph.(thresholder); ok {
 		p.threshold = t.ReviewThreshold()
@@ -152,6 +185,9 @@ func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
 	rep := Report{SessionID: sessionID}
 	if strings.TrimSpace(sessionID) == "" {
 		return rep, fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if err := p.cfg.Progress.Save(ctx, sessionID, StageStarted, 0, false); err != nil {
+		return rep, err
 	}
 	if p.cfg.L2 != nil {
 		_, done, err := p.cfg.Progress.Load(ctx, sessionID, StageL2)
@@ -192,7 +228,7 @@ func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
 	for w := pos; w < windows; w++ {
 		lo, hi := w*p.cfg.Window, min((w+1)*p.cfg.Window, len(entries))
 		span := entries[lo:hi]
-		x, err := p.cfg.Extractor.Extract(ctx, res.entities, span)
+		x, cached, err := p.extract(ctx, sessionID, w, res.entities, span)
 		if err != nil {
 			return rep, fmt.Errorf("extracting window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
@@ -203,6 +239,12 @@ func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
 			return rep, err
 		}
 		rep.Windows++
+		if cached {
+			rep.Cached++
+		}
+		if p.cfg.OnStep != nil {
+			p.cfg.OnStep(Step{SessionID: sessionID, Window: w + 1, Windows: windows, Cached: cached})
+		}
 	}
 	if windows == 0 {
 		if err := p.cfg.Progress.Save(ctx, sessionID, StageExtract, 0, true); err != nil {
@@ -231,6 +273,33 @@ func (p *Processor) RunUnfinished(ctx context.Context) ([]Report, error) {
 		}
 	}
 	return reps, nil
+}
+
+// extract returns the extractor's answer for window w, from the cache when
+// it holds one for the same lines.
+func (p *Processor) extract(ctx context.Context, sessionID string, w int, known []memory.Entity, span []memory.TranscriptEntry) (Extraction, bool, error) {
+	if p.cfg.Cache == nil {
+		x, err := p.cfg.Extractor.Extract(ctx, known, span)
+		return x, false, err
+	}
+	hash := linesHash(span)
+	x, ok, err := p.cfg.Cache.LoadExtraction(ctx, sessionID, w, hash)
+	if err != nil || ok {
+		return x, ok, err
+	}
+	if x, err = p.cfg.Extractor.Extract(ctx, known, span); err != nil {
+		return x, false, err
+	}
+	return x, false, p.cfg.Cache.SaveExtraction(ctx, sessionID, w, hash, x)
+}
+
+// linesHash identifies the lines of a window: their ids and text.
+func linesHash(span []memory.TranscriptEntry) string {
+	h := sha256.New()
+	for _, e := range span {
+		fmt.Fprintf(h, "%d\x00%s\x00%s\x00", e.ID, e.SpeakerName, e.Text)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // apply stores one window's extraction.

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -316,6 +317,12 @@ type Applied struct {
 	NewEntries int
 }
 
+// factWriter is the optional capability of a knowledge graph that keeps the
+// history of facts (postgres.Graph.WriteFact).
+type factWriter interface {
+	WriteFact(ctx context.Context, w memory.Writer, r memory.Relationship, reason string) (memory.FactWrite, error)
+}
+
 // Apply writes the file into a campaign's session log and knowledge graph.
 // Run it inside one transaction (postgres.Store.InTx) so that a failure
 // writes nothing. Applying the same file twice changes nothing.
@@ -329,25 +336,8 @@ func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.Knowl
 	for _, s := range f.Sessions {
 		starts[s.ID] = s.StartedAt
 	}
-	for _, r := range f.Relationships {
-		conf := 1.0
-		if r.Provenance.Confidence != nil {
-			conf = *r.Provenance.Confidence
-		}
-		at := r.Provenance.At
-		if at.IsZero() {
-			at = starts[r.Provenance.Session]
-		}
-		_, err := g.UpsertRelationship(ctx, memory.Relationship{
-			SourceID: r.Source, TargetID: r.Target, Type: r.Type, Attributes: r.Attributes,
-			Provenance: memory.Provenance{SessionID: r.Provenance.Session, Timestamp: at, Confidence: conf,
-				Source: memory.FactSource(r.Provenance.Source), DMConfirmed: r.Provenance.DMConfirmed},
-		})
-		if err != nil {
-			return a, fmt.Errorf("line %d: importing relationship %s -%s-> %s: %w", r.line, r.Source, r.Type, r.Target, err)
-		}
-		a.Relationships++
-	}
+	// Sessions first, so the fact timeline can order facts by session, and
+	// the facts in the order of their sessions (facts outside play first).
 	for _, s := range f.Sessions {
 		if err := l1.StartSession(ctx, s.ID, s.StartedAt); err != nil {
 			return a, fmt.Errorf("line %d: %w", s.line, err)
@@ -357,6 +347,40 @@ func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.Knowl
 				return a, fmt.Errorf("line %d: %w", s.line, err)
 			}
 		}
+	}
+	rels := slices.Clone(f.Relationships)
+	slices.SortStableFunc(rels, func(x, y Relationship) int {
+		return starts[x.Provenance.Session].Compare(starts[y.Provenance.Session])
+	})
+	for _, r := range rels {
+		conf := 1.0
+		if r.Provenance.Confidence != nil {
+			conf = *r.Provenance.Confidence
+		}
+		at := r.Provenance.At
+		if at.IsZero() {
+			at = starts[r.Provenance.Session]
+		}
+		rel := memory.Relationship{
+			SourceID: r.Source, TargetID: r.Target, Type: r.Type, Attributes: r.Attributes,
+			Provenance: memory.Provenance{SessionID: r.Provenance.Session, Timestamp: at, Confidence: conf,
+				Source: memory.FactSource(r.Provenance.Source), DMConfirmed: r.Provenance.DMConfirmed},
+		}
+		var err error
+		if fw, ok := g.(factWriter); ok {
+			// Through the fact timeline: a fact of a later session
+			// supersedes the one it replaces, a contradiction waits for the
+			// DM, nothing is overwritten.
+			_, err = fw.WriteFact(ctx, memory.Writer{Role: memory.WriterImport}, rel, "")
+		} else {
+			_, err = g.UpsertRelationship(ctx, rel)
+		}
+		if err != nil {
+			return a, fmt.Errorf("line %d: importing relationship %s -%s-> %s: %w", r.line, r.Source, r.Type, r.Target, err)
+		}
+		a.Relationships++
+	}
+	for _, s := range f.Sessions {
 		es := make([]memory.TranscriptEntry, len(s.Entries))
 		for i, e := range s.Entries {
 			raw := e.RawText

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
@@ -63,12 +64,15 @@ type Config struct {
 	StdioRole Role
 	Logger    *slog.Logger
 	Version   string
+	// Clock dates kg_* writes and sessions (default the real clock).
+	Clock clock.Clock
 }
 
 // Server is the MCP server of one campaign.
 type Server struct {
-	cfg Config
-	mcp *mcp.Server
+	cfg   Config
+	mcp   *mcp.Server
+	clock clock.Clock
 }
 
 // New returns a server with every tool registered.
@@ -85,7 +89,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, clock: clock.OrReal(cfg.Clock)}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "glyphoxa", Title: "glyphoxa campaign memory", Version: cfg.Version},
 		&mcp.ServerOptions{Instructions: "The memory of the tabletop campaign " + cfg.Campaign +
 			": a knowledge graph of people, places and things with facts between them, and the transcripts of the sessions played."})

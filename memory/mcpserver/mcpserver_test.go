@@ -104,12 +104,12 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 	defer h.Close()
 	url := h.URL + "/mcp"
 
-	if _, err := runClient(t, peers, "intruder", []call{{Tool: "ping"}}, "http", url, "wrong"); err == nil {
+	if _, err := runClient(t, peers, "intruder", []call{{Tool: "kg_ping"}}, "http", url, "wrong"); err == nil {
 		t.Fatal("a wrong token connected")
 	}
 
 	player, err := runClient(t, peers, "player-agent", []call{
-		{Tool: "ping"},
+		{Tool: "kg_ping"},
 		{Tool: "read_graph", Args: map[string]any{"name": "grim"}},
 		{Tool: "put_edge", Args: map[string]any{"source": "grimjaw", "type": "hates", "target": "vexa", "confidence": 0.95}},
 		{Tool: "put_node", Args: map[string]any{"type": "npc", "name": "Old Mag", "attributes": map[string]any{"occupation": "ferrywoman"}}},
@@ -121,12 +121,12 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTools := "[ask delete_edge delete_node ping put_edge put_node read_graph recall_node resolve_proposal search_sessions sync]"
+	wantTools := "[ask delete_edge kg_delete_edge kg_delete_node kg_ping kg_put_edge kg_put_node kg_read kg_recall kg_register_session kg_sync put_edge put_node read_graph recall_node resolve_proposal search_sessions sync]"
 	if fmt.Sprint(player.Tools) != wantTools {
 		t.Fatalf("tools %v", player.Tools)
 	}
 	r := player.Results
-	if !r[0].OK || !strings.Contains(string(r[0].Result), `"your_role":"player"`) || !strings.Contains(string(r[0].Result), `"active_clients":1`) {
+	if !r[0].OK || !strings.Contains(string(r[0].Result), `"your_role":"player"`) || !strings.Contains(string(r[0].Result), `"connected_clients":1`) {
 		t.Fatalf("ping %+v", r[0])
 	}
 	graph := string(r[1].Result)
@@ -170,7 +170,7 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 	dm, err := runClient(t, peers, "dm-agent", []call{
 		{Tool: "read_graph", Args: map[string]any{"name": "grim"}},
 		{Tool: "resolve_proposal", Args: map[string]any{"id": 1, "accept": true}},
-		{Tool: "delete_node", Args: map[string]any{"id": "duskwood"}},
+		{Tool: "kg_delete_node", Args: map[string]any{"level": "campaign", "id": "duskwood"}},
 		{Tool: "read_graph", Args: map[string]any{"name": "dusk"}},
 		{Tool: "recall_node", Args: map[string]any{"id": "duskwood"}},
 		{Tool: "sync", Args: map[string]any{"cursor": 0}},

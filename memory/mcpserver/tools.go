@@ -59,6 +59,7 @@ type PutEdgeIn struct {
 	Target     string         `json:"target" jsonschema:"the target entity id"`
 	Attributes map[string]any `json:"attributes,omitempty"`
 	Confidence float64        `json:"confidence,omitempty" jsonschema:"0..1 (default 1)"`
+	Reason     string         `json:"reason,omitempty" jsonschema:"why (DM): a fact it supersedes is retired with this reason"`
 }
 
 // ChangeOut says what a write did.
@@ -117,14 +118,6 @@ type SyncOut struct {
 	Cursor  int64             `json:"cursor"`
 }
 
-// PingOut reports counts and active clients.
-type PingOut struct {
-	Campaign string          `json:"campaign"`
-	Counts   postgres.Counts `json:"counts"`
-	Clients  int             `json:"active_clients"`
-	Role     Role            `json:"your_role"`
-}
-
 // ResolveIn accepts or rejects a proposal.
 type ResolveIn struct {
 	ID     int64 `json:"id"`
@@ -134,15 +127,14 @@ type ResolveIn struct {
 func (s *Server) register() {
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "read_graph", Description: "Read the knowledge graph: entities and facts in force, with traces of archived ones."}, s.readGraph)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "put_node", Description: "Create or change an entity (a proposal for the DM unless you hold the DM token)."}, s.putNode)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "delete_node", Description: "Archive an entity and retire its facts (a proposal unless DM). It stays recallable."}, s.deleteNode)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "put_edge", Description: "Record a fact between two entities (a pending fact for the DM's review unless DM)."}, s.putEdge)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "delete_edge", Description: "Retire a fact by id (a proposal unless DM)."}, s.deleteEdge)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "recall_node", Description: "Bring back an archived entity or a retired fact in full."}, s.recallNode)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "search_sessions", Description: "Full-text search of what was said in the sessions."}, s.searchSessions)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "ask", Description: "Answer a question from the campaign's memory (hybrid retrieval)."}, s.ask)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "sync", Description: "Changes to the graph since a cursor, leaving out your own writes."}, s.sync)
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: "ping", Description: "Counts of the campaign's memory and the number of connected agents."}, s.ping)
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "resolve_proposal", Description: "Accept or reject an agent's proposal (DM only)."}, s.resolve)
+	s.registerKG()
 }
 
 func (s *Server) readGraph(ctx context.Context, req *mcp.CallToolRequest, in ReadGraphIn) (*mcp.CallToolResult, ReadGraphOut, error) {
@@ -262,11 +254,6 @@ func (s *Server) write(ctx context.Context, who caller, kind string, payload any
 	return nil, out, nil
 }
 
-func (s *Server) deleteNode(ctx context.Context, req *mcp.CallToolRequest, in RefIn) (*mcp.CallToolResult, ChangeOut, error) {
-	who := s.caller(req)
-	return s.write(ctx, who, "delete_node", in, in.ID, func(c *postgres.Campaign) error { return archiveEntity(ctx, c, in.ID) })
-}
-
 // archiveEntity marks an entity archived and retires its live facts.
 func archiveEntity(ctx context.Context, c *postgres.Campaign, id string) error {
 	g := c.Graph()
@@ -302,22 +289,17 @@ func (s *Server) putEdge(ctx context.Context, req *mcp.CallToolRequest, in PutEd
 	if attrs == nil {
 		attrs = map[string]any{}
 	}
-	attrs["proposed_by"] = who.actor
 	var out ChangeOut
 	err := s.cfg.Store.InTxAs(ctx, s.cfg.Campaign, who.actor, func(c *postgres.Campaign) error {
-		g := c.Graph()
 		r := memory.Relationship{SourceID: in.Source, TargetID: in.Target, Type: strings.ToUpper(in.Type), Attributes: attrs,
-			Provenance: memory.Provenance{Confidence: conf, Source: memory.SourceStated, DMConfirmed: who.role == RoleDM}}
-		if who.role != RoleDM {
-			// An agent without DM rights proposes: the fact waits for review.
-			r.Provenance.Confidence = min(conf, max(0, g.ReviewThreshold()-0.01))
-		}
-		stored, err := g.UpsertRelationship(ctx, r)
+			Provenance: memory.Provenance{Confidence: conf, Source: memory.SourceStated}}
+		w, err := c.Graph().WriteFact(ctx, who.writer(), r, in.Reason)
 		if err != nil {
 			return err
 		}
-		out = ChangeOut{Result: "applied", ID: fmt.Sprint(stored.ID)}
-		if stored.Status == memory.StatusPending {
+		out = ChangeOut{Result: "applied", ID: fmt.Sprint(w.Fact.ID)}
+		if who.role != RoleDM {
+			// The same answer whether or not canon holds the fact.
 			out.Result = "proposed"
 		}
 		return nil
@@ -326,6 +308,15 @@ func (s *Server) putEdge(ctx context.Context, req *mcp.CallToolRequest, in PutEd
 		return nil, ChangeOut{}, err
 	}
 	return nil, out, nil
+}
+
+// writer is the caller as the store's fact writer: the DM token writes
+// canon, any other only proposes.
+func (c caller) writer() memory.Writer {
+	if c.role == RoleDM {
+		return memory.DM(c.actor)
+	}
+	return memory.Player(c.actor)
 }
 
 func (s *Server) deleteEdge(ctx context.Context, req *mcp.CallToolRequest, in RefIn) (*mcp.CallToolResult, ChangeOut, error) {
@@ -403,7 +394,7 @@ func (s *Server) sync(ctx context.Context, req *mcp.CallToolRequest, in SyncIn) 
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
-	ch, err := c.ChangesSince(ctx, in.Cursor, who.actor, 500)
+	ch, err := c.ChangesSinceFor(ctx, in.Cursor, who.actor, 500, who.role == RoleDM)
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
@@ -418,22 +409,6 @@ func (s *Server) sync(ctx context.Context, req *mcp.CallToolRequest, in SyncIn) 
 		return nil, SyncOut{}, err
 	}
 	return nil, out, nil
-}
-
-func (s *Server) ping(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, PingOut, error) {
-	c, err := s.campaign(ctx)
-	if err != nil {
-		return nil, PingOut{}, err
-	}
-	n, err := c.Counts(ctx)
-	if err != nil {
-		return nil, PingOut{}, err
-	}
-	clients := 0
-	for range s.mcp.Sessions() {
-		clients++
-	}
-	return nil, PingOut{Campaign: s.cfg.Campaign, Counts: n, Clients: clients, Role: s.caller(req).role}, nil
 }
 
 func (s *Server) resolve(ctx context.Context, req *mcp.CallToolRequest, in ResolveIn) (*mcp.CallToolResult, ChangeOut, error) {
@@ -479,7 +454,8 @@ func (s *Server) resolve(ctx context.Context, req *mcp.CallToolRequest, in Resol
 			_, err = c.Graph().RetireFact(ctx, id, "")
 			return err
 		}
-		return fmt.Errorf("unknown proposal kind %q", p.Kind)
+		out.ID, err = s.applyKGProposal(ctx, c, p)
+		return err
 	})
 	if err != nil {
 		return nil, ChangeOut{}, err

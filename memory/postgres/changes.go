@@ -33,15 +33,27 @@ type Change struct {
 }
 
 // ChangesSince returns up to limit changes after cursor, oldest first,
-// leaving out those made by exclude (when not empty).
+// leaving out those made by exclude (when not empty). Changes to the DM's
+// private notes (the kg "dm" level) are never listed here: only KGSync
+// shows them, to the DM.
 func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude string, limit int) ([]Change, error) {
+	return c.ChangesSinceFor(ctx, cursor, exclude, limit, true)
+}
+
+// ChangesSinceFor is ChangesSince for a caller who is the DM or not: for
+// anyone else, changes to secret facts and to others' proposals (a player's
+// or an NPC's pending fact) are left out, so the log does not tell that a
+// hidden fact exists.
+func (c *Campaign) ChangesSinceFor(ctx context.Context, cursor int64, exclude string, limit int, dm bool) ([]Change, error) {
 	if limit <= 0 {
 		limit = 500
 	}
 	rows, err := c.l1.db.Query(ctx, `
-		SELECT id, at, kind, ref, op, actor FROM graph_changes
-		WHERE campaign_id = $1 AND id > $2 AND ($3 = '' OR actor <> $3)
-		ORDER BY id LIMIT $4`, c.id, cursor, exclude, limit)
+		SELECT g.id, g.at, g.kind, g.ref, g.op, g.actor FROM graph_changes g
+		WHERE g.campaign_id = $1 AND g.id > $2 AND ($3 = '' OR g.actor <> $3) AND g.kind NOT IN ('dm_node', 'dm_edge')
+		  AND ($5 OR g.kind <> 'fact' OR EXISTS (SELECT 1 FROM relationships r WHERE r.campaign_id = $1 AND r.id::text = g.ref
+		       AND r.proposed_by = '' AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb))
+		ORDER BY g.id LIMIT $4`, c.id, cursor, exclude, limit, dm)
 	if err != nil {
 		return nil, fmt.Errorf("reading changes: %w", err)
 	}
@@ -133,4 +145,97 @@ func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 		return n, fmt.Errorf("counting: %w", err)
 	}
 	return n, nil
+}
+
+// SessionChanges is what changed in a campaign's memory since a session
+// ended: the DM's "what changed since last session".
+type SessionChanges struct {
+	// Since is the session; empty when there was none to count from.
+	Since string
+	// Entities are the names of entities created or changed.
+	Entities []string
+	// Facts became canon; Retired stopped holding.
+	Facts, Retired []FactWithNames
+	// Pending facts, open Conflicts and pending Proposals that arrived
+	// since.
+	Pending, Conflicts, Proposals int
+}
+
+// changesListed caps the entities and facts SessionChanges lists.
+const changesListed = 30
+
+// ChangesSinceSession returns what changed since sessionID ended (or
+// started, if it has not ended); with an empty sessionID, since the last
+// session that ended.
+func (c *Campaign) ChangesSinceSession(ctx context.Context, sessionID string) (SessionChanges, error) {
+	out := SessionChanges{Since: sessionID}
+	db := c.l1.db
+	var since time.Time
+	var err error
+	if sessionID != "" {
+		err = db.QueryRow(ctx, `SELECT coalesce(ended_at, started_at) FROM sessions WHERE campaign_id = $1 AND id = $2`,
+			c.id, sessionID).Scan(&since)
+		if isNoRows(err) {
+			return out, fmt.Errorf("session %q: %w", sessionID, memory.ErrNotFound)
+		}
+	} else {
+		err = db.QueryRow(ctx, `SELECT id, ended_at FROM sessions WHERE campaign_id = $1 AND ended_at IS NOT NULL
+			ORDER BY ended_at DESC, id DESC LIMIT 1`, c.id).Scan(&out.Since, &since)
+		if isNoRows(err) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return out, fmt.Errorf("finding when the session ended: %w", err)
+	}
+	rows, err := db.Query(ctx, `
+		SELECT e.name FROM entities e
+		WHERE e.campaign_id = $1 AND EXISTS (SELECT 1 FROM graph_changes g
+		      WHERE g.campaign_id = $1 AND g.kind = 'entity' AND g.ref = e.id AND g.at > $2)
+		ORDER BY lower(e.name) LIMIT $3`, c.id, since, changesListed)
+	if err != nil {
+		return out, fmt.Errorf("listing changed entities: %w", err)
+	}
+	if out.Entities, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return out, fmt.Errorf("listing changed entities: %w", err)
+	}
+	rows, err = db.Query(ctx, `
+		SELECT r.id, r.status, s.name, r.rel_type, t.name FROM relationships r
+		JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
+		JOIN entities t ON t.campaign_id = r.campaign_id AND t.id = r.target_id
+		WHERE r.campaign_id = $1 AND r.proposed_by = '' AND r.status IN ('active', 'retired')
+		  AND EXISTS (SELECT 1 FROM graph_changes g WHERE g.campaign_id = $1 AND g.kind = 'fact' AND g.ref = r.id::text AND g.at > $2)
+		ORDER BY r.id LIMIT $3`, c.id, since, 2*changesListed)
+	if err != nil {
+		return out, fmt.Errorf("listing changed facts: %w", err)
+	}
+	type fact struct {
+		f      FactWithNames
+		status string
+	}
+	fs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (fact, error) {
+		var x fact
+		err := row.Scan(&x.f.ID, &x.status, &x.f.SourceName, &x.f.Type, &x.f.TargetName)
+		return x, err
+	})
+	if err != nil {
+		return out, fmt.Errorf("listing changed facts: %w", err)
+	}
+	for _, x := range fs {
+		switch {
+		case x.status == string(memory.StatusActive) && len(out.Facts) < changesListed:
+			out.Facts = append(out.Facts, x.f)
+		case x.status == string(memory.StatusRetired) && len(out.Retired) < changesListed:
+			out.Retired = append(out.Retired, x.f)
+		}
+	}
+	err = db.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending' AND created_at > $2),
+		(SELECT count(*) FROM fact_conflicts WHERE campaign_id = $1 AND resolution = '' AND created_at > $2),
+		(SELECT count(*) FROM proposals WHERE campaign_id = $1 AND status = 'pending' AND created_at > $2)`, c.id, since).
+		Scan(&out.Pending, &out.Conflicts, &out.Proposals)
+	if err != nil {
+		return out, fmt.Errorf("counting what waits for review: %w", err)
+	}
+	return out, nil
 }

@@ -17,4 +17,20 @@
 //
 // Every row carries its campaign id and every query is bound to the campaign
 // the layer was obtained for, so campaigns never see each other's data.
+//
+// # Writing facts
+//
+// Facts are written with Graph.WriteFact, which takes the writer
+// (memory.Writer: the DM, an import, extraction, a player, an NPC) and
+// decides from it what the write may do: the DM supersedes, players and
+// NPCs only propose, and a fact that conflicts with canon is linked and
+// queued for the DM, never overwritten. Graph.FactsAsOf answers what held
+// in a session. UpsertRelationship is the bare upsert beneath, for seeding.
+//
+// # The memory-tool view
+//
+// Campaign.KGRead, KGSync, KGPutNode, CompactKG and their kin serve the
+// MCP kg_* tools: nodes with a gist on two levels (the campaign's entities,
+// and the DM's private notes in tables of their own), with percentile-scored
+// compaction under a token budget.
 package postgres

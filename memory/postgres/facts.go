@@ -108,7 +108,8 @@ func (g *Graph) ReplaceFact(ctx context.Context, oldID int64, corrected memory.R
 		if corrected.Provenance.Source == "" {
 			corrected.Provenance.Source = old.Provenance.Source
 		}
-		out, err = tg.UpsertRelationship(ctx, corrected)
+		w, err := tg.WriteFact(ctx, memory.DM(""), corrected, fmt.Sprintf("corrects fact %d", oldID))
+		out = w.Fact
 		return err
 	})
 	if err != nil {

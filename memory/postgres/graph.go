@@ -232,21 +232,22 @@ func validRel(r memory.Relationship) error {
 // target, type) is created or updated: attributes merge, confidence only
 // rises, "stated" beats "inferred", DM confirmation sticks, and the fact
 // becomes active once confirmed or confident enough. Its original session and
-// time are kept. A proposal that changes nothing leaves the row (and its
+// time are kept. Proposals of players and NPCs ($12, their writer's key) are
+// rows of their own, never merged into canon. A proposal that changes nothing leaves the row (and its
 // updated_at) alone and returns it as it is.
 const upsertRelSQL = `
 WITH rejected AS (
     SELECT ` + relColumns + ` FROM relationships r
     WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.target_id = $3 AND r.rel_type = $4
-      AND r.status = 'rejected' AND NOT $9::boolean
+      AND r.status = 'rejected' AND NOT $9::boolean AND r.proposed_by = $12
     ORDER BY r.updated_at DESC LIMIT 1
 ), upsert AS (
     INSERT INTO relationships AS r (campaign_id, source_id, target_id, rel_type, attributes, session_id,
-                                    established_at, confidence, source, dm_confirmed, status)
+                                    established_at, confidence, source, dm_confirmed, status, proposed_by)
     SELECT $1, $2, $3, $4, $5, $6, $7, $8::float8, $10, $9,
-           CASE WHEN $9 OR $8::float8 >= $11::float8 THEN 'active' ELSE 'pending' END
+           CASE WHEN ($9 OR $8::float8 >= $11::float8) AND $12 = '' THEN 'active' ELSE 'pending' END, $12
     WHERE NOT EXISTS (SELECT 1 FROM rejected)
-    ON CONFLICT (campaign_id, source_id, target_id, rel_type) WHERE status IN ('active', 'pending')
+    ON CONFLICT (campaign_id, source_id, target_id, rel_type, proposed_by) WHERE status IN ('active', 'pending')
     DO UPDATE SET
         attributes   = r.attributes || excluded.attributes,
         confidence   = greatest(r.confidence, excluded.confidence),
@@ -266,7 +267,7 @@ UNION ALL SELECT * FROM rejected
 UNION ALL
 SELECT ` + relColumns + ` FROM relationships r
 WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.target_id = $3 AND r.rel_type = $4
-  AND r.status IN ('active', 'pending')
+  AND r.status IN ('active', 'pending') AND r.proposed_by = $12
   AND NOT EXISTS (SELECT 1 FROM upsert) AND NOT EXISTS (SELECT 1 FROM rejected)`
 
 // UpsertRelationship records a fact and returns it as stored. Both entities
@@ -275,7 +276,14 @@ func (g *Graph) UpsertRelationship(ctx context.Context, r memory.Relationship) (
 	if err := validRel(r); err != nil {
 		return memory.Relationship{}, err
 	}
-	rows, err := g.db.Query(ctx, upsertRelSQL, relArgs(g.campaign, r, g.threshold)...)
+	return g.upsertRel(ctx, r, "")
+}
+
+// upsertRel is UpsertRelationship for a writer: proposedBy is empty for
+// canon writes, else the proposing writer's key (see memory.Writer.Key), and
+// the fact is that writer's own pending proposal.
+func (g *Graph) upsertRel(ctx context.Context, r memory.Relationship, proposedBy string) (memory.Relationship, error) {
+	rows, err := g.db.Query(ctx, upsertRelSQL, append(relArgs(g.campaign, r, g.threshold), proposedBy)...)
 	if err != nil {
 		return memory.Relationship{}, fmt.Errorf("saving fact %s -%s-> %s: %w", r.SourceID, r.Type, r.TargetID, explainFK(err))
 	}

@@ -29,10 +29,34 @@ func (g *Graph) PendingFacts(ctx context.Context, f memory.FactFilter) ([]memory
 }
 
 // ConfirmFact makes a pending (or rejected) fact canon and marks it
-// confirmed by the DM.
+// confirmed by the DM. Confirming a player's or NPC's proposal of a fact
+// canon already holds confirms the canon fact and drops the proposal.
 func (g *Graph) ConfirmFact(ctx context.Context, id int64) (memory.Relationship, error) {
-	return g.setStatus(ctx, id, "confirming", `status = 'active', dm_confirmed = true, valid_until_session = $3`,
-		`r.status IN ('pending', 'rejected', 'active')`, "")
+	var out memory.Relationship
+	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
+		tg := &Graph{db: tx, campaign: g.campaign, threshold: g.threshold}
+		var canonID int64
+		err := tx.QueryRow(ctx, `SELECT c.id FROM relationships p
+			JOIN relationships c ON c.campaign_id = p.campaign_id AND c.source_id = p.source_id
+			     AND c.target_id = p.target_id AND c.rel_type = p.rel_type AND c.proposed_by = ''
+			     AND c.status IN ('active', 'pending') AND c.id <> p.id
+			WHERE p.campaign_id = $1 AND p.id = $2 AND p.proposed_by <> ''`, g.campaign, id).Scan(&canonID)
+		switch {
+		case isNoRows(err):
+			out, err = tg.setStatus(ctx, id, "confirming", `status = 'active', dm_confirmed = true, valid_until_session = $3, proposed_by = ''`,
+				`r.status IN ('pending', 'rejected', 'active')`, "")
+			return err
+		case err != nil:
+			return fmt.Errorf("confirming fact %d: %w", id, err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM relationships WHERE campaign_id = $1 AND id = $2`, g.campaign, id); err != nil {
+			return fmt.Errorf("confirming fact %d: %w", id, err)
+		}
+		out, err = tg.setStatus(ctx, canonID, "confirming", `status = 'active', dm_confirmed = true, valid_until_session = $3`,
+			`r.status IN ('pending', 'active')`, "")
+		return err
+	})
+	return out, err
 }
 
 // RejectFact takes a fact out of canon. It stays in the database, rejected,

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,98 +29,11 @@ func isExclusive(t string) bool {
 
 var _ memory.FactTimeline = (*Graph)(nil)
 
-// RecordFact stores r like UpsertRelationship and checks it against the
-// canon. A canon fact it conflicts with is never overwritten:
-//
-//   - same source, an exclusive type (see ExclusiveTypes), another target,
-//     and r established in a later session: r supersedes the old fact,
-//     which is retired as of r's session and stays visible to "as of"
-//     queries for the sessions in which it held;
-//   - otherwise (an explicit negation NOT_X of a fact X or the reverse, or
-//     an exclusive conflict that time does not order): r contradicts the old
-//     fact, which stays canon, and r waits as pending.
-//
-// Each conflict is recorded as a link from r to the old fact, weighted by
-// r's confidence, and queued for the DM (see Conflicts).
+// RecordFact stores r as post-session extraction does: WriteFact with the
+// extraction writer. See WriteFact for how a conflict with canon is kept.
 func (g *Graph) RecordFact(ctx context.Context, r memory.Relationship) (memory.Relationship, []memory.Conflict, error) {
-	if err := validRel(r); err != nil {
-		return memory.Relationship{}, nil, err
-	}
-	var out memory.Relationship
-	var conflicts []memory.Conflict
-	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
-		tg := &Graph{db: tx, campaign: g.campaign, threshold: g.threshold}
-		// Serialise facts about the same source, so two conflicting writes
-		// cannot both miss each other.
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM entities WHERE campaign_id = $1 AND id = $2 FOR UPDATE`, g.campaign, r.SourceID); err != nil {
-			return err
-		}
-		typ := r.Type
-		base, negated := strings.CutPrefix(typ, negationPrefix)
-		var olds []memory.Relationship
-		var err error
-		switch {
-		case negated:
-			olds, err = tg.canon(ctx, `r.source_id = $2 AND r.target_id = $3 AND r.rel_type = $4`, r.SourceID, r.TargetID, base)
-		default:
-			olds, err = tg.canon(ctx, `r.source_id = $2 AND r.target_id = $3 AND r.rel_type = $4`, r.SourceID, r.TargetID, negationPrefix+typ)
-			if err == nil && isExclusive(typ) {
-				var more []memory.Relationship
-				more, err = tg.canon(ctx, `r.source_id = $2 AND r.target_id <> $3 AND r.rel_type = $4`, r.SourceID, r.TargetID, typ)
-				olds = append(olds, more...)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if out, err = tg.UpsertRelationship(ctx, r); err != nil {
-			return err
-		}
-		if out.Status == memory.StatusRejected {
-			return nil
-		}
-		for _, old := range olds {
-			kind := memory.LinkContradicts
-			if !negated && old.Type == typ && isExclusive(typ) {
-				later, err := tg.laterSession(ctx, out.Provenance.SessionID, old.Provenance.SessionID)
-				if err != nil {
-					return err
-				}
-				if later {
-					kind = memory.LinkSupersedes
-				}
-			}
-			if kind == memory.LinkSupersedes {
-				if old, err = tg.RetireFact(ctx, old.ID, out.Provenance.SessionID); err != nil {
-					return err
-				}
-			} else if out.Status == memory.StatusActive {
-				if _, err := tx.Exec(ctx, `UPDATE relationships SET status = 'pending', updated_at = now()
-					WHERE campaign_id = $1 AND id = $2`, g.campaign, out.ID); err != nil {
-					return fmt.Errorf("holding fact %d for review: %w", out.ID, err)
-				}
-				out.Status = memory.StatusPending
-			}
-			if err := tg.LinkFacts(ctx, memory.FactLink{FromFact: out.ID, ToFact: old.ID, Kind: kind,
-				Weight: out.Provenance.Confidence}); err != nil {
-				return err
-			}
-			c := memory.Conflict{NewFact: out, OldFact: old, Kind: kind}
-			err := tx.QueryRow(ctx, `INSERT INTO fact_conflicts (campaign_id, new_fact, old_fact, kind)
-				VALUES ($1, $2, $3, $4)
-				ON CONFLICT (new_fact, old_fact) DO UPDATE SET kind = excluded.kind
-				RETURNING id, resolution, created_at`, g.campaign, out.ID, old.ID, string(kind)).Scan(&c.ID, &c.Resolution, &c.CreatedAt)
-			if err != nil {
-				return fmt.Errorf("queueing the conflict of facts %d and %d: %w", out.ID, old.ID, err)
-			}
-			conflicts = append(conflicts, c)
-		}
-		return nil
-	})
-	if err != nil {
-		return memory.Relationship{}, nil, fmt.Errorf("recording fact %s -%s-> %s: %w", r.SourceID, r.Type, r.TargetID, err)
-	}
-	return out, conflicts, nil
+	w, err := g.WriteFact(ctx, memory.Writer{Role: memory.WriterExtraction}, r, "")
+	return w.Fact, w.Conflicts, err
 }
 
 // canon returns the active facts matching where ($2..$4 bound to args).
@@ -156,6 +68,11 @@ func (g *Graph) laterSession(ctx context.Context, a, b string) (bool, error) {
 // LinkFacts records a link between two facts of the campaign (again: the
 // weight is updated).
 func (g *Graph) LinkFacts(ctx context.Context, l memory.FactLink) error {
+	return g.linkFacts(ctx, l, "")
+}
+
+// linkFacts is LinkFacts with the reason for the link.
+func (g *Graph) linkFacts(ctx context.Context, l memory.FactLink, reason string) error {
 	switch {
 	case !l.Kind.Valid():
 		return fmt.Errorf("%w: unknown fact link kind %q", memory.ErrInvalid, l.Kind)
@@ -165,11 +82,11 @@ func (g *Graph) LinkFacts(ctx context.Context, l memory.FactLink) error {
 		return fmt.Errorf("%w: fact %d cannot be linked to itself", memory.ErrInvalid, l.FromFact)
 	}
 	tag, err := g.db.Exec(ctx, `
-		INSERT INTO fact_links (campaign_id, from_fact, to_fact, kind, weight)
-		SELECT $1, a.id, b.id, $4, $5 FROM relationships a, relationships b
+		INSERT INTO fact_links (campaign_id, from_fact, to_fact, kind, weight, reason)
+		SELECT $1, a.id, b.id, $4, $5, $6 FROM relationships a, relationships b
 		WHERE a.campaign_id = $1 AND a.id = $2 AND b.campaign_id = $1 AND b.id = $3
 		ON CONFLICT (from_fact, to_fact, kind) DO UPDATE SET weight = excluded.weight`,
-		g.campaign, l.FromFact, l.ToFact, string(l.Kind), l.Weight)
+		g.campaign, l.FromFact, l.ToFact, string(l.Kind), l.Weight, reason)
 	if err != nil {
 		return fmt.Errorf("linking fact %d to %d: %w", l.FromFact, l.ToFact, err)
 	}
@@ -195,9 +112,12 @@ func (g *Graph) FactLinks(ctx context.Context, factID int64) ([]memory.FactLink,
 	})
 }
 
-// FactsAsOf returns the facts of an entity (either end) that held during a
-// session: canon or since retired, established in that session or before
-// (or outside play), and not yet ended by then.
+// FactsAsOf returns the facts of an entity (either end; every entity when
+// entityID is empty) that held when a session started: canon or since
+// retired, established in that session or before, and not yet ended by
+// then. A fact entered outside play holds from the start, unless it
+// superseded another: then it holds from when it was written, and the fact
+// it replaced until then.
 func (g *Graph) FactsAsOf(ctx context.Context, entityID, sessionID string) ([]memory.Relationship, error) {
 	var at time.Time
 	err := g.db.QueryRow(ctx, `SELECT started_at FROM sessions WHERE campaign_id = $1 AND id = $2`, g.campaign, sessionID).Scan(&at)
@@ -211,10 +131,13 @@ func (g *Graph) FactsAsOf(ctx context.Context, entityID, sessionID string) ([]me
 		SELECT `+relColumns+` FROM relationships r
 		LEFT JOIN sessions fs ON fs.campaign_id = r.campaign_id AND fs.id = r.session_id
 		LEFT JOIN sessions us ON us.campaign_id = r.campaign_id AND us.id = r.valid_until_session
-		WHERE r.campaign_id = $1 AND (r.source_id = $2 OR r.target_id = $2)
-		  AND (r.status = 'active' OR (r.status = 'retired' AND r.valid_until_session <> ''))
-		  AND (r.session_id = '' OR fs.started_at <= $3)
-		  AND (r.valid_until_session = '' OR us.started_at > $3)
+		WHERE r.campaign_id = $1 AND ($2 = '' OR r.source_id = $2 OR r.target_id = $2)
+		  AND r.status IN ('active', 'retired')
+		  AND ((r.session_id <> '' AND fs.started_at <= $3)
+		       OR (r.session_id = '' AND (r.established_at <= $3 OR NOT EXISTS (SELECT 1 FROM fact_links l
+		           WHERE l.from_fact = r.id AND l.kind = 'supersedes'))))
+		  AND ((r.valid_until_session <> '' AND us.started_at > $3)
+		       OR (r.valid_until_session = '' AND (r.status = 'active' OR r.updated_at > $3)))
 		ORDER BY r.rel_type, r.id`, g.campaign, entityID, at)
 	if err != nil {
 		return nil, fmt.Errorf("facts of %q as of session %q: %w", entityID, sessionID, err)
@@ -314,4 +237,54 @@ func (g *Graph) ResolveConflict(ctx context.Context, id int64, keepNew bool) (me
 		return memory.Conflict{}, fmt.Errorf("resolving conflict %d: %w", id, err)
 	}
 	return c, nil
+}
+
+// NamedFactsAsOf returns the facts that held as of a session (see
+// FactsAsOf) about the entities a text names, by name or alias as whole
+// words, with the names of their ends: what `ask --as-of` answers from.
+// Secret facts are left out unless withSecrets.
+func (g *Graph) NamedFactsAsOf(ctx context.Context, text, sessionID string, withSecrets bool) ([]FactWithNames, error) {
+	var exists bool
+	if err := g.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE campaign_id = $1 AND id = $2)`, g.campaign, sessionID).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, err)
+	}
+	if !exists {
+		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, memory.ErrNotFound)
+	}
+	rows, err := g.db.Query(ctx, `
+		WITH q AS (SELECT ' ' || lower(regexp_replace($2, '[^[:alnum:]]+', ' ', 'g')) || ' ' AS t)
+		SELECT e.id FROM entities e, q
+		WHERE e.campaign_id = $1
+		  AND (strpos(q.t, ' ' || trim(lower(regexp_replace(e.name, '[^[:alnum:]]+', ' ', 'g'))) || ' ') > 0
+		       OR EXISTS (SELECT 1 FROM unnest(e.aliases) a
+		                  WHERE strpos(q.t, ' ' || trim(lower(regexp_replace(a, '[^[:alnum:]]+', ' ', 'g'))) || ' ') > 0))
+		ORDER BY e.id`, g.campaign, text)
+	if err != nil {
+		return nil, fmt.Errorf("finding the entities %q names: %w", text, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("finding the entities %q names: %w", text, err)
+	}
+	seen := map[int64]bool{}
+	var out []FactWithNames
+	for _, id := range ids {
+		facts, err := g.FactsAsOf(ctx, id, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range facts {
+			if seen[f.ID] || (!withSecrets && f.Attributes[memory.AttrSecret] == true) {
+				continue
+			}
+			seen[f.ID] = true
+			var src, dst string
+			if err := g.db.QueryRow(ctx, `SELECT (SELECT name FROM entities WHERE campaign_id = $1 AND id = $2),
+				(SELECT name FROM entities WHERE campaign_id = $1 AND id = $3)`, g.campaign, f.SourceID, f.TargetID).Scan(&src, &dst); err != nil {
+				return nil, fmt.Errorf("naming fact %d: %w", f.ID, err)
+			}
+			out = append(out, FactWithNames{Relationship: f, SourceName: src, TargetName: dst})
+		}
+	}
+	return out, nil
 }

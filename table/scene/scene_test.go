@@ -84,7 +84,17 @@ type harness struct {
 
 func newHarness(t *testing.T, store *postgres.Store) *harness {
 	t.Helper()
-	camp := pgtest.Import(t, store, sampleCampaign)
+	pgtest.Import(t, store, sampleCampaign)
+	return newHarnessOn(t, store)
+}
+
+// newHarnessOn plays in the sample campaign, already in store.
+func newHarnessOn(t *testing.T, store *postgres.Store) *harness {
+	t.Helper()
+	camp, err := store.Campaign(context.Background(), "ironhold-saga")
+	if err != nil {
+		t.Fatal(err)
+	}
 	emb, err := embed.NewOffline(dims)
 	if err != nil {
 		t.Fatal(err)

@@ -71,6 +71,9 @@ type Guild struct {
 	DMRoleIDs     []string `yaml:"dm_role_ids"`
 	DMUserIDs     []string `yaml:"dm_user_ids"`
 	NarratorNPC   string   `yaml:"narrator_npc"`
+	// KGTokenLimit is the token budget of the campaign's kg_* memory-tool
+	// view over MCP (0: leave it as it is, 5000 for a new campaign).
+	KGTokenLimit int `yaml:"kg_token_limit"`
 }
 
 // Memory configures the PostgreSQL memory store.
@@ -402,6 +405,8 @@ func (c Config) Validate() error {
 			errs = append(errs, invalid(key+".campaign", "is required: the campaign this server plays"))
 		case guilds[g.GuildID]:
 			errs = append(errs, invalid(key+".guild_id", "guild %s is bound twice", g.GuildID))
+		case g.KGTokenLimit < 0:
+			errs = append(errs, invalid(key+".kg_token_limit", "must be positive (or 0 to keep the campaign's), got %d", g.KGTokenLimit))
 		}
 		guilds[g.GuildID] = true
 	}

@@ -23,7 +23,7 @@ func TestExampleConfigIsValidAndDocumentsEveryKey(t *testing.T) {
 	// Every key of the schema appears in the example, so nothing is undocumented.
 	raw, _ := os.ReadFile("../../../../config.example.yaml")
 	for _, key := range []string{"token", "shard_id", "shard_count", "leave_when_empty_after", "max_session_length", "guilds",
-		"guild_id", "campaign", "dm_role_ids", "dm_user_ids", "narrator_npc", "text_channel_id",
+		"guild_id", "campaign", "dm_role_ids", "dm_user_ids", "narrator_npc", "text_channel_id", "kg_token_limit",
 		"postgres_dsn", "embedding_dimensions", "review_threshold", "recent_window", "hot_context_tokens",
 		"phonetic_threshold", "fuzzy_threshold", "low_confidence", "llm",
 		"max_context_tokens", "summarize_at", "consolidate_every", "spool_dir", "spool_max_bytes", "shutdown_timeout",
@@ -66,6 +66,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"missing key", "providers:\n  stt:\n    provider: deepgram\n", "providers.stt.api_key: is required with provider deepgram (or set GLYPHOXA_STT_API_KEY)"},
 		{"bad guild", "discord:\n  guilds:\n    - {guild_id: abc, campaign: c}\n", `discord.guilds[0].guild_id: must be a Discord guild id`},
 		{"npc without name", "npcs:\n  - {id: grimjaw}\n", "npcs[0]: invalid persona: NPC \"grimjaw\" needs a name"},
+		{"negative kg limit", "discord:\n  guilds:\n    - {guild_id: \"123456\", campaign: c, kg_token_limit: -5}\n", "discord.guilds[0].kg_token_limit: must be positive"},
 		{"not yaml", "memory: [\n", "invalid configuration"},
 	}
 	for _, tc := range cases {

@@ -1,0 +1,787 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// The memory-tool view of a campaign (the MCP kg_* tools): the knowledge
+// graph as nodes with a one-line gist, light links (touches) and notes,
+// and edges, on two levels:
+//
+//   - KGCampaign is the campaign's entities (nodes) and canon facts (edges),
+//     shared with the table;
+//   - KGDM is the DM's private notes, kept in tables of their own that no
+//     player, NPC or retrieval path reads.
+//
+// Compaction (see CompactKG) keeps what an agent reads within a token
+// budget: low-scored nodes are archived, hidden from KGRead but recallable;
+// edges from active to archived nodes stay visible as memory traces.
+
+// KGLevel is one of the two levels of the memory-tool view.
+type KGLevel string
+
+// Levels.
+const (
+	KGCampaign KGLevel = "campaign"
+	KGDM       KGLevel = "dm"
+)
+
+// Valid reports whether l is a known level.
+func (l KGLevel) Valid() bool { return l == KGCampaign || l == KGDM }
+
+// Compaction defaults.
+const (
+	// DefaultKGTokenLimit is a new campaign's token budget.
+	DefaultKGTokenLimit = 5000
+	// KGProtected is how long after its last update a node is never
+	// archived.
+	KGProtected = 7 * 24 * time.Hour
+	// KGGrace is how long an archived DM node with no active connection is
+	// kept before it is deleted.
+	KGGrace = 30 * 24 * time.Hour
+	// kgTarget is the share of the limit compaction brings the estimate to.
+	kgTarget = 0.9
+)
+
+// KGNode is a node as agents see it.
+type KGNode struct {
+	Level     KGLevel   `json:"level"`
+	ID        string    `json:"id"`
+	Name      string    `json:"name,omitempty"`
+	Type      string    `json:"type,omitempty"`
+	Gist      string    `json:"gist"`
+	Touches   []string  `json:"touches,omitempty"`
+	Notes     string    `json:"notes,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Archived  bool      `json:"archived,omitempty"`
+}
+
+// KGEdge is an edge as agents see it. A trace is an edge from an active node
+// to an archived one: it shows that something is there to recall.
+type KGEdge struct {
+	Level KGLevel `json:"level"`
+	From  string  `json:"from"`
+	To    string  `json:"to"`
+	Rel   string  `json:"rel"`
+	Notes string  `json:"notes,omitempty"`
+	Trace bool    `json:"trace,omitempty"`
+
+	id int64
+}
+
+// KGView is what kg_read returns.
+type KGView struct {
+	Nodes  []KGNode `json:"nodes"`
+	Edges  []KGEdge `json:"edges"`
+	Traces []KGEdge `json:"traces"`
+	// Tokens is the estimate compaction keeps under the limit.
+	Tokens int `json:"tokens"`
+}
+
+// kgGraph is one level loaded for reading or compaction.
+type kgGraph struct {
+	level KGLevel
+	nodes []KGNode
+	edges []KGEdge
+}
+
+func nodeTokens(n KGNode) int {
+	return tokens(len(n.ID) + len(n.Name) + len(n.Type) + len(n.Gist) + len(n.Notes) + len(strings.Join(n.Touches, " ")))
+}
+
+func edgeTokens(e KGEdge) int { return tokens(len(e.From) + len(e.Rel) + len(e.To) + len(e.Notes)) }
+
+func traceTokens(e KGEdge) int { return tokens(len(e.From) + len(e.Rel) + len(e.To)) }
+
+// tokens estimates the tokens of n characters of text and its framing: four
+// characters a token, plus a few for the structure around it.
+func tokens(n int) int { return (n+3)/4 + 4 }
+
+// loadKG reads one level. Secret facts are left out unless withSecrets; the
+// DM's level is read only withSecrets (that is, for the DM).
+func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) (kgGraph, error) {
+	g := kgGraph{level: level}
+	db := c.l1.db
+	var nodeSQL, edgeSQL string
+	switch level {
+	case KGCampaign:
+		nodeSQL = `SELECT id, name, type, ` + kgEntityText + `, updated_at,
+			kg_archived_at IS NOT NULL OR coalesce(attributes->'archived' = 'true'::jsonb, false)
+			FROM entities WHERE campaign_id = $1 ORDER BY id`
+		edgeSQL = `SELECT id, source_id, target_id, rel_type, coalesce(attributes->>'notes', '')
+			FROM relationships WHERE campaign_id = $1 AND status = 'active'
+			  AND ($2 OR attributes->'secret' IS DISTINCT FROM 'true'::jsonb) ORDER BY id`
+	case KGDM:
+		nodeSQL = `SELECT id, '', '', gist, notes, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL
+			FROM dm_nodes WHERE campaign_id = $1 ORDER BY id`
+		edgeSQL = `SELECT id, from_id, to_id, rel, notes FROM dm_edges WHERE campaign_id = $1 AND $2 ORDER BY id`
+	default:
+		return g, fmt.Errorf("%w: unknown level %q (campaign or dm)", memory.ErrInvalid, level)
+	}
+	rows, err := db.Query(ctx, nodeSQL, c.id)
+	if err != nil {
+		return g, fmt.Errorf("reading %s nodes: %w", level, err)
+	}
+	g.nodes, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (KGNode, error) {
+		return scanKGNode(row, level)
+	})
+	if err != nil {
+		return g, fmt.Errorf("reading %s nodes: %w", level, err)
+	}
+	rows, err = db.Query(ctx, edgeSQL, c.id, withSecrets)
+	if err != nil {
+		return g, fmt.Errorf("reading %s edges: %w", level, err)
+	}
+	g.edges, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (KGEdge, error) {
+		e := KGEdge{Level: level}
+		err := row.Scan(&e.id, &e.From, &e.To, &e.Rel, &e.Notes)
+		return e, err
+	})
+	if err != nil {
+		return g, fmt.Errorf("reading %s edges: %w", level, err)
+	}
+	return g, nil
+}
+
+// kgEntityText is an entity's gist, notes and touches (JSON) as text.
+const kgEntityText = `coalesce(attributes->>'gist', attributes->>'description', ''), coalesce(attributes->>'notes', ''),
+	CASE WHEN jsonb_typeof(attributes->'touches') = 'array' THEN attributes->>'touches' ELSE '' END`
+
+func scanKGNode(row pgx.CollectableRow, level KGLevel) (KGNode, error) {
+	n := KGNode{Level: level}
+	var touches string
+	if err := row.Scan(&n.ID, &n.Name, &n.Type, &n.Gist, &n.Notes, &touches, &n.UpdatedAt, &n.Archived); err != nil {
+		return n, err
+	}
+	if touches != "" && touches != "[]" && json.Unmarshal([]byte(touches), &n.Touches) != nil {
+		// Not all strings: keep the strings.
+		var ts []any
+		if err := json.Unmarshal([]byte(touches), &ts); err != nil {
+			return n, fmt.Errorf("node %q: touches: %w", n.ID, err)
+		}
+		n.Touches = n.Touches[:0]
+		for _, t := range ts {
+			if s, ok := t.(string); ok {
+				n.Touches = append(n.Touches, s)
+			}
+		}
+	}
+	return n, nil
+}
+
+// view renders a level as kg_read shows it and estimates its tokens.
+func (g kgGraph) view() KGView {
+	v := KGView{Nodes: make([]KGNode, 0, len(g.nodes)), Edges: make([]KGEdge, 0, len(g.edges)), Traces: []KGEdge{}}
+	archived := make(map[string]bool, len(g.nodes))
+	for _, n := range g.nodes {
+		archived[n.ID] = n.Archived
+		if !n.Archived {
+			v.Nodes = append(v.Nodes, n)
+			v.Tokens += nodeTokens(n)
+		}
+	}
+	for _, e := range g.edges {
+		fa, fok := archived[e.From]
+		ta, tok := archived[e.To]
+		switch {
+		case !fok || !tok || (fa && ta):
+		case fa || ta:
+			e.Trace, e.Notes = true, ""
+			v.Traces = append(v.Traces, e)
+			v.Tokens += traceTokens(e)
+		default:
+			v.Edges = append(v.Edges, e)
+			v.Tokens += edgeTokens(e)
+		}
+	}
+	return v
+}
+
+// KGRead returns the active nodes of the campaign level, and of the DM's
+// level when dm is true, with the edges among them and the traces to
+// archived nodes. Secret facts are shown to the DM only.
+func (c *Campaign) KGRead(ctx context.Context, dm bool) (KGView, error) {
+	levels := []KGLevel{KGCampaign}
+	if dm {
+		levels = append(levels, KGDM)
+	}
+	var out KGView
+	for _, l := range levels {
+		g, err := c.loadKG(ctx, l, dm)
+		if err != nil {
+			return KGView{}, err
+		}
+		v := g.view()
+		if out.Nodes == nil {
+			out = v
+			continue
+		}
+		out.Nodes = append(out.Nodes, v.Nodes...)
+		out.Edges = append(out.Edges, v.Edges...)
+		out.Traces = append(out.Traces, v.Traces...)
+		out.Tokens += v.Tokens
+	}
+	return out, nil
+}
+
+// KGNodeInput is a node to write.
+type KGNodeInput struct {
+	ID      string
+	Gist    string
+	Touches []string
+	Notes   string
+	// Name and Type of a new campaign entity (default: the id, concept).
+	Name, Type string
+}
+
+// KGPutNode creates or updates a node and marks it active and fresh (as of
+// now). At the campaign level it is an entity: gist, touches and notes are
+// its attributes. Only the DM writes nodes; others propose (see Propose).
+func (c *Campaign) KGPutNode(ctx context.Context, level KGLevel, n KGNodeInput, now time.Time) (KGNode, error) {
+	n.ID = strings.TrimSpace(n.ID)
+	if n.ID == "" {
+		return KGNode{}, fmt.Errorf("%w: a node needs an id", memory.ErrInvalid)
+	}
+	if strings.TrimSpace(n.Gist) == "" {
+		return KGNode{}, fmt.Errorf("%w: node %q needs a gist (a one-line summary)", memory.ErrInvalid, n.ID)
+	}
+	touches := nonNil(n.Touches)
+	db := c.l1.db
+	switch level {
+	case KGCampaign:
+		attrs := map[string]any{"gist": n.Gist, "touches": touches}
+		if n.Notes != "" {
+			attrs["notes"] = n.Notes
+		}
+		typ, name := strings.TrimSpace(n.Type), strings.TrimSpace(n.Name)
+		_, err := db.Exec(ctx, `
+			INSERT INTO entities (campaign_id, id, type, name, aliases, attributes, updated_at)
+			VALUES ($1, $2, coalesce(nullif($3, ''), 'concept'), coalesce(nullif($4, ''), $2), '{}', $5, $6)
+			ON CONFLICT (campaign_id, id) DO UPDATE SET
+			    type = coalesce(nullif($3, ''), entities.type), name = coalesce(nullif($4, ''), entities.name),
+			    attributes = (entities.attributes || excluded.attributes) - 'archived',
+			    kg_archived_at = NULL, updated_at = excluded.updated_at`,
+			c.id, n.ID, typ, name, attrs, now)
+		if err != nil {
+			return KGNode{}, fmt.Errorf("writing node %q: %w", n.ID, err)
+		}
+	case KGDM:
+		_, err := db.Exec(ctx, `
+			INSERT INTO dm_nodes (campaign_id, id, gist, touches, notes, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $6)
+			ON CONFLICT (campaign_id, id) DO UPDATE SET gist = excluded.gist, touches = excluded.touches,
+			    notes = excluded.notes, archived_at = NULL, updated_at = excluded.updated_at`,
+			c.id, n.ID, n.Gist, touches, n.Notes, now)
+		if err != nil {
+			return KGNode{}, fmt.Errorf("writing DM node %q: %w", n.ID, err)
+		}
+	default:
+		return KGNode{}, fmt.Errorf("%w: unknown level %q (campaign or dm)", memory.ErrInvalid, level)
+	}
+	return c.KGNode(ctx, level, n.ID)
+}
+
+// KGNode returns one node, archived or not.
+func (c *Campaign) KGNode(ctx context.Context, level KGLevel, id string) (KGNode, error) {
+	var q string
+	switch level {
+	case KGCampaign:
+		q = `SELECT id, name, type, ` + kgEntityText + `, updated_at,
+			kg_archived_at IS NOT NULL OR coalesce(attributes->'archived' = 'true'::jsonb, false)
+			FROM entities WHERE campaign_id = $1 AND id = $2`
+	case KGDM:
+		q = `SELECT id, '', '', gist, notes, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL FROM dm_nodes WHERE campaign_id = $1 AND id = $2`
+	default:
+		return KGNode{}, fmt.Errorf("%w: unknown level %q (campaign or dm)", memory.ErrInvalid, level)
+	}
+	rows, err := c.l1.db.Query(ctx, q, c.id, id)
+	if err != nil {
+		return KGNode{}, fmt.Errorf("reading %s node %q: %w", level, id, err)
+	}
+	n, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (KGNode, error) { return scanKGNode(row, level) })
+	if isNoRows(err) {
+		return KGNode{}, fmt.Errorf("%s node %q: %w", level, id, memory.ErrNotFound)
+	}
+	if err != nil {
+		return KGNode{}, fmt.Errorf("reading %s node %q: %w", level, id, err)
+	}
+	return n, nil
+}
+
+// KGPutDMEdge creates or updates an edge between two of the DM's nodes.
+func (c *Campaign) KGPutDMEdge(ctx context.Context, from, to, rel, notes string, now time.Time) error {
+	rel = strings.TrimSpace(rel)
+	if rel == "" {
+		return fmt.Errorf("%w: an edge needs a rel", memory.ErrInvalid)
+	}
+	_, err := c.l1.db.Exec(ctx, `
+		INSERT INTO dm_edges (campaign_id, from_id, to_id, rel, notes, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
+		ON CONFLICT (campaign_id, from_id, to_id, rel) DO UPDATE SET notes = excluded.notes, updated_at = excluded.updated_at`,
+		c.id, from, to, rel, notes, now)
+	if err != nil {
+		return fmt.Errorf("writing DM edge %s -%s-> %s: %w", from, rel, to, explainFK(err))
+	}
+	// Writing an edge refreshes both ends.
+	_, err = c.l1.db.Exec(ctx, `UPDATE dm_nodes SET updated_at = $4, archived_at = NULL
+		WHERE campaign_id = $1 AND id IN ($2, $3)`, c.id, from, to, now)
+	return err
+}
+
+// KGDeleteDMNode deletes one of the DM's nodes and its edges.
+func (c *Campaign) KGDeleteDMNode(ctx context.Context, id string) error {
+	tag, err := c.l1.db.Exec(ctx, `DELETE FROM dm_nodes WHERE campaign_id = $1 AND id = $2`, c.id, id)
+	if err != nil {
+		return fmt.Errorf("deleting DM node %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("dm node %q: %w", id, memory.ErrNotFound)
+	}
+	return nil
+}
+
+// KGDeleteDMEdge deletes an edge of the DM's level.
+func (c *Campaign) KGDeleteDMEdge(ctx context.Context, from, to, rel string) error {
+	tag, err := c.l1.db.Exec(ctx, `DELETE FROM dm_edges WHERE campaign_id = $1 AND from_id = $2 AND to_id = $3 AND rel = $4`,
+		c.id, from, to, rel)
+	if err != nil {
+		return fmt.Errorf("deleting DM edge %s -%s-> %s: %w", from, rel, to, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("dm edge %s -%s-> %s: %w", from, rel, to, memory.ErrNotFound)
+	}
+	return nil
+}
+
+// CanonFactID is the id of the canon fact from -rel-> to, or 0.
+func (c *Campaign) CanonFactID(ctx context.Context, from, to, rel string) (int64, error) {
+	var id int64
+	err := c.l1.db.QueryRow(ctx, `SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = $2 AND target_id = $3
+		AND rel_type = $4 AND status = 'active' AND proposed_by = ''`, c.id, from, to, rel).Scan(&id)
+	if isNoRows(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("finding fact %s -%s-> %s: %w", from, rel, to, err)
+	}
+	return id, nil
+}
+
+// KGRecall brings an archived node back and refreshes it (as of now).
+// Clearing a DM's deletion (rather than compaction's archiving) is for the
+// DM only: undeleted says whether the caller may.
+func (c *Campaign) KGRecall(ctx context.Context, level KGLevel, id string, undelete bool, now time.Time) (KGNode, error) {
+	var tag interface{ RowsAffected() int64 }
+	var err error
+	switch level {
+	case KGCampaign:
+		tag, err = c.l1.db.Exec(ctx, `UPDATE entities SET kg_archived_at = NULL, updated_at = $3,
+			attributes = CASE WHEN $4 THEN attributes - 'archived' ELSE attributes END
+			WHERE campaign_id = $1 AND id = $2 AND ($4 OR NOT coalesce(attributes->'archived' = 'true'::jsonb, false))`,
+			c.id, id, now, undelete)
+	case KGDM:
+		tag, err = c.l1.db.Exec(ctx, `UPDATE dm_nodes SET archived_at = NULL, updated_at = $3 WHERE campaign_id = $1 AND id = $2`,
+			c.id, id, now)
+	default:
+		return KGNode{}, fmt.Errorf("%w: unknown level %q (campaign or dm)", memory.ErrInvalid, level)
+	}
+	if err != nil {
+		return KGNode{}, fmt.Errorf("recalling %s node %q: %w", level, id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return KGNode{}, fmt.Errorf("%s node %q: %w", level, id, memory.ErrNotFound)
+	}
+	return c.KGNode(ctx, level, id)
+}
+
+// KGSession is an agent's registered session.
+type KGSession struct {
+	ID        string    `json:"session_id"`
+	Actor     string    `json:"-"`
+	Level     KGLevel   `json:"level"`
+	Cursor    int64     `json:"-"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// KGRegisterSession records an agent session starting now: kg_sync with it
+// reports what others changed since. id must be unique (a random one).
+func (c *Campaign) KGRegisterSession(ctx context.Context, id, actor string, level KGLevel, now time.Time) (KGSession, error) {
+	cur, err := c.LastChange(ctx)
+	if err != nil {
+		return KGSession{}, err
+	}
+	s := KGSession{ID: id, Actor: actor, Level: level, Cursor: cur, StartedAt: now}
+	if _, err := c.l1.db.Exec(ctx, `INSERT INTO kg_sessions (campaign_id, id, actor, level, cursor_at, started_at, seen_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $6)`, c.id, id, actor, string(level), cur, now); err != nil {
+		return KGSession{}, fmt.Errorf("registering agent session: %w", err)
+	}
+	return s, nil
+}
+
+// KGSessionByID returns a registered session and marks it seen now.
+func (c *Campaign) KGSessionByID(ctx context.Context, id string, now time.Time) (KGSession, error) {
+	s := KGSession{ID: id}
+	var level string
+	err := c.l1.db.QueryRow(ctx, `UPDATE kg_sessions SET seen_at = $3 WHERE campaign_id = $1 AND id = $2
+		RETURNING actor, level, cursor_at, started_at`, c.id, id, now).Scan(&s.Actor, &level, &s.Cursor, &s.StartedAt)
+	if isNoRows(err) {
+		return KGSession{}, fmt.Errorf("agent session %q: %w (call kg_register_session)", id, memory.ErrNotFound)
+	}
+	if err != nil {
+		return KGSession{}, fmt.Errorf("reading agent session %q: %w", id, err)
+	}
+	s.Level = KGLevel(level)
+	return s, nil
+}
+
+// KGActiveSessions counts the agent sessions seen since.
+func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time) (int, error) {
+	var n int
+	err := c.l1.db.QueryRow(ctx, `SELECT count(*) FROM kg_sessions WHERE campaign_id = $1 AND seen_at >= $2`, c.id, since).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("counting agent sessions: %w", err)
+	}
+	return n, nil
+}
+
+// KGChanges is what changed since an agent session started, by others.
+type KGChanges struct {
+	// Nodes and Edges changed and active now.
+	Nodes []KGNode `json:"nodes"`
+	Edges []KGEdge `json:"edges"`
+	// Removed are nodes and edges deleted, archived or retired since:
+	// "node:<level>:<id>", "edge:<level>:<from>:<rel>:<to>".
+	Removed []string `json:"removed"`
+}
+
+// KGSync returns the changes made after cursor by anyone but exclude, as
+// the caller may see them: the DM's level and secret facts only when dm.
+func (c *Campaign) KGSync(ctx context.Context, cursor int64, exclude string, dm bool) (KGChanges, error) {
+	out := KGChanges{Nodes: []KGNode{}, Edges: []KGEdge{}, Removed: []string{}}
+	rows, err := c.l1.db.Query(ctx, `SELECT DISTINCT kind, ref FROM graph_changes
+		WHERE campaign_id = $1 AND id > $2 AND ($3 = '' OR actor <> $3) AND kind <> 'proposal'`, c.id, cursor, exclude)
+	if err != nil {
+		return out, fmt.Errorf("reading changes: %w", err)
+	}
+	type change struct{ kind, ref string }
+	chs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (change, error) {
+		var ch change
+		return ch, r.Scan(&ch.kind, &ch.ref)
+	})
+	if err != nil {
+		return out, fmt.Errorf("reading changes: %w", err)
+	}
+	changed := map[string]bool{}
+	for _, ch := range chs {
+		changed[ch.kind+"\x00"+ch.ref] = true
+	}
+	levels := []KGLevel{KGCampaign}
+	if dm {
+		levels = append(levels, KGDM)
+	}
+	for _, l := range levels {
+		nodeKind, edgeKind := "entity", "fact"
+		if l == KGDM {
+			nodeKind, edgeKind = "dm_node", "dm_edge"
+		}
+		g, err := c.loadKG(ctx, l, dm)
+		if err != nil {
+			return out, err
+		}
+		present := map[string]bool{}
+		for _, n := range g.nodes {
+			present[n.ID] = true
+			if !changed[nodeKind+"\x00"+n.ID] {
+				continue
+			}
+			if n.Archived {
+				out.Removed = append(out.Removed, "node:"+string(l)+":"+n.ID)
+			} else {
+				out.Nodes = append(out.Nodes, n)
+			}
+		}
+		seenEdge := map[string]bool{}
+		for _, e := range g.edges {
+			seenEdge[fmt.Sprint(e.id)] = true
+			if changed[edgeKind+"\x00"+fmt.Sprint(e.id)] {
+				out.Edges = append(out.Edges, e)
+			}
+		}
+		for _, ch := range chs {
+			switch {
+			case ch.kind == nodeKind && !present[ch.ref]:
+				out.Removed = append(out.Removed, "node:"+string(l)+":"+ch.ref)
+			case ch.kind == edgeKind && !seenEdge[ch.ref]:
+				// An edge no longer active: name it only if the caller may
+				// see it, and only if it is not a proposal.
+				ref, ok, err := c.removedEdge(ctx, l, ch.ref, dm)
+				if err != nil {
+					return out, err
+				}
+				if ok {
+					out.Removed = append(out.Removed, ref)
+				}
+			}
+		}
+	}
+	sort.Strings(out.Removed)
+	out.Removed = slices.Compact(out.Removed)
+	return out, nil
+}
+
+// removedEdge names an edge that left the active graph, if the caller may
+// know of it.
+func (c *Campaign) removedEdge(ctx context.Context, l KGLevel, ref string, dm bool) (string, bool, error) {
+	if l == KGDM {
+		// Deleted rows are gone; the DM learns of them by id.
+		return "edge:dm:" + ref, true, nil
+	}
+	var from, to, rel, status, proposedBy string
+	var secret bool
+	err := c.l1.db.QueryRow(ctx, `SELECT source_id, target_id, rel_type, status, proposed_by,
+		coalesce(attributes->'secret' = 'true'::jsonb, false) FROM relationships WHERE campaign_id = $1 AND id::text = $2`,
+		c.id, ref).Scan(&from, &to, &rel, &status, &proposedBy, &secret)
+	if isNoRows(err) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("reading fact %s: %w", ref, err)
+	}
+	if proposedBy != "" || status == string(memory.StatusPending) || (secret && !dm) {
+		return "", false, nil
+	}
+	return "edge:campaign:" + from + ":" + rel + ":" + to, true, nil
+}
+
+// KGLimit is the campaign's token budget.
+func (c *Campaign) KGLimit(ctx context.Context) (int, error) {
+	var n int
+	if err := c.l1.db.QueryRow(ctx, `SELECT kg_token_limit FROM campaigns WHERE id = $1`, c.id).Scan(&n); err != nil {
+		return 0, fmt.Errorf("reading the token limit: %w", err)
+	}
+	return n, nil
+}
+
+// SetKGLimit sets the campaign's token budget.
+func (c *Campaign) SetKGLimit(ctx context.Context, n int) error {
+	if n <= 0 {
+		return fmt.Errorf("%w: the token limit must be positive, got %d", memory.ErrInvalid, n)
+	}
+	if _, err := c.l1.db.Exec(ctx, `UPDATE campaigns SET kg_token_limit = $2 WHERE id = $1`, c.id, n); err != nil {
+		return fmt.Errorf("setting the token limit: %w", err)
+	}
+	return nil
+}
+
+// KGStats sizes a level.
+type KGStats struct {
+	Level    KGLevel `json:"level"`
+	Active   int     `json:"active_nodes"`
+	Archived int     `json:"archived_nodes"`
+	Edges    int     `json:"edges"`
+	Traces   int     `json:"traces"`
+	Tokens   int     `json:"tokens"`
+}
+
+// KGStats sizes a level as the caller sees it.
+func (c *Campaign) KGStats(ctx context.Context, level KGLevel, dm bool) (KGStats, error) {
+	g, err := c.loadKG(ctx, level, dm)
+	if err != nil {
+		return KGStats{}, err
+	}
+	v := g.view()
+	return KGStats{Level: level, Active: len(v.Nodes), Archived: len(g.nodes) - len(v.Nodes), Edges: len(v.Edges),
+		Traces: len(v.Traces), Tokens: v.Tokens}, nil
+}
+
+// Compaction reports one pass.
+type Compaction struct {
+	Level    KGLevel `json:"level"`
+	Before   int     `json:"tokens_before"`
+	After    int     `json:"tokens_after"`
+	Limit    int     `json:"limit"`
+	Archived int     `json:"archived"`
+	Deleted  int     `json:"deleted"`
+}
+
+// CompactKG runs one compaction pass on a level as of now. When the level's
+// token estimate (what kg_read shows the DM) is above the campaign's limit,
+// the lowest-scored nodes are archived until it is under 90% of the limit.
+// A node updated within KGProtected is never archived. The score is the
+// product of three percentiles among the active nodes: recency (last
+// update), connectedness (edges plus touches) and richness (gist and notes
+// length). At the DM's level, archived nodes without an edge to an active
+// node are deleted once archived for KGGrace; campaign nodes are the game's
+// entities and are never deleted.
+func (c *Campaign) CompactKG(ctx context.Context, level KGLevel, now time.Time) (Compaction, error) {
+	limit, err := c.KGLimit(ctx)
+	if err != nil {
+		return Compaction{}, err
+	}
+	out := Compaction{Level: level, Limit: limit}
+	g, err := c.loadKG(ctx, level, true)
+	if err != nil {
+		return out, err
+	}
+	v := g.view()
+	out.Before, out.After = v.Tokens, v.Tokens
+	if v.Tokens > limit {
+		archive := plan(g, v.Tokens, limit, now)
+		out.Archived = len(archive)
+		if len(archive) > 0 {
+			q := `UPDATE entities SET kg_archived_at = $3 WHERE campaign_id = $1 AND id = ANY($2)`
+			if level == KGDM {
+				q = `UPDATE dm_nodes SET archived_at = $3 WHERE campaign_id = $1 AND id = ANY($2)`
+			}
+			if _, err := c.l1.db.Exec(ctx, q, c.id, archive, now); err != nil {
+				return out, fmt.Errorf("archiving %d %s nodes: %w", len(archive), level, err)
+			}
+			set := make(map[string]bool, len(archive))
+			for _, id := range archive {
+				set[id] = true
+			}
+			for i := range g.nodes {
+				if set[g.nodes[i].ID] {
+					g.nodes[i].Archived = true
+				}
+			}
+			out.After = g.view().Tokens
+		}
+	}
+	if level != KGDM {
+		// Campaign nodes are the game's entities: NPCs, retrieval and "as
+		// of" still use them, so they stay archived, never deleted.
+		return out, nil
+	}
+	tag, err := c.l1.db.Exec(ctx, `DELETE FROM dm_nodes n WHERE n.campaign_id = $1 AND n.archived_at < $2
+		AND NOT EXISTS (SELECT 1 FROM dm_edges e JOIN dm_nodes o ON o.campaign_id = e.campaign_id
+		                AND o.id = CASE WHEN e.from_id = n.id THEN e.to_id ELSE e.from_id END
+		                WHERE e.campaign_id = n.campaign_id AND (e.from_id = n.id OR e.to_id = n.id) AND o.archived_at IS NULL)`,
+		c.id, now.Add(-KGGrace))
+	if err != nil {
+		return out, fmt.Errorf("deleting long-archived DM nodes: %w", err)
+	}
+	out.Deleted = int(tag.RowsAffected())
+	return out, nil
+}
+
+// plan chooses the nodes to archive: the lowest-scored unprotected ones,
+// until the estimate is under kgTarget of the limit.
+func plan(g kgGraph, total, limit int, now time.Time) []string {
+	type cand struct {
+		i                   int
+		recency, conn, rich float64
+		score               float64
+		updated             time.Time
+	}
+	idx := map[string]int{}
+	wasArchived := map[string]bool{}
+	var cs []cand
+	for i, n := range g.nodes {
+		if n.Archived {
+			wasArchived[n.ID] = true
+			continue
+		}
+		idx[n.ID] = len(cs)
+		cs = append(cs, cand{i: i, recency: float64(n.UpdatedAt.UnixNano()), conn: float64(len(n.Touches)),
+			rich: float64(len(n.Gist) + len(n.Notes)), updated: n.UpdatedAt})
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	adj := make([][]int, len(cs)) // edge indexes per active node
+	for ei, e := range g.edges {
+		f, fok := idx[e.From]
+		t, tok := idx[e.To]
+		if fok {
+			cs[f].conn++
+			adj[f] = append(adj[f], ei)
+		}
+		if tok && (!fok || t != f) {
+			cs[t].conn++
+			adj[t] = append(adj[t], ei)
+		}
+	}
+	pct := func(get func(cand) float64) []float64 {
+		// cume_dist: the share of nodes at or below this one.
+		order := make([]int, len(cs))
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(a, b int) bool { return get(cs[order[a]]) < get(cs[order[b]]) })
+		out := make([]float64, len(cs))
+		for k := 0; k < len(order); {
+			j := k
+			for j < len(order) && get(cs[order[j]]) == get(cs[order[k]]) {
+				j++
+			}
+			for _, o := range order[k:j] {
+				out[o] = float64(j) / float64(len(cs))
+			}
+			k = j
+		}
+		return out
+	}
+	r := pct(func(c cand) float64 { return c.recency })
+	cn := pct(func(c cand) float64 { return c.conn })
+	ri := pct(func(c cand) float64 { return c.rich })
+	for k := range cs {
+		cs[k].score = r[k] * cn[k] * ri[k]
+	}
+	order := make([]int, 0, len(cs))
+	for k, c := range cs {
+		if now.Sub(c.updated) >= KGProtected {
+			order = append(order, k)
+		}
+	}
+	sort.Slice(order, func(a, b int) bool {
+		x, y := cs[order[a]], cs[order[b]]
+		if x.score != y.score {
+			return x.score < y.score
+		}
+		if !x.updated.Equal(y.updated) {
+			return x.updated.Before(y.updated)
+		}
+		return g.nodes[x.i].ID < g.nodes[y.i].ID
+	})
+	target := int(math.Floor(kgTarget * float64(limit)))
+	archived := map[string]bool{}
+	var out []string
+	for _, k := range order {
+		if total <= target {
+			break
+		}
+		n := g.nodes[cs[k].i]
+		archived[n.ID] = true
+		out = append(out, n.ID)
+		total -= nodeTokens(n)
+		for _, ei := range adj[k] {
+			e := g.edges[ei]
+			other := e.To
+			if other == n.ID {
+				other = e.From
+			}
+			switch {
+			case other == n.ID:
+				total -= edgeTokens(e) // a loop: shown as an edge until now
+			case wasArchived[other] || archived[other]:
+				total -= traceTokens(e) // a trace, now hidden
+			default:
+				if _, ok := idx[other]; ok {
+					total -= edgeTokens(e) - traceTokens(e) // an edge becomes a trace
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package npc_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/npc"
+	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+)
+
+// An NPC's propose_fact of a fact canon already holds (here a secret one)
+// answers exactly as for a new fact and leaves the canon fact untouched: the
+// claim is the NPC's own proposal (issue 17, item 1).
+func TestProposeFactNeverRevealsOrMerges(t *testing.T) {
+	c := sampleCampaign(t)
+	ctx := context.Background()
+	id, err := c.Graph().IdentitySnapshot(ctx, "grimjaw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var canon memory.Relationship
+	for _, r := range id.Relationships {
+		if r.Type == "FORGED" {
+			canon = r
+		}
+	}
+	if canon.ID == 0 || canon.Attributes[memory.AttrSecret] != true {
+		t.Fatalf("the sample lacks the secret FORGED fact: %+v", id.Relationships)
+	}
+	srv := llmtest.New(llmtest.Script(
+		llmtest.Reply{ToolCalls: []llmtest.Call{
+			{Name: npc.ToolProposeFact, Args: `{"subject":"Grimjaw","relation":"forged","object":"Vault Key","confidence":1}`},
+		}},
+		llmtest.Reply{ToolCalls: []llmtest.Call{
+			{Name: npc.ToolProposeFact, Args: `{"subject":"Grimjaw","relation":"forged","object":"Dawn Hammer","confidence":1}`},
+		}},
+		llmtest.Reply{Text: "Hm."},
+	))
+	defer srv.Close()
+	a := newAgent(t, c, srv, npc.ToolBudget{})
+	if _, err := a.Turn(ctx, npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", SpeakerName: "Kael", Text: "Who made the key?"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	existing := toolResults(reqs[1])[npc.ToolProposeFact]
+	fresh := strings.TrimPrefix(toolResults(reqs[2])[npc.ToolProposeFact], existing)
+	if existing == "" || strings.ReplaceAll(fresh, "Dawn Hammer", "Vault Key") != existing || !strings.Contains(existing, "game master will review") {
+		t.Fatalf("propose_fact of an existing secret fact answered %q, of a new one %q", existing, fresh)
+	}
+	after, err := c.Graph().Fact(ctx, canon.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after.Attributes, canon.Attributes) || !after.UpdatedAt.Equal(canon.UpdatedAt) || after.Status != memory.StatusActive {
+		t.Errorf("the canon fact changed: %+v, was %+v", after, canon)
+	}
+	pending, err := c.Graph().PendingFacts(ctx, memory.FactFilter{EntityID: "vault-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].ID == canon.ID || pending[0].Attributes["proposed_by"] != "grimjaw" {
+		t.Errorf("the NPC's proposal: %+v", pending)
+	}
+}
