@@ -392,7 +392,9 @@ func genNames(seed uint64) (*campaignfile.File, []question) {
 		func() string {
 			return "Word is that " + choose(rng, things).name + " changed hands at " + choose(rng, places).name + " last night."
 		},
-		func() string { return choose(rng, npcs).name + " is buying drinks for " + choose(rng, npcs).name + "'s crew." },
+		func() string {
+			return choose(rng, npcs).name + " is buying drinks for " + choose(rng, npcs).name + "'s crew."
+		},
 		func() string { return "The road to " + choose(rng, places).name + " is muddy and slow." },
 	}
 	players := []ent{{"pc-rook", "Rook"}, {"pc-ivy", "Ivy"}}
