@@ -189,6 +189,7 @@ type Retriever struct {
 
 	mu          sync.Mutex // guards the fields below and serialises refreshes
 	graph       *ppr.Graph
+	graphLoaded bool
 	matcher     *mention.Matcher
 	lastChange  int64
 	lastRefresh time.Time
@@ -237,22 +238,34 @@ func (r *Retriever) Graph() *ppr.Graph { return r.graph }
 // prepare loads the graph and the entity names on first use and picks up
 // changes at most every RefreshEvery.
 func (r *Retriever) prepare(ctx context.Context) (*mention.Matcher, error) {
+	return r.prepareFor(ctx, true)
+}
+
+// prepareFor is prepare; without withGraph it loads only the entity names
+// (graphrag needs no PageRank graph) and leaves the graph as it is.
+func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Matcher, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.cfg.Now()
-	if r.matcher != nil && (r.cfg.RefreshEvery < 0 || now.Sub(r.lastRefresh) < r.cfg.RefreshEvery) {
+	fresh := r.cfg.RefreshEvery < 0 || now.Sub(r.lastRefresh) < r.cfg.RefreshEvery
+	if r.matcher != nil && (r.graphLoaded || !withGraph) && fresh {
 		return r.matcher, nil
 	}
 	last, err := r.camp.LastChange(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if r.matcher == nil {
-		if err := r.graph.Load(ctx); err != nil {
-			return nil, err
+	if withGraph || r.graphLoaded {
+		if !r.graphLoaded {
+			if err := r.graph.Load(ctx); err != nil {
+				return nil, err
+			}
+			r.graphLoaded = true
+		} else if !fresh {
+			if _, err := r.graph.Refresh(ctx); err != nil {
+				return nil, err
+			}
 		}
-	} else if _, err := r.graph.Refresh(ctx); err != nil {
-		return nil, err
 	}
 	if r.matcher == nil || last != r.lastChange {
 		ents, err := r.camp.Graph().FindEntities(ctx, memory.EntityFilter{})
@@ -261,7 +274,9 @@ func (r *Retriever) prepare(ctx context.Context) (*mention.Matcher, error) {
 		}
 		r.matcher = mention.NewMatcher(ents)
 	}
-	r.lastChange, r.lastRefresh = last, now
+	if r.lastRefresh.IsZero() || !fresh {
+		r.lastChange, r.lastRefresh = last, now
+	}
 	return r.matcher, nil
 }
 
@@ -293,9 +308,14 @@ func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
 		}
 		only = ids
 	}
-	matcher, err := r.prepare(ctx)
-	if err != nil {
-		return nil, err
+	// Vector and full-text search need neither the graph nor the names.
+	var matcher *mention.Matcher
+	if q.Mode != ModeVector && q.Mode != ModeFTS {
+		m, err := r.prepareFor(ctx, q.Mode != ModeGraphRAG)
+		if err != nil {
+			return nil, err
+		}
+		matcher = m
 	}
 	n := max(q.K, r.cfg.Candidates)
 	if q.Mode == ModeHybrid {
@@ -309,6 +329,7 @@ func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
 		return out, nil
 	}
 	var hits []postgres.ChunkHit
+	var err error
 	switch q.Mode {
 	case ModeVector:
 		hits, err = r.vector(ctx, q.Text, q.K, only)
@@ -362,13 +383,32 @@ func (r *Retriever) graphRAG(ctx context.Context, text string, k int, m *mention
 	}
 	allowed := set(only)
 	var out []postgres.ChunkHit
+	have := map[string]bool{}
 	for _, x := range res {
 		if allowed != nil && !allowed[x.Chunk.ID] {
 			continue
 		}
 		out = append(out, postgres.ChunkHit{Chunk: x.Chunk, Score: x.Score})
+		have[x.Chunk.ID] = true
 		if len(out) == k {
 			break
+		}
+	}
+	if len(out) == k {
+		return out, nil
+	}
+	// The scope links too few chunks (or none): the rest come from the
+	// whole campaign, after the scope's own.
+	more, err := r.camp.Index().VectorSearch(ctx, v, k, only)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range more {
+		if len(out) == k {
+			break
+		}
+		if !have[h.Chunk.ID] {
+			out = append(out, h)
 		}
 	}
 	return out, nil
