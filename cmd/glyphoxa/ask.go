@@ -16,8 +16,9 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	campaign := fs.String("campaign", "", "campaign id")
 	npcID := fs.String("npc", "", "answer only from what this NPC heard (entity id)")
 	mode := fs.String("mode", "hybrid", "retrieval mode: vector, fts, graphrag, ppr or hybrid")
+	asOf := fs.String("as-of", "", "answer as the campaign stood at this session (id): from it and earlier sessions only")
 	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
-	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids}; kind is chunk, entry, fact or entity")
+	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids, at}; kind is chunk, entry, fact or entity")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := r.Search(ctx, retrieve.Query{Text: question, Mode: m, K: *k, NPCID: *npcID})
+	res, err := r.Search(ctx, retrieve.Query{Text: question, Mode: m, K: *k, NPCID: *npcID, AsOf: *asOf})
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,11 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	for i, x := range res {
-		printf(e.stdout, "%d. [%s %s, session %s, score %.4f]\n", i+1, x.Kind, x.ID, x.SessionID, x.Score)
+		when := ""
+		if !x.At.IsZero() {
+			when = ", " + x.At.UTC().Format("2006-01-02")
+		}
+		printf(e.stdout, "%d. [%s %s, session %s%s, score %.4f]\n", i+1, x.Kind, x.ID, x.SessionID, when, x.Score)
 		for _, line := range strings.Split(x.Content, "\n") {
 			printf(e.stdout, "   %s\n", line)
 		}

@@ -392,3 +392,22 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	}
 	return next, nil
 }
+
+// ChunkIDsOfSessions returns the ids of the chunks of the sessions that
+// started within [from, to] (a zero bound is open): what a question about
+// a time, or asked as of a session, may be answered from.
+func (x *SemanticIndex) ChunkIDsOfSessions(ctx context.Context, from, to time.Time) ([]string, error) {
+	rows, err := x.db.Query(ctx, `
+		SELECT c.id FROM chunks c JOIN sessions s ON s.campaign_id = c.campaign_id AND s.id = c.session_id
+		WHERE c.campaign_id = $1 AND ($2::timestamptz IS NULL OR s.started_at >= $2)
+		  AND ($3::timestamptz IS NULL OR s.started_at <= $3)
+		ORDER BY c.id`, x.campaign, nullTime(from), nullTime(to))
+	if err != nil {
+		return nil, fmt.Errorf("listing the chunks of the sessions from %v to %v: %w", from, to, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if ids == nil && err == nil {
+		ids = []string{}
+	}
+	return ids, err
+}

@@ -124,6 +124,9 @@ type Result struct {
 	// SessionID is the session the chunk or entry comes from.
 	SessionID string   `json:"session_id,omitempty"`
 	EntityIDs []string `json:"entity_ids,omitempty"`
+	// At is when the chunk or entry was said (the session's date and
+	// time), for questions about when something happened.
+	At time.Time `json:"at,omitzero"`
 }
 
 // Query is one question.
@@ -136,6 +139,10 @@ type Query struct {
 	K int
 	// NPCID restricts results to what this NPC heard.
 	NPCID string
+	// AsOf, a session id, restricts results to the chunks of that session
+	// and the sessions before it, as the campaign stood then (facts, which
+	// may have changed since, are left out).
+	AsOf string
 }
 
 // Config tunes a Retriever. Zero fields take the defaults.
@@ -312,6 +319,21 @@ func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
 		}
 		only = ids
 	}
+	strict, err := r.timeScope(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if strict != nil {
+		if only == nil {
+			only = strict
+		} else {
+			only = intersectIDs(only, strict)
+		}
+		if len(only) == 0 {
+			return []Result{}, nil
+		}
+	}
+	fallback := q.NPCID == "" && strict == nil
 	// Vector and full-text search need neither the graph nor the names.
 	var matcher *mention.Matcher
 	if q.Mode != ModeVector && q.Mode != ModeFTS {
@@ -327,13 +349,12 @@ func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(out) == 0 && q.NPCID == "" {
+		if len(out) == 0 && fallback {
 			return r.entryFallback(ctx, q)
 		}
 		return out, nil
 	}
 	var hits []postgres.ChunkHit
-	var err error
 	switch q.Mode {
 	case ModeVector:
 		hits, err = r.vector(ctx, q.Text, q.K, only)
@@ -347,7 +368,7 @@ func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(hits) == 0 && q.NPCID == "" {
+	if len(hits) == 0 && fallback {
 		return r.entryFallback(ctx, q)
 	}
 	out := make([]Result, 0, len(hits))
@@ -696,7 +717,7 @@ func (r *Retriever) names(ctx context.Context, facts []weightedFact) (map[string
 
 func chunkResult(h postgres.ChunkHit) Result {
 	return Result{Kind: KindChunk, ID: h.Chunk.ID, Content: h.Chunk.Content, Score: h.Score,
-		SessionID: h.Chunk.SessionID, EntityIDs: h.Chunk.EntityIDs}
+		SessionID: h.Chunk.SessionID, EntityIDs: h.Chunk.EntityIDs, At: h.Chunk.StartAt}
 }
 
 // entryFallback searches the session log line by line, for campaigns
@@ -718,7 +739,7 @@ func (r *Retriever) entryFallback(ctx context.Context, q Query) ([]Result, error
 			content = h.Entry.SpeakerName + ": " + content
 		}
 		out = append(out, Result{Kind: KindEntry, ID: strconv.FormatInt(h.Entry.ID, 10), Content: content,
-			Score: h.Rank, SessionID: h.Entry.SessionID})
+			Score: h.Rank, SessionID: h.Entry.SessionID, At: h.Entry.At})
 	}
 	return out, nil
 }

@@ -57,9 +57,8 @@ func small(t *testing.T) (*postgres.Campaign, *embed.Offline) {
 		return memory.TranscriptEntry{SessionID: s, SpeakerID: id, SpeakerName: who, NPCID: npc, Text: text,
 			At: start.Add(time.Duration(min) * time.Minute), IdempotencyKey: fmt.Sprint(s, min)}
 	}
-	for _, s := range []string{"s1", "s2"} {
-		check(t, c.Sessions().StartSession(ctx, s, t0))
-	}
+	check(t, c.Sessions().StartSession(ctx, "s1", t0))
+	check(t, c.Sessions().StartSession(ctx, "s2", t0.Add(7*24*time.Hour)))
 	_, err := c.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{
 		line("s1", 0, "Thorin", "", "Hadrik, is the forge hot today?"),
 		line("s1", 1, "Hadrik", "hadrik", "Hot enough to melt a crown. The bellows are new."),
