@@ -35,8 +35,11 @@ type Config struct {
 	MaxIterations int
 	// Tolerance is the walk mass per unit of weighted degree below which a
 	// node's pending mass is no longer spread to its neighbours (default
-	// 1e-6): each node's score is within about Tolerance times its degree
-	// of the exact PageRank.
+	// 2e-5): each node's score is within about Tolerance times its degree
+	// of the exact PageRank. The default keeps a query local: on a graph
+	// of 100k edges (BenchmarkLocality) it touches 15% of the nodes
+	// (84% at 1e-6) and returns 99.85% of the exact top 10 chunks.
+	// Graphs of fewer than 10,000 nodes are pushed to PreciseTolerance.
 	Tolerance float64
 }
 
@@ -44,8 +47,15 @@ type Config struct {
 const (
 	DefaultDamping       = 0.85
 	DefaultMaxIterations = 100
-	DefaultTolerance     = 1e-6
+	DefaultTolerance     = 2e-5
+	// PreciseTolerance is the tolerance of graphs with fewer than
+	// 10,000 nodes, whatever Config.Tolerance says, if it is lower.
+	PreciseTolerance = 1e-6
 )
+
+// localAbove is the number of nodes from which a query keeps to the
+// configured tolerance.
+const localAbove = 10_000
 
 func (c Config) withDefaults() (Config, error) {
 	if c.Damping == 0 {
@@ -351,6 +361,9 @@ type Ranking struct {
 	Entities []Result
 	// Iterations is the number of rounds of pushes run.
 	Iterations int
+	// Touched is the number of nodes the walk reached: how local the
+	// query stayed.
+	Touched int
 }
 
 // Rank runs Personalized PageRank from the seeds (entities; chunk seeds
@@ -415,6 +428,12 @@ func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 		return g.deg[u]
 	}
 	d, eps := g.cfg.Damping, g.cfg.Tolerance
+	if len(g.keys) < localAbove {
+		// A small graph costs little to push through: push it as far as
+		// the precise tolerance, so locality never costs a small
+		// campaign an answer.
+		eps = min(eps, PreciseTolerance)
+	}
 	due := func(u int32) bool { return s.res[u] > eps*max(deg(u), 1e-9) }
 	give := func(u int32, m float64) {
 		if !s.seen[u] {
@@ -432,6 +451,20 @@ func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 	}
 	built := int32(len(g.off) - 1) // nodes covered by the arrays
 	iters := 0
+	iters = g.push(s, start, d, built, iters, give)
+	// Mass still waiting at a node would keep at least the share 1-damping
+	// there.
+	for _, u := range s.touched {
+		s.score[u] += (1 - d) * s.res[u]
+	}
+	return Ranking{Chunks: g.top(s, k, true, loose), Entities: g.top(s, k, false, nil), Iterations: iters, Touched: len(s.touched)}
+}
+
+// push runs rounds of pushes of the due nodes in s until none is due or
+// the rounds reach MaxIterations, and returns the rounds run so far.
+func (g *Graph) push(s *pushState, start []nodeWeight, d float64, built int32, iters int,
+	give func(int32, float64)) int {
+	n := int32(len(g.keys))
 	for len(s.next) > 0 && iters < g.cfg.MaxIterations {
 		iters++
 		s.cur, s.next = s.next, s.cur[:0]
@@ -441,7 +474,7 @@ func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 			ru := s.res[u]
 			s.res[u] = 0
 			s.score[u] += (1 - d) * ru
-			if deg(u) == 0 {
+			if u >= n || g.deg[u] == 0 {
 				dangling += d * ru
 				continue
 			}
@@ -476,12 +509,7 @@ func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 			}
 		}
 	}
-	// Mass still waiting at a node would keep at least the share 1-damping
-	// there.
-	for _, u := range s.touched {
-		s.score[u] += (1 - d) * s.res[u]
-	}
-	return Ranking{Chunks: g.top(s, k, true, loose), Entities: g.top(s, k, false, nil), Iterations: iters}
+	return iters
 }
 
 type nodeWeight struct {
