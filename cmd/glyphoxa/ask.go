@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
 
@@ -17,6 +18,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	npcID := fs.String("npc", "", "answer only from what this NPC heard (entity id)")
 	mode := fs.String("mode", "hybrid", "retrieval mode: vector, fts, graphrag, ppr or hybrid")
 	asOf := fs.String("as-of", "", "answer as the campaign stood at this session (id): from it and earlier sessions only")
+	decompose := fs.Bool("decompose", false, "hybrid mode: have the LLM (providers.llm) split the question into simpler ones, searched beside it")
 	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
 	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids, at}; kind is chunk, entry, fact or entity")
 	if err := parseFlags(fs, args); err != nil {
@@ -45,7 +47,22 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := newRetriever(camp, cfg)
+	var rc retrieve.Config
+	if *decompose {
+		if err := cfg.Require(config.NeedLLM); err != nil {
+			return err
+		}
+		c, err := newLLM(cfg)
+		if err != nil {
+			return err
+		}
+		rc.Decomposer = retrieve.LLMDecomposer{LLM: c}
+	}
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return err
+	}
+	r, err := retrieve.New(camp, emb, rc)
 	if err != nil {
 		return err
 	}

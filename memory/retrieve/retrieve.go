@@ -165,6 +165,9 @@ type Config struct {
 	// RefreshEvery is how often, at most, a query first picks up graph
 	// changes (default 2 s; negative never refreshes).
 	RefreshEvery time.Duration
+	// Decomposer, when set, splits each hybrid question into simpler ones
+	// that are searched beside it (default none: see [Decomposer]).
+	Decomposer Decomposer
 	// Logger receives debug lines (default slog.Default()).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -345,7 +348,7 @@ func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
 	}
 	n := max(q.K, r.cfg.Candidates)
 	if q.Mode == ModeHybrid {
-		out, err := r.hybrid(ctx, q.Text, q.K, n, matcher, only)
+		out, err := r.hybridParts(ctx, q.Text, q.K, n, matcher, only)
 		if err != nil {
 			return nil, err
 		}
@@ -693,6 +696,70 @@ func scoreConfidence(hits []postgres.ChunkHit, n int) float64 {
 		return 1
 	}
 	return max(0, 1-hits[n-1].Score/hits[0].Score)
+}
+
+// hybridParts is hybrid retrieval of the question and, with a Decomposer,
+// of its parts: each is searched alone and the rankings are fused by
+// reciprocal rank, the question's own and its parts' alike. A failed
+// decomposition leaves the question alone (and is logged).
+func (r *Retriever) hybridParts(ctx context.Context, text string, k, n int, m *mention.Matcher, only []string) ([]Result, error) {
+	var parts []string
+	if r.cfg.Decomposer != nil {
+		ps, err := r.cfg.Decomposer.Decompose(ctx, text)
+		if err != nil {
+			r.cfg.Logger.Warn("question decomposition failed; searching the question alone", "err", err)
+		}
+		for _, p := range ps {
+			if !strings.EqualFold(strings.TrimSpace(p), strings.TrimSpace(text)) && strings.TrimSpace(p) != "" {
+				parts = append(parts, p)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return r.hybrid(ctx, text, k, n, m, only)
+	}
+	own, err := r.hybrid(ctx, text, n, n, m, only)
+	if err != nil {
+		return nil, err
+	}
+	lists := [][]Result{own}
+	for _, p := range parts {
+		rs, err := r.hybrid(ctx, p, n, n, m, only)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, rs)
+	}
+	fused := map[string]float64{}
+	byKey := map[string]Result{}
+	var order []string
+	var ents []Result
+	for li, list := range lists {
+		rank := 0
+		for _, x := range list {
+			if x.Kind == KindEntity {
+				if li == 0 {
+					ents = append(ents, x)
+				}
+				continue
+			}
+			rank++
+			key := x.Kind + ":" + x.ID
+			if _, ok := byKey[key]; !ok {
+				byKey[key] = x
+				order = append(order, key)
+			}
+			fused[key] += 1 / (r.cfg.RRFK + float64(rank))
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return fused[order[i]] > fused[order[j]] })
+	out := make([]Result, 0, k+len(ents))
+	for _, key := range order[:min(k, len(order))] {
+		x := byKey[key]
+		x.Score = fused[key]
+		out = append(out, x)
+	}
+	return append(out, ents...), nil
 }
 
 // names returns the display names of the facts' entities.
