@@ -632,3 +632,21 @@ func (g *Graph) Specificity(entityID string) float64 {
 	n, df := float64(g.chunks), float64(g.df[i])
 	return math.Log(1+(n-df+0.5)/(df+0.5)) / math.Log(1+(n+0.5)/0.5)
 }
+
+// ChunkEntities returns the entities a chunk of the graph is linked to
+// (none for a chunk the graph does not hold).
+func (g *Graph) ChunkEntities(chunkID string) []string {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	c, ok := g.nodes["c:"+chunkID]
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, i := range g.mentions[c] {
+		if e := g.edges[i]; !e.dead {
+			out = append(out, g.keys[e.a][2:])
+		}
+	}
+	return out
+}

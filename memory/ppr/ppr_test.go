@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -280,5 +281,27 @@ func TestConfigValidation(t *testing.T) {
 		if _, err := New(nil, c); err == nil {
 			t.Errorf("New(%+v): no error", c)
 		}
+	}
+}
+
+func TestChunkEntities(t *testing.T) {
+	c := world(t)
+	ctx := ctxT(t)
+	g, err := New(c, Config{})
+	check(t, err)
+	check(t, g.Load(ctx))
+	for _, tc := range []struct{ chunk, want string }{{"k1", "[a b]"}, {"k3", "[d]"}, {"nope", "[]"}} {
+		got := g.ChunkEntities(tc.chunk)
+		slices.Sort(got)
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("%s: %v, want %s", tc.chunk, got, tc.want)
+		}
+	}
+	// Re-linked, the chunk's old links are gone.
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{{ID: "k1", SessionID: "s1", Content: "c", EntityIDs: []string{"c"}, StartAt: t0}}))
+	_, err = g.Refresh(ctx)
+	check(t, err)
+	if got := g.ChunkEntities("k1"); fmt.Sprint(got) != "[c]" {
+		t.Errorf("after re-linking: %v", got)
 	}
 }

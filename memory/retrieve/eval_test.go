@@ -320,6 +320,24 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 			}
 		}
 	}
+	// Iterative retrieval, opt-in: measured beside the default.
+	br, err := New(camp, e, Config{Bridge: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range c.questions {
+		rs, err := br.Search(ctx, Query{Text: q.Q, K: maxK})
+		if err != nil {
+			t.Fatalf("%s hybrid+bridge %q: %v", c.name, q.Q, err)
+		}
+		var contents []string
+		for _, x := range rs {
+			if x.Kind != KindEntity {
+				contents = append(contents, x.Content)
+			}
+		}
+		add("hybrid+bridge", q, contents)
+	}
 	return rt, camp
 }
 
