@@ -44,6 +44,9 @@ type Session struct {
 	EndedAt time.Time
 	// Entries is the number of transcript entries stored for the session.
 	Entries int
+	// GameDate is the session's date in the game's calendar, when the
+	// campaign gives one ("" otherwise).
+	GameDate string
 }
 
 // Chunk is a span of corrected transcript prepared for semantic search (L2).

@@ -20,7 +20,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	asOf := fs.String("as-of", "", "answer as the campaign stood at this session (id): from it and earlier sessions only")
 	decompose := fs.Bool("decompose", false, "hybrid mode: have the LLM (providers.llm) split the question into simpler ones, searched beside it")
 	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
-	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids, at}; kind is chunk, entry, fact or entity")
+	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids, at, game_date}; kind is chunk, entry, fact or entity")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -86,6 +86,9 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		when := ""
 		if !x.At.IsZero() {
 			when = ", " + x.At.UTC().Format("2006-01-02")
+		}
+		if x.GameDate != "" {
+			when += " (" + x.GameDate + ")"
 		}
 		printf(e.stdout, "%d. [%s %s, session %s%s, score %.4f]\n", i+1, x.Kind, x.ID, x.SessionID, when, x.Score)
 		for _, line := range strings.Split(x.Content, "\n") {

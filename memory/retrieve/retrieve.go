@@ -125,8 +125,10 @@ type Result struct {
 	SessionID string   `json:"session_id,omitempty"`
 	EntityIDs []string `json:"entity_ids,omitempty"`
 	// At is when the chunk or entry was said (the session's date and
-	// time), for questions about when something happened.
-	At time.Time `json:"at,omitzero"`
+	// time), for questions about when something happened; GameDate is the
+	// session's date in the game's calendar, when the campaign gives one.
+	At       time.Time `json:"at,omitzero"`
+	GameDate string    `json:"game_date,omitempty"`
 }
 
 // Query is one question.
@@ -301,6 +303,26 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 
 // Search answers q.
 func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
+	dated, err := r.camp.Sessions().GameDates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := r.search(ctx, q, dated)
+	if err != nil || len(dated) == 0 {
+		return rs, err
+	}
+	game := make(map[string]string, len(dated))
+	for _, s := range dated {
+		game[s.ID] = s.GameDate
+	}
+	for i := range rs {
+		rs[i].GameDate = game[rs[i].SessionID]
+	}
+	return rs, nil
+}
+
+// search is Search; dated are the sessions with a game date.
+func (r *Retriever) search(ctx context.Context, q Query, dated []memory.Session) ([]Result, error) {
 	if strings.TrimSpace(q.Text) == "" {
 		return nil, fmt.Errorf("%w: empty question", memory.ErrInvalid)
 	}
@@ -327,7 +349,7 @@ func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
 		}
 		only = ids
 	}
-	strict, err := r.timeScope(ctx, q)
+	strict, err := r.timeScope(ctx, q, dated)
 	if err != nil {
 		return nil, err
 	}

@@ -114,11 +114,13 @@ func nearestYear(sessions []memory.Session, date func(y int) time.Time) time.Tim
 
 // timeScope returns the chunks a question may be answered from because of
 // time (nil: any): as of a session, those of that session and earlier
-// ones; for "last session" or "first session", that session's; for a day
-// ("around March 9"), those of the sessions then. A time the question
+// ones; for a session's date in the game's calendar ("on the 3rd of
+// Frostfall"), that session's; for "last session" or "first session",
+// that session's; for a day ("around March 9"), those of the sessions
+// then. A time the question
 // names that no chunked session matches (a day of the game's calendar, a
 // session not processed yet) restricts nothing.
-func (r *Retriever) timeScope(ctx context.Context, q Query) ([]string, error) {
+func (r *Retriever) timeScope(ctx context.Context, q Query, dated []memory.Session) ([]string, error) {
 	var bound span
 	if q.AsOf != "" {
 		s, err := r.camp.Sessions().Session(ctx, q.AsOf)
@@ -126,6 +128,9 @@ func (r *Retriever) timeScope(ctx context.Context, q Query) ([]string, error) {
 			return nil, fmt.Errorf("retrieval as of session %q: %w", q.AsOf, err)
 		}
 		bound.to = s.StartedAt
+	}
+	if ids, err := r.gameDateScope(ctx, q.Text, dated, bound); err != nil || len(ids) > 0 {
+		return ids, err
 	}
 	if sessionWordRE.MatchString(q.Text) || dayMonthRE.MatchString(q.Text) {
 		ss, err := r.camp.Sessions().Sessions(ctx)
@@ -149,6 +154,26 @@ func (r *Retriever) timeScope(ctx context.Context, q Query) ([]string, error) {
 		return nil, nil
 	}
 	return r.camp.Index().ChunkIDsOfSessions(ctx, bound.from, bound.to)
+}
+
+// gameDateScope returns the chunks of the sessions whose game date the
+// question names ("what happened on the 3rd of Frostfall?"), within
+// bound; none when it names none, or none of them has chunks.
+func (r *Retriever) gameDateScope(ctx context.Context, text string, dated []memory.Session, bound span) ([]string, error) {
+	q := " " + strings.Join(strings.Fields(strings.ToLower(text)), " ") + " "
+	var ids []string
+	for _, s := range dated {
+		d := strings.Join(strings.Fields(strings.ToLower(s.GameDate)), " ")
+		if d == "" || !strings.Contains(q, d) || (!bound.to.IsZero() && s.StartedAt.After(bound.to)) {
+			continue
+		}
+		some, err := r.camp.Index().ChunkIDsOfSessions(ctx, s.StartedAt, s.StartedAt)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, some...)
+	}
+	return ids, nil
 }
 
 // intersectIDs keeps the ids of a that are in b.

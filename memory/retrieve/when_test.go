@@ -101,3 +101,36 @@ func TestTimeScope(t *testing.T) {
 		t.Errorf("unknown session: %v", err)
 	}
 }
+
+// A session's in-game date comes with its results, and a question naming
+// it is answered from that session.
+func TestGameDate(t *testing.T) {
+	c, e := small(t)
+	ctx := context.Background()
+	check(t, c.Sessions().SetGameDate(ctx, "s2", "3rd of  Frostfall"))
+	if err := c.Sessions().SetGameDate(ctx, "s9", "x"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("unknown session: %v", err)
+	}
+	r, err := New(c, e, Config{})
+	check(t, err)
+	for _, m := range Modes() {
+		rs, err := r.Search(ctx, Query{Text: "forge bellows river fog", Mode: m, K: 10})
+		check(t, err)
+		for _, x := range rs {
+			want := map[string]string{"s1": "", "s2": "3rd of  Frostfall"}[x.SessionID]
+			if x.Kind == KindChunk && x.GameDate != want {
+				t.Errorf("%s: %s has game date %q, want %q", m, x.SessionID, x.GameDate, want)
+			}
+		}
+		rs, err = r.Search(ctx, Query{Text: "what about the forge and the fog on the 3rd of Frostfall?", Mode: m, K: 10})
+		check(t, err)
+		if len(rs) == 0 {
+			t.Errorf("%s: nothing on the 3rd of Frostfall", m)
+		}
+		for _, x := range rs {
+			if x.Kind == KindChunk && x.SessionID != "s2" {
+				t.Errorf("%s: %s answers a question about the 3rd of Frostfall", m, x.SessionID)
+			}
+		}
+	}
+}
