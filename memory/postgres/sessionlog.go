@@ -212,14 +212,27 @@ func (l *SessionLog) SetGameDate(ctx context.Context, id, gameDate string) error
 // GameDates returns the sessions that have a date in the game's calendar,
 // oldest first (without entry counts).
 func (l *SessionLog) GameDates(ctx context.Context) ([]memory.Session, error) {
-	rows, err := l.db.Query(ctx, `SELECT id, started_at, game_date FROM sessions
-		WHERE campaign_id = $1 AND game_date <> '' ORDER BY started_at, id`, l.campaign)
+	return l.starts(ctx, true)
+}
+
+// Starts returns every session's id, start, end and game date, oldest
+// first, without counting entries (which costs a scan of the log).
+func (l *SessionLog) Starts(ctx context.Context) ([]memory.Session, error) {
+	return l.starts(ctx, false)
+}
+
+func (l *SessionLog) starts(ctx context.Context, datedOnly bool) ([]memory.Session, error) {
+	rows, err := l.db.Query(ctx, `SELECT id, started_at, coalesce(ended_at, 'epoch'), game_date FROM sessions
+		WHERE campaign_id = $1 AND (NOT $2 OR game_date <> '') ORDER BY started_at, id`, l.campaign, datedOnly)
 	if err != nil {
 		return nil, fmt.Errorf("listing the game dates of sessions: %w", err)
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Session, error) {
 		var s memory.Session
-		err := row.Scan(&s.ID, &s.StartedAt, &s.GameDate)
+		err := row.Scan(&s.ID, &s.StartedAt, &s.EndedAt, &s.GameDate)
+		if s.EndedAt.Equal(time.Unix(0, 0)) {
+			s.EndedAt = time.Time{}
+		}
 		return s, err
 	})
 }

@@ -50,7 +50,7 @@ var (
 )
 
 // questionSpan reads the time a question is about from its words: "last
-// session" (the latest session), "first session", a day ("around March
+// session" (the latest that has ended), "first session", a day ("around March
 // 9", "before the 9th of March"; around and on take the sessions within
 // three days and one day of it) or a month ("in March", "after May").
 // The year is the one that puts the day nearest to a session of the
@@ -61,7 +61,15 @@ func questionSpan(text string, sessions []memory.Session) (span, bool) {
 		return span{}, false
 	}
 	if m := sessionWordRE.FindStringSubmatch(text); m != nil {
+		// The last session is the latest that has ended: during a
+		// session, "last session" is the one before.
 		s := sessions[len(sessions)-1]
+		for i := len(sessions) - 1; i >= 0; i-- {
+			if !sessions[i].EndedAt.IsZero() {
+				s = sessions[i]
+				break
+			}
+		}
 		if strings.EqualFold(m[1], "first") {
 			s = sessions[0]
 		}
@@ -133,7 +141,7 @@ func (r *Retriever) timeScope(ctx context.Context, q Query, dated []memory.Sessi
 		return ids, err
 	}
 	if sessionWordRE.MatchString(q.Text) || dayMonthRE.MatchString(q.Text) {
-		ss, err := r.camp.Sessions().Sessions(ctx)
+		ss, err := r.camp.Sessions().Starts(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -13,8 +13,9 @@ import (
 
 func TestQuestionSpan(t *testing.T) {
 	day := func(m time.Month, d int) time.Time { return time.Date(2025, m, d, 0, 0, 0, 0, time.UTC) }
-	ss := []memory.Session{{ID: "a", StartedAt: day(3, 2).Add(20 * time.Hour)}, {ID: "b", StartedAt: day(3, 9).Add(20 * time.Hour)},
-		{ID: "c", StartedAt: day(12, 28).Add(20 * time.Hour)}}
+	ss := []memory.Session{{ID: "a", StartedAt: day(3, 2).Add(20 * time.Hour), EndedAt: day(3, 2).Add(23 * time.Hour)},
+		{ID: "b", StartedAt: day(3, 9).Add(20 * time.Hour), EndedAt: day(3, 9).Add(23 * time.Hour)},
+		{ID: "c", StartedAt: day(12, 28).Add(20 * time.Hour), EndedAt: day(12, 28).Add(23 * time.Hour)}}
 	cases := []struct {
 		q        string
 		ok       bool
@@ -40,6 +41,11 @@ func TestQuestionSpan(t *testing.T) {
 				t.Errorf("got %v %v..%v, want %v %v..%v", ok, sp.from, sp.to, c.ok, c.from, c.to)
 			}
 		})
+	}
+	// During a session, the last session is the one before it.
+	live := append(append([]memory.Session(nil), ss...), memory.Session{ID: "d", StartedAt: day(12, 30)})
+	if sp, ok := questionSpan("what happened last session?", live); !ok || !sp.from.Equal(ss[2].StartedAt) {
+		t.Errorf("during a session: %v %v", sp, ok)
 	}
 	if _, ok := questionSpan("last session", nil); ok {
 		t.Error("a campaign without sessions has no last session")
