@@ -159,7 +159,8 @@ type Config struct {
 	// [DefaultWeights]).
 	Weights Weights
 	// ChunkSeeds is how many of the best full-text and vector matches seed
-	// the PageRank walk besides the named entities (default 5 of each).
+	// the PageRank walk besides the named entities (default Candidates of
+	// each), weighted by their ranking's confidence over their rank.
 	ChunkSeeds int
 	// ChunkSeedWeight is the total weight of those chunk seeds; each named
 	// entity weighs at most 1 (default 0.3).
@@ -509,6 +510,8 @@ func (r *Retriever) pprRank(ctx context.Context, text string, k int, named []men
 	if err != nil {
 		return nil, nil, 0, err
 	}
+	confs := [2]float64{r.cfg.Weights.Vector * scoreConfidence(vec, r.cfg.Candidates),
+		r.cfg.Weights.Text * scoreConfidence(fts, r.cfg.Candidates)}
 	vec, fts = vec[:min(len(vec), r.cfg.ChunkSeeds)], fts[:min(len(fts), r.cfg.ChunkSeeds)]
 	// The best-matching chunks anchor the walk in the question's wording:
 	// each ranking gives its chunks weight by rank, and the chunks together
@@ -518,10 +521,7 @@ func (r *Retriever) pprRank(ctx context.Context, text string, k int, named []men
 	chunkW := map[string]float64{}
 	var chunkTotal float64
 	for j, list := range [][]postgres.ChunkHit{vec, fts} {
-		c := r.cfg.Weights.Text * scoreConfidence(list, r.cfg.Candidates)
-		if j == 0 {
-			c = r.cfg.Weights.Vector * scoreConfidence(list, r.cfg.Candidates)
-		}
+		c := confs[j]
 		for i, h := range list {
 			w := c / float64(i+1)
 			chunkW[h.Chunk.ID] += w
