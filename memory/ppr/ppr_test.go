@@ -305,3 +305,44 @@ func TestChunkEntities(t *testing.T) {
 		t.Errorf("after re-linking: %v", got)
 	}
 }
+
+// A chunk-indexing transaction that began before a later one but commits
+// after the refresh read the later one stamps its rows behind the cursor:
+// the next refresh still applies it, once.
+func TestRefreshSeesLateCommits(t *testing.T) {
+	ctx := ctxT(t)
+	store, _ := pgtest.NewStore(t, 8)
+	c := pgtest.Campaign(t, store, "late")
+	check(t, c.Graph().UpsertEntities(ctx, []memory.Entity{{ID: "a", Type: memory.EntityNPC, Name: "Na"},
+		{ID: "b", Type: memory.EntityNPC, Name: "Nb"}}))
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{{ID: "k0", SessionID: "s1", Content: "a", EntityIDs: []string{"a"}, StartAt: t0}}))
+	g, err := New(c, Config{})
+	check(t, err)
+	check(t, g.Load(ctx))
+
+	slow, err := store.Pool().Begin(ctx)
+	check(t, err)
+	defer slow.Rollback(ctx)
+	// The slow transaction's now() is taken here, before the fast one
+	// begins; it writes its chunk after the fast one is read.
+	_, err = slow.Exec(ctx, `SELECT now()`)
+	check(t, err)
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{{ID: "kfast", SessionID: "s1", Content: "a", EntityIDs: []string{"a"}, StartAt: t0}}))
+	if n, err := g.Refresh(ctx); err != nil || n != 2 {
+		t.Fatalf("refresh after the fast chunk: %d changes, %v; want its removal and link", n, err)
+	}
+	_, err = slow.Exec(ctx, `INSERT INTO chunks (campaign_id, id, session_id, content) VALUES ('late', 'kslow', 's1', 'b')`)
+	check(t, err)
+	_, err = slow.Exec(ctx, `INSERT INTO chunk_entities (campaign_id, chunk_id, entity_id) VALUES ('late', 'kslow', 'b')`)
+	check(t, err)
+	check(t, slow.Commit(ctx))
+	if n, err := g.Refresh(ctx); err != nil || n != 2 {
+		t.Fatalf("refresh after the late commit: %d changes, %v; want its removal and link", n, err)
+	}
+	if got := g.ChunkEntities("kslow"); fmt.Sprint(got) != "[b]" {
+		t.Errorf("late chunk links %v", got)
+	}
+	if n, err := g.Refresh(ctx); err != nil || n != 0 {
+		t.Errorf("refresh without writes: %d changes, %v", n, err)
+	}
+}
