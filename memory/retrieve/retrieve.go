@@ -11,8 +11,10 @@
 //     graph, as HippoRAG 2 does it (below);
 //   - hybrid (the default): the ppr ranking fused with the more confident
 //     of the fts and vector rankings, and the facts (kind "fact") that the
-//     question's relationship words lead to from the entities it names
-//     ("the harbourmaster's sister" follows SIBLING_OF). The K answers are
+//     question leads to from the entities it names: those whose type it
+//     names ("who employs Hale" follows EMPLOYS), or, for "the
+//     harbourmaster's sister", every relationship of the harbourmaster,
+//     weighted evenly, the walk telling them apart. The K answers are
 //     followed by the entities the question names by full name or alias
 //     (kind "entity": name, type, aliases and public attributes).
 //
