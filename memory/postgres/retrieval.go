@@ -276,17 +276,7 @@ type GraphCursor struct {
 	// chunks_updated).
 	ChunksAt time.Time
 	ChunkID  string
-	// recent are the chunks seen whose updates lie within lateCommit of
-	// ChunksAt, with their update times.
-	recent map[string]time.Time
 }
-
-// lateCommit is how far behind its cursor a refresh looks again for
-// chunks: a transaction stamps its rows with its start time, so one that
-// began before the newest chunk seen but committed after it was read
-// shows up behind the cursor. Chunks already seen there are skipped; a
-// chunk-indexing transaction lasts well under this.
-const lateCommit = 10 * time.Second
 
 // LoadGraph streams the campaign's retrieval graph to fn: every active
 // relationship and every chunk-entity link. The cursor it returns lets
@@ -302,19 +292,8 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 		    ORDER BY updated_at DESC, id DESC LIMIT 1) l ON true`, c.id).Scan(&cur.Change, &cur.ChunksAt, &cur.ChunkID); err != nil {
 		return cur, fmt.Errorf("reading the graph cursor: %w", err)
 	}
-	cur.recent = map[string]time.Time{}
-	rows, err := db.Query(ctx, `SELECT id, updated_at FROM chunks WHERE campaign_id = $1 AND updated_at > $2::timestamptz - $3::interval`,
-		c.id, cur.ChunksAt, lateCommit)
-	if err != nil {
-		return cur, fmt.Errorf("reading the graph cursor: %w", err)
-	}
-	var rid string
-	var rat time.Time
-	if _, err := pgx.ForEachRow(rows, []any{&rid, &rat}, func() error { cur.recent[rid] = rat; return nil }); err != nil {
-		return cur, fmt.Errorf("reading the graph cursor: %w", err)
-	}
 	var e GraphEdge
-	rows, err = db.Query(ctx, `SELECT id, source_id, target_id, confidence FROM relationships
+	rows, err := db.Query(ctx, `SELECT id, source_id, target_id, confidence FROM relationships
 		WHERE campaign_id = $1 AND status = 'active'`, c.id)
 	if err != nil {
 		return cur, fmt.Errorf("loading relationships: %w", err)
@@ -340,10 +319,10 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 // ones. Chunks deleted outright are not reported; readers drop them when
 // they fail to load. It returns the new cursor.
 //
-// With nothing written since cur it costs three index lookups (and reads
-// again the chunks written within ten seconds before the newest, to
-// catch a transaction that committed after a later one: those already
-// applied are skipped).
+// With nothing written since cur it costs three index lookups. A chunk
+// written by a transaction that began before cur's newest chunk was
+// written but committed after it was read is not seen (its timestamp
+// sorts before the cursor); the next [Campaign.LoadGraph] sees it.
 func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(GraphEdge) error) (GraphCursor, error) {
 	db := c.l1.db
 	next := cur
@@ -389,23 +368,16 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	rows, err = db.Query(ctx, `SELECT c.id, c.updated_at,
 		    coalesce((SELECT array_agg(ce.entity_id) FROM chunk_entities ce WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')
 		FROM chunks c
-		WHERE c.campaign_id = $1 AND c.updated_at > $2::timestamptz - $3::interval
-		ORDER BY c.updated_at, c.id`, c.id, cur.ChunksAt, lateCommit)
+		WHERE c.campaign_id = $1 AND (c.updated_at, c.id) > ($2, $3)
+		ORDER BY c.updated_at, c.id`, c.id, cur.ChunksAt, cur.ChunkID)
 	if err != nil {
 		return cur, fmt.Errorf("reading changed chunks: %w", err)
 	}
-	read := map[string]time.Time{}
 	var chunkID string
 	var at time.Time
 	var ents []string
 	if _, err := pgx.ForEachRow(rows, []any{&chunkID, &at, &ents}, func() error {
-		read[chunkID] = at
-		if t, ok := cur.recent[chunkID]; ok && t.Equal(at) {
-			return nil // applied by an earlier refresh (or the load)
-		}
-		if at.After(next.ChunksAt) || (at.Equal(next.ChunksAt) && chunkID > next.ChunkID) {
-			next.ChunksAt, next.ChunkID = at, chunkID
-		}
+		next.ChunksAt, next.ChunkID = at, chunkID
 		if err := fn(GraphEdge{Kind: EdgeMention, To: chunkID, Removed: true}); err != nil {
 			return err
 		}
@@ -417,12 +389,6 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 		return nil
 	}); err != nil {
 		return cur, fmt.Errorf("reading changed chunks: %w", err)
-	}
-	next.recent = make(map[string]time.Time, len(read))
-	for id, t := range read {
-		if t.After(next.ChunksAt.Add(-lateCommit)) {
-			next.recent[id] = t
-		}
 	}
 	return next, nil
 }
