@@ -201,6 +201,21 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 	return pgx.CollectRows(rows, scanEntity)
 }
 
+// EntityNames returns every entity of the campaign with its id, type,
+// name and aliases only (no attributes): what a name index needs, at a
+// third of the cost of FindEntities.
+func (g *Graph) EntityNames(ctx context.Context) ([]memory.Entity, error) {
+	rows, err := g.db.Query(ctx, `SELECT id, type, name, aliases FROM entities WHERE campaign_id = $1 ORDER BY id`, g.campaign)
+	if err != nil {
+		return nil, fmt.Errorf("listing entity names: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Entity, error) {
+		var e memory.Entity
+		err := row.Scan(&e.ID, &e.Type, &e.Name, &e.Aliases)
+		return e, err
+	})
+}
+
 // relColumns are the columns of a relationship, prefixed with r.
 const relColumns = `r.id, r.source_id, r.target_id, r.rel_type, r.attributes, r.session_id, r.established_at,
 	r.confidence, r.source, r.dm_confirmed, r.status, r.valid_until_session, r.created_at, r.updated_at`
