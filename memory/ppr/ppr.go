@@ -9,11 +9,16 @@
 // marked dead, and the arrays are compacted only when the overlay has grown
 // to a quarter of the graph.
 //
-// [Graph.Rank] seeds a random walk at the entities a question names; after
+// [Graph.Rank] seeds a random walk at the entities a question names and at
+// the passages (chunks) that match its words, as HippoRAG 2 does; after
 // each step the walker returns to a seed with probability 1-damping. The
 // chunks where the walk spends most of its time are those most tightly
-// connected to the question's entities, even when they name none of them
-// directly: that is how a question reaches across two or three hops.
+// connected to the question's entities and passages, even when they name
+// none of them directly: that is how a question reaches across two or
+// three hops. A passage seed that mentions no entity (and so is no node of
+// the graph) still ranks, as a passage without edges. The push stays
+// local to the seeds' neighbourhood (see Config.Tolerance), and
+// [Graph.Specificity] says how much naming an entity narrows the answer.
 package ppr
 
 import (
