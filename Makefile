@@ -52,7 +52,7 @@ test: vet
 bench: build
 	@export GLYPHOXA_DSN="$(DEVDSN)" && $(BIN) bench --scale 1k,100k
 
-## eval: quality reports: transcript correction (recall, precision, entity-free altered) and retrieval (recall@5 per mode and question kind)
+## eval: quality reports: transcript correction (recall, precision, entity-free altered) and retrieval (recall@5 and @10 per corpus, mode and question kind, beside a plain BM25 baseline)
 eval:
 	$(GO) run ./correction/cmd/eval
 	@set -o pipefail; export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \

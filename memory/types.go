@@ -47,6 +47,9 @@ type Session struct {
 	// Summary is the session's running summary as last saved (empty
 	// until one is written).
 	Summary string
+	// GameDate is the session's date in the game's calendar, when the
+	// campaign gives one ("" otherwise).
+	GameDate string
 }
 
 // Chunk is a span of corrected transcript prepared for semantic search (L2).

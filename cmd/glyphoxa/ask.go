@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
 
@@ -17,9 +18,11 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	campaign := fs.String("campaign", "", "campaign id")
 	npcID := fs.String("npc", "", "answer only from what this NPC heard (entity id)")
 	mode := fs.String("mode", "hybrid", "retrieval mode: vector, fts, graphrag, ppr or hybrid")
+	asOf := fs.String("as-of", "", "answer as the campaign stood at this session (id): from it and earlier sessions only, "+
+		"with the facts that held then about the entities the question names")
+	decompose := fs.Bool("decompose", false, "hybrid mode: have the LLM (providers.llm) split the question into simpler ones, searched beside it")
 	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
-	asOf := fs.String("as-of", "", "also list the facts that held in this session about the entities the question names")
-	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids}; kind is chunk, entry, fact or entity")
+	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids, at, game_date}; kind is chunk, entry, fact or entity")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -46,11 +49,26 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := newRetriever(camp, cfg)
+	var rc retrieve.Config
+	if *decompose {
+		if err := cfg.Require(config.NeedLLM); err != nil {
+			return err
+		}
+		c, err := newLLM(cfg)
+		if err != nil {
+			return err
+		}
+		rc.Decomposer = retrieve.LLMDecomposer{LLM: c}
+	}
+	emb, err := newEmbedder(cfg)
 	if err != nil {
 		return err
 	}
-	res, err := r.Search(ctx, retrieve.Query{Text: question, Mode: m, K: *k, NPCID: *npcID})
+	r, err := retrieve.New(camp, emb, rc)
+	if err != nil {
+		return err
+	}
+	res, err := r.Search(ctx, retrieve.Query{Text: question, Mode: m, K: *k, NPCID: *npcID, AsOf: *asOf})
 	if err != nil {
 		return err
 	}
@@ -77,7 +95,14 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	for i, x := range res {
-		printf(e.stdout, "%d. [%s %s, session %s, score %.4f]\n", i+1, x.Kind, x.ID, x.SessionID, x.Score)
+		when := ""
+		if !x.At.IsZero() {
+			when = ", " + x.At.UTC().Format("2006-01-02")
+		}
+		if x.GameDate != "" {
+			when += " (" + x.GameDate + ")"
+		}
+		printf(e.stdout, "%d. [%s %s, session %s%s, score %.4f]\n", i+1, x.Kind, x.ID, x.SessionID, when, x.Score)
 		for _, line := range strings.Split(x.Content, "\n") {
 			printf(e.stdout, "   %s\n", line)
 		}

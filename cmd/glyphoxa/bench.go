@@ -20,6 +20,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/benchdata"
+	"github.com/glyphoxa/glyphoxa/memory/ppr"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
 
@@ -229,6 +230,7 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) []be
 		ret, rerr = retrieve.New(c, emb, retrieve.Config{})
 	}
 	var newEntity int
+	var graph *ppr.Graph
 	return []benchOp{
 		{name: "SELECT 1", run: func(ctx context.Context, _ int) error {
 			var one int
@@ -282,6 +284,26 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) []be
 			}
 			_, err := ret.Search(ctx, retrieve.Query{Text: "what about " + benchdata.EntityName(r.IntN(spec.Entities)) + " and the " +
 				words[r.IntN(len(words))] + "?", K: 10})
+			return err
+		}},
+		{name: "graph refresh (no writes)", target: 5 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			// The first (warm-up) call loads the graph; later ones pick up
+			// what changed since, which is nothing.
+			if graph == nil {
+				gr, err := ppr.New(c, ppr.Config{})
+				if err != nil {
+					return err
+				}
+				if err := gr.Load(ctx); err != nil {
+					return err
+				}
+				graph = gr
+				return nil
+			}
+			n, err := graph.Refresh(ctx)
+			if err == nil && n != 0 {
+				err = fmt.Errorf("refresh without writes applied %d changes", n)
+			}
 			return err
 		}},
 		{name: "L1 recent (5 min)", hot: true, run: func(ctx context.Context, _ int) error {

@@ -81,8 +81,10 @@ type Session struct {
 	ID        string    `yaml:"id"`
 	StartedAt time.Time `yaml:"started_at"`
 	EndedAt   time.Time `yaml:"ended_at"`
-	Entries   []Entry   `yaml:"entries"`
-	line      int
+	// GameDate is the session's date in the game's calendar (optional).
+	GameDate string  `yaml:"game_date"`
+	Entries  []Entry `yaml:"entries"`
+	line     int
 }
 
 // Entry is one transcript line.
@@ -347,6 +349,11 @@ func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.Knowl
 				return a, fmt.Errorf("line %d: %w", s.line, err)
 			}
 		}
+		if gd, ok := l1.(gameDater); ok && s.GameDate != "" {
+			if err := gd.SetGameDate(ctx, s.ID, s.GameDate); err != nil {
+				return a, fmt.Errorf("line %d: %w", s.line, err)
+			}
+		}
 	}
 	rels := slices.Clone(f.Relationships)
 	slices.SortStableFunc(rels, func(x, y Relationship) int {
@@ -403,6 +410,12 @@ func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.Knowl
 		a.NewEntries += n
 	}
 	return a, nil
+}
+
+// gameDater is a session store that records sessions' in-game dates
+// (the PostgreSQL store does).
+type gameDater interface {
+	SetGameDate(ctx context.Context, id, gameDate string) error
 }
 
 // entryKey identifies an imported line so that re-imports skip it.

@@ -6,7 +6,9 @@
 // lines before and after a point have little in common) and, failing
 // those, at a fixed window of lines or characters; windows cut for length
 // overlap by a few lines so that no exchange is cut in half. Each chunk
-// keeps its session, speakers, time span and the entities it mentions.
+// keeps its session, speakers, time span and the entities it mentions,
+// its speakers' own entities included (found by name through the same
+// [mention.Matcher]).
 // Chunk ids derive from the lines they span, so splitting the same session
 // again gives the same chunks, and [Process] replaces a session's chunks
 // rather than adding to them.
@@ -207,6 +209,14 @@ func build(lines []memory.TranscriptEntry, offset int, m *mention.Matcher) memor
 			speakers = append(speakers, e.SpeakerID)
 		}
 		addEntity(e.NPCID)
+		if m != nil && e.NPCID == "" && e.SpeakerName != "" {
+			// A speaker is linked to their entity: a player's lines are
+			// about what that player did, said or plans, though they
+			// rarely say their own name.
+			for _, id := range m.Find(e.SpeakerName) {
+				addEntity(id)
+			}
+		}
 		if m != nil {
 			for _, id := range m.Find(e.Text) {
 				addEntity(id)

@@ -179,3 +179,28 @@ func TestProcessIdempotent(t *testing.T) {
 		t.Errorf("dimension mismatch: %v", err)
 	}
 }
+
+// A speaker's lines are linked to the speaker's entity, found by name
+// through the same matcher; an NPC's line keeps its NPC id only.
+func TestSplitLinksSpeakers(t *testing.T) {
+	m := mention.NewMatcher(append([]memory.Entity{{ID: "pc-nadia", Name: "Nadia Osei", Aliases: []string{"Nadia"}, Type: memory.EntityPlayer}}, world...))
+	cases := []struct {
+		name  string
+		entry memory.TranscriptEntry
+		want  string
+	}{
+		{"player by alias", line(1, 0, "Nadia", "We adopted a greyhound."), "[pc-nadia]"},
+		{"player and a named NPC", line(1, 0, "Nadia", "Grimjaw waved."), "[pc-nadia grimjaw]"},
+		{"unknown speaker", line(1, 0, "DM", "Rain falls."), "[]"},
+		{"NPC line", memory.TranscriptEntry{ID: 1, SessionID: "s1", SpeakerID: "elara", SpeakerName: "Nadia", NPCID: "elara",
+			Text: "Hello.", At: t0}, "[elara]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cs := Split([]memory.TranscriptEntry{c.entry}, m, Options{})
+			if len(cs) != 1 || fmt.Sprint(cs[0].EntityIDs) != c.want {
+				t.Fatalf("chunks %+v, want entities %s", cs, c.want)
+			}
+		})
+	}
+}

@@ -175,6 +175,17 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 	if f.Limit > 0 {
 		limit = f.Limit
 	}
+	if ids != nil && f.Type == "" && f.Name == "" {
+		// By id alone: a query of its own, so that its plan is always the
+		// primary key's (the catch-all's cached generic plan scans every
+		// entity: 40 ms at 100k).
+		rows, err := g.db.Query(ctx, `SELECT `+entityColumns+` FROM entities WHERE campaign_id = $1 AND id = ANY($2)
+			ORDER BY lower(name), id LIMIT $3`, g.campaign, ids, limit)
+		if err != nil {
+			return nil, fmt.Errorf("finding entities: %w", err)
+		}
+		return pgx.CollectRows(rows, scanEntity)
+	}
 	rows, err := g.db.Query(ctx, `
 		SELECT `+entityColumns+` FROM entities
 		WHERE campaign_id = $1
@@ -188,6 +199,21 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		return nil, fmt.Errorf("finding entities: %w", err)
 	}
 	return pgx.CollectRows(rows, scanEntity)
+}
+
+// EntityNames returns every entity of the campaign with its id, type,
+// name and aliases only (no attributes): what a name index needs, at a
+// third of the cost of FindEntities.
+func (g *Graph) EntityNames(ctx context.Context) ([]memory.Entity, error) {
+	rows, err := g.db.Query(ctx, `SELECT id, type, name, aliases FROM entities WHERE campaign_id = $1 ORDER BY id`, g.campaign)
+	if err != nil {
+		return nil, fmt.Errorf("listing entity names: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Entity, error) {
+		var e memory.Entity
+		err := row.Scan(&e.ID, &e.Type, &e.Name, &e.Aliases)
+		return e, err
+	})
 }
 
 // relColumns are the columns of a relationship, prefixed with r.

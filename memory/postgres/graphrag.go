@@ -14,7 +14,10 @@ import (
 
 // scopeCTE expands the scope's seed entities ($2) by $3 hops along active
 // edges of the types in $4 (any type when empty), and collects the chunks
-// that mention an entity in scope. $1 is the campaign.
+// that mention an entity in scope. $1 is the campaign. The entities in
+// scope are gathered into one array: the planner guesses a recursive
+// CTE's rows high (hundreds), and joined to it, chunk_entities was read
+// whole; an array it probes through the primary key.
 const scopeCTE = `
 WITH RECURSIVE scope(id, depth) AS (
     SELECT e.id, 0 FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($2::text[])
@@ -32,10 +35,10 @@ WITH RECURSIVE scope(id, depth) AS (
     ) nb
     WHERE s.depth < $3
 ), ids AS (
-    SELECT DISTINCT id FROM scope
+    SELECT array_agg(DISTINCT id) AS a FROM scope
 ), candidates AS (
     SELECT DISTINCT ce.chunk_id FROM chunk_entities ce
-    WHERE ce.campaign_id = $1 AND ce.entity_id IN (SELECT id FROM ids)
+    WHERE ce.campaign_id = $1 AND ce.entity_id = ANY((SELECT a FROM ids)::text[])
 )`
 
 // hitColumns are selected from the ranked hits h, with the in-scope
@@ -45,7 +48,7 @@ const hitColumns = `h.id, h.session_id, h.content, h.speaker_ids, h.start_at, h.
                      'attributes', e.` + publicAttributes + `, 'created_at', e.created_at, 'updated_at', e.updated_at)
                      ORDER BY e.id), '[]')
      FROM chunk_entities ce JOIN entities e ON e.campaign_id = ce.campaign_id AND e.id = ce.entity_id
-     WHERE ce.campaign_id = $1 AND ce.chunk_id = h.id AND ce.entity_id IN (SELECT id FROM ids))`
+     WHERE ce.campaign_id = $1 AND ce.chunk_id = h.id AND ce.entity_id = ANY((SELECT a FROM ids)::text[]))`
 
 // scopeArgs are the parameters of scopeCTE. They begin with
 // pgx.QueryExecModeExec: a GraphRAG query's best plan depends on its

@@ -112,3 +112,34 @@ sessions:
 		t.Fatalf("a failed import left %d rows behind", n)
 	}
 }
+
+// A session's game_date is imported, listed and kept across re-imports.
+func TestImportGameDate(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	const file = `campaign: dated
+entities: []
+relationships: []
+sessions:
+  - id: s1
+    started_at: 2026-03-01T19:00:00Z
+    game_date: 3rd of Frostfall
+    entries: []
+  - id: s2
+    started_at: 2026-03-08T19:00:00Z
+    entries: []
+`
+	f, err := campaignfile.Parse(strings.NewReader(file), "dated.yaml")
+	check(t, err)
+	for range 2 {
+		must[campaignfile.Applied](t)(importFile(ctx, s, f))
+	}
+	c := pgtest.Campaign(t, s, "dated")
+	got := must[[]memory.Session](t)(c.Sessions().GameDates(ctx))
+	if len(got) != 1 || got[0].ID != "s1" || got[0].GameDate != "3rd of Frostfall" {
+		t.Fatalf("game dates: %+v", got)
+	}
+	if s1 := must[memory.Session](t)(c.Sessions().Session(ctx, "s1")); s1.GameDate != "3rd of Frostfall" {
+		t.Errorf("session: %+v", s1)
+	}
+}

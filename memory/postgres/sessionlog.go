@@ -208,6 +208,48 @@ func (l *SessionLog) SaveSummary(ctx context.Context, id, summary string) error 
 	return nil
 }
 
+// SetGameDate records a session's date in the game's calendar ("" clears
+// it).
+func (l *SessionLog) SetGameDate(ctx context.Context, id, gameDate string) error {
+	tag, err := l.db.Exec(ctx, `UPDATE sessions SET game_date = $3 WHERE campaign_id = $1 AND id = $2`,
+		l.campaign, id, strings.TrimSpace(gameDate))
+	if err != nil {
+		return fmt.Errorf("setting the game date of session %q: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("setting the game date of session %q: %w", id, memory.ErrNotFound)
+	}
+	return nil
+}
+
+// GameDates returns the sessions that have a date in the game's calendar,
+// oldest first (without entry counts).
+func (l *SessionLog) GameDates(ctx context.Context) ([]memory.Session, error) {
+	return l.starts(ctx, true)
+}
+
+// Starts returns every session's id, start, end and game date, oldest
+// first, without counting entries (which costs a scan of the log).
+func (l *SessionLog) Starts(ctx context.Context) ([]memory.Session, error) {
+	return l.starts(ctx, false)
+}
+
+func (l *SessionLog) starts(ctx context.Context, datedOnly bool) ([]memory.Session, error) {
+	rows, err := l.db.Query(ctx, `SELECT id, started_at, coalesce(ended_at, 'epoch'), game_date FROM sessions
+		WHERE campaign_id = $1 AND (NOT $2 OR game_date <> '') ORDER BY started_at, id`, l.campaign, datedOnly)
+	if err != nil {
+		return nil, fmt.Errorf("listing the game dates of sessions: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (memory.Session, error) {
+		var s memory.Session
+		err := row.Scan(&s.ID, &s.StartedAt, &s.EndedAt, &s.GameDate)
+		if s.EndedAt.Equal(time.Unix(0, 0)) {
+			s.EndedAt = time.Time{}
+		}
+		return s, err
+	})
+}
+
 // Session returns one session with its entry count.
 func (l *SessionLog) Session(ctx context.Context, id string) (memory.Session, error) {
 	ss, err := l.sessions(ctx, id)
@@ -228,7 +270,8 @@ func (l *SessionLog) Sessions(ctx context.Context) ([]memory.Session, error) {
 func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Session, error) {
 	rows, err := l.db.Query(ctx, `
 		SELECT s.id, s.started_at, s.ended_at, s.summary,
-		       (SELECT count(*) FROM transcript_entries t WHERE t.campaign_id = s.campaign_id AND t.session_id = s.id)
+		       (SELECT count(*) FROM transcript_entries t WHERE t.campaign_id = s.campaign_id AND t.session_id = s.id),
+		       s.game_date
 		FROM sessions s WHERE s.campaign_id = $1 AND ($2 = '' OR s.id = $2)
 		ORDER BY s.started_at, s.id`, l.campaign, only)
 	if err != nil {
@@ -238,7 +281,7 @@ func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Sessio
 		var s memory.Session
 		var ended *time.Time
 		var n int64
-		err := row.Scan(&s.ID, &s.StartedAt, &ended, &s.Summary, &n)
+		err := row.Scan(&s.ID, &s.StartedAt, &ended, &s.Summary, &n, &s.GameDate)
 		if ended != nil {
 			s.EndedAt = *ended
 		}

@@ -2,7 +2,9 @@ package ppr
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -193,9 +195,84 @@ func TestRefreshMatchesReload(t *testing.T) {
 			t.Errorf("chunk %d: refreshed %+v, reloaded %+v", i, a.Chunks[i], b.Chunks[i])
 		}
 	}
-	if n, err := g.Refresh(ctx); err != nil || n > 4 {
-		// Only the last re-indexed chunk may be seen again.
-		t.Errorf("second refresh applied %d changes, %v", n, err)
+	if n, err := g.Refresh(ctx); err != nil || n != 0 {
+		t.Errorf("second refresh applied %d changes, %v; want none", n, err)
+	}
+}
+
+// The chunks one transaction writes share its timestamp: the cursor's id
+// keeps a refresh from reading them again.
+func TestRefreshWithoutWritesAppliesNothing(t *testing.T) {
+	c := world(t)
+	ctx := ctxT(t)
+	g, err := New(c, Config{})
+	check(t, err)
+	check(t, g.Load(ctx))
+	for i := range 2 {
+		if n, err := g.Refresh(ctx); err != nil || n != 0 {
+			t.Fatalf("refresh %d without writes applied %d changes, %v", i, n, err)
+		}
+	}
+	// Two chunks in one transaction, then nothing.
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{
+		{ID: "k4", SessionID: "s1", Content: "a again", EntityIDs: []string{"a"}, StartAt: t0},
+		{ID: "k5", SessionID: "s1", Content: "b again", EntityIDs: []string{"b"}, StartAt: t0}}))
+	if n, err := g.Refresh(ctx); err != nil || n != 4 {
+		t.Fatalf("refresh after two chunks applied %d changes, %v; want 2 removals and 2 links", n, err)
+	}
+	if n, err := g.Refresh(ctx); err != nil || n != 0 {
+		t.Fatalf("refresh after that applied %d changes, %v", n, err)
+	}
+	if s := g.Stats(); s.Chunks != 6 {
+		t.Errorf("stats %+v, want 6 chunks", s)
+	}
+}
+
+func TestLooseChunkSeedsRank(t *testing.T) {
+	c := world(t)
+	ctx := ctxT(t)
+	g, err := New(c, Config{Tolerance: 1e-9})
+	check(t, err)
+	check(t, g.Load(ctx))
+	// "lonely" links no entity: the graph does not hold it, yet as a seed
+	// it ranks: alone, and beside an entity seed above the chunks that
+	// seed reaches only by a long walk.
+	if rk := g.Rank(nil, []Seed{{"lonely", 1}}, 0); len(rk.Chunks) != 1 || rk.Chunks[0].ID != "lonely" || rk.Chunks[0].Score <= 0 {
+		t.Fatalf("alone: %+v", rk.Chunks)
+	}
+	rk := g.Rank([]Seed{{"a", 1}}, []Seed{{"lonely", 1}}, 0)
+	var ids []string
+	for _, x := range rk.Chunks {
+		ids = append(ids, x.ID)
+	}
+	if fmt.Sprint(ids) != "[k1 lonely k2 k3]" {
+		t.Fatalf("chunks %v, want [k1 lonely k2 k3]", ids)
+	}
+	// An unknown entity seed is still ignored.
+	if rk := g.Rank([]Seed{{"nobody", 1}}, nil, 0); len(rk.Chunks) != 0 {
+		t.Errorf("unknown entity ranked %v", rk.Chunks)
+	}
+}
+
+func TestSpecificity(t *testing.T) {
+	c := world(t)
+	ctx := ctxT(t)
+	g, err := New(c, Config{})
+	check(t, err)
+	check(t, g.Load(ctx))
+	// 4 chunks; a is in one, and a hub in all four says nothing.
+	check(t, c.Graph().UpsertEntities(ctx, []memory.Entity{{ID: "hub", Type: memory.EntityPlayer, Name: "Hub"}}))
+	for _, id := range []string{"k1", "k2", "k3", "k9"} {
+		cs, err := c.Index().ChunksByID(ctx, []string{id})
+		check(t, err)
+		cs[0].EntityIDs = append(cs[0].EntityIDs, "hub")
+		check(t, c.Index().IndexChunks(ctx, cs))
+	}
+	_, err = g.Refresh(ctx)
+	check(t, err)
+	a, hub, none := g.Specificity("a"), g.Specificity("hub"), g.Specificity("nobody")
+	if !(a > 0.3 && a < 1) || hub > 0.1 || none != 0 {
+		t.Errorf("specificity: a %.3f, hub %.3f, unknown %.3f", a, hub, none)
 	}
 }
 
@@ -204,5 +281,27 @@ func TestConfigValidation(t *testing.T) {
 		if _, err := New(nil, c); err == nil {
 			t.Errorf("New(%+v): no error", c)
 		}
+	}
+}
+
+func TestChunkEntities(t *testing.T) {
+	c := world(t)
+	ctx := ctxT(t)
+	g, err := New(c, Config{})
+	check(t, err)
+	check(t, g.Load(ctx))
+	for _, tc := range []struct{ chunk, want string }{{"k1", "[a b]"}, {"k3", "[d]"}, {"nope", "[]"}} {
+		got := g.ChunkEntities(tc.chunk)
+		slices.Sort(got)
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("%s: %v, want %s", tc.chunk, got, tc.want)
+		}
+	}
+	// Re-linked, the chunk's old links are gone.
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{{ID: "k1", SessionID: "s1", Content: "c", EntityIDs: []string{"c"}, StartAt: t0}}))
+	_, err = g.Refresh(ctx)
+	check(t, err)
+	if got := g.ChunkEntities("k1"); fmt.Sprint(got) != "[c]" {
+		t.Errorf("after re-linking: %v", got)
 	}
 }

@@ -1,8 +1,10 @@
 package retrieve
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -24,15 +26,28 @@ import (
 // configuration's).
 const evalDims = 384
 
-// question is one entry of testdata/eval-questions.yaml.
+// question is one evaluation question. A result answers it when its
+// content contains Expect (case-insensitive); with Evidence, each phrase
+// is one piece of the answer, and recall counts the share found.
 type question struct {
-	Kind   string `yaml:"kind"`
-	Q      string `yaml:"q"`
-	Expect string `yaml:"expect"`
+	Kind     string   `yaml:"kind"`
+	Q        string   `yaml:"q"`
+	Expect   string   `yaml:"expect"`
+	Evidence []string `yaml:"evidence"`
+	// When is the date of the answer, for questions about time.
+	When string `yaml:"when"`
+}
+
+// evidence returns the phrases the question's answer consists of.
+func (q question) evidence() []string {
+	if len(q.Evidence) > 0 {
+		return q.Evidence
+	}
+	return []string{q.Expect}
 }
 
 // questionKinds in report order.
-var questionKinds = []string{"single", "two_hop", "three_hop", "name_variant", "before_after"}
+var questionKinds = []string{"single", "two_hop", "three_hop", "multi_hop", "name_variant", "before_after", "temporal", "open"}
 
 func loadQuestions(t testing.TB) []question {
 	t.Helper()
@@ -48,34 +63,71 @@ func loadQuestions(t testing.TB) []question {
 	if err := dec.Decode(&f); err != nil {
 		t.Fatalf("eval-questions.yaml: %v", err)
 	}
+	checkQuestions(t, "eval-questions.yaml", f.Questions)
+	return f.Questions
+}
+
+func checkQuestions(t testing.TB, name string, qs []question) {
+	t.Helper()
 	known := map[string]bool{}
 	for _, k := range questionKinds {
 		known[k] = true
 	}
-	for i, q := range f.Questions {
-		if !known[q.Kind] || q.Q == "" || q.Expect == "" {
-			t.Fatalf("eval-questions.yaml: question %d (%q) needs a known kind, a question and an expected phrase", i+1, q.Q)
+	for i, q := range qs {
+		if !known[q.Kind] || q.Q == "" || (q.Expect == "" && len(q.Evidence) == 0) {
+			t.Fatalf("%s: question %d (%q) needs a known kind, a question and an expected phrase", name, i+1, q.Q)
 		}
 	}
-	return f.Questions
 }
 
-// evalCampaign imports testdata/saltmere-eval.yaml into a fresh database,
-// chunks and embeds it, and returns the campaign.
-func evalCampaign(t testing.TB) (*postgres.Campaign, embed.Embedder) {
+// corpus is one evaluation corpus: a campaign and questions about it.
+type corpus struct {
+	name      string
+	file      *campaignfile.File
+	questions []question
+}
+
+// corpora returns the three evaluation corpora (see corpora_test.go).
+func corpora(t testing.TB) []corpus {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	store, _ := pgtest.NewStore(t, evalDims)
 	f, err := os.Open("testdata/saltmere-eval.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cf, err := campaignfile.Parse(f, "saltmere-eval.yaml")
+	salt, err := campaignfile.Parse(f, "saltmere-eval.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := []corpus{{"saltmere", salt, loadQuestions(t)}}
+	for _, g := range []struct {
+		name string
+		gen  func(uint64) (*campaignfile.File, []question)
+	}{{"chat", genChat}, {"names", genNames}} {
+		file, qs := g.gen(evalSeed)
+		// Through YAML and Parse, so that a generated corpus is checked
+		// like a hand-written one.
+		b, err := yaml.Marshal(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed, err := campaignfile.Parse(bytes.NewReader(b), g.name+" corpus")
+		if err != nil {
+			t.Fatalf("generated %s corpus: %v", g.name, err)
+		}
+		checkQuestions(t, g.name, qs)
+		out = append(out, corpus{g.name, parsed, qs})
+	}
+	return out
+}
+
+// evalCampaign imports a corpus into a fresh database, chunks and embeds
+// it, and returns the campaign.
+func evalCampaign(t testing.TB, cf *campaignfile.File) (*postgres.Campaign, embed.Embedder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	store, _ := pgtest.NewStore(t, evalDims)
 	if err := store.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
 		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
 		return err
@@ -93,109 +145,262 @@ func evalCampaign(t testing.TB) (*postgres.Campaign, embed.Embedder) {
 	return camp, e
 }
 
-// answered reports whether any result contains the expected phrase.
-func answered(rs []Result, expect string) bool {
-	want := strings.ToLower(expect)
-	for _, r := range rs {
-		if strings.Contains(strings.ToLower(r.Content), want) {
-			return true
+// found returns the share of the question's evidence phrases that some
+// result contains.
+func found(contents []string, q question) float64 {
+	ev := q.evidence()
+	n := 0
+	for _, want := range ev {
+		want = strings.ToLower(want)
+		for _, c := range contents {
+			if strings.Contains(strings.ToLower(c), want) {
+				n++
+				break
+			}
 		}
 	}
-	return false
+	return float64(n) / float64(len(ev))
 }
 
-// TestRecall is the recall benchmark: recall@5 of every mode on the
-// evaluation campaign, per question kind. Run with -v to see the table
-// (`make eval` does). It checks the targets: hybrid answers at least 90%
-// of single-hop questions, and on multi-hop questions (two- and
-// three-hop) hybrid or ppr recall at least 1.3 times vector-only recall.
-func TestRecall(t *testing.T) {
-	qs := loadQuestions(t)
-	if len(qs) < 60 {
-		t.Fatalf("only %d questions; the benchmark needs at least 60", len(qs))
+// baselineBM25 is the plain baseline beside the modes: textbook Okapi
+// BM25 (k1 1.2, b 0.75) over the chunks' words as [embed.Words] splits
+// them, computed here in Go, untuned.
+const baselineBM25 = "bm25"
+
+type bm25 struct {
+	ids   []string
+	text  []string
+	tf    []map[string]int
+	len   []int
+	df    map[string]int
+	avgdl float64
+}
+
+func newBM25(t testing.TB, c *postgres.Campaign) *bm25 {
+	t.Helper()
+	cs, err := c.Index().Chunks(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
 	}
-	camp, e := evalCampaign(t)
+	b := &bm25{df: map[string]int{}}
+	var total int
+	for _, ch := range cs {
+		tf := map[string]int{}
+		ws := embed.Words(ch.Content)
+		for _, w := range ws {
+			if tf[w] == 0 {
+				b.df[w]++
+			}
+			tf[w]++
+		}
+		b.ids, b.text, b.tf, b.len = append(b.ids, ch.ID), append(b.text, ch.Content), append(b.tf, tf), append(b.len, len(ws))
+		total += len(ws)
+	}
+	b.avgdl = float64(total) / float64(max(1, len(cs)))
+	return b
+}
+
+func (b *bm25) search(q string, k int) []string {
+	const k1, bb = 1.2, 0.75
+	n := float64(len(b.ids))
+	score := make([]float64, len(b.ids))
+	seen := map[string]bool{}
+	for _, w := range embed.Words(q) {
+		if seen[w] || b.df[w] == 0 {
+			continue
+		}
+		seen[w] = true
+		df := float64(b.df[w])
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for i, tf := range b.tf {
+			if f := float64(tf[w]); f > 0 {
+				score[i] += idf * f * (k1 + 1) / (f + k1*(1-bb+bb*float64(b.len[i])/b.avgdl))
+			}
+		}
+	}
+	idx := make([]int, 0, len(score))
+	for i, s := range score {
+		if s > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.Slice(idx, func(i, j int) bool {
+		if score[idx[i]] != score[idx[j]] {
+			return score[idx[i]] > score[idx[j]]
+		}
+		return b.ids[idx[i]] < b.ids[idx[j]]
+	})
+	out := make([]string, 0, k)
+	for _, i := range idx[:min(k, len(idx))] {
+		out = append(out, b.text[i])
+	}
+	return out
+}
+
+// evalCuts are the depths recall is measured at.
+var evalCuts = []int{5, 10}
+
+// recallTable is recall per method, question kind and depth.
+type recallTable struct {
+	methods []string
+	kinds   []string
+	n       map[string]int                  // questions per kind
+	sum     map[string]map[string][]float64 // method → kind → per cut
+}
+
+func (rt *recallTable) rate(m, kind string, cut int) float64 {
+	if rt.n[kind] == 0 {
+		return 0
+	}
+	return rt.sum[m][kind][cut] / float64(rt.n[kind])
+}
+
+// evaluate runs every question of a corpus through every mode and the
+// BM25 baseline.
+func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
+	camp, e := evalCampaign(t, c.file)
 	r, err := New(camp, e, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-
-	const k = 5
-	type tally struct{ hit, n int }
-	recall := map[Mode]map[string]*tally{}
-	var misses []string
-	for _, m := range Modes() {
-		recall[m] = map[string]*tally{}
-		for _, kind := range append(questionKinds, "multi_hop", "all") {
-			recall[m][kind] = &tally{}
+	base := newBM25(t, camp)
+	rt := &recallTable{n: map[string]int{}, sum: map[string]map[string][]float64{}}
+	for _, k := range questionKinds {
+		for _, q := range c.questions {
+			if q.Kind == k {
+				rt.kinds = append(rt.kinds, k)
+				break
+			}
 		}
-		for _, q := range qs {
-			rs, err := r.Search(ctx, Query{Text: q.Q, Mode: m, K: k})
+	}
+	rt.kinds = append(rt.kinds, "all")
+	for _, q := range c.questions {
+		rt.n[q.Kind]++
+		rt.n["all"]++
+	}
+	maxK := evalCuts[len(evalCuts)-1]
+	add := func(m string, q question, contents []string) {
+		if rt.sum[m] == nil {
+			rt.sum[m] = map[string][]float64{}
+			rt.methods = append(rt.methods, m)
+		}
+		for _, kind := range []string{q.Kind, "all"} {
+			if rt.sum[m][kind] == nil {
+				rt.sum[m][kind] = make([]float64, maxK+1)
+			}
+			for _, cut := range evalCuts {
+				rt.sum[m][kind][cut] += found(contents[:min(cut, len(contents))], q)
+			}
+		}
+	}
+	for _, q := range c.questions {
+		add(baselineBM25, q, base.search(q.Q, maxK))
+	}
+	for _, m := range Modes() {
+		for _, q := range c.questions {
+			rs, err := r.Search(ctx, Query{Text: q.Q, Mode: m, K: maxK})
 			if err != nil {
-				t.Fatalf("%s %q: %v", m, q.Q, err)
+				t.Fatalf("%s %s %q: %v", c.name, m, q.Q, err)
 			}
 			// Recall counts the answers; the named entities that follow
 			// them are not answers.
 			rs = slices.DeleteFunc(rs, func(x Result) bool { return x.Kind == KindEntity })
-			if len(rs) > k {
-				t.Fatalf("%s %q: %d results, asked for %d", m, q.Q, len(rs), k)
+			if len(rs) > maxK {
+				t.Fatalf("%s %q: %d results, asked for %d", m, q.Q, len(rs), maxK)
 			}
-			ok := answered(rs, q.Expect)
-			kinds := []string{q.Kind, "all"}
-			if q.Kind == "two_hop" || q.Kind == "three_hop" {
-				kinds = append(kinds, "multi_hop")
+			contents := make([]string, len(rs))
+			for i, x := range rs {
+				contents[i] = x.Content
 			}
-			for _, kind := range kinds {
-				recall[m][kind].n++
-				if ok {
-					recall[m][kind].hit++
-				}
-			}
+			add(string(m), q, contents)
 			if os.Getenv("GLYPHOXA_EVAL_DETAIL") != "" {
-				t.Logf("%-8s %-12s %-5v %q", m, q.Kind, ok, q.Q)
-			}
-			if !ok && m == ModeHybrid {
-				misses = append(misses, fmt.Sprintf("%s: %q (want %q)", q.Kind, q.Q, q.Expect))
+				t.Logf("%-8s %-8s %-12s %.2f %q", c.name, m, q.Kind, found(contents[:min(10, len(contents))], q), q.Q)
 			}
 		}
 	}
-	rate := func(m Mode, kind string) float64 {
-		x := recall[m][kind]
-		if x.n == 0 {
-			return 0
-		}
-		return float64(x.hit) / float64(x.n)
+	// Iterative retrieval, opt-in: measured beside the default.
+	br, err := New(camp, e, Config{Bridge: true})
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, q := range c.questions {
+		rs, err := br.Search(ctx, Query{Text: q.Q, K: maxK})
+		if err != nil {
+			t.Fatalf("%s hybrid+bridge %q: %v", c.name, q.Q, err)
+		}
+		var contents []string
+		for _, x := range rs {
+			if x.Kind != KindEntity {
+				contents = append(contents, x.Content)
+			}
+		}
+		add("hybrid+bridge", q, contents)
+	}
+	return rt, camp
+}
 
+func (rt *recallTable) String() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "recall@%d\t", k)
-	cols := append(append([]string{}, questionKinds...), "multi_hop", "all")
-	for _, c := range cols {
-		fmt.Fprintf(tw, "%s (%d)\t", c, recall[ModeHybrid][c].n)
+	fmt.Fprint(tw, "recall @5 / @10\t")
+	for _, k := range rt.kinds {
+		fmt.Fprintf(tw, "%s (%d)\t", k, rt.n[k])
 	}
 	fmt.Fprintln(tw)
-	for _, m := range Modes() {
+	for _, m := range rt.methods {
 		fmt.Fprintf(tw, "%s\t", m)
-		for _, c := range cols {
-			fmt.Fprintf(tw, "%.2f\t", rate(m, c))
+		for _, k := range rt.kinds {
+			fmt.Fprintf(tw, "%.2f / %.2f\t", rt.rate(m, k, 5), rt.rate(m, k, 10))
 		}
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
-	sort.Strings(misses)
-	t.Logf("recall benchmark on %d questions, %d chunks:\n%s\nhybrid misses:\n  %s",
-		len(qs), mustCount(t, camp), b.String(), strings.Join(misses, "\n  "))
+	return b.String()
+}
 
-	if got := rate(ModeHybrid, "single"); got < 0.9 {
-		t.Errorf("hybrid single-hop recall@5 = %.2f, target >= 0.90", got)
+// TestRecall is the recall benchmark: recall@5 and @10 of every mode and
+// of a plain BM25 baseline on each evaluation corpus, per question kind.
+// Run with -v to see the tables (`make eval` does). It checks the targets
+// on every corpus: hybrid is at least as good as the best single mode at
+// both depths (within 5% of the questions), and on multi-hop questions
+// hybrid recall@5 is at least 1.3 times vector-only recall.
+func TestRecall(t *testing.T) {
+	for _, c := range corpora(t) {
+		t.Run(c.name, func(t *testing.T) {
+			rt, camp := evaluate(t, c)
+			t.Logf("%s: %d questions, %d chunks:\n%s", c.name, len(c.questions), mustCount(t, camp), rt)
+			checkTargets(t, rt)
+		})
 	}
-	vec := rate(ModeVector, "multi_hop")
-	best := max(rate(ModeHybrid, "multi_hop"), rate(ModePPR, "multi_hop"))
-	if best < 1.3*vec {
-		t.Errorf("multi-hop recall@5: best of hybrid and ppr %.2f, vector %.2f; target >= 1.3x vector", best, vec)
+}
+
+// checkTargets checks the recall targets on one corpus.
+func checkTargets(t *testing.T, rt *recallTable) {
+	t.Helper()
+	// The sets are small (30 to 66 questions): a difference under 5% of
+	// them is two or three questions, within the noise of one wording.
+	// The report prints the figures; the test fails on a real loss.
+	const slack = 0.05
+	for _, cut := range evalCuts {
+		hy := rt.rate(string(ModeHybrid), "all", cut)
+		for _, m := range []Mode{ModeVector, ModeFTS, ModeGraphRAG, ModePPR} {
+			if x := rt.rate(string(m), "all", cut); hy+slack < x {
+				t.Errorf("recall@%d: hybrid %.2f < %s %.2f", cut, hy, m, x)
+			}
+		}
+	}
+	var multi []string
+	for _, k := range []string{"two_hop", "three_hop", "multi_hop"} {
+		if rt.n[k] > 0 {
+			multi = append(multi, k)
+		}
+	}
+	for _, k := range multi {
+		if hy, vec := rt.rate(string(ModeHybrid), k, 5), rt.rate(string(ModeVector), k, 5); hy < 1.3*vec {
+			t.Errorf("%s recall@5: hybrid %.2f, vector %.2f; target >= 1.3x vector", k, hy, vec)
+		}
 	}
 }
 
@@ -210,8 +415,9 @@ func mustCount(t testing.TB, c *postgres.Campaign) int {
 // BenchmarkSearch measures one question per mode on the evaluation
 // campaign, database round trips included.
 func BenchmarkSearch(b *testing.B) {
-	qs := loadQuestions(b)
-	camp, e := evalCampaign(b)
+	c := corpora(b)[0]
+	qs := c.questions
+	camp, e := evalCampaign(b, c.file)
 	r, err := New(camp, e, Config{})
 	if err != nil {
 		b.Fatal(err)

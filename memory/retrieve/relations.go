@@ -9,32 +9,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/ppr"
 )
 
-// relationHints are words a question uses for a relationship whose type
-// names it differently: "the harbourmaster's sister" follows SIBLING_OF.
-// Keys are words of relationship types (stemmed); values are question
-// words (stemmed).
-var relationHints = map[string][]string{
-	"sibling":    {"sister", "brother", "sibling"},
-	"parent":     {"mother", "father", "parent"},
-	"child":      {"son", "daughter", "child"},
-	"married":    {"wife", "husband", "spouse"},
-	"apprentice": {"apprentice", "student", "pupil", "train", "trainee"},
-	"lead":       {"leader", "led", "head", "commander", "command", "chief", "boss"},
-	"hir":        {"hire", "employ", "employer", "paid", "pay"},
-	"work":       {"work", "employee", "servant", "serve"},
-	"captain":    {"captain", "skipper"},
-	"own":        {"owner", "belong"},
-	"forg":       {"forge", "forg", "made", "maker", "smith", "swordsmith", "craft"},
-	"locat":      {"where", "live", "locat"},
-	"know":       {"friend", "acquaintance", "correspondent"},
-	"sail":       {"sail", "ship"},
-	"caus":       {"caus", "lit", "light", "start"},
-	"member":     {"member", "cultist", "join"},
-	"rule":       {"ruler", "queen", "king"},
-	"gave":       {"gift", "given", "gave"},
-	"host":       {"party", "ball", "host"},
-}
-
 // relationStop are words of relationship types that say nothing on their
 // own.
 var relationStop = map[string]bool{"of": true, "by": true, "to": true, "at": true, "with": true, "for": true, "in": true}
@@ -51,40 +25,75 @@ func relationWords(t string) []string {
 	return out
 }
 
-// askedRelations returns the relationship words a question uses, directly
-// or through relationHints.
+// askedRelations returns the stemmed words of a question, against which
+// relationship types are matched ([relationAsked]).
 func askedRelations(text string) map[string]bool {
 	asked := map[string]bool{}
 	for _, w := range embed.Words(text) {
 		asked[w] = true
-		for rel, hints := range relationHints {
-			for _, h := range hints {
-				if h = embed.Stem(h); w == h || strings.HasPrefix(w, h) {
-					asked[embed.Stem(rel)] = true
-				}
-			}
-		}
 	}
 	return asked
 }
 
+// relationAsked reports whether a question asks about a relationship
+// type: whether one of the type's words and one of the question's share a
+// stem of at least four letters ("employer" asks about EMPLOYS, "hosted"
+// about HOSTS). No table of synonyms is kept: a table written for one
+// question set does not carry over to the next campaign. Relationships the
+// question does not name still carry the walk from the entities it names
+// to their neighbours, by PageRank.
+func relationAsked(relType string, asked map[string]bool) bool {
+	for _, r := range relationWords(relType) {
+		if asked[r] {
+			return true
+		}
+		for w := range asked {
+			if sharedStem(r, w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sharedStem reports whether one word begins with the other, the shorter
+// having at least four letters.
+func sharedStem(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return len(a) >= 4 && strings.HasPrefix(b, a)
+}
+
+// weightedFact is a fact a question led to, with the share it gets among
+// the facts.
+type weightedFact struct {
+	memory.Relationship
+	weight float64
+}
+
 // expandSeeds follows, from the named entities, the relationships the
 // question asks about ("the sister of …", "the tower … sailed to"), up to
-// two hops, and adds the entities reached as seeds. It also returns the
-// facts it followed.
-func (r *Retriever) expandSeeds(ctx context.Context, text string, seeds []ppr.Seed) ([]ppr.Seed, []memory.Relationship, error) {
+// two hops, and adds the entities reached as seeds. When the question asks
+// about something of a named entity ("X's sister", "the … of X") but names
+// none of its relationship types, it cannot tell which relationship is
+// meant: every relationship of the entity is then followed one hop, the
+// entity's weight shared evenly among its neighbours. It also returns the
+// facts it followed, each weighted as the entity it reached.
+func (r *Retriever) expandSeeds(ctx context.Context, text string, seeds []ppr.Seed) ([]ppr.Seed, []weightedFact, error) {
 	asked := askedRelations(text)
+	relational := asksOf(text)
 	out := append([]ppr.Seed(nil), seeds...)
 	have := map[string]bool{}
 	for _, s := range out {
 		have[s.EntityID] = true
 	}
-	var followed []memory.Relationship
+	var followed []weightedFact
 	frontier := make([]int, len(out))
 	for i := range out {
 		frontier[i] = i
 	}
-	for range 2 {
+	for hop := range 2 {
 		var next []int
 		for _, i := range frontier {
 			from := out[i].EntityID
@@ -94,14 +103,11 @@ func (r *Retriever) expandSeeds(ctx context.Context, text string, seeds []ppr.Se
 			}
 			reached := false
 			for _, rel := range rels {
-				if !matchesAny(relationWords(rel.Type), asked) {
+				if !relationAsked(rel.Type, asked) {
 					continue
 				}
-				other := rel.TargetID
-				if other == from {
-					other = rel.SourceID
-				}
-				followed = append(followed, rel)
+				followed = append(followed, weightedFact{rel, 1})
+				other := otherEnd(rel, from)
 				if have[other] {
 					continue
 				}
@@ -114,6 +120,17 @@ func (r *Retriever) expandSeeds(ctx context.Context, text string, seeds []ppr.Se
 				// The question is about what the named entity leads to ("the
 				// harbourmaster's sister") more than about the entity itself.
 				out[i].Weight *= hopKeep
+				continue
+			}
+			if hop == 0 && relational && len(rels) > 0 {
+				share := 1 / float64(len(rels))
+				for _, rel := range rels {
+					followed = append(followed, weightedFact{rel, share})
+					if other := otherEnd(rel, from); !have[other] {
+						have[other] = true
+						out = append(out, ppr.Seed{EntityID: other, Weight: share * out[i].Weight})
+					}
+				}
 			}
 		}
 		frontier = next
@@ -121,15 +138,21 @@ func (r *Retriever) expandSeeds(ctx context.Context, text string, seeds []ppr.Se
 	return out, followed, nil
 }
 
+// asksOf reports whether a question asks about something of something
+// ("Hadrik's friend", "the sister of …").
+func asksOf(text string) bool {
+	t := " " + strings.ToLower(text) + " "
+	return strings.Contains(t, "'s ") || strings.Contains(t, "’s ") || strings.Contains(t, " of ")
+}
+
 // Weights of a relationship hop: the entity reached gets hopGain times the
 // weight of the one it was reached from, which keeps hopKeep of its own.
 var hopGain, hopKeep = 2.0, 0.5
 
-func matchesAny(words []string, set map[string]bool) bool {
-	for _, w := range words {
-		if set[w] {
-			return true
-		}
+// otherEnd is the end of rel that is not from.
+func otherEnd(rel memory.Relationship, from string) string {
+	if rel.TargetID == from {
+		return rel.SourceID
 	}
-	return false
+	return rel.TargetID
 }

@@ -57,9 +57,8 @@ func small(t *testing.T) (*postgres.Campaign, *embed.Offline) {
 		return memory.TranscriptEntry{SessionID: s, SpeakerID: id, SpeakerName: who, NPCID: npc, Text: text,
 			At: start.Add(time.Duration(min) * time.Minute), IdempotencyKey: fmt.Sprint(s, min)}
 	}
-	for _, s := range []string{"s1", "s2"} {
-		check(t, c.Sessions().StartSession(ctx, s, t0))
-	}
+	check(t, c.Sessions().StartSession(ctx, "s1", t0))
+	check(t, c.Sessions().StartSession(ctx, "s2", t0.Add(7*24*time.Hour)))
 	_, err := c.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{
 		line("s1", 0, "Thorin", "", "Hadrik, is the forge hot today?"),
 		line("s1", 1, "Hadrik", "hadrik", "Hot enough to melt a crown. The bellows are new."),
@@ -175,5 +174,51 @@ func TestEntryFallbackBeforeProcessing(t *testing.T) {
 	wrong, _ := embed.NewOffline(32)
 	if _, err := New(c, wrong, Config{}); !errors.Is(err, embed.ErrDimensionMismatch) {
 		t.Errorf("dimension mismatch: %v", err)
+	}
+}
+
+// Full-text and vector questions load no graph; graphrag loads the names
+// only; ppr loads the graph.
+func TestModesLoadOnlyWhatTheyNeed(t *testing.T) {
+	c, e := small(t)
+	r, err := New(c, e, Config{})
+	check(t, err)
+	ctx := context.Background()
+	for _, c := range []struct {
+		mode        Mode
+		names, grph bool
+	}{{ModeFTS, false, false}, {ModeVector, false, false}, {ModeGraphRAG, true, false}, {ModePPR, true, true}} {
+		_, err := r.Search(ctx, Query{Text: "Hadrik and the forge", Mode: c.mode})
+		check(t, err)
+		r.mu.Lock()
+		names, grph := r.matcher != nil, r.graphLoaded
+		r.mu.Unlock()
+		if names != c.names || grph != c.grph || (r.Graph().Stats().Nodes > 0) != c.grph {
+			t.Errorf("after %s: names loaded %v, graph loaded %v (%d nodes); want %v, %v",
+				c.mode, names, grph, r.Graph().Stats().Nodes, c.names, c.grph)
+		}
+	}
+}
+
+// graphrag falls back to the whole campaign when what the question names
+// links no chunk, and fills up from it when the scope has too few.
+func TestGraphRAGFallsBackToCampaign(t *testing.T) {
+	c, e := small(t)
+	ctx := context.Background()
+	check(t, c.Graph().UpsertEntities(ctx, []memory.Entity{{ID: "vex", Type: memory.EntityNPC, Name: "Vex"}}))
+	r, err := New(c, e, Config{})
+	check(t, err)
+	for _, q := range []struct {
+		text      string
+		wantFirst string
+	}{
+		{"Did Vex see the forge bellows?", "s1"},  // Vex is in no chunk
+		{"Hadrik and the fog on the river", "s1"}, // Hadrik's scope has one chunk
+	} {
+		rs, err := r.Search(ctx, Query{Text: q.text, Mode: ModeGraphRAG, K: 2})
+		check(t, err)
+		if len(rs) != 2 || rs[0].SessionID != q.wantFirst || rs[0].Kind != KindChunk || rs[1].Kind != KindChunk {
+			t.Errorf("%q: %+v, want both chunks, %s first", q.text, rs, q.wantFirst)
+		}
 	}
 }
