@@ -38,6 +38,15 @@ type line struct {
 	entry     memory.TranscriptEntry
 	heard     string
 	endOfTalk time.Time
+	detected  time.Time // when the lane closed the utterance
+	timing    Timing
+}
+
+// utterance is a closed utterance waiting for speech-to-text, with when the
+// lane closed it.
+type utterance struct {
+	audio.Utterance
+	detected time.Time
 }
 
 // Session is one running session of a table. Its methods are safe for
@@ -63,7 +72,7 @@ type Session struct {
 	stopAll context.CancelFunc
 	wg      sync.WaitGroup
 
-	queue   chan audio.Utterance // utterances waiting for speech-to-text
+	queue   chan utterance // utterances waiting for speech-to-text
 	lines   chan line            // recorded lines waiting for the NPCs
 	stopped sync.Once
 	stopErr error
@@ -82,7 +91,7 @@ type Session struct {
 func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, agent Responder, log *slog.Logger) (*Session, error) {
 	s := &Session{cfg: cfg, camp: cfg.Campaign.ID(), id: cfg.SessionID, start: cfg.Clock.Now(), cast: cast, mem: mem,
 		agent: agent, voice: cfg.Voice, log: log, recorded: map[string]string{},
-		queue: make(chan audio.Utterance, 256), lines: make(chan line, 64)}
+		queue: make(chan utterance, 256), lines: make(chan line, 64)}
 	s.addr = npc.NewAddresser(cast, cast.IsNPC, cfg.Controls.Muted, 0)
 	if err := s.refreshOptOuts(ctx); err != nil {
 		return nil, err
@@ -207,7 +216,8 @@ func (s *Session) pump(out chan<- audio.Packet) {
 
 // onUtterance queues a finished utterance; it runs on the router's
 // goroutine and never blocks it for long.
-func (s *Session) onUtterance(u audio.Utterance) {
+func (s *Session) onUtterance(au audio.Utterance) {
+	u := utterance{Utterance: au, detected: s.cfg.Clock.Now()}
 	select {
 	case s.queue <- u:
 	default:
@@ -298,7 +308,7 @@ func (s *Session) scene() []string {
 	return ids
 }
 
-func (s *Session) transcribe(u audio.Utterance) (line, bool) {
+func (s *Session) transcribe(u utterance) (line, bool) {
 	ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
 	defer cancel()
 	obs := s.cfg.Observer
@@ -315,6 +325,8 @@ func (s *Session) transcribe(u audio.Utterance) (line, bool) {
 		return line{}, false
 	}
 	obs.ObserveStage(metrics.StageSTTFinal, s.cfg.Clock.Now().Sub(u.End))
+	var tm Timing
+	tm.STT = s.cfg.Clock.Now().Sub(u.detected)
 	raw := strings.TrimSpace(t.Text)
 	rep.Heard = raw
 	if raw == "" {
@@ -335,6 +347,7 @@ func (s *Session) transcribe(u audio.Utterance) (line, bool) {
 		text = c
 	}
 	obs.ObserveStage(metrics.StageCorrection, s.cfg.Clock.Now().Sub(u.End))
+	tm.Corrected = s.cfg.Clock.Now().Sub(u.detected)
 	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: u.UserID, SpeakerName: name, Text: text, RawText: raw,
 		At: u.Start.UTC(), Duration: u.Duration(),
 		IdempotencyKey: fmt.Sprintf("voice:%s:%s:%d", s.id, u.UserID, u.Start.UnixNano())}
@@ -344,11 +357,12 @@ func (s *Session) transcribe(u audio.Utterance) (line, bool) {
 		s.report(rep)
 		return line{}, false
 	}
+	tm.Recorded = s.cfg.Clock.Now().Sub(u.detected)
 	s.cast.NoteMentions(s.cast.FindNames(text), s.cfg.Clock.Now())
 	s.mu.Lock()
 	s.recorded[u.UserID] = name
 	s.mu.Unlock()
-	return line{entry: e, heard: raw, endOfTalk: u.End}, true
+	return line{entry: e, heard: raw, endOfTalk: u.End, detected: u.detected, timing: tm}, true
 }
 
 // history is the conversation an NPC is sent: the running summary, then
@@ -390,7 +404,7 @@ func (s *Session) history(answering memory.TranscriptEntry) []npc.Message {
 func (s *Session) turnLoop() {
 	for l := range s.lines {
 		rep := LineReport{At: l.entry.At, SpeakerID: l.entry.SpeakerID, Speaker: l.entry.SpeakerName, Heard: l.heard,
-			Corrected: l.entry.Text}
+			Corrected: l.entry.Text, Timing: l.timing}
 		d := s.addr.Decide(npc.AddressInput{Text: l.entry.Text, SpeakerID: l.entry.SpeakerID, At: l.entry.At,
 			Present: s.cfg.Controls.PresentNPCs(), Directed: s.cfg.Controls.TakeNext()})
 		rep.Reason = d.Reason
@@ -429,6 +443,7 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	first := sync.Once{}
 	spoken, speakErr := s.speakAsync(ctx, npcID, sentences, func() {
 		first.Do(func() {
+			rep.Timing.FirstPacket = s.cfg.Clock.Now().Sub(l.detected)
 			lat := s.cfg.Clock.Now().Sub(l.endOfTalk)
 			obs.ObserveStage(metrics.StageFirstPacket, lat)
 			s.mu.Lock()
@@ -464,6 +479,12 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 			s.log.Error("NPC turn failed", "npc", npcID, "err", err)
 		}
 		return
+	}
+	if res.Timings.ContextReady > 0 {
+		rep.Timing.ContextReady = turnStart.Sub(l.detected) + res.Timings.ContextReady
+	}
+	if res.Timings.FirstToken > 0 {
+		rep.Timing.FirstToken = turnStart.Sub(l.detected) + res.Timings.FirstToken
 	}
 	if sinceEnd := turnStart.Sub(l.endOfTalk); res.Timings.ContextReady > 0 {
 		obs.ObserveStage(metrics.StageHotContext, sinceEnd+res.Timings.ContextReady)

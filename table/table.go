@@ -177,6 +177,26 @@ type LineReport struct {
 	Fallback bool   `json:"fallback,omitempty"`
 	Degraded bool   `json:"degraded,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Timing is when each stage was reached, measured on the table's
+	// clock from the moment the lane closed the utterance.
+	Timing Timing `json:"timing"`
+}
+
+// Timing is when a line's stages were reached, from the moment its
+// utterance was closed (the speaker's silence reached the endpoint). A zero
+// stage was not reached.
+type Timing struct {
+	// STT: speech-to-text returned; Corrected: names were restored;
+	// Recorded: the line is in the session log (or the outage spool).
+	STT       time.Duration `json:"stt"`
+	Corrected time.Duration `json:"corrected"`
+	Recorded  time.Duration `json:"recorded"`
+	// ContextReady: the NPC's hot context was assembled; FirstToken: the
+	// LLM's first token; FirstPacket: the first Opus frame of the answer
+	// was sent.
+	ContextReady time.Duration `json:"context_ready,omitempty"`
+	FirstToken   time.Duration `json:"first_token,omitempty"`
+	FirstPacket  time.Duration `json:"first_packet,omitempty"`
 }
 
 // ContextMessage is one message of an NPC's LLM request.

@@ -1,0 +1,249 @@
+package table_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+	"github.com/glyphoxa/glyphoxa/npc/llm"
+	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/table"
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
+	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/stt"
+	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
+	"github.com/glyphoxa/glyphoxa/voice/tts"
+	"github.com/glyphoxa/glyphoxa/voice/tts/ttstest"
+)
+
+// Provider delays of the fakes in BenchmarkTurn.
+var (
+	sttDelay = flag.Duration("stt-delay", 150*time.Millisecond, "fake speech-to-text delay before the final result")
+	llmDelay = flag.Duration("llm-delay", 300*time.Millisecond, "fake LLM delay before the first token")
+	ttsDelay = flag.Duration("tts-delay", 100*time.Millisecond, "fake speech synthesis delay before the first audio")
+)
+
+const (
+	campaignPath = "../testdata/campaigns/ironhold-saga.yaml"
+	heard        = "grim jaw, what news of the shipment?"
+	answer       = "Bah, the shipment again. Duskwood swallowed it, lad. Ask Elara in her tower if you must."
+	player       = "211111111111111111"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// instant is the system clock whose timers fire at once: playback sends
+// frames as fast as they are made, so a turn lasts no longer than its
+// first frame takes.
+type instant struct{}
+
+func (instant) Now() time.Time { return time.Now() }
+func (instant) NewTimer(time.Duration) clock.Timer {
+	c := make(chan time.Time, 1)
+	c <- time.Now()
+	return fired(c)
+}
+
+type fired chan time.Time
+
+func (f fired) C() <-chan time.Time { return f }
+func (fired) Stop() bool            { return false }
+
+// benchVoice is the table's voice channel: the player's frames go in, the
+// NPC's are counted.
+type benchVoice struct {
+	packets chan conn.Packet
+	events  chan conn.Event
+	mu      sync.Mutex
+	frames  int
+}
+
+func (v *benchVoice) Packets() <-chan conn.Packet { return v.packets }
+func (v *benchVoice) Events() <-chan conn.Event   { return v.events }
+func (v *benchVoice) WriteOpus([]byte) error      { v.mu.Lock(); v.frames++; v.mu.Unlock(); return nil }
+func (v *benchVoice) SetSpeaking(bool) error      { return nil }
+func (v *benchVoice) Users() []string             { return []string{player} }
+func (v *benchVoice) Close() error                { return nil }
+
+// rig is the production table on the sample campaign in PostgreSQL, with
+// Deepgram streaming, an OpenAI-compatible LLM and OpenAI speech synthesis
+// faked on loopback with fixed delays.
+type rig struct {
+	s       *table.Session
+	voice   *benchVoice
+	packets []audio.Packet
+	reports chan table.LineReport
+	seq     uint16
+	ts      uint32
+	camp    *postgres.Campaign
+}
+
+func newRig(tb testing.TB, indexEvery time.Duration) *rig {
+	tb.Helper()
+	store, _ := pgtest.NewStore(tb, 64)
+	camp := pgtest.Import(tb, store, campaignPath)
+	var calls int
+	var callsMu sync.Mutex
+	dg := stttest.NewDeepgram(func(stttest.Call) string {
+		callsMu.Lock()
+		defer callsMu.Unlock()
+		calls++
+		return fmt.Sprintf("%s %s", heard, marker(calls))
+	})
+	tb.Cleanup(dg.Close)
+	dg.SetDelay(*sttDelay)
+	lm := llmtest.New(llmtest.Script(llmtest.Reply{Text: answer, Delay: *llmDelay}))
+	tb.Cleanup(lm.Close)
+	speech := ttstest.New()
+	tb.Cleanup(speech.Close)
+	speech.SetDelay(*ttsDelay)
+	client, err := llm.New(llm.Config{BaseURL: lm.URL(), Model: "fake"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	emb, err := embed.NewOffline(64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clip := audiotest.Speak(tb, "Grimjaw, what news of the shipment?", 48000)
+	sig, _ := audiotest.Compose(48000, []time.Duration{300 * time.Millisecond}, []audio.PCM{clip}, 200*time.Millisecond)
+	r := &rig{voice: &benchVoice{packets: make(chan conn.Packet, 256), events: make(chan conn.Event)},
+		packets: audiotest.Encode(tb, sig, player, 1, time.Now()).Packets, reports: make(chan table.LineReport, 16), camp: camp}
+	controls := bot.NewControls()
+	controls.SetScene(bot.Scene{Present: []string{"grimjaw"}})
+	r.s, err = table.Open(context.Background(), table.Config{Store: store, Campaign: camp, SessionID: "bench", Voice: r.voice,
+		Providers: table.Providers{STT: &stt.Deepgram{BaseURL: dg.URL}, STTProvider: table.ProviderDeepgram, LLM: client, Embedder: emb,
+			Speaker: &table.Voices{Default: &tts.OpenAI{BaseURL: speech.URL + "/v1"}, DefaultVoice: "onyx", Clock: instant{}}},
+		Settings: table.Settings{StateDir: tb.TempDir(), IndexEvery: indexEvery},
+		Controls: controls, Logger: quiet(), UserName: func(string) string { return "Thorin" },
+		OnLine:   func(l table.LineReport) { r.reports <- l }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if _, err := r.s.Finish(context.Background()); err != nil {
+			tb.Errorf("finishing the session: %v", err)
+		}
+	})
+	return r
+}
+
+// turn sends the player's line and waits for the table's report.
+func (r *rig) turn(ctx context.Context) (table.LineReport, error) {
+	for _, p := range r.packets {
+		r.voice.packets <- conn.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
+		r.seq++
+		r.ts += 960
+	}
+	r.ts += 50 * 960
+	select {
+	case l := <-r.reports:
+		if l.Error != "" || l.Reply == "" {
+			return l, fmt.Errorf("turn: reply %q, error %s", l.Reply, l.Error)
+		}
+		return l, nil
+	case <-ctx.Done():
+		return table.LineReport{}, ctx.Err()
+	}
+}
+
+// markers make each turn's line findable on its own.
+var markers = strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november " +
+	"oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu")
+
+func marker(n int) string {
+	return markers[(n-1)%len(markers)] + fmt.Sprint((n-1)/len(markers))
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkTurn measures whole voice turns through the table that serve
+// runs: the player's Opus frames, the lanes, speech-to-text (fake Deepgram
+// streaming), name correction, the session log on PostgreSQL, addressing,
+// the hot context, the LLM (fake), speech synthesis (fake) and playback.
+// The bot's own overhead is the time from the end of speech (the lane
+// closing the utterance) to the first frame of the answer, less the
+// providers' delays.
+func BenchmarkTurn(b *testing.B) {
+	audiotest.Need(b, "espeak-ng")
+	r := newRig(b, 0)
+	ctx := context.Background()
+	providers := *sttDelay + *llmDelay + *ttsDelay
+	var overhead, recorded, hot []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l, err := r.turn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !strings.Contains(l.Corrected, "Grimjaw") {
+			b.Fatalf("the line was not corrected: %q", l.Corrected)
+		}
+		overhead = append(overhead, l.Timing.FirstPacket-providers)
+		recorded = append(recorded, l.Timing.Recorded)
+		hot = append(hot, l.Timing.ContextReady-l.Timing.Recorded)
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(percentile(overhead, 50)), "overhead-p50-ms")
+	b.ReportMetric(ms(percentile(overhead, 95)), "overhead-p95-ms")
+	b.ReportMetric(ms(percentile(recorded, 95)), "line-to-L1-p95-ms")
+	b.ReportMetric(ms(percentile(hot, 95)), "hot-context-p95-ms")
+}
+
+// BenchmarkLiveRecall measures how soon a line is in the session log and
+// how soon retrieval (the NPCs' recall, /memory search) finds it, with the
+// consolidator's default index beat, while the table runs.
+func BenchmarkLiveRecall(b *testing.B) {
+	audiotest.Need(b, "espeak-ng")
+	r := newRig(b, 0)
+	ctx := context.Background()
+	var toL1, toRecall []time.Duration
+	for i := 0; i < b.N; i++ {
+		l, err := r.turn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		toL1 = append(toL1, l.Timing.Recorded)
+		said := time.Now().Add(-l.Timing.FirstPacket)
+		// Findable: a chunk of the live session holds the line's marker.
+		m := marker(i + 1)
+		for found := false; !found; {
+			hits, err := r.camp.Index().TextSearch(ctx, m, 5, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, h := range hits {
+				found = found || h.Chunk.SessionID == "bench" && strings.Contains(h.Chunk.Content, m)
+			}
+			if !found {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		toRecall = append(toRecall, time.Since(said))
+	}
+	b.ReportMetric(ms(percentile(toL1, 95)), "line-to-L1-p95-ms")
+	b.ReportMetric(percentile(toRecall, 95).Seconds(), "line-to-recall-p95-s")
+	b.ReportMetric(percentile(toRecall, 50).Seconds(), "line-to-recall-p50-s")
+}
