@@ -39,13 +39,25 @@ func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude strin
 		limit = 500
 	}
 	rows, err := c.l1.db.Query(ctx, `
-		SELECT id, at, kind, ref, op, actor FROM graph_changes
-		WHERE campaign_id = $1 AND id > $2 AND ($3 = '' OR actor <> $3)
-		ORDER BY id LIMIT $4`, c.id, cursor, exclude, limit)
+		SELECT ch.id, ch.at, ch.kind, ch.ref, ch.op, ch.actor FROM graph_changes ch
+		WHERE ch.campaign_id = $1 AND ch.id > $2 AND ($3 = '' OR ch.actor <> $3)
+		  AND `+c.changeVisible()+`
+		ORDER BY ch.id LIMIT $4`, c.id, cursor, exclude, limit)
 	if err != nil {
 		return nil, fmt.Errorf("reading changes: %w", err)
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[Change])
+}
+
+// changeVisible is the SQL predicate true when the viewer may see change
+// ch: a change of a fact it may not see (or one deleted since) is left out
+// for all but the DM.
+func (c *Campaign) changeVisible() string {
+	if c.view.system() {
+		return "true"
+	}
+	return `(ch.kind <> 'fact' OR EXISTS (SELECT 1 FROM relationships r
+		WHERE r.campaign_id = ch.campaign_id AND r.id::text = ch.ref AND ` + c.view.factVisible("r") + `))`
 }
 
 // LastChange is the newest change id of the campaign (0 if none).

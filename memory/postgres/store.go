@@ -150,6 +150,7 @@ type querier interface {
 // rows of this campaign.
 type Campaign struct {
 	id    string
+	view  view
 	l1    *SessionLog
 	l2    *SemanticIndex
 	graph *Graph
