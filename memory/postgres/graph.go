@@ -408,7 +408,6 @@ func (g *Graph) Neighbors(ctx context.Context, entityID string, depth int, o mem
 	})
 }
 
-
 // FindPath returns a shortest path of at most maxDepth hops between two
 // entities, following active edges either way. It runs as one query: a
 // breadth-first search that keeps each level's frontier and every visited

@@ -14,7 +14,6 @@ const secretVisibleSQL = `(r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
 	OR r.source_id = $2 OR r.target_id = $2
 	OR coalesce(r.attributes->'known_by' ? $2, false))`
 
-
 // IdentitySnapshot returns the NPC, its active edges (both directions) and the
 // entities at their other ends, in one query. Related entities come without
 // their secret knowledge.

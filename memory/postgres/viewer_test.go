@@ -23,7 +23,7 @@ func seedSecrets(t *testing.T, c *postgres.Campaign) memory.Relationship {
 	check(t, g.UpsertEntities(ctx, []memory.Entity{
 		{ID: "vault-key", Type: memory.EntityItem, Name: "Vault Key", Attributes: map[string]any{
 			"material": "iron", "secret_plan": "opens the vault at midnight", "gm_notes": "the real key is a fake",
-			"history": map[string]any{"maker": "unknown", "true_maker": map[string]any{"secret": true, "name": "Grimjaw"}},
+			"history":     map[string]any{"maker": "unknown", "true_maker": map[string]any{"secret": true, "name": "Grimjaw"}},
 			"Hidden_Door": "behind the forge",
 		}},
 	}))
