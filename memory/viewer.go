@@ -155,3 +155,47 @@ func asciiLower(s string) string {
 	}
 	return string(b)
 }
+
+// MaxCampaignIDLen is the longest campaign id.
+const MaxCampaignIDLen = 64
+
+// ValidateCampaignID checks a campaign id against the safe alphabet: 1 to
+// [MaxCampaignIDLen] ASCII letters, digits, '-' and '_', starting with a
+// letter or digit. Campaign ids name spool directories and URL paths
+// (/mcp/<campaign>), so nothing else is allowed. The error quotes at most
+// the id's first 40 characters.
+func ValidateCampaignID(id string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: campaign id %s %s (use 1 to %d letters, digits, - and _, starting with a letter or digit)",
+			ErrInvalid, Quote(id, 40), why, MaxCampaignIDLen)
+	}
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: empty campaign id", ErrInvalid)
+	case len(id) > MaxCampaignIDLen:
+		return bad(fmt.Sprintf("is %d bytes long", len(id)))
+	case !asciiAlnum(id[0]):
+		return bad("does not start with a letter or digit")
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !asciiAlnum(c) && c != '-' && c != '_' {
+			return bad(fmt.Sprintf("holds %q at byte %d", rune(c), i))
+		}
+	}
+	return nil
+}
+
+func asciiAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// Quote quotes s for an error message or a terminal: control characters
+// and invalid UTF-8 escaped (as %q does), and cut to at most max runes with
+// "…" and the full length appended when longer.
+func Quote(s string, max int) string {
+	r := []rune(s)
+	if max > 0 && len(r) > max {
+		return fmt.Sprintf("%q… (%d bytes)", string(r[:max]), len(s))
+	}
+	return fmt.Sprintf("%q", s)
+}

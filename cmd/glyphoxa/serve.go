@@ -18,7 +18,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
@@ -98,14 +97,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.Handle("GET /readyz", readiness(store, connected.Load))
-	if cfg.Server.MCPToken != "" || cfg.Server.MCPDMToken != "" {
-		for _, g := range cfg.Discord.Guilds {
-			srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: g.Campaign, Logger: logger, Asker: newAsker(store, cfg)})
-			if err != nil {
-				return fmt.Errorf("the MCP endpoint of campaign %q: %w", g.Campaign, err)
-			}
-			mux.Handle("/mcp/"+g.Campaign, srv.HTTPHandler(cfg.Server.MCPToken, cfg.Server.MCPDMToken))
-		}
+	if _, err := mountMCP(mux, store, cfg, logger); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {

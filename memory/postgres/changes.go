@@ -129,13 +129,14 @@ type Counts struct {
 	Proposals int `json:"pending_proposals"`
 }
 
-// Counts counts the campaign's memory in one query.
+// Counts counts the campaign's memory in one query; facts the viewer may
+// not see are not counted.
 func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 	var n Counts
 	err := c.l1.db.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM entities WHERE campaign_id = $1),
-		(SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'active'),
-		(SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending'),
+		(SELECT count(*) FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r")+`),
+		(SELECT count(*) FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'pending' AND `+c.view.factVisible("r")+`),
 		(SELECT count(*) FROM sessions WHERE campaign_id = $1),
 		(SELECT count(*) FROM transcript_entries WHERE campaign_id = $1),
 		(SELECT count(*) FROM chunks WHERE campaign_id = $1),

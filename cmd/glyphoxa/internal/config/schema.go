@@ -24,7 +24,7 @@ func walk(n *yaml.Node, t reflect.Type, path string) error {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	if n.Tag == "!!null" {
+	if n.ShortTag() == "!!null" {
 		return nil
 	}
 	where := func() string {
@@ -94,15 +94,15 @@ func walk(n *yaml.Node, t reflect.Type, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int32, reflect.Int64:
-		if n.Tag != "!!int" {
+		if n.ShortTag() != "!!int" {
 			return fmt.Errorf("%w: %s: expected a whole number, got %q", ErrInvalid, where(), n.Value)
 		}
 	case reflect.Float32, reflect.Float64:
-		if n.Tag != "!!int" && n.Tag != "!!float" {
+		if tag := n.ShortTag(); tag != "!!int" && tag != "!!float" {
 			return fmt.Errorf("%w: %s: expected a number, got %q", ErrInvalid, where(), n.Value)
 		}
 	case reflect.Bool:
-		if n.Tag != "!!bool" {
+		if n.ShortTag() != "!!bool" {
 			return fmt.Errorf("%w: %s: expected true or false, got %q", ErrInvalid, where(), n.Value)
 		}
 	}
