@@ -42,7 +42,19 @@ type File struct {
 	Entities      []Entity       `yaml:"entities"`
 	Relationships []Relationship `yaml:"relationships"`
 	Sessions      []Session      `yaml:"sessions"`
+	// Warnings are problems that do not stop an import, each naming its
+	// line (an entity type glyphoxa does not know, say). Import's --strict
+	// turns them into errors.
+	Warnings []string `yaml:"-"`
 }
+
+// KnownEntityTypes are the entity types glyphoxa knows; others import with
+// a warning.
+var KnownEntityTypes = []string{memory.EntityNPC, memory.EntityPlayer, memory.EntityLocation, memory.EntityItem,
+	memory.EntityFaction, memory.EntityEvent, memory.EntityQuest, memory.EntityConcept}
+
+// q quotes a value for an error message: escaped, and cut when long.
+func q(s string) string { return memory.Quote(s, 60) }
 
 // Entity is one knowledge-graph entity.
 type Entity struct {
@@ -111,6 +123,10 @@ func Parse(r io.Reader, name string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return nil, fmt.Errorf("%s: %w", name, lineErr(bytes.Count(data[:i], []byte("\n"))+1,
+			"a NUL byte at column %d (a campaign file is text)", i-bytes.LastIndexByte(data[:i], '\n')))
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
@@ -120,6 +136,9 @@ func Parse(r io.Reader, name string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalid, err)
 	}
 	if err := checkTimes(&root); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := checkValues(&root, map[*yaml.Node]bool{}); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var f File
@@ -158,6 +177,61 @@ func checkTimes(n *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// checkValues reports, with its line, a value the store would refuse or
+// misread: a NUL character (PostgreSQL text cannot hold it), a "secret"
+// marker that is not a boolean (secret: yes would otherwise be public), a
+// known_by that is not a list of NPC ids.
+func checkValues(n *yaml.Node, seen map[*yaml.Node]bool) error {
+	if seen[n] {
+		return nil
+	}
+	seen[n] = true
+	if n.Kind == yaml.ScalarNode && strings.ContainsRune(n.Value, 0) {
+		return lineErr(n.Line, "a NUL character in %s", q(n.Value))
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.AliasNode && v.Alias != nil {
+				v = v.Alias
+			}
+			switch k.Value {
+			case memory.AttrSecret:
+				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
+					return lineErr(v.Line, "secret must be true or false, got %s (a quoted \"true\", yes or 1 is not a boolean)", q(nodeText(v)))
+				}
+			case memory.AttrKnownBy:
+				ok := v.Kind == yaml.SequenceNode
+				for _, x := range v.Content {
+					ok = ok && x.Kind == yaml.ScalarNode && x.ShortTag() == "!!str"
+				}
+				if !ok {
+					return lineErr(v.Line, "known_by must be a list of NPC ids, e.g. [elara, grimjaw]")
+				}
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if err := checkValues(c, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeText is a node's value, or its kind when it is not a scalar.
+func nodeText(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Value
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a section"
+	}
+	return "?"
 }
 
 // recordLines copies each list item's line number from the YAML tree.
@@ -215,20 +289,31 @@ func (f *File) validate() error {
 	if strings.TrimSpace(f.Campaign) == "" {
 		return fmt.Errorf("%w: the key \"campaign\" (the campaign id) is missing", ErrInvalid)
 	}
+	if err := memory.ValidateCampaignID(f.Campaign); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	known := map[string]bool{}
+	for _, t := range KnownEntityTypes {
+		known[t] = true
+	}
 	ents := map[string]int{}
 	for _, e := range f.Entities {
 		switch {
 		case strings.TrimSpace(e.ID) == "":
 			return lineErr(e.line, "entity without an id")
 		case strings.TrimSpace(e.Name) == "":
-			return lineErr(e.line, "entity %q has no name", e.ID)
+			return lineErr(e.line, "entity %s has no name", q(e.ID))
 		case strings.TrimSpace(e.Type) == "":
-			return lineErr(e.line, "entity %q has no type", e.ID)
+			return lineErr(e.line, "entity %s has no type", q(e.ID))
 		}
 		if prev, ok := ents[e.ID]; ok {
-			return lineErr(e.line, "entity id %q is already used on line %d", e.ID, prev)
+			return lineErr(e.line, "entity id %s is already used on line %d", q(e.ID), prev)
 		}
 		ents[e.ID] = e.line
+		if !known[e.Type] {
+			f.Warnings = append(f.Warnings, fmt.Sprintf("line %d: entity %s has the type %s, which glyphoxa does not know (%s); it is imported as it is",
+				e.line, q(e.ID), q(e.Type), strings.Join(KnownEntityTypes, ", ")))
+		}
 	}
 	sessions := map[string]*Session{}
 	for i := range f.Sessions {
@@ -237,12 +322,12 @@ func (f *File) validate() error {
 		case strings.TrimSpace(s.ID) == "":
 			return lineErr(s.line, "session without an id")
 		case s.StartedAt.IsZero():
-			return lineErr(s.line, "session %q has no started_at", s.ID)
+			return lineErr(s.line, "session %s has no started_at", q(s.ID))
 		case !s.EndedAt.IsZero() && s.EndedAt.Before(s.StartedAt):
-			return lineErr(s.line, "session %q ends before it starts", s.ID)
+			return lineErr(s.line, "session %s ends before it starts", q(s.ID))
 		}
 		if prev, ok := sessions[s.ID]; ok {
-			return lineErr(s.line, "session id %q is already used on line %d", s.ID, prev.line)
+			return lineErr(s.line, "session id %s is already used on line %d", q(s.ID), prev.line)
 		}
 		sessions[s.ID] = s
 		for _, e := range s.Entries {
@@ -266,11 +351,11 @@ func (f *File) validate() error {
 		case r.Source == "" || r.Target == "":
 			return lineErr(r.line, "relationship needs a source and a target")
 		case r.Type == "":
-			return lineErr(r.line, "relationship %s→%s has no type", r.Source, r.Target)
+			return lineErr(r.line, "relationship %s→%s has no type", q(r.Source), q(r.Target))
 		}
 		for _, end := range []string{r.Source, r.Target} {
 			if _, ok := ents[end]; !ok {
-				return lineErr(r.line, "relationship refers to entity %q, which the file does not define", end)
+				return lineErr(r.line, "relationship refers to entity %s, which the file does not define", q(end))
 			}
 		}
 		p := r.Provenance
@@ -278,7 +363,7 @@ func (f *File) validate() error {
 			return lineErr(r.line, "confidence %v is outside 0..1", *p.Confidence)
 		}
 		if p.Source != "" && !memory.FactSource(p.Source).Valid() {
-			return lineErr(r.line, "provenance source %q must be stated or inferred", p.Source)
+			return lineErr(r.line, "provenance source %s must be stated or inferred", q(p.Source))
 		}
 	}
 	return nil
@@ -344,7 +429,7 @@ func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.Knowl
 				Source: memory.FactSource(r.Provenance.Source), DMConfirmed: r.Provenance.DMConfirmed},
 		})
 		if err != nil {
-			return a, fmt.Errorf("line %d: importing relationship %s -%s-> %s: %w", r.line, r.Source, r.Type, r.Target, err)
+			return a, fmt.Errorf("line %d: importing relationship %s -%s-> %s: %w", r.line, q(r.Source), q(r.Type), q(r.Target), err)
 		}
 		a.Relationships++
 	}
@@ -373,7 +458,7 @@ func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.Knowl
 		}
 		n, err := l1.WriteEntries(ctx, es)
 		if err != nil {
-			return a, fmt.Errorf("line %d: importing the transcript of session %q: %w", s.line, s.ID, err)
+			return a, fmt.Errorf("line %d: importing the transcript of session %s: %w", s.line, q(s.ID), err)
 		}
 		a.Sessions++
 		a.NewEntries += n

@@ -2,6 +2,7 @@ package campaignfile_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -42,6 +43,16 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"entry before session", "campaign: c\nsessions:\n  - id: s1\n    started_at: 2026-03-01T19:00:00Z\n    entries:\n      - {speaker_id: u1, text: hi, at: 2026-03-01T18:00:00Z}\n", "line 6"},
 		{"entry without text", "campaign: c\nsessions:\n  - id: s1\n    started_at: 2026-03-01T19:00:00Z\n    entries:\n      - {speaker_id: u1, at: 2026-03-01T19:00:00Z}\n", "line 6"},
 		{"not yaml", "campaign: [unclosed\n", "invalid campaign file"},
+		{"secret yes", rel("{secret: yes}"), "line 5: invalid campaign file: secret must be true or false, got \"yes\""},
+		{"secret quoted", rel(`{secret: "true"}`), "line 5: invalid campaign file: secret must be true or false, got \"true\""},
+		{"secret one", rel("{secret: 1}"), "line 5"},
+		{"secret list", rel("{secret: [a]}"), "got \"a list\""},
+		{"secret nested", "campaign: c\nentities:\n  - {id: a, type: npc, name: A, attributes: {plan: {secret: \"no\"}}}\n", "line 3"},
+		{"known_by not a list", rel("{secret: true, known_by: elara}"), "line 5: invalid campaign file: known_by must be a list"},
+		{"NUL byte", "campaign: c\nentities:\n  - {id: a, type: npc, name: \"A\x00\"}\n", "line 3: invalid campaign file: a NUL byte at column 32"},
+		{"NUL escape", "campaign: c\nentities:\n  - {id: a, type: npc, name: \"A\\0\"}\n", "line 3: invalid campaign file: a NUL character in \"A\\x00\""},
+		{"campaign id with a space", "campaign: iron hold\n", "campaign id \"iron hold\" holds ' '"},
+		{"campaign id with an escape", "campaign: \"iron\\e[31m\"\n", `campaign id "iron\x1b[31m"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,6 +67,37 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 				t.Errorf("error %q should start with the file name and contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// rel is a file whose only relationship (line 5) has the given attributes.
+func rel(attrs string) string {
+	return "campaign: c\nentities:\n  - {id: a, type: npc, name: A}\nrelationships:\n  - {source: a, target: a, type: KNOWS, attributes: " + attrs + "}\n"
+}
+
+// A long value is cut in an error; the error stays short.
+func TestLongValuesAreCutInErrors(t *testing.T) {
+	long := strings.Repeat("x", 1<<20)
+	for _, yaml := range []string{
+		"campaign: " + long + "\n",
+		"campaign: c\nentities:\n  - {id: " + long + ", type: npc, name: A}\n  - {id: " + long + ", type: npc, name: B}\n",
+		"campaign: c\nentities:\n  - {id: a, type: npc, name: A}\nrelationships:\n  - {source: a, target: " + long + ", type: KNOWS}\n",
+	} {
+		_, err := campaignfile.Parse(strings.NewReader(yaml), "f.yaml")
+		if err == nil || len(err.Error()) > 400 || !strings.Contains(err.Error(), "1048576 bytes") {
+			t.Errorf("error of %d bytes: %.300v", len(fmt.Sprint(err)), err)
+		}
+	}
+}
+
+// An entity type glyphoxa does not know is a warning naming the line.
+func TestUnknownEntityTypeIsAWarning(t *testing.T) {
+	cf, err := campaignfile.Parse(strings.NewReader("campaign: c\nentities:\n  - {id: a, type: npc, name: A}\n  - {id: b, type: \"spaceship\\e[2J\", name: B}\n"), "f.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cf.Warnings) != 1 || !strings.HasPrefix(cf.Warnings[0], "line 4: entity \"b\" has the type \"spaceship\\x1b[2J\"") {
+		t.Fatalf("warnings %q", cf.Warnings)
 	}
 }
 
