@@ -28,10 +28,10 @@ type paraphraser struct {
 
 // paraphrases of the sample campaign's secrets, keyed by a word of each.
 var paraphrases = map[string]string{
-	"hooded":  "The blacksmith made the vault's key for a cloaked buyer.",
-	"forged":  "The blacksmith made the vault's key for a cloaked buyer.",
-	"heir":    "The court mage is secretly of royal blood.",
-	"ledgers": "The guild's books do not add up.",
+	"hooded":   "The blacksmith made the vault's key for a cloaked buyer.",
+	"forged":   "The blacksmith made the vault's key for a cloaked buyer.",
+	"heir":     "The court mage is secretly of royal blood.",
+	"ledgers":  "The guild's books do not add up.",
 	"betrayed": "The smith sold out his old friend.",
 }
 

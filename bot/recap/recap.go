@@ -272,7 +272,9 @@ const (
 )
 
 // isDM reports whether a speaker is the game master.
-func isDM(speaker string) bool { return strings.EqualFold(speaker, "DM") || strings.EqualFold(speaker, "GM") }
+func isDM(speaker string) bool {
+	return strings.EqualFold(speaker, "DM") || strings.EqualFold(speaker, "GM")
+}
 
 // salience scores line i of in.
 func salience(in Input, i int, names []nameMatcher) float64 {
