@@ -130,3 +130,15 @@ func TestPlayerSafeRecapPromptHoldsNoSecret(t *testing.T) {
 		}
 	})
 }
+
+// The README says /memory search is for everyone: a player can search what
+// was said at the table.
+func TestPlayerCanSearch(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	i := h.fake.Command(guildID, channelID, player, "memory", discordtest.Sub("search", discordtest.Str("query", "shipment"), discordtest.Str("mode", "text")))
+	h.send(i)
+	content, _ := h.original(i)["content"].(string)
+	if !strings.Contains(content, "Said at the table") || !strings.Contains(content, "shipment") {
+		t.Fatalf("a player's /memory search: %s", content)
+	}
+}
