@@ -115,7 +115,9 @@ type handler struct {
 // states its role (TestEveryCommandStatesItsRole checks the table against
 // the registered commands).
 func commandHandlers() map[string]handler {
-	dm := func(f func(*Bot, context.Context, *discordgo.Interaction, Guild, command)) handler { return handler{forDM, f} }
+	dm := func(f func(*Bot, context.Context, *discordgo.Interaction, Guild, command)) handler {
+		return handler{forDM, f}
+	}
 	all := func(f func(*Bot, context.Context, *discordgo.Interaction, Guild, command)) handler {
 		return handler{forEveryone, f}
 	}
