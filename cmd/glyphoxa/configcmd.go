@@ -29,7 +29,7 @@ func cmdConfig(ctx context.Context, e *env, args []string) error {
 	}
 	llm := "none (NPCs cannot answer until providers.llm is set)"
 	if cfg.Providers.LLM.Configured() {
-		llm = fmt.Sprintf("%s at %s", cfg.Providers.LLM.Model, cfg.Providers.LLM.BaseURL)
+		llm = fmt.Sprintf("%s at %s", cfg.Providers.LLM.Model, config.Redact(cfg.Providers.LLM.BaseURL))
 	}
 	printf(e.stdout, "configuration OK: %d guild(s), %d NPC(s); LLM: %s; STT: %s; TTS: %s; embeddings: %s (%d dimensions)\n",
 		len(cfg.Discord.Guilds), len(cfg.NPCs), llm, cfg.Providers.STT.Provider, cfg.Providers.TTS.Provider,

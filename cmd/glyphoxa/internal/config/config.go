@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -265,8 +266,9 @@ func Parse(r io.Reader, name string, getenv func(string) string) (Config, error)
 		if n := expandedSize(&root, map[*yaml.Node]int{}, 0); n > MaxNodes {
 			return Config{}, fmt.Errorf("%s: %w: its aliases expand to more than %d values", name, ErrInvalid, MaxNodes)
 		}
-		substitute(&root, map[*yaml.Node]bool{}, getenv)
-		if err := checkSchema(root.Content[0], cfg); err != nil {
+		subst := map[*yaml.Node]string{}
+		substitute(&root, subst, getenv)
+		if err := checkSchema(root.Content[0], cfg, subst); err != nil {
 			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
 		if err := root.Decode(&cfg); err != nil {
@@ -305,13 +307,15 @@ func expandedSize(n *yaml.Node, memo map[*yaml.Node]int, depth int) int {
 }
 
 // substitute replaces ${VAR} references in the scalar values of the tree,
-// each node once. A plain (unquoted) scalar that changed gets its type
-// resolved again from its new value, so "port: ${PORT}" is still a number.
-func substitute(n *yaml.Node, seen map[*yaml.Node]bool, getenv func(string) string) {
-	if seen[n] {
+// each node once, and records in done the original text of each node it
+// changed (errors show that, never a substituted value, which may be a
+// secret). A plain (unquoted) scalar that changed gets its type resolved
+// again from its new value, so "port: ${PORT}" is still a number.
+func substitute(n *yaml.Node, done map[*yaml.Node]string, getenv func(string) string) {
+	if _, ok := done[n]; ok {
 		return
 	}
-	seen[n] = true
+	done[n] = ""
 	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
 		v := envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			sub := envRef.FindStringSubmatch(m)
@@ -321,6 +325,7 @@ func substitute(n *yaml.Node, seen map[*yaml.Node]bool, getenv func(string) stri
 			return sub[3]
 		})
 		if v != n.Value {
+			done[n] = n.Value
 			n.Value = v
 			if n.Style == 0 {
 				n.Tag = ""
@@ -328,8 +333,46 @@ func substitute(n *yaml.Node, seen map[*yaml.Node]bool, getenv func(string) stri
 		}
 	}
 	for _, c := range n.Content {
-		substitute(c, seen, getenv)
+		substitute(c, done, getenv)
 	}
+}
+
+// Redact hides the credentials of a URL or DSN for printing: the password
+// of its user information and the values of query parameters that look
+// like secrets (key, token, secret, password, signature). A value that is
+// not a URL is hidden whole unless it holds no '@' and no '='.
+func Redact(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		if strings.ContainsAny(raw, "@=") {
+			return "(hidden)"
+		}
+		return raw
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	changed := false
+	for k := range q {
+		lk := strings.ToLower(k)
+		for _, s := range []string{"key", "token", "secret", "password", "passwd", "sig", "auth"} {
+			if strings.Contains(lk, s) {
+				q.Set(k, "xxxxx")
+				changed = true
+				break
+			}
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // Overrides maps the environment variables that override configuration
