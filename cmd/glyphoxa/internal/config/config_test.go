@@ -92,16 +92,38 @@ func TestRequire(t *testing.T) {
 	}
 }
 
+// FuzzParse: whatever Parse accepts validates, and serve can mount its MCP
+// endpoints. Seeds are small (a large seed makes the fuzzer spend its time
+// minimising mutants of it instead of exploring).
 func FuzzParse(f *testing.F) {
-	raw, _ := os.ReadFile("../../../../config.example.yaml")
-	f.Add(string(raw))
-	f.Add("memory:\n  embedding_dimensions: 12\n")
+	for _, seed := range []string{
+		"memory:\n  embedding_dimensions: 12\n",
+		"discord:\n  token: t\n  guilds:\n    - {guild_id: \"100000\", campaign: c1, mcp_token: abcdefghijklmnop}\n",
+		"server: {mcp_token: ${T:-abcdefghijklmnopq}, listen: \"127.0.0.1:1\"}\n",
+		"lifecycle:\n  reconnect: {initial: 1s, max: 2s, attempts: 3}\nvoice: {end_of_turn: 600ms}\n",
+		"a: &x [1, 2]\nb: *x\n",
+		"providers:\n  llm: {base_url: http://h/v1, model: m, temperature: 0.5}\nlog: {level: debug, format: json}\n",
+	} {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
-		cfg, err := config.Parse(strings.NewReader(s), "fuzz.yaml", env(nil))
-		if err == nil {
-			if verr := cfg.Validate(); verr != nil {
-				t.Fatalf("Parse accepted a configuration Validate rejects: %v", verr)
+		cfg, err := config.Parse(strings.NewReader(s), "fuzz.yaml", env(map[string]string{"T": "*x #y\nz: 1"}))
+		if err != nil {
+			return
+		}
+		if verr := cfg.Validate(); verr != nil {
+			t.Fatalf("Parse accepted a configuration Validate rejects: %v", verr)
+		}
+		eps, err := cfg.MCPEndpoints()
+		if err != nil {
+			t.Fatalf("Parse accepted a configuration whose MCP endpoints fail: %v", err)
+		}
+		seen := map[string]bool{}
+		for _, ep := range eps {
+			if seen[ep.Campaign] || strings.ContainsAny(ep.Campaign, " {}/") {
+				t.Fatalf("endpoint %q cannot be served", ep.Campaign)
 			}
+			seen[ep.Campaign] = true
 		}
 	})
 }
