@@ -57,15 +57,18 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := campaignfile.Parse(strings.NewReader(tc.yaml), "f.yaml")
-			if err == nil {
-				t.Fatal("parsed a bad file")
-			}
-			if !errors.Is(err, campaignfile.ErrInvalid) {
-				t.Errorf("error does not wrap ErrInvalid: %v", err)
-			}
-			if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "f.yaml: ") {
-				t.Errorf("error %q should start with the file name and contain %q", err, tc.want)
+			_, perr := campaignfile.Parse(strings.NewReader(tc.yaml), "f.yaml")
+			_, cerr := campaignfile.Check(strings.NewReader(tc.yaml), "f.yaml", campaignfile.Options{})
+			for reader, err := range map[string]error{"Parse": perr, "Check (streaming)": cerr} {
+				if err == nil {
+					t.Fatalf("%s accepted a bad file", reader)
+				}
+				if !errors.Is(err, campaignfile.ErrInvalid) {
+					t.Errorf("%s: error does not wrap ErrInvalid: %v", reader, err)
+				}
+				if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "f.yaml: ") {
+					t.Errorf("%s: error %q should start with the file name and contain %q", reader, err, tc.want)
+				}
 			}
 		})
 	}
