@@ -458,7 +458,7 @@ type Summary struct {
 // Progress reports how far a pass over the file has come.
 type Progress struct {
 	// Bytes read of Total (Total is 0 when unknown).
-	Bytes, Total int64
+	Bytes, Total                     int64
 	Entities, Relationships, Entries int
 }
 
