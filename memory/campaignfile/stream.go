@@ -455,6 +455,22 @@ type Summary struct {
 	whole *File
 }
 
+// SessionIDs are the ids of the file's sessions, in file order.
+func (sum *Summary) SessionIDs() []string {
+	if sum.whole != nil {
+		ids := make([]string, len(sum.whole.Sessions))
+		for i, s := range sum.whole.Sessions {
+			ids[i] = s.ID
+		}
+		return ids
+	}
+	ids := make([]string, len(sum.sessions))
+	for i, s := range sum.sessions {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
 // Progress reports how far a pass over the file has come.
 type Progress struct {
 	// Bytes read of Total (Total is 0 when unknown).
