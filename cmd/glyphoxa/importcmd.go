@@ -93,7 +93,9 @@ type importProgress struct {
 	shown bool
 }
 
-func newImportProgress(w io.Writer, size int64) *importProgress { return &importProgress{w: w, size: size} }
+func newImportProgress(w io.Writer, size int64) *importProgress {
+	return &importProgress{w: w, size: size}
+}
 
 func (p *importProgress) report(what string) func(campaignfile.Progress) {
 	return func(x campaignfile.Progress) {
