@@ -232,3 +232,55 @@ func TestSecrecyAgreesWithGo(t *testing.T) {
 		}
 	}
 }
+
+// The NPC paths (identity snapshot, visible subgraph, neighbours, GraphRAG
+// entities) use the same definition of secrecy: another entity comes with
+// its public attributes only (no secret_plan, gm_notes, hidden_*, nested
+// secret objects), the NPC itself with all of them.
+func TestNPCPathsStripEverySecretAttribute(t *testing.T) {
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	seedSecrets(t, c)
+	ctx := ctxT(t)
+	check(t, c.Graph().UpsertEntity(ctx, memory.Entity{ID: "grimjaw", Type: memory.EntityNPC, Name: "Grimjaw",
+		Attributes: map[string]any{"occupation": "blacksmith", "secret_plan": "flee at dawn"}}))
+	public := map[string]any{"material": "iron", "history": map[string]any{"maker": "unknown"}}
+
+	id := must[memory.NPCIdentity](t)(c.Graph().IdentitySnapshot(ctx, "grimjaw"))
+	if id.Entity.Attributes["secret_plan"] != "flee at dawn" {
+		t.Errorf("the NPC lost its own secret: %v", id.Entity.Attributes)
+	}
+	found := false
+	for _, e := range id.RelatedEntities {
+		if e.ID == "vault-key" {
+			found = true
+			if !reflect.DeepEqual(e.Attributes, public) {
+				t.Errorf("identity snapshot: the vault key comes with %v, want %v", e.Attributes, public)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the vault key is not related to Grimjaw, so the test proves nothing")
+	}
+	ents, _, err := c.Graph().VisibleSubgraph(ctx, "elara", memory.VisibilityScope{RelTypes: []string{"FORGED", "KNOWS"}, MaxDepth: 2})
+	check(t, err)
+	sawKey := false
+	for _, e := range ents {
+		sawKey = sawKey || e.ID == "vault-key"
+		if e.ID == "vault-key" && !reflect.DeepEqual(e.Attributes, public) {
+			t.Errorf("visible subgraph: the vault key comes with %v", e.Attributes)
+		}
+		if e.ID == "grimjaw" && e.Attributes["secret_plan"] != nil {
+			t.Errorf("visible subgraph: Elara sees Grimjaw's plan: %v", e.Attributes)
+		}
+	}
+	if !sawKey {
+		t.Error("Elara (in known_by) does not see the vault key, so the test proves nothing")
+	}
+	for _, n := range must[[]memory.Neighbor](t)(c.Graph().Neighbors(ctx, "elara", 2, memory.TraversalOpts{})) {
+		if n.Entity.ID == "grimjaw" && n.Entity.Attributes["secret_plan"] != nil {
+			t.Errorf("neighbours: Elara sees Grimjaw's plan")
+		}
+	}
+}
