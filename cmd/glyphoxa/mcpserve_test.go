@@ -100,7 +100,7 @@ func TestServeMCPTokensAndRoles(t *testing.T) {
 	if err := os.WriteFile(path, []byte(twoGuildsOneCampaign), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := runCLI(t, vars, "config", "check", "--config", path); code != 0 {
+	if code, out, errs := runCLI(t, vars, "config", "check", "--config", path); code != 0 || !strings.Contains(out, "MCP endpoints: 2") {
 		t.Fatalf("config check refused the configuration: %s %s", out, errs)
 	}
 	cfg, err := config.Load(path, func(k string) string { return vars[k] })
