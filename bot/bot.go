@@ -70,6 +70,8 @@ type Bot struct {
 
 	regMu      sync.Mutex
 	registered map[string]bool // guild id → commands registered
+
+	handlers map[string]handler // command path → role and handler
 }
 
 // Option adjusts a Bot.
@@ -94,7 +96,8 @@ func New(cfg Config, deps Deps, opts ...Option) (*Bot, error) {
 		}
 		seen[g.ID] = true
 	}
-	b := &Bot{cfg: cfg, deps: deps, log: cfg.Logger, state: newRuntimeState(), registered: map[string]bool{}}
+	b := &Bot{cfg: cfg, deps: deps, log: cfg.Logger, state: newRuntimeState(), registered: map[string]bool{},
+		handlers: commandHandlers()}
 	if b.log == nil {
 		b.log = slog.Default()
 	}

@@ -92,35 +92,69 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 	}
 }
 
-// dmOnly lists the command paths only a DM may use.
-var dmOnly = map[string]bool{
-	"session start": true, "session end": true,
-	"npc mute": true, "npc unmute": true, "npc say": true, "npc scene": true, "npc next": true,
+// access is who may run a command. Its zero value is the DM: a handler
+// that does not state its role is for the DM only.
+type access int
+
+const (
+	// forDM commands change the game or the campaign's memory.
+	forDM access = iota
+	// forEveryone commands are for players too; they read what players
+	// may see.
+	forEveryone
+)
+
+// handler is one command path: who may run it and what runs it.
+type handler struct {
+	who access
+	run func(b *Bot, ctx context.Context, i *discordgo.Interaction, g Guild, c command)
 }
 
-func requiresDM(path string) bool {
-	return dmOnly[path] || strings.HasPrefix(path, cmdMemory+" ")
+// commandHandlers is the table of every command path. Commands deny by
+// default: a path that is not in the table is refused, and every entry
+// states its role (TestEveryCommandStatesItsRole checks the table against
+// the registered commands).
+func commandHandlers() map[string]handler {
+	dm := func(f func(*Bot, context.Context, *discordgo.Interaction, Guild, command)) handler {
+		return handler{forDM, f}
+	}
+	all := func(f func(*Bot, context.Context, *discordgo.Interaction, Guild, command)) handler {
+		return handler{forEveryone, f}
+	}
+	session, npc, mem, rec, priv := (*Bot).sessionCommand, (*Bot).npcCommand, (*Bot).memoryCommand, (*Bot).recapCommand, (*Bot).privacyCommand
+	return map[string]handler{
+		"session start": dm(session), "session end": dm(session), "session status": all(session),
+		"npc list": all(npc), "npc mute": dm(npc), "npc unmute": dm(npc), "npc say": dm(npc), "npc next": dm(npc), "npc scene": dm(npc),
+		"memory pending": dm(mem), "memory conflicts": dm(mem), "memory confirm": dm(mem), "memory reject": dm(mem),
+		"memory entity show": dm(mem), "memory entity edit": dm(mem), "memory fact add": dm(mem), "memory fact retire": dm(mem),
+		"memory forget fact": dm(mem), "memory forget span": dm(mem),
+		// Search reads what was said at the table (and chunks of it),
+		// which every player heard.
+		"memory search": all(mem),
+		// Recaps are player-safe for players (recapCommand).
+		"recap":           all(rec),
+		"privacy opt-out": all(priv), "privacy opt-in": all(priv), "privacy forget-me": all(priv),
+	}
+}
+
+// requiresDM reports whether a command path is for the DM; unknown paths
+// are.
+func (b *Bot) requiresDM(path string) bool {
+	h, ok := b.handlers[path]
+	return !ok || h.who != forEveryone
 }
 
 func (b *Bot) onCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
-	if requiresDM(c.path) && !isDM(g, i.Member) {
+	h, ok := b.handlers[c.path]
+	if !ok {
+		b.reply(i, true, fmt.Sprintf("Unknown command `/%s`.", c.path))
+		return
+	}
+	if h.who != forEveryone && !isDM(g, i.Member) {
 		b.refuse(i, fmt.Sprintf("`/%s` is for the DM. Ask your DM, or an admin can add you to the DM role in glyphoxa's configuration.", c.path))
 		return
 	}
-	switch {
-	case strings.HasPrefix(c.path, cmdSession+" "):
-		b.sessionCommand(ctx, i, g, c)
-	case strings.HasPrefix(c.path, cmdNPC+" "):
-		b.npcCommand(ctx, i, g, c)
-	case strings.HasPrefix(c.path, cmdMemory+" "):
-		b.memoryCommand(ctx, i, g, c)
-	case c.path == cmdRecap:
-		b.recapCommand(ctx, i, g, c)
-	case strings.HasPrefix(c.path, cmdPrivacy+" "):
-		b.privacyCommand(ctx, i, g, c)
-	default:
-		b.reply(i, true, fmt.Sprintf("Unknown command `/%s`.", c.path))
-	}
+	h.run(b, ctx, i, g, c)
 }
 
 func (b *Bot) onComponent(ctx context.Context, i *discordgo.Interaction, g Guild, d discordgo.MessageComponentInteractionData) {

@@ -159,6 +159,13 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 	case "memory forget span":
 		b.forgetSpan(ctx, i, g, camp, c)
 	case "memory search":
+		if !isDM(g, i.Member) {
+			// A player searches the campaign as a player sees it.
+			if camp, err = camp.As(memory.PlayerViewer()); err != nil {
+				b.finishErr(i, err)
+				return
+			}
+		}
 		b.search(ctx, i, g, camp, c.str("query"), c.str("mode"))
 	default:
 		b.finishErr(i, fmt.Errorf("unknown command /%s", c.path))

@@ -140,11 +140,17 @@ func (b *Bot) recapSessions(ctx context.Context, camp *postgres.Campaign, scope,
 	}
 }
 
-// recapInput gathers one session's lines and facts. A player-safe recap gets
-// only confirmed, non-secret facts and is told to avoid every secret and
-// every unconfirmed fact.
+// recapInput gathers one session's lines and facts. A player-safe recap is
+// built from the campaign as a player sees it (campaign bound to the player
+// viewer): confirmed facts that are not secret, and the lines spoken at the
+// table; nothing secret reaches the model. Its avoid list (every secret of
+// the campaign, read with the system view) is only checked locally.
 func recapInput(ctx context.Context, camp *postgres.Campaign, sessionID string, safe bool) (recap.Input, error) {
-	var in recap.Input
+	in := recap.Input{Evidence: map[int64][]string{}}
+	sess, err := camp.Sessions().Session(ctx, sessionID)
+	if err != nil {
+		return in, err
+	}
 	es, err := camp.Sessions().Entries(ctx, sessionID)
 	if err != nil {
 		return in, err
@@ -159,8 +165,16 @@ func recapInput(ctx context.Context, camp *postgres.Campaign, sessionID string, 
 	if len(in.Lines) > maxRecapLines {
 		in.Lines = in.Lines[len(in.Lines)-maxRecapLines:]
 	}
-	g := camp.Graph()
-	facts, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending}, Limit: 200})
+	view := camp
+	statuses := []memory.FactStatus{memory.StatusActive, memory.StatusPending}
+	if safe {
+		if view, err = camp.As(memory.PlayerViewer()); err != nil {
+			return in, err
+		}
+		statuses = statuses[:1]
+	}
+	g := view.Graph()
+	facts, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: statuses, Limit: 500})
 	if err != nil {
 		return in, err
 	}
@@ -168,32 +182,81 @@ func recapInput(ctx context.Context, camp *postgres.Campaign, sessionID string, 
 		if f.Provenance.SessionID != sessionID {
 			continue
 		}
-		sentence := fmt.Sprintf("%s %s %s", f.SourceName, strings.ToLower(strings.ReplaceAll(f.Type, "_", " ")), f.TargetName)
-		secret := f.Attributes[memory.AttrSecret] == true
-		switch {
-		case secret && safe, f.Status == memory.StatusPending && safe:
-			in.Avoid = append(in.Avoid, sentence)
-		case f.Status == memory.StatusPending:
-			in.Facts = append(in.Facts, sentence+" (unconfirmed)")
-		default:
-			in.Facts = append(in.Facts, sentence)
+		sentence := factSentence(f)
+		if f.Status == memory.StatusPending {
+			sentence += " (unconfirmed)"
 		}
-	}
-	if safe {
-		ents, err := g.FindEntities(ctx, memory.EntityFilter{})
+		in.Facts = append(in.Facts, sentence)
+		ev, err := g.Evidence(ctx, f.ID)
 		if err != nil {
 			return in, err
 		}
-		for _, e := range ents {
-			switch v := e.Attributes[memory.AttrSecretKnowledge].(type) {
-			case string:
-				in.Avoid = append(in.Avoid, v)
-			case []any:
-				for _, x := range v {
-					in.Avoid = append(in.Avoid, fmt.Sprint(x))
-				}
-			}
+		for _, e := range ev {
+			in.Evidence[e.ID] = append(in.Evidence[e.ID], sentence)
+		}
+	}
+	ents, err := g.FindEntities(ctx, memory.EntityFilter{})
+	if err != nil {
+		return in, err
+	}
+	for _, e := range ents {
+		in.Names = append(in.Names, recap.Name{Name: e.Name, Aliases: e.Aliases,
+			New: !sess.StartedAt.IsZero() && !e.CreatedAt.Before(sess.StartedAt)})
+	}
+	if safe {
+		if in.Avoid, err = secretTexts(ctx, camp); err != nil {
+			return in, err
 		}
 	}
 	return in, nil
+}
+
+func factSentence(f postgres.FactWithNames) string {
+	return fmt.Sprintf("%s %s %s", f.SourceName, strings.ToLower(strings.ReplaceAll(f.Type, "_", " ")), f.TargetName)
+}
+
+// secretTexts lists every secret of the campaign as text, for the local
+// check of a player-safe recap: secret facts and pending ones, and every
+// secret attribute (memory.SecretKey, objects marked secret).
+func secretTexts(ctx context.Context, camp *postgres.Campaign) ([]string, error) {
+	g := camp.Graph()
+	facts, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
+		memory.StatusRetired, memory.StatusRejected}, Limit: 5000})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range facts {
+		if memory.IsSecret(f.Attributes) || f.Status != memory.StatusActive {
+			out = append(out, factSentence(f))
+		}
+	}
+	ents, err := g.FindEntities(ctx, memory.EntityFilter{})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		collectSecrets(map[string]any(e.Attributes), false, &out)
+	}
+	return out, nil
+}
+
+// collectSecrets appends the strings of v that are secret: under a secret
+// key or inside an object marked secret (or everything when secret is set).
+func collectSecrets(v any, secret bool, out *[]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		secret = secret || memory.IsSecret(x)
+		for k, y := range x {
+			collectSecrets(y, secret || memory.SecretKey(k), out)
+		}
+	case []any:
+		for _, y := range x {
+			collectSecrets(y, secret, out)
+		}
+	case string:
+		if secret && strings.TrimSpace(x) != "" {
+			*out = append(*out, x)
+		}
+	}
 }

@@ -51,3 +51,57 @@ func TestCommandSpecsFollowDiscordsRules(t *testing.T) {
 		check("/"+c.Name, c.Options)
 	}
 }
+
+// Every registered command path is in the handler table with a stated role,
+// and the table holds nothing that is not registered. A new subcommand that
+// is not added to the table is refused (deny by default).
+func TestEveryCommandStatesItsRole(t *testing.T) {
+	table := commandHandlers()
+	var paths []string
+	var walk func(path string, opts []*discordgo.ApplicationCommandOption) bool
+	walk = func(path string, opts []*discordgo.ApplicationCommandOption) bool {
+		leaf := true
+		for _, o := range opts {
+			if o.Type == discordgo.ApplicationCommandOptionSubCommand || o.Type == discordgo.ApplicationCommandOptionSubCommandGroup {
+				leaf = false
+				if walk(path+" "+o.Name, o.Options) {
+					paths = append(paths, path+" "+o.Name)
+				}
+			}
+		}
+		return leaf
+	}
+	for _, c := range commandSpecs() {
+		if walk(c.Name, c.Options) {
+			paths = append(paths, c.Name)
+		}
+	}
+	registered := map[string]bool{}
+	for _, p := range paths {
+		registered[p] = true
+		if _, ok := table[p]; !ok {
+			t.Errorf("/%s has no entry in the handler table", p)
+		}
+	}
+	for p, h := range table {
+		if !registered[p] {
+			t.Errorf("the handler table has /%s, which is not registered", p)
+		}
+		if h.run == nil {
+			t.Errorf("/%s has no handler", p)
+		}
+	}
+	b := &Bot{handlers: table}
+	for _, tc := range []struct {
+		path string
+		dm   bool
+	}{
+		{"session start", true}, {"session status", false}, {"npc say", true}, {"npc list", false},
+		{"memory pending", true}, {"memory search", false}, {"memory entity show", true}, {"recap", false},
+		{"privacy forget-me", false}, {"npc brand-new-subcommand", true}, {"", true},
+	} {
+		if got := b.requiresDM(tc.path); got != tc.dm {
+			t.Errorf("requiresDM(%q) = %v, want %v", tc.path, got, tc.dm)
+		}
+	}
+}

@@ -176,25 +176,27 @@ func TestRefineFallsBack(t *testing.T) {
 		{"prose instead of JSON", llmtest.Reply{Text: "Sure! The corrected text is: we ride from Ironhold"}, "not the correction JSON"},
 		{"empty JSON", llmtest.Reply{Text: "{}"}, "empty text"},
 		{"server error", llmtest.Reply{Status: http.StatusInternalServerError}, "500"},
-		{"late reply", llmtest.Reply{Text: `{"text": "late"}`, Delay: 2 * time.Second}, "deadline exceeded"},
+		// Never in time: only this case runs into the timeout, so no case
+		// passes or fails by how fast a loaded machine answers.
+		{"late reply", llmtest.Reply{Text: `{"text": "late"}`, Delay: time.Hour}, "deadline exceeded"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.New(llmtest.Script(tc.reply))
 			defer srv.Close()
-			p := newTestPipeline(t, srv, WithLLMTimeout(200*time.Millisecond))
+			timeout := time.Minute
+			if tc.reply.Delay > 0 {
+				timeout = 200 * time.Millisecond
+			}
+			p := newTestPipeline(t, srv, WithLLMTimeout(timeout))
 			u := Utterance{Text: heard, Words: heardWords()}
 			r1 := p.Correct(u)
-			start := time.Now()
 			r2, err := p.Refine(context.Background(), u, r1)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want one mentioning %q", err, tc.want)
 			}
 			if r2.Text != r1.Text || len(r2.Substitutions) != len(r1.Substitutions) {
 				t.Errorf("fallback %+v, want the stage-1 result %+v", r2, r1)
-			}
-			if d := time.Since(start); d > 1500*time.Millisecond {
-				t.Errorf("Refine took %v with a 200 ms timeout", d)
 			}
 		})
 	}

@@ -12,6 +12,10 @@ var ErrNotFound = errors.New("not found")
 // confidence outside 0..1, an embedding of the wrong size…).
 var ErrInvalid = errors.New("invalid input")
 
+// ErrForbidden is wrapped by errors for a read or write the caller's role
+// does not allow.
+var ErrForbidden = errors.New("forbidden")
+
 // DimensionMismatchError reports that the database's embeddings have another
 // dimension than the one configured.
 type DimensionMismatchError struct {

@@ -129,7 +129,7 @@ func newRig(tb testing.TB, indexEvery time.Duration) *rig {
 			Speaker: &table.Voices{Default: &tts.OpenAI{BaseURL: speech.URL + "/v1"}, DefaultVoice: "onyx", Clock: instant{}}},
 		Settings: table.Settings{StateDir: tb.TempDir(), IndexEvery: indexEvery},
 		Controls: controls, Logger: quiet(), UserName: func(string) string { return "Thorin" },
-		OnLine:   func(l table.LineReport) { r.reports <- l }})
+		OnLine: func(l table.LineReport) { r.reports <- l }})
 	if err != nil {
 		tb.Fatal(err)
 	}

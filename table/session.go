@@ -73,7 +73,7 @@ type Session struct {
 	wg      sync.WaitGroup
 
 	queue   chan utterance // utterances waiting for speech-to-text
-	lines   chan line            // recorded lines waiting for the NPCs
+	lines   chan line      // recorded lines waiting for the NPCs
 	stopped sync.Once
 	stopErr error
 	ended   atomic.Bool

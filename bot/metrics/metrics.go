@@ -34,6 +34,7 @@ type Metrics struct {
 	spoolPending   *prometheus.GaugeVec
 	daveEpochs     prometheus.Counter
 	llmTokens      *prometheus.CounterVec
+	quarantined    *prometheus.CounterVec
 }
 
 // New returns a registry with every glyphoxa metric and the Go and process
@@ -66,8 +67,12 @@ func New() *Metrics {
 		llmTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "glyphoxa", Name: "llm_tokens_total", Help: "LLM tokens used, by direction.",
 		}, []string{"direction"}),
+		quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "glyphoxa", Name: "spool_quarantined_total",
+			Help: "Damaged spool or journal records (or heads) skipped and moved to quarantine/ on open.",
+		}, []string{"campaign"}),
 	}
-	m.reg.MustRegister(m.turnStage, m.turns, m.activeSessions, m.degraded, m.spoolPending, m.daveEpochs, m.llmTokens,
+	m.reg.MustRegister(m.turnStage, m.turns, m.activeSessions, m.degraded, m.spoolPending, m.daveEpochs, m.llmTokens, m.quarantined,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -102,6 +107,10 @@ func (m *Metrics) SetMemoryHealth(campaign string, degraded bool, pending int) {
 	m.degraded.WithLabelValues(campaign).Set(v)
 	m.spoolPending.WithLabelValues(campaign).Set(float64(pending))
 }
+
+// SpoolQuarantined counts a damaged spool or journal record of a campaign
+// (pass it as spool.Options.OnCorrupt).
+func (m *Metrics) SpoolQuarantined(campaign string) { m.quarantined.WithLabelValues(campaign).Inc() }
 
 // DAVEEpochChanged counts an epoch transition.
 func (m *Metrics) DAVEEpochChanged() { m.daveEpochs.Inc() }

@@ -18,6 +18,7 @@ func TestExposition(t *testing.T) {
 	m.SetMemoryHealth("ironhold-saga", true, 2048)
 	m.DAVEEpochChanged()
 	m.AddTokens(100, 20)
+	m.SpoolQuarantined("ironhold-saga")
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL)
@@ -34,6 +35,7 @@ func TestExposition(t *testing.T) {
 		`glyphoxa_spool_pending{campaign="ironhold-saga"} 2048`,
 		`glyphoxa_dave_epoch_changes_total 1`,
 		`glyphoxa_llm_tokens_total{direction="prompt"} 100`,
+		`glyphoxa_spool_quarantined_total{campaign="ironhold-saga"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

@@ -4,7 +4,25 @@
 // With an LLM it writes prose and checks it: a sentence that cites no line,
 // cites a line it was not given, or repeats something on the avoid list (a
 // secret, an unconfirmed fact) is dropped. Without one, or when the model's
-// answer is unusable, it picks the session's key lines instead.
+// answer is unusable, it picks the session's key lines instead (an
+// extractive recap).
+//
+// # Player-safe recaps
+//
+// A player-safe recap is safe by construction: the caller builds its
+// [Input] from what players may see (the lines spoken at the table, the
+// facts a player's view of the store returns), so no secret is ever in the
+// prompt, and the model cannot paraphrase what it was never told. The
+// avoid list is a second, local check: it is never sent to the model.
+//
+// # Extractive recaps
+//
+// Without a model the recap is the session's key lines, chosen by
+// salience: lines that are the evidence of a fact, lines that bring in a
+// new entity, decisions and promises, NPCs' answers to questions, the DM's
+// narration, longer statements over chatter, and no table talk (dice,
+// rules, snacks). Each sentence is one line, cited by its id, in the order
+// spoken.
 package recap
 
 import (
@@ -39,10 +57,25 @@ type Input struct {
 	// Facts are canon facts the recap may use, as short sentences.
 	Facts []string
 	// Avoid lists texts the recap must not reveal (secrets, unconfirmed
-	// facts for a player-safe recap).
+	// facts for a player-safe recap). It is checked locally and never sent
+	// to the model.
 	Avoid []string
+	// Evidence maps a line id to the facts (short sentences) it is the
+	// evidence of: such lines are key lines.
+	Evidence map[int64][]string
+	// Names are the entities the recap may name; New marks those that
+	// entered the story in this session.
+	Names []Name
 	// Sentences is the length of the recap (default 6).
 	Sentences int
+}
+
+// Name is an entity's name and aliases, as lines mention it.
+type Name struct {
+	Name    string
+	Aliases []string
+	// New is true for an entity that entered the story in this session.
+	New bool
 }
 
 // Sentence is one recap sentence and the lines it rests on.
@@ -103,12 +136,8 @@ func prompt(in Input) []openai.ChatCompletionMessage {
 		"in the order things happened, about what the characters did, learned, promised and decided.\n", in.Sentences)
 	b.WriteString("Use only the numbered transcript lines and the facts below. Every sentence must cite the numbers of the lines it rests on.\n")
 	b.WriteString("Answer with JSON only: {\"sentences\": [{\"text\": \"...\", \"lines\": [12, 14]}]}\n")
-	if len(in.Avoid) > 0 {
-		b.WriteString("\nNever mention or hint at any of these:\n")
-		for _, a := range in.Avoid {
-			fmt.Fprintf(&b, "- %s\n", a)
-		}
-	}
+	// in.Avoid is not written here: a secret in the prompt is a secret the
+	// model can paraphrase.
 	if len(in.Facts) > 0 {
 		b.WriteString("\nFacts:\n")
 		for _, f := range in.Facts {
@@ -221,52 +250,137 @@ var tableTalk = map[string]bool{"dice": true, "roll": true, "rolled": true, "d20
 	"modifier": true, "check": true, "advantage": true, "disadvantage": true, "pizza": true, "snacks": true,
 	"bathroom": true, "rules": true, "rulebook": true}
 
-// minKeyScore keeps short chatter out of an extractive recap even when
-// that leaves it shorter than asked.
-const minKeyScore = 2
+// decisionWords mark decisions and promises ("we'll", "let's", "I swear").
+var decisionWords = map[string]bool{"we'll": true, "we’ll": true, "let's": true, "let’s": true, "promise": true,
+	"promised": true, "swear": true, "swore": true, "agree": true, "agreed": true, "deal": true, "decide": true,
+	"decided": true, "accept": true, "accepted": true, "refuse": true, "refused": true, "vow": true, "shall": true}
 
-// extractive picks the session's key lines: what NPCs and the DM said, lines
-// with names in them, longer statements over chatter. Each line is its own
-// evidence.
+// Salience weights of an extractive recap.
+const (
+	// minKeyScore keeps short chatter out of an extractive recap even when
+	// that leaves it shorter than asked.
+	minKeyScore   = 2
+	scoreEvidence = 3   // the line is the evidence of a fact
+	scoreNewName  = 2   // the line brings in a new entity
+	scoreName     = 0.5 // each other entity it names
+	scoreDecision = 1.5 // a decision or a promise
+	scoreAnswer   = 1.5 // an NPC answering a question
+	scoreNPC      = 1.5 // any NPC line
+	scoreDM       = 2.5 // the DM's narration
+	scoreQuestion = -1  // a question, unanswered in the line itself
+	scoreTable    = -3  // talk about the game, not in it
+)
+
+// isDM reports whether a speaker is the game master.
+func isDM(speaker string) bool {
+	return strings.EqualFold(speaker, "DM") || strings.EqualFold(speaker, "GM")
+}
+
+// salience scores line i of in.
+func salience(in Input, i int, names []nameMatcher) float64 {
+	l := in.Lines[i]
+	w := strings.Fields(l.Text)
+	s := float64(min(len(w), 30)) / 10
+	if len(in.Evidence[l.ID]) > 0 {
+		s += scoreEvidence
+	}
+	lower := " " + strings.Join(words(l.Text), " ") + " "
+	capitalised := 0
+	for k, x := range w {
+		if k > 0 && x != "" && unicode.IsUpper([]rune(x)[0]) {
+			capitalised++
+		}
+	}
+	named := 0
+	for _, n := range names {
+		if n.in(lower) {
+			named++
+			if n.isNew {
+				s += scoreNewName
+			} else {
+				s += scoreName
+			}
+		}
+	}
+	if named == 0 {
+		// No known names: capitalised words stand in for them.
+		s += float64(min(capitalised, 4)) * scoreName
+	}
+	for _, x := range strings.Fields(strings.ToLower(l.Text)) {
+		if decisionWords[strings.Trim(x, ".,!?;:\"“”")] {
+			s += scoreDecision
+			break
+		}
+	}
+	switch {
+	case l.NPC:
+		s += scoreNPC
+		if i > 0 && !in.Lines[i-1].NPC && strings.HasSuffix(strings.TrimSpace(in.Lines[i-1].Text), "?") {
+			s += scoreAnswer
+		}
+	case isDM(l.Speaker):
+		s += scoreDM
+	}
+	if strings.HasSuffix(strings.TrimSpace(l.Text), "?") {
+		s += scoreQuestion
+	}
+	for _, x := range words(l.Text) {
+		if tableTalk[x] {
+			s += scoreTable
+			break
+		}
+	}
+	return s
+}
+
+// nameMatcher finds an entity's name or an alias, as whole words.
+type nameMatcher struct {
+	forms []string // " word word " forms, lower case
+	isNew bool
+}
+
+func (n nameMatcher) in(padded string) bool {
+	for _, f := range n.forms {
+		if strings.Contains(padded, f) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchers(ns []Name) []nameMatcher {
+	out := make([]nameMatcher, 0, len(ns))
+	for _, n := range ns {
+		m := nameMatcher{isNew: n.New}
+		for _, x := range append([]string{n.Name}, n.Aliases...) {
+			if ws := words(x); len(ws) > 0 {
+				m.forms = append(m.forms, " "+strings.Join(ws, " ")+" ")
+			}
+		}
+		if len(m.forms) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// extractive picks the session's key lines by salience (see the package
+// documentation). Each line is its own evidence; the avoid list is
+// honoured.
 func extractive(in Input) Recap {
 	type scored struct {
 		i     int
 		score float64
 	}
+	names := matchers(in.Names)
 	var ss []scored
 	for i, l := range in.Lines {
-		if reveals(l.Text, in.Avoid) {
+		if len(strings.Fields(l.Text)) < 4 || reveals(l.Text, in.Avoid) {
 			continue
 		}
-		w := strings.Fields(l.Text)
-		if len(w) < 5 {
-			continue
+		if s := salience(in, i, names); s >= minKeyScore {
+			ss = append(ss, scored{i, s})
 		}
-		s := float64(min(len(w), 30)) / 10
-		if l.NPC {
-			s += 2
-		}
-		if strings.EqualFold(l.Speaker, "DM") || strings.EqualFold(l.Speaker, "GM") {
-			s += 2.5
-		}
-		for k, x := range w {
-			if k > 0 && x != "" && unicode.IsUpper([]rune(x)[0]) {
-				s += 0.5
-			}
-		}
-		if strings.HasSuffix(strings.TrimSpace(l.Text), "?") {
-			s -= 1
-		}
-		for _, x := range words(l.Text) {
-			if tableTalk[x] {
-				s -= 3
-				break
-			}
-		}
-		if s < minKeyScore {
-			continue
-		}
-		ss = append(ss, scored{i, s})
 	}
 	sort.SliceStable(ss, func(a, b int) bool { return ss[a].score > ss[b].score })
 	if len(ss) > in.Sentences {
@@ -276,11 +390,21 @@ func extractive(in Input) Recap {
 	r := Recap{Extractive: true}
 	for _, s := range ss {
 		l := in.Lines[s.i]
-		text := l.Text
-		if !strings.EqualFold(l.Speaker, "DM") && !strings.EqualFold(l.Speaker, "GM") {
-			text = fmt.Sprintf("%s: “%s”", l.Speaker, l.Text)
-		}
-		r.Sentences = append(r.Sentences, Sentence{Text: text, Lines: []int64{l.ID}})
+		r.Sentences = append(r.Sentences, Sentence{Text: keyLine(l), Lines: []int64{l.ID}})
 	}
 	return r
+}
+
+// keyLine renders a line as a recap sentence: the DM's narration as it is,
+// anyone else's as a quotation.
+func keyLine(l Line) string {
+	text := strings.TrimSpace(l.Text)
+	if isDM(l.Speaker) {
+		return text
+	}
+	verb := "said"
+	if strings.HasSuffix(text, "?") {
+		verb = "asked"
+	}
+	return fmt.Sprintf("%s %s: “%s”", l.Speaker, verb, text)
 }

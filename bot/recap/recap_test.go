@@ -2,6 +2,7 @@ package recap_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -55,9 +56,14 @@ func TestWrittenRecapIsChecked(t *testing.T) {
 	if r.Sentences[0].Text != "Grimjaw offered two hundred gold for his stolen steel." || r.Sentences[0].Lines[0] != 10 {
 		t.Fatalf("first sentence %+v", r.Sentences[0])
 	}
-	sys := srv.Requests()[0].Messages[0].Content
-	if !strings.Contains(sys, "hooded stranger") || !strings.Contains(srv.Requests()[0].Messages[1].Content, "[11] 19:01 Grimjaw:") {
-		t.Fatalf("prompt: %s", sys)
+	req := srv.Requests()[0]
+	for _, m := range req.Messages {
+		if strings.Contains(m.Content, "hooded stranger") {
+			t.Fatalf("the avoid list was sent to the model: %s", m.Content)
+		}
+	}
+	if !strings.Contains(req.Messages[1].Content, "[11] 19:01 Grimjaw:") {
+		t.Fatalf("prompt: %s", req.Messages[1].Content)
 	}
 }
 
@@ -85,5 +91,47 @@ func TestFallsBackToKeyLines(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The offline recap picks lines by salience: the evidence of a fact, a new
+// entity, a decision, an NPC's answer; chatter, table talk and questions
+// lose; every sentence cites its line, in the order spoken.
+func TestExtractiveRecapPicksSalientLines(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	in := recap.Input{
+		Lines: []recap.Line{
+			{ID: 1, At: at(0), Speaker: "Lyra", Text: "Did anyone bring the snacks and the dice tonight?"},
+			{ID: 2, At: at(1), Speaker: "Kael", Text: "Where did the stolen steel go, old man?"},
+			{ID: 3, At: at(2), Speaker: "Grimjaw", NPC: true, Text: "The Ashen Circle took it to Duskwood, I am sure of it."},
+			{ID: 4, At: at(3), Speaker: "Lyra", Text: "I think it is getting late for all of us here."},
+			{ID: 5, At: at(4), Speaker: "Kael", Text: "We'll ride for Duskwood at dawn, I promise you that."},
+			{ID: 6, At: at(5), Speaker: "Lyra", Text: "A stranger called Vexa waits at the gate with a letter."},
+			{ID: 7, At: at(6), Speaker: "Kael", Text: "That sounds like a good plan to me, honestly."},
+			{ID: 8, At: at(7), Speaker: "Lyra", Text: "He forged the key to the Sunken Vault, that much is plain."},
+		},
+		Evidence:  map[int64][]string{3: {"Ashen Circle stole steel"}},
+		Names:     []recap.Name{{Name: "Duskwood"}, {Name: "Ashen Circle"}, {Name: "Vexa", New: true}, {Name: "Grimjaw", Aliases: []string{"old man"}}},
+		Avoid:     []string{"He forged the key to the Sunken Vault and sold it to a hooded stranger."},
+		Sentences: 3,
+	}
+	r, err := recap.Writer{}.Write(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range r.Sentences {
+		if len(s.Lines) != 1 {
+			t.Fatalf("sentence %q cites %v, want its one line", s.Text, s.Lines)
+		}
+		got = append(got, fmt.Sprintf("%d %s", s.Lines[0], s.Text))
+	}
+	want := []string{
+		"3 Grimjaw said: “The Ashen Circle took it to Duskwood, I am sure of it.”",
+		"5 Kael said: “We'll ride for Duskwood at dawn, I promise you that.”",
+		"6 Lyra said: “A stranger called Vexa waits at the gate with a letter.”",
+	}
+	if !r.Extractive || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("key lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -44,7 +44,16 @@ func hears(t *testing.T, talker *conn.Conn, listener table.Voice, talkerID strin
 			sent++
 		}
 	}
+	// Wait for every frame sent (a generous deadline only for frames that
+	// never come), then a quiet spell for extras: a slow machine cannot
+	// end the count early.
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	quiet := (<-chan time.Time)(nil)
 	for {
+		if got >= sent && quiet == nil {
+			quiet = time.After(200 * time.Millisecond)
+		}
 		select {
 		case p, ok := <-listener.Packets():
 			if !ok {
@@ -57,7 +66,9 @@ func hears(t *testing.T, talker *conn.Conn, listener table.Voice, talkerID strin
 				t.Fatalf("frame %d is %q, want %q", got, p.Opus, want)
 			}
 			got++
-		case <-time.After(300 * time.Millisecond):
+		case <-quiet:
+			return
+		case <-deadline.C:
 			return
 		}
 	}

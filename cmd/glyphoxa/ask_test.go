@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
@@ -224,7 +225,7 @@ func TestMCPAskerAndRecaller(t *testing.T) {
 	}
 	defer store.Close()
 	cfg := config.Default()
-	res, err := newAsker(store, cfg).Ask(ctx, "ironhold-saga", "Sunken Vault drowned rune", 2)
+	res, err := newAsker(store, cfg).Ask(ctx, "ironhold-saga", memory.DMViewer(), "Sunken Vault drowned rune", 2)
 	// Two answers, then the entity the question names.
 	if err != nil || len(res) != 3 || !strings.Contains(res[0].Content, "drowned rune") ||
 		res[2].Kind != "entity" || res[2].ID != "sunken-vault" {

@@ -34,10 +34,15 @@ func cmdConfig(ctx context.Context, e *env, args []string) error {
 	}
 	llm := "none (NPCs cannot answer until providers.llm is set)"
 	if cfg.Providers.LLM.Configured() {
-		llm = fmt.Sprintf("%s at %s", cfg.Providers.LLM.Model, cfg.Providers.LLM.BaseURL)
+		llm = fmt.Sprintf("%s at %s", cfg.Providers.LLM.Model, config.Redact(cfg.Providers.LLM.BaseURL))
 	}
-	printf(e.stdout, "configuration OK: %d guild(s), %d NPC(s); LLM: %s; STT: %s; TTS: %s; embeddings: %s (%d dimensions)\n",
+	// The same check serve's start-up runs: what passes here mounts there.
+	eps, err := cfg.MCPEndpoints()
+	if err != nil {
+		return err
+	}
+	printf(e.stdout, "configuration OK: %d guild(s), %d NPC(s); LLM: %s; STT: %s; TTS: %s; embeddings: %s (%d dimensions); MCP endpoints: %d\n",
 		len(cfg.Discord.Guilds), len(cfg.NPCs), llm, cfg.Providers.STT.Provider, cfg.Providers.TTS.Provider,
-		cfg.Providers.Embeddings.Provider, cfg.Memory.EmbeddingDimensions)
+		cfg.Providers.Embeddings.Provider, cfg.Memory.EmbeddingDimensions, len(eps))
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
@@ -103,7 +104,7 @@ func newConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger, c
 		Campaigns: campaigns,
 		OAuth:     console.OAuth{ClientID: cfg.Console.ClientID, ClientSecret: cfg.Console.ClientSecret},
 		PublicURL: cfg.Console.PublicURL,
-		Asker:     &asker{store: store, cfg: cfg, per: map[string]*retrieve.Retriever{}},
+		Asker:     &asker{store: store, cfg: cfg, per: map[askerKey]*retrieve.Retriever{}},
 		Live:      live,
 		Logger:    logger,
 	})
@@ -151,9 +152,10 @@ func startConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger,
 	}
 }
 
-// AskAs runs hybrid retrieval restricted to what npcID heard.
+// AskAs runs hybrid retrieval as npcID: what it heard, and what it may
+// know of the graph.
 func (a *asker) AskAs(ctx context.Context, campaign, npcID, question string, k int) ([]console.AskResult, error) {
-	r, err := a.retriever(ctx, campaign)
+	r, err := a.retriever(ctx, campaign, memory.NPCViewer(npcID))
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
@@ -78,41 +79,51 @@ func processSessions(ctx context.Context, store *postgres.Store, cfg config.Conf
 }
 
 // asker answers the MCP ask tool with hybrid retrieval, one retriever per
-// campaign, built on first use.
+// campaign and viewer, built on first use over the campaign bound to that
+// viewer: what it returns is what the viewer may see, by construction.
 type asker struct {
 	store *postgres.Store
 	cfg   config.Config
 
 	mu  sync.Mutex
-	per map[string]*retrieve.Retriever
+	per map[askerKey]*retrieve.Retriever
+}
+
+type askerKey struct {
+	campaign string
+	viewer   memory.Viewer
 }
 
 // newAsker returns the retrieval the MCP ask tool uses.
 func newAsker(store *postgres.Store, cfg config.Config) mcpserver.Asker {
-	return &asker{store: store, cfg: cfg, per: map[string]*retrieve.Retriever{}}
+	return &asker{store: store, cfg: cfg, per: map[askerKey]*retrieve.Retriever{}}
 }
 
-func (a *asker) retriever(ctx context.Context, campaign string) (*retrieve.Retriever, error) {
+func (a *asker) retriever(ctx context.Context, campaign string, v memory.Viewer) (*retrieve.Retriever, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if r, ok := a.per[campaign]; ok {
+	key := askerKey{campaign, v}
+	if r, ok := a.per[key]; ok {
 		return r, nil
 	}
 	camp, err := a.store.Campaign(ctx, campaign)
 	if err != nil {
 		return nil, err
 	}
+	if camp, err = camp.As(v); err != nil {
+		return nil, err
+	}
 	r, err := newRetriever(camp, a.cfg)
 	if err != nil {
 		return nil, err
 	}
-	a.per[campaign] = r
+	a.per[key] = r
 	return r, nil
 }
 
-// Ask runs hybrid retrieval over the campaign.
-func (a *asker) Ask(ctx context.Context, campaign, question string, k int) ([]mcpserver.AskResult, error) {
-	r, err := a.retriever(ctx, campaign)
+// Ask runs hybrid retrieval over the campaign as v sees it.
+func (a *asker) Ask(ctx context.Context, campaign string, v memory.Viewer, question string, k int) ([]mcpserver.AskResult, error) {
+	r, err := a.retriever(ctx, campaign, v)
 	if err != nil {
 		return nil, err
 	}

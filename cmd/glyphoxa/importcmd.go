@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"time"
 
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
@@ -15,6 +18,8 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	sf.register(fs)
 	campaign := fs.String("campaign", "", "campaign id (must match the file's campaign key, if given)")
 	noProcess := fs.Bool("no-process", false, "do not chunk and embed the imported sessions (glyphoxa process does it later)")
+	strict := fs.Bool("strict", false, "treat warnings (an entity type glyphoxa does not know) as errors")
+	batchTimeout := fs.Duration("batch-timeout", 2*time.Minute, "give up (importing nothing) when one batch of 1000 items takes longer")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -27,12 +32,28 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer f.Close()
-	cf, err := campaignfile.Parse(f, path)
+	var size int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	name := memory.Quote(path, 80)
+	progress := newImportProgress(e.stderr, size)
+	// First pass: check the whole file, holding only its ids.
+	sum, err := campaignfile.Check(f, path, campaignfile.Options{Size: size, Progress: progress.report("checking")})
 	if err != nil {
 		return err
 	}
-	if *campaign != "" && *campaign != cf.Campaign {
-		return usagef("--campaign %q does not match the file's campaign %q", *campaign, cf.Campaign)
+	for _, w := range sum.Warnings {
+		printf(e.stderr, "warning: %s: %s\n", name, w)
+	}
+	if *strict && len(sum.Warnings) > 0 {
+		return fmt.Errorf("%s: %d warning(s) and --strict: nothing imported", name, len(sum.Warnings))
+	}
+	if *campaign != "" && *campaign != sum.Campaign {
+		return usagef("--campaign %s does not match the file's campaign %s", memory.Quote(*campaign, 80), memory.Quote(sum.Campaign, 80))
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("reading %s again: %w", name, err)
 	}
 	s, cfg, err := sf.openStore(ctx, e)
 	if err != nil {
@@ -40,26 +61,58 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	}
 	defer s.Close()
 	var applied campaignfile.Applied
-	err = s.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
-		applied, err = cf.Apply(ctx, c.Sessions(), c.Graph())
+	// Second pass: write batch by batch in one transaction.
+	err = s.InTx(ctx, sum.Campaign, func(c *postgres.Campaign) error {
+		applied, err = sum.Apply(ctx, f, c.Sessions(), c.Graph(), campaignfile.Options{Size: size, BatchTimeout: *batchTimeout,
+			Progress: progress.report("importing")})
 		return err
 	})
+	progress.done()
 	if err != nil {
 		return err
 	}
-	printf(e.stdout, "imported %s into campaign %q: %d entities, %d relationships, %d sessions, %d new transcript entries\n",
-		path, cf.Campaign, applied.Entities, applied.Relationships, applied.Sessions, applied.NewEntries)
-	if *noProcess || len(cf.Sessions) == 0 {
+	printf(e.stdout, "imported %s into campaign %s: %d entities, %d relationships, %d sessions, %d new transcript entries\n",
+		name, memory.Quote(sum.Campaign, 80), applied.Entities, applied.Relationships, applied.Sessions, applied.NewEntries)
+	if *noProcess || sum.Counts.Sessions == 0 {
 		return nil
 	}
-	sessions := make([]string, len(cf.Sessions))
-	for i, ss := range cf.Sessions {
-		sessions[i] = ss.ID
-	}
-	rep, err := processSessions(ctx, s, cfg, cf.Campaign, sessions...)
+	rep, err := processSessions(ctx, s, cfg, sum.Campaign, sum.SessionIDs()...)
 	if err != nil {
-		return fmt.Errorf("processing the imported sessions (the import itself is done; retry with glyphoxa process --campaign %s): %w", cf.Campaign, err)
+		return fmt.Errorf("processing the imported sessions (the import itself is done; retry with glyphoxa process --campaign %s): %w", sum.Campaign, err)
 	}
 	printf(e.stdout, "processed %d sessions into %d chunks for retrieval\n", rep.Sessions, rep.Chunks)
 	return nil
+}
+
+// importProgress prints progress on standard error, at most once a second
+// and only for files large enough to take a while.
+type importProgress struct {
+	w     io.Writer
+	size  int64
+	last  time.Time
+	shown bool
+}
+
+func newImportProgress(w io.Writer, size int64) *importProgress {
+	return &importProgress{w: w, size: size}
+}
+
+func (p *importProgress) report(what string) func(campaignfile.Progress) {
+	return func(x campaignfile.Progress) {
+		if p.size < 1<<20 || time.Since(p.last) < time.Second {
+			return
+		}
+		p.last, p.shown = time.Now(), true
+		pct := 0.0
+		if x.Total > 0 {
+			pct = 100 * float64(x.Bytes) / float64(x.Total)
+		}
+		printf(p.w, "\r%s: %3.0f%%, %d entities, %d relationships, %d transcript entries", what, pct, x.Entities, x.Relationships, x.Entries)
+	}
+}
+
+func (p *importProgress) done() {
+	if p.shown {
+		printf(p.w, "\n")
+	}
 }

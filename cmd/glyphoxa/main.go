@@ -18,7 +18,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+	code := run(ctx, os.Args[1:], &env{stdin: os.Stdin, stdout: safeText{os.Stdout}, stderr: safeText{os.Stderr}, getenv: os.Getenv})
 	stop()
 	os.Exit(code)
 }

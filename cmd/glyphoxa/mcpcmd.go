@@ -56,11 +56,24 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		// Standard output is the protocol; nothing else may be printed there.
 		return srv.RunStdio(ctx)
 	}
-	if cfg.Server.MCPToken == "" && cfg.Server.MCPDMToken == "" {
-		return errors.New("serving MCP over HTTP needs a token: set server.mcp_token (player rights) or server.mcp_dm_token (DM rights), or GLYPHOXA_MCP_TOKEN / GLYPHOXA_MCP_DM_TOKEN")
+	tokens := mcpserver.Tokens{DM: []string{cfg.Server.MCPDMToken}, Player: []string{cfg.Server.MCPToken}, Players: map[string]string{}}
+	eps, err := cfg.MCPEndpoints()
+	if err != nil {
+		return err
+	}
+	for _, ep := range eps {
+		if ep.Campaign == *campaign {
+			tokens.DM, tokens.Player = append(tokens.DM, ep.DM...), append(tokens.Player, ep.Player...)
+			for t, n := range ep.Players {
+				tokens.Players[t] = n
+			}
+		}
+	}
+	if tokens.Empty() {
+		return errors.New("serving MCP over HTTP needs a token: set server.mcp_token (player rights) or server.mcp_dm_token (DM rights), or GLYPHOXA_MCP_TOKEN / GLYPHOXA_MCP_DM_TOKEN, or a guild's mcp_token for this campaign")
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.HTTPHandler(cfg.Server.MCPToken, cfg.Server.MCPDMToken))
+	mux.Handle("/mcp", srv.HTTPHandler(tokens))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", *httpAddr)
 	if err != nil {

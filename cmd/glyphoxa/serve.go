@@ -101,28 +101,32 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.Handle("GET /readyz", readiness(store, connected.Load))
-	if cfg.Server.MCPToken != "" || cfg.Server.MCPDMToken != "" {
-		for _, g := range cfg.Discord.Guilds {
-			srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: g.Campaign, Logger: logger, Asker: newAsker(store, cfg)})
+	if _, err := mountMCP(mux, store, cfg, logger); err != nil {
+		return err
+	}
+	// The kg_* view of every campaign served over MCP: its token budget
+	// and the compactor that keeps it under it.
+	compacting := map[string]bool{}
+	for _, g := range cfg.Discord.Guilds {
+		if g.MCPToken == "" && g.MCPDMToken == "" && len(g.MCPPlayerTokens) == 0 && cfg.Server.MCPToken == "" && cfg.Server.MCPDMToken == "" ||
+			compacting[g.Campaign] {
+			continue
+		}
+		compacting[g.Campaign] = true
+		if g.KGTokenLimit > 0 {
+			camp, err := store.Campaign(ctx, g.Campaign)
 			if err != nil {
-				return fmt.Errorf("the MCP endpoint of campaign %q: %w", g.Campaign, err)
-			}
-			mux.Handle("/mcp/"+g.Campaign, srv.HTTPHandler(cfg.Server.MCPToken, cfg.Server.MCPDMToken))
-			if g.KGTokenLimit > 0 {
-				camp, err := store.Campaign(ctx, g.Campaign)
-				if err != nil {
-					return err
-				}
-				if err := camp.SetKGLimit(ctx, g.KGTokenLimit); err != nil {
-					return fmt.Errorf("discord.guilds: kg_token_limit of campaign %q: %w", g.Campaign, err)
-				}
-			}
-			comp := &mcpserver.Compactor{Store: store, Campaign: g.Campaign, Logger: logger}
-			if err := comp.Start(ctx); err != nil {
 				return err
 			}
-			defer comp.Close()
+			if err := camp.SetKGLimit(ctx, g.KGTokenLimit); err != nil {
+				return fmt.Errorf("discord.guilds: kg_token_limit of campaign %q: %w", g.Campaign, err)
+			}
 		}
+		comp := &mcpserver.Compactor{Store: store, Campaign: g.Campaign, Logger: logger}
+		if err := comp.Start(ctx); err != nil {
+			return err
+		}
+		defer comp.Close()
 	}
 	// Finish the session processing (extraction) a crash or a shutdown cut
 	// short, in the background.

@@ -71,6 +71,9 @@ type Config struct {
 	SpoolDir string
 	// MaxSpoolBytes bounds the spool (default spool.DefaultMaxBytes).
 	MaxSpoolBytes int64
+	// OnSpoolCorrupt, when set, is told of each damaged spool record Open
+	// skipped (for a metric such as metrics.SpoolQuarantined).
+	OnSpoolCorrupt func(spool.Corruption)
 	// Probe shapes the health probe's backoff (default 1 s doubling to
 	// 30 s, ±20 %). The probe never gives up.
 	Probe reconnect.Backoff
@@ -152,7 +155,7 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	sp, err := spool.Open(cfg.SpoolDir, spool.Options{MaxBytes: cfg.MaxSpoolBytes})
+	sp, err := spool.Open(cfg.SpoolDir, spool.Options{MaxBytes: cfg.MaxSpoolBytes, OnCorrupt: cfg.OnSpoolCorrupt, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("guard: %w", err)
 	}

@@ -1,8 +1,11 @@
 package spool_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -73,33 +76,48 @@ func TestAppendPeekAdvanceReopen(t *testing.T) {
 }
 
 func TestTornRecordIsDiscarded(t *testing.T) {
-	dir := t.TempDir()
-	s := mustOpen(t, dir, spool.Options{})
-	for _, p := range []string{"one", "two"} {
-		if err := s.Append([]byte(p)); err != nil {
+	for _, torn := range [][]byte{
+		{0xF7},                                // the first byte of a header
+		{0xF7, 'G', 'X', 'R', 40, 0, 0, 0, 1}, // half a header
+		nil,                                   // a whole header, half the payload (built below)
+	} {
+		dir := t.TempDir()
+		s := mustOpen(t, dir, spool.Options{})
+		for _, p := range []string{"one", "two", "three-is-long"} {
+			if err := s.Append([]byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		log := filepath.Join(dir, "spool.log")
+		b, err := os.ReadFile(log)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	s.Close()
-	// A crash during the third Append left half a record.
-	f, err := os.OpenFile(filepath.Join(dir, "log"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write([]byte{40, 0, 0, 0, 1, 2, 3, 4, 'x'})
-	f.Close()
-
-	s = mustOpen(t, dir, spool.Options{})
-	if got := payloads(t, s); fmt.Sprint(got) != "[one two]" {
-		t.Fatalf("got %v, want the two complete records", got)
-	}
-	if err := s.Append([]byte("three")); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	s = mustOpen(t, dir, spool.Options{})
-	if got := payloads(t, s); fmt.Sprint(got) != "[one two three]" {
-		t.Fatalf("got %v after appending past the torn record", got)
+		if torn == nil {
+			b = b[:len(b)-5] // the third record, cut in its payload
+		} else {
+			b = append(b[:len(b)-16-len("three-is-long")], torn...)
+		}
+		if err := os.WriteFile(log, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s = mustOpen(t, dir, spool.Options{})
+		if got := payloads(t, s); fmt.Sprint(got) != "[one two]" {
+			t.Fatalf("got %v, want the two complete records", got)
+		}
+		if s.Quarantined() != 0 {
+			t.Fatalf("a torn append counted as damage")
+		}
+		if err := s.Append([]byte("three")); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		s = mustOpen(t, dir, spool.Options{})
+		if got := payloads(t, s); fmt.Sprint(got) != "[one two three]" {
+			t.Fatalf("got %v after appending past the torn record", got)
+		}
+		s.Close()
 	}
 }
 
@@ -120,18 +138,160 @@ func TestFullSpoolIsAnError(t *testing.T) {
 	}
 }
 
-func TestCorruptHeadIsRefused(t *testing.T) {
+// A damaged head never blocks the spool: it is moved aside, counted, and
+// every record is replayed (delivering some twice rather than losing any).
+func TestDamagedHeadIsRotated(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, spool.Options{})
 	s.Append([]byte("a"))
 	s.Append([]byte("b"))
 	s.Advance(1)
 	s.Close()
-	if err := os.WriteFile(filepath.Join(dir, "head"), []byte("garbage-head"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "spool.head"), []byte("garbage-head"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := spool.Open(dir, spool.Options{}); err == nil {
-		t.Fatal("a corrupt head was accepted")
+	var seen []spool.Corruption
+	s = mustOpen(t, dir, spool.Options{OnCorrupt: func(c spool.Corruption) { seen = append(seen, c) }})
+	if got := payloads(t, s); fmt.Sprint(got) != "[a b]" {
+		t.Fatalf("after a damaged head: %v, want every record replayed", got)
+	}
+	if s.Quarantined() != 1 || len(seen) != 1 {
+		t.Fatalf("quarantined %d, reported %v", s.Quarantined(), seen)
+	}
+	bad, _ := filepath.Glob(filepath.Join(dir, "spool.head.bad-*"))
+	if len(bad) != 1 {
+		t.Fatalf("the damaged head was not kept aside: %v", bad)
+	}
+	if err := s.Advance(2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every single-byte corruption at every offset of a 10-record spool: all
+// records but the damaged one are replayed, in order, and the damage is
+// quarantined and counted once.
+func TestEverySingleByteCorruption(t *testing.T) {
+	base := t.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		// tmpfs: the quarantine's fsyncs cost nothing there.
+		d, err := os.MkdirTemp("/dev/shm", "spooltest")
+		if err == nil {
+			base = d
+			t.Cleanup(func() { os.RemoveAll(d) })
+		}
+	}
+	src := filepath.Join(base, "src")
+	s, err := spool.Open(src, spool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	var ends []int
+	for i := range 10 {
+		p := fmt.Sprintf(`{"line":%d,"text":"record %d"}`, i, i)
+		want = append(want, p)
+		if err := s.Append([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, int(s.Size()))
+	}
+	s.Close()
+	clean, err := os.ReadFile(filepath.Join(src, "spool.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	dir := filepath.Join(base, "case")
+	cases := 0
+	for off := range clean {
+		damaged := 0
+		for ends[damaged] <= off {
+			damaged++
+		}
+		expect := fmt.Sprint(append(append([]string(nil), want[:damaged]...), want[damaged+1:]...))
+		for v := range 256 {
+			if byte(v) == clean[off] {
+				continue
+			}
+			cases++
+			b := append([]byte(nil), clean...)
+			b[off] = byte(v)
+			os.RemoveAll(dir)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "spool.log"), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			reports := 0
+			s, err := spool.Open(dir, spool.Options{Logger: quiet, OnCorrupt: func(spool.Corruption) { reports++ }})
+			if err != nil {
+				t.Fatalf("byte %d set to %#x: Open: %v", off, v, err)
+			}
+			recs, err := s.Peek(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]string, len(recs))
+			for i, r := range recs {
+				got[i] = string(r)
+			}
+			if fmt.Sprint(got) != expect || s.Quarantined() != 1 || reports != 1 {
+				t.Fatalf("byte %d (record %d) set to %#x: replayed %v, quarantined %d, reported %d; want %s, 1, 1",
+					off, damaged, v, got, s.Quarantined(), reports, expect)
+			}
+			s.Close()
+		}
+	}
+	if cases != len(clean)*255 {
+		t.Fatalf("%d cases, want %d", cases, len(clean)*255)
+	}
+}
+
+// A spool written before checksummed headers is converted on Open.
+func TestConvertsTheOldFormat(t *testing.T) {
+	dir := t.TempDir()
+	var old []byte
+	for _, p := range []string{"consumed", "kept-1", "kept-2"} {
+		var h [8]byte
+		binary.LittleEndian.PutUint32(h[0:4], uint32(len(p)))
+		binary.LittleEndian.PutUint32(h[4:8], crc32.Checksum([]byte(p), crc32.MakeTable(crc32.Castagnoli)))
+		old = append(append(old, h[:]...), p...)
+	}
+	var head [12]byte
+	binary.LittleEndian.PutUint64(head[0:8], uint64(8+len("consumed")))
+	binary.LittleEndian.PutUint32(head[8:12], crc32.Checksum(head[0:8], crc32.MakeTable(crc32.Castagnoli)))
+	if err := os.WriteFile(filepath.Join(dir, "log"), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "head"), head[:], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, dir, spool.Options{})
+	if got := payloads(t, s); fmt.Sprint(got) != "[kept-1 kept-2]" {
+		t.Fatalf("converted %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "log")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old log is still there: %v", err)
+	}
+}
+
+// An Append the disk refuses says so (ErrWrite) and stores nothing.
+func TestWriteFailureIsReported(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("needs /dev/full")
+	}
+	dir := t.TempDir()
+	if err := os.Symlink("/dev/full", filepath.Join(dir, "spool.log")); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, dir, spool.Options{})
+	err := s.Append([]byte("a line"))
+	if !errors.Is(err, spool.ErrWrite) || errors.Is(err, spool.ErrFull) {
+		t.Fatalf("Append on a full disk = %v, want ErrWrite", err)
+	}
+	if s.Len() != 0 {
+		t.Fatalf("%d records after a failed append", s.Len())
 	}
 }
 

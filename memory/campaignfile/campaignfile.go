@@ -43,7 +43,19 @@ type File struct {
 	Entities      []Entity       `yaml:"entities"`
 	Relationships []Relationship `yaml:"relationships"`
 	Sessions      []Session      `yaml:"sessions"`
+	// Warnings are problems that do not stop an import, each naming its
+	// line (an entity type glyphoxa does not know, say). Import's --strict
+	// turns them into errors.
+	Warnings []string `yaml:"-"`
 }
+
+// KnownEntityTypes are the entity types glyphoxa knows; others import with
+// a warning.
+var KnownEntityTypes = []string{memory.EntityNPC, memory.EntityPlayer, memory.EntityLocation, memory.EntityItem,
+	memory.EntityFaction, memory.EntityEvent, memory.EntityQuest, memory.EntityConcept}
+
+// q quotes a value for an error message: escaped, and cut when long.
+func q(s string) string { return memory.Quote(s, 60) }
 
 // Entity is one knowledge-graph entity.
 type Entity struct {
@@ -114,6 +126,10 @@ func Parse(r io.Reader, name string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return nil, fmt.Errorf("%s: %w", name, lineErr(bytes.Count(data[:i], []byte("\n"))+1,
+			"a NUL byte at column %d (a campaign file is text)", i-bytes.LastIndexByte(data[:i], '\n')))
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
@@ -123,6 +139,9 @@ func Parse(r io.Reader, name string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalid, err)
 	}
 	if err := checkTimes(&root); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := checkValues(&root, map[*yaml.Node]bool{}); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var f File
@@ -161,6 +180,61 @@ func checkTimes(n *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// checkValues reports, with its line, a value the store would refuse or
+// misread: a NUL character (PostgreSQL text cannot hold it), a "secret"
+// marker that is not a boolean (secret: yes would otherwise be public), a
+// known_by that is not a list of NPC ids.
+func checkValues(n *yaml.Node, seen map[*yaml.Node]bool) error {
+	if seen[n] {
+		return nil
+	}
+	seen[n] = true
+	if n.Kind == yaml.ScalarNode && strings.ContainsRune(n.Value, 0) {
+		return lineErr(n.Line, "a NUL character in %s", q(n.Value))
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.AliasNode && v.Alias != nil {
+				v = v.Alias
+			}
+			switch k.Value {
+			case memory.AttrSecret:
+				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
+					return lineErr(v.Line, "secret must be true or false, got %s (a quoted \"true\", yes or 1 is not a boolean)", q(nodeText(v)))
+				}
+			case memory.AttrKnownBy:
+				ok := v.Kind == yaml.SequenceNode
+				for _, x := range v.Content {
+					ok = ok && x.Kind == yaml.ScalarNode && x.ShortTag() == "!!str"
+				}
+				if !ok {
+					return lineErr(v.Line, "known_by must be a list of NPC ids, e.g. [elara, grimjaw]")
+				}
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if err := checkValues(c, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeText is a node's value, or its kind when it is not a scalar.
+func nodeText(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Value
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a section"
+	}
+	return "?"
 }
 
 // recordLines copies each list item's line number from the YAML tree.
@@ -215,73 +289,159 @@ func lineErr(line int, format string, args ...any) error {
 }
 
 func (f *File) validate() error {
-	if strings.TrimSpace(f.Campaign) == "" {
-		return fmt.Errorf("%w: the key \"campaign\" (the campaign id) is missing", ErrInvalid)
+	if err := validCampaign(f.Campaign); err != nil {
+		return err
 	}
-	ents := map[string]int{}
+	v := newValidator()
 	for _, e := range f.Entities {
-		switch {
-		case strings.TrimSpace(e.ID) == "":
-			return lineErr(e.line, "entity without an id")
-		case strings.TrimSpace(e.Name) == "":
-			return lineErr(e.line, "entity %q has no name", e.ID)
-		case strings.TrimSpace(e.Type) == "":
-			return lineErr(e.line, "entity %q has no type", e.ID)
+		if err := v.entity(e); err != nil {
+			return err
 		}
-		if prev, ok := ents[e.ID]; ok {
-			return lineErr(e.line, "entity id %q is already used on line %d", e.ID, prev)
-		}
-		ents[e.ID] = e.line
 	}
-	sessions := map[string]*Session{}
 	for i := range f.Sessions {
 		s := &f.Sessions[i]
-		switch {
-		case strings.TrimSpace(s.ID) == "":
-			return lineErr(s.line, "session without an id")
-		case s.StartedAt.IsZero():
-			return lineErr(s.line, "session %q has no started_at", s.ID)
-		case !s.EndedAt.IsZero() && s.EndedAt.Before(s.StartedAt):
-			return lineErr(s.line, "session %q ends before it starts", s.ID)
+		if err := v.session(s); err != nil {
+			return err
 		}
-		if prev, ok := sessions[s.ID]; ok {
-			return lineErr(s.line, "session id %q is already used on line %d", s.ID, prev.line)
-		}
-		sessions[s.ID] = s
 		for _, e := range s.Entries {
-			switch {
-			case strings.TrimSpace(e.Text) == "":
-				return lineErr(e.line, "transcript entry without text")
-			case e.At.IsZero():
-				return lineErr(e.line, "transcript entry has no \"at\" time")
-			case e.At.Before(s.StartedAt):
-				return lineErr(e.line, "transcript entry at %s is before its session started (%s)",
-					e.At.Format(time.RFC3339), s.StartedAt.Format(time.RFC3339))
-			case e.DurationMS < 0:
-				return lineErr(e.line, "duration_ms is negative")
-			case e.SpeakerID == "" && e.NPCID == "":
-				return lineErr(e.line, "transcript entry needs a speaker_id or an npc_id")
+			if err := v.entry(e); err != nil {
+				return err
+			}
+			if err := entryInSession(s, e); err != nil {
+				return err
 			}
 		}
 	}
 	for _, r := range f.Relationships {
-		switch {
-		case r.Source == "" || r.Target == "":
-			return lineErr(r.line, "relationship needs a source and a target")
-		case r.Type == "":
-			return lineErr(r.line, "relationship %s→%s has no type", r.Source, r.Target)
+		if err := v.relationship(r); err != nil {
+			return err
 		}
-		for _, end := range []string{r.Source, r.Target} {
-			if _, ok := ents[end]; !ok {
-				return lineErr(r.line, "relationship refers to entity %q, which the file does not define", end)
-			}
-		}
-		p := r.Provenance
-		if p.Confidence != nil && (*p.Confidence < 0 || *p.Confidence > 1) {
-			return lineErr(r.line, "confidence %v is outside 0..1", *p.Confidence)
-		}
-		if p.Source != "" && !memory.FactSource(p.Source).Valid() {
-			return lineErr(r.line, "provenance source %q must be stated or inferred", p.Source)
+	}
+	if err := v.finish(); err != nil {
+		return err
+	}
+	f.Warnings = v.warnings
+	return nil
+}
+
+func validCampaign(id string) error {
+	if strings.TrimSpace(id) == "" {
+		return fmt.Errorf("%w: the key \"campaign\" (the campaign id) is missing", ErrInvalid)
+	}
+	if err := memory.ValidateCampaignID(id); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+// validator checks a campaign file item by item, keeping only ids in
+// memory, so that a file can be checked while it streams by.
+type validator struct {
+	known    map[string]bool
+	ents     map[string]int // entity id → line
+	sessions map[string]int // session id → line
+	refs     []ref          // relationship ends, resolved by finish
+	warnings []string
+}
+
+type ref struct {
+	id   string
+	line int
+}
+
+func newValidator() *validator {
+	v := &validator{known: map[string]bool{}, ents: map[string]int{}, sessions: map[string]int{}}
+	for _, t := range KnownEntityTypes {
+		v.known[t] = true
+	}
+	return v
+}
+
+func (v *validator) entity(e Entity) error {
+	switch {
+	case strings.TrimSpace(e.ID) == "":
+		return lineErr(e.line, "entity without an id")
+	case strings.TrimSpace(e.Name) == "":
+		return lineErr(e.line, "entity %s has no name", q(e.ID))
+	case strings.TrimSpace(e.Type) == "":
+		return lineErr(e.line, "entity %s has no type", q(e.ID))
+	}
+	if prev, ok := v.ents[e.ID]; ok {
+		return lineErr(e.line, "entity id %s is already used on line %d", q(e.ID), prev)
+	}
+	v.ents[e.ID] = e.line
+	if !v.known[e.Type] {
+		v.warnings = append(v.warnings, fmt.Sprintf("line %d: entity %s has the type %s, which glyphoxa does not know (%s); it is imported as it is",
+			e.line, q(e.ID), q(e.Type), strings.Join(KnownEntityTypes, ", ")))
+	}
+	return nil
+}
+
+// session checks a session's own keys (not its entries).
+func (v *validator) session(s *Session) error {
+	switch {
+	case strings.TrimSpace(s.ID) == "":
+		return lineErr(s.line, "session without an id")
+	case s.StartedAt.IsZero():
+		return lineErr(s.line, "session %s has no started_at", q(s.ID))
+	case !s.EndedAt.IsZero() && s.EndedAt.Before(s.StartedAt):
+		return lineErr(s.line, "session %s ends before it starts", q(s.ID))
+	}
+	if prev, ok := v.sessions[s.ID]; ok {
+		return lineErr(s.line, "session id %s is already used on line %d", q(s.ID), prev)
+	}
+	v.sessions[s.ID] = s.line
+	return nil
+}
+
+// entry checks a transcript line on its own (entryInSession checks it
+// against its session).
+func (v *validator) entry(e Entry) error {
+	switch {
+	case strings.TrimSpace(e.Text) == "":
+		return lineErr(e.line, "transcript entry without text")
+	case e.At.IsZero():
+		return lineErr(e.line, "transcript entry has no \"at\" time")
+	case e.DurationMS < 0:
+		return lineErr(e.line, "duration_ms is negative")
+	case e.SpeakerID == "" && e.NPCID == "":
+		return lineErr(e.line, "transcript entry needs a speaker_id or an npc_id")
+	}
+	return nil
+}
+
+func entryInSession(s *Session, e Entry) error {
+	if e.At.Before(s.StartedAt) {
+		return lineErr(e.line, "transcript entry at %s is before its session started (%s)",
+			e.At.Format(time.RFC3339), s.StartedAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+func (v *validator) relationship(r Relationship) error {
+	switch {
+	case r.Source == "" || r.Target == "":
+		return lineErr(r.line, "relationship needs a source and a target")
+	case r.Type == "":
+		return lineErr(r.line, "relationship %s→%s has no type", q(r.Source), q(r.Target))
+	}
+	p := r.Provenance
+	if p.Confidence != nil && (*p.Confidence < 0 || *p.Confidence > 1) {
+		return lineErr(r.line, "confidence %v is outside 0..1", *p.Confidence)
+	}
+	if p.Source != "" && !memory.FactSource(p.Source).Valid() {
+		return lineErr(r.line, "provenance source %s must be stated or inferred", q(p.Source))
+	}
+	v.refs = append(v.refs, ref{r.Source, r.line}, ref{r.Target, r.line})
+	return nil
+}
+
+// finish checks what needs the whole file: every relationship's ends are
+// entities of the file.
+func (v *validator) finish() error {
+	for _, r := range v.refs {
+		if _, ok := v.ents[r.id]; !ok {
+			return lineErr(r.line, "relationship refers to entity %s, which the file does not define", q(r.id))
 		}
 	}
 	return nil
@@ -341,20 +501,51 @@ func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.Knowl
 	// Sessions first, so the fact timeline can order facts by session, and
 	// the facts in the order of their sessions (facts outside play first).
 	for _, s := range f.Sessions {
-		if err := l1.StartSession(ctx, s.ID, s.StartedAt); err != nil {
-			return a, fmt.Errorf("line %d: %w", s.line, err)
-		}
-		if !s.EndedAt.IsZero() {
-			if err := l1.EndSession(ctx, s.ID, s.EndedAt); err != nil {
-				return a, fmt.Errorf("line %d: %w", s.line, err)
-			}
-		}
-		if gd, ok := l1.(gameDater); ok && s.GameDate != "" {
-			if err := gd.SetGameDate(ctx, s.ID, s.GameDate); err != nil {
-				return a, fmt.Errorf("line %d: %w", s.line, err)
-			}
+		if err := recordSession(ctx, l1, s); err != nil {
+			return a, err
 		}
 	}
+	n, err := f.applyRelationships(ctx, g, starts)
+	a.Relationships = n
+	if err != nil {
+		return a, err
+	}
+	for _, s := range f.Sessions {
+		n, err := writeEntries(ctx, l1, s, s.Entries)
+		if err != nil {
+			return a, err
+		}
+		a.Sessions++
+		a.NewEntries += n
+	}
+	return a, nil
+}
+
+// recordSession records a session: its start, its end when it has one,
+// and its in-game date when the store keeps them.
+func recordSession(ctx context.Context, l1 memory.SessionStore, s Session) error {
+	if err := l1.StartSession(ctx, s.ID, s.StartedAt); err != nil {
+		return fmt.Errorf("line %d: %w", s.line, err)
+	}
+	if !s.EndedAt.IsZero() {
+		if err := l1.EndSession(ctx, s.ID, s.EndedAt); err != nil {
+			return fmt.Errorf("line %d: %w", s.line, err)
+		}
+	}
+	if gd, ok := l1.(gameDater); ok && s.GameDate != "" {
+		if err := gd.SetGameDate(ctx, s.ID, s.GameDate); err != nil {
+			return fmt.Errorf("line %d: %w", s.line, err)
+		}
+	}
+	return nil
+}
+
+// applyRelationships writes the file's relationships, in the order of their
+// sessions, through the fact timeline when the graph keeps one; starts
+// gives a session's start for facts without a time (nil: they get the
+// import time).
+func (f *File) applyRelationships(ctx context.Context, g memory.KnowledgeGraph, starts map[string]time.Time) (int, error) {
+	n := 0
 	rels := slices.Clone(f.Relationships)
 	slices.SortStableFunc(rels, func(x, y Relationship) int {
 		return starts[x.Provenance.Session].Compare(starts[y.Provenance.Session])
@@ -383,33 +574,38 @@ func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.Knowl
 			_, err = g.UpsertRelationship(ctx, rel)
 		}
 		if err != nil {
-			return a, fmt.Errorf("line %d: importing relationship %s -%s-> %s: %w", r.line, r.Source, r.Type, r.Target, err)
+			return n, fmt.Errorf("line %d: importing relationship %s -%s-> %s: %w", r.line, q(r.Source), q(r.Type), q(r.Target), err)
 		}
-		a.Relationships++
+		n++
 	}
-	for _, s := range f.Sessions {
-		es := make([]memory.TranscriptEntry, len(s.Entries))
-		for i, e := range s.Entries {
-			raw := e.RawText
-			if raw == "" {
-				raw = e.Text
-			}
-			speaker := e.SpeakerID
-			if speaker == "" {
-				speaker = e.NPCID
-			}
-			es[i] = memory.TranscriptEntry{SessionID: s.ID, SpeakerID: speaker, SpeakerName: e.SpeakerName, NPCID: e.NPCID,
-				Text: e.Text, RawText: raw, At: e.At, Duration: time.Duration(e.DurationMS) * time.Millisecond,
-				IdempotencyKey: entryKey(s.ID, e)}
+	return n, nil
+}
+
+// writeEntries writes transcript lines of session s.
+func writeEntries(ctx context.Context, l1 memory.SessionStore, s Session, entries []Entry) (int, error) {
+	es := make([]memory.TranscriptEntry, len(entries))
+	for i, e := range entries {
+		raw := e.RawText
+		if raw == "" {
+			raw = e.Text
 		}
-		n, err := l1.WriteEntries(ctx, es)
-		if err != nil {
-			return a, fmt.Errorf("line %d: importing the transcript of session %q: %w", s.line, s.ID, err)
+		speaker := e.SpeakerID
+		if speaker == "" {
+			speaker = e.NPCID
 		}
-		a.Sessions++
-		a.NewEntries += n
+		es[i] = memory.TranscriptEntry{SessionID: s.ID, SpeakerID: speaker, SpeakerName: e.SpeakerName, NPCID: e.NPCID,
+			Text: e.Text, RawText: raw, At: e.At, Duration: time.Duration(e.DurationMS) * time.Millisecond,
+			IdempotencyKey: entryKey(s.ID, e)}
 	}
-	return a, nil
+	n, err := l1.WriteEntries(ctx, es)
+	if err != nil {
+		line := s.line
+		if len(entries) > 0 {
+			line = entries[0].line
+		}
+		return n, fmt.Errorf("line %d: importing the transcript of session %s: %w", line, q(s.ID), err)
+	}
+	return n, nil
 }
 
 // gameDater is a session store that records sessions' in-game dates

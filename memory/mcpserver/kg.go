@@ -134,7 +134,7 @@ func (s *Server) kgActor(ctx context.Context, who caller, sessionID string) (str
 	if sessionID == "" {
 		return who.actor, nil
 	}
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, who)
 	if err != nil {
 		return "", err
 	}
@@ -152,7 +152,7 @@ func (s *Server) now() time.Time { return s.clock.Now() }
 
 func (s *Server) kgRead(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, postgres.KGView, error) {
 	who := s.caller(req)
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, who)
 	if err != nil {
 		return nil, postgres.KGView{}, err
 	}
@@ -162,7 +162,7 @@ func (s *Server) kgRead(ctx context.Context, req *mcp.CallToolRequest, _ struct{
 
 func (s *Server) kgSync(ctx context.Context, req *mcp.CallToolRequest, in KGSyncIn) (*mcp.CallToolResult, KGSyncOut, error) {
 	who := s.caller(req)
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, who)
 	if err != nil {
 		return nil, KGSyncOut{}, err
 	}
@@ -179,7 +179,7 @@ func (s *Server) kgSync(ctx context.Context, req *mcp.CallToolRequest, in KGSync
 
 func (s *Server) kgRegister(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, postgres.KGSession, error) {
 	who := s.caller(req)
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, who)
 	if err != nil {
 		return nil, postgres.KGSession{}, err
 	}
@@ -320,7 +320,7 @@ func (s *Server) kgDeleteEdge(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, KGWriteOut{}, err
 	}
 	rel := strings.ToUpper(strings.TrimSpace(in.Rel))
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, who)
 	if err != nil {
 		return nil, KGWriteOut{}, err
 	}
@@ -369,7 +369,7 @@ func (s *Server) kgRecall(ctx context.Context, req *mcp.CallToolRequest, in KGNo
 
 func (s *Server) kgPing(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, KGPingOut, error) {
 	who := s.caller(req)
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, who)
 	if err != nil {
 		return nil, KGPingOut{}, err
 	}

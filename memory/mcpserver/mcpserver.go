@@ -4,9 +4,14 @@
 // keep in sync.
 //
 // Agents with the DM token (and local stdio use) change canon directly;
-// agents with the player token make proposals the DM reviews: new facts
-// become pending facts, other changes become proposals. Player-token agents
-// never see secrets.
+// agents with a player token make proposals the DM reviews: new facts
+// become pending facts, other changes become proposals.
+//
+// Every read runs on the campaign bound to the caller's role
+// ([postgres.Campaign.As]): the store filters secrets out in SQL, so a
+// player-token agent never receives one, whichever tool it calls (ask
+// included: the [Asker] is handed the caller's viewer). Tokens are per
+// campaign: a handler knows only its own campaign's tokens.
 package mcpserver
 
 import (
@@ -49,8 +54,19 @@ type AskResult struct {
 }
 
 // Asker answers questions from a campaign's memory (hybrid retrieval).
+// It must answer from what v may see: the server passes the caller's
+// viewer, and an implementation binds its retrieval to it
+// ([postgres.Campaign.As]).
 type Asker interface {
-	Ask(ctx context.Context, campaign, question string, k int) ([]AskResult, error)
+	Ask(ctx context.Context, campaign string, v memory.Viewer, question string, k int) ([]AskResult, error)
+}
+
+// Viewer is the store viewer of a role: the DM's, or any player's.
+func (r Role) Viewer() memory.Viewer {
+	if r == RoleDM {
+		return memory.DMViewer()
+	}
+	return memory.PlayerViewer()
 }
 
 // Config configures a Server.
@@ -106,21 +122,70 @@ func (s *Server) RunStdio(ctx context.Context) error {
 	return s.mcp.Run(ctx, &mcp.StdioTransport{})
 }
 
+// Tokens are the bearer tokens of one campaign's endpoint. Empty tokens
+// are ignored.
+type Tokens struct {
+	// DM tokens give DM rights.
+	DM []string
+	// Player tokens give player rights, shared by the group.
+	Player []string
+	// Players maps a player's own token to the player's name: player
+	// rights, and the player's writes are signed with the name.
+	Players map[string]string
+}
+
+// Empty reports whether no token is set.
+func (t Tokens) Empty() bool {
+	for _, x := range append(append([]string(nil), t.DM...), t.Player...) {
+		if x != "" {
+			return false
+		}
+	}
+	for x := range t.Players {
+		if x != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// match finds the role (and player name) of token, comparing it with every
+// token in constant time.
+func (t Tokens) match(token string) (Role, string, bool) {
+	var role Role
+	var name string
+	found := false
+	try := func(candidate string, r Role, n string) {
+		if candidate != "" && subtle.ConstantTimeCompare([]byte(token), []byte(candidate)) == 1 && !found {
+			role, name, found = r, n, true
+		}
+	}
+	for _, x := range t.DM {
+		try(x, RoleDM, "")
+	}
+	for _, x := range t.Player {
+		try(x, RolePlayer, "")
+	}
+	for x, n := range t.Players {
+		try(x, RolePlayer, n)
+	}
+	return role, name, found
+}
+
 // HTTPHandler serves the streamable HTTP transport, requiring one of the
-// bearer tokens: playerToken gives player rights, dmToken DM rights. An
-// empty token is not accepted.
-func (s *Server) HTTPHandler(playerToken, dmToken string) http.Handler {
+// campaign's bearer tokens (see [Tokens]); any other token, or none, is
+// answered 401.
+func (s *Server) HTTPHandler(tokens Tokens) http.Handler {
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		role := Role("")
-		switch {
-		case dmToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(dmToken)) == 1:
-			role = RoleDM
-		case playerToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(playerToken)) == 1:
-			role = RolePlayer
-		default:
+		role, name, ok := tokens.match(token)
+		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
-		return &auth.TokenInfo{Scopes: []string{string(role)}, UserID: string(role), Expiration: time.Now().Add(24 * time.Hour)}, nil
+		user := string(role)
+		if name != "" {
+			user += ":" + name
+		}
+		return &auth.TokenInfo{Scopes: []string{string(role)}, UserID: user, Expiration: time.Now().Add(24 * time.Hour)}, nil
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: 30 * time.Minute, Logger: s.cfg.Logger})
@@ -135,8 +200,16 @@ type caller struct {
 
 func (s *Server) caller(req *mcp.CallToolRequest) caller {
 	c := caller{role: s.cfg.StdioRole}
-	if req.Extra != nil && req.Extra.TokenInfo != nil && len(req.Extra.TokenInfo.Scopes) > 0 {
-		c.role = Role(req.Extra.TokenInfo.Scopes[0])
+	user := string(c.role)
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		// A token without a known role has player rights, never more.
+		c.role, user = RolePlayer, string(RolePlayer)
+		if sc := req.Extra.TokenInfo.Scopes; len(sc) > 0 && Role(sc[0]) == RoleDM {
+			c.role = RoleDM
+		}
+		if u := req.Extra.TokenInfo.UserID; strings.HasPrefix(u, string(c.role)) {
+			user = u
+		}
 	}
 	name := "agent"
 	if req.Session != nil {
@@ -144,12 +217,18 @@ func (s *Server) caller(req *mcp.CallToolRequest) caller {
 			name = p.ClientInfo.Name
 		}
 	}
-	c.actor = "mcp:" + string(c.role) + ":" + name
+	c.actor = "mcp:" + user + ":" + name
 	return c
 }
 
-func (s *Server) campaign(ctx context.Context) (*postgres.Campaign, error) {
-	return s.cfg.Store.Campaign(ctx, s.cfg.Campaign)
+// campaign is the campaign bound to the caller's role: every read through
+// it is filtered by the store.
+func (s *Server) campaign(ctx context.Context, who caller) (*postgres.Campaign, error) {
+	c, err := s.cfg.Store.Campaign(ctx, s.cfg.Campaign)
+	if err != nil {
+		return nil, err
+	}
+	return c.As(who.role.Viewer())
 }
 
 // Entity is an entity as agents see it.
@@ -180,25 +259,16 @@ type Trace struct {
 	Summary string `json:"summary"`
 }
 
-func toEntity(e memory.Entity, role Role) Entity {
-	attrs := e.Attributes
-	if role != RoleDM {
-		attrs = map[string]any{}
-		for k, v := range e.Attributes {
-			if k != memory.AttrSecretKnowledge {
-				attrs[k] = v
-			}
-		}
-	}
-	return Entity{ID: e.ID, Type: e.Type, Name: e.Name, Aliases: e.Aliases, Attributes: attrs}
+// toEntity converts an entity read through a role-bound campaign (which has
+// already left out what the role may not see).
+func toEntity(e memory.Entity) Entity {
+	return Entity{ID: e.ID, Type: e.Type, Name: e.Name, Aliases: e.Aliases, Attributes: e.Attributes}
 }
 
 func toFact(r memory.Relationship) Fact {
 	return Fact{ID: r.ID, Source: r.SourceID, Type: r.Type, Target: r.TargetID, Status: string(r.Status),
 		Confidence: r.Provenance.Confidence, Session: r.Provenance.SessionID, Attributes: r.Attributes}
 }
-
-func secret(r memory.Relationship) bool { return r.Attributes[memory.AttrSecret] == true }
 
 func archived(e memory.Entity) bool { return e.Attributes[attrArchived] == true }
 

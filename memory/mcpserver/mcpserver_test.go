@@ -100,7 +100,7 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httptest.NewServer(srv.HTTPHandler("player-token", "dm-token"))
+	h := httptest.NewServer(srv.HTTPHandler(mcpserver.Tokens{Player: []string{"player-token"}, DM: []string{"dm-token"}}))
 	defer h.Close()
 	url := h.URL + "/mcp"
 

@@ -140,7 +140,7 @@ func (s *Server) register() {
 func (s *Server) readGraph(ctx context.Context, req *mcp.CallToolRequest, in ReadGraphIn) (*mcp.CallToolResult, ReadGraphOut, error) {
 	who := s.caller(req)
 	out := ReadGraphOut{Entities: []Entity{}, Facts: []Fact{}, Archived: []Trace{}}
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, who)
 	if err != nil {
 		return nil, out, err
 	}
@@ -159,7 +159,7 @@ func (s *Server) readGraph(ctx context.Context, req *mcp.CallToolRequest, in Rea
 			continue
 		}
 		if len(out.Entities) < limit {
-			out.Entities = append(out.Entities, toEntity(e, who.role))
+			out.Entities = append(out.Entities, toEntity(e))
 			shown[e.ID] = true
 		}
 	}
@@ -169,9 +169,6 @@ func (s *Server) readGraph(ctx context.Context, req *mcp.CallToolRequest, in Rea
 		return nil, out, err
 	}
 	for _, f := range facts {
-		if who.role != RoleDM && secret(f.Relationship) {
-			continue
-		}
 		if !shown[f.SourceID] && !shown[f.TargetID] {
 			continue
 		}
@@ -333,12 +330,12 @@ func (s *Server) deleteEdge(ctx context.Context, req *mcp.CallToolRequest, in Re
 
 func (s *Server) recallNode(ctx context.Context, req *mcp.CallToolRequest, in RefIn) (*mcp.CallToolResult, RecallOut, error) {
 	who := s.caller(req)
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, who)
 	if err != nil {
 		return nil, RecallOut{}, err
 	}
 	if e, err := c.Graph().Entity(ctx, in.ID); err == nil {
-		x := toEntity(e, who.role)
+		x := toEntity(e)
 		return nil, RecallOut{Entity: &x}, nil
 	}
 	id, err := parseID(in.ID)
@@ -346,7 +343,7 @@ func (s *Server) recallNode(ctx context.Context, req *mcp.CallToolRequest, in Re
 		return nil, RecallOut{}, fmt.Errorf("no entity or fact %q", in.ID)
 	}
 	f, err := c.Graph().Fact(ctx, id)
-	if err != nil || (who.role != RoleDM && (secret(f) || f.Status == memory.StatusRejected)) {
+	if err != nil {
 		return nil, RecallOut{}, fmt.Errorf("no entity or fact %q", in.ID)
 	}
 	x := toFact(f)
@@ -354,7 +351,7 @@ func (s *Server) recallNode(ctx context.Context, req *mcp.CallToolRequest, in Re
 }
 
 func (s *Server) searchSessions(ctx context.Context, req *mcp.CallToolRequest, in SearchIn) (*mcp.CallToolResult, SearchOut, error) {
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, s.caller(req))
 	if err != nil {
 		return nil, SearchOut{}, err
 	}
@@ -378,7 +375,7 @@ func (s *Server) ask(ctx context.Context, req *mcp.CallToolRequest, in AskIn) (*
 	if k <= 0 || k > 50 {
 		k = 5
 	}
-	res, err := s.cfg.Asker.Ask(ctx, s.cfg.Campaign, in.Question, k)
+	res, err := s.cfg.Asker.Ask(ctx, s.cfg.Campaign, s.caller(req).role.Viewer(), in.Question, k)
 	if err != nil {
 		return nil, AskOut{}, err
 	}
@@ -390,7 +387,7 @@ func (s *Server) ask(ctx context.Context, req *mcp.CallToolRequest, in AskIn) (*
 
 func (s *Server) sync(ctx context.Context, req *mcp.CallToolRequest, in SyncIn) (*mcp.CallToolResult, SyncOut, error) {
 	who := s.caller(req)
-	c, err := s.campaign(ctx)
+	c, err := s.campaign(ctx, who)
 	if err != nil {
 		return nil, SyncOut{}, err
 	}

@@ -49,15 +49,27 @@ func (c *Campaign) ChangesSinceFor(ctx context.Context, cursor int64, exclude st
 		limit = 500
 	}
 	rows, err := c.l1.db.Query(ctx, `
-		SELECT g.id, g.at, g.kind, g.ref, g.op, g.actor FROM graph_changes g
-		WHERE g.campaign_id = $1 AND g.id > $2 AND ($3 = '' OR g.actor <> $3) AND g.kind NOT IN ('dm_node', 'dm_edge')
-		  AND ($5 OR g.kind <> 'fact' OR EXISTS (SELECT 1 FROM relationships r WHERE r.campaign_id = $1 AND r.id::text = g.ref
+		SELECT ch.id, ch.at, ch.kind, ch.ref, ch.op, ch.actor FROM graph_changes ch
+		WHERE ch.campaign_id = $1 AND ch.id > $2 AND ($3 = '' OR ch.actor <> $3) AND ch.kind NOT IN ('dm_node', 'dm_edge')
+		  AND ($5 OR ch.kind <> 'fact' OR EXISTS (SELECT 1 FROM relationships r WHERE r.campaign_id = $1 AND r.id::text = ch.ref
 		       AND r.proposed_by = '' AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb))
-		ORDER BY g.id LIMIT $4`, c.id, cursor, exclude, limit, dm)
+		  AND `+c.changeVisible()+`
+		ORDER BY ch.id LIMIT $4`, c.id, cursor, exclude, limit, dm)
 	if err != nil {
 		return nil, fmt.Errorf("reading changes: %w", err)
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByPos[Change])
+}
+
+// changeVisible is the SQL predicate true when the viewer may see change
+// ch: a change of a fact it may not see (or one deleted since) is left out
+// for all but the DM.
+func (c *Campaign) changeVisible() string {
+	if c.view.system() {
+		return "true"
+	}
+	return `(ch.kind <> 'fact' OR EXISTS (SELECT 1 FROM relationships r
+		WHERE r.campaign_id = ch.campaign_id AND r.id::text = ch.ref AND ` + c.view.factVisible("r") + `))`
 }
 
 // LastChange is the newest change id of the campaign (0 if none).
@@ -129,13 +141,14 @@ type Counts struct {
 	Proposals int `json:"pending_proposals"`
 }
 
-// Counts counts the campaign's memory in one query.
+// Counts counts the campaign's memory in one query; facts the viewer may
+// not see are not counted.
 func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 	var n Counts
 	err := c.l1.db.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM entities WHERE campaign_id = $1),
-		(SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'active'),
-		(SELECT count(*) FROM relationships WHERE campaign_id = $1 AND status = 'pending'),
+		(SELECT count(*) FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r")+`),
+		(SELECT count(*) FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'pending' AND `+c.view.factVisible("r")+`),
 		(SELECT count(*) FROM sessions WHERE campaign_id = $1),
 		(SELECT count(*) FROM transcript_entries WHERE campaign_id = $1),
 		(SELECT count(*) FROM chunks WHERE campaign_id = $1),

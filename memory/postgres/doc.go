@@ -33,4 +33,21 @@
 // MCP kg_* tools: nodes with a gist on two levels (the campaign's entities,
 // and the DM's private notes in tables of their own), with percentile-scored
 // compaction under a token budget.
+//
+// # Who reads
+//
+// Store.Campaign returns the system view: the server's own code (the turn
+// pipeline, consolidation, DM review) reads everything. Whatever reads for
+// a person or an agent binds the campaign to its reader first:
+//
+//	p, err := c.As(memory.PlayerViewer())   // or memory.NPCViewer("grimjaw"), memory.DMViewer()
+//	facts, err := p.Graph().FindFacts(ctx, q) // no secret fact, no secret attribute
+//
+// Every graph read of a bound campaign (entities, facts, neighbours, paths,
+// evidence, GraphRAG scopes, the retrieval graph, the change log, counts)
+// filters in SQL with the one definition of secrecy (migration 0010,
+// glyphoxa_public; memory.SecretKey and memory.PublicValue are its Go
+// twin): players see no secret fact and no secret attribute; an NPC also
+// sees its own secrets and the secret facts it is an end of or listed in
+// known_by. A hidden fact reads as not found, exactly like a missing one.
 package postgres

@@ -41,11 +41,11 @@ func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, er
 	}
 	text := strings.TrimPrefix(strings.TrimSpace(q.Text), "#")
 	rows, err := g.db.Query(ctx, `
-		SELECT `+relColumns+`, s.name, t.name
+		SELECT `+g.view.relCols()+`, s.name, t.name
 		FROM relationships r
 		JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
 		JOIN entities t ON t.campaign_id = r.campaign_id AND t.id = r.target_id
-		WHERE r.campaign_id = $1 AND r.status = ANY($2)
+		WHERE r.campaign_id = $1 AND r.status = ANY($2) AND `+g.view.factVisible("r")+`
 		  AND ($3 = '' OR r.id::text = $3
 		       OR strpos(lower(s.name), lower($3)) > 0 OR strpos(lower(t.name), lower($3)) > 0
 		       OR strpos(lower(r.rel_type), lower($3)) > 0
@@ -75,7 +75,7 @@ func (g *Graph) Evidence(ctx context.Context, factID int64) ([]memory.Transcript
 		FROM fact_evidence fe
 		JOIN transcript_entries t ON t.id = fe.entry_id
 		JOIN relationships r ON r.id = fe.fact_id
-		WHERE r.campaign_id = $1 AND fe.fact_id = $2
+		WHERE r.campaign_id = $1 AND fe.fact_id = $2 AND `+g.view.factVisible("r")+`
 		ORDER BY t.at, t.id`, g.campaign, factID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the evidence of fact %d: %w", factID, err)

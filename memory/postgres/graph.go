@@ -18,6 +18,8 @@ type Graph struct {
 	db        querier
 	campaign  string
 	threshold float64
+	// view filters every read (see [Campaign.As]).
+	view view
 }
 
 // ReviewThreshold is the confidence below which new facts wait for the DM.
@@ -104,7 +106,7 @@ func (g *Graph) UpsertEntities(ctx context.Context, es []memory.Entity) error {
 
 // Entity returns one entity.
 func (g *Graph) Entity(ctx context.Context, id string) (memory.Entity, error) {
-	rows, err := g.db.Query(ctx, `SELECT `+entityColumns+` FROM entities WHERE campaign_id = $1 AND id = $2`, g.campaign, id)
+	rows, err := g.db.Query(ctx, `SELECT `+g.view.entityCols("e")+` FROM entities e WHERE e.campaign_id = $1 AND e.id = $2`, g.campaign, id)
 	if err != nil {
 		return memory.Entity{}, fmt.Errorf("reading entity %q: %w", id, err)
 	}
@@ -187,13 +189,13 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		return pgx.CollectRows(rows, scanEntity)
 	}
 	rows, err := g.db.Query(ctx, `
-		SELECT `+entityColumns+` FROM entities
-		WHERE campaign_id = $1
+		SELECT `+g.view.entityCols("e")+` FROM entities e
+		WHERE e.campaign_id = $1
 		  AND ($2 = '' OR type = $2)
 		  AND ($3 = '' OR strpos(lower(name), lower($3)) > 0
 		       OR EXISTS (SELECT 1 FROM unnest(aliases) a WHERE strpos(lower(a), lower($3)) > 0))
 		  AND ($4::text[] IS NULL OR id = ANY($4))
-		ORDER BY lower(name), id
+		ORDER BY lower(e.name), e.id
 		LIMIT $5`, g.campaign, f.Type, f.Name, ids, limit)
 	if err != nil {
 		return nil, fmt.Errorf("finding entities: %w", err)
@@ -348,7 +350,8 @@ func explainFK(err error) error {
 
 // Fact returns one relationship by id, whatever its status.
 func (g *Graph) Fact(ctx context.Context, id int64) (memory.Relationship, error) {
-	rows, err := g.db.Query(ctx, `SELECT `+relColumns+` FROM relationships r WHERE r.campaign_id = $1 AND r.id = $2`, g.campaign, id)
+	rows, err := g.db.Query(ctx, `SELECT `+g.view.relCols()+` FROM relationships r WHERE r.campaign_id = $1 AND r.id = $2
+		AND `+g.view.factVisible("r"), g.campaign, id)
 	if err != nil {
 		return memory.Relationship{}, fmt.Errorf("reading fact %d: %w", id, err)
 	}
@@ -367,8 +370,8 @@ func (g *Graph) Relationships(ctx context.Context, entityID string, o memory.Tra
 		limit = o.Limit
 	}
 	rows, err := g.db.Query(ctx, `
-		SELECT `+relColumns+` FROM relationships r
-		WHERE r.campaign_id = $1 AND r.status = 'active'
+		SELECT `+g.view.relCols()+` FROM relationships r
+		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+g.view.factVisible("r")+`
 		  AND (($3 AND r.source_id = $2) OR ($4 AND r.target_id = $2))
 		  AND (cardinality($5::text[]) = 0 OR r.rel_type = ANY($5))
 		ORDER BY r.updated_at DESC, r.id DESC
@@ -410,18 +413,18 @@ func (g *Graph) Neighbors(ctx context.Context, entityID string, depth int, o mem
 		    FROM walk w
 		    CROSS JOIN LATERAL (
 		        SELECT r.target_id AS id FROM relationships r
-		        WHERE $4 AND r.campaign_id = $1 AND r.source_id = w.id AND r.status = 'active'
+		        WHERE $4 AND r.campaign_id = $1 AND r.source_id = w.id AND r.status = 'active' AND `+g.view.factVisible("r")+`
 		          AND (cardinality($6::text[]) = 0 OR r.rel_type = ANY($6))
 		        UNION
 		        SELECT r.source_id FROM relationships r
-		        WHERE $5 AND r.campaign_id = $1 AND r.target_id = w.id AND r.status = 'active'
+		        WHERE $5 AND r.campaign_id = $1 AND r.target_id = w.id AND r.status = 'active' AND `+g.view.factVisible("r")+`
 		          AND (cardinality($6::text[]) = 0 OR r.rel_type = ANY($6))
 		    ) nb
 		    WHERE w.depth < $3
 		), nearest AS (
 		    SELECT id, min(depth) AS depth FROM walk WHERE id <> $2 GROUP BY id
 		)
-		SELECT `+prefixed("e", entityColumns)+`, n.depth
+		SELECT `+publicEntityCols("e")+`, n.depth
 		FROM nearest n JOIN entities e ON e.campaign_id = $1 AND e.id = n.id
 		ORDER BY n.depth, lower(e.name), e.id
 		LIMIT $7`, g.campaign, entityID, depth, out, in, nonNil(o.RelTypes), limit)
@@ -432,20 +435,11 @@ func (g *Graph) Neighbors(ctx context.Context, entityID string, depth int, o mem
 		var n memory.Neighbor
 		e := &n.Entity
 		err := row.Scan(&e.ID, &e.Type, &e.Name, &e.Aliases, &e.Attributes, &e.CreatedAt, &e.UpdatedAt, &n.Depth)
-		stripSecrets(e)
+		if e.Attributes == nil {
+			e.Attributes = map[string]any{}
+		}
 		return n, err
 	})
-}
-
-// stripSecrets removes what only the entity itself may know from an entity
-// reached through another.
-func stripSecrets(e *memory.Entity) {
-	if _, ok := e.Attributes[memory.AttrSecretKnowledge]; ok {
-		delete(e.Attributes, memory.AttrSecretKnowledge)
-	}
-	if e.Attributes == nil {
-		e.Attributes = map[string]any{}
-	}
 }
 
 // FindPath returns a shortest path of at most maxDepth hops between two
@@ -467,10 +461,10 @@ func (g *Graph) FindPath(ctx context.Context, fromID, toID string, maxDepth int)
 		    CROSS JOIN LATERAL (
 		        SELECT array_agg(DISTINCT x.id) AS ids FROM (
 		            SELECT r.target_id AS id FROM relationships r
-		            WHERE r.campaign_id = $1 AND r.source_id = ANY(b.frontier) AND r.status = 'active'
+		            WHERE r.campaign_id = $1 AND r.source_id = ANY(b.frontier) AND r.status = 'active' AND `+g.view.factVisible("r")+`
 		            UNION
 		            SELECT r.source_id FROM relationships r
-		            WHERE r.campaign_id = $1 AND r.target_id = ANY(b.frontier) AND r.status = 'active'
+		            WHERE r.campaign_id = $1 AND r.target_id = ANY(b.frontier) AND r.status = 'active' AND `+g.view.factVisible("r")+`
 		        ) x WHERE NOT x.id = ANY(b.visited)
 		    ) nxt
 		    WHERE b.depth < $4 AND NOT $3::text = ANY(b.visited) AND nxt.ids IS NOT NULL
@@ -482,14 +476,14 @@ func (g *Graph) FindPath(ctx context.Context, fromID, toID string, maxDepth int)
 		    CROSS JOIN LATERAL (
 		        SELECT CASE WHEN r.source_id = bk.id THEN r.target_id ELSE r.source_id END AS id, r.id AS rel_id
 		        FROM relationships r, bfs prev
-		        WHERE prev.depth = bk.depth - 1 AND r.campaign_id = $1 AND r.status = 'active'
+		        WHERE prev.depth = bk.depth - 1 AND r.campaign_id = $1 AND r.status = 'active' AND `+g.view.factVisible("r")+`
 		          AND ((r.source_id = bk.id AND r.target_id = ANY(prev.frontier))
 		            OR (r.target_id = bk.id AND r.source_id = ANY(prev.frontier)))
 		        ORDER BY r.id LIMIT 1
 		    ) p
 		    WHERE bk.depth > 0
 		)
-		SELECT b.depth, `+prefixed("e", entityColumns)+`, to_jsonb(r)
+		SELECT b.depth, `+publicEntityCols("e")+`, `+g.view.factJSON("r")+`
 		FROM back b
 		JOIN entities e ON e.campaign_id = $1 AND e.id = b.id
 		LEFT JOIN back nb ON nb.depth = b.depth - 1
@@ -508,7 +502,9 @@ func (g *Graph) FindPath(ctx context.Context, fromID, toID string, maxDepth int)
 		if err := row.Scan(&depth, &e.ID, &e.Type, &e.Name, &e.Aliases, &e.Attributes, &e.CreatedAt, &e.UpdatedAt, &rel); err != nil {
 			return s, err
 		}
-		stripSecrets(e)
+		if e.Attributes == nil {
+			e.Attributes = map[string]any{}
+		}
 		if rel != nil {
 			r, err := decodeJSON[relJSON](rel, "a path edge")
 			if err != nil {

@@ -18,7 +18,8 @@ import (
 // scope are gathered into one array: the planner guesses a recursive
 // CTE's rows high (hundreds), and joined to it, chunk_entities was read
 // whole; an array it probes through the primary key.
-const scopeCTE = `
+func (g *Graph) scopeCTE() string {
+	return `
 WITH RECURSIVE scope(id, depth) AS (
     SELECT e.id, 0 FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($2::text[])
     UNION
@@ -26,11 +27,11 @@ WITH RECURSIVE scope(id, depth) AS (
     FROM scope s
     CROSS JOIN LATERAL (
         SELECT r.target_id AS id FROM relationships r
-        WHERE r.campaign_id = $1 AND r.source_id = s.id AND r.status = 'active'
+        WHERE r.campaign_id = $1 AND r.source_id = s.id AND r.status = 'active' AND ` + g.view.factVisible("r") + `
           AND (cardinality($4::text[]) = 0 OR r.rel_type = ANY($4))
         UNION
         SELECT r.source_id FROM relationships r
-        WHERE r.campaign_id = $1 AND r.target_id = s.id AND r.status = 'active'
+        WHERE r.campaign_id = $1 AND r.target_id = s.id AND r.status = 'active' AND ` + g.view.factVisible("r") + `
           AND (cardinality($4::text[]) = 0 OR r.rel_type = ANY($4))
     ) nb
     WHERE s.depth < $3
@@ -40,12 +41,13 @@ WITH RECURSIVE scope(id, depth) AS (
     SELECT DISTINCT ce.chunk_id FROM chunk_entities ce
     WHERE ce.campaign_id = $1 AND ce.entity_id = ANY((SELECT a FROM ids)::text[])
 )`
+}
 
 // hitColumns are selected from the ranked hits h, with the in-scope
 // entities each hit mentions.
 const hitColumns = `h.id, h.session_id, h.content, h.speaker_ids, h.start_at, h.end_at, h.score,
     (SELECT coalesce(jsonb_agg(jsonb_build_object('id', e.id, 'type', e.type, 'name', e.name, 'aliases', e.aliases,
-                     'attributes', e.` + publicAttributes + `, 'created_at', e.created_at, 'updated_at', e.updated_at)
+                     'attributes', ` + "glyphoxa_public_attributes(e.attributes)" + `, 'created_at', e.created_at, 'updated_at', e.updated_at)
                      ORDER BY e.id), '[]')
      FROM chunk_entities ce JOIN entities e ON e.campaign_id = ce.campaign_id AND e.id = ce.entity_id
      WHERE ce.campaign_id = $1 AND ce.chunk_id = h.id AND ce.entity_id = ANY((SELECT a FROM ids)::text[]))`
@@ -71,7 +73,7 @@ func (g *Graph) QueryWithContext(ctx context.Context, query string, s memory.Gra
 		limit = 10
 	}
 	args := append(scopeArgs(g.campaign, s), query, s.SessionID, limit)
-	rows, err := g.db.Query(ctx, scopeCTE+`, hits AS (
+	rows, err := g.db.Query(ctx, g.scopeCTE()+`, hits AS (
 		    SELECT c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.end_at, ts_rank(c.tsv, q.q)::float8 AS score
 		    FROM chunks c JOIN candidates k ON c.campaign_id = $1 AND c.id = k.chunk_id,
 		         websearch_to_tsquery('english', $5) AS q(q)
@@ -97,7 +99,7 @@ func (g *Graph) QueryWithEmbedding(ctx context.Context, embedding []float32, top
 		topK = 10
 	}
 	args := append(scopeArgs(g.campaign, s), pgvector.NewVector(embedding), s.SessionID, topK)
-	rows, err := g.db.Query(ctx, scopeCTE+`, hits AS (
+	rows, err := g.db.Query(ctx, g.scopeCTE()+`, hits AS (
 		    SELECT c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.end_at,
 		           1 - (c.embedding <=> $5) AS score
 		    FROM chunks c JOIN candidates k ON c.campaign_id = $1 AND c.id = k.chunk_id

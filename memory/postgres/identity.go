@@ -14,10 +14,6 @@ const secretVisibleSQL = `(r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
 	OR r.source_id = $2 OR r.target_id = $2
 	OR coalesce(r.attributes->'known_by' ? $2, false))`
 
-// publicAttributes is an entity's attributes without what only the entity
-// itself may know.
-const publicAttributes = `attributes - '` + memory.AttrSecretKnowledge + `'`
-
 // IdentitySnapshot returns the NPC, its active edges (both directions) and the
 // entities at their other ends, in one query. Related entities come without
 // their secret knowledge.
@@ -33,7 +29,7 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 		    SELECT r.* FROM relationships r
 		    WHERE r.campaign_id = $1 AND r.target_id = $2 AND r.source_id <> $2 AND r.status = 'active'
 		), related AS (
-		    SELECT e.id, e.type, e.name, e.aliases, e.`+publicAttributes+` AS attributes, e.created_at, e.updated_at
+		    SELECT e.id, e.type, e.name, e.aliases, `+publicAttrs("e")+` AS attributes, e.created_at, e.updated_at
 		    FROM entities e
 		    WHERE e.campaign_id = $1 AND e.id <> $2 AND e.id IN (
 		        SELECT CASE WHEN source_id = $2 THEN target_id ELSE source_id END FROM edges)
@@ -111,7 +107,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 		SELECT
 		    (SELECT coalesce(jsonb_agg(jsonb_build_object(
 		        'id', e.id, 'type', e.type, 'name', e.name, 'aliases', e.aliases,
-		        'attributes', CASE WHEN e.id = $2 THEN e.attributes ELSE e.`+publicAttributes+` END,
+		        'attributes', CASE WHEN e.id = $2 THEN e.attributes ELSE `+publicAttrs("e")+` END,
 		        'created_at', e.created_at, 'updated_at', e.updated_at) ORDER BY e.id <> $2, lower(e.name), e.id), '[]')
 		     FROM entities e WHERE e.campaign_id = $1 AND e.id IN (SELECT id FROM visible)),
 		    (SELECT coalesce(jsonb_agg(to_jsonb(edges) ORDER BY edges.id), '[]') FROM edges)`,

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -141,5 +142,85 @@ sessions:
 	}
 	if s1 := must[memory.Session](t)(c.Sessions().Session(ctx, "s1")); s1.GameDate != "3rd of Frostfall" {
 		t.Errorf("session: %+v", s1)
+	}
+}
+
+// streamLayouts are one campaign written in the layouts YAML allows: the
+// streaming import must store exactly what the whole-document parser does.
+func streamLayouts(entries int) map[string]string {
+	var ents, rels, lines strings.Builder
+	for i := range 3 * campaignfile.BatchItems / 2 {
+		fmt.Fprintf(&ents, "  - {id: e%d, type: npc, name: \"Entity %d\", attributes: {n: %d}}\n", i, i, i)
+	}
+	for i := 1; i < 1200; i++ {
+		fmt.Fprintf(&rels, "  - {source: e%d, target: e%d, type: KNOWS}\n", i-1, i)
+	}
+	for i := range entries {
+		fmt.Fprintf(&lines, "      - {speaker_id: u1, speaker_name: Thorin, text: \"line %d\", at: 2026-03-01T19:%02d:%02dZ}\n", i, i/60%60, i%60)
+	}
+	block := "---\n# a comment\ncampaign: streamy\n\nentities:\n" + ents.String() + "\n# between sections\nrelationships:\n" + rels.String() +
+		"sessions:\n  - id: s1\n    started_at: 2026-03-01T19:00:00Z\n    entries:\n" + lines.String() +
+		"  - entries:\n      - {speaker_id: u2, text: \"first words\", at: 2026-03-02T19:00:01Z}\n    id: s2   # keys after the entries\n    started_at: 2026-03-02T19:00:00Z\n    ended_at: 2026-03-02T23:00:00Z\n"
+	indentless := strings.ReplaceAll(block, "\n  ", "\n")
+	blockItems := strings.Replace(block, "  - {id: e0, type: npc, name: \"Entity 0\", attributes: {n: 0}}\n",
+		"  - id: e0\n    type: npc\n    name: Entity 0\n    attributes:\n      n: 0\n", 1)
+	flow := "{campaign: streamy, entities: [{id: e0, type: npc, name: \"Entity 0\"}], sessions: [{id: s1, started_at: 2026-03-01T19:00:00Z, entries: [{speaker_id: u1, text: hi, at: 2026-03-01T19:00:01Z}]}]}\n"
+	return map[string]string{"block": block, "indentless": indentless, "block items": blockItems, "flow (parsed whole)": flow}
+}
+
+func TestStreamingImportStoresWhatParseDoes(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	dump := func() string {
+		var b strings.Builder
+		rows, err := s.Pool().Query(ctx, `SELECT format('%s|%s|%s|%s', id, type, name, attributes) FROM entities WHERE campaign_id = 'streamy'
+			UNION ALL SELECT format('%s|%s|%s|%s|%s', source_id, target_id, rel_type, confidence, status) FROM relationships WHERE campaign_id = 'streamy'
+			UNION ALL SELECT format('%s|%s|%s|%s', session_id, speaker_id, text, at) FROM transcript_entries WHERE campaign_id = 'streamy'
+			UNION ALL SELECT format('%s|%s|%s', id, started_at, ended_at) FROM sessions WHERE campaign_id = 'streamy' ORDER BY 1`)
+		check(t, err)
+		for rows.Next() {
+			var line string
+			check(t, rows.Scan(&line))
+			b.WriteString(line + "\n")
+		}
+		check(t, rows.Err())
+		return b.String()
+	}
+	reset := func() {
+		_, err := s.Pool().Exec(ctx, `DELETE FROM campaigns WHERE id = 'streamy'`)
+		check(t, err)
+	}
+	for name, doc := range streamLayouts(2*campaignfile.BatchItems + 17) {
+		t.Run(name, func(t *testing.T) {
+			reset()
+			f, err := campaignfile.Parse(strings.NewReader(doc), "f.yaml")
+			check(t, err)
+			want := must[campaignfile.Applied](t)(importFile(ctx, s, f))
+			wantDump := dump()
+			reset()
+
+			var progress []campaignfile.Progress
+			sum, err := campaignfile.Check(strings.NewReader(doc), "f.yaml", campaignfile.Options{})
+			check(t, err)
+			if sum.Counts != f.Counts() || sum.Campaign != "streamy" {
+				t.Fatalf("Check counts %+v, Parse %+v", sum.Counts, f.Counts())
+			}
+			var got campaignfile.Applied
+			check(t, s.InTx(ctx, sum.Campaign, func(c *postgres.Campaign) error {
+				var err error
+				got, err = sum.Apply(ctx, strings.NewReader(doc), c.Sessions(), c.Graph(), campaignfile.Options{
+					Size: int64(len(doc)), Progress: func(p campaignfile.Progress) { progress = append(progress, p) }})
+				return err
+			}))
+			if got != want {
+				t.Fatalf("streaming import %+v, whole %+v", got, want)
+			}
+			if d := dump(); d != wantDump {
+				t.Fatalf("the streaming import stored something else (%d vs %d bytes)", len(d), len(wantDump))
+			}
+			if !strings.HasPrefix(name, "flow") && (len(progress) < 5 || progress[len(progress)-1].Bytes != int64(len(doc))) {
+				t.Fatalf("progress %+v", progress)
+			}
+		})
 	}
 }

@@ -293,8 +293,8 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 		return cur, fmt.Errorf("reading the graph cursor: %w", err)
 	}
 	var e GraphEdge
-	rows, err := db.Query(ctx, `SELECT id, source_id, target_id, confidence FROM relationships
-		WHERE campaign_id = $1 AND status = 'active'`, c.id)
+	rows, err := db.Query(ctx, `SELECT r.id, r.source_id, r.target_id, r.confidence FROM relationships r
+		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r"), c.id)
 	if err != nil {
 		return cur, fmt.Errorf("loading relationships: %w", err)
 	}
@@ -351,7 +351,7 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	}
 	if len(facts) > 0 {
 		rows, err := db.Query(ctx, `SELECT f.id, coalesce(r.source_id, ''), coalesce(r.target_id, ''), coalesce(r.confidence, 0),
-			coalesce(r.status = 'active', false)
+			coalesce(r.status = 'active' AND `+c.view.factVisible("r")+`, false)
 			FROM unnest($2::bigint[]) f(id) LEFT JOIN relationships r ON r.campaign_id = $1 AND r.id = f.id`, c.id, facts)
 		if err != nil {
 			return cur, fmt.Errorf("reading changed relationships: %w", err)

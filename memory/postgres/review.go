@@ -16,8 +16,8 @@ func (g *Graph) PendingFacts(ctx context.Context, f memory.FactFilter) ([]memory
 		limit = f.Limit
 	}
 	rows, err := g.db.Query(ctx, `
-		SELECT `+relColumns+` FROM relationships r
-		WHERE r.campaign_id = $1 AND r.status = 'pending'
+		SELECT `+g.view.relCols()+` FROM relationships r
+		WHERE r.campaign_id = $1 AND r.status = 'pending' AND `+g.view.factVisible("r")+`
 		  AND ($2 = '' OR r.session_id = $2)
 		  AND ($3 = '' OR r.source_id = $3 OR r.target_id = $3)
 		ORDER BY r.created_at, r.id

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -130,12 +129,7 @@ func (s *Store) InTx(ctx context.Context, campaignID string, fn func(*Campaign) 
 	})
 }
 
-func validCampaignID(id string) error {
-	if strings.TrimSpace(id) == "" {
-		return fmt.Errorf("%w: empty campaign id", memory.ErrInvalid)
-	}
-	return nil
-}
+func validCampaignID(id string) error { return memory.ValidateCampaignID(id) }
 
 // querier is what the layers need from a pool or a transaction.
 type querier interface {
@@ -150,6 +144,7 @@ type querier interface {
 // rows of this campaign.
 type Campaign struct {
 	id    string
+	view  view
 	l1    *SessionLog
 	l2    *SemanticIndex
 	graph *Graph

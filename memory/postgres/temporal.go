@@ -128,10 +128,11 @@ func (g *Graph) FactsAsOf(ctx context.Context, entityID, sessionID string) ([]me
 		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, err)
 	}
 	rows, err := g.db.Query(ctx, `
-		SELECT `+relColumns+` FROM relationships r
+		SELECT `+g.view.relCols()+` FROM relationships r
 		LEFT JOIN sessions fs ON fs.campaign_id = r.campaign_id AND fs.id = r.session_id
 		LEFT JOIN sessions us ON us.campaign_id = r.campaign_id AND us.id = r.valid_until_session
 		WHERE r.campaign_id = $1 AND ($2 = '' OR r.source_id = $2 OR r.target_id = $2)
+		  AND `+g.view.factVisible("r")+`
 		  AND r.status IN ('active', 'retired')
 		  AND ((r.session_id <> '' AND fs.started_at <= $3)
 		       OR (r.session_id = '' AND (r.established_at <= $3 OR NOT EXISTS (SELECT 1 FROM fact_links l
@@ -147,6 +148,9 @@ func (g *Graph) FactsAsOf(ctx context.Context, entityID, sessionID string) ([]me
 
 // Conflicts lists the open conflicts, oldest first.
 func (g *Graph) Conflicts(ctx context.Context) ([]memory.Conflict, error) {
+	if !g.view.system() {
+		return nil, fmt.Errorf("%w: fact conflicts are for the DM", memory.ErrForbidden)
+	}
 	rows, err := g.db.Query(ctx, `SELECT id, new_fact, old_fact, kind, resolution, created_at FROM fact_conflicts
 		WHERE campaign_id = $1 AND resolution = '' ORDER BY id`, g.campaign)
 	if err != nil {

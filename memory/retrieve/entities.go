@@ -45,7 +45,8 @@ func (r *Retriever) namedEntities(ctx context.Context, named []mention.Match) ([
 
 // describeEntity is what a player may read about an entity: its name, type,
 // aliases and public attributes, one per line ("Grimjaw (npc)", "also:
-// Grim", "occupation: blacksmith"). Secret attributes are left out.
+// Grim", "occupation: blacksmith"). Secret attributes are left out
+// (memory.PublicAttributes, the store's one definition).
 func describeEntity(e memory.Entity) string {
 	var b strings.Builder
 	b.WriteString(e.Name)
@@ -55,7 +56,7 @@ func describeEntity(e memory.Entity) string {
 	if len(e.Aliases) > 0 {
 		fmt.Fprintf(&b, "\nalso: %s", strings.Join(e.Aliases, ", "))
 	}
-	pub, _ := publicValue(map[string]any(e.Attributes)).(map[string]any)
+	pub := memory.PublicAttributes(e.Attributes)
 	keys := make([]string, 0, len(pub))
 	for k := range pub {
 		keys = append(keys, k)
@@ -65,45 +66,6 @@ func describeEntity(e memory.Entity) string {
 		fmt.Fprintf(&b, "\n%s: %s", k, attributeText(pub[k]))
 	}
 	return b.String()
-}
-
-// secretKey reports whether an attribute name is for the game master's and
-// the entity's eyes only: its secret knowledge, the secret and known-by
-// markers and any name starting with "secret".
-func secretKey(key string) bool {
-	k := strings.ToLower(key)
-	return k == memory.AttrSecretKnowledge || k == memory.AttrSecret || k == memory.AttrKnownBy || strings.HasPrefix(k, "secret")
-}
-
-// publicValue is v without what is secret, at any depth: objects marked
-// {"secret": true} and keys secretKey names. It returns nil for a value
-// that is secret as a whole.
-func publicValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if x[memory.AttrSecret] == true {
-			return nil
-		}
-		out := make(map[string]any, len(x))
-		for k, y := range x {
-			if secretKey(k) {
-				continue
-			}
-			if p := publicValue(y); p != nil || y == nil {
-				out[k] = p
-			}
-		}
-		return out
-	case []any:
-		out := make([]any, 0, len(x))
-		for _, y := range x {
-			if p := publicValue(y); p != nil || y == nil {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	return v
 }
 
 // attributeText renders an attribute value: strings as they are, lists of

@@ -15,8 +15,10 @@ import (
 
 func client(t *testing.T, srv *llmtest.Server, mod func(*llm.Config)) *llm.Client {
 	t.Helper()
+	// Generous timeouts: no test may pass or fail by how fast a loaded
+	// machine answers. Tests of a timeout use a server that never answers.
 	cfg := llm.Config{BaseURL: srv.URL(), APIKey: "k", Model: "fake-model", Backoff: 5 * time.Millisecond,
-		FirstTokenTimeout: 300 * time.Millisecond, Timeout: 5 * time.Second}
+		FirstTokenTimeout: 30 * time.Second, Timeout: time.Minute}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -82,7 +84,9 @@ func TestStreamRetriesOnlyBeforeOutput(t *testing.T) {
 	}{
 		{"503 then ok", []llmtest.Reply{{Status: 503}, {Text: "fine"}}, false, 2, 2},
 		{"429 twice then ok", []llmtest.Reply{{Status: 429}, {Status: 429}, {Text: "fine"}}, false, 3, 3},
-		{"silent server then ok", []llmtest.Reply{{Delay: time.Second, Text: "late"}, {Text: "fine"}}, false, 2, 2},
+		// The first reply never comes in time (an hour); the second comes at
+		// once, with seconds to spare however loaded the machine is.
+		{"silent server then ok", []llmtest.Reply{{Delay: time.Hour, Text: "late"}, {Text: "fine"}}, false, 2, 2},
 		{"400 is not retried", []llmtest.Reply{{Status: 400}}, true, 1, 1},
 		{"always 500", []llmtest.Reply{{Status: 500}}, true, 3, 3},
 		{"broken after output is not retried", []llmtest.Reply{{Text: "Half a sentence and then", Broken: true}, {Text: "fine"}}, true, 1, 1},
@@ -91,7 +95,8 @@ func TestStreamRetriesOnlyBeforeOutput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.New(llmtest.Script(tc.replies...))
 			defer srv.Close()
-			resp, err := client(t, srv, nil).Stream(context.Background(), llm.Request{Messages: user("x")}, nil)
+			resp, err := client(t, srv, func(c *llm.Config) { c.FirstTokenTimeout = 3 * time.Second }).
+				Stream(context.Background(), llm.Request{Messages: user("x")}, nil)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v", err)
 			}

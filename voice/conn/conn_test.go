@@ -80,8 +80,28 @@ func stream(t *testing.T, c *conn.Conn, n int, between func(i int)) (sent int) {
 	return sent
 }
 
-// collect gathers the player's frames received by c until quiet for 300 ms.
-func collect(c *conn.Conn, from string) (frames [][]byte, lost int) {
+// collect gathers the player's frames received by c until want frames are
+// accounted for (received or reported lost), then keeps listening for a
+// short quiet spell so that extra frames show. It never ends early on a
+// slow machine: the only deadline is a generous one for frames that never
+// come.
+func collect(c *conn.Conn, from string, want int) (frames [][]byte, lost int) {
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for len(frames)+lost < want {
+		select {
+		case p, ok := <-c.Packets():
+			if !ok {
+				return
+			}
+			if p.UserID == from {
+				frames = append(frames, p.Opus)
+				lost += p.Lost
+			}
+		case <-deadline.C:
+			return
+		}
+	}
 	for {
 		select {
 		case p, ok := <-c.Packets():
@@ -92,7 +112,7 @@ func collect(c *conn.Conn, from string) (frames [][]byte, lost int) {
 				frames = append(frames, p.Opus)
 				lost += p.Lost
 			}
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(200 * time.Millisecond):
 			return
 		}
 	}
@@ -125,7 +145,7 @@ func TestFramesArriveInOrderInBothModes(t *testing.T) {
 			if err := player.SetSpeaking(false); err != nil {
 				t.Fatal(err)
 			}
-			got, lost := collect(bot, playerID)
+			got, lost := collect(bot, playerID, 55)
 			// 50 frames, then five silence frames.
 			if sent != 50 || len(got) != 55 || lost != 0 {
 				t.Fatalf("sent %d, got %d frames, %d lost; bot %+v; relayed %d", sent, len(got), lost, bot.Stats(), srv.Relayed())
@@ -162,7 +182,7 @@ func TestResumeAfterDroppedWebSocketLosesNothing(t *testing.T) {
 			srv.DropWS(botID)
 		}
 	})
-	got, lost := collect(bot, playerID)
+	got, lost := collect(bot, playerID, sent)
 	t.Logf("WebSocket drop: sent %d frames, received %d, lost %d", sent, len(got), lost)
 	if !resumed.Load() || bot.Stats().Resumes != 1 {
 		t.Fatalf("the bot did not resume: %+v", bot.Stats())
@@ -193,7 +213,7 @@ func TestUDPOutageIsSurvived(t *testing.T) {
 			pausedFor = time.Since(start)
 		}
 	})
-	got, lost := collect(bot, playerID)
+	got, lost := collect(bot, playerID, sent)
 	t.Logf("UDP outage of %s: sent %d, received %d, reported lost %d", pausedFor.Round(time.Millisecond), sent, len(got), lost)
 	// About 100 frames are sent while UDP is paused; one in flight at either
 	// edge may fall on either side.
@@ -238,7 +258,7 @@ func TestBadPacketsAreCountedAndDropped(t *testing.T) {
 			injected++
 		}
 	})
-	got, lost := collect(bot, playerID)
+	got, lost := collect(bot, playerID, sent)
 	st := bot.Stats()
 	if len(got) != sent || lost != 0 {
 		t.Fatalf("bad packets disturbed the stream: sent %d, got %d, lost %d", sent, len(got), lost)
@@ -320,7 +340,7 @@ func TestCloseCodes(t *testing.T) {
 		player := dial(t, srv, playerID, nil)
 		waitUser(t, player, botID)
 		stream(t, player, 10, nil)
-		if got, _ := collect(bot, playerID); len(got) != 10 {
+		if got, _ := collect(bot, playerID, 10); len(got) != 10 {
 			t.Fatalf("after re-identifying the bot got %d frames", len(got))
 		}
 	})

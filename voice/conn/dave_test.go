@@ -276,7 +276,7 @@ func TestDAVESpeechBothWays(t *testing.T) {
 	if err := player.SetSpeaking(false); err != nil {
 		t.Fatal(err)
 	}
-	got, lost := collect(bot, playerID)
+	got, lost := collect(bot, playerID, sent+5)
 	t.Logf("player → bot: %d Opus frames of speech sent, %d received (5 of them silence), %d lost; privacy code %s", sent, len(got), lost, code)
 	if sent != len(speech) || len(got) != sent+5 || lost != 0 || bot.Stats().E2EEFailed != 0 {
 		t.Fatalf("sent %d, got %d, lost %d; bot %+v", sent, len(got), lost, bot.Stats())
@@ -289,7 +289,7 @@ func TestDAVESpeechBothWays(t *testing.T) {
 	if err := bot.SetSpeaking(false); err != nil {
 		t.Fatal(err)
 	}
-	got, lost = collect(player, botID)
+	got, lost = collect(player, botID, sent+5)
 	t.Logf("bot → player: %d frames sent, %d received, %d lost", sent, len(got), lost)
 	if sent != len(reply) || len(got) != sent+5 || lost != 0 || player.Stats().E2EEFailed != 0 {
 		t.Fatalf("sent %d, got %d, lost %d; player %+v", sent, len(got), lost, player.Stats())
@@ -330,7 +330,7 @@ func TestDAVEResumeKeepsTheGroup(t *testing.T) {
 			duringOutage++
 		}
 	})
-	got, lost := collect(bot, playerID)
+	got, lost := collect(bot, playerID, sent)
 	t.Logf("DAVE, WebSocket drop: sent %d frames (%d while the WebSocket was down), received %d, lost %d", sent, duringOutage, len(got), lost)
 	if !resumed.Load() || bot.Stats().Resumes != 1 || bot.Stats().Reidentifies != 0 {
 		t.Fatalf("the bot did not resume: %+v", bot.Stats())
@@ -370,7 +370,7 @@ func TestDAVEUDPOutageIsSurvived(t *testing.T) {
 			pausedFor = time.Since(start)
 		}
 	})
-	got, lost := collect(bot, playerID)
+	got, lost := collect(bot, playerID, sent)
 	t.Logf("DAVE, UDP outage of %s: sent %d, received %d, reported lost %d", pausedFor.Round(time.Millisecond), sent, len(got), lost)
 	if len(got)+lost != sent || lost < 97 || lost > 103 || bot.Stats().E2EEFailed != 0 {
 		t.Fatalf("got %d + lost %d, sent %d; bot %+v", len(got), lost, sent, bot.Stats())
@@ -426,7 +426,7 @@ func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
 	if epochEvents != 2 {
 		t.Fatalf("the bot reported %d DAVE epoch changes, want 2 (0 → 1 → 2)", epochEvents)
 	}
-	got, lost := collect(bot, playerID)
+	got, lost := collect(bot, playerID, sent)
 	t.Logf("DAVE, third member joins mid-stream (epoch 1 → 2): sent %d, received %d, lost %d; bot DAVE failures %d",
 		sent, len(got), lost, bot.Stats().E2EEFailed)
 	if len(got) != sent || lost != 0 || bot.Stats().E2EEFailed != 0 {
@@ -441,7 +441,7 @@ func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
 	words := speechOpus(t, "I am Elric, a wandering scholar.")
 	sent = streamFrames(t, third, words, nil)
 	for _, c := range []*conn.Conn{bot, player} {
-		got, lost := collect(c, thirdID)
+		got, lost := collect(c, thirdID, sent)
 		if len(got) != sent || lost != 0 {
 			t.Fatalf("third → member: sent %d, got %d, lost %d; %+v", sent, len(got), lost, c.Stats())
 		}
@@ -449,7 +449,7 @@ func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
 	}
 	more := frames[:50]
 	sent = streamFrames(t, player, more, nil)
-	got, lost = collect(third, playerID)
+	got, lost = collect(third, playerID, sent)
 	// Frames the player sent before the third joined the group are not
 	// decryptable by it; from epoch 2 on everything is.
 	got = got[len(got)-min(len(got), len(more)):]
@@ -457,7 +457,7 @@ func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
 		t.Fatalf("player → third: sent %d, got %d, lost %d", sent, len(got), lost)
 	}
 	sameFrames(t, "player → third", got, more)
-	if got, lost := collect(bot, playerID); len(got) != sent || lost != 0 {
+	if got, lost := collect(bot, playerID, sent); len(got) != sent || lost != 0 {
 		t.Fatalf("player → bot: sent %d, got %d, lost %d", sent, len(got), lost)
 	}
 
@@ -466,7 +466,7 @@ func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
 	d.srv.Disconnect(thirdID)
 	d.settle(t, 3, bot, player)
 	sent = streamFrames(t, player, more, nil)
-	got, lost = collect(bot, playerID)
+	got, lost = collect(bot, playerID, sent)
 	if len(got) != sent || lost != 0 || bot.Stats().E2EEFailed != 0 {
 		t.Fatalf("after the removal: sent %d, got %d, lost %d; %+v", sent, len(got), lost, bot.Stats())
 	}
@@ -517,7 +517,7 @@ func TestDAVEReidentifyFormsANewGroup(t *testing.T) {
 	}
 	frames := cycle(speechOpus(t, "Back again, are we?"), 50)
 	sent := streamFrames(t, player, frames, nil)
-	got, lost := collect(bot, playerID)
+	got, lost := collect(bot, playerID, sent)
 	t.Logf("DAVE, re-identify: new group formed; sent %d, received %d, lost %d", sent, len(got), lost)
 	if len(got) != sent || lost != 0 || bot.Stats().E2EEFailed != 0 {
 		t.Fatalf("sent %d, got %d, lost %d; %+v", sent, len(got), lost, bot.Stats())

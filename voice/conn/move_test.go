@@ -71,14 +71,14 @@ func TestMoveClosedWith4014FollowsTheBot(t *testing.T) {
 	// The connection lives on: both ways in channel B.
 	speech := speechOpus(t, "Welcome to the lower hall.")
 	sent := streamFrames(t, playerB, speech, nil)
-	got, lost := collect(bot, playerBID)
+	got, lost := collect(bot, playerBID, sent)
 	if len(got) != sent || lost != 0 || bot.Stats().E2EEFailed != 0 {
 		t.Fatalf("player B → bot after the move: sent %d, got %d, lost %d; %+v", sent, len(got), lost, bot.Stats())
 	}
 	sameFrames(t, "player B → bot", got, speech)
 	reply := speechOpus(t, "I was sent by the council.")
 	sent = streamFrames(t, bot, reply, nil)
-	got, _ = collect(playerB, botID)
+	got, _ = collect(playerB, botID, sent)
 	if len(got) != sent {
 		t.Fatalf("bot → player B after the move: sent %d, got %d", sent, len(got))
 	}
@@ -112,7 +112,7 @@ func TestServerChangeClosedWith4022FollowsTheBot(t *testing.T) {
 	next.settle(t, 1, bot, there)
 	speech := speechOpus(t, "Quick, into the lighthouse.")
 	sent := streamFrames(t, there, speech, nil)
-	got, lost := collect(bot, playerBID)
+	got, lost := collect(bot, playerBID, sent)
 	if len(got) != sent || lost != 0 {
 		t.Fatalf("player → bot on the new server: sent %d, got %d, lost %d", sent, len(got), lost)
 	}

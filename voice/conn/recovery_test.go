@@ -212,7 +212,7 @@ func TestDAVERecoversAfterUndecryptableFrames(t *testing.T) {
 	t.Logf("after %d forged frames the bot asked to be re-added; the group is at epoch %d (privacy code %s); bot stats %+v",
 		dave.RecoveryThreshold+1, epoch, code, bot.Stats())
 	sent := stream(t, player, 40, nil)
-	got, lost := collect(bot, playerID)
+	got, lost := collect(bot, playerID, sent)
 	if len(got) != sent || lost != 0 {
 		t.Fatalf("after the recovery the bot heard %d of %d frames, %d lost", len(got), sent, lost)
 	}

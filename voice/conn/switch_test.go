@@ -278,7 +278,7 @@ func TestSwitchToAnotherChannelOnTheSameServer(t *testing.T) {
 	if err := playerB.SetSpeaking(false); err != nil {
 		t.Fatal(err)
 	}
-	got, lost := collect(bot, playerBID)
+	got, lost := collect(bot, playerBID, sent+5)
 	t.Logf("after the move, player B → bot: sent %d frames, received %d (5 of them silence), %d lost; DAVE failures %d",
 		sent, len(got), lost, bot.Stats().E2EEFailed)
 	if len(got) != sent+5 || lost != 0 || bot.Stats().E2EEFailed != 0 {
@@ -290,13 +290,13 @@ func TestSwitchToAnotherChannelOnTheSameServer(t *testing.T) {
 
 	reply := speechOpus(t, "I was sent by the council.")
 	sent = streamFrames(t, bot, reply, nil)
-	got, lost = collect(playerB, botID)
+	got, lost = collect(playerB, botID, sent)
 	t.Logf("after the move, bot → player B: sent %d, received %d, %d lost", sent, len(got), lost)
 	if len(got) != sent || lost != 0 {
 		t.Fatalf("bot → player B: sent %d, got %d, lost %d", sent, len(got), lost)
 	}
 	sameFrames(t, "bot → player B", got, reply)
-	if got, _ := collect(playerA, botID); len(got) != 0 {
+	if got, _ := collect(playerA, botID, 0); len(got) != 0 {
 		t.Fatalf("player A, in the old channel, still hears the bot: %d frames", len(got))
 	}
 }
@@ -332,7 +332,7 @@ func TestSwitchToANewVoiceServer(t *testing.T) {
 	next.settle(t, 1, bot, there)
 	speech := speechOpus(t, "Quick, into the lighthouse before the tide comes in.")
 	sent := streamFrames(t, there, speech, nil)
-	got, lost := collect(bot, playerBID)
+	got, lost := collect(bot, playerBID, sent)
 	t.Logf("new server, player → bot: sent %d, received %d, %d lost", sent, len(got), lost)
 	if len(got) != sent || lost != 0 || bot.Stats().E2EEFailed != 0 {
 		t.Fatalf("player → bot on the new server: sent %d, got %d, lost %d; %+v", sent, len(got), lost, bot.Stats())
@@ -340,7 +340,7 @@ func TestSwitchToANewVoiceServer(t *testing.T) {
 	sameFrames(t, "new server, player → bot", got, speech)
 	reply := speechOpus(t, "Lead the way.")
 	sent = streamFrames(t, bot, reply, nil)
-	got, lost = collect(there, botID)
+	got, lost = collect(there, botID, sent)
 	t.Logf("new server, bot → player: sent %d, received %d, %d lost", sent, len(got), lost)
 	if len(got) != sent || lost != 0 {
 		t.Fatalf("bot → player on the new server: sent %d, got %d, lost %d", sent, len(got), lost)
@@ -424,14 +424,14 @@ func TestSwitchToARefusingServerRejoins(t *testing.T) {
 			player := dial(t, good, playerID, nil)
 			waitUser(t, player, botID)
 			sent := stream(t, player, 30, nil)
-			got, lost := collect(bot, playerID)
+			got, lost := collect(bot, playerID, sent)
 			t.Logf("%s: after rejoining, player → bot: sent %d, received %d, %d lost", tc.name, sent, len(got), lost)
 			if len(got) != sent || lost != 0 {
 				t.Fatalf("after rejoining the bot got %d of %d frames, %d lost", len(got), sent, lost)
 			}
 			sameFrames(t, "after rejoining", got, framesUpTo(sent))
 			sent = stream(t, bot, 20, nil)
-			if got, _ := collect(player, botID); len(got) != sent {
+			if got, _ := collect(player, botID, sent); len(got) != sent {
 				t.Fatalf("after rejoining the player got %d of %d frames", len(got), sent)
 			}
 			if home.Connected(botID) {

@@ -47,7 +47,9 @@ import (
 type Config struct {
 	// Modes offered in ready (default: both rtpsize modes, XChaCha first).
 	Modes []string
-	// HeartbeatInterval sent in hello (default 300 ms).
+	// HeartbeatInterval sent in hello (default 5 s). A client that misses
+	// one acknowledgement reconnects, so a short interval would make tests
+	// pass or fail by how fast a loaded machine answers.
 	HeartbeatInterval time.Duration
 	// DAVEVersion sent in the session description (0: no DAVE). With a
 	// DAVE handler, the fake plays the DAVE external sender.
@@ -157,7 +159,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Modes = []string{rtp.ModeXChaCha20, rtp.ModeAES256GCM}
 	}
 	if cfg.HeartbeatInterval == 0 {
-		cfg.HeartbeatInterval = 300 * time.Millisecond
+		cfg.HeartbeatInterval = 5 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -7,17 +7,20 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/npc"
 )
 
@@ -74,6 +77,14 @@ type Guild struct {
 	// KGTokenLimit is the token budget of the campaign's kg_* memory-tool
 	// view over MCP (0: leave it as it is, 5000 for a new campaign).
 	KGTokenLimit int `yaml:"kg_token_limit"`
+	// MCPToken gives agents player rights on this guild's campaign at
+	// /mcp/<campaign> (under serve); MCPDMToken DM rights. A token opens
+	// one campaign only.
+	MCPToken   string `yaml:"mcp_token"`
+	MCPDMToken string `yaml:"mcp_dm_token"`
+	// MCPPlayerTokens gives each player an own token (player name: token):
+	// player rights, and the player's proposals carry the name.
+	MCPPlayerTokens map[string]string `yaml:"mcp_player_tokens"`
 }
 
 // Memory configures the PostgreSQL memory store.
@@ -178,7 +189,10 @@ type Server struct {
 	// Listen is the address of /healthz, /readyz, /metrics and /mcp.
 	Listen string `yaml:"listen"`
 	// MCPToken lets agents use the MCP endpoint with player rights (their
-	// writes become proposals); MCPDMToken gives DM rights.
+	// writes become proposals); MCPDMToken gives DM rights. They serve
+	// `glyphoxa mcp --http` and, under serve, only a configuration with a
+	// single campaign: with more, each guild sets its own tokens
+	// (discord.guilds[].mcp_token, mcp_dm_token, mcp_player_tokens).
 	MCPToken   string `yaml:"mcp_token"`
 	MCPDMToken string `yaml:"mcp_dm_token"`
 }
@@ -247,33 +261,36 @@ func Load(path string, getenv func(string) string) (Config, error) {
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
-// Parse reads a configuration: it expands ${VAR} references with getenv,
-// checks keys and types against the schema, applies the defaults and the
-// GLYPHOXA_* overrides, and validates the values.
+// MaxNodes bounds the size of a configuration with its aliases expanded:
+// an alias bomb is refused before anything walks it.
+const MaxNodes = 100_000
+
+// Parse reads a configuration: it parses the YAML, refuses one whose
+// aliases expand past [MaxNodes] values, substitutes ${VAR} and
+// ${VAR:-default} references inside scalar values with getenv (a value
+// cannot change the document's structure: '*', '#' or a newline in it are
+// just characters), checks keys and types against the schema, applies the
+// defaults and the GLYPHOXA_* overrides, and validates the values.
 func Parse(r io.Reader, name string, getenv func(string) string) (Config, error) {
 	raw, err := io.ReadAll(r)
 	if err != nil {
 		return Config{}, fmt.Errorf("reading %s: %w", name, err)
 	}
-	expanded := envRef.ReplaceAllStringFunc(string(raw), func(m string) string {
-		sub := envRef.FindStringSubmatch(m)
-		if v := getenv(sub[1]); v != "" {
-			return v
-		}
-		return sub[3]
-	})
 	cfg := Default()
 	var root yaml.Node
-	if err := yaml.Unmarshal([]byte(expanded), &root); err != nil {
+	if err := yaml.Unmarshal(raw, &root); err != nil {
 		return Config{}, fmt.Errorf("%s: %w: %s", name, ErrInvalid, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if len(root.Content) > 0 {
-		if err := checkSchema(root.Content[0], cfg); err != nil {
+		if n := expandedSize(&root, map[*yaml.Node]int{}, 0); n > MaxNodes {
+			return Config{}, fmt.Errorf("%s: %w: its aliases expand to more than %d values", name, ErrInvalid, MaxNodes)
+		}
+		subst := map[*yaml.Node]string{}
+		substitute(&root, subst, getenv)
+		if err := checkSchema(root.Content[0], cfg, subst); err != nil {
 			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
-		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		if err := root.Decode(&cfg); err != nil {
 			return Config{}, fmt.Errorf("%s: %w: %s", name, ErrInvalid, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 	}
@@ -282,6 +299,99 @@ func Parse(r io.Reader, name string, getenv func(string) string) (Config, error)
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return cfg, nil
+}
+
+// expandedSize counts the nodes of n with aliases expanded, each node's
+// count computed once (memo), stopping early past MaxNodes. depth guards
+// against alias cycles, which the YAML parser refuses anyway.
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int, depth int) int {
+	if v, ok := memo[n]; ok {
+		return v
+	}
+	if depth > 10_000 {
+		return MaxNodes + 1
+	}
+	size := 1
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		size += expandedSize(n.Alias, memo, depth+1)
+	}
+	for _, c := range n.Content {
+		size += expandedSize(c, memo, depth+1)
+		if size > MaxNodes {
+			break
+		}
+	}
+	memo[n] = size
+	return size
+}
+
+// substitute replaces ${VAR} references in the scalar values of the tree,
+// each node once, and records in done the original text of each node it
+// changed (errors show that, never a substituted value, which may be a
+// secret). A plain (unquoted) scalar that changed gets its type resolved
+// again from its new value, so "port: ${PORT}" is still a number.
+func substitute(n *yaml.Node, done map[*yaml.Node]string, getenv func(string) string) {
+	if _, ok := done[n]; ok {
+		return
+	}
+	done[n] = ""
+	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
+		v := envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
+			sub := envRef.FindStringSubmatch(m)
+			if v := getenv(sub[1]); v != "" {
+				return v
+			}
+			return sub[3]
+		})
+		if v != n.Value {
+			done[n] = n.Value
+			n.Value = v
+			if n.Style == 0 {
+				n.Tag = ""
+			}
+		}
+	}
+	for _, c := range n.Content {
+		substitute(c, done, getenv)
+	}
+}
+
+// Redact hides the credentials of a URL or DSN for printing: the password
+// of its user information and the values of query parameters that look
+// like secrets (key, token, secret, password, signature). A value that is
+// not a URL is hidden whole unless it holds no '@' and no '='.
+func Redact(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		if strings.ContainsAny(raw, "@=") {
+			return "(hidden)"
+		}
+		return raw
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	changed := false
+	for k := range q {
+		lk := strings.ToLower(k)
+		for _, s := range []string{"key", "token", "secret", "password", "passwd", "sig", "auth"} {
+			if strings.Contains(lk, s) {
+				q.Set(k, "xxxxx")
+				changed = true
+				break
+			}
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 // Overrides maps the environment variables that override configuration
@@ -403,12 +513,17 @@ func (c Config) Validate() error {
 			errs = append(errs, invalid(key+".guild_id", "must be a Discord guild id (a number), got %q", g.GuildID))
 		case strings.TrimSpace(g.Campaign) == "":
 			errs = append(errs, invalid(key+".campaign", "is required: the campaign this server plays"))
+		case memory.ValidateCampaignID(g.Campaign) != nil:
+			errs = append(errs, invalid(key+".campaign", "%v", memory.ValidateCampaignID(g.Campaign)))
 		case guilds[g.GuildID]:
 			errs = append(errs, invalid(key+".guild_id", "guild %s is bound twice", g.GuildID))
 		case g.KGTokenLimit < 0:
 			errs = append(errs, invalid(key+".kg_token_limit", "must be positive (or 0 to keep the campaign's), got %d", g.KGTokenLimit))
 		}
 		guilds[g.GuildID] = true
+	}
+	if _, err := c.MCPEndpoints(); err != nil {
+		errs = append(errs, err)
 	}
 	npcs := map[string]bool{}
 	for k, p := range c.NPCs {
@@ -467,4 +582,104 @@ func (c Config) Require(rs ...Requirement) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// MinTokenLen is the shortest MCP token accepted: a shorter one can be
+// guessed.
+const MinTokenLen = 16
+
+// MCPEndpoint is the MCP endpoint of one campaign under serve, with the
+// tokens that open it.
+type MCPEndpoint struct {
+	Campaign string
+	// DM and Player tokens; Players maps a player's own token to its name.
+	DM, Player []string
+	Players    map[string]string
+}
+
+// MCPEndpoints are the MCP endpoints serve opens: one per campaign with at
+// least one token, in the order the guilds name them. Every token opens
+// exactly one campaign. [Config.Validate] runs it, so serve never meets a
+// configuration it cannot serve.
+func (c Config) MCPEndpoints() ([]MCPEndpoint, error) {
+	var errs []error
+	byCampaign := map[string]*MCPEndpoint{}
+	var order []string
+	type use struct{ key, camp, role string }
+	owner := map[string]use{} // token -> where it was first set
+	add := func(key, token string, camp string, put func(*MCPEndpoint)) {
+		if token == "" {
+			return
+		}
+		if len(token) < MinTokenLen {
+			errs = append(errs, invalid(key, "is %d characters long; use at least %d (e.g. openssl rand -hex 24)", len(token), MinTokenLen))
+			return
+		}
+		role := key[strings.LastIndex(key, ".")+1:]
+		if strings.Contains(key, ".mcp_player_tokens.") || role == "mcp_token" {
+			role = "player"
+		}
+		if prev, ok := owner[token]; ok {
+			if prev.camp != camp || prev.role != role {
+				errs = append(errs, invalid(key, "is the same token as %s; a token opens one campaign with one role", prev.key))
+			}
+			return
+		}
+		owner[token] = use{key, camp, role}
+		ep := byCampaign[camp]
+		if ep == nil {
+			ep = &MCPEndpoint{Campaign: camp, Players: map[string]string{}}
+			byCampaign[camp] = ep
+			order = append(order, camp)
+		}
+		put(ep)
+	}
+	campaigns := map[string]bool{}
+	for _, g := range c.Discord.Guilds {
+		campaigns[g.Campaign] = true
+	}
+	if c.Server.MCPToken != "" || c.Server.MCPDMToken != "" {
+		if len(campaigns) > 1 {
+			errs = append(errs, invalid("server.mcp_token", "would open all %d campaigns with one token; set discord.guilds[].mcp_token and mcp_dm_token per guild instead (server.mcp_token and mcp_dm_token serve `glyphoxa mcp --http` and single-campaign configurations)", len(campaigns)))
+		} else {
+			for camp := range campaigns {
+				add("server.mcp_dm_token", c.Server.MCPDMToken, camp, func(ep *MCPEndpoint) { ep.DM = append(ep.DM, c.Server.MCPDMToken) })
+				add("server.mcp_token", c.Server.MCPToken, camp, func(ep *MCPEndpoint) { ep.Player = append(ep.Player, c.Server.MCPToken) })
+			}
+		}
+	}
+	for k, g := range c.Discord.Guilds {
+		key := fmt.Sprintf("discord.guilds[%d]", k)
+		if memory.ValidateCampaignID(g.Campaign) != nil {
+			continue // reported by Validate
+		}
+		add(key+".mcp_dm_token", g.MCPDMToken, g.Campaign, func(ep *MCPEndpoint) { ep.DM = append(ep.DM, g.MCPDMToken) })
+		add(key+".mcp_token", g.MCPToken, g.Campaign, func(ep *MCPEndpoint) { ep.Player = append(ep.Player, g.MCPToken) })
+		names := make([]string, 0, len(g.MCPPlayerTokens))
+		for n := range g.MCPPlayerTokens {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			tok := g.MCPPlayerTokens[n]
+			pkey := key + ".mcp_player_tokens." + n
+			if strings.TrimSpace(n) == "" || len(n) > 64 || strings.ContainsFunc(n, unicode.IsControl) {
+				errs = append(errs, invalid(pkey, "a player name must be 1 to 64 printable characters"))
+				continue
+			}
+			if tok == "" {
+				errs = append(errs, invalid(pkey, "is empty"))
+				continue
+			}
+			add(pkey, tok, g.Campaign, func(ep *MCPEndpoint) { ep.Players[tok] = n })
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := make([]MCPEndpoint, 0, len(order))
+	for _, camp := range order {
+		out = append(out, *byCampaign[camp])
+	}
+	return out, nil
 }

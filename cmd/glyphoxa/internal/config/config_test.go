@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -92,16 +93,107 @@ func TestRequire(t *testing.T) {
 	}
 }
 
+// FuzzParse: whatever Parse accepts validates, and serve can mount its MCP
+// endpoints. Seeds are small (a large seed makes the fuzzer spend its time
+// minimising mutants of it instead of exploring).
 func FuzzParse(f *testing.F) {
-	raw, _ := os.ReadFile("../../../../config.example.yaml")
-	f.Add(string(raw))
-	f.Add("memory:\n  embedding_dimensions: 12\n")
+	for _, seed := range []string{
+		"memory:\n  embedding_dimensions: 12\n",
+		"discord:\n  token: t\n  guilds:\n    - {guild_id: \"100000\", campaign: c1, mcp_token: abcdefghijklmnop}\n",
+		"server: {mcp_token: ${T:-abcdefghijklmnopq}, listen: \"127.0.0.1:1\"}\n",
+		"lifecycle:\n  reconnect: {initial: 1s, max: 2s, attempts: 3}\nvoice: {end_of_turn: 600ms}\n",
+		"a: &x [1, 2]\nb: *x\n",
+		"providers:\n  llm: {base_url: http://h/v1, model: m, temperature: 0.5}\nlog: {level: debug, format: json}\n",
+	} {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
-		cfg, err := config.Parse(strings.NewReader(s), "fuzz.yaml", env(nil))
-		if err == nil {
-			if verr := cfg.Validate(); verr != nil {
-				t.Fatalf("Parse accepted a configuration Validate rejects: %v", verr)
+		cfg, err := config.Parse(strings.NewReader(s), "fuzz.yaml", env(map[string]string{"T": "*x #y\nz: 1"}))
+		if err != nil {
+			return
+		}
+		if verr := cfg.Validate(); verr != nil {
+			t.Fatalf("Parse accepted a configuration Validate rejects: %v", verr)
+		}
+		eps, err := cfg.MCPEndpoints()
+		if err != nil {
+			t.Fatalf("Parse accepted a configuration whose MCP endpoints fail: %v", err)
+		}
+		seen := map[string]bool{}
+		for _, ep := range eps {
+			if seen[ep.Campaign] || strings.ContainsAny(ep.Campaign, " {}/") {
+				t.Fatalf("endpoint %q cannot be served", ep.Campaign)
 			}
+			seen[ep.Campaign] = true
 		}
 	})
+}
+
+// ${VAR} is substituted into parsed values only: whatever the value holds,
+// it stays one value and never shows in an error.
+func TestEnvValuesAreValuesOnly(t *testing.T) {
+	doc := "discord:\n  token: ${TOKEN}\n  shard_count: ${SHARDS}\nproviders:\n  llm:\n    api_key: \"${KEY}\"\n    base_url: ${URL:-http://localhost/v1}\n"
+	for _, tc := range []struct {
+		name   string
+		vars   map[string]string
+		token  string
+		errHas string
+	}{
+		{"anchor-looking", map[string]string{"TOKEN": "*not-an-anchor", "SHARDS": "2"}, "*not-an-anchor", ""},
+		{"comment-looking", map[string]string{"TOKEN": "abc #def", "SHARDS": "2"}, "abc #def", ""},
+		{"newline injection", map[string]string{"TOKEN": "x\nserver:\n  mcp_dm_token: injected-token-123456", "SHARDS": "0"},
+			"x\nserver:\n  mcp_dm_token: injected-token-123456", ""},
+		{"secret in a number field", map[string]string{"TOKEN": "t", "SHARDS": "sk-very-secret"}, "", "${SHARDS} (from the environment)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.vars["KEY"] = "sk-also-secret"
+			cfg, err := config.Parse(strings.NewReader(doc), "c.yaml", env(tc.vars))
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) || strings.Contains(err.Error(), "sk-very-secret") {
+					t.Fatalf("err = %v, want one naming %q without the value", err, tc.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Discord.Token != tc.token || cfg.Server.MCPDMToken != "" || cfg.Providers.LLM.APIKey != "sk-also-secret" ||
+				cfg.Providers.LLM.BaseURL != "http://localhost/v1" {
+				t.Fatalf("%+v", cfg)
+			}
+		})
+	}
+	cfg, err := config.Parse(strings.NewReader(doc), "c.yaml", env(map[string]string{"TOKEN": "t", "SHARDS": "4"}))
+	if err != nil || cfg.Discord.ShardCount != 4 {
+		t.Fatalf("a number from the environment: %+v %v", cfg.Discord, err)
+	}
+}
+
+// An alias bomb is refused before anything walks it.
+func TestAliasBombIsRefused(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n")
+	for i := 1; i < 12; i++ {
+		fmt.Fprintf(&b, "x%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	b.WriteString("discord:\n  guilds: *a11\n")
+	_, err := config.Parse(strings.NewReader(b.String()), "bomb.yaml", env(nil))
+	if err == nil || !strings.Contains(err.Error(), "aliases expand to more than") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                                 "",
+		"http://localhost:11434/v1":        "http://localhost:11434/v1",
+		"https://user:pa55@llm.example/v1": "https://user:xxxxx@llm.example/v1",
+		"https://llm.example/v1?api_key=sk-123&model=x":         "https://llm.example/v1?api_key=xxxxx&model=x",
+		"postgres://glyphoxa:hunter2@db:5432/g?sslmode=disable": "postgres://glyphoxa:xxxxx@db:5432/g?sslmode=disable",
+		"user=glyphoxa password=hunter2 host=db":                "(hidden)",
+	} {
+		if got := config.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
 }

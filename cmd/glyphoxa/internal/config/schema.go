@@ -16,16 +16,26 @@ var durationType = reflect.TypeOf(Duration(0))
 // first unknown key or wrongly typed value by its dotted path and line, in
 // words a self-hoster reads: "memory.embedding_dimension (line 5): unknown
 // key; did you mean embedding_dimensions?".
-func checkSchema(n *yaml.Node, v any) error {
-	return walk(n, reflect.TypeOf(v), "")
+//
+// subst holds the original text of values substituted from the
+// environment: an error shows that text, never the value.
+func checkSchema(n *yaml.Node, v any, subst map[*yaml.Node]string) error {
+	return walk(n, reflect.TypeOf(v), "", subst)
 }
 
-func walk(n *yaml.Node, t reflect.Type, path string) error {
+func walk(n *yaml.Node, t reflect.Type, path string, subst map[*yaml.Node]string) error {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	if n.Tag == "!!null" {
+	if n.ShortTag() == "!!null" {
 		return nil
+	}
+	value := n.Value
+	if orig := subst[n]; orig != "" {
+		value = orig + " (from the environment)"
+	}
+	if len(value) > 80 {
+		value = value[:80] + "…"
 	}
 	where := func() string {
 		if path == "" {
@@ -39,7 +49,7 @@ func walk(n *yaml.Node, t reflect.Type, path string) error {
 			return fmt.Errorf("%w: %s: expected a duration such as 30s or 5m", ErrInvalid, where())
 		}
 		if _, err := time.ParseDuration(n.Value); err != nil {
-			return fmt.Errorf("%w: %s: %q is not a duration (write 600ms, 30s, 5m or 1h30m)", ErrInvalid, where(), n.Value)
+			return fmt.Errorf("%w: %s: %q is not a duration (write 600ms, 30s, 5m or 1h30m)", ErrInvalid, where(), value)
 		}
 		return nil
 	case t.Kind() == reflect.Struct:
@@ -71,7 +81,7 @@ func walk(n *yaml.Node, t reflect.Type, path string) error {
 				}
 				return fmt.Errorf("%w: %s (line %d): unknown key%s", ErrInvalid, sub, k.Line, hint)
 			}
-			if err := walk(val, ft, sub); err != nil {
+			if err := walk(val, ft, sub, subst); err != nil {
 				return err
 			}
 		}
@@ -81,7 +91,7 @@ func walk(n *yaml.Node, t reflect.Type, path string) error {
 			return fmt.Errorf("%w: %s: expected a list", ErrInvalid, where())
 		}
 		for i, c := range n.Content {
-			if err := walk(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := walk(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), subst); err != nil {
 				return err
 			}
 		}
@@ -94,16 +104,16 @@ func walk(n *yaml.Node, t reflect.Type, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int32, reflect.Int64:
-		if n.Tag != "!!int" {
-			return fmt.Errorf("%w: %s: expected a whole number, got %q", ErrInvalid, where(), n.Value)
+		if n.ShortTag() != "!!int" {
+			return fmt.Errorf("%w: %s: expected a whole number, got %q", ErrInvalid, where(), value)
 		}
 	case reflect.Float32, reflect.Float64:
-		if n.Tag != "!!int" && n.Tag != "!!float" {
-			return fmt.Errorf("%w: %s: expected a number, got %q", ErrInvalid, where(), n.Value)
+		if tag := n.ShortTag(); tag != "!!int" && tag != "!!float" {
+			return fmt.Errorf("%w: %s: expected a number, got %q", ErrInvalid, where(), value)
 		}
 	case reflect.Bool:
-		if n.Tag != "!!bool" {
-			return fmt.Errorf("%w: %s: expected true or false, got %q", ErrInvalid, where(), n.Value)
+		if n.ShortTag() != "!!bool" {
+			return fmt.Errorf("%w: %s: expected true or false, got %q", ErrInvalid, where(), value)
 		}
 	}
 	return nil

@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// view is the reader a campaign's layers are bound to. Its zero value is the
+// system view: the server's own code (the turn pipeline, consolidation,
+// review), which reads everything. [Campaign.As] binds a person's or an
+// NPC's role; every read of the bound layers then filters in SQL with the
+// one definition of secrecy of migration 0010 (glyphoxa_public and the
+// "secret": true marker), so a reader never receives what it may not see.
+//
+// The NPC id is written into the SQL as a literal (quoted by sqlLiteral,
+// which is exact under standard_conforming_strings, PostgreSQL's default
+// since 9.1 and a requirement of pgx): a parameter would shift every
+// query's numbering, and the ids come from the campaign's own entities.
+type view struct {
+	v memory.Viewer
+}
+
+// system reports whether this is the system view or the DM's: no filter.
+func (w view) system() bool { return w.v.Role == 0 || w.v.Role == memory.RoleDM }
+
+// sqlLiteral quotes s as an SQL string literal.
+func sqlLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// entityAttrs is the SQL expression of the attributes of entity alias the
+// viewer may read: all of them for the DM and for an NPC's own entity, the
+// public ones otherwise.
+func (w view) entityAttrs(alias string) string {
+	switch {
+	case w.system():
+		return alias + ".attributes"
+	case w.v.Role == memory.RoleNPC:
+		return "CASE WHEN " + alias + ".id = " + sqlLiteral(w.v.NPCID) + " THEN " + alias + ".attributes ELSE " +
+			publicAttrs(alias) + " END"
+	}
+	return publicAttrs(alias)
+}
+
+// publicAttrs is the SQL expression of entity alias's public attributes.
+func publicAttrs(alias string) string { return "glyphoxa_public_attributes(" + alias + ".attributes)" }
+
+// entityCols are the entity columns of alias as the viewer reads them, in
+// the order scanEntity expects.
+func (w view) entityCols(alias string) string {
+	return alias + ".id, " + alias + ".type, " + alias + ".name, " + alias + ".aliases, " + w.entityAttrs(alias) +
+		", " + alias + ".created_at, " + alias + ".updated_at"
+}
+
+// publicEntityCols are entity columns with public attributes only, for an
+// entity reached through another.
+func publicEntityCols(alias string) string {
+	return alias + ".id, " + alias + ".type, " + alias + ".name, " + alias + ".aliases, " + publicAttrs(alias) +
+		", " + alias + ".created_at, " + alias + ".updated_at"
+}
+
+// factVisible is the SQL predicate true when the viewer may see
+// relationship alias: the DM sees every fact; players the facts that are
+// not secret and not rejected; an NPC also the secret facts it is an end of
+// or listed in known_by.
+func (w view) factVisible(alias string) string {
+	if w.system() {
+		return "true"
+	}
+	notSecret := "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb"
+	if w.v.Role == memory.RoleNPC {
+		id := sqlLiteral(w.v.NPCID)
+		notSecret += " OR " + alias + ".source_id = " + id + " OR " + alias + ".target_id = " + id +
+			" OR coalesce(" + alias + ".attributes->'known_by' ? " + id + ", false)"
+	}
+	return notSecret + ") AND " + alias + ".status <> 'rejected'"
+}
+
+// factAttrs is the SQL expression of the attributes of relationship alias
+// the viewer may read: secret keys are removed for everyone but the DM; a
+// secret fact an NPC may see keeps its "secret": true marker.
+func (w view) factAttrs(alias string) string {
+	if w.system() {
+		return alias + ".attributes"
+	}
+	return "(" + publicAttrs(alias) + " || CASE WHEN " + alias + ".attributes->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)"
+}
+
+// relCols are the relationship columns of r as the viewer reads them, in
+// the order scanRel expects.
+func (w view) relCols() string {
+	return strings.Replace(relColumns, "r.attributes", w.factAttrs("r"), 1)
+}
+
+// factJSON is to_jsonb(r) with the attributes the viewer may read.
+func (w view) factJSON(alias string) string {
+	if w.system() {
+		return "to_jsonb(" + alias + ")"
+	}
+	return "(to_jsonb(" + alias + ") || jsonb_build_object('attributes', " + w.factAttrs(alias) + "))"
+}
+
+// As returns this campaign's layers bound to viewer v: every read through
+// them returns only what v may see (see [memory.Viewer]). It refuses a
+// viewer without a role.
+func (c *Campaign) As(v memory.Viewer) (*Campaign, error) {
+	if err := v.Validate(); err != nil {
+		return nil, fmt.Errorf("binding campaign %q to a viewer: %w", c.id, err)
+	}
+	g := *c.graph
+	g.view = view{v: v}
+	x := *c
+	x.graph = &g
+	x.view = g.view
+	return &x, nil
+}
+
+// Viewer is the viewer the campaign is bound to; the zero Viewer for the
+// system view.
+func (c *Campaign) Viewer() memory.Viewer { return c.view.v }
