@@ -67,14 +67,13 @@ type Observer interface {
 	SessionEnded()
 }
 
-// An Observer may also take memory health, DAVE epoch changes and LLM
-// tokens.
+// An Observer may also take memory health and DAVE epoch changes. (LLM
+// tokens are counted where the LLM client is built: npc/llm.Config.OnUsage.)
 type (
 	healthObserver interface {
 		SetMemoryHealth(campaign string, degraded bool, pending int)
 	}
-	daveObserver  interface{ DAVEEpochChanged() }
-	tokenObserver interface{ AddTokens(prompt, completion int) }
+	daveObserver interface{ DAVEEpochChanged() }
 )
 
 // prefetcher is an optional capability of a Responder: it starts

@@ -20,7 +20,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 	"github.com/glyphoxa/glyphoxa/npc"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 )
 
@@ -341,9 +340,6 @@ func newAgent(camp *postgres.Campaign, cfg Config, log *slog.Logger) (*npc.Agent
 		return nil, err
 	}
 	ncfg.Fallback = fb
-	if o, ok := cfg.Observer.(tokenObserver); ok {
-		ncfg.OnUsage = func(u llm.Usage) { o.AddTokens(u.PromptTokens, u.CompletionTokens) }
-	}
 	return npc.NewAgent(ncfg)
 }
 

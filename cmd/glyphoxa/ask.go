@@ -54,7 +54,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		if err := cfg.Require(config.NeedLLM); err != nil {
 			return err
 		}
-		c, err := newLLM(cfg)
+		c, err := newLLM(cfg, nil)
 		if err != nil {
 			return err
 		}

@@ -66,7 +66,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	ncfg := npc.Config{Context: newHotContext(camp, cfg), Graph: camp.Graph(), Heard: camp.Sessions(),
 		Recall: recaller, ContextTokens: cfg.Memory.HotContextTokens, Fallback: fallback}
 	if cfg.Providers.LLM.Configured() {
-		if ncfg.LLM, err = newLLM(cfg); err != nil {
+		if ncfg.LLM, err = newLLM(cfg, nil); err != nil {
 			return err
 		}
 	}
@@ -81,10 +81,13 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	return chatLoop(ctx, e, camp, agent, ent, sid, *as)
 }
 
-func newLLM(cfg config.Config) (*llm.Client, error) {
+// newLLM is the one place that builds the LLM client (providers.llm):
+// NPC turns, summaries, fact extraction and recaps use it. onUsage, if
+// set, receives the tokens of every call (the /metrics token counter).
+func newLLM(cfg config.Config, onUsage func(llm.Usage)) (*llm.Client, error) {
 	p := cfg.Providers.LLM
 	return llm.New(llm.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Temperature: float32(p.Temperature),
-		Timeout: p.Timeout.Std()})
+		Timeout: p.Timeout.Std(), OnUsage: onUsage})
 }
 
 func chatLoop(ctx context.Context, e *env, camp *postgres.Campaign, agent *npc.Agent, ent memory.Entity, sessionID, as string) error {

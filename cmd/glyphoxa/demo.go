@@ -83,7 +83,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	}
 	defer os.RemoveAll(stateDir)
 	cfg.Lifecycle.SpoolDir = stateDir
-	prov, release, err := tableProviders(cfg, log, nil)
+	prov, release, err := tableProviders(cfg, log, nil, nil)
 	if release != nil {
 		defer release()
 	}
@@ -228,7 +228,7 @@ func demoMemory(ctx context.Context, e *env, camp *postgres.Campaign, cfg config
 	}
 	w := recap.Writer{}
 	if cfg.Providers.LLM.Configured() {
-		if w.LLM, err = newLLM(cfg); err != nil {
+		if w.LLM, err = newLLM(cfg, nil); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/npc/llm"
 )
 
 // cmdServe runs the Discord bot with its HTTP endpoints until interrupted.
@@ -58,7 +59,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	m := metrics.New()
 	deps := bot.Deps{Store: store}
 	if cfg.Providers.LLM.Configured() {
-		client, err := newLLM(cfg)
+		client, err := newLLM(cfg, countTokens(m))
 		if err != nil {
 			return err
 		}
@@ -76,7 +77,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		}
 		defer sess.Close()
 	}
-	providers, release, err := tableProviders(cfg, logger, nil)
+	providers, release, err := tableProviders(cfg, logger, nil, countTokens(m))
 	if release != nil {
 		defer release()
 	}
@@ -182,6 +183,11 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		errs = append(errs, fmt.Errorf("stopping the DM console: %w", err))
 	}
 	return errors.Join(append([]error{runErr}, errs...)...)
+}
+
+// countTokens feeds the LLM token counter of /metrics.
+func countTokens(m *metrics.Metrics) func(llm.Usage) {
+	return func(u llm.Usage) { m.AddTokens(u.PromptTokens, u.CompletionTokens) }
 }
 
 // readiness answers 200 when the database answers and the bot is connected

@@ -17,6 +17,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/npc/llm"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
@@ -33,7 +34,7 @@ const llmCorrectionTimeout = 1500 * time.Millisecond
 // speech-to-text, speech synthesis, the LLM (one client for NPCs,
 // summaries and extraction), the LLM pass of name correction and the
 // embedder. Close releases what they hold.
-func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock) (table.Providers, func() error, error) {
+func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock, onUsage func(llm.Usage)) (table.Providers, func() error, error) {
 	var p table.Providers
 	rec, err := newRecognizer(cfg.Providers.STT, log)
 	if err != nil {
@@ -68,7 +69,7 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock) (table
 	if !cfg.Providers.LLM.Configured() {
 		return p, release, nil
 	}
-	client, err := newLLM(cfg)
+	client, err := newLLM(cfg, onUsage)
 	if err != nil {
 		return p, release, err
 	}
@@ -76,7 +77,7 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock) (table
 	p.Summarizer = contextmgr.NewOpenAISummarizer(client.API(), client.Model())
 	p.Extractor = postsession.NewOpenAIExtractor(client.API(), client.Model())
 	if cfg.Correction.LLM {
-		if p.LLMCorrector, err = newLLMCorrector(cfg); err != nil {
+		if p.LLMCorrector, err = newLLMCorrector(cfg, correction.WithHTTPClient(llm.CountingHTTPClient(nil, onUsage))); err != nil {
 			return p, release, err
 		}
 	}
@@ -84,9 +85,9 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock) (table
 }
 
 // newLLMCorrector returns the LLM pass of name correction on providers.llm.
-func newLLMCorrector(cfg config.Config) (*correction.LLMCorrector, error) {
+func newLLMCorrector(cfg config.Config, opts ...correction.LLMOption) (*correction.LLMCorrector, error) {
 	p := cfg.Providers.LLM
-	return correction.NewLLMCorrector(p.BaseURL, p.APIKey, p.Model, correction.WithLLMTimeout(llmCorrectionTimeout))
+	return correction.NewLLMCorrector(p.BaseURL, p.APIKey, p.Model, append([]correction.LLMOption{correction.WithLLMTimeout(llmCorrectionTimeout)}, opts...)...)
 }
 
 // tableSettings are the table's settings from the configuration.

@@ -39,6 +39,10 @@ type Config struct {
 	Backoff time.Duration
 	// HTTPClient overrides the HTTP client (tests, proxies).
 	HTTPClient *http.Client
+	// OnUsage, if set, receives the tokens of every request: those of
+	// Stream, and those of the other calls made through API (summaries,
+	// extraction), read from their responses.
+	OnUsage func(Usage)
 }
 
 // ErrNotConfigured is returned when no endpoint or model is configured.
@@ -84,6 +88,10 @@ func New(cfg Config) (*Client, error) {
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	if cfg.HTTPClient != nil {
 		oc.HTTPClient = cfg.HTTPClient
+	}
+	if cfg.OnUsage != nil {
+		base, _ := oc.HTTPClient.(*http.Client)
+		oc.HTTPClient = CountingHTTPClient(base, cfg.OnUsage)
 	}
 	return &Client{api: openai.NewClientWithConfig(oc), cfg: cfg}, nil
 }
@@ -162,6 +170,9 @@ func (c *Client) Stream(ctx context.Context, req Request, onText func(string)) (
 }
 
 func (c *Client) account(u Usage) {
+	if c.cfg.OnUsage != nil {
+		c.cfg.OnUsage(u)
+	}
 	c.requests.Add(1)
 	c.promptTokens.Add(int64(u.PromptTokens))
 	c.completionTokens.Add(int64(u.CompletionTokens))
