@@ -127,7 +127,7 @@ func commandHandlers() map[string]handler {
 		"npc list": all(npc), "npc mute": dm(npc), "npc unmute": dm(npc), "npc say": dm(npc), "npc next": dm(npc), "npc scene": dm(npc),
 		"memory pending": dm(mem), "memory conflicts": dm(mem), "memory confirm": dm(mem), "memory reject": dm(mem),
 		"memory entity show": dm(mem), "memory entity edit": dm(mem), "memory fact add": dm(mem), "memory fact retire": dm(mem),
-		"memory forget fact": dm(mem), "memory forget span": dm(mem),
+		"memory forget fact": dm(mem), "memory forget span": dm(mem), "memory fact list": dm(mem), "memory changes": dm(mem),
 		// Search reads what was said at the table (and chunks of it),
 		// which every player heard.
 		"memory search": all(mem),
