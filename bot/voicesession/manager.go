@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/table"
 )

@@ -29,7 +29,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 )
 
 // Defaults of a Config.

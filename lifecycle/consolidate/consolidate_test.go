@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
 	"github.com/glyphoxa/glyphoxa/lifecycle/consolidate"
-	"github.com/glyphoxa/glyphoxa/lifecycle/internal/leakcheck"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

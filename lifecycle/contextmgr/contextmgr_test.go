@@ -14,9 +14,9 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
-	"github.com/glyphoxa/glyphoxa/lifecycle/internal/leakcheck"
 	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 

@@ -47,8 +47,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
-	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
 	"github.com/glyphoxa/glyphoxa/memory"
 )

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
-	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
-	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )

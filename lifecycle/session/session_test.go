@@ -11,8 +11,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
-	"github.com/glyphoxa/glyphoxa/lifecycle/internal/leakcheck"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
 	"github.com/glyphoxa/glyphoxa/memory"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
-	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/table/scene"

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/table"

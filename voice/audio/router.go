@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 )
 
 // TickInterval is how often [Router.Run] checks silent speakers.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/dave"
 	"github.com/glyphoxa/glyphoxa/voice/dave/davetest"

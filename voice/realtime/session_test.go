@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/realtime/realtimetest"
 )

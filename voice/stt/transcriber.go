@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 )
 

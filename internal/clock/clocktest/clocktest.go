@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 )
 
 // Fake is a clock that only moves when the test advances it. It is safe for

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 )
 
 // Config configures a Reconnector. Only Dial is required.

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/lifecycle/clock/clocktest"
-	"github.com/glyphoxa/glyphoxa/lifecycle/internal/leakcheck"
-	"github.com/glyphoxa/glyphoxa/lifecycle/reconnect"
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 )
 
 // conn is a connection that records being closed.

@@ -1,6 +1,7 @@
-// Package clock is the time source of the lifecycle packages: the real
-// clock in production, a fake one (package clocktest) in tests, so that
-// backoff, periodic flushes and retries can be tested without sleeping.
+// Package clock is glyphoxa's time source: the real clock in production,
+// a fake one (package clocktest) in tests and on the virtual clock of
+// scenes, so that lanes, playback, backoff, periodic work and retries run
+// and are tested without sleeping.
 package clock
 
 import "time"
