@@ -82,6 +82,8 @@ type Session struct {
 
 	mu        sync.Mutex
 	recorded  map[string]string // user id → name of recorded speakers
+	talking   map[string]bool   // user ids speaking now
+	turns     []LineReport      // the latest NPC turns, oldest first
 	latencies []time.Duration
 	speaking  context.CancelFunc // interrupts the NPC speaking now
 	lost      uint64             // packets the transport reported lost
@@ -90,7 +92,7 @@ type Session struct {
 // start runs the turn loop on cfg.Voice.
 func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, agent Responder, log *slog.Logger) (*Session, error) {
 	s := &Session{cfg: cfg, camp: cfg.Campaign.ID(), id: cfg.SessionID, start: cfg.Clock.Now(), cast: cast, mem: mem,
-		agent: agent, voice: cfg.Voice, log: log, recorded: map[string]string{},
+		agent: agent, voice: cfg.Voice, log: log, recorded: map[string]string{}, talking: map[string]bool{},
 		queue: make(chan utterance, 256), lines: make(chan line, 64)}
 	s.addr = npc.NewAddresser(cast, cast.IsNPC, cfg.Controls.Muted, 0)
 	if err := s.refreshOptOuts(ctx); err != nil {
@@ -236,6 +238,16 @@ func (s *Session) onUtterance(au audio.Utterance) {
 // for long enough, and, when a player stops speaking, starts assembling the
 // context of the NPC likely to answer while speech-to-text runs.
 func (s *Session) onSpeech(e audio.Event) {
+	switch e.Kind {
+	case audio.SpeechStarted:
+		s.mu.Lock()
+		s.talking[e.UserID] = true
+		s.mu.Unlock()
+	case audio.SpeechEnded:
+		s.mu.Lock()
+		delete(s.talking, e.UserID)
+		s.mu.Unlock()
+	}
 	if e.Kind == audio.SpeechEnded {
 		s.prefetch()
 		return
@@ -421,7 +433,18 @@ func (s *Session) turnLoop() {
 	}
 }
 
+// maxTurns bounds the turns kept for the status.
+const maxTurns = 20
+
 func (s *Session) report(r LineReport) {
+	if r.Addressee != "" {
+		s.mu.Lock()
+		s.turns = append(s.turns, r)
+		if len(s.turns) > maxTurns {
+			s.turns = slices.Clone(s.turns[len(s.turns)-maxTurns:])
+		}
+		s.mu.Unlock()
+	}
 	if s.cfg.OnLine != nil {
 		s.cfg.OnLine(r)
 	}
@@ -726,6 +749,10 @@ type Status struct {
 	LostPackets uint64
 	// TurnLatencyP50/P95 of the NPC turns so far.
 	TurnLatencyP50, TurnLatencyP95 time.Duration
+	// Speaking are the user ids speaking now.
+	Speaking []string
+	// Turns are the latest NPC turns (up to 20), newest first.
+	Turns []LineReport
 }
 
 // Status describes the session now.
@@ -737,7 +764,14 @@ func (s *Session) Status() Status {
 	}
 	lat := slices.Clone(s.latencies)
 	st.LostPackets = s.lost
+	for u := range s.talking {
+		st.Speaking = append(st.Speaking, u)
+	}
+	for i := len(s.turns) - 1; i >= 0; i-- {
+		st.Turns = append(st.Turns, s.turns[i])
+	}
 	s.mu.Unlock()
+	sort.Strings(st.Speaking)
 	opted := *s.optedOut.Load()
 	for _, u := range s.voice.Users() {
 		if opted[u] {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/table"
@@ -217,6 +218,50 @@ func (m *Manager) Status(guildID string) (bot.SessionStatus, bool) {
 		}
 	}
 	return st, true
+}
+
+// Live is the DM console's view of the session running in a campaign (it
+// implements console.LiveSource): who is speaking, the latest NPC turns
+// with their stage latencies, and memory health.
+func (m *Manager) Live(campaign string) console.LiveStatus {
+	m.mu.Lock()
+	var r *running
+	for _, x := range m.sessions {
+		if x != nil && x.req.Campaign == campaign {
+			r = x
+		}
+	}
+	m.mu.Unlock()
+	if r == nil {
+		return console.LiveStatus{}
+	}
+	ts := r.s.Status()
+	st := console.LiveStatus{Running: true, SessionID: ts.SessionID, StartedAt: ts.StartedAt,
+		MemoryDegraded: ts.Degraded, PendingWrites: ts.SpoolPending}
+	for _, u := range ts.Speaking {
+		st.Speaking = append(st.Speaking, m.cfg.UserName(r.req.GuildID, u))
+	}
+	for _, t := range ts.Turns {
+		outcome := "answered"
+		switch {
+		case t.Error != "":
+			outcome = "failed"
+		case t.Fallback:
+			outcome = "fallback"
+		}
+		turn := console.Turn{NPC: r.s.Cast().NPCName(t.Addressee), At: t.At, Heard: t.Corrected, Outcome: outcome}
+		for _, sg := range []struct {
+			name string
+			d    time.Duration
+		}{{"stt", t.Timing.STT}, {"correction", t.Timing.Corrected}, {"recorded", t.Timing.Recorded},
+			{"hot_context", t.Timing.ContextReady}, {"llm_first_token", t.Timing.FirstToken}, {"first_packet", t.Timing.FirstPacket}} {
+			if sg.d > 0 {
+				turn.Stages = append(turn.Stages, console.Stage{Name: sg.name, Latency: sg.d})
+			}
+		}
+		st.Turns = append(st.Turns, turn)
+	}
+	return st
 }
 
 // Say makes an NPC speak exact words in the guild's session.

@@ -349,6 +349,11 @@ func TestVoiceSessionFromStartToEnd(t *testing.T) {
 	if len(req) != 1 || !strings.Contains(req[0].Messages[len(req[0].Messages)-1].Content, "Grimjaw, what news of the shipment?") {
 		t.Errorf("the NPC was not asked the corrected line: %+v", req)
 	}
+	// The DM console's live view has the turn, with its stages.
+	live := h.m.Live("ironhold-saga")
+	if !live.Running || len(live.Turns) != 1 || live.Turns[0].NPC != "Grimjaw" || len(live.Turns[0].Stages) < 5 {
+		t.Errorf("live status %+v", live)
+	}
 	st, _ = h.m.Status(guildID)
 	if !slices.Equal(st.Recorded, []string{"Thorin"}) || !slices.Equal(st.OptedOut, []string{"Quinn"}) || st.TurnLatencyP50 == 0 {
 		t.Errorf("status %+v", st)
