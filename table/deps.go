@@ -67,13 +67,15 @@ type Observer interface {
 	SessionEnded()
 }
 
-// An Observer may also take memory health and DAVE epoch changes. (LLM
+// An Observer may also take memory health, DAVE epoch changes and damaged
+// spool records. (LLM
 // tokens are counted where the LLM client is built: npc/llm.Config.OnUsage.)
 type (
 	healthObserver interface {
 		SetMemoryHealth(campaign string, degraded bool, pending int)
 	}
-	daveObserver interface{ DAVEEpochChanged() }
+	daveObserver  interface{ DAVEEpochChanged() }
+	spoolObserver interface{ SpoolQuarantined(campaign string) }
 )
 
 // prefetcher is an optional capability of a Responder: it starts

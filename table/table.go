@@ -14,6 +14,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
+	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
@@ -268,7 +269,12 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 			_, err := live.Update(ctx)
 			return err
 		},
-		SaveSummary:     camp.Sessions().SaveSummary,
+		SaveSummary: camp.Sessions().SaveSummary,
+		OnSpoolCorrupt: func(spool.Corruption) {
+			if o, ok := cfg.Observer.(spoolObserver); ok {
+				o.SpoolQuarantined(camp.ID())
+			}
+		},
 		Probe:           st.Probe,
 		MaxSpoolBytes:   st.SpoolMaxBytes,
 		PostSession:     postProcessor(cfg.Store, camp, cfg.Providers, log),

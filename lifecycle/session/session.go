@@ -123,6 +123,9 @@ type Config struct {
 	// Probe shapes the database health probe's backoff (default 1 s
 	// doubling to 30 s).
 	Probe reconnect.Backoff
+	// OnSpoolCorrupt, if set, is told of each damaged record of the outage
+	// spool (skipped and quarantined, never taking later ones with it).
+	OnSpoolCorrupt func(spool.Corruption)
 	// MaxSpoolBytes bounds the outage spool (default 64 MiB).
 	MaxSpoolBytes int64
 	// WriteTimeout bounds one database write (default 5 s).
@@ -213,7 +216,8 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	// The guard is built first because the consolidator writes through it;
 	// its probe starts after the consolidator.
 	s.guard, err = guard.New(guard.Config{Store: cfg.Log, Ping: cfg.Ping, SpoolDir: filepath.Join(cfg.StateDir, "spool"),
-		MaxSpoolBytes: cfg.MaxSpoolBytes, Probe: cfg.Probe, WriteTimeout: cfg.WriteTimeout, Clock: cfg.Clock, Logger: s.log})
+		OnSpoolCorrupt: cfg.OnSpoolCorrupt,
+		MaxSpoolBytes:  cfg.MaxSpoolBytes, Probe: cfg.Probe, WriteTimeout: cfg.WriteTimeout, Clock: cfg.Clock, Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
