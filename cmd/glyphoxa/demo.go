@@ -11,6 +11,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/correction"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -137,6 +138,20 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	}
 	step("the session ended after %s of scene time; post-session processing: %d new entities, %d facts accepted, %d waiting for the DM",
 		res.Took.Round(time.Second), res.Report.EntitiesCreated, res.Report.Accepted, res.Report.Pending)
+	ents, err := camp.Graph().FindEntities(ctx, memory.EntityFilter{})
+	if err != nil {
+		return err
+	}
+	sum := scene.Summarize(res.Lines, correction.FromMemory(ents))
+	if sum.Spoken > 0 {
+		printf(e.stdout, "  heard vs said: %.0f%% word error over %d spoken lines (after name correction); %d of %d names heard\n",
+			100*sum.WER(), sum.Spoken, sum.NamesHeard, sum.Names)
+	}
+	printf(e.stdout, "  %d lines addressed an NPC, %d answered\n", sum.Addressed, sum.Answered)
+	if in, err := camp.Inspect(ctx); err == nil {
+		printf(e.stdout, "  memory now holds %d sessions, %d chunks, %d facts in canon, %d waiting for review\n",
+			len(in.Sessions), in.Chunks, in.Facts[memory.StatusActive], len(in.Pending))
+	}
 	return demoMemory(ctx, e, camp, cfg, res, step)
 }
 

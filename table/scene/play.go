@@ -68,6 +68,9 @@ type LineEvent struct {
 	Said string `json:"said"`
 	// Audio is the NPC reply's WAV file, when written.
 	Audio string `json:"audio,omitempty"`
+	// Spoken is set when the line was synthesised and recognised (the
+	// scene gave no heard text).
+	Spoken bool `json:"spoken"`
 }
 
 // CommandEvent is a command and its outcome.
@@ -367,7 +370,7 @@ func (p *player) result(ctx context.Context, st Step, pl Player) (LineEvent, err
 	defer t.Stop()
 	select {
 	case r := <-p.reports:
-		ev := LineEvent{LineReport: r, Said: st.Say}
+		ev := LineEvent{LineReport: r, Said: st.Say, Spoken: st.Heard == nil}
 		if frames := p.tr.take(); len(frames) > 0 && p.o.OutDir != "" && r.Reply != "" {
 			p.replies++
 			path, err := p.writeReply(frames, r.Addressee)
