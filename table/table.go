@@ -254,6 +254,16 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	post := postProcessor(cfg.Store, camp, cfg.Providers, log)
+	var extract func(ctx context.Context, sessionID string) error
+	if pp, ok := post.(*postsession.Processor); ok {
+		// With an LLM, facts are extracted as the session goes (every
+		// ConsolidateEvery), and the end only has the tail left.
+		extract = func(ctx context.Context, sid string) error {
+			_, err := pp.ExtractLive(ctx, sid)
+			return err
+		}
+	}
 	mem, err := session.Start(ctx, session.Config{
 		SessionID:        cfg.SessionID,
 		Log:              camp.Sessions(),
@@ -277,7 +287,8 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		},
 		Probe:           st.Probe,
 		MaxSpoolBytes:   st.SpoolMaxBytes,
-		PostSession:     postProcessor(cfg.Store, camp, cfg.Providers, log),
+		PostSession:     post,
+		Extract:         extract,
 		ShutdownTimeout: st.ShutdownTimeout,
 		Clock:           cfg.Clock,
 		Logger:          log,

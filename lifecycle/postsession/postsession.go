@@ -204,14 +204,42 @@ func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
 			rep.L2Done = true
 		}
 	}
+	if err := p.extractFrom(ctx, sessionID, &rep, false); err != nil {
+		return rep, err
+	}
+	p.log.Info("session processed", "session", sessionID, "windows", rep.Windows, "resumed_at", rep.Resumed,
+		"entities_created", rep.EntitiesCreated, "entities_resolved", rep.EntitiesResolved,
+		"facts_accepted", rep.Accepted, "facts_pending", rep.Pending, "facts_rejected", rep.Rejected)
+	return rep, nil
+}
+
+// ExtractLive extracts facts from a session that is still being played:
+// the windows its lines fill completely, from where the last run stopped.
+// The open window, chunking and the end of the session are left to Run,
+// which picks up where this stopped (a crash in between is resumed by
+// RunInterrupted).
+func (p *Processor) ExtractLive(ctx context.Context, sessionID string) (Report, error) {
+	rep := Report{SessionID: sessionID}
+	if strings.TrimSpace(sessionID) == "" {
+		return rep, fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if err := p.cfg.Progress.Save(ctx, sessionID, StageStarted, 0, false); err != nil {
+		return rep, err
+	}
+	return rep, p.extractFrom(ctx, sessionID, &rep, true)
+}
+
+// extractFrom extracts the session's windows from where the last run
+// stopped: all of them, or, live, those the lines fill completely.
+func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Report, live bool) error {
 	pos, done, err := p.cfg.Progress.Load(ctx, sessionID, StageExtract)
 	if err != nil || done {
-		return rep, err
+		return err
 	}
 	rep.Resumed = pos
 	all, err := p.cfg.Transcript.Entries(ctx, sessionID)
 	if err != nil {
-		return rep, fmt.Errorf("reading session %q: %w", sessionID, err)
+		return fmt.Errorf("reading session %q: %w", sessionID, err)
 	}
 	entries := all[:0:0]
 	for _, e := range all {
@@ -219,24 +247,34 @@ func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
 			entries = append(entries, e)
 		}
 	}
+	windows := (len(entries) + p.cfg.Window - 1) / p.cfg.Window
+	if live {
+		windows = len(entries) / p.cfg.Window
+	}
+	if pos >= windows {
+		if live {
+			return nil
+		}
+		// Live runs extracted every window: the session is done.
+		return p.cfg.Progress.Save(ctx, sessionID, StageExtract, pos, true)
+	}
 	known, err := p.cfg.Graph.FindEntities(ctx, memory.EntityFilter{})
 	if err != nil {
-		return rep, fmt.Errorf("loading the known entities: %w", err)
+		return fmt.Errorf("loading the known entities: %w", err)
 	}
 	res := NewResolver(known)
-	windows := (len(entries) + p.cfg.Window - 1) / p.cfg.Window
 	for w := pos; w < windows; w++ {
 		lo, hi := w*p.cfg.Window, min((w+1)*p.cfg.Window, len(entries))
 		span := entries[lo:hi]
 		x, cached, err := p.extract(ctx, sessionID, w, res.entities, span)
 		if err != nil {
-			return rep, fmt.Errorf("extracting window %d of %d of session %q: %w", w+1, windows, sessionID, err)
+			return fmt.Errorf("extracting window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
-		if err := p.apply(ctx, sessionID, span, x, res, &rep); err != nil {
-			return rep, fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)
+		if err := p.apply(ctx, sessionID, span, x, res, rep); err != nil {
+			return fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
-		if err := p.cfg.Progress.Save(ctx, sessionID, StageExtract, w+1, w+1 == windows); err != nil {
-			return rep, err
+		if err := p.cfg.Progress.Save(ctx, sessionID, StageExtract, w+1, !live && w+1 == windows); err != nil {
+			return err
 		}
 		rep.Windows++
 		if cached {
@@ -246,15 +284,7 @@ func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
 			p.cfg.OnStep(Step{SessionID: sessionID, Window: w + 1, Windows: windows, Cached: cached})
 		}
 	}
-	if windows == 0 {
-		if err := p.cfg.Progress.Save(ctx, sessionID, StageExtract, 0, true); err != nil {
-			return rep, err
-		}
-	}
-	p.log.Info("session processed", "session", sessionID, "windows", rep.Windows, "resumed_at", rep.Resumed,
-		"entities_created", rep.EntitiesCreated, "entities_resolved", rep.EntitiesResolved,
-		"facts_accepted", rep.Accepted, "facts_pending", rep.Pending, "facts_rejected", rep.Rejected)
-	return rep, nil
+	return nil
 }
 
 // RunUnfinished processes every ended session whose processing is not

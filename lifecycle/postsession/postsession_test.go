@@ -324,3 +324,35 @@ func TestExtractedFactsKeepTheirHistory(t *testing.T) {
 		t.Errorf("as of %s: %v", later, got)
 	}
 }
+
+// TestLiveExtractionThenTheTail: while the session is played, the windows
+// its lines fill are extracted; at the end Run extracts only the rest. The
+// graph ends the same as with one run at the end.
+func TestLiveExtractionThenTheTail(t *testing.T) {
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, store, "c")
+	seed(t, camp)
+	srv := llmtest.New(handler)
+	defer srv.Close()
+	p := newProcessor(t, store, camp, extractor(srv), nil)
+	ctx := context.Background()
+	// 12 lines of windows of 4: three full windows, all extracted live.
+	rep, err := p.ExtractLive(ctx, session)
+	if err != nil || rep.Windows != 3 {
+		t.Fatalf("live extraction: %+v, %v", rep, err)
+	}
+	before := len(srv.Requests())
+	// Nothing new: a second live pass asks the model nothing.
+	if rep, err := p.ExtractLive(ctx, session); err != nil || rep.Windows != 0 || len(srv.Requests()) != before {
+		t.Fatalf("second live pass: %+v, %v, %d requests", rep, err, len(srv.Requests())-before)
+	}
+	// The end of the session has no window left to extract, and is done.
+	rep, err = p.Run(ctx, session)
+	if err != nil || rep.Windows != 0 || len(srv.Requests()) != before {
+		t.Fatalf("run after live extraction: %+v, %v", rep, err)
+	}
+	if rep, err := p.Run(ctx, session); err != nil || rep.Windows != 0 {
+		t.Fatalf("a finished session was extracted again: %+v, %v", rep, err)
+	}
+	checkState(t, state(t, store, camp.ID()))
+}
