@@ -231,6 +231,12 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) []be
 	}
 	var newEntity int
 	var graph *ppr.Graph
+	// The last five minutes of a busy table: 60 lines.
+	var liveRecent []memory.TranscriptEntry
+	for i := range 60 {
+		liveRecent = append(liveRecent, memory.TranscriptEntry{SpeakerID: fmt.Sprintf("p%d", i%4), SpeakerName: fmt.Sprintf("Player %d", i%4),
+			Text: "we should ask about the " + words[i%len(words)] + " before the night is over", At: time.Now().Add(time.Duration(i-60) * 5 * time.Second)})
+	}
 	return []benchOp{
 		{name: "SELECT 1", run: func(ctx context.Context, _ int) error {
 			var one int
@@ -276,6 +282,15 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) []be
 		}},
 		{name: "hot context (NPC turn)", hot: true, target: 50 * time.Millisecond, run: func(ctx context.Context, _ int) error {
 			_, err := hot.Assemble(ctx, entity(), benchdata.SessionID(r.IntN(spec.Sessions())), 1500)
+			return err
+		}},
+		{name: "hot context (live turn, minute 45)", hot: true, target: 20 * time.Millisecond, run: func(ctx context.Context, _ int) error {
+			// A live table's turn: the conversation of the last five minutes
+			// comes with the request, the earlier lines that bear on the
+			// question are searched in a session of 5,000 lines.
+			_, err := hot.AssembleTurn(ctx, hotctx.Request{NPCID: entity(), SessionID: benchdata.SessionID(r.IntN(spec.Sessions())),
+				Budget: 1500, Query: "what do you know about the " + words[r.IntN(len(words))] + " and the " + words[r.IntN(len(words))] + "?",
+				Live: true, Recent: liveRecent})
 			return err
 		}},
 		{name: "hybrid retrieval (ask)", run: func(ctx context.Context, _ int) error {

@@ -158,7 +158,7 @@ func TestInitInteractiveOnATerminal(t *testing.T) {
 	scr.expect("Campaign id this server plays [ironhold-saga]: ")
 	scr.typeLine("")
 	scr.expect("wrote " + path)
-	scr.expect(`imported ../../testdata/campaigns/ironhold-saga.yaml into campaign "ironhold-saga"`)
+	scr.expect(`imported "../../testdata/campaigns/ironhold-saga.yaml" into campaign "ironhold-saga"`)
 	scr.expect("configuration OK: 1 guild(s)")
 	scr.expect("Done.")
 	if code := <-done; code != 0 {

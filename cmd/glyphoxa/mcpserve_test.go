@@ -177,7 +177,7 @@ func TestServeMCPTokensAndRoles(t *testing.T) {
 		if strings.ReplaceAll(hidden, fmt.Sprint(forged[0].ID), "N") != strings.ReplaceAll(missing, "999999", "N") {
 			t.Errorf("recalling a hidden fact answers %q, a missing one %q: the difference tells the secret exists", hidden, missing)
 		}
-		if out, _ := callJSON(t, pl, "ping", nil); strings.Contains(out, `"your_role":"dm"`) {
+		if out, _ := callJSON(t, pl, "kg_ping", nil); !strings.Contains(out, `"your_role":"player"`) {
 			t.Errorf("a player token has DM rights: %s", out)
 		}
 	}
