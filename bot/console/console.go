@@ -1,6 +1,8 @@
 package console
 
 import (
+	"github.com/glyphoxa/glyphoxa/memory/retrieve"
+
 	"context"
 	"embed"
 	"errors"
@@ -29,13 +31,9 @@ type Asker interface {
 }
 
 // AskResult is one retrieved piece of memory.
-type AskResult struct {
-	Kind      string  `json:"kind"`
-	ID        string  `json:"id"`
-	Content   string  `json:"content"`
-	Score     float64 `json:"score"`
-	SessionID string  `json:"session_id,omitempty"`
-}
+type AskResult = retrieve.Result
+
+var _ Asker = (*retrieve.Asker)(nil)
 
 // OAuth configures sign-in with Discord. A zero ClientID disables it.
 type OAuth struct {

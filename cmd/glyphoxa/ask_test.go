@@ -225,7 +225,11 @@ func TestMCPAskerAndRecaller(t *testing.T) {
 	}
 	defer store.Close()
 	cfg := config.Default()
-	res, err := newAsker(store, cfg).Ask(ctx, "ironhold-saga", memory.DMViewer(), "Sunken Vault drowned rune", 2)
+	asker, err := newAsker(store, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := asker.Ask(ctx, "ironhold-saga", memory.DMViewer(), "Sunken Vault drowned rune", 2)
 	// Two answers, then the entity the question names.
 	if err != nil || len(res) != 3 || !strings.Contains(res[0].Content, "drowned rune") ||
 		res[2].Kind != "entity" || res[2].ID != "sunken-vault" {

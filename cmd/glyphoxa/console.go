@@ -13,9 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
-	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
-	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
 
 // cmdConsole serves one campaign's DM console without Discord and prints a
@@ -99,12 +97,16 @@ func cmdConsole(ctx context.Context, e *env, args []string) error {
 
 // newConsole builds the console for campaigns from the configuration.
 func newConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger, campaigns []bot.Guild, live console.LiveSource) (*console.Server, error) {
+	asker, err := newAsker(store, cfg)
+	if err != nil {
+		return nil, err
+	}
 	return console.New(console.Config{
 		Store:     store,
 		Campaigns: campaigns,
 		OAuth:     console.OAuth{ClientID: cfg.Console.ClientID, ClientSecret: cfg.Console.ClientSecret},
 		PublicURL: cfg.Console.PublicURL,
-		Asker:     &asker{store: store, cfg: cfg, per: map[askerKey]*retrieve.Retriever{}},
+		Asker:     asker,
 		Live:      live,
 		Logger:    logger,
 	})
@@ -150,22 +152,4 @@ func startConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger,
 		<-done
 		return err
 	}
-}
-
-// AskAs runs hybrid retrieval as npcID: what it heard, and what it may
-// know of the graph.
-func (a *asker) AskAs(ctx context.Context, campaign, npcID, question string, k int) ([]console.AskResult, error) {
-	r, err := a.retriever(ctx, campaign, memory.NPCViewer(npcID))
-	if err != nil {
-		return nil, err
-	}
-	rs, err := r.Search(ctx, retrieve.Query{Text: question, K: k, NPCID: npcID})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]console.AskResult, len(rs))
-	for i, x := range rs {
-		out[i] = console.AskResult{Kind: x.Kind, ID: x.ID, Content: x.Content, Score: x.Score, SessionID: x.SessionID}
-	}
-	return out, nil
 }

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
-	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
-	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -78,65 +75,14 @@ func processSessions(ctx context.Context, store *postgres.Store, cfg config.Conf
 	return chunk.Process(ctx, camp, emb, chunk.Options{}, sessions...)
 }
 
-// asker answers the MCP ask tool with hybrid retrieval, one retriever per
-// campaign and viewer, built on first use over the campaign bound to that
-// viewer: what it returns is what the viewer may see, by construction.
-type asker struct {
-	store *postgres.Store
-	cfg   config.Config
-
-	mu  sync.Mutex
-	per map[askerKey]*retrieve.Retriever
-}
-
-type askerKey struct {
-	campaign string
-	viewer   memory.Viewer
-}
-
-// newAsker returns the retrieval the MCP ask tool uses.
-func newAsker(store *postgres.Store, cfg config.Config) mcpserver.Asker {
-	return &asker{store: store, cfg: cfg, per: map[askerKey]*retrieve.Retriever{}}
-}
-
-func (a *asker) retriever(ctx context.Context, campaign string, v memory.Viewer) (*retrieve.Retriever, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	key := askerKey{campaign, v}
-	if r, ok := a.per[key]; ok {
-		return r, nil
-	}
-	camp, err := a.store.Campaign(ctx, campaign)
+// newAsker returns the retrieval the MCP ask tool and the DM console use:
+// hybrid retrieval as the caller's role (retrieve.Asker).
+func newAsker(store *postgres.Store, cfg config.Config) (*retrieve.Asker, error) {
+	emb, err := newEmbedder(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if camp, err = camp.As(v); err != nil {
-		return nil, err
-	}
-	r, err := newRetriever(camp, a.cfg)
-	if err != nil {
-		return nil, err
-	}
-	a.per[key] = r
-	return r, nil
-}
-
-// Ask runs hybrid retrieval over the campaign as v sees it.
-func (a *asker) Ask(ctx context.Context, campaign string, v memory.Viewer, question string, k int) ([]mcpserver.AskResult, error) {
-	r, err := a.retriever(ctx, campaign, v)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := r.Search(ctx, retrieve.Query{Text: question, K: k})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]mcpserver.AskResult, len(rs))
-	for i, x := range rs {
-		out[i] = mcpserver.AskResult{Kind: x.Kind, ID: x.ID, Content: x.Content, Score: x.Score, SessionID: x.SessionID,
-			EntityIDs: x.EntityIDs}
-	}
-	return out, nil
+	return retrieve.NewAsker(store, emb, retrieve.Config{}), nil
 }
 
 func newRetriever(camp *postgres.Campaign, cfg config.Config) (*retrieve.Retriever, error) {

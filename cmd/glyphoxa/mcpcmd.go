@@ -33,8 +33,11 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
-	srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: *campaign, Logger: logger,
-		Asker: newAsker(store, cfg)})
+	asker, err := newAsker(store, cfg)
+	if err != nil {
+		return err
+	}
+	srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: *campaign, Logger: logger, Asker: asker})
 	if err != nil {
 		return err
 	}

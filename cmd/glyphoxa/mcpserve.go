@@ -19,7 +19,13 @@ func mountMCP(mux *http.ServeMux, store *postgres.Store, cfg config.Config, logg
 	if err != nil {
 		return 0, err
 	}
-	asker := newAsker(store, cfg)
+	if len(eps) == 0 {
+		return 0, nil
+	}
+	asker, err := newAsker(store, cfg)
+	if err != nil {
+		return 0, err
+	}
 	for _, ep := range eps {
 		srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: ep.Campaign, Logger: logger, Asker: asker})
 		if err != nil {

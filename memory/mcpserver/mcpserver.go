@@ -32,6 +32,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
 
 // Role is what an agent may do.
@@ -44,14 +45,7 @@ const (
 )
 
 // AskResult is one answer of hybrid retrieval.
-type AskResult struct {
-	Kind      string   `json:"kind"`
-	ID        string   `json:"id"`
-	Content   string   `json:"content"`
-	Score     float64  `json:"score"`
-	SessionID string   `json:"session_id,omitempty"`
-	EntityIDs []string `json:"entity_ids,omitempty"`
-}
+type AskResult = retrieve.Result
 
 // Asker answers questions from a campaign's memory (hybrid retrieval).
 // It must answer from what v may see: the server passes the caller's
@@ -60,6 +54,8 @@ type AskResult struct {
 type Asker interface {
 	Ask(ctx context.Context, campaign string, v memory.Viewer, question string, k int) ([]AskResult, error)
 }
+
+var _ Asker = (*retrieve.Asker)(nil)
 
 // Viewer is the store viewer of a role: the DM's, or any player's.
 func (r Role) Viewer() memory.Viewer {
