@@ -1,0 +1,51 @@
+// Package table runs a game table's voice session: the one turn loop that
+// `glyphoxa serve` (through bot/voicesession), `glyphoxa demo` and
+// `make bench-voice` all run.
+//
+//	Opus packets ─▶ lanes (decode, VAD, end of turn, one per speaker)
+//	  ─▶ speech-to-text, boosted with the campaign's names
+//	  ─▶ name correction ─▶ session log (L1), at once
+//	  ─▶ who is addressed? ─▶ the NPC's turn (hot context, the
+//	     conversation, LLM or fallback, tools)
+//	  ─▶ sentence-by-sentence speech ─▶ Opus packets back
+//
+// [Open] starts a [Session] on a joined voice channel ([Voice]) with the
+// table's [Providers] and [Settings]; [Session.End] stops it and starts
+// post-session processing, [Session.Finish] waits for it.
+//
+// # Live memory
+//
+// Every line, a player's or an NPC's, is written to the session log as it
+// is said, through the memory guard (lifecycle/session): spooled on disk
+// while PostgreSQL is unreachable and replayed when it is back. The
+// consolidator indexes the session's chunks every few seconds, saves the
+// running summary and, with an LLM, extracts facts as the session goes, so
+// that what was said five minutes ago is known now: to the NPCs' hot
+// context and tools, to /memory search, to MCP agents.
+//
+// An NPC is sent one conversation: the running summary, then the lines of
+// the last Settings.RecentWindow measured from now, within
+// Settings.HistoryTokens, each labelled with its speaker (other NPCs by
+// name; only its own lines as its own). Its hot context (memory/hotctx)
+// holds what it knows through its persona's knowledge scope and the lines
+// from earlier in the session that bear on what it was asked. During a
+// database outage it answers from its persona and the conversation.
+//
+// # Names
+//
+// A [Cast] keeps the campaign's names: the correction pipeline that
+// restores misheard names and finds them (one name finder for correction,
+// addressing and salience), the NPCs' personas, and the speech-to-text
+// keyword lists, ranked by salience (the NPCs in the scene, the entities
+// named in the last minutes, then the rest) within each provider's budget.
+// It re-reads the entities when they change (Settings.NamesEvery), so an
+// NPC the DM adds mid-session is boosted, corrected and addressable within
+// seconds.
+//
+// # Reports
+//
+// Every line ends in a [LineReport] (Config.OnLine): what was heard and
+// recorded, who answered and why, the exact messages the NPC's LLM got, its
+// tools, its reply and the stage timings. The demo prints them, the tests
+// read them, the DM console's live page shows the latest.
+package table
