@@ -411,6 +411,11 @@ func (p *player) speech(ctx context.Context, pl Player, st Step) (audio.PCM, err
 		return voiced(time.Duration(min(max(words, 2), 20)) * 300 * time.Millisecond), nil
 	}
 	pcm, err := p.o.PlayerVoice.Synthesize(ctx, st.Say, tts.Voice{Name: pl.Voice})
+	if errors.Is(err, tts.ErrBadVoice) && pl.Voice != "" {
+		// A voice this machine lacks: the best one it has speaks instead.
+		p.o.Logger.Warn("a player's voice is not installed; the default voice speaks", "player", pl.Name, "voice", pl.Voice)
+		pcm, err = p.o.PlayerVoice.Synthesize(ctx, st.Say, tts.Voice{})
+	}
 	if err != nil {
 		return audio.PCM{}, fmt.Errorf("line %d: speaking %s's line: %w", st.line, pl.Name, err)
 	}
