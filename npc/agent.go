@@ -397,3 +397,54 @@ func labelled(speaker, text string) string {
 	}
 	return speaker + ": " + text
 }
+
+// Prepared is what a turn sends its model, prepared without calling it:
+// for a speech-to-speech engine, which takes the NPC's instructions and
+// tools itself.
+type Prepared struct {
+	Persona  Persona
+	Context  HotContext
+	Messages []openai.ChatCompletionMessage
+	// Degraded is set when memory could not be read (an outage).
+	Degraded bool
+}
+
+// Prepare assembles a turn's persona, hot context and messages, as Turn
+// does before it calls the LLM.
+func (a *Agent) Prepare(ctx context.Context, in TurnInput) (Prepared, error) {
+	persona, stale, err := a.persona(ctx, in.NPCID)
+	if err != nil {
+		return Prepared{}, err
+	}
+	hc, _, degraded := a.hotContext(ctx, persona, in)
+	return Prepared{Persona: persona, Context: hc, Messages: buildMessages(persona, hc, in), Degraded: degraded || stale}, nil
+}
+
+// Tools are the NPC tools offered to a model, as OpenAI function
+// definitions.
+func (a *Agent) Tools() []openai.Tool { return toolDefs() }
+
+// ToolSet runs the NPC tools of one prepared turn for a model that calls
+// them itself (a speech-to-speech engine), with the same permissions and
+// budget as Turn's tool rounds. It is safe for concurrent use.
+type ToolSet struct {
+	mu  sync.Mutex
+	run *toolRun
+}
+
+// ToolSet returns the tools of prepared turn p in session sessionID.
+func (a *Agent) ToolSet(p Prepared, sessionID string) *ToolSet {
+	run := &toolRun{npc: p.Persona, sessionID: sessionID, graph: a.cfg.Graph, heard: a.cfg.Heard, recall: a.cfg.Recall,
+		budget: a.cfg.Budget, traces: map[string]int64{}}
+	for _, t := range p.Context.Traces {
+		run.traces[t.ID] = t.FactID
+	}
+	return &ToolSet{run: run}
+}
+
+// Call runs one tool call (arguments as JSON) and reports it.
+func (t *ToolSet) Call(ctx context.Context, name, args string) ToolUse {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.run.call(ctx, name, args)
+}

@@ -93,8 +93,18 @@ type rig struct {
 
 func newRig(tb testing.TB, indexEvery time.Duration) *rig {
 	tb.Helper()
+	return newRigWith(tb, indexEvery, nil, nil)
+}
+
+// newRigWith is newRig; before runs on the campaign before the table
+// opens, mod changes the table's configuration.
+func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.Campaign), mod func(*table.Config)) *rig {
+	tb.Helper()
 	store, _ := pgtest.NewStore(tb, 64)
 	camp := pgtest.Import(tb, store, campaignPath)
+	if before != nil {
+		before(camp)
+	}
 	var calls int
 	var callsMu sync.Mutex
 	dg := stttest.NewDeepgram(func(stttest.Call) string {
@@ -124,12 +134,16 @@ func newRig(tb testing.TB, indexEvery time.Duration) *rig {
 		packets: audiotest.Encode(tb, sig, player, 1, time.Now()).Packets, reports: make(chan table.LineReport, 16), camp: camp}
 	controls := bot.NewControls()
 	controls.SetScene(bot.Scene{Present: []string{"grimjaw"}})
-	r.s, err = table.Open(context.Background(), table.Config{Store: store, Campaign: camp, SessionID: "bench", Voice: r.voice,
+	cfg := table.Config{Store: store, Campaign: camp, SessionID: "bench", Voice: r.voice,
 		Providers: table.Providers{STT: &stt.Deepgram{BaseURL: dg.URL}, STTProvider: table.ProviderDeepgram, LLM: client, Embedder: emb,
 			Speaker: &table.Voices{Default: &tts.OpenAI{BaseURL: speech.URL + "/v1"}, DefaultVoice: "onyx", Clock: instant{}}},
 		Settings: table.Settings{StateDir: tb.TempDir(), IndexEvery: indexEvery},
 		Controls: controls, Logger: quiet(), UserName: func(string) string { return "Thorin" },
-		OnLine: func(l table.LineReport) { r.reports <- l }})
+		OnLine: func(l table.LineReport) { r.reports <- l }}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r.s, err = table.Open(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -74,8 +74,12 @@ type (
 	healthObserver interface {
 		SetMemoryHealth(campaign string, degraded bool, pending int)
 	}
-	daveObserver  interface{ DAVEEpochChanged() }
-	spoolObserver interface{ SpoolQuarantined(campaign string) }
+	daveObserver   interface{ DAVEEpochChanged() }
+	spoolObserver  interface{ SpoolQuarantined(campaign string) }
+	engineObserver interface {
+		CountEngineTurn(engine, outcome string)
+		AddS2SAudio(d time.Duration)
+	}
 )
 
 // prefetcher is an optional capability of a Responder: it starts

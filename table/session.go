@@ -21,6 +21,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/realtime"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
 )
 
@@ -40,6 +41,7 @@ type line struct {
 	endOfTalk time.Time
 	detected  time.Time // when the lane closed the utterance
 	timing    Timing
+	audio     audio.PCM // the utterance, for a speech-to-speech NPC
 }
 
 // utterance is a closed utterance waiting for speech-to-text, with when the
@@ -84,6 +86,10 @@ type Session struct {
 	recorded  map[string]string // user id → name of recorded speakers
 	talking   map[string]bool   // user ids speaking now
 	turns     []LineReport      // the latest NPC turns, oldest first
+	s2s       map[string]*s2sNPC
+	s2sBudget *realtime.Budget
+	s2sBilled time.Duration // of s2sBudget, reported to the observer
+	warnOnce  sync.Once
 	latencies []time.Duration
 	speaking  context.CancelFunc // interrupts the NPC speaking now
 	lost      uint64             // packets the transport reported lost
@@ -159,6 +165,9 @@ func (s *Session) End(ctx context.Context) error {
 		}
 		s.stopAll()
 		var errs []error
+		if err := s.closeS2S(); err != nil {
+			errs = append(errs, fmt.Errorf("closing the speech-to-speech sessions: %w", err))
+		}
 		if err := s.mem.End(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("ending the session's memory: %w", err))
 		}
@@ -374,7 +383,7 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 	s.mu.Lock()
 	s.recorded[u.UserID] = name
 	s.mu.Unlock()
-	return line{entry: e, heard: raw, endOfTalk: u.End, detected: u.detected, timing: tm}, true
+	return line{entry: e, heard: raw, endOfTalk: u.End, detected: u.detected, timing: tm, audio: u.Audio}, true
 }
 
 // history is the conversation an NPC is sent: the running summary, then
@@ -462,6 +471,10 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	defer release()
 	obs := s.cfg.Observer
 	history := s.history(l.entry)
+	if s.s2sEngine(npcID) {
+		s.answerS2S(ctx, l, npcID, history, rep)
+		return
+	}
 	sentences := make(chan string, 16)
 	first := sync.Once{}
 	spoken, speakErr := s.speakAsync(ctx, npcID, sentences, func() {
@@ -523,6 +536,9 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 		outcome = "interrupted"
 	}
 	obs.CountTurn(outcome)
+	if eo, ok := obs.(engineObserver); ok {
+		eo.CountEngineTurn(string(npc.EngineCascaded), outcome)
+	}
 	s.addr.NoteReply(npcID, l.entry.SpeakerID, s.cfg.Clock.Now())
 	rep.Reply = strings.Join(heard, " ")
 	if len(heard) == 0 {

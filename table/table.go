@@ -61,6 +61,9 @@ type Providers struct {
 	Extractor postsession.Extractor
 	// Embedder embeds chunks and questions (required).
 	Embedder embed.Embedder
+	// Realtime is the speech-to-speech engine of the NPCs whose persona
+	// asks for it (nil: they answer through the cascaded engine).
+	Realtime *Realtime
 }
 
 // Settings tune a table. Zero fields take the defaults.

@@ -35,6 +35,8 @@ type Metrics struct {
 	daveEpochs     prometheus.Counter
 	llmTokens      *prometheus.CounterVec
 	quarantined    *prometheus.CounterVec
+	engineTurns    *prometheus.CounterVec
+	s2sAudio       prometheus.Counter
 }
 
 // New returns a registry with every glyphoxa metric and the Go and process
@@ -71,8 +73,15 @@ func New() *Metrics {
 			Namespace: "glyphoxa", Name: "spool_quarantined_total",
 			Help: "Damaged spool or journal records (or heads) skipped and moved to quarantine/ on open.",
 		}, []string{"campaign"}),
+		engineTurns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "glyphoxa", Name: "engine_turns_total", Help: "NPC turns by engine (cascaded, s2s) and outcome.",
+		}, []string{"engine", "outcome"}),
+		s2sAudio: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "glyphoxa", Name: "s2s_audio_seconds_total",
+			Help: "Audio heard and spoken by speech-to-speech models (what their providers bill).",
+		}),
 	}
-	m.reg.MustRegister(m.turnStage, m.turns, m.activeSessions, m.degraded, m.spoolPending, m.daveEpochs, m.llmTokens, m.quarantined,
+	m.reg.MustRegister(m.turnStage, m.turns, m.activeSessions, m.degraded, m.spoolPending, m.daveEpochs, m.llmTokens, m.quarantined, m.engineTurns, m.s2sAudio,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -107,6 +116,14 @@ func (m *Metrics) SetMemoryHealth(campaign string, degraded bool, pending int) {
 	m.degraded.WithLabelValues(campaign).Set(v)
 	m.spoolPending.WithLabelValues(campaign).Set(float64(pending))
 }
+
+// CountEngineTurn counts an NPC turn of an engine ("cascaded", "s2s").
+func (m *Metrics) CountEngineTurn(engine, outcome string) {
+	m.engineTurns.WithLabelValues(engine, outcome).Inc()
+}
+
+// AddS2SAudio adds audio a speech-to-speech model heard or spoke.
+func (m *Metrics) AddS2SAudio(d time.Duration) { m.s2sAudio.Add(d.Seconds()) }
 
 // SpoolQuarantined counts a damaged spool or journal record of a campaign
 // (pass it as spool.Options.OnCorrupt).

@@ -22,6 +22,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/dave"
+	"github.com/glyphoxa/glyphoxa/voice/realtime"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
 	"github.com/glyphoxa/glyphoxa/voice/tts"
 )
@@ -65,6 +66,13 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock, onUsag
 		ByProvider: map[string]tts.Synthesizer{name: synth, "espeak": tts.Espeak{}}, Clock: clk, Logger: log}
 	if p.Embedder, err = newEmbedder(cfg); err != nil {
 		return p, release, err
+	}
+	if rc := cfg.Providers.Realtime; rc.Configured() {
+		p.Realtime = &table.Realtime{URL: rc.URL, APIKey: rc.APIKey, Model: rc.Model, Voice: rc.Voice, IdleTimeout: rc.IdleTimeout.Std()}
+		if rc.Beta {
+			p.Realtime.Protocol = realtime.Beta
+		}
+		p.Realtime.MaxAudio = time.Duration(rc.MaxMinutes * float64(time.Minute))
 	}
 	if !cfg.Providers.LLM.Configured() {
 		return p, release, nil

@@ -20,11 +20,13 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/dave"
 	"github.com/glyphoxa/glyphoxa/voice/dave/davetest"
+	"github.com/glyphoxa/glyphoxa/voice/realtime/realtimetest"
 	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
@@ -35,7 +37,21 @@ import (
 // voices and the NPC's. The DM starts the session, a player speaks to an
 // NPC, the NPC answers in voice, the DM ends the session, and the session
 // ends up in memory: transcript, chunks and extracted facts.
+// TestVoiceSessionThroughServe plays a voice session through serve, the fake
+// Discord and the DAVE voice server, with Grimjaw on each engine: cascaded
+// (speech-to-text, LLM, speech synthesis) and speech-to-speech (a fake
+// Realtime model that calls his recall tool and speaks the answer).
 func TestVoiceSessionThroughServe(t *testing.T) {
+	for _, s2s := range []bool{false, true} {
+		name := "cascaded"
+		if s2s {
+			name = "speech-to-speech"
+		}
+		t.Run(name, func(t *testing.T) { testVoiceSessionThroughServe(t, s2s) })
+	}
+}
+
+func testVoiceSessionThroughServe(t *testing.T, s2s bool) {
 	audiotest.Need(t, "espeak-ng")
 	const (
 		guildID = "100000000000000001"
@@ -63,6 +79,23 @@ func TestVoiceSessionThroughServe(t *testing.T) {
 		return llmtest.Reply{Text: "Stolen, not lost. Find my steel in Duskwood."}
 	})
 	defer llm.Close()
+	// The speech-to-speech model looks the shipment up, then says the same.
+	rt := realtimetest.NewServer(t, realtimetest.Options{Replies: []realtimetest.Reply{{
+		Call: &realtimetest.Call{Name: npc.ToolRecall, Arguments: `{"query":"shipment"}`},
+		Text: "Stolen, not lost. Find my steel in Duskwood."}}})
+	realtimeCfg := ""
+	if s2s {
+		realtimeCfg = fmt.Sprintf("  realtime: {url: %q, api_key: k}\n", rt.URL())
+		db, err := pgx.Connect(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(context.Background(), `UPDATE entities SET attributes = attributes || '{"engine": "s2s"}'
+			WHERE campaign_id = 'ironhold-saga' AND id = 'grimjaw'`); err != nil {
+			t.Fatal(err)
+		}
+		db.Close(context.Background())
+	}
 
 	gw, err := davetest.New(mustID(t, voiceID))
 	if err != nil {
@@ -87,10 +120,10 @@ providers:
   llm: {base_url: %q, model: fake}
   stt: {provider: deepgram, base_url: %q, api_key: k}
   tts: {provider: espeak}
-lifecycle:
+%slifecycle:
   spool_dir: %q
   shutdown_timeout: 10s
-`, guildID, dmID, llm.URL(), deepgram.URL, t.TempDir())
+`, guildID, dmID, llm.URL(), deepgram.URL, realtimeCfg, t.TempDir())
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +215,15 @@ lifecycle:
 	}
 	if calls := deepgram.Calls(); len(calls) == 0 || !slices.Contains(calls[0].Query["keyterm"], "Grimjaw") {
 		t.Errorf("speech-to-text was not boosted with the campaign's names: %+v", calls)
+	}
+	if s2s {
+		st := rt.State()
+		if len(st.Commits) != 1 || len(st.Outputs) != 1 || !strings.Contains(st.Outputs[0].Output, "shipment") {
+			t.Errorf("the model heard %d turns and got tool outputs %+v", len(st.Commits), st.Outputs)
+		}
+		if len(st.Sessions) == 0 || !strings.Contains(fmt.Sprint(st.Sessions[len(st.Sessions)-1]["instructions"]), "You are Grimjaw") {
+			t.Error("the model was not given Grimjaw's persona and memory")
+		}
 	}
 
 	// The DM ends the session; it is saved and processed.

@@ -136,7 +136,32 @@ type Providers struct {
 	Embeddings Embeddings `yaml:"embeddings"`
 	STT        STT        `yaml:"stt"`
 	TTS        TTS        `yaml:"tts"`
+	Realtime   Realtime   `yaml:"realtime"`
 }
+
+// Realtime is the speech-to-speech engine (an OpenAI Realtime-compatible
+// WebSocket endpoint) of the NPCs whose persona says engine: s2s. Without
+// an api_key those NPCs answer through the cascaded engine.
+type Realtime struct {
+	// URL is the WebSocket endpoint (default OpenAI's).
+	URL    string `yaml:"url"`
+	APIKey string `yaml:"api_key"`
+	// Model and Voice are the defaults; a persona's s2s.model and
+	// s2s.voice override them.
+	Model string `yaml:"model"`
+	Voice string `yaml:"voice"`
+	// Beta speaks the API's beta dialect (older servers).
+	Beta bool `yaml:"beta"`
+	// MaxMinutes bounds the audio minutes (heard plus spoken) of one
+	// session's speech-to-speech NPCs together (0: no bound).
+	MaxMinutes float64 `yaml:"max_minutes"`
+	// IdleTimeout closes an NPC's model session after this long without
+	// audio (default 5 min).
+	IdleTimeout Duration `yaml:"idle_timeout"`
+}
+
+// Configured reports whether the speech-to-speech engine is set up.
+func (r Realtime) Configured() bool { return r.APIKey != "" }
 
 // LLM is any OpenAI-compatible chat endpoint.
 type LLM struct {
@@ -406,6 +431,7 @@ func Overrides() []Override {
 		{"GLYPHOXA_EMBEDDINGS_API_KEY", "providers.embeddings.api_key", func(c *Config, v string) { c.Providers.Embeddings.APIKey = v }},
 		{"GLYPHOXA_STT_API_KEY", "providers.stt.api_key", func(c *Config, v string) { c.Providers.STT.APIKey = v }},
 		{"GLYPHOXA_TTS_API_KEY", "providers.tts.api_key", func(c *Config, v string) { c.Providers.TTS.APIKey = v }},
+		{"GLYPHOXA_REALTIME_API_KEY", "providers.realtime.api_key", func(c *Config, v string) { c.Providers.Realtime.APIKey = v }},
 		{"GLYPHOXA_MCP_TOKEN", "server.mcp_token", func(c *Config, v string) { c.Server.MCPToken = v }},
 		{"GLYPHOXA_MCP_DM_TOKEN", "server.mcp_dm_token", func(c *Config, v string) { c.Server.MCPDMToken = v }},
 		{"GLYPHOXA_CONSOLE_CLIENT_SECRET", "console.client_secret", func(c *Config, v string) { c.Console.ClientSecret = v }},
