@@ -196,6 +196,14 @@ func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history [
 	instr := instructions(prep.Messages)
 	n, err := s.s2sSession(ctx, npcID, prep.Persona, instr, ag.Tools())
 	if err == nil {
+		// What an interrupted answer still sent is not this turn's.
+		for drained := false; !drained; {
+			select {
+			case <-n.sess.Events():
+			default:
+				drained = true
+			}
+		}
 		n.tools.Store(ag.ToolSet(prep, s.id))
 		err = n.sess.UpdateInstructions(ctx, instr)
 	}
