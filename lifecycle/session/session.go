@@ -117,8 +117,9 @@ type Config struct {
 	// SaveSummary, if set, persists the running summary when it changes.
 	SaveSummary func(ctx context.Context, sessionID, summary string) error
 	// Extract, if set, extracts facts from the lines recorded so far; it
-	// runs every ConsolidateEvery and at End, and must be safe to run again
-	// on the same lines.
+	// runs every ConsolidateEvery and on ConsolidateNow (post-session
+	// processing extracts the tail after End), and must be safe to run
+	// again on the same lines.
 	Extract func(ctx context.Context, sessionID string) error
 	// Probe shapes the database health probe's backoff (default 1 s
 	// doubling to 30 s).
