@@ -293,9 +293,10 @@ func (c *call) glyphoxaToDJS(what string, from *conn.Conn, fromID string, frames
 	}
 	want := append(append([][]byte{}, frames...), silence, silence, silence, silence, silence)
 	got := c.djs.call("received", map[string]any{"userId": fromID, "count": len(want), "ms": 5000}).Frames
-	c.t.Logf("%s: glyphoxa sent %d frames (+5 silence), discord.js received %d", what, len(frames), len(got))
+	wire := c.tap.take(fromID)
+	c.t.Logf("%s: glyphoxa sent %d frames (+5 silence), the server relayed %d, discord.js received %d", what, len(frames), len(wire), len(got))
 	sameHex(c.t, what, got, want)
-	checkProtected(c.t, what, c.tap.take(fromID), frames)
+	checkProtected(c.t, what, wire, frames)
 }
 
 // djsToGlyphoxa has discord.js play frames through its audio player and
@@ -375,7 +376,11 @@ func collect(c *conn.Conn, from string, n int) (frames [][]byte, lost int) {
 func sameFrames(t *testing.T, what string, got, want [][]byte) {
 	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("%s: %d frames, want %d", what, len(got), len(want))
+		hexes := make([]string, len(got))
+		for i, g := range got {
+			hexes[i] = hex.EncodeToString(g)
+		}
+		t.Fatalf("%s: %d frames, want %d; missing frames %v", what, len(got), len(want), missingFrames(hexes, want))
 	}
 	for i := range want {
 		if !bytes.Equal(got[i], want[i]) {
@@ -387,7 +392,7 @@ func sameFrames(t *testing.T, what string, got, want [][]byte) {
 func sameHex(t *testing.T, what string, got []string, want [][]byte) {
 	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("%s: %d frames, want %d", what, len(got), len(want))
+		t.Fatalf("%s: %d frames, want %d; missing frames %v", what, len(got), len(want), missingFrames(got, want))
 	}
 	for i := range want {
 		if got[i] != hex.EncodeToString(want[i]) {
@@ -418,4 +423,23 @@ func checkProtected(t *testing.T, what string, wire, plain [][]byte) {
 	if protected != len(plain) {
 		t.Fatalf("%s: %d DAVE frames relayed, want %d", what, protected, len(plain))
 	}
+}
+
+// missingFrames lists the indices of want (frames) that got (hex) lacks;
+// repeated frames, like the silence tail, count once per occurrence.
+func missingFrames(got []string, want [][]byte) []int {
+	heard := make(map[string]int, len(got))
+	for _, g := range got {
+		heard[g]++
+	}
+	var missing []int
+	for i, w := range want {
+		h := hex.EncodeToString(w)
+		if heard[h] == 0 {
+			missing = append(missing, i)
+			continue
+		}
+		heard[h]--
+	}
+	return missing
 }
