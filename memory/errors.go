@@ -16,6 +16,17 @@ var ErrInvalid = errors.New("invalid input")
 // does not allow.
 var ErrForbidden = errors.New("forbidden")
 
+// ErrUnavailable is wrapped by errors for a read or write that could not
+// reach the database: it is down, unreachable, shutting down or out of
+// connections. A caller may retry later; the memory guard spools session-log
+// writes that meet it.
+var ErrUnavailable = errors.New("memory is unavailable: the database cannot be reached")
+
+// ErrRefused is wrapped by errors the database answered with: it refused
+// the request (a constraint, a type, a statement it could not run). Retrying
+// the same request does not help.
+var ErrRefused = errors.New("the database refused the request")
+
 // DimensionMismatchError reports that the database's embeddings have another
 // dimension than the one configured.
 type DimensionMismatchError struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -103,8 +104,44 @@ func (s *Store) Campaign(ctx context.Context, id string) (*Campaign, error) {
 	if _, err := s.pool.Exec(ctx, "INSERT INTO campaigns (id) VALUES ($1) ON CONFLICT DO NOTHING", id); err != nil {
 		return nil, fmt.Errorf("opening campaign %q: %w", id, err)
 	}
-	return newCampaign(s, s.pool, id), nil
+	return newCampaign(s, s.pool, id, nil, view{}), nil
 }
+
+// ExistingCampaign returns the memory layers of a campaign that exists, or
+// an error wrapping memory.ErrNotFound that lists the known campaigns.
+func (s *Store) ExistingCampaign(ctx context.Context, id string) (*Campaign, error) {
+	if err := validCampaignID(id); err != nil {
+		return nil, err
+	}
+	var ok bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM campaigns WHERE id = $1)", id).Scan(&ok); err != nil {
+		return nil, fmt.Errorf("opening campaign %q: %w", id, classify(err))
+	}
+	if !ok {
+		known, err := s.Campaigns(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("opening campaign %q: %w", id, classify(err))
+		}
+		return nil, &UnknownCampaignError{ID: id, Known: known}
+	}
+	return newCampaign(s, s.pool, id, nil, view{}), nil
+}
+
+// UnknownCampaignError is the error for a campaign that does not exist; it
+// wraps memory.ErrNotFound and lists the known campaigns.
+type UnknownCampaignError struct {
+	ID    string
+	Known []string
+}
+
+func (e *UnknownCampaignError) Error() string {
+	if len(e.Known) == 0 {
+		return fmt.Sprintf("campaign %q not found: the database holds no campaign yet", e.ID)
+	}
+	return fmt.Sprintf("campaign %q not found (known: %s)", e.ID, strings.Join(e.Known, ", "))
+}
+
+func (e *UnknownCampaignError) Unwrap() error { return memory.ErrNotFound }
 
 // Campaigns lists the campaign ids in the database.
 func (s *Store) Campaigns(ctx context.Context) ([]string, error) {
@@ -125,7 +162,7 @@ func (s *Store) InTx(ctx context.Context, campaignID string, fn func(*Campaign) 
 		if _, err := tx.Exec(ctx, "INSERT INTO campaigns (id) VALUES ($1) ON CONFLICT DO NOTHING", campaignID); err != nil {
 			return fmt.Errorf("opening campaign %q: %w", campaignID, err)
 		}
-		return fn(newCampaign(s, tx, campaignID))
+		return fn(newCampaign(s, tx, campaignID, nil, view{}))
 	})
 }
 
@@ -144,19 +181,53 @@ type querier interface {
 // rows of this campaign.
 type Campaign struct {
 	id    string
+	store *Store
+	db    guarded
 	view  view
 	l1    *SessionLog
 	l2    *SemanticIndex
 	graph *Graph
 }
 
-func newCampaign(s *Store, db querier, id string) *Campaign {
+// newCampaign binds the layers of campaign id to db (the pool or a
+// transaction) through a querier that classifies every error as an outage
+// or a refusal (memory.ErrUnavailable, memory.ErrRefused) and, with a gate,
+// guards every statement.
+func newCampaign(s *Store, db querier, id string, gate Gate, v view) *Campaign {
+	if g, ok := db.(guarded); ok {
+		db = g.q
+	}
+	q := guarded{q: db, gate: gate}
+	g := &Graph{db: q, campaign: id, threshold: s.opts.reviewThreshold, view: v}
 	return &Campaign{
 		id:    id,
-		l1:    &SessionLog{db: db, campaign: id},
-		l2:    &SemanticIndex{db: db, campaign: id, dims: s.dims},
-		graph: &Graph{db: db, campaign: id, threshold: s.opts.reviewThreshold},
+		store: s,
+		db:    q,
+		view:  v,
+		l1:    &SessionLog{db: q, campaign: id},
+		l2:    &SemanticIndex{db: q, campaign: id, dims: s.dims},
+		graph: g,
 	}
+}
+
+// Through returns this campaign's layers with every statement guarded by
+// gate (see [Gate]), bound to the same viewer.
+func (c *Campaign) Through(gate Gate) *Campaign {
+	return newCampaign(c.store, c.db, c.id, gate, c.view)
+}
+
+// InTx runs fn with this campaign's layers (same viewer, same gate) bound to
+// one transaction, the writer named actor in the change log when actor is
+// not empty: everything fn writes lands together or not at all.
+func (c *Campaign) InTx(ctx context.Context, actor string, fn func(*Campaign) error) error {
+	return pgx.BeginFunc(ctx, c.db, func(tx pgx.Tx) error {
+		if actor != "" {
+			if _, err := tx.Exec(ctx, "SELECT set_config('glyphoxa.actor', $1, true)", actor); err != nil {
+				return fmt.Errorf("naming the writer: %w", err)
+			}
+		}
+		return fn(newCampaign(c.store, tx, c.id, c.db.gate, c.view))
+	})
 }
 
 // ID is the campaign id.

@@ -102,17 +102,17 @@ func (w view) factJSON(alias string) string {
 
 // As returns this campaign's layers bound to viewer v: every read through
 // them returns only what v may see (see [memory.Viewer]). It refuses a
-// viewer without a role.
+// viewer without a role, and a handle already bound to a player or an NPC
+// binds only to the same viewer again: a narrower handle never widens.
 func (c *Campaign) As(v memory.Viewer) (*Campaign, error) {
 	if err := v.Validate(); err != nil {
 		return nil, fmt.Errorf("binding campaign %q to a viewer: %w", c.id, err)
 	}
-	g := *c.graph
-	g.view = view{v: v}
-	x := *c
-	x.graph = &g
-	x.view = g.view
-	return &x, nil
+	if !c.view.system() && v != c.view.v {
+		return nil, fmt.Errorf("binding campaign %q to %s: %w: a handle bound to %s cannot read as another viewer",
+			c.id, v, memory.ErrForbidden, c.view.v)
+	}
+	return newCampaign(c.store, c.db, c.id, c.db.gate, view{v: v}), nil
 }
 
 // Viewer is the viewer the campaign is bound to; the zero Viewer for the
