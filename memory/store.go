@@ -51,17 +51,6 @@ type SessionStore interface {
 	Sessions(ctx context.Context) ([]Session, error)
 }
 
-// SemanticIndex is L2, the vector index over transcript chunks.
-type SemanticIndex interface {
-	// IndexChunks upserts chunks (by ID), replacing their entity links.
-	IndexChunks(ctx context.Context, cs []Chunk) error
-	// Search returns up to topK chunks nearest to embedding, nearest first. A
-	// selective filter still yields topK results when that many match.
-	Search(ctx context.Context, embedding []float32, topK int, f ChunkFilter) ([]ChunkResult, error)
-	// Dimensions is the embedding dimension the index was created with.
-	Dimensions() int
-}
-
 // EntityFilter narrows FindEntities. Zero fields do not filter.
 type EntityFilter struct {
 	Type string
@@ -190,16 +179,6 @@ type GraphScope struct {
 	SessionID string
 	// Limit caps the results; 0 means 10.
 	Limit int
-}
-
-// GraphRAGQuerier combines the knowledge graph (L3) with the semantic index
-// (L2): chunks that mention entities in a graph neighbourhood, ranked by text
-// or by vector similarity, each in a single database round trip.
-type GraphRAGQuerier interface {
-	// QueryWithContext ranks in-scope chunks by full-text match to query.
-	QueryWithContext(ctx context.Context, query string, scope GraphScope) ([]ContextResult, error)
-	// QueryWithEmbedding ranks in-scope chunks by cosine similarity.
-	QueryWithEmbedding(ctx context.Context, embedding []float32, topK int, scope GraphScope) ([]ContextResult, error)
 }
 
 // FactTimeline keeps the history of facts: a new fact that conflicts with a

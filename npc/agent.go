@@ -217,7 +217,11 @@ func (a *Agent) takePrefetched(ctx context.Context, npcID string) (*hotctx.Prepa
 // persona loads an NPC's persona; during an outage the last one read
 // stands in.
 func (a *Agent) persona(ctx context.Context, npcID string) (Persona, bool, error) {
-	ent, err := a.cfg.Graph.Entity(ctx, npcID)
+	g, err := graphFor(a.cfg.Graph, npcID)
+	var ent memory.Entity
+	if err == nil {
+		ent, err = g.Entity(ctx, npcID)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err == nil {
@@ -284,7 +288,11 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 	res.Timings.ContextReady, res.Timings.Speculative = since(), spec
 	res.Context, res.Degraded = hc, degraded || stale
 
-	run := &toolRun{npc: persona, sessionID: in.SessionID, graph: a.cfg.Graph, heard: a.cfg.Heard, recall: a.cfg.Recall,
+	g, err := graphFor(a.cfg.Graph, persona.ID)
+	if err != nil {
+		return res, err
+	}
+	run := &toolRun{npc: persona, sessionID: in.SessionID, graph: g, heard: a.cfg.Heard, recall: a.cfg.Recall,
 		budget: a.cfg.Budget, traces: map[string]int64{}}
 	for _, t := range hc.Traces {
 		run.traces[t.ID] = t.FactID
@@ -434,7 +442,11 @@ type ToolSet struct {
 
 // ToolSet returns the tools of prepared turn p in session sessionID.
 func (a *Agent) ToolSet(p Prepared, sessionID string) *ToolSet {
-	run := &toolRun{npc: p.Persona, sessionID: sessionID, graph: a.cfg.Graph, heard: a.cfg.Heard, recall: a.cfg.Recall,
+	g, err := graphFor(a.cfg.Graph, p.Persona.ID)
+	if err != nil {
+		g = refusedGraph{err}
+	}
+	run := &toolRun{npc: p.Persona, sessionID: sessionID, graph: g, heard: a.cfg.Heard, recall: a.cfg.Recall,
 		budget: a.cfg.Budget, traces: map[string]int64{}}
 	for _, t := range p.Context.Traces {
 		run.traces[t.ID] = t.FactID

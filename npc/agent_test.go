@@ -12,8 +12,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/npc/llm"
@@ -21,19 +21,20 @@ import (
 )
 
 // sampleCampaign imports the sample campaign into a fresh database.
-func sampleCampaign(t *testing.T) *postgres.Campaign {
+func sampleCampaign(t *testing.T) *access.Campaign {
 	t.Helper()
 	s, _ := pgtest.NewStore(t, 16)
-	return pgtest.Import(t, s, "../testdata/campaigns/ironhold-saga.yaml")
+	c := pgtest.Import(t, s, "../testdata/campaigns/ironhold-saga.yaml")
+	return pgtest.Open(t, s, c.ID(), memory.DMViewer())
 }
 
-func newAgent(t *testing.T, c *postgres.Campaign, srv *llmtest.Server, budget npc.ToolBudget) *npc.Agent {
+func newAgent(t *testing.T, c *access.Campaign, srv *llmtest.Server, budget npc.ToolBudget) *npc.Agent {
 	return newAgentWith(t, c, srv, budget, 0)
 }
 
 // newAgentWith gives the agent a hot context budget of contextTokens (0:
 // the default).
-func newAgentWith(t *testing.T, c *postgres.Campaign, srv *llmtest.Server, budget npc.ToolBudget, contextTokens int) *npc.Agent {
+func newAgentWith(t *testing.T, c *access.Campaign, srv *llmtest.Server, budget npc.ToolBudget, contextTokens int) *npc.Agent {
 	t.Helper()
 	client, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "fake", Backoff: time.Millisecond})
 	if err != nil {

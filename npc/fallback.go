@@ -89,14 +89,18 @@ func (f *Fallback) Stats() FallbackStats {
 // Each sentence goes to onSentence, as [Agent.Turn] does.
 func (f *Fallback) Turn(ctx context.Context, in TurnInput, reason string, onSentence func(string)) (TurnResult, error) {
 	res := TurnResult{NPCID: in.NPCID, Fallback: true}
-	ent, err := f.cfg.Graph.Entity(ctx, in.NPCID)
+	g, err := graphFor(f.cfg.Graph, in.NPCID)
+	if err != nil {
+		return res, err
+	}
+	ent, err := g.Entity(ctx, in.NPCID)
 	if err != nil {
 		return res, fmt.Errorf("loading NPC %q: %w", in.NPCID, err)
 	}
 	p := PersonaFromEntity(ent)
 	q := parseQuestion(in.Text, p)
 
-	ents, rels, err := f.cfg.Graph.VisibleSubgraph(ctx, p.ID, memory.VisibilityScope{RelTypes: p.KnowledgeScope})
+	ents, rels, err := g.VisibleSubgraph(ctx, p.ID, memory.VisibilityScope{RelTypes: p.KnowledgeScope})
 	if err != nil && !errors.Is(err, memory.ErrNotFound) {
 		return res, fmt.Errorf("reading what %s knows: %w", p.Name, err)
 	}

@@ -24,6 +24,45 @@ type Graph interface {
 	ReviewThreshold() float64
 }
 
+// NPCGraph is an optional capability of a [Graph]: the same graph as one
+// NPC may read it (its own secrets, the public part of everything else,
+// nothing of another NPC's). When the agent's or the fallback's Graph has
+// it, every read of an NPC's turn and every tool call goes through that
+// NPC's own graph.
+type NPCGraph interface {
+	ForNPC(npcID string) (Graph, error)
+}
+
+// graphFor is g as npcID reads it.
+func graphFor(g Graph, npcID string) (Graph, error) {
+	if b, ok := g.(NPCGraph); ok {
+		ng, err := b.ForNPC(npcID)
+		if err != nil {
+			return nil, fmt.Errorf("reading memory as NPC %q: %w", npcID, err)
+		}
+		return ng, nil
+	}
+	return g, nil
+}
+
+// refusedGraph answers every call with err: the tools of an NPC whose own
+// graph could not be had read nothing rather than more than it may see.
+type refusedGraph struct{ err error }
+
+func (r refusedGraph) Entity(context.Context, string) (memory.Entity, error) {
+	return memory.Entity{}, r.err
+}
+func (r refusedGraph) VisibleSubgraph(context.Context, string, memory.VisibilityScope) ([]memory.Entity, []memory.Relationship, error) {
+	return nil, nil, r.err
+}
+func (r refusedGraph) Fact(context.Context, int64) (memory.Relationship, error) {
+	return memory.Relationship{}, r.err
+}
+func (r refusedGraph) WriteFact(context.Context, memory.Writer, memory.Relationship, string) (memory.FactWrite, error) {
+	return memory.FactWrite{}, r.err
+}
+func (r refusedGraph) ReviewThreshold() float64 { return 1 }
+
 // HeardSearcher finds transcript lines an NPC heard: said by it or near its
 // own lines.
 type HeardSearcher interface {

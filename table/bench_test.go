@@ -14,6 +14,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
@@ -134,7 +135,7 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 		packets: audiotest.Encode(tb, sig, player, 1, time.Now()).Packets, reports: make(chan table.LineReport, 16), camp: camp}
 	controls := bot.NewControls()
 	controls.SetScene(bot.Scene{Present: []string{"grimjaw"}})
-	cfg := table.Config{Store: store, Campaign: camp, SessionID: "bench", Voice: r.voice,
+	cfg := table.Config{Campaign: pgtest.Open(tb, store, camp.ID(), memory.DMViewer()), SessionID: "bench", Voice: r.voice,
 		Providers: table.Providers{STT: &stt.Deepgram{BaseURL: dg.URL}, STTProvider: table.ProviderDeepgram, LLM: client, Embedder: emb,
 			Speaker: &table.Voices{Default: &tts.OpenAI{BaseURL: speech.URL + "/v1"}, DefaultVoice: "onyx", Clock: instant{}}},
 		Settings: table.Settings{StateDir: tb.TempDir(), IndexEvery: indexEvery},

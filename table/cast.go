@@ -9,8 +9,8 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/correction"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/mention"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/npc"
 )
 
@@ -36,11 +36,11 @@ const recentMention = 10 * time.Minute
 // so that an NPC added mid-session is boosted, corrected and addressable
 // within seconds. It is safe for concurrent use.
 type Cast struct {
-	camp *postgres.Campaign
+	camp *access.Campaign
 	pipe *correction.Pipeline
 
 	mu        sync.Mutex
-	stamp     postgres.EntityStamp
+	stamp     access.EntityStamp
 	ents      []correction.Entity
 	personas  map[string]npc.Persona
 	matcher   *mention.Matcher
@@ -48,7 +48,7 @@ type Cast struct {
 }
 
 // NewCast reads the campaign's entities into pipe.
-func NewCast(ctx context.Context, camp *postgres.Campaign, pipe *correction.Pipeline) (*Cast, error) {
+func NewCast(ctx context.Context, camp *access.Campaign, pipe *correction.Pipeline) (*Cast, error) {
 	c := &Cast{camp: camp, pipe: pipe, mentioned: map[string]time.Time{}}
 	if _, err := c.Refresh(ctx); err != nil {
 		return nil, err

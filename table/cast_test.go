@@ -23,7 +23,7 @@ func TestCastFollowsTheCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cast, err := table.NewCast(ctx, camp, pipe)
+	cast, err := table.NewCast(ctx, pgtest.Open(t, store, camp.ID(), memory.DMViewer()), pipe)
 	if err != nil {
 		t.Fatal(err)
 	}

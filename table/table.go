@@ -15,10 +15,11 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
 	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
@@ -131,8 +132,11 @@ func (s *Settings) withDefaults() {
 
 // Config configures a session of a table.
 type Config struct {
-	Store     *postgres.Store
-	Campaign  *postgres.Campaign
+	// Campaign is the campaign's memory, opened through the door for the
+	// DM (memory/access): the table records every line and runs the
+	// session's consolidation and extraction through it, and each NPC reads
+	// through its own narrowed handle (Campaign.As(memory.NPCViewer(id))).
+	Campaign  *access.Campaign
 	SessionID string
 	// Voice is the joined voice channel.
 	Voice     Voice
@@ -215,8 +219,10 @@ type ContextMessage struct {
 // channel. End stops it.
 func Open(ctx context.Context, cfg Config) (*Session, error) {
 	switch {
-	case cfg.Store == nil || cfg.Campaign == nil:
-		return nil, errors.New("table: a store and a campaign are required")
+	case cfg.Campaign == nil:
+		return nil, errors.New("table: a campaign is required")
+	case !cfg.Campaign.DM():
+		return nil, fmt.Errorf("table: the campaign must be opened for the DM, not as %s: the table records every line and each NPC reads through its own handle", cfg.Campaign.Viewer())
 	case cfg.Voice == nil:
 		return nil, errors.New("table: a voice channel is required")
 	case cfg.Providers.STT == nil:
@@ -257,7 +263,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	post := postProcessor(cfg.Store, camp, cfg.Providers, log)
+	post := postProcessor(camp, cfg.Providers, log)
 	var extract func(ctx context.Context, sessionID string) error
 	if pp, ok := post.(*postsession.Processor); ok {
 		// With an LLM, facts are extracted as the session goes (every
@@ -270,9 +276,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	mem, err := session.Start(ctx, session.Config{
 		SessionID:        cfg.SessionID,
 		Log:              camp.Sessions(),
-		Graph:            camp.Graph(),
-		Index:            camp.Index(),
-		Ping:             cfg.Store.Ping,
+		Ping:             camp.Ping,
 		StateDir:         filepath.Join(st.StateDir, camp.ID()),
 		Summarizer:       summarizerOrNone(cfg.Providers.Summarizer),
 		MaxTokens:        st.MaxContextTokens,
@@ -337,11 +341,11 @@ func newPipeline(st Settings, lc *correction.LLMCorrector, log *slog.Logger) (*c
 
 // newAgent builds the NPCs' agent: hot context, tools and, when there is
 // one, the LLM.
-func newAgent(camp *postgres.Campaign, cfg Config, log *slog.Logger) (*npc.Agent, error) {
+func newAgent(camp *access.Campaign, cfg Config, log *slog.Logger) (*npc.Agent, error) {
 	p := cfg.Providers
 	ncfg := npc.Config{
 		Context:       hotctx.New(camp, hotctx.Config{Recent: cfg.Settings.RecentWindow, Now: cfg.Clock.Now}),
-		Graph:         camp.Graph(),
+		Graph:         npcMemory{Graph: camp.Graph(), camp: camp},
 		Heard:         camp.Sessions(),
 		ContextTokens: cfg.Settings.HotContextTokens,
 		Logger:        log,
@@ -355,12 +359,34 @@ func newAgent(camp *postgres.Campaign, cfg Config, log *slog.Logger) (*npc.Agent
 	} else {
 		ncfg.Recall = Recaller{R: r}
 	}
-	fb, err := npc.NewFallback(npc.FallbackConfig{Graph: camp.Graph(), Heard: camp.Sessions(), Recall: ncfg.Recall, Logger: log})
+	fb, err := npc.NewFallback(npc.FallbackConfig{Graph: npcMemory{Graph: camp.Graph(), camp: camp}, Heard: camp.Sessions(), Recall: ncfg.Recall, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	ncfg.Fallback = fb
 	return npc.NewAgent(ncfg)
+}
+
+// npcMemory is the knowledge graph as the NPC agent gets it: each NPC's
+// turn, persona and tools read through that NPC's own handle (ForNPC), so
+// an NPC never reads another NPC's secrets or the DM's notes.
+type npcMemory struct {
+	*access.Graph
+	camp *access.Campaign
+}
+
+// NPCGraph is the campaign's graph for an NPC agent outside a table (the
+// DM's text chat): each NPC reads through its own handle. camp must be the
+// DM's.
+func NPCGraph(camp *access.Campaign) npc.Graph { return npcMemory{Graph: camp.Graph(), camp: camp} }
+
+// ForNPC implements npc.NPCGraph.
+func (m npcMemory) ForNPC(npcID string) (npc.Graph, error) {
+	c, err := m.camp.As(memory.NPCViewer(npcID))
+	if err != nil {
+		return nil, err
+	}
+	return c.Graph(), nil
 }
 
 // Recaller is the NPCs' recall tool: hybrid retrieval restricted to what
@@ -397,7 +423,7 @@ func summarizerOrNone(s contextmgr.Summarizer) contextmgr.Summarizer {
 
 // postProcessor finishes a session's long-term memory: its last chunks and,
 // with an extractor, its facts.
-func postProcessor(store *postgres.Store, camp *postgres.Campaign, p Providers, log *slog.Logger) session.PostProcessor {
+func postProcessor(camp *access.Campaign, p Providers, log *slog.Logger) session.PostProcessor {
 	l2 := postsession.L2Func(func(ctx context.Context, sessionID string) error {
 		_, err := chunk.Process(ctx, camp, p.Embedder, chunk.Options{}, sessionID)
 		return err
@@ -405,8 +431,13 @@ func postProcessor(store *postgres.Store, camp *postgres.Campaign, p Providers, 
 	if p.Extractor == nil {
 		return chunkOnly{l2: l2, log: log}
 	}
+	proc, err := camp.Processing()
+	if err != nil {
+		log.Error("fact extraction is not available", "err", err)
+		return chunkOnly{l2: l2, log: log}
+	}
 	pp, err := postsession.New(postsession.Config{L2: l2, Transcript: camp.Sessions(), Graph: camp.Graph(),
-		Extractor: p.Extractor, Progress: postsession.NewPGProgress(store.Pool(), camp.ID()), Logger: log})
+		Extractor: p.Extractor, Progress: postsession.NewStoredProgress(proc), Logger: log})
 	if err != nil {
 		log.Error("fact extraction is not available", "err", err)
 		return chunkOnly{l2: l2, log: log}

@@ -12,7 +12,8 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/table"
 )
 
@@ -22,10 +23,11 @@ type Link interface {
 	Leave(guildID string) error
 }
 
-// Config configures a Manager. Store, Link and Providers.STT are required.
+// Config configures a Manager. Door, Link and Providers.STT are required.
 type Config struct {
-	Store *postgres.Store
-	Link  Link
+	// Door opens each session's campaign for the DM (memory/access).
+	Door *access.Door
+	Link Link
 	// Providers and Settings are those of every session's table.
 	Providers table.Providers
 	Settings  table.Settings
@@ -62,8 +64,8 @@ var _ bot.VoiceSessions = (*Manager)(nil)
 // New returns a manager; Close stops it.
 func New(cfg Config) (*Manager, error) {
 	switch {
-	case cfg.Store == nil:
-		return nil, errors.New("voicesession: a memory store is required")
+	case cfg.Door == nil:
+		return nil, errors.New("voicesession: the memory door is required")
 	case cfg.Link == nil:
 		return nil, errors.New("voicesession: a voice link is required")
 	case cfg.Providers.STT == nil:
@@ -110,7 +112,7 @@ func (m *Manager) Start(ctx context.Context, req bot.StartRequest) error {
 }
 
 func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, error) {
-	camp, err := m.cfg.Store.Campaign(ctx, req.Campaign)
+	camp, err := m.cfg.Door.Open(ctx, req.Campaign, memory.DMViewer())
 	if err != nil {
 		return nil, fmt.Errorf("opening campaign %q: %w", req.Campaign, err)
 	}
@@ -118,7 +120,7 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, err
 	if err != nil {
 		return nil, fmt.Errorf("joining the voice channel: %w", err)
 	}
-	tcfg := table.Config{Store: m.cfg.Store, Campaign: camp, SessionID: sessionID(m.clk.Now()), Voice: v,
+	tcfg := table.Config{Campaign: camp, SessionID: sessionID(m.clk.Now()), Voice: v,
 		Providers: m.cfg.Providers, Settings: m.cfg.Settings, Announce: req.Announce,
 		UserName: func(userID string) string { return m.cfg.UserName(req.GuildID, userID) },
 		OnEnd:    func(reason string) { m.endLater(req.GuildID, reason) },

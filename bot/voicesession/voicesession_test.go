@@ -215,8 +215,8 @@ func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *ha
 		t.Fatal(err)
 	}
 	h.m, err = voicesession.New(voicesession.Config{
-		Store: store,
-		Link:  voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}),
+		Door: pgtest.Door(t, store),
+		Link: voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}),
 		Providers: table.Providers{STT: h.stt, STTProvider: table.ProviderDeepgram, Speaker: h.speaker, LLM: client,
 			Embedder: emb},
 		Settings: table.Settings{StateDir: t.TempDir(), LeaveWhenEmpty: leaveWhenEmpty},
@@ -433,7 +433,7 @@ func TestFailedJoinLeavesNothingRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := voicesession.New(voicesession.Config{Store: store, Link: failingLink{},
+	m, err := voicesession.New(voicesession.Config{Door: pgtest.Door(t, store), Link: failingLink{},
 		Providers: table.Providers{STT: &scriptedSTT{}, Embedder: emb}, Settings: table.Settings{StateDir: t.TempDir()},
 		Logger: quiet()})
 	if err != nil {

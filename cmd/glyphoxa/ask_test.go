@@ -225,7 +225,7 @@ func TestMCPAskerAndRecaller(t *testing.T) {
 	}
 	defer store.Close()
 	cfg := config.Default()
-	asker, err := newAsker(store, cfg)
+	asker, err := newAsker(pgtest.Door(t, store), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestMCPAskerAndRecaller(t *testing.T) {
 		res[2].Kind != "entity" || res[2].ID != "sunken-vault" {
 		t.Fatalf("Ask = %+v, %v", res, err)
 	}
-	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	camp := pgtest.Open(t, store, "ironhold-saga", memory.DMViewer())
 	recaller, err := newRecaller(camp, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -140,7 +141,11 @@ func benchScale(ctx context.Context, e *env, serverDSN string, spec benchdata.Sp
 	printf(e.stderr, "measuring %s scale: %d calls per operation\n", spec.Name, iters)
 	var out []benchResult
 	var rtt time.Duration
-	for _, op := range benchOps(store, c, spec) {
+	ops, err := benchOps(store, c, spec)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, op := range ops {
 		res, err := measure(ctx, op, iters)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", op.name, err)
@@ -217,13 +222,23 @@ func measure(ctx context.Context, op benchOp, iters int) (benchResult, error) {
 
 // benchOps are the measured operations. Each call picks its arguments from a
 // deterministic random sequence.
-func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) []benchOp {
+func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) ([]benchOp, error) {
 	r := rand.New(rand.NewPCG(42, 7))
 	entity := func() string { return benchdata.EntityID(r.IntN(spec.Entities)) }
 	near := func(a int) int { return a - a%50 + r.IntN(min(50, spec.Entities-(a-a%50))) }
 	words := []string{"hammer", "tower", "secret", "gold", "dragon", "guild", "map", "debt"}
 	g, l1, l2 := c.Graph(), c.Sessions(), c.Index()
-	hot := hotctx.New(c, hotctx.Config{})
+	// The hot context is read as the table reads it: through the door, for
+	// the DM, each NPC narrowing to its own handle.
+	door, err := access.New(access.Config{Store: s})
+	if err != nil {
+		return nil, err
+	}
+	dc, err := door.Open(context.Background(), c.ID(), memory.DMViewer())
+	if err != nil {
+		return nil, err
+	}
+	hot := hotctx.New(dc, hotctx.Config{})
 	var ret *retrieve.Retriever
 	emb, rerr := embed.NewOffline(spec.Dims)
 	if rerr == nil {
@@ -333,7 +348,7 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) []be
 			_, err := l2.Search(ctx, benchdata.ChunkVector(r.IntN(spec.Chunks), spec), 10, memory.ChunkFilter{})
 			return err
 		}},
-	}
+	}, nil
 }
 
 func printBench(e *env, specs []benchdata.Spec, results map[string][]benchResult, rtts map[string]time.Duration) {

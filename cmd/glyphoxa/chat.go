@@ -12,9 +12,10 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/npc/llm"
+	"github.com/glyphoxa/glyphoxa/table"
 )
 
 // cmdChat runs NPC turns from the terminal: the same pipeline as in voice,
@@ -46,7 +47,15 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	camp, err := openCampaign(ctx, store, *campaign)
+	if err := checkCampaign(ctx, store, *campaign); err != nil {
+		return err
+	}
+	door, closeDoor, err := openDoor(ctx, store, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	defer closeDoor()
+	camp, err := door.Open(ctx, *campaign, memory.DMViewer())
 	if err != nil {
 		return err
 	}
@@ -58,12 +67,12 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		printf(e.stderr, "(the recall tool is not available: %v)\n", err)
 	}
-	fallback, err := npc.NewFallback(npc.FallbackConfig{Graph: camp.Graph(), Heard: camp.Sessions(), Recall: recaller,
+	fallback, err := npc.NewFallback(npc.FallbackConfig{Graph: table.NPCGraph(camp), Heard: camp.Sessions(), Recall: recaller,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return err
 	}
-	ncfg := npc.Config{Context: newHotContext(camp, cfg), Graph: camp.Graph(), Heard: camp.Sessions(),
+	ncfg := npc.Config{Context: newHotContext(camp, cfg), Graph: table.NPCGraph(camp), Heard: camp.Sessions(),
 		Recall: recaller, ContextTokens: cfg.Memory.HotContextTokens, Fallback: fallback}
 	if cfg.Providers.LLM.Configured() {
 		if ncfg.LLM, err = newLLM(cfg, nil); err != nil {
@@ -90,7 +99,7 @@ func newLLM(cfg config.Config, onUsage func(llm.Usage)) (*llm.Client, error) {
 		Timeout: p.Timeout.Std(), OnUsage: onUsage})
 }
 
-func chatLoop(ctx context.Context, e *env, camp *postgres.Campaign, agent *npc.Agent, ent memory.Entity, sessionID, as string) error {
+func chatLoop(ctx context.Context, e *env, camp *access.Campaign, agent *npc.Agent, ent memory.Entity, sessionID, as string) error {
 	printf(e.stdout, "Talking to %s in campaign %s (session %s). Type a line and press Enter; an empty line or Ctrl-D ends.\n",
 		ent.Name, camp.ID(), sessionID)
 	var history []npc.Message

@@ -6,9 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
@@ -98,6 +101,19 @@ func (f *storeFlags) openStore(ctx context.Context, e *env) (*postgres.Store, co
 		return nil, cfg, fmt.Errorf("opening the memory store: %w", err)
 	}
 	return s, cfg, nil
+}
+
+// openDoor returns the door readers reach memory through (memory/access),
+// its health probe running until ctx ends or the returned close is called.
+func openDoor(ctx context.Context, store *postgres.Store, cfg config.Config, log *slog.Logger) (*access.Door, func(), error) {
+	rc := cfg.Lifecycle.Reconnect
+	d, err := access.New(access.Config{Store: store, Logger: log,
+		Probe: reconnect.Backoff{Initial: rc.Initial.Std(), Max: rc.Max.Std()}})
+	if err != nil {
+		return nil, nil, err
+	}
+	d.Start(ctx)
+	return d, func() { d.Close() }, nil
 }
 
 // printf writes to w, ignoring errors (the terminal is gone if it fails).

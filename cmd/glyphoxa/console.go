@@ -13,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
@@ -59,7 +60,12 @@ func cmdConsole(ctx context.Context, e *env, args []string) error {
 			break
 		}
 	}
-	srv, err := newConsole(store, cfg, logger, []bot.Guild{g}, nil)
+	door, closeDoor, err := openDoor(ctx, store, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer closeDoor()
+	srv, err := newConsole(store, door, cfg, logger, []bot.Guild{g}, nil)
 	if err != nil {
 		return err
 	}
@@ -96,8 +102,8 @@ func cmdConsole(ctx context.Context, e *env, args []string) error {
 }
 
 // newConsole builds the console for campaigns from the configuration.
-func newConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger, campaigns []bot.Guild, live console.LiveSource) (*console.Server, error) {
-	asker, err := newAsker(store, cfg)
+func newConsole(store *postgres.Store, door *access.Door, cfg config.Config, logger *slog.Logger, campaigns []bot.Guild, live console.LiveSource) (*console.Server, error) {
+	asker, err := newAsker(door, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +121,7 @@ func newConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger, c
 // startConsole serves the console of the bot's campaigns on console.listen
 // for `glyphoxa serve`. A console that cannot listen is logged, not fatal:
 // the bot matters more. The returned function stops it.
-func startConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger, guilds []bot.Guild, live console.LiveSource) func(context.Context) error {
+func startConsole(store *postgres.Store, door *access.Door, cfg config.Config, logger *slog.Logger, guilds []bot.Guild, live console.LiveSource) func(context.Context) error {
 	off := func(context.Context) error { return nil }
 	if cfg.Console.Listen == "" {
 		return off
@@ -128,7 +134,7 @@ func startConsole(store *postgres.Store, cfg config.Config, logger *slog.Logger,
 			campaigns = append(campaigns, g)
 		}
 	}
-	srv, err := newConsole(store, cfg, logger, campaigns, live)
+	srv, err := newConsole(store, door, cfg, logger, campaigns, live)
 	if err != nil {
 		logger.Error("the DM console is off", "err", err)
 		return off

@@ -107,7 +107,16 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	}
 	step("playing %s: %d steps through the table (speech synthesis → Opus → lanes → speech-to-text (%s) → correction → session log → addressing → NPC)",
 		*scenePath, len(sc.Lines), provider)
-	opts := scene.Options{Store: store, Campaign: camp, Providers: prov, Settings: tableSettings(cfg), OutDir: *out, Logger: log}
+	door, closeDoor, err := openDoor(ctx, store, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeDoor()
+	dm, err := door.Open(ctx, camp.ID(), memory.DMViewer())
+	if err != nil {
+		return err
+	}
+	opts := scene.Options{Campaign: dm, Providers: prov, Settings: tableSettings(cfg), OutDir: *out, Logger: log}
 	// The players speak, and the NPCs answer, with the best offline voices
 	// installed: distinct voices that speech-to-text understands well.
 	if l, err := tts.NewLocal(tts.LocalConfig{Logger: log}); err == nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
@@ -77,15 +78,15 @@ func processSessions(ctx context.Context, store *postgres.Store, cfg config.Conf
 
 // newAsker returns the retrieval the MCP ask tool and the DM console use:
 // hybrid retrieval as the caller's role (retrieve.Asker).
-func newAsker(store *postgres.Store, cfg config.Config) (*retrieve.Asker, error) {
+func newAsker(door *access.Door, cfg config.Config) (*retrieve.Asker, error) {
 	emb, err := newEmbedder(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return retrieve.NewAsker(store, emb, retrieve.Config{}), nil
+	return retrieve.NewAsker(door, emb, retrieve.Config{}), nil
 }
 
-func newRetriever(camp *postgres.Campaign, cfg config.Config) (*retrieve.Retriever, error) {
+func newRetriever(camp retrieve.Campaign, cfg config.Config) (*retrieve.Retriever, error) {
 	emb, err := newEmbedder(cfg)
 	if err != nil {
 		return nil, err
@@ -94,13 +95,13 @@ func newRetriever(camp *postgres.Campaign, cfg config.Config) (*retrieve.Retriev
 }
 
 // newHotContext returns the NPC hot-context assembler.
-func newHotContext(camp *postgres.Campaign, cfg config.Config) *hotctx.Assembler {
+func newHotContext(camp *access.Campaign, cfg config.Config) *hotctx.Assembler {
 	return hotctx.New(camp, hotctx.Config{Recent: cfg.Memory.RecentWindow.Std()})
 }
 
 // newRecaller returns the NPC-scoped retrieval of the recall tool; nil
 // (the tool says it is unavailable) when retrieval cannot be set up.
-func newRecaller(camp *postgres.Campaign, cfg config.Config) (npc.Recaller, error) {
+func newRecaller(camp retrieve.Campaign, cfg config.Config) (npc.Recaller, error) {
 	r, err := newRetriever(camp, cfg)
 	if err != nil {
 		return nil, err

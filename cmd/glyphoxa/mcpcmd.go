@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 )
 
@@ -33,16 +34,21 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
-	asker, err := newAsker(store, cfg)
+	door, closeDoor, err := openDoor(ctx, store, cfg, logger)
 	if err != nil {
 		return err
 	}
-	srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: *campaign, Logger: logger, Asker: asker})
+	defer closeDoor()
+	asker, err := newAsker(door, cfg)
+	if err != nil {
+		return err
+	}
+	srv, err := mcpserver.New(mcpserver.Config{Door: door, Campaign: *campaign, Logger: logger, Asker: asker})
 	if err != nil {
 		return err
 	}
 	if *kgLimit != 0 {
-		camp, err := store.Campaign(ctx, *campaign)
+		camp, err := door.Open(ctx, *campaign, memory.DMViewer())
 		if err != nil {
 			return err
 		}
@@ -50,7 +56,7 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	comp := &mcpserver.Compactor{Store: store, Campaign: *campaign, Logger: logger}
+	comp := &mcpserver.Compactor{Door: door, Campaign: *campaign, Logger: logger}
 	if err := comp.Start(ctx); err != nil {
 		return err
 	}

@@ -6,15 +6,15 @@ import (
 	"net/http"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // mountMCP serves each campaign's MCP endpoint at /mcp/<campaign>, opened
 // only by that campaign's tokens (config.MCPEndpoints, which config check
 // runs too). It returns the number of endpoints mounted. It never panics:
 // a route the mux refuses is an error naming the campaign.
-func mountMCP(mux *http.ServeMux, store *postgres.Store, cfg config.Config, logger *slog.Logger) (n int, err error) {
+func mountMCP(mux *http.ServeMux, door *access.Door, cfg config.Config, logger *slog.Logger) (n int, err error) {
 	eps, err := cfg.MCPEndpoints()
 	if err != nil {
 		return 0, err
@@ -22,12 +22,12 @@ func mountMCP(mux *http.ServeMux, store *postgres.Store, cfg config.Config, logg
 	if len(eps) == 0 {
 		return 0, nil
 	}
-	asker, err := newAsker(store, cfg)
+	asker, err := newAsker(door, cfg)
 	if err != nil {
 		return 0, err
 	}
 	for _, ep := range eps {
-		srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: ep.Campaign, Logger: logger, Asker: asker})
+		srv, err := mcpserver.New(mcpserver.Config{Door: door, Campaign: ep.Campaign, Logger: logger, Asker: asker})
 		if err != nil {
 			return n, fmt.Errorf("the MCP endpoint of campaign %q: %w", ep.Campaign, err)
 		}

@@ -114,7 +114,7 @@ func TestServeMCPTokensAndRoles(t *testing.T) {
 	}
 	defer store.Close()
 	mux := http.NewServeMux()
-	n, err := mountMCP(mux, store, cfg, slog.New(slog.DiscardHandler))
+	n, err := mountMCP(mux, pgtest.Door(t, store), cfg, slog.New(slog.DiscardHandler))
 	if err != nil || n != 2 {
 		t.Fatalf("mountMCP = %d, %v; want the 2 campaigns", n, err)
 	}

@@ -110,13 +110,13 @@ func extractSessions(ctx context.Context, e *env, store *postgres.Store, cfg con
 
 // newExtraction builds the processor that extracts a campaign's facts
 // through the configured LLM, with its progress in the database.
-func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Campaign, log *slog.Logger, onStep func(postsession.Step)) (*postsession.Processor, *postsession.PGProgress, error) {
+func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Campaign, log *slog.Logger, onStep func(postsession.Step)) (*postsession.Processor, *postsession.StoredProgress, error) {
 	if !cfg.Providers.LLM.Configured() {
 		return nil, nil, errors.New("fact extraction needs providers.llm")
 	}
 	oc := openai.DefaultConfig(cfg.Providers.LLM.APIKey)
 	oc.BaseURL = cfg.Providers.LLM.BaseURL
-	progress := postsession.NewPGProgress(store.Pool(), camp.ID())
+	progress := postsession.NewStoredProgress(camp.Processing())
 	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
 		Extractor: postsession.NewOpenAIExtractor(openai.NewClientWithConfig(oc), cfg.Providers.LLM.Model),
 		Progress:  progress, Logger: log, OnStep: onStep})

@@ -56,6 +56,11 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err := applyPersonas(ctx, store, cfg, logger); err != nil {
 		return err
 	}
+	door, closeDoor, err := openDoor(ctx, store, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer closeDoor()
 	m := metrics.New()
 	deps := bot.Deps{Store: store}
 	if cfg.Providers.LLM.Configured() {
@@ -84,7 +89,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	voice, err := voiceManager(store, cfg, providers, sess, m, logger)
+	voice, err := voiceManager(door, cfg, providers, sess, m, logger)
 	if err != nil {
 		return err
 	}
@@ -102,7 +107,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.Handle("GET /readyz", readiness(store, connected.Load))
-	if _, err := mountMCP(mux, store, cfg, logger); err != nil {
+	if _, err := mountMCP(mux, door, cfg, logger); err != nil {
 		return err
 	}
 	// The kg_* view of every campaign served over MCP: its token budget
@@ -115,7 +120,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		}
 		compacting[g.Campaign] = true
 		if g.KGTokenLimit > 0 {
-			camp, err := store.Campaign(ctx, g.Campaign)
+			camp, err := door.Open(ctx, g.Campaign, memory.DMViewer())
 			if err != nil {
 				return err
 			}
@@ -123,7 +128,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 				return fmt.Errorf("discord.guilds: kg_token_limit of campaign %q: %w", g.Campaign, err)
 			}
 		}
-		comp := &mcpserver.Compactor{Store: store, Campaign: g.Campaign, Logger: logger}
+		comp := &mcpserver.Compactor{Door: door, Campaign: g.Campaign, Logger: logger}
 		if err := comp.Start(ctx); err != nil {
 			return err
 		}
@@ -153,7 +158,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	go func() { httpErr <- hs.Serve(ln) }()
 	logger.Info("serving health and metrics", "addr", "http://"+ln.Addr().String(), "guilds", len(bcfg.Guilds))
 
-	stopConsole := startConsole(store, cfg, logger, bcfg.Guilds, voice)
+	stopConsole := startConsole(store, door, cfg, logger, bcfg.Guilds, voice)
 
 	var runErr error
 	if err := b.Open(ctx); err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/npc/llm"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
@@ -156,7 +156,7 @@ func newSynthesizer(c config.TTS, log *slog.Logger) (tts.Synthesizer, error) {
 }
 
 // voiceManager returns the voice session manager of a Discord session.
-func voiceManager(store *postgres.Store, cfg config.Config, p table.Providers, sess *discordgo.Session,
+func voiceManager(door *access.Door, cfg config.Config, p table.Providers, sess *discordgo.Session,
 	observer table.Observer, log *slog.Logger) (*voicesession.Manager, error) {
 	joiner := bot.NewJoiner(sess)
 	for _, h := range joiner.Handlers() {
@@ -165,7 +165,7 @@ func voiceManager(store *postgres.Store, cfg config.Config, p table.Providers, s
 	rc := cfg.Lifecycle.Reconnect
 	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: log, NewE2EE: dave.NewE2EE(log),
 		Backoff: conn.Backoff{Initial: rc.Initial.Std(), Max: rc.Max.Std(), Attempts: rc.Attempts}})
-	return voicesession.New(voicesession.Config{Store: store, Link: link, Providers: p, Settings: tableSettings(cfg),
+	return voicesession.New(voicesession.Config{Door: door, Link: link, Providers: p, Settings: tableSettings(cfg),
 		UserName: memberName(sess), Observer: observer, Logger: log})
 }
 

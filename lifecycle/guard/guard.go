@@ -45,12 +45,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // Defaults of a Config.
@@ -239,26 +238,11 @@ func (g *Guard) WaitHealthy(ctx context.Context) error {
 	}
 }
 
-// IsOutage is the default outage test: errors that say the database cannot
-// be reached (connection failures, timeouts, server shutting down, too many
-// connections) count; refusals of the request itself (constraint
-// violations, invalid input, not found) do not.
-func IsOutage(err error) bool {
-	if err == nil || errors.Is(err, memory.ErrInvalid) || errors.Is(err, memory.ErrNotFound) {
-		return false
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch {
-		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
-			strings.HasPrefix(pgErr.Code, "57"), // operator intervention: shutdown
-			strings.HasPrefix(pgErr.Code, "53"): // insufficient resources
-			return true
-		}
-		return false
-	}
-	return true
-}
+// IsOutage is the default outage test: the store's own classification
+// (memory/access.IsOutage, beside the PostgreSQL code): errors that say the
+// database cannot be reached count; refusals of the request itself
+// (constraint violations, invalid input, not found) do not.
+func IsOutage(err error) bool { return access.IsOutage(err) }
 
 // record is one spooled write.
 type record struct {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
@@ -161,27 +159,6 @@ func TestFullSpoolIsALoudError(t *testing.T) {
 	}
 	if !errors.Is(full, spool.ErrFull) {
 		t.Fatalf("writes to a full spool: %v, want ErrFull", full)
-	}
-}
-
-func TestIsOutage(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{nil, false},
-		{fmt.Errorf("x: %w", memory.ErrInvalid), false},
-		{fmt.Errorf("x: %w", memory.ErrNotFound), false},
-		{&pgconn.PgError{Code: "23505"}, false}, // unique violation
-		{&pgconn.PgError{Code: "57P01"}, true},  // admin shutdown
-		{&pgconn.PgError{Code: "08006"}, true},  // connection failure
-		{&pgconn.PgError{Code: "53300"}, true},  // too many connections
-		{errors.New("dial tcp 127.0.0.1:5432: connect: connection refused"), true},
-		{context.DeadlineExceeded, true},
-	} {
-		if got := guard.IsOutage(tc.err); got != tc.want {
-			t.Errorf("IsOutage(%v) = %v, want %v", tc.err, got, tc.want)
-		}
 	}
 }
 

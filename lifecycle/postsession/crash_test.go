@@ -51,7 +51,7 @@ func child() error {
 	cfg.BaseURL = os.Getenv(envLLM)
 	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
 		Extractor: postsession.NewOpenAIExtractor(openai.NewClientWithConfig(cfg), "m"),
-		Progress:  postsession.NewPGProgress(store.Pool(), camp.ID()), Window: 4, Logger: quiet()})
+		Progress:  postsession.NewStoredProgress(camp.Processing()), Window: 4, Logger: quiet()})
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func TestCrashDuringProcessing(t *testing.T) {
 	}
 	cmd.Wait()
 	atKill := state(t, store, "crash")
-	prog := postsession.NewPGProgress(store.Pool(), "crash")
+	prog := postsession.NewStoredProgress(pgtest.Campaign(t, store, "crash").Processing())
 	pos, done, err := prog.Load(context.Background(), session, postsession.StageExtract)
 	if err != nil || pos != 1 || done {
 		t.Fatalf("progress at the kill: window %d, done %v, %v; want 1 window done", pos, done, err)
@@ -188,7 +188,7 @@ func TestCrashWhileStoringFacts(t *testing.T) {
 	}
 	cmd.Wait()
 	ents, facts := count()
-	pos, _, err := postsession.NewPGProgress(store.Pool(), "crash").Load(context.Background(), session, postsession.StageExtract)
+	pos, _, err := postsession.NewStoredProgress(pgtest.Campaign(t, store, "crash").Processing()).Load(context.Background(), session, postsession.StageExtract)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func extractor(srv *llmtest.Server) *postsession.OpenAIExtractor {
 func newProcessor(t *testing.T, store *postgres.Store, camp *postgres.Campaign, x postsession.Extractor, l2 postsession.L2) *postsession.Processor {
 	t.Helper()
 	p, err := postsession.New(postsession.Config{L2: l2, Transcript: camp.Sessions(), Graph: camp.Graph(), Extractor: x,
-		Progress: postsession.NewPGProgress(store.Pool(), camp.ID()), Window: 4, Logger: quiet()})
+		Progress: postsession.NewStoredProgress(camp.Processing()), Window: 4, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestProcessExtractsResolvesAndReviews(t *testing.T) {
 	if rep, err := p.Run(ctx, session); err != nil || rep.Windows != 0 || rep.L2Done {
 		t.Errorf("second run: %+v, %v", rep, err)
 	}
-	if err := postsession.NewPGProgress(store.Pool(), "c").Reset(ctx, session); err != nil {
+	if err := postsession.NewStoredProgress(pgtest.Campaign(t, store, "c").Processing()).Reset(ctx, session); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = p.Run(ctx, session)
@@ -205,7 +205,7 @@ func TestProcessExtractsResolvesAndReviews(t *testing.T) {
 	if n := l2calls.Load(); n != 2 {
 		t.Errorf("L2 ran %d times, want once per processing", n)
 	}
-	if ids, err := postsession.NewPGProgress(store.Pool(), "c").Unfinished(ctx); err != nil || len(ids) != 0 {
+	if ids, err := postsession.NewStoredProgress(pgtest.Campaign(t, store, "c").Processing()).Unfinished(ctx); err != nil || len(ids) != 0 {
 		t.Errorf("unfinished after processing: %v, %v", ids, err)
 	}
 }
@@ -227,7 +227,7 @@ func TestFailingAndSlowExtractionResumes(t *testing.T) {
 	if _, err := p.Run(ctx, session); err == nil || !strings.Contains(err.Error(), "window 2 of 3") {
 		t.Fatalf("Run with a failing model = %v, want an error naming window 2", err)
 	}
-	if ids, _ := postsession.NewPGProgress(store.Pool(), "c").Unfinished(ctx); fmt.Sprint(ids) != "[s1]" {
+	if ids, _ := postsession.NewStoredProgress(pgtest.Campaign(t, store, "c").Processing()).Unfinished(ctx); fmt.Sprint(ids) != "[s1]" {
 		t.Fatalf("unfinished %v, want [s1]", ids)
 	}
 

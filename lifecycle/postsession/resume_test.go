@@ -55,7 +55,7 @@ func (g killGraph) RecordFact(ctx context.Context, r memory.Relationship) (memor
 }
 
 type killProgress struct {
-	*postsession.PGProgress
+	*postsession.StoredProgress
 	k *killSwitch
 }
 
@@ -63,20 +63,20 @@ func (p killProgress) Save(ctx context.Context, sessionID, stage string, pos int
 	if err := p.k.write(); err != nil {
 		return err
 	}
-	return p.PGProgress.Save(ctx, sessionID, stage, pos, done)
+	return p.StoredProgress.Save(ctx, sessionID, stage, pos, done)
 }
 
 func (p killProgress) SaveExtraction(ctx context.Context, sessionID string, window int, hash string, x postsession.Extraction) error {
 	if err := p.k.write(); err != nil {
 		return err
 	}
-	return p.PGProgress.SaveExtraction(ctx, sessionID, window, hash, x)
+	return p.StoredProgress.SaveExtraction(ctx, sessionID, window, hash, x)
 }
 
 func killable(t *testing.T, store *postgres.Store, camp *postgres.Campaign, srv *llmtest.Server, k *killSwitch) *postsession.Processor {
 	t.Helper()
 	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: killGraph{camp.Graph(), k}, Extractor: extractor(srv),
-		Progress: killProgress{postsession.NewPGProgress(store.Pool(), camp.ID()), k}, Window: 4, Logger: quiet()})
+		Progress: killProgress{postsession.NewStoredProgress(camp.Processing()), k}, Window: 4, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestReExtractionReusesAnswers(t *testing.T) {
 	ctx := context.Background()
 	var steps []postsession.Step
 	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(), Extractor: extractor(srv),
-		Progress: postsession.NewPGProgress(store.Pool(), camp.ID()), Window: 4, Logger: quiet(),
+		Progress: postsession.NewStoredProgress(camp.Processing()), Window: 4, Logger: quiet(),
 		OnStep: func(s postsession.Step) { steps = append(steps, s) }})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestReExtractionReusesAnswers(t *testing.T) {
 	srv.SetHandler(func(int, openai.ChatCompletionRequest) llmtest.Reply {
 		return llmtest.Reply{Text: `{"entities":[{"name":"Grim Jaw the Smith","type":"npc"}],"relationships":[]}`}
 	})
-	if err := postsession.NewPGProgress(store.Pool(), camp.ID()).ResetExtraction(ctx, session); err != nil {
+	if err := postsession.NewStoredProgress(camp.Processing()).ResetExtraction(ctx, session); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := p.Run(ctx, session)
@@ -184,7 +184,7 @@ func TestReExtractionReusesAnswers(t *testing.T) {
 	if err != nil || len(reps) != 0 {
 		t.Fatalf("RunInterrupted ran %+v, %v", reps, err)
 	}
-	unfinished, err := postsession.NewPGProgress(store.Pool(), camp.ID()).Unfinished(ctx)
+	unfinished, err := postsession.NewStoredProgress(camp.Processing()).Unfinished(ctx)
 	if err != nil || !reflect.DeepEqual(unfinished, []string{"imported"}) {
 		t.Fatalf("unfinished %v, want the imported session", unfinished)
 	}

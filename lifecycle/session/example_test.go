@@ -36,7 +36,7 @@ func Example() {
 		Transcript: camp.Sessions(),
 		Graph:      camp.Graph(),
 		Extractor:  postsession.NewOpenAIExtractor(llm, "gpt-4o-mini"),
-		Progress:   postsession.NewPGProgress(store.Pool(), camp.ID()),
+		Progress:   postsession.NewStoredProgress(camp.Processing()),
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -49,8 +49,6 @@ func Example() {
 	s, err := session.Start(ctx, session.Config{
 		SessionID:   "2026-03-01",
 		Log:         camp.Sessions(),
-		Graph:       camp.Graph(),
-		Index:       camp.Index(),
 		Ping:        store.Ping,
 		StateDir:    "/var/lib/glyphoxa/curse-of-the-sunstone",
 		Summarizer:  contextmgr.NewOpenAISummarizer(llm, "gpt-4o-mini"),

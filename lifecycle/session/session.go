@@ -87,11 +87,6 @@ type Config struct {
 	SessionID string
 	// Log is the campaign's session log (L1); the session guards it.
 	Log memory.SessionStore
-	// Graph and Index, if set, are the campaign's knowledge graph (L3) and
-	// semantic index (L2); Session.Graph and Session.Index return them
-	// guarded.
-	Graph memory.KnowledgeGraph
-	Index memory.SemanticIndex
 	// Ping checks that the database answers (the guard's health probe).
 	Ping func(ctx context.Context) error
 	// StateDir holds local state: the outage spool, whose records name
@@ -382,24 +377,6 @@ func (s *Session) Context() *contextmgr.Manager { return s.cm }
 // Memory is the guarded session log: reads return nothing while the
 // database is unreachable.
 func (s *Session) Memory() *guard.Guard { return s.guard }
-
-// Graph is Config.Graph guarded: empty reads and failing writes while the
-// database is unreachable. It is nil without Config.Graph.
-func (s *Session) Graph() *guard.Graph {
-	if s.cfg.Graph == nil {
-		return nil
-	}
-	return s.guard.Graph(s.cfg.Graph)
-}
-
-// Index is Config.Index guarded, like Graph. It is nil without
-// Config.Index.
-func (s *Session) Index() *guard.Index {
-	if s.cfg.Index == nil {
-		return nil
-	}
-	return s.guard.Index(s.cfg.Index)
-}
 
 // IsDegraded reports whether the database is unreachable.
 func (s *Session) IsDegraded() bool { return s.guard.IsDegraded() }

@@ -184,7 +184,7 @@ func (d *Door) Open(ctx context.Context, id string, v memory.Viewer) (*Campaign,
 	if err != nil {
 		return nil, err
 	}
-	return &Campaign{pc: pc}, nil
+	return &Campaign{pc: pc, door: d}, nil
 }
 
 // Campaigns lists the campaign ids.

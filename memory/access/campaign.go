@@ -38,6 +38,7 @@ type (
 	Compaction     = postgres.Compaction
 	GraphEdge      = postgres.GraphEdge
 	GraphCursor    = postgres.GraphCursor
+	Processing     = postgres.Processing
 )
 
 // The memory-tool levels (see postgres.KGLevel).
@@ -51,7 +52,8 @@ const (
 // role: the viewer it was opened for decides. It is safe for concurrent
 // use.
 type Campaign struct {
-	pc *postgres.Campaign
+	pc   *postgres.Campaign
+	door *Door
 }
 
 // ID is the campaign id.
@@ -72,7 +74,20 @@ func (c *Campaign) As(v memory.Viewer) (*Campaign, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Campaign{pc: pc}, nil
+	return &Campaign{pc: pc, door: c.door}, nil
+}
+
+// Ping checks that the database answers (see [Door.Ping]): the memory
+// guard's health probe.
+func (c *Campaign) Ping(ctx context.Context) error { return c.door.Ping(ctx) }
+
+// Processing is how far post-session work has got for each session, and
+// the extraction cache (DM only: the table's own writers use it).
+func (c *Campaign) Processing() (*Processing, error) {
+	if err := c.dmOnly("reading the processing progress"); err != nil {
+		return nil, err
+	}
+	return c.pc.Processing(), nil
 }
 
 // Sessions is the session log (L1).
@@ -87,7 +102,7 @@ func (c *Campaign) Graph() *Graph { return c.pc.Graph() }
 // InTx runs fn with this handle's layers bound to one transaction, the
 // writer named actor in the change log.
 func (c *Campaign) InTx(ctx context.Context, actor string, fn func(*Campaign) error) error {
-	return c.pc.InTx(ctx, actor, func(pc *postgres.Campaign) error { return fn(&Campaign{pc: pc}) })
+	return c.pc.InTx(ctx, actor, func(pc *postgres.Campaign) error { return fn(&Campaign{pc: pc, door: c.door}) })
 }
 
 // dmOnly refuses what only the DM may do.

@@ -8,7 +8,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/mention"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // Live keeps the chunks of a session that is being played up to date with
@@ -24,7 +23,7 @@ import (
 // its result is the same as [Process]'s. A Live is safe for concurrent use;
 // updates run one at a time.
 type Live struct {
-	camp    *postgres.Campaign
+	camp    Campaign
 	emb     embed.Embedder
 	opts    Options
 	session string
@@ -39,7 +38,7 @@ type Live struct {
 // matcher for the chunks' mentions (it is called on every Update, so it
 // should be cheap: the caller keeps it up to date as entities change); nil
 // finds no mentions.
-func NewLive(c *postgres.Campaign, e embed.Embedder, o Options, sessionID string, matcher func(ctx context.Context) (*mention.Matcher, error)) (*Live, error) {
+func NewLive(c Campaign, e embed.Embedder, o Options, sessionID string, matcher func(ctx context.Context) (*mention.Matcher, error)) (*Live, error) {
 	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
 		return nil, err
 	}

@@ -19,10 +19,18 @@ type Report struct {
 	Removed int64
 }
 
+// Campaign is the memory chunking reads from and writes to: a campaign of
+// the store (memory/postgres) or a handle from the door (memory/access).
+type Campaign interface {
+	Graph() *postgres.Graph
+	Sessions() *postgres.SessionLog
+	Index() *postgres.SemanticIndex
+}
+
 // Process chunks and embeds sessions of a campaign (all of them when none
 // are named), replacing each session's earlier chunks. Running it again on
 // an unchanged session changes nothing.
-func Process(ctx context.Context, c *postgres.Campaign, e embed.Embedder, o Options, sessions ...string) (Report, error) {
+func Process(ctx context.Context, c Campaign, e embed.Embedder, o Options, sessions ...string) (Report, error) {
 	var rep Report
 	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
 		return rep, err
@@ -77,7 +85,7 @@ func Process(ctx context.Context, c *postgres.Campaign, e embed.Embedder, o Opti
 // EmbedPending embeds every chunk of the campaign that has no embedding
 // (after `glyphoxa migrate --reembed`, or chunks indexed without one) and
 // reports how many it embedded.
-func EmbedPending(ctx context.Context, c *postgres.Campaign, e embed.Embedder) (int, error) {
+func EmbedPending(ctx context.Context, c Campaign, e embed.Embedder) (int, error) {
 	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
 		return 0, err
 	}

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // Defaults.
@@ -55,12 +55,12 @@ type Config struct {
 // Assembler builds hot contexts for the NPCs of one campaign. It is safe
 // for concurrent use.
 type Assembler struct {
-	camp *postgres.Campaign
+	camp *access.Campaign
 	cfg  Config
 }
 
 // New returns an assembler for campaign c.
-func New(c *postgres.Campaign, cfg Config) *Assembler {
+func New(c *access.Campaign, cfg Config) *Assembler {
 	if cfg.Recent <= 0 {
 		cfg.Recent = DefaultRecent
 	}
@@ -171,7 +171,13 @@ func (a *Assembler) Prepare(ctx context.Context, npcID string, scope []string) (
 	if len(scope) > 0 {
 		sc.RelTypes = scope
 	}
-	ents, rels, err := a.camp.Graph().VisibleSubgraph(ctx, npcID, sc)
+	// The NPC reads as itself: another NPC's secrets, DM-only attributes
+	// and pending facts are left out in SQL.
+	as, err := a.camp.As(memory.NPCViewer(npcID))
+	if err != nil {
+		return nil, fmt.Errorf("hot context of %q: %w", npcID, err)
+	}
+	ents, rels, err := as.Graph().VisibleSubgraph(ctx, npcID, sc)
 	if err != nil {
 		return nil, fmt.Errorf("hot context of %q: %w", npcID, err)
 	}

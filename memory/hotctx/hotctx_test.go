@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -43,10 +43,10 @@ func check(t testing.TB, err error) {
 // updated 10+i days ago, except t28 and t29, updated yesterday. The
 // townsfolk's descriptions shrink with i, so richness and recency rank the
 // same way and the best old facts are those of t00, t01, ...
-func world(t testing.TB) (*postgres.Campaign, map[string]int64) {
+func world(t testing.TB) (*access.Campaign, map[string]int64) {
 	ctx := context.Background()
 	store, _ := pgtest.NewStore(t, 8)
-	c := pgtest.Campaign(t, store, "hot")
+	c := pgtest.Open(t, store, "hot", memory.DMViewer())
 	es := []memory.Entity{
 		{ID: "hadrik", Type: memory.EntityNPC, Name: "Hadrik", Attributes: map[string]any{"occupation": "smith"}},
 		{ID: "anvil-row", Type: memory.EntityLocation, Name: "Anvil Row"},

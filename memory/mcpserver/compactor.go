@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/internal/clock"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // DefaultCompactEvery is how often a Compactor checks the token budget.
@@ -16,9 +17,10 @@ const DefaultCompactEvery = 30 * time.Second
 
 // Compactor keeps one campaign's memory-tool view within its token budget:
 // every Interval it runs a compaction pass on both levels (see
-// postgres.Campaign.CompactKG). Whoever calls Start calls Close.
+// access.Campaign.CompactKG). Whoever calls Start calls Close.
 type Compactor struct {
-	Store    *postgres.Store
+	// Door opens the campaign for the DM (memory/access).
+	Door     *access.Door
 	Campaign string
 	// Interval between passes (default DefaultCompactEvery).
 	Interval time.Duration
@@ -26,7 +28,7 @@ type Compactor struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
 	// OnPass, if set, receives each pass's reports (tests, metrics).
-	OnPass func([]postgres.Compaction, error)
+	OnPass func([]access.Compaction, error)
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -35,8 +37,8 @@ type Compactor struct {
 
 // Start begins the passes; the first runs one Interval from now.
 func (c *Compactor) Start(ctx context.Context) error {
-	if c.Store == nil || c.Campaign == "" {
-		return errors.New("compactor: a store and a campaign are required")
+	if c.Door == nil || c.Campaign == "" {
+		return errors.New("compactor: the memory door and a campaign are required")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -82,13 +84,13 @@ func (c *Compactor) Start(ctx context.Context) error {
 }
 
 // Pass runs one compaction pass on both levels as of now.
-func (c *Compactor) Pass(ctx context.Context, now time.Time) ([]postgres.Compaction, error) {
-	camp, err := c.Store.Campaign(ctx, c.Campaign)
+func (c *Compactor) Pass(ctx context.Context, now time.Time) ([]access.Compaction, error) {
+	camp, err := c.Door.Open(ctx, c.Campaign, memory.DMViewer())
 	if err != nil {
 		return nil, err
 	}
-	var reps []postgres.Compaction
-	for _, l := range []postgres.KGLevel{postgres.KGCampaign, postgres.KGDM} {
+	var reps []access.Compaction
+	for _, l := range []access.KGLevel{access.KGCampaign, access.KGDM} {
 		r, err := camp.CompactKG(ctx, l, now)
 		if err != nil {
 			return reps, err

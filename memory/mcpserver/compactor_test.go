@@ -31,7 +31,7 @@ func TestCompactorLifecycle(t *testing.T) {
 	}
 	clk := clocktest.NewFake(kgNow)
 	passes := make(chan []postgres.Compaction, 4)
-	c := &mcpserver.Compactor{Store: store, Campaign: "compactor", Clock: clk, Interval: time.Minute,
+	c := &mcpserver.Compactor{Door: pgtest.Door(t, store), Campaign: "compactor", Clock: clk, Interval: time.Minute,
 		OnPass: func(r []postgres.Compaction, err error) {
 			if err != nil {
 				t.Error(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // The memory-tool API (kg_*). Nodes are entities (gist: a one-line
@@ -72,27 +72,27 @@ type KGSyncIn struct {
 
 // KGWriteOut says what a kg write did: "applied" (DM) or "proposed".
 type KGWriteOut struct {
-	Result     string           `json:"result"`
-	Node       *postgres.KGNode `json:"node,omitempty"`
-	ProposalID int64            `json:"proposal_id,omitempty"`
+	Result     string         `json:"result"`
+	Node       *access.KGNode `json:"node,omitempty"`
+	ProposalID int64          `json:"proposal_id,omitempty"`
 }
 
 // KGSyncOut is what others changed since the session started.
 type KGSyncOut struct {
 	SessionID string `json:"session_id"`
 	Since     string `json:"since"`
-	postgres.KGChanges
+	access.KGChanges
 }
 
 // KGPingOut reports counts and active sessions.
 type KGPingOut struct {
-	Campaign       string             `json:"campaign"`
-	Role           Role               `json:"your_role"`
-	Limit          int                `json:"token_limit"`
-	Levels         []postgres.KGStats `json:"levels"`
-	Counts         postgres.Counts    `json:"counts"`
-	ActiveSessions int                `json:"active_sessions"`
-	Clients        int                `json:"connected_clients"`
+	Campaign       string           `json:"campaign"`
+	Role           Role             `json:"your_role"`
+	Limit          int              `json:"token_limit"`
+	Levels         []access.KGStats `json:"levels"`
+	Counts         access.Counts    `json:"counts"`
+	ActiveSessions int              `json:"active_sessions"`
+	Clients        int              `json:"connected_clients"`
 }
 
 // kgSessionActive is how recently a registered session must have called to
@@ -114,15 +114,15 @@ func (s *Server) registerKG() {
 var errDMLevel = errors.New(`level "dm" holds the DM's private notes: only the DM token can use it`)
 
 // level checks the level a caller names.
-func (who caller) level(l string) (postgres.KGLevel, error) {
-	lv := postgres.KGLevel(strings.TrimSpace(l))
+func (who caller) level(l string) (access.KGLevel, error) {
+	lv := access.KGLevel(strings.TrimSpace(l))
 	if lv == "" {
-		lv = postgres.KGCampaign
+		lv = access.KGCampaign
 	}
 	if !lv.Valid() {
 		return "", fmt.Errorf("unknown level %q: use campaign or dm", l)
 	}
-	if lv == postgres.KGDM && who.role != RoleDM {
+	if lv == access.KGDM && who.role != RoleDM {
 		return "", errDMLevel
 	}
 	return lv, nil
@@ -150,13 +150,13 @@ func (s *Server) kgActor(ctx context.Context, who caller, sessionID string) (str
 
 func (s *Server) now() time.Time { return s.clock.Now() }
 
-func (s *Server) kgRead(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, postgres.KGView, error) {
+func (s *Server) kgRead(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, access.KGView, error) {
 	who := s.caller(req)
 	c, err := s.campaign(ctx, who)
 	if err != nil {
-		return nil, postgres.KGView{}, err
+		return nil, access.KGView{}, err
 	}
-	v, err := c.KGRead(ctx, who.role == RoleDM)
+	v, err := c.KGRead(ctx)
 	return nil, v, err
 }
 
@@ -170,27 +170,27 @@ func (s *Server) kgSync(ctx context.Context, req *mcp.CallToolRequest, in KGSync
 	if err != nil || !strings.HasPrefix(sess.Actor, "mcp:"+string(who.role)+":") {
 		return nil, KGSyncOut{}, fmt.Errorf("agent session %q: %w (call kg_register_session)", in.SessionID, memory.ErrNotFound)
 	}
-	ch, err := c.KGSync(ctx, sess.Cursor, sess.Actor, who.role == RoleDM)
+	ch, err := c.KGSync(ctx, sess.Cursor, sess.Actor)
 	if err != nil {
 		return nil, KGSyncOut{}, err
 	}
 	return nil, KGSyncOut{SessionID: sess.ID, Since: sess.StartedAt.UTC().Format(time.RFC3339), KGChanges: ch}, nil
 }
 
-func (s *Server) kgRegister(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, postgres.KGSession, error) {
+func (s *Server) kgRegister(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, access.KGSession, error) {
 	who := s.caller(req)
 	c, err := s.campaign(ctx, who)
 	if err != nil {
-		return nil, postgres.KGSession{}, err
+		return nil, access.KGSession{}, err
 	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return nil, postgres.KGSession{}, fmt.Errorf("making a session id: %w", err)
+		return nil, access.KGSession{}, fmt.Errorf("making a session id: %w", err)
 	}
 	id := hex.EncodeToString(b[:])
-	level := postgres.KGCampaign
+	level := access.KGCampaign
 	if who.role == RoleDM {
-		level = postgres.KGDM
+		level = access.KGDM
 	}
 	sess, err := c.KGRegisterSession(ctx, id, who.actor+"#"+id, level, s.now())
 	return nil, sess, err
@@ -198,9 +198,13 @@ func (s *Server) kgRegister(ctx context.Context, req *mcp.CallToolRequest, _ str
 
 // kgWrite runs apply for the DM, or records a proposal of kind for others,
 // as actor.
-func (s *Server) kgWrite(ctx context.Context, who caller, actor, kind string, payload any, apply func(*postgres.Campaign) (KGWriteOut, error)) (*mcp.CallToolResult, KGWriteOut, error) {
+func (s *Server) kgWrite(ctx context.Context, who caller, actor, kind string, payload any, apply func(*access.Campaign) (KGWriteOut, error)) (*mcp.CallToolResult, KGWriteOut, error) {
 	var out KGWriteOut
-	err := s.cfg.Store.InTxAs(ctx, s.cfg.Campaign, actor, func(c *postgres.Campaign) error {
+	camp, err := s.campaign(ctx, who)
+	if err != nil {
+		return nil, KGWriteOut{}, err
+	}
+	err = camp.InTx(ctx, actor, func(c *access.Campaign) error {
 		if who.role == RoleDM {
 			var err error
 			out, err = apply(c)
@@ -230,9 +234,9 @@ func (s *Server) kgPutNode(ctx context.Context, req *mcp.CallToolRequest, in KGP
 	if err != nil {
 		return nil, KGWriteOut{}, err
 	}
-	n := postgres.KGNodeInput{ID: in.ID, Gist: in.Gist, Touches: in.Touches, Notes: in.Notes, Name: in.Name, Type: in.Type}
+	n := access.KGNodeInput{ID: in.ID, Gist: in.Gist, Touches: in.Touches, Notes: in.Notes, Name: in.Name, Type: in.Type}
 	in.SessionID = ""
-	return s.kgWrite(ctx, who, actor, "kg_put_node", in, func(c *postgres.Campaign) (KGWriteOut, error) {
+	return s.kgWrite(ctx, who, actor, "kg_put_node", in, func(c *access.Campaign) (KGWriteOut, error) {
 		node, err := c.KGPutNode(ctx, lv, n, s.now())
 		return KGWriteOut{Node: &node}, err
 	})
@@ -251,8 +255,8 @@ func (s *Server) kgPutEdge(ctx context.Context, req *mcp.CallToolRequest, in KGP
 	if err != nil {
 		return nil, KGWriteOut{}, err
 	}
-	if lv == postgres.KGDM {
-		return s.kgWrite(ctx, who, actor, "", nil, func(c *postgres.Campaign) (KGWriteOut, error) {
+	if lv == access.KGDM {
+		return s.kgWrite(ctx, who, actor, "", nil, func(c *access.Campaign) (KGWriteOut, error) {
 			return KGWriteOut{}, c.KGPutDMEdge(ctx, in.From, in.To, strings.ToUpper(in.Rel), in.Notes, s.now())
 		})
 	}
@@ -260,7 +264,11 @@ func (s *Server) kgPutEdge(ctx context.Context, req *mcp.CallToolRequest, in KGP
 	// rules decide (players and NPCs propose; the store tells nobody but
 	// the DM what canon holds).
 	var out KGWriteOut
-	err = s.cfg.Store.InTxAs(ctx, s.cfg.Campaign, actor, func(c *postgres.Campaign) error {
+	camp, err := s.campaign(ctx, who)
+	if err != nil {
+		return nil, KGWriteOut{}, err
+	}
+	err = camp.InTx(ctx, actor, func(c *access.Campaign) error {
 		attrs := map[string]any{}
 		if in.Notes != "" {
 			attrs["notes"] = in.Notes
@@ -275,7 +283,7 @@ func (s *Server) kgPutEdge(ctx context.Context, req *mcp.CallToolRequest, in KGP
 			out.Result = "applied"
 			// Writing an edge refreshes both ends.
 			for _, id := range []string{in.From, in.To} {
-				if _, err := c.KGRecall(ctx, postgres.KGCampaign, id, false, s.now()); err != nil && !errors.Is(err, memory.ErrNotFound) {
+				if _, err := c.KGRecall(ctx, access.KGCampaign, id, false, s.now()); err != nil && !errors.Is(err, memory.ErrNotFound) {
 					return err
 				}
 			}
@@ -299,8 +307,8 @@ func (s *Server) kgDeleteNode(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, KGWriteOut{}, err
 	}
 	// A player's proposal has the shape delete_node proposals always had.
-	return s.kgWrite(ctx, who, actor, "delete_node", RefIn{ID: in.ID}, func(c *postgres.Campaign) (KGWriteOut, error) {
-		if lv == postgres.KGDM {
+	return s.kgWrite(ctx, who, actor, "delete_node", RefIn{ID: in.ID}, func(c *access.Campaign) (KGWriteOut, error) {
+		if lv == access.KGDM {
 			return KGWriteOut{}, c.KGDeleteDMNode(ctx, in.ID)
 		}
 		// At the campaign level the entity is archived and its facts
@@ -325,7 +333,7 @@ func (s *Server) kgDeleteEdge(ctx context.Context, req *mcp.CallToolRequest, in 
 		return nil, KGWriteOut{}, err
 	}
 	var factID int64
-	if lv == postgres.KGCampaign {
+	if lv == access.KGCampaign {
 		if factID, err = c.CanonFactID(ctx, in.From, in.To, rel); err != nil {
 			return nil, KGWriteOut{}, err
 		}
@@ -334,8 +342,8 @@ func (s *Server) kgDeleteEdge(ctx context.Context, req *mcp.CallToolRequest, in 
 	// only the DM reads proposals); the player's answer is the same either
 	// way.
 	payload := RefIn{ID: fmt.Sprint(factID)}
-	return s.kgWrite(ctx, who, actor, "delete_edge", payload, func(c *postgres.Campaign) (KGWriteOut, error) {
-		if lv == postgres.KGDM {
+	return s.kgWrite(ctx, who, actor, "delete_edge", payload, func(c *access.Campaign) (KGWriteOut, error) {
+		if lv == access.KGDM {
 			return KGWriteOut{}, c.KGDeleteDMEdge(ctx, in.From, in.To, rel)
 		}
 		if factID == 0 {
@@ -346,18 +354,22 @@ func (s *Server) kgDeleteEdge(ctx context.Context, req *mcp.CallToolRequest, in 
 	})
 }
 
-func (s *Server) kgRecall(ctx context.Context, req *mcp.CallToolRequest, in KGNodeRefIn) (*mcp.CallToolResult, postgres.KGNode, error) {
+func (s *Server) kgRecall(ctx context.Context, req *mcp.CallToolRequest, in KGNodeRefIn) (*mcp.CallToolResult, access.KGNode, error) {
 	who := s.caller(req)
 	lv, err := who.level(in.Level)
 	if err != nil {
-		return nil, postgres.KGNode{}, err
+		return nil, access.KGNode{}, err
 	}
 	actor, err := s.kgActor(ctx, who, in.SessionID)
 	if err != nil {
-		return nil, postgres.KGNode{}, err
+		return nil, access.KGNode{}, err
 	}
-	var n postgres.KGNode
-	err = s.cfg.Store.InTxAs(ctx, s.cfg.Campaign, actor, func(c *postgres.Campaign) error {
+	var n access.KGNode
+	camp, err := s.campaign(ctx, who)
+	if err != nil {
+		return nil, access.KGNode{}, err
+	}
+	err = camp.InTx(ctx, actor, func(c *access.Campaign) error {
 		var err error
 		// Only the DM can bring back what the DM deleted; anyone can bring
 		// back what compaction archived.
@@ -377,12 +389,12 @@ func (s *Server) kgPing(ctx context.Context, req *mcp.CallToolRequest, _ struct{
 	if out.Limit, err = c.KGLimit(ctx); err != nil {
 		return nil, KGPingOut{}, err
 	}
-	levels := []postgres.KGLevel{postgres.KGCampaign}
+	levels := []access.KGLevel{access.KGCampaign}
 	if who.role == RoleDM {
-		levels = append(levels, postgres.KGDM)
+		levels = append(levels, access.KGDM)
 	}
 	for _, l := range levels {
-		st, err := c.KGStats(ctx, l, who.role == RoleDM)
+		st, err := c.KGStats(ctx, l)
 		if err != nil {
 			return nil, KGPingOut{}, err
 		}
@@ -401,14 +413,14 @@ func (s *Server) kgPing(ctx context.Context, req *mcp.CallToolRequest, _ struct{
 }
 
 // applyKGProposal applies an accepted kg_* proposal (see resolve_proposal).
-func (s *Server) applyKGProposal(ctx context.Context, c *postgres.Campaign, p postgres.Proposal) (string, error) {
+func (s *Server) applyKGProposal(ctx context.Context, c *access.Campaign, p access.Proposal) (string, error) {
 	switch p.Kind {
 	case "kg_put_node":
 		var in KGPutNodeIn
 		if err := unmarshal(p.Payload, &in); err != nil {
 			return "", err
 		}
-		_, err := c.KGPutNode(ctx, postgres.KGCampaign, postgres.KGNodeInput{ID: in.ID, Gist: in.Gist, Touches: in.Touches,
+		_, err := c.KGPutNode(ctx, access.KGCampaign, access.KGNodeInput{ID: in.ID, Gist: in.Gist, Touches: in.Touches,
 			Notes: in.Notes, Name: in.Name, Type: in.Type}, s.now())
 		return in.ID, err
 	}

@@ -61,7 +61,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	store := sample(t)
 	ctx := context.Background()
 	clk := clocktest.NewFake(kgNow)
-	srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: "ironhold-saga", Clock: clk})
+	srv, err := mcpserver.New(mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga", Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	passes := make(chan []postgres.Compaction, 1)
-	comp := &mcpserver.Compactor{Store: store, Campaign: "ironhold-saga", Clock: clk,
+	comp := &mcpserver.Compactor{Door: pgtest.Door(t, store), Campaign: "ironhold-saga", Clock: clk,
 		OnPass: func(r []postgres.Compaction, err error) {
 			if err != nil {
 				t.Error(err)

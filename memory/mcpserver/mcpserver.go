@@ -8,7 +8,7 @@
 // become pending facts, other changes become proposals.
 //
 // Every read runs on the campaign bound to the caller's role
-// ([postgres.Campaign.As]): the store filters secrets out in SQL, so a
+// (a handle from the door, memory/access): the store filters secrets out in SQL, so a
 // player-token agent never receives one, whichever tool it calls (ask
 // included: the [Asker] is handed the caller's viewer). Tokens are per
 // campaign: a handler knows only its own campaign's tokens.
@@ -31,7 +31,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
 
@@ -50,7 +50,7 @@ type AskResult = retrieve.Result
 // Asker answers questions from a campaign's memory (hybrid retrieval).
 // It must answer from what v may see: the server passes the caller's
 // viewer, and an implementation binds its retrieval to it
-// ([postgres.Campaign.As]).
+// (a handle from the door, memory/access).
 type Asker interface {
 	Ask(ctx context.Context, campaign string, v memory.Viewer, question string, k int) ([]AskResult, error)
 }
@@ -67,7 +67,8 @@ func (r Role) Viewer() memory.Viewer {
 
 // Config configures a Server.
 type Config struct {
-	Store    *postgres.Store
+	// Door opens the campaign for each caller's role (memory/access).
+	Door     *access.Door
 	Campaign string
 	// Asker backs the ask tool; without it ask says it is unavailable.
 	Asker Asker
@@ -89,8 +90,8 @@ type Server struct {
 
 // New returns a server with every tool registered.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || strings.TrimSpace(cfg.Campaign) == "" {
-		return nil, errors.New("mcp server: a store and a campaign are required")
+	if cfg.Door == nil || strings.TrimSpace(cfg.Campaign) == "" {
+		return nil, errors.New("mcp server: the memory door and a campaign are required")
 	}
 	if cfg.StdioRole == "" {
 		cfg.StdioRole = RoleDM
@@ -219,12 +220,8 @@ func (s *Server) caller(req *mcp.CallToolRequest) caller {
 
 // campaign is the campaign bound to the caller's role: every read through
 // it is filtered by the store.
-func (s *Server) campaign(ctx context.Context, who caller) (*postgres.Campaign, error) {
-	c, err := s.cfg.Store.Campaign(ctx, s.cfg.Campaign)
-	if err != nil {
-		return nil, err
-	}
-	return c.As(who.role.Viewer())
+func (s *Server) campaign(ctx context.Context, who caller) (*access.Campaign, error) {
+	return s.cfg.Door.Open(ctx, s.cfg.Campaign, who.role.Viewer())
 }
 
 // Entity is an entity as agents see it.

@@ -96,7 +96,7 @@ func sample(t *testing.T) *postgres.Store {
 func TestTypeScriptClientOverHTTP(t *testing.T) {
 	peers := nodePeers(t)
 	store := sample(t)
-	srv, err := mcpserver.New(mcpserver.Config{Store: store, Campaign: "ironhold-saga"})
+	srv, err := mcpserver.New(mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga"})
 	if err != nil {
 		t.Fatal(err)
 	}

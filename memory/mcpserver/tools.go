@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // ReadGraphIn filters read_graph.
@@ -114,8 +114,8 @@ type SyncIn struct {
 
 // SyncOut lists changes by others and the next cursor.
 type SyncOut struct {
-	Changes []postgres.Change `json:"changes"`
-	Cursor  int64             `json:"cursor"`
+	Changes []access.Change `json:"changes"`
+	Cursor  int64           `json:"cursor"`
 }
 
 // ResolveIn accepts or rejects a proposal.
@@ -163,7 +163,7 @@ func (s *Server) readGraph(ctx context.Context, req *mcp.CallToolRequest, in Rea
 			shown[e.ID] = true
 		}
 	}
-	facts, err := c.Graph().FindFacts(ctx, postgres.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
+	facts, err := c.Graph().FindFacts(ctx, access.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
 		memory.StatusRetired}, Limit: 5000})
 	if err != nil {
 		return nil, out, err
@@ -228,15 +228,19 @@ func (s *Server) putNode(ctx context.Context, req *mcp.CallToolRequest, in PutNo
 		return nil, ChangeOut{}, fmt.Errorf("cannot make an id from the name %q; give one", in.Name)
 	}
 	e := memory.Entity{ID: in.ID, Type: in.Type, Name: in.Name, Aliases: in.Aliases, Attributes: in.Attributes}
-	return s.write(ctx, who, "put_node", in, in.ID, func(c *postgres.Campaign) error {
+	return s.write(ctx, who, "put_node", in, in.ID, func(c *access.Campaign) error {
 		return c.Graph().UpsertEntity(ctx, e)
 	})
 }
 
 // write applies a change for the DM or records a proposal for others.
-func (s *Server) write(ctx context.Context, who caller, kind string, payload any, id string, apply func(*postgres.Campaign) error) (*mcp.CallToolResult, ChangeOut, error) {
+func (s *Server) write(ctx context.Context, who caller, kind string, payload any, id string, apply func(*access.Campaign) error) (*mcp.CallToolResult, ChangeOut, error) {
 	var out ChangeOut
-	err := s.cfg.Store.InTxAs(ctx, s.cfg.Campaign, who.actor, func(c *postgres.Campaign) error {
+	camp, err := s.campaign(ctx, who)
+	if err != nil {
+		return nil, ChangeOut{}, err
+	}
+	err = camp.InTx(ctx, who.actor, func(c *access.Campaign) error {
 		if who.role == RoleDM {
 			out = ChangeOut{Result: "applied", ID: id}
 			return apply(c)
@@ -252,7 +256,7 @@ func (s *Server) write(ctx context.Context, who caller, kind string, payload any
 }
 
 // archiveEntity marks an entity archived and retires its live facts.
-func archiveEntity(ctx context.Context, c *postgres.Campaign, id string) error {
+func archiveEntity(ctx context.Context, c *access.Campaign, id string) error {
 	g := c.Graph()
 	if _, err := g.UpdateEntity(ctx, id, memory.EntityUpdate{SetAttributes: map[string]any{attrArchived: true}}); err != nil {
 		return err
@@ -287,7 +291,11 @@ func (s *Server) putEdge(ctx context.Context, req *mcp.CallToolRequest, in PutEd
 		attrs = map[string]any{}
 	}
 	var out ChangeOut
-	err := s.cfg.Store.InTxAs(ctx, s.cfg.Campaign, who.actor, func(c *postgres.Campaign) error {
+	camp, err := s.campaign(ctx, who)
+	if err != nil {
+		return nil, ChangeOut{}, err
+	}
+	err = camp.InTx(ctx, who.actor, func(c *access.Campaign) error {
 		r := memory.Relationship{SourceID: in.Source, TargetID: in.Target, Type: strings.ToUpper(in.Type), Attributes: attrs,
 			Provenance: memory.Provenance{Confidence: conf, Source: memory.SourceStated}}
 		w, err := c.Graph().WriteFact(ctx, who.writer(), r, in.Reason)
@@ -322,7 +330,7 @@ func (s *Server) deleteEdge(ctx context.Context, req *mcp.CallToolRequest, in Re
 	if err != nil {
 		return nil, ChangeOut{}, err
 	}
-	return s.write(ctx, who, "delete_edge", in, in.ID, func(c *postgres.Campaign) error {
+	return s.write(ctx, who, "delete_edge", in, in.ID, func(c *access.Campaign) error {
 		_, err := c.Graph().RetireFact(ctx, id, "")
 		return err
 	})
@@ -391,13 +399,13 @@ func (s *Server) sync(ctx context.Context, req *mcp.CallToolRequest, in SyncIn) 
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
-	ch, err := c.ChangesSinceFor(ctx, in.Cursor, who.actor, 500, who.role == RoleDM)
+	ch, err := c.ChangesSince(ctx, in.Cursor, who.actor, 500)
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
 	out := SyncOut{Changes: ch, Cursor: in.Cursor}
 	if out.Changes == nil {
-		out.Changes = []postgres.Change{}
+		out.Changes = []access.Change{}
 	}
 	// The cursor moves past everything read, own writes included.
 	if len(ch) == 500 {
@@ -414,7 +422,11 @@ func (s *Server) resolve(ctx context.Context, req *mcp.CallToolRequest, in Resol
 		return nil, ChangeOut{}, errors.New("only the DM token can resolve proposals")
 	}
 	var out ChangeOut
-	err := s.cfg.Store.InTxAs(ctx, s.cfg.Campaign, who.actor, func(c *postgres.Campaign) error {
+	camp, err := s.campaign(ctx, who)
+	if err != nil {
+		return nil, ChangeOut{}, err
+	}
+	err = camp.InTx(ctx, who.actor, func(c *access.Campaign) error {
 		p, err := c.ResolveProposal(ctx, in.ID, in.Accept)
 		if err != nil {
 			return err

@@ -6,9 +6,9 @@
 //	defer store.Close()
 //	c, err := store.Campaign(ctx, "ironhold-saga")
 //	c.Sessions().WriteEntry(ctx, entry)          // L1, memory.SessionStore
-//	c.Index().Search(ctx, vec, 10, filter)        // L2, memory.SemanticIndex
+//	c.Index().Search(ctx, vec, 10, filter)        // L2
 //	c.Graph().IdentitySnapshot(ctx, "grimjaw")    // L3, memory.KnowledgeGraph
-//	c.Graph().QueryWithEmbedding(ctx, vec, 5, scope) // memory.GraphRAGQuerier
+//	c.Graph().QueryWithEmbedding(ctx, vec, 5, scope) // L3 scope, L2 ranking
 //
 // NewStore migrates the schema first (versioned, transactional, safe to run
 // on every start). The embedding dimension is fixed per database: opening a
@@ -36,9 +36,10 @@
 //
 // # Who reads
 //
-// Store.Campaign returns the system view: the server's own code (the turn
-// pipeline, consolidation, DM review) reads everything. Whatever reads for
-// a person or an agent binds the campaign to its reader first:
+// Store.Campaign returns the system view, for the writers that own data:
+// import, consolidation, extraction, wired in cmd/. Everything that reads
+// for a person, an agent or an NPC goes through memory/access, which binds
+// the campaign to its reader ([Campaign.As]) and guards it ([Campaign.Through]):
 //
 //	p, err := c.As(memory.PlayerViewer())   // or memory.NPCViewer("grimjaw"), memory.DMViewer()
 //	facts, err := p.Graph().FindFacts(ctx, q) // no secret fact, no secret attribute
@@ -50,4 +51,14 @@
 // twin): players see no secret fact and no secret attribute; an NPC also
 // sees its own secrets and the secret facts it is an end of or listed in
 // known_by. A hidden fact reads as not found, exactly like a missing one.
+// A campaign bound to a player or an NPC cannot be bound to another viewer.
+//
+// # Errors and outages
+//
+// Every statement goes through one querier that classifies its error:
+// [IsOutage] errors (the server down, unreachable, shutting down, out of
+// connections) wrap memory.ErrUnavailable, every other driver error wraps
+// memory.ErrRefused, the driver's message unchanged. With a [Gate]
+// ([Campaign.Through]) a statement is refused at once while the gate says
+// the database is down, and an outage a statement meets is reported to it.
 package postgres

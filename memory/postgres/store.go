@@ -244,10 +244,8 @@ func (c *Campaign) Graph() *Graph { return c.graph }
 
 // Compile-time checks that the layers implement the memory interfaces.
 var (
-	_ memory.SessionStore    = (*SessionLog)(nil)
-	_ memory.SemanticIndex   = (*SemanticIndex)(nil)
-	_ memory.KnowledgeGraph  = (*Graph)(nil)
-	_ memory.GraphRAGQuerier = (*Graph)(nil)
+	_ memory.SessionStore   = (*SessionLog)(nil)
+	_ memory.KnowledgeGraph = (*Graph)(nil)
 )
 
 // describeTarget names the server a config points at, without credentials.

@@ -5,20 +5,20 @@ import (
 	"sync"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // Asker answers questions about the campaigns of a store for readers of
 // any role: the MCP ask tool (as the calling agent's role), the DM
 // console's "ask as this NPC". It keeps one Retriever per campaign and
 // reader, built on first use over the campaign bound to that reader
-// (postgres.Campaign.As), so what it returns is what the reader may see, by
+// (memory/access), so what it returns is what the reader may see, by
 // construction. It is safe for concurrent use.
 type Asker struct {
-	store *postgres.Store
-	emb   embed.Embedder
-	cfg   Config
+	door *access.Door
+	emb  embed.Embedder
+	cfg  Config
 
 	mu  sync.Mutex
 	per map[askerKey]*Retriever
@@ -29,9 +29,9 @@ type askerKey struct {
 	viewer   memory.Viewer
 }
 
-// NewAsker returns an Asker over store's campaigns.
-func NewAsker(store *postgres.Store, e embed.Embedder, cfg Config) *Asker {
-	return &Asker{store: store, emb: e, cfg: cfg, per: map[askerKey]*Retriever{}}
+// NewAsker returns an Asker over the campaigns behind door.
+func NewAsker(door *access.Door, e embed.Embedder, cfg Config) *Asker {
+	return &Asker{door: door, emb: e, cfg: cfg, per: map[askerKey]*Retriever{}}
 }
 
 func (a *Asker) retriever(ctx context.Context, campaign string, v memory.Viewer) (*Retriever, error) {
@@ -41,11 +41,8 @@ func (a *Asker) retriever(ctx context.Context, campaign string, v memory.Viewer)
 	if r, ok := a.per[key]; ok {
 		return r, nil
 	}
-	camp, err := a.store.Campaign(ctx, campaign)
+	camp, err := a.door.Open(ctx, campaign, v)
 	if err != nil {
-		return nil, err
-	}
-	if camp, err = camp.As(v); err != nil {
 		return nil, err
 	}
 	r, err := New(camp, a.emb, a.cfg)

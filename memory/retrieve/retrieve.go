@@ -208,7 +208,7 @@ var DefaultWeights = Weights{Vector: 1, Text: 1, Walk: 1, Direct: 1, Facts: 0.5}
 // Retriever answers questions from one campaign. It is safe for concurrent
 // use.
 type Retriever struct {
-	camp *postgres.Campaign
+	camp Campaign
 	emb  embed.Embedder
 	cfg  Config
 
@@ -220,9 +220,20 @@ type Retriever struct {
 	lastRefresh time.Time
 }
 
+// Campaign is the memory a Retriever reads: a handle from the door
+// (memory/access), bound to the reader it answers for, or, for the
+// writers' own tools, a campaign of the store.
+type Campaign interface {
+	ppr.Source
+	LastChange(ctx context.Context) (int64, error)
+	Graph() *postgres.Graph
+	Sessions() *postgres.SessionLog
+	Index() *postgres.SemanticIndex
+}
+
 // New returns a retriever over campaign c that embeds questions with e.
 // The embedder's dimension must match the store's.
-func New(c *postgres.Campaign, e embed.Embedder, cfg Config) (*Retriever, error) {
+func New(c Campaign, e embed.Embedder, cfg Config) (*Retriever, error) {
 	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
@@ -27,8 +27,9 @@ import (
 
 // Options configure a play.
 type Options struct {
-	Store    *postgres.Store
-	Campaign *postgres.Campaign
+	// Campaign is the campaign's memory opened for the DM through the door
+	// (memory/access).
+	Campaign *access.Campaign
 	// Providers are the table's: STT recognises the lines that give no
 	// heard text; Speaker is replaced by Voices on Options.NPCVoice played
 	// without pacing, so the NPCs' speech costs no virtual time.
@@ -150,8 +151,8 @@ func (r *recognizer) Transcribe(ctx context.Context, pcm audio.PCM, h stt.Hints)
 // (post-session processing included).
 func Play(ctx context.Context, f *File, o Options) (Result, error) {
 	res := Result{SessionID: f.Session}
-	if o.Store == nil || o.Campaign == nil {
-		return res, errors.New("scene: a store and a campaign are required")
+	if o.Campaign == nil {
+		return res, errors.New("scene: a campaign is required")
 	}
 	if o.PlayerVoice == nil {
 		o.PlayerVoice = tts.Espeak{}
@@ -191,7 +192,7 @@ func Play(ctx context.Context, f *File, o Options) (Result, error) {
 	for _, p := range f.Players {
 		names[p.ID] = p.Name
 	}
-	s, err := table.Open(ctx, table.Config{Store: o.Store, Campaign: o.Campaign, SessionID: f.Session, Voice: tr,
+	s, err := table.Open(ctx, table.Config{Campaign: o.Campaign, SessionID: f.Session, Voice: tr,
 		Providers: prov, Settings: o.Settings, Controls: controls, Clock: clk, Logger: o.Logger,
 		UserName: func(id string) string {
 			if n, ok := names[id]; ok {

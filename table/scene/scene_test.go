@@ -104,7 +104,7 @@ func newHarnessOn(t *testing.T, store *postgres.Store) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{store: store, camp: camp, opts: scene.Options{Store: store, Campaign: camp,
+	return &harness{store: store, camp: camp, opts: scene.Options{Campaign: pgtest.Open(t, store, camp.ID(), memory.DMViewer()),
 		Providers: table.Providers{LLM: client, Embedder: emb, Summarizer: contextmgr.NewOpenAISummarizer(client.API(), "fake")},
 		Settings: table.Settings{StateDir: t.TempDir(), MaxContextTokens: 900,
 			Audio: audio.Config{Endpoint: 600 * time.Millisecond, MaxUtterance: 30 * time.Second}},

@@ -19,6 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
@@ -143,4 +145,28 @@ func Import(tb testing.TB, s *postgres.Store, path string) *postgres.Campaign {
 		tb.Fatalf("importing %s: %v", path, err)
 	}
 	return Campaign(tb, s, cf.Campaign)
+}
+
+// Door returns a door (memory/access) on s, the way readers reach memory;
+// it is closed when the test ends. Its health probe is not started: a
+// successful Ping opens it again after an outage.
+func Door(tb testing.TB, s *postgres.Store) *access.Door {
+	tb.Helper()
+	d, err := access.New(access.Config{Store: s})
+	if err != nil {
+		tb.Fatalf("opening the memory door: %v", err)
+	}
+	tb.Cleanup(func() { d.Close() })
+	return d
+}
+
+// Open opens campaign id of s through a new door as v, failing the test on
+// error.
+func Open(tb testing.TB, s *postgres.Store, id string, v memory.Viewer) *access.Campaign {
+	tb.Helper()
+	c, err := Door(tb, s).Open(context.Background(), id, v)
+	if err != nil {
+		tb.Fatalf("opening campaign %q as %s: %v", id, v, err)
+	}
+	return c
 }

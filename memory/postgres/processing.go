@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Processing keeps how far the processing of each session of a campaign has
+// got, per stage (table session_processing), and the cached answers of fact
+// extraction per window (table extraction_windows), so that post-session
+// work resumes where a crash, a shutdown or an outage cut it short. Its
+// statements go through the campaign's querier: classified, and guarded by
+// the campaign's gate.
+type Processing struct {
+	db       querier
+	campaign string
+}
+
+// Processing is the campaign's processing progress.
+func (c *Campaign) Processing() *Processing { return &Processing{db: c.db, campaign: c.id} }
+
+// Load returns the position reached in a stage and whether it is done; a
+// stage never started is at 0 and not done.
+func (p *Processing) Load(ctx context.Context, sessionID, stage string) (int, bool, error) {
+	var pos int
+	var done bool
+	err := p.db.QueryRow(ctx, `SELECT position, done FROM session_processing
+		WHERE campaign_id = $1 AND session_id = $2 AND stage = $3`, p.campaign, sessionID, stage).Scan(&pos, &done)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the %s progress of session %q: %w", stage, sessionID, err)
+	}
+	return pos, done, nil
+}
+
+// Save records a position in a stage, and whether the stage is done.
+func (p *Processing) Save(ctx context.Context, sessionID, stage string, pos int, done bool) error {
+	_, err := p.db.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage, position, done)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE
+		SET position = excluded.position, done = excluded.done, updated_at = now()`,
+		p.campaign, sessionID, stage, pos, done)
+	if err != nil {
+		return fmt.Errorf("saving the %s progress of session %q: %w", stage, sessionID, err)
+	}
+	return nil
+}
+
+// Reset forgets a session's progress in every stage, or in stage alone when
+// stage is not empty.
+func (p *Processing) Reset(ctx context.Context, sessionID, stage string) error {
+	_, err := p.db.Exec(ctx, `DELETE FROM session_processing WHERE campaign_id = $1 AND session_id = $2
+		AND ($3 = '' OR stage = $3)`, p.campaign, sessionID, stage)
+	if err != nil {
+		return fmt.Errorf("resetting the processing of session %q: %w", sessionID, err)
+	}
+	return nil
+}
+
+// NotDone lists the ended sessions whose stage done is not done, oldest
+// first; with started set, only those that have a row for stage started
+// (their processing began and did not finish).
+func (p *Processing) NotDone(ctx context.Context, done, started string) ([]string, error) {
+	rows, err := p.db.Query(ctx, `
+		SELECT s.id FROM sessions s
+		WHERE s.campaign_id = $1 AND s.ended_at IS NOT NULL
+		  AND ($3 = '' OR EXISTS (SELECT 1 FROM session_processing p
+		              WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $3))
+		  AND NOT EXISTS (SELECT 1 FROM session_processing p
+		                  WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $2 AND p.done)
+		ORDER BY s.started_at, s.id`, p.campaign, done, started)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions waiting for processing: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions waiting for processing: %w", err)
+	}
+	return ids, nil
+}
+
+// LoadWindow returns the cached extraction (JSON) of a window whose lines
+// hash to hash, and whether there is one.
+func (p *Processing) LoadWindow(ctx context.Context, sessionID string, window int, hash string) ([]byte, bool, error) {
+	var raw []byte
+	err := p.db.QueryRow(ctx, `SELECT extraction FROM extraction_windows
+		WHERE campaign_id = $1 AND session_id = $2 AND window_no = $3 AND lines_hash = $4`,
+		p.campaign, sessionID, window, hash).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading the cached extraction of window %d of session %q: %w", window+1, sessionID, err)
+	}
+	return raw, true, nil
+}
+
+// SaveWindow caches the extraction (JSON) of a window whose lines hash to
+// hash.
+func (p *Processing) SaveWindow(ctx context.Context, sessionID string, window int, hash string, raw []byte) error {
+	_, err := p.db.Exec(ctx, `INSERT INTO extraction_windows (campaign_id, session_id, window_no, lines_hash, extraction)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (campaign_id, session_id, window_no) DO UPDATE SET lines_hash = excluded.lines_hash,
+		    extraction = excluded.extraction, created_at = now()`, p.campaign, sessionID, window, hash, raw)
+	if err != nil {
+		return fmt.Errorf("caching the extraction of window %d of session %q: %w", window+1, sessionID, err)
+	}
+	return nil
+}
