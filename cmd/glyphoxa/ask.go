@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
 
@@ -22,6 +23,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		"with the facts that held then about the entities the question names")
 	decompose := fs.Bool("decompose", false, "hybrid mode: have the LLM (providers.llm) split the question into simpler ones, searched beside it")
 	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
+	as := fs.String("as", "dm", "read as dm (everything) or player (what the players may see; the DM's preview); --npc reads as that NPC")
 	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids, at, game_date}; kind is chunk, entry, fact or entity")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -45,7 +47,18 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	camp, err := openCampaign(ctx, store, *campaign)
+	var v memory.Viewer
+	switch {
+	case *npcID != "":
+		v = memory.NPCViewer(*npcID)
+	case *as == "dm":
+		v = memory.DMViewer()
+	case *as == "player":
+		v = memory.PlayerViewer()
+	default:
+		return usagef("--as must be dm or player, got %q (use --npc ID to read as an NPC)", *as)
+	}
+	camp, err := openCampaignAs(ctx, store, *campaign, v)
 	if err != nil {
 		return err
 	}
@@ -73,7 +86,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *asOf != "" {
-		facts, err := camp.Graph().NamedFactsAsOf(ctx, question, *asOf, *npcID == "")
+		facts, err := camp.Graph().NamedFactsAsOf(ctx, question, *asOf, true) // the viewer filters
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
@@ -77,14 +79,25 @@ func printCommandHelp(w io.Writer, fs *flag.FlagSet, name string) {
 	fs.PrintDefaults()
 }
 
-// openCampaign opens a campaign that exists. Commands that read memory use
-// it, so that a misspelt id is an error listing the campaigns there are,
-// never a new empty campaign.
-func openCampaign(ctx context.Context, store *postgres.Store, id string) (*postgres.Campaign, error) {
+// openCampaign opens a campaign that exists for the DM, through the door
+// readers use (memory/access). Commands that read memory use it, so that a
+// misspelt id is an error listing the campaigns there are, never a new
+// empty campaign.
+func openCampaign(ctx context.Context, store *postgres.Store, id string) (*access.Campaign, error) {
+	return openCampaignAs(ctx, store, id, memory.DMViewer())
+}
+
+// openCampaignAs is openCampaign for viewer v. The door's probe is not
+// started: a one-shot command fails at once in an outage.
+func openCampaignAs(ctx context.Context, store *postgres.Store, id string, v memory.Viewer) (*access.Campaign, error) {
 	if err := checkCampaign(ctx, store, id); err != nil {
 		return nil, err
 	}
-	return store.Campaign(ctx, id)
+	door, err := access.New(access.Config{Store: store})
+	if err != nil {
+		return nil, err
+	}
+	return door.Open(ctx, id, v)
 }
 
 // checkCampaign returns an error naming the known campaigns when id is not
