@@ -12,9 +12,9 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // paraphraser is a fake model that, like a real one, retells whatever

@@ -11,7 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 )
 
 var pipelineEntities = []Entity{

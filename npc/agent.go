@@ -11,9 +11,9 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
 )
 
 // ContextSource assembles an NPC's hot context for one turn (a

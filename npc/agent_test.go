@@ -11,13 +11,13 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // sampleCampaign imports the sample campaign into a fresh database.

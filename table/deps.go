@@ -69,7 +69,7 @@ type Observer interface {
 
 // An Observer may also take memory health, DAVE epoch changes and damaged
 // spool records. (LLM
-// tokens are counted where the LLM client is built: npc/llm.Config.OnUsage.)
+// tokens are counted where the LLM client is built: internal/llm.Config.OnUsage.)
 type (
 	healthObserver interface {
 		SetMemoryHealth(campaign string, degraded bool, pending int)

@@ -37,7 +37,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/glyphoxa/glyphoxa/npc/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 )
 
 // Line is one numbered transcript line offered to the recap.

@@ -10,8 +10,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )

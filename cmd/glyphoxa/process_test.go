@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // Imported sessions are extracted by process --extract, with progress on

@@ -15,8 +15,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // serve finishes, by itself, the extraction a crash cut short (session s1

@@ -16,8 +16,8 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

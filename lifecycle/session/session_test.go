@@ -12,13 +12,13 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

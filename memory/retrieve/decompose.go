@@ -8,7 +8,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/glyphoxa/glyphoxa/npc/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 )
 
 // A Decomposer splits a question that needs several facts ("what did the

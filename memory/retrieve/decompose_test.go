@@ -9,8 +9,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 )
 
 func fakeLLM(t *testing.T, h llmtest.Handler) (*llm.Client, *llmtest.Server) {

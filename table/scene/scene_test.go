@@ -14,13 +14,13 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/scene"
 	"github.com/glyphoxa/glyphoxa/voice/audio"

@@ -7,8 +7,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 )
 
 // TestOnUsageCountsEveryCall: streamed turns and the plain calls made
