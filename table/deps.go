@@ -59,7 +59,7 @@ type Controls interface {
 }
 
 // Observer receives the session's measurements (a *metrics.Metrics).
-// Stages are those of package bot/metrics.
+// Stages are those of package internal/metrics.
 type Observer interface {
 	ObserveStage(stage string, sinceEndOfSpeech time.Duration)
 	CountTurn(outcome string)

@@ -12,9 +12,9 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/correction"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/metrics"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/playback"

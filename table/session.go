@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/internal/metrics"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"

@@ -15,10 +15,10 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
-	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/bot/voicesession"
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/internal/metrics"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
