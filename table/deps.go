@@ -47,7 +47,7 @@ type Speaker interface {
 	Speak(ctx context.Context, voice npc.Voice, sentences <-chan string, send func(opus []byte) error) (heard []string, err error)
 }
 
-// Controls are the DM's live controls of a session (a *bot.Controls).
+// Controls are the DM's live controls of a session (a *live.Controls).
 type Controls interface {
 	// PresentNPCs are the NPCs in the scene; empty means every NPC may be
 	// addressed.
