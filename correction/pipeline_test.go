@@ -12,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/voice/stt"
 )
 
 var pipelineEntities = []Entity{
@@ -25,14 +26,14 @@ var pipelineEntities = []Entity{
 const heard = "we ride from iron hold and ask zeff about the storm"
 
 // words are the recogniser's confidences for heard: only "zeff" is unsure.
-func heardWords() []Word {
-	var ws []Word
+func heardWords() []stt.Word {
+	var ws []stt.Word
 	for _, w := range strings.Fields(heard) {
 		c := 0.95
 		if w == "zeff" {
 			c = 0.3
 		}
-		ws = append(ws, Word{Text: w, Confidence: c})
+		ws = append(ws, stt.Word{Text: w, Confidence: c})
 	}
 	return ws
 }

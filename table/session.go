@@ -355,10 +355,7 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 		s.report(rep)
 		return line{}, false
 	}
-	cu := correction.Utterance{Text: raw}
-	for _, w := range t.Words {
-		cu.Words = append(cu.Words, correction.Word{Text: w.Text, Confidence: w.Confidence})
-	}
+	cu := correction.Utterance{Text: raw, Words: t.Words}
 	res, err := s.cast.Pipeline().CorrectHeard(ctx, cu)
 	if err != nil {
 		s.log.Warn("name correction failed in part", "err", err)
