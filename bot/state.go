@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/table/live"
 )
 
@@ -24,15 +25,7 @@ type VoiceSessions interface {
 	// lines on their way are dropped, erase deletes what long-term memory
 	// holds of them, then the live conversation and its summaries lose
 	// them. ok is false when no session is running (erase is not called).
-	Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (r LiveForget, ok bool, err error)
-}
-
-// LiveForget says what Forget removed from a running session.
-type LiveForget struct {
-	// Lines taken out of the live conversation and its summaries.
-	Lines int
-	// Summaries rewritten without them.
-	Summaries int
+	Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (r memory.ForgetReport, ok bool, err error)
 }
 
 // StartRequest asks to start a voice session.

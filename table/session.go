@@ -632,15 +632,12 @@ func (s *Session) Say(ctx context.Context, npcID, text string) error {
 	return nil
 }
 
-// ForgetReport says what Forget removed from the live session.
-type ForgetReport = session.ForgetReport
-
 // Forget removes a player's words from the live session: lines on their
 // way are dropped, erase deletes what long-term memory holds of them (the
 // caller's postgres.Campaign.ForgetSpeaker), then the conversation and its
 // summaries lose them and the session's chunks are rebuilt at once (see
 // lifecycle/session.Session.Forget).
-func (s *Session) Forget(ctx context.Context, userID string, erase func(ctx context.Context) error) (ForgetReport, error) {
+func (s *Session) Forget(ctx context.Context, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {
 	return s.mem.Forget(ctx, userID, erase)
 }
 

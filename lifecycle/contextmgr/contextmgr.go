@@ -338,23 +338,14 @@ func (m *Manager) Close() {
 	m.wg.Wait()
 }
 
-// ForgetReport says what Forget removed.
-type ForgetReport struct {
-	// Messages is the number of the speaker's messages removed, from the
-	// conversation and from what summaries covered.
-	Messages int
-	// Summaries rewritten without the speaker's words (or dropped).
-	Summaries int
-}
-
 // Forget removes every message of a speaker (by TranscriptEntry.SpeakerID)
 // from the conversation and from the summaries: a summary that covered one
 // of them is written again from the messages it covered, less the
 // speaker's; when that fails, the summary is dropped and those messages
 // return to the conversation, so that nothing the speaker said survives in
 // a summary. It waits for a summary in progress.
-func (m *Manager) Forget(ctx context.Context, speakerID string) (ForgetReport, error) {
-	var rep ForgetReport
+func (m *Manager) Forget(ctx context.Context, speakerID string) (memory.ForgetReport, error) {
+	var rep memory.ForgetReport
 	if speakerID == "" {
 		return rep, nil
 	}

@@ -326,15 +326,6 @@ func NewKey(session string) string {
 	return session + "/" + hex.EncodeToString(b[:])
 }
 
-// ForgetReport says what Forget removed from the live session.
-type ForgetReport struct {
-	// Messages is the number of the speaker's lines taken out of the
-	// conversation and of its summaries.
-	Messages int
-	// Summaries rewritten without them.
-	Summaries int
-}
-
 // Forget removes a speaker's words from the live session. In order: lines
 // of the speaker still on their way are dropped from now on; erase (the
 // caller's deletion of the speaker's lines and chunks from long-term
@@ -343,9 +334,9 @@ type ForgetReport struct {
 // written again without them); and the session's chunks and saved summary
 // are brought up to date at once. When erase fails, the conversation is
 // left as it was and the error is returned.
-func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx context.Context) error) (ForgetReport, error) {
+func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {
 	if speakerID == "" {
-		return ForgetReport{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
+		return memory.ForgetReport{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
 	}
 	s.mu.Lock()
 	if s.forgot == nil {
@@ -355,18 +346,18 @@ func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx c
 	s.mu.Unlock()
 	if erase != nil {
 		if err := erase(ctx); err != nil {
-			return ForgetReport{}, err
+			return memory.ForgetReport{}, err
 		}
 	}
 	r, err := s.cm.Forget(ctx, speakerID)
 	if err != nil {
-		return ForgetReport{}, err
+		return memory.ForgetReport{}, err
 	}
 	s.cons.Noted()
 	if err := s.cons.ConsolidateNow(ctx); err != nil {
 		s.log.Warn("re-indexing after a forgotten speaker failed; the next beat retries", "err", err)
 	}
-	return ForgetReport{Messages: r.Messages, Summaries: r.Summaries}, nil
+	return r, nil
 }
 
 // summary is the running summary: the context manager's summaries, oldest
