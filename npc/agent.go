@@ -29,11 +29,6 @@ type ContextSource interface {
 // answers; the result still carries the messages the LLM would have got.
 var ErrNoLLM = errors.New("no LLM is configured (providers.llm)")
 
-// Streamer is the LLM an agent talks to (an *llm.Client).
-type Streamer interface {
-	Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error)
-}
-
 // Message is one earlier line of the conversation the NPC is in, or a
 // summary of older conversation.
 type Message struct {
@@ -104,7 +99,7 @@ type TurnResult struct {
 // Config configures an Agent.
 type Config struct {
 	// LLM answers; nil leaves answering to Fallback.
-	LLM     Streamer
+	LLM     llm.Streamer
 	Context ContextSource
 	Graph   Graph
 	// Heard and Recall back the search_sessions and recall tools; nil

@@ -94,14 +94,9 @@ type Recap struct {
 	Dropped int
 }
 
-// Streamer is the LLM (an *llm.Client).
-type Streamer interface {
-	Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error)
-}
-
 // Writer writes recaps. A nil LLM makes extractive recaps only.
 type Writer struct {
-	LLM Streamer
+	LLM llm.Streamer
 }
 
 // Write returns the recap of in.

@@ -96,6 +96,14 @@ func New(cfg Config) (*Client, error) {
 	return &Client{api: openai.NewClientWithConfig(oc), cfg: cfg}, nil
 }
 
+// Streamer is what talks to an LLM: a *Client, or a test's stand-in. The
+// NPC agent and the recap writer take one.
+type Streamer interface {
+	Stream(ctx context.Context, req Request, onText func(string)) (Response, error)
+}
+
+var _ Streamer = (*Client)(nil)
+
 // Model is the configured model name.
 func (c *Client) Model() string { return c.cfg.Model }
 

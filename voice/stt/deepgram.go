@@ -445,9 +445,9 @@ func parseDeepgram(msg []byte) (Result, bool, error) {
 	}
 }
 
-var _ Streamer = (*Deepgram)(nil)
+var _ StreamRecognizer = (*Deepgram)(nil)
 
-// OpenStream is Stream as a [Streamer].
+// OpenStream is Stream as a [StreamRecognizer].
 func (d *Deepgram) OpenStream(ctx context.Context, h Hints) (Stream, error) {
 	s, err := d.Stream(ctx, h)
 	if err != nil {

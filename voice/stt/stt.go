@@ -87,9 +87,9 @@ type Stream interface {
 	Close() error
 }
 
-// Streamer is a Recognizer that can also transcribe while the player is
+// StreamRecognizer is a Recognizer that can also transcribe while the player is
 // still speaking. A [Transcriber] uses it when the recogniser has it.
-type Streamer interface {
+type StreamRecognizer interface {
 	Recognizer
 	OpenStream(ctx context.Context, h Hints) (Stream, error)
 }
