@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
 )
@@ -61,7 +59,7 @@ func newTestPipeline(t *testing.T, srv *llmtest.Server, opts ...LLMOption) *Pipe
 }
 
 func TestRefineGoodReply(t *testing.T) {
-	srv := llmtest.New(func(int, openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(int, llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: replyJSON(t, "we ride from Ironhold and ask Zephyrine about the storm",
 			llmSubstitution{Original: "zeff", Replacement: "Zephyrine", EntityID: "zephyrine"})}
 	})
@@ -97,8 +95,7 @@ func TestRefineGoodReply(t *testing.T) {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	req := reqs[0]
-	if req.Temperature != DefaultTemperature || req.Model != "fake-model" || req.ResponseFormat == nil ||
-		req.ResponseFormat.Type != openai.ChatCompletionResponseFormatTypeJSONObject {
+	if req.Temperature != DefaultTemperature || req.Model != "fake-model" || !llmtest.AsksJSON(req) {
 		t.Errorf("request settings: temperature %v, model %q, format %+v", req.Temperature, req.Model, req.ResponseFormat)
 	}
 	var body llmRequest
@@ -204,7 +201,7 @@ func TestRefineFallsBack(t *testing.T) {
 }
 
 func TestRefineCandidatesWithoutConfidences(t *testing.T) {
-	srv := llmtest.New(func(int, openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(int, llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: replyJSON(t, "we ride from Ironhold and ask Zephyrine about the storm",
 			llmSubstitution{Original: "zeff", Replacement: "Zephyrine", EntityID: "zephyrine"})}
 	})

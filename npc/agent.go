@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
@@ -86,7 +84,7 @@ type TurnResult struct {
 	Rounds int
 	// Messages is the exact message list of the first LLM request (the one
 	// it would have got, without an LLM).
-	Messages []openai.ChatCompletionMessage
+	Messages []llm.Message
 	// Context is the hot context the turn used.
 	Context HotContext
 	// Degraded is set when memory could not be read (a database outage):
@@ -285,7 +283,7 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 		run.traces[t.ID] = t.FactID
 	}
 	msgs := buildMessages(persona, hc, in)
-	res.Messages = append([]openai.ChatCompletionMessage(nil), msgs...)
+	res.Messages = append([]llm.Message(nil), msgs...)
 	if a.cfg.LLM == nil {
 		return a.fallback(ctx, persona, hc, in, res, ErrNoLLM, onSentence)
 	}
@@ -332,11 +330,11 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 		if len(resp.ToolCalls) == 0 {
 			break
 		}
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, tc := range resp.ToolCalls {
 			use := run.call(ctx, tc.Function.Name, tc.Function.Arguments)
 			res.Tools = append(res.Tools, use)
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID,
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID,
 				Name: tc.Function.Name, Content: use.Result})
 		}
 	}
@@ -370,20 +368,20 @@ func (a *Agent) fallback(ctx context.Context, _ Persona, _ HotContext, in TurnIn
 // buildMessages lays out the request: the system prompt, the conversation
 // so far (its summary, then its lines, each labelled with its speaker; only
 // the NPC's own lines as its own) and the utterance to answer.
-func buildMessages(p Persona, hc HotContext, in TurnInput) []openai.ChatCompletionMessage {
-	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(p, hc)}}
+func buildMessages(p Persona, hc HotContext, in TurnInput) []llm.Message {
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: systemPrompt(p, hc)}}
 	for _, m := range in.History {
 		switch {
 		case m.Summary:
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem,
+			msgs = append(msgs, llm.Message{Role: llm.RoleSystem,
 				Content: "Summary of the conversation before the lines below:\n" + m.Text})
 		case m.NPCID != "" && m.NPCID == in.NPCID:
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: m.Text})
+			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: m.Text})
 		default:
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: labelled(m.Speaker, m.Text)})
+			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: labelled(m.Speaker, m.Text)})
 		}
 	}
-	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: labelled(in.SpeakerName, in.Text)})
+	return append(msgs, llm.Message{Role: llm.RoleUser, Content: labelled(in.SpeakerName, in.Text)})
 }
 
 func labelled(speaker, text string) string {
@@ -399,7 +397,7 @@ func labelled(speaker, text string) string {
 type Prepared struct {
 	Persona  Persona
 	Context  HotContext
-	Messages []openai.ChatCompletionMessage
+	Messages []llm.Message
 	// Degraded is set when memory could not be read (an outage).
 	Degraded bool
 }
@@ -417,7 +415,7 @@ func (a *Agent) Prepare(ctx context.Context, in TurnInput) (Prepared, error) {
 
 // Tools are the NPC tools offered to a model, as OpenAI function
 // definitions.
-func (a *Agent) Tools() []openai.Tool { return toolDefs() }
+func (a *Agent) Tools() []llm.Tool { return toolDefs() }
 
 // ToolSet runs the NPC tools of one prepared turn for a model that calls
 // them itself (a speech-to-speech engine), with the same permissions and

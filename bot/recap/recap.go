@@ -35,8 +35,6 @@ import (
 	"time"
 	"unicode"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 )
 
@@ -125,7 +123,7 @@ func (w Writer) Write(ctx context.Context, in Input) (Recap, error) {
 
 func ptr[T any](v T) *T { return &v }
 
-func prompt(in Input) []openai.ChatCompletionMessage {
+func prompt(in Input) []llm.Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Write a \"Previously on…\" recap of this tabletop role-playing game for the players: at most %d short sentences in the past tense, "+
 		"in the order things happened, about what the characters did, learned, promised and decided.\n", in.Sentences)
@@ -143,9 +141,9 @@ func prompt(in Input) []openai.ChatCompletionMessage {
 	for _, l := range in.Lines {
 		fmt.Fprintf(&t, "[%d] %s %s: %s\n", l.ID, l.At.UTC().Format("15:04"), l.Speaker, l.Text)
 	}
-	return []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: b.String()},
-		{Role: openai.ChatMessageRoleUser, Content: "Transcript:\n" + t.String()},
+	return []llm.Message{
+		{Role: llm.RoleSystem, Content: b.String()},
+		{Role: llm.RoleUser, Content: "Transcript:\n" + t.String()},
 	}
 }
 

@@ -82,8 +82,8 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock, onUsag
 		return p, release, err
 	}
 	p.LLM = client
-	p.Summarizer = contextmgr.NewOpenAISummarizer(client.API(), client.Model())
-	p.Extractor = postsession.NewOpenAIExtractor(client.API(), client.Model())
+	p.Summarizer = contextmgr.NewOpenAISummarizer(client, client.Model())
+	p.Extractor = postsession.NewOpenAIExtractor(client, client.Model())
 	if cfg.Correction.LLM {
 		if p.LLMCorrector, err = newLLMCorrector(cfg, correction.WithHTTPClient(llm.CountingHTTPClient(nil, onUsage))); err != nil {
 			return p, release, err

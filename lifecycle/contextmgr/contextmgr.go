@@ -27,9 +27,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -198,11 +197,11 @@ func (m *Manager) Messages() []Message {
 }
 
 // ChatMessages returns Messages in go-openai's form.
-func (m *Manager) ChatMessages() []openai.ChatCompletionMessage {
+func (m *Manager) ChatMessages() []llm.Message {
 	msgs := m.Messages()
-	out := make([]openai.ChatCompletionMessage, len(msgs))
+	out := make([]llm.Message, len(msgs))
 	for i, x := range msgs {
-		out[i] = openai.ChatCompletionMessage{Role: x.Role, Content: x.Content, Name: chatName(x.Name)}
+		out[i] = llm.Message{Role: x.Role, Content: x.Content, Name: chatName(x.Name)}
 	}
 	return out
 }
@@ -223,7 +222,7 @@ func chatName(s string) string {
 }
 
 func summaryMessage(s string) Message {
-	return Message{Role: openai.ChatMessageRoleSystem, Content: SummaryPrefix + "\n" + s, Summary: true}
+	return Message{Role: llm.RoleSystem, Content: SummaryPrefix + "\n" + s, Summary: true}
 }
 
 // Summaries returns the summaries so far, oldest first.

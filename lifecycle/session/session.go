@@ -55,9 +55,8 @@ import (
 	"sync"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/consolidate"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
@@ -301,9 +300,9 @@ func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
 	if _, err := s.guard.WriteEntry(ctx, e); err != nil {
 		return fmt.Errorf("recording an utterance of session %q: %w", e.SessionID, err)
 	}
-	role := openai.ChatMessageRoleUser
+	role := llm.RoleUser
 	if e.NPCID != "" {
-		role = openai.ChatMessageRoleAssistant
+		role = llm.RoleAssistant
 	}
 	s.cm.Add(contextmgr.Message{Role: role, Name: e.SpeakerName, Content: e.Text, Entry: e})
 	s.cons.Noted()
