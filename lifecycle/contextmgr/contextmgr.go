@@ -196,7 +196,7 @@ func (m *Manager) Messages() []Message {
 	return append(out, m.msgs...)
 }
 
-// ChatMessages returns Messages in go-openai's form.
+// ChatMessages returns Messages as LLM chat messages.
 func (m *Manager) ChatMessages() []llm.Message {
 	msgs := m.Messages()
 	out := make([]llm.Message, len(msgs))
