@@ -12,7 +12,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/glyphoxa/glyphoxa/bot/recap"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
@@ -46,7 +46,7 @@ type Config struct {
 type Deps struct {
 	Store *postgres.Store
 	// RecapLLM writes recaps; without it recaps are made of key lines.
-	RecapLLM recap.Streamer
+	RecapLLM llm.Streamer
 	Searcher SemanticSearcher
 	Voice    VoiceSessions
 	// Reprocess rebuilds a session's chunks after lines were deleted or

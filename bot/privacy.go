@@ -7,7 +7,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory"
 )
 
 func (b *Bot) privacyCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
@@ -68,13 +68,13 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		update("⚠️ " + err.Error())
 		return
 	}
-	var rep postgres.ForgetReport
+	var rep memory.ForgetReport
 	erase := func(ctx context.Context) error {
 		var err error
 		rep, err = camp.ForgetSpeaker(ctx, u.ID)
 		return err
 	}
-	var live LiveForget
+	var live memory.ForgetReport
 	running := false
 	if b.deps.Voice != nil {
 		live, running, err = b.deps.Voice.Forget(ctx, g.ID, u.ID, erase)
@@ -89,7 +89,7 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 	msg := fmt.Sprintf("🗑️ Deleted %d lines you said, %d memory chunks containing your words, and %d facts that rested only on them.",
 		rep.Entries, rep.Chunks, rep.Facts)
 	if running {
-		msg += fmt.Sprintf(" The session running now no longer holds them either: %d lines left its live conversation", live.Lines)
+		msg += fmt.Sprintf(" The session running now no longer holds them either: %d lines left its live conversation", live.Messages)
 		if live.Summaries > 0 {
 			msg += fmt.Sprintf(" and %d summaries were rewritten without them", live.Summaries)
 		}

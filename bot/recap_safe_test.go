@@ -8,13 +8,11 @@ import (
 	"sync"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // paraphraser is a fake model that, like a real one, retells whatever
@@ -37,7 +35,7 @@ var paraphrases = map[string]string{
 
 var lineRef = regexp.MustCompile(`\[(\d+)\]`)
 
-func (p *paraphraser) handle(_ int, req openai.ChatCompletionRequest) llmtest.Reply {
+func (p *paraphraser) handle(_ int, req llmtest.Request) llmtest.Reply {
 	var all strings.Builder
 	for _, m := range req.Messages {
 		all.WriteString(m.Content)

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/table/live"
 )
 
 // Controls returns a guild's live NPC controls.
-func (b *Bot) Controls(guildID string) *Controls { return b.state.controlsFor(guildID) }
+func (b *Bot) Controls(guildID string) *live.Controls { return b.state.controlsFor(guildID) }
 
 func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
 	switch c.path {

@@ -5,85 +5,10 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/table/live"
 )
-
-// Controls are a guild's live NPC controls, shared with its voice session:
-// which NPCs are muted and what the scene is.
-type Controls struct {
-	mu       sync.Mutex
-	muted    map[string]bool
-	allMuted bool
-	scene    Scene
-	next     string // the NPC the DM told to answer the next line
-}
-
-// NewControls returns the controls of a session with no scene, nothing
-// muted.
-func NewControls() *Controls { return &Controls{muted: map[string]bool{}} }
-
-// SetNext makes an NPC answer the next line a player says.
-func (c *Controls) SetNext(npcID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.next = npcID
-}
-
-// TakeNext returns the NPC the DM told to answer the next line, once.
-func (c *Controls) TakeNext() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	id := c.next
-	c.next = ""
-	return id
-}
-
-// Scene is where the action is and who is there.
-type Scene struct {
-	LocationID string
-	Present    []string // NPC entity ids
-}
-
-// Muted reports whether an NPC may not answer.
-func (c *Controls) Muted(npcID string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.allMuted || c.muted[npcID]
-}
-
-// SetMuted mutes or unmutes one NPC, or all when npcID is "all".
-func (c *Controls) SetMuted(npcID string, muted bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if npcID == "all" {
-		c.allMuted = muted
-		if !muted {
-			clear(c.muted)
-		}
-		return
-	}
-	if muted {
-		c.muted[npcID] = true
-	} else {
-		delete(c.muted, npcID)
-	}
-}
-
-// Scene returns the current scene.
-func (c *Controls) Scene() Scene {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return Scene{LocationID: c.scene.LocationID, Present: slices.Clone(c.scene.Present)}
-}
-
-// PresentNPCs are the NPCs in the scene (empty: the scene is not set).
-func (c *Controls) PresentNPCs() []string { return c.Scene().Present }
-
-// SetScene replaces the scene.
-func (c *Controls) SetScene(s Scene) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.scene = Scene{LocationID: s.LocationID, Present: slices.Clone(s.Present)}
-}
 
 // VoiceSessions runs the voice side of game sessions: joining a channel,
 // recording, NPC turns, and leaving.
@@ -100,15 +25,7 @@ type VoiceSessions interface {
 	// lines on their way are dropped, erase deletes what long-term memory
 	// holds of them, then the live conversation and its summaries lose
 	// them. ok is false when no session is running (erase is not called).
-	Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (r LiveForget, ok bool, err error)
-}
-
-// LiveForget says what Forget removed from a running session.
-type LiveForget struct {
-	// Lines taken out of the live conversation and its summaries.
-	Lines int
-	// Summaries rewritten without them.
-	Summaries int
+	Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (r memory.ForgetReport, ok bool, err error)
 }
 
 // StartRequest asks to start a voice session.
@@ -118,7 +35,7 @@ type StartRequest struct {
 	TextChannelID  string
 	Campaign       string
 	StartedBy      string
-	Controls       *Controls
+	Controls       *live.Controls
 	// Announce posts a message in the session's text channel.
 	Announce func(text string)
 	// Ended is called when the session ends by itself (its channel stayed
@@ -143,20 +60,20 @@ type SessionStatus struct {
 // runtimeState is the bot's per-guild live state.
 type runtimeState struct {
 	mu       sync.Mutex
-	controls map[string]*Controls
+	controls map[string]*live.Controls
 	sessions map[string]bool
 }
 
 func newRuntimeState() *runtimeState {
-	return &runtimeState{controls: map[string]*Controls{}, sessions: map[string]bool{}}
+	return &runtimeState{controls: map[string]*live.Controls{}, sessions: map[string]bool{}}
 }
 
-func (r *runtimeState) controlsFor(guildID string) *Controls {
+func (r *runtimeState) controlsFor(guildID string) *live.Controls {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.controls[guildID]
 	if !ok {
-		c = NewControls()
+		c = live.NewControls()
 		r.controls[guildID] = c
 	}
 	return c

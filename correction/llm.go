@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 )
 
 // Defaults of the LLM corrector.
@@ -30,7 +30,7 @@ const (
 // substitutions the model declares and reverts the rest. It is safe for
 // concurrent use.
 type LLMCorrector struct {
-	api         *openai.Client
+	api         *llm.Client
 	model       string
 	temperature float32
 	timeout     time.Duration
@@ -86,16 +86,18 @@ func NewLLMCorrector(baseURL, apiKey, model string, opts ...LLMOption) (*LLMCorr
 	case cfg.maxEntities <= 0:
 		return nil, fmt.Errorf("%w: max entities %d is not positive", ErrLLMConfig, cfg.maxEntities)
 	}
-	oc := openai.DefaultConfig(apiKey)
-	oc.BaseURL = strings.TrimRight(baseURL, "/")
-	if cfg.httpClient != nil {
-		oc.HTTPClient = cfg.httpClient
+	// The timeout bounds the whole correction (see propose), retries
+	// included; one attempt may take all of it.
+	api, err := llm.New(llm.Config{BaseURL: baseURL, APIKey: apiKey, Model: model, Temperature: cfg.temperature, MaxTokens: maxCorrectionTokens,
+		Timeout: cfg.timeout, FirstTokenTimeout: cfg.timeout, HTTPClient: cfg.httpClient})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLLMConfig, err)
 	}
 	log := cfg.log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &LLMCorrector{api: openai.NewClientWithConfig(oc), model: model, temperature: cfg.temperature,
+	return &LLMCorrector{api: api, model: model, temperature: cfg.temperature,
 		timeout: cfg.timeout, maxEntities: cfg.maxEntities, log: log}, nil
 }
 
@@ -131,6 +133,10 @@ Answer with one JSON object and nothing else:
 {"text": "<the corrected transcript>", "substitutions": [{"original": "<words replaced>", "replacement": "<name written>", "entity_id": "<id>"}]}
 If nothing needs fixing, return the text unchanged and an empty substitutions list.`
 
+// maxCorrectionTokens caps a reply: the transcript line again and its
+// substitutions.
+const maxCorrectionTokens = 1024
+
 // errBadReply marks a reply that is not the JSON object asked for.
 var errBadReply = errors.New("LLM reply is not the correction JSON")
 
@@ -149,22 +155,19 @@ func (c *LLMCorrector) propose(ctx context.Context, text string, candidates []st
 	if err != nil {
 		return llmReply{}, fmt.Errorf("encoding the correction request: %w", err)
 	}
-	resp, err := c.api.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
-		Model:       c.model,
-		Temperature: c.temperature,
-		Messages: []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleSystem, Content: llmSystemPrompt},
-			{Role: openai.ChatMessageRoleUser, Content: string(body)},
+	temp := c.temperature
+	resp, err := c.api.Complete(ctx, llm.Request{
+		Temperature: &temp,
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: llmSystemPrompt},
+			{Role: llm.RoleUser, Content: string(body)},
 		},
-		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
+		JSON: true,
 	})
 	if err != nil {
 		return llmReply{}, fmt.Errorf("LLM correction request to %s: %w", c.model, err)
 	}
-	if len(resp.Choices) == 0 {
-		return llmReply{}, fmt.Errorf("%w: no choices in the response", errBadReply)
-	}
-	content := strings.TrimSpace(resp.Choices[0].Message.Content)
+	content := strings.TrimSpace(resp.Text)
 	// Some servers wrap JSON in a Markdown fence despite the format.
 	content = strings.TrimPrefix(content, "```json")
 	content = strings.TrimPrefix(content, "```")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+
+	"github.com/glyphoxa/glyphoxa/voice/stt"
 )
 
 // DefaultLowConfidence is the speech-to-text word confidence below which
@@ -18,13 +20,7 @@ type Utterance struct {
 	// Words are the recogniser's words with their confidences, in order,
 	// if it reports them. When their count differs from the words of Text
 	// they are ignored.
-	Words []Word
-}
-
-// Word is one recognised word.
-type Word struct {
-	Text       string
-	Confidence float64
+	Words []stt.Word
 }
 
 // Pipeline corrects transcripts: stage 1 (the phonetic [Matcher]) inline,

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/voice/stt"
 )
 
 var pipelineEntities = []Entity{
@@ -25,14 +24,14 @@ var pipelineEntities = []Entity{
 const heard = "we ride from iron hold and ask zeff about the storm"
 
 // words are the recogniser's confidences for heard: only "zeff" is unsure.
-func heardWords() []Word {
-	var ws []Word
+func heardWords() []stt.Word {
+	var ws []stt.Word
 	for _, w := range strings.Fields(heard) {
 		c := 0.95
 		if w == "zeff" {
 			c = 0.3
 		}
-		ws = append(ws, Word{Text: w, Confidence: c})
+		ws = append(ws, stt.Word{Text: w, Confidence: c})
 	}
 	return ws
 }
@@ -60,7 +59,7 @@ func newTestPipeline(t *testing.T, srv *llmtest.Server, opts ...LLMOption) *Pipe
 }
 
 func TestRefineGoodReply(t *testing.T) {
-	srv := llmtest.New(func(int, openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(int, llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: replyJSON(t, "we ride from Ironhold and ask Zephyrine about the storm",
 			llmSubstitution{Original: "zeff", Replacement: "Zephyrine", EntityID: "zephyrine"})}
 	})
@@ -96,8 +95,7 @@ func TestRefineGoodReply(t *testing.T) {
 		t.Fatalf("%d requests", len(reqs))
 	}
 	req := reqs[0]
-	if req.Temperature != DefaultTemperature || req.Model != "fake-model" || req.ResponseFormat == nil ||
-		req.ResponseFormat.Type != openai.ChatCompletionResponseFormatTypeJSONObject {
+	if req.Temperature != DefaultTemperature || req.Model != "fake-model" || !llmtest.AsksJSON(req) {
 		t.Errorf("request settings: temperature %v, model %q, format %+v", req.Temperature, req.Model, req.ResponseFormat)
 	}
 	var body llmRequest
@@ -203,7 +201,7 @@ func TestRefineFallsBack(t *testing.T) {
 }
 
 func TestRefineCandidatesWithoutConfidences(t *testing.T) {
-	srv := llmtest.New(func(int, openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(int, llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: replyJSON(t, "we ride from Ironhold and ask Zephyrine about the storm",
 			llmSubstitution{Original: "zeff", Replacement: "Zephyrine", EntityID: "zephyrine"})}
 	})

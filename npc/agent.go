@@ -9,11 +9,9 @@ import (
 	"sync"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
 )
 
 // ContextSource assembles an NPC's hot context for one turn (a
@@ -28,11 +26,6 @@ type ContextSource interface {
 // ErrNoLLM is returned by Turn when no LLM is configured and no fallback
 // answers; the result still carries the messages the LLM would have got.
 var ErrNoLLM = errors.New("no LLM is configured (providers.llm)")
-
-// Streamer is the LLM an agent talks to (an *llm.Client).
-type Streamer interface {
-	Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error)
-}
 
 // Message is one earlier line of the conversation the NPC is in, or a
 // summary of older conversation.
@@ -91,7 +84,7 @@ type TurnResult struct {
 	Rounds int
 	// Messages is the exact message list of the first LLM request (the one
 	// it would have got, without an LLM).
-	Messages []openai.ChatCompletionMessage
+	Messages []llm.Message
 	// Context is the hot context the turn used.
 	Context HotContext
 	// Degraded is set when memory could not be read (a database outage):
@@ -104,7 +97,7 @@ type TurnResult struct {
 // Config configures an Agent.
 type Config struct {
 	// LLM answers; nil leaves answering to Fallback.
-	LLM     Streamer
+	LLM     llm.Streamer
 	Context ContextSource
 	Graph   Graph
 	// Heard and Recall back the search_sessions and recall tools; nil
@@ -298,7 +291,7 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 		run.traces[t.ID] = t.FactID
 	}
 	msgs := buildMessages(persona, hc, in)
-	res.Messages = append([]openai.ChatCompletionMessage(nil), msgs...)
+	res.Messages = append([]llm.Message(nil), msgs...)
 	if a.cfg.LLM == nil {
 		return a.fallback(ctx, persona, hc, in, res, ErrNoLLM, onSentence)
 	}
@@ -345,11 +338,11 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 		if len(resp.ToolCalls) == 0 {
 			break
 		}
-		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 		for _, tc := range resp.ToolCalls {
 			use := run.call(ctx, tc.Function.Name, tc.Function.Arguments)
 			res.Tools = append(res.Tools, use)
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: tc.ID,
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID,
 				Name: tc.Function.Name, Content: use.Result})
 		}
 	}
@@ -383,20 +376,20 @@ func (a *Agent) fallback(ctx context.Context, _ Persona, _ HotContext, in TurnIn
 // buildMessages lays out the request: the system prompt, the conversation
 // so far (its summary, then its lines, each labelled with its speaker; only
 // the NPC's own lines as its own) and the utterance to answer.
-func buildMessages(p Persona, hc HotContext, in TurnInput) []openai.ChatCompletionMessage {
-	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: systemPrompt(p, hc)}}
+func buildMessages(p Persona, hc HotContext, in TurnInput) []llm.Message {
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: systemPrompt(p, hc)}}
 	for _, m := range in.History {
 		switch {
 		case m.Summary:
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem,
+			msgs = append(msgs, llm.Message{Role: llm.RoleSystem,
 				Content: "Summary of the conversation before the lines below:\n" + m.Text})
 		case m.NPCID != "" && m.NPCID == in.NPCID:
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: m.Text})
+			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: m.Text})
 		default:
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: labelled(m.Speaker, m.Text)})
+			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: labelled(m.Speaker, m.Text)})
 		}
 	}
-	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: labelled(in.SpeakerName, in.Text)})
+	return append(msgs, llm.Message{Role: llm.RoleUser, Content: labelled(in.SpeakerName, in.Text)})
 }
 
 func labelled(speaker, text string) string {
@@ -412,7 +405,7 @@ func labelled(speaker, text string) string {
 type Prepared struct {
 	Persona  Persona
 	Context  HotContext
-	Messages []openai.ChatCompletionMessage
+	Messages []llm.Message
 	// Degraded is set when memory could not be read (an outage).
 	Degraded bool
 }
@@ -430,7 +423,7 @@ func (a *Agent) Prepare(ctx context.Context, in TurnInput) (Prepared, error) {
 
 // Tools are the NPC tools offered to a model, as OpenAI function
 // definitions.
-func (a *Agent) Tools() []openai.Tool { return toolDefs() }
+func (a *Agent) Tools() []llm.Tool { return toolDefs() }
 
 // ToolSet runs the NPC tools of one prepared turn for a model that calls
 // them itself (a speech-to-speech engine), with the same permissions and

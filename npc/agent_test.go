@@ -9,15 +9,13 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // sampleCampaign imports the sample campaign into a fresh database.
@@ -90,10 +88,10 @@ func TestTurnStreamsSentencesInCharacter(t *testing.T) {
 }
 
 // toolResults returns the tool messages of the request after a tool round.
-func toolResults(req openai.ChatCompletionRequest) map[string]string {
+func toolResults(req llmtest.Request) map[string]string {
 	out := map[string]string{}
 	for _, m := range req.Messages {
-		if m.Role == openai.ChatMessageRoleTool {
+		if m.Role == llm.RoleTool {
 			out[m.Name] += m.Content
 		}
 	}
@@ -162,7 +160,7 @@ func TestToolBudgetAndTraces(t *testing.T) {
 	// The model recalls the first faded memory its prompt lists, and keeps
 	// calling tools; after two calls the budget is spent.
 	traceLine := regexp.MustCompile(`(?m)^- (f[0-9]+): `)
-	srv := llmtest.New(func(n int, req openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(n int, req llmtest.Request) llmtest.Reply {
 		if len(req.Tools) == 0 {
 			return llmtest.Reply{Text: "Enough questions."}
 		}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/npc"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // An NPC's propose_fact of a fact canon already holds (here a secret one)

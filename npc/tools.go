@@ -9,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -120,15 +119,15 @@ type ToolUse struct {
 }
 
 // toolDefs are the function declarations handed to the model.
-func toolDefs() []openai.Tool {
-	fn := func(name, desc string, props map[string]any, required ...string) openai.Tool {
-		return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+func toolDefs() []llm.Tool {
+	fn := func(name, desc string, props map[string]any, required ...string) llm.Tool {
+		return llm.Tool{Type: llm.ToolTypeFunction, Function: &llm.FunctionDefinition{
 			Name: name, Description: desc,
 			Parameters: map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false},
 		}}
 	}
 	s := func(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
-	return []openai.Tool{
+	return []llm.Tool{
 		fn(ToolSearchSessions, "Search what you heard in past sessions, by words.", map[string]any{"query": s("words to look for")}, "query"),
 		fn(ToolRecall, "Recall memories about a topic: past events, people, places you know.", map[string]any{"query": s("what to remember")}, "query"),
 		fn(ToolQueryEntities, "Look up people, places, items or groups you know by name or type, with what you know about them.",

@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/table"
+	"github.com/glyphoxa/glyphoxa/table/live"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
@@ -133,8 +133,8 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 	sig, _ := audiotest.Compose(48000, []time.Duration{300 * time.Millisecond}, []audio.PCM{clip}, 200*time.Millisecond)
 	r := &rig{voice: &benchVoice{packets: make(chan conn.Packet, 256), events: make(chan conn.Event)},
 		packets: audiotest.Encode(tb, sig, player, 1, time.Now()).Packets, reports: make(chan table.LineReport, 16), camp: camp}
-	controls := bot.NewControls()
-	controls.SetScene(bot.Scene{Present: []string{"grimjaw"}})
+	controls := live.NewControls()
+	controls.SetScene(live.Scene{Present: []string{"grimjaw"}})
 	cfg := table.Config{Campaign: pgtest.Open(tb, store, camp.ID(), memory.DMViewer()), SessionID: "bench", Voice: r.voice,
 		Providers: table.Providers{STT: &stt.Deepgram{BaseURL: dg.URL}, STTProvider: table.ProviderDeepgram, LLM: client, Embedder: emb,
 			Speaker: &table.Voices{Default: &tts.OpenAI{BaseURL: speech.URL + "/v1"}, DefaultVoice: "onyx", Clock: instant{}}},

@@ -47,7 +47,7 @@ type Speaker interface {
 	Speak(ctx context.Context, voice npc.Voice, sentences <-chan string, send func(opus []byte) error) (heard []string, err error)
 }
 
-// Controls are the DM's live controls of a session (a *bot.Controls).
+// Controls are the DM's live controls of a session (a *live.Controls).
 type Controls interface {
 	// PresentNPCs are the NPCs in the scene; empty means every NPC may be
 	// addressed.
@@ -59,7 +59,7 @@ type Controls interface {
 }
 
 // Observer receives the session's measurements (a *metrics.Metrics).
-// Stages are those of package bot/metrics.
+// Stages are those of package internal/metrics.
 type Observer interface {
 	ObserveStage(stage string, sinceEndOfSpeech time.Duration)
 	CountTurn(outcome string)
@@ -69,7 +69,7 @@ type Observer interface {
 
 // An Observer may also take memory health, DAVE epoch changes and damaged
 // spool records. (LLM
-// tokens are counted where the LLM client is built: npc/llm.Config.OnUsage.)
+// tokens are counted where the LLM client is built: internal/llm.Config.OnUsage.)
 type (
 	healthObserver interface {
 		SetMemoryHealth(campaign string, degraded bool, pending int)

@@ -10,11 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/correction"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/metrics"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/playback"
@@ -48,7 +47,7 @@ type Realtime struct {
 // s2sAgent is what the speech-to-speech engine needs of the NPC agent.
 type s2sAgent interface {
 	Prepare(ctx context.Context, in npc.TurnInput) (npc.Prepared, error)
-	Tools() []openai.Tool
+	Tools() []llm.Tool
 	ToolSet(p npc.Prepared, sessionID string) *npc.ToolSet
 }
 
@@ -97,7 +96,7 @@ func (s *Session) s2sEngine(npcID string) bool {
 
 // s2sSession returns the NPC's model session, dialling it when it has none
 // (or its last one closed).
-func (s *Session) s2sSession(ctx context.Context, npcID string, p npc.Persona, instructions string, tools []openai.Tool) (*s2sNPC, error) {
+func (s *Session) s2sSession(ctx context.Context, npcID string, p npc.Persona, instructions string, tools []llm.Tool) (*s2sNPC, error) {
 	s.mu.Lock()
 	n := s.s2s[npcID]
 	s.mu.Unlock()
@@ -149,7 +148,7 @@ func (s *Session) s2sSession(ctx context.Context, npcID string, p npc.Persona, i
 // instructions renders a prepared turn for a speech-to-speech model: the
 // NPC's system prompt, then the conversation so far as text (the model
 // hears the line being answered itself).
-func instructions(msgs []openai.ChatCompletionMessage) string {
+func instructions(msgs []llm.Message) string {
 	if len(msgs) == 0 {
 		return ""
 	}
@@ -159,7 +158,7 @@ func instructions(msgs []openai.ChatCompletionMessage) string {
 		b.WriteString("\nThe conversation so far (you hear the next line yourself):\n")
 		for _, m := range msgs[1 : len(msgs)-1] {
 			switch m.Role {
-			case openai.ChatMessageRoleAssistant:
+			case llm.RoleAssistant:
 				fmt.Fprintf(&b, "You: %s\n", m.Content)
 			default:
 				fmt.Fprintf(&b, "%s\n", m.Content)

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/internal/metrics"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
@@ -355,10 +355,7 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 		s.report(rep)
 		return line{}, false
 	}
-	cu := correction.Utterance{Text: raw}
-	for _, w := range t.Words {
-		cu.Words = append(cu.Words, correction.Word{Text: w.Text, Confidence: w.Confidence})
-	}
+	cu := correction.Utterance{Text: raw, Words: t.Words}
 	res, err := s.cast.Pipeline().CorrectHeard(ctx, cu)
 	if err != nil {
 		s.log.Warn("name correction failed in part", "err", err)
@@ -635,15 +632,12 @@ func (s *Session) Say(ctx context.Context, npcID, text string) error {
 	return nil
 }
 
-// ForgetReport says what Forget removed from the live session.
-type ForgetReport = session.ForgetReport
-
 // Forget removes a player's words from the live session: lines on their
 // way are dropped, erase deletes what long-term memory holds of them (the
 // caller's postgres.Campaign.ForgetSpeaker), then the conversation and its
 // summaries lose them and the session's chunks are rebuilt at once (see
 // lifecycle/session.Session.Forget).
-func (s *Session) Forget(ctx context.Context, userID string, erase func(ctx context.Context) error) (ForgetReport, error) {
+func (s *Session) Forget(ctx context.Context, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {
 	return s.mem.Forget(ctx, userID, erase)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/correction"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
@@ -51,7 +52,7 @@ type Providers struct {
 	// LLM answers as the NPCs. Without one, or when it fails, an NPC
 	// answers from its memory without a model (npc.Fallback), and says so
 	// in the logs and metrics.
-	LLM npc.Streamer
+	LLM llm.Streamer
 	// LLMCorrector is the LLM pass of name correction (nil: phonetic
 	// only).
 	LLMCorrector *correction.LLMCorrector

@@ -7,7 +7,7 @@ import (
 
 // LiveSource reports what is happening in a campaign's running session. It
 // reads the same numbers as /metrics (the voice session manager and
-// bot/metrics feed both); the command that runs the bot wires it.
+// internal/metrics feed both); the command that runs the bot wires it.
 // Implementations must be safe for concurrent use and must not block.
 type LiveSource interface {
 	Live(campaign string) LiveStatus

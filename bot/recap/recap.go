@@ -35,9 +35,7 @@ import (
 	"time"
 	"unicode"
 
-	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/glyphoxa/glyphoxa/npc/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 )
 
 // Line is one numbered transcript line offered to the recap.
@@ -94,14 +92,9 @@ type Recap struct {
 	Dropped int
 }
 
-// Streamer is the LLM (an *llm.Client).
-type Streamer interface {
-	Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error)
-}
-
 // Writer writes recaps. A nil LLM makes extractive recaps only.
 type Writer struct {
-	LLM Streamer
+	LLM llm.Streamer
 }
 
 // Write returns the recap of in.
@@ -130,7 +123,7 @@ func (w Writer) Write(ctx context.Context, in Input) (Recap, error) {
 
 func ptr[T any](v T) *T { return &v }
 
-func prompt(in Input) []openai.ChatCompletionMessage {
+func prompt(in Input) []llm.Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Write a \"Previously on…\" recap of this tabletop role-playing game for the players: at most %d short sentences in the past tense, "+
 		"in the order things happened, about what the characters did, learned, promised and decided.\n", in.Sentences)
@@ -148,9 +141,9 @@ func prompt(in Input) []openai.ChatCompletionMessage {
 	for _, l := range in.Lines {
 		fmt.Fprintf(&t, "[%d] %s %s: %s\n", l.ID, l.At.UTC().Format("15:04"), l.Speaker, l.Text)
 	}
-	return []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: b.String()},
-		{Role: openai.ChatMessageRoleUser, Content: "Transcript:\n" + t.String()},
+	return []llm.Message{
+		{Role: llm.RoleSystem, Content: b.String()},
+		{Role: llm.RoleUser, Content: "Transcript:\n" + t.String()},
 	}
 }
 

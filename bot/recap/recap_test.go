@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot/recap"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 )
 
 var t0 = time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)

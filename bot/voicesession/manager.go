@@ -276,13 +276,13 @@ func (m *Manager) Say(ctx context.Context, guildID, npcID, text string) error {
 }
 
 // Forget removes a player's words from the guild's running session.
-func (m *Manager) Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (bot.LiveForget, bool, error) {
+func (m *Manager) Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, bool, error) {
 	r := m.get(guildID)
 	if r == nil {
-		return bot.LiveForget{}, false, nil
+		return memory.ForgetReport{}, false, nil
 	}
 	rep, err := r.s.Forget(ctx, userID, erase)
-	return bot.LiveForget{Lines: rep.Messages, Summaries: rep.Summaries}, true, err
+	return rep, true, err
 }
 
 // Close ends every session (flushing transcripts) and waits for background

@@ -15,16 +15,17 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
-	"github.com/glyphoxa/glyphoxa/bot/metrics"
 	"github.com/glyphoxa/glyphoxa/bot/voicesession"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/internal/metrics"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/table"
+	"github.com/glyphoxa/glyphoxa/table/live"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
@@ -246,7 +247,7 @@ func ctxFor(t *testing.T) context.Context {
 func (h *harness) start() {
 	h.t.Helper()
 	err := h.m.Start(ctxFor(h.t), bot.StartRequest{GuildID: guildID, VoiceChannelID: channel, Campaign: "ironhold-saga",
-		Controls: bot.NewControls(), Announce: func(string) {}, Ended: func(reason string) { h.ended <- reason }})
+		Controls: live.NewControls(), Announce: func(string) {}, Ended: func(reason string) { h.ended <- reason }})
 	if err != nil {
 		h.t.Fatalf("starting the session: %v", err)
 	}

@@ -7,12 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // Three sessions: Grimjaw is in Ironhold in s1, moves to the Rusty Tankard
@@ -45,7 +43,7 @@ sessions:
 	if code, _, errs := runCLI(t, vars, "import", "--no-process", more); code != 0 {
 		t.Fatalf("second import: %s", errs)
 	}
-	srv := llmtest.New(func(_ int, req openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(_ int, req llmtest.Request) llmtest.Reply {
 		if strings.Contains(req.Messages[1].Content, "Duskwood road") {
 			return llmtest.Reply{Text: `{"entities":[{"name":"Grimjaw","type":"npc"},{"name":"Duskwood","type":"location"}],
 				"relationships":[{"source":"Grimjaw","target":"Duskwood","type":"LOCATED_AT","confidence":0.9,"basis":"stated"}]}`}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 func TestChatRunsTheTurnPipeline(t *testing.T) {

@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 const correctionEntities = "../../correction/testdata/entities.yaml"
@@ -144,7 +142,7 @@ func TestCorrectWithTheLLMPass(t *testing.T) {
 	// The phonetic stage cannot place "zeff"; the model says it is
 	// Zephyrine, and also (against its instructions) rewrites "storm",
 	// which the guard reverts.
-	srv := llmtest.New(func(int, openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(int, llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: `{"text":"we ride from Ironhold and ask Zephyrine about the tempest",
 			"substitutions":[{"original":"zeff","replacement":"Zephyrine","entity_id":"zephyrine"}]}`}
 	})

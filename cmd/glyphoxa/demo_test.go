@@ -8,10 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
@@ -100,7 +98,7 @@ func TestDemoJSON(t *testing.T) {
 
 // TestDemoWithAnLLM gives the NPC a (fake) LLM: it answers in voice.
 func TestDemoWithAnLLM(t *testing.T) {
-	llm := llmtest.New(func(_ int, req openai.ChatCompletionRequest) llmtest.Reply {
+	llm := llmtest.New(func(_ int, req llmtest.Request) llmtest.Reply {
 		if strings.Contains(req.Messages[0].Content, "extract a knowledge graph") {
 			return llmtest.Reply{Text: `{"entities":[{"name":"Brannoc","type":"npc"},{"name":"Ashen Circle","type":"faction"}],
 "relationships":[{"source":"Brannoc","target":"Ashen Circle","type":"FEARS","confidence":0.6,"basis":"inferred"}]}`}

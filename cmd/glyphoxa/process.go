@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -114,11 +112,13 @@ func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Camp
 	if !cfg.Providers.LLM.Configured() {
 		return nil, nil, errors.New("fact extraction needs providers.llm")
 	}
-	oc := openai.DefaultConfig(cfg.Providers.LLM.APIKey)
-	oc.BaseURL = cfg.Providers.LLM.BaseURL
+	client, err := newLLM(cfg, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fact extraction of campaign %q: %w", camp.ID(), err)
+	}
 	progress := postsession.NewStoredProgress(camp.Processing())
 	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
-		Extractor: postsession.NewOpenAIExtractor(openai.NewClientWithConfig(oc), cfg.Providers.LLM.Model),
+		Extractor: postsession.NewOpenAIExtractor(client, client.Model()),
 		Progress:  progress, Logger: log, OnStep: onStep})
 	if err != nil {
 		return nil, nil, fmt.Errorf("fact extraction of campaign %q: %w", camp.ID(), err)

@@ -6,10 +6,9 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // Imported sessions are extracted by process --extract, with progress on
@@ -24,7 +23,7 @@ func TestProcessExtract(t *testing.T) {
 	if code, _, errs := runCLI(t, vars, "process", "--campaign", "ironhold-saga", "--extract"); code != 1 || !strings.Contains(errs, "providers.llm") {
 		t.Fatalf("--extract without an LLM: %d %q", code, errs)
 	}
-	srv := llmtest.New(func(n int, req openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(n int, req llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: `{"entities":[{"name":"Grimjaw","type":"npc"},{"name":"Moonwell","type":"location"}],
 			"relationships":[{"source":"Grimjaw","target":"Moonwell","type":"VISITED","confidence":0.9,"basis":"stated"}]}`}
 	})

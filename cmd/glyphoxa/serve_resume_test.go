@@ -12,11 +12,10 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/jackc/pgx/v5"
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // serve finishes, by itself, the extraction a crash cut short (session s1
@@ -38,7 +37,7 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 	if _, err := conn.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage) VALUES ('ironhold-saga', 's1', 'started')`); err != nil {
 		t.Fatal(err)
 	}
-	srv := llmtest.New(func(_ int, req openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(_ int, req llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: `{"entities":[{"name":"Moonwell","type":"location"}],"relationships":[]}`}
 	})
 	defer srv.Close()

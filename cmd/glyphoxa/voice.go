@@ -13,11 +13,11 @@ import (
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/correction"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory/access"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
@@ -82,8 +82,8 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock, onUsag
 		return p, release, err
 	}
 	p.LLM = client
-	p.Summarizer = contextmgr.NewOpenAISummarizer(client.API(), client.Model())
-	p.Extractor = postsession.NewOpenAIExtractor(client.API(), client.Model())
+	p.Summarizer = contextmgr.NewOpenAISummarizer(client, client.Model())
+	p.Extractor = postsession.NewOpenAIExtractor(client, client.Model())
 	if cfg.Correction.LLM {
 		if p.LLMCorrector, err = newLLMCorrector(cfg, correction.WithHTTPClient(llm.CountingHTTPClient(nil, onUsage))); err != nil {
 			return p, release, err

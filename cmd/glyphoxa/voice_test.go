@@ -16,12 +16,11 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 	"github.com/jackc/pgx/v5"
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/dave"
@@ -71,7 +70,7 @@ func testVoiceSessionThroughServe(t *testing.T, s2s bool) {
 	deepgram := stttest.NewDeepgram(func(stttest.Call) string { return "grim jaw, what news of the shipment?" })
 	defer deepgram.Close()
 	// The LLM answers as the NPC, and extracts facts after the session.
-	llm := llmtest.New(func(_ int, req openai.ChatCompletionRequest) llmtest.Reply {
+	llm := llmtest.New(func(_ int, req llmtest.Request) llmtest.Reply {
 		if strings.Contains(req.Messages[0].Content, "extract a knowledge graph") {
 			return llmtest.Reply{Text: `{"entities":[{"name":"Grimjaw","type":"npc"},{"name":"Duskwood","type":"location"}],
 "relationships":[{"source":"Grimjaw","target":"Duskwood","type":"SUSPECTS","confidence":0.55,"basis":"inferred","evidence":"Find my steel in Duskwood"}]}`}

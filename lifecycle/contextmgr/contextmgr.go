@@ -27,9 +27,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -197,12 +196,12 @@ func (m *Manager) Messages() []Message {
 	return append(out, m.msgs...)
 }
 
-// ChatMessages returns Messages in go-openai's form.
-func (m *Manager) ChatMessages() []openai.ChatCompletionMessage {
+// ChatMessages returns Messages as LLM chat messages.
+func (m *Manager) ChatMessages() []llm.Message {
 	msgs := m.Messages()
-	out := make([]openai.ChatCompletionMessage, len(msgs))
+	out := make([]llm.Message, len(msgs))
 	for i, x := range msgs {
-		out[i] = openai.ChatCompletionMessage{Role: x.Role, Content: x.Content, Name: chatName(x.Name)}
+		out[i] = llm.Message{Role: x.Role, Content: x.Content, Name: chatName(x.Name)}
 	}
 	return out
 }
@@ -223,7 +222,7 @@ func chatName(s string) string {
 }
 
 func summaryMessage(s string) Message {
-	return Message{Role: openai.ChatMessageRoleSystem, Content: SummaryPrefix + "\n" + s, Summary: true}
+	return Message{Role: llm.RoleSystem, Content: SummaryPrefix + "\n" + s, Summary: true}
 }
 
 // Summaries returns the summaries so far, oldest first.
@@ -338,23 +337,14 @@ func (m *Manager) Close() {
 	m.wg.Wait()
 }
 
-// ForgetReport says what Forget removed.
-type ForgetReport struct {
-	// Messages is the number of the speaker's messages removed, from the
-	// conversation and from what summaries covered.
-	Messages int
-	// Summaries rewritten without the speaker's words (or dropped).
-	Summaries int
-}
-
 // Forget removes every message of a speaker (by TranscriptEntry.SpeakerID)
 // from the conversation and from the summaries: a summary that covered one
 // of them is written again from the messages it covered, less the
 // speaker's; when that fails, the summary is dropped and those messages
 // return to the conversation, so that nothing the speaker said survives in
 // a summary. It waits for a summary in progress.
-func (m *Manager) Forget(ctx context.Context, speakerID string) (ForgetReport, error) {
-	var rep ForgetReport
+func (m *Manager) Forget(ctx context.Context, speakerID string) (memory.ForgetReport, error) {
+	var rep memory.ForgetReport
 	if speakerID == "" {
 		return rep, nil
 	}

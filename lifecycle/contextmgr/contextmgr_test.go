@@ -12,25 +12,27 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func summarizer(srv *llmtest.Server) *contextmgr.OpenAISummarizer {
-	cfg := openai.DefaultConfig("test-key")
-	cfg.BaseURL = srv.URL()
-	return contextmgr.NewOpenAISummarizer(openai.NewClientWithConfig(cfg), "summary-model")
+	// No retries: the tests count the requests their failures send.
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), APIKey: "test-key", Model: "summary-model", Retries: -1})
+	if err != nil {
+		panic(err)
+	}
+	return contextmgr.NewOpenAISummarizer(c, "summary-model")
 }
 
 // line is a 40-character message: 10 tokens.
 func line(i int) contextmgr.Message {
-	return contextmgr.Message{Role: openai.ChatMessageRoleUser, Name: "Ayla",
+	return contextmgr.Message{Role: llm.RoleUser, Name: "Ayla",
 		Content: fmt.Sprintf("message %03d %s", i, strings.Repeat("x", 28))}
 }
 
@@ -126,7 +128,7 @@ func TestSummarisesOldestHalfAtThreshold(t *testing.T) {
 	if b := ev.batches(); len(b) != 1 || fmt.Sprint(b[0]) != "[message 000 message 001 message 002 message 003]" {
 		t.Fatalf("BeforeEvict got %q, want the four summarised messages", b)
 	}
-	if m.Messages()[0].Role != openai.ChatMessageRoleSystem {
+	if m.Messages()[0].Role != llm.RoleSystem {
 		t.Error("the summary is not a system message")
 	}
 
@@ -284,7 +286,7 @@ func TestEmptySummaryIsAFailure(t *testing.T) {
 
 func TestSummariesFoldWhenTheyGrow(t *testing.T) {
 	leakcheck.Check(t)
-	srv := llmtest.New(func(n int, _ openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(n int, _ llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: fmt.Sprintf("Summary number %d of the evening's events.", n)}
 	})
 	defer srv.Close()

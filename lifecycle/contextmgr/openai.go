@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
-	openai "github.com/sashabaranov/go-openai"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 )
 
 // SummaryInstructions is the system prompt of OpenAISummarizer.
@@ -19,10 +20,13 @@ Write a concise summary in the past tense. Keep, without fail:
 - game-mechanical outcomes (rolls, damage, items gained or lost, money, conditions).
 Leave out small talk and table chatter that does not affect the game. Do not invent anything.`
 
+// summaryTimeout bounds one summary request.
+const summaryTimeout = 2 * time.Minute
+
 // OpenAISummarizer summarises through an OpenAI-compatible chat-completions
-// endpoint.
+// endpoint (an *llm.Client, with its timeouts and retries).
 type OpenAISummarizer struct {
-	client *openai.Client
+	client llm.Completer
 	model  string
 	// MaxTokens caps the summary (default 400).
 	MaxTokens int
@@ -30,15 +34,16 @@ type OpenAISummarizer struct {
 
 var _ Summarizer = (*OpenAISummarizer)(nil)
 
-// NewOpenAISummarizer returns a summariser using model through client.
-func NewOpenAISummarizer(client *openai.Client, model string) *OpenAISummarizer {
+// NewOpenAISummarizer returns a summariser using model through client
+// (empty: the client's model).
+func NewOpenAISummarizer(client llm.Completer, model string) *OpenAISummarizer {
 	return &OpenAISummarizer{client: client, model: model, MaxTokens: 400}
 }
 
 // Summarize asks the model for a summary of msgs.
 func (s *OpenAISummarizer) Summarize(ctx context.Context, msgs []Message) (string, error) {
-	if s.client == nil || strings.TrimSpace(s.model) == "" {
-		return "", errors.New("summariser has no client or model configured")
+	if s.client == nil {
+		return "", errors.New("summariser has no client configured")
 	}
 	var b strings.Builder
 	for _, m := range msgs {
@@ -51,20 +56,19 @@ func (s *OpenAISummarizer) Summarize(ctx context.Context, msgs []Message) (strin
 			fmt.Fprintf(&b, "%s: %s\n", m.Role, m.Content)
 		}
 	}
-	resp, err := s.client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
+	temp := float32(0.2)
+	resp, err := s.client.Complete(ctx, llm.Request{
 		Model:       s.model,
 		MaxTokens:   s.MaxTokens,
-		Temperature: 0.2,
-		Messages: []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleSystem, Content: SummaryInstructions},
-			{Role: openai.ChatMessageRoleUser, Content: "Transcript:\n" + b.String()},
+		Temperature: &temp,
+		Timeout:     summaryTimeout,
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: SummaryInstructions},
+			{Role: llm.RoleUser, Content: "Transcript:\n" + b.String()},
 		},
 	})
 	if err != nil {
 		return "", fmt.Errorf("summary request to model %q: %w", s.model, err)
 	}
-	if len(resp.Choices) == 0 {
-		return "", fmt.Errorf("summary request to model %q: the reply has no choices", s.model)
-	}
-	return resp.Choices[0].Message.Content, nil
+	return resp.Text, nil
 }

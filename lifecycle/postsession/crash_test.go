@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 // The crash test runs this test binary again as a child process (selected
@@ -47,10 +46,12 @@ func child() error {
 	if err != nil {
 		return err
 	}
-	cfg := openai.DefaultConfig("k")
-	cfg.BaseURL = os.Getenv(envLLM)
+	client, err := llm.New(llm.Config{BaseURL: os.Getenv(envLLM), APIKey: "k", Model: "m", Retries: -1})
+	if err != nil {
+		return err
+	}
 	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
-		Extractor: postsession.NewOpenAIExtractor(openai.NewClientWithConfig(cfg), "m"),
+		Extractor: postsession.NewOpenAIExtractor(client, "m"),
 		Progress:  postsession.NewStoredProgress(camp.Processing()), Window: 4, Logger: quiet()})
 	if err != nil {
 		return err
@@ -79,7 +80,7 @@ func TestCrashDuringProcessing(t *testing.T) {
 	camp := pgtest.Campaign(t, store, "crash")
 	seed(t, camp)
 	// The second window's answer never comes before the kill.
-	srv := llmtest.New(func(n int, req openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(n int, req llmtest.Request) llmtest.Reply {
 		r := handler(n, req)
 		if strings.Contains(req.Messages[1].Content, "w1:") {
 			r.Delay = time.Minute
@@ -146,7 +147,7 @@ func TestCrashWhileStoringFacts(t *testing.T) {
 		fmt.Fprintf(&big, `{"source":"Grimjaw","target":"Relic %d","type":"OWNS","confidence":%v,"basis":"stated"}`, i, conf)
 	}
 	big.WriteString(`]}`)
-	h := func(n int, req openai.ChatCompletionRequest) llmtest.Reply {
+	h := func(n int, req llmtest.Request) llmtest.Reply {
 		switch user := req.Messages[1].Content; {
 		case strings.Contains(user, "w1:"):
 			return llmtest.Reply{Text: big.String()}

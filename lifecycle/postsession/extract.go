@@ -8,8 +8,7 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -59,10 +58,14 @@ Rules:
 - confidence is your probability (0..1) that the fact holds in the game world. Be honest: guesses stay below 0.7.
 - Leave out table talk about the real world and rules discussions.`
 
+// extractionTimeout bounds one extraction request: a window of transcript
+// and up to MaxTokens of JSON take a slow local model minutes.
+const extractionTimeout = 5 * time.Minute
+
 // OpenAIExtractor extracts through an OpenAI-compatible chat-completions
 // endpoint in JSON mode.
 type OpenAIExtractor struct {
-	client *openai.Client
+	client llm.Completer
 	model  string
 	// MaxTokens caps the reply (default 1500).
 	MaxTokens int
@@ -73,15 +76,16 @@ type OpenAIExtractor struct {
 
 var _ Extractor = (*OpenAIExtractor)(nil)
 
-// NewOpenAIExtractor returns an extractor using model through client.
-func NewOpenAIExtractor(client *openai.Client, model string) *OpenAIExtractor {
+// NewOpenAIExtractor returns an extractor using model through client (an
+// *llm.Client, with its timeouts and retries; empty model: the client's).
+func NewOpenAIExtractor(client llm.Completer, model string) *OpenAIExtractor {
 	return &OpenAIExtractor{client: client, model: model, MaxTokens: 1500, JSONMode: true}
 }
 
 // Extract asks the model for the entities and relationships of entries.
 func (x *OpenAIExtractor) Extract(ctx context.Context, known []memory.Entity, entries []memory.TranscriptEntry) (Extraction, error) {
-	if x.client == nil || strings.TrimSpace(x.model) == "" {
-		return Extraction{}, errors.New("extractor has no client or model configured")
+	if x.client == nil {
+		return Extraction{}, errors.New("extractor has no client configured")
 	}
 	var b strings.Builder
 	if len(known) > 0 {
@@ -99,26 +103,23 @@ func (x *OpenAIExtractor) Extract(ctx context.Context, known []memory.Entity, en
 	for _, e := range entries {
 		fmt.Fprintf(&b, "[%s] %s: %s\n", e.At.UTC().Format(time.TimeOnly), e.SpeakerName, e.Text)
 	}
-	req := openai.ChatCompletionRequest{
+	temp := float32(0)
+	req := llm.Request{
 		Model:       x.model,
 		MaxTokens:   x.MaxTokens,
-		Temperature: 0,
-		Messages: []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleSystem, Content: ExtractionInstructions},
-			{Role: openai.ChatMessageRoleUser, Content: b.String()},
+		Temperature: &temp,
+		JSON:        x.JSONMode,
+		Timeout:     extractionTimeout,
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: ExtractionInstructions},
+			{Role: llm.RoleUser, Content: b.String()},
 		},
 	}
-	if x.JSONMode {
-		req.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
-	}
-	resp, err := x.client.CreateChatCompletion(ctx, req)
+	resp, err := x.client.Complete(ctx, req)
 	if err != nil {
 		return Extraction{}, fmt.Errorf("extraction request to model %q: %w", x.model, err)
 	}
-	if len(resp.Choices) == 0 {
-		return Extraction{}, fmt.Errorf("extraction request to model %q: the reply has no choices", x.model)
-	}
-	return ParseExtraction(resp.Choices[0].Message.Content)
+	return ParseExtraction(resp.Text)
 }
 
 // ParseExtraction decodes a model's JSON reply. It tolerates a Markdown code

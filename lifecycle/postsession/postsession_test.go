@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -42,7 +41,7 @@ var replies = []string{
 }
 
 // handler answers each extraction request with the reply of its window.
-func handler(n int, req openai.ChatCompletionRequest) llmtest.Reply {
+func handler(n int, req llmtest.Request) llmtest.Reply {
 	user := req.Messages[len(req.Messages)-1].Content
 	for w := len(replies) - 1; w >= 0; w-- {
 		if strings.Contains(user, fmt.Sprintf("w%d:", w)) {
@@ -77,9 +76,12 @@ func seed(t *testing.T, camp *postgres.Campaign) {
 }
 
 func extractor(srv *llmtest.Server) *postsession.OpenAIExtractor {
-	cfg := openai.DefaultConfig("k")
-	cfg.BaseURL = srv.URL()
-	return postsession.NewOpenAIExtractor(openai.NewClientWithConfig(cfg), "extract-model")
+	// No retries: the tests count the requests their failures send.
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), APIKey: "k", Model: "extract-model", Retries: -1})
+	if err != nil {
+		panic(err)
+	}
+	return postsession.NewOpenAIExtractor(c, "extract-model")
 }
 
 func newProcessor(t *testing.T, store *postgres.Store, camp *postgres.Campaign, x postsession.Extractor, l2 postsession.L2) *postsession.Processor {
@@ -183,7 +185,7 @@ func TestProcessExtractsResolvesAndReviews(t *testing.T) {
 		t.Fatalf("%d extraction requests, want 3", len(reqs))
 	}
 	r1 := reqs[1]
-	if r1.ResponseFormat == nil || r1.ResponseFormat.Type != openai.ChatCompletionResponseFormatTypeJSONObject ||
+	if !llmtest.AsksJSON(r1) ||
 		!strings.Contains(r1.Messages[1].Content, "- Sunstone (item), also called the stone") ||
 		!strings.Contains(r1.Messages[1].Content, "Ayla: w1: line 4") || strings.Contains(r1.Messages[1].Content, "w0:") {
 		t.Errorf("second request: %+v", r1)
@@ -215,7 +217,7 @@ func TestFailingAndSlowExtractionResumes(t *testing.T) {
 	camp := pgtest.Campaign(t, store, "c")
 	seed(t, camp)
 	// The second window's request fails.
-	srv := llmtest.New(func(n int, req openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(n int, req llmtest.Request) llmtest.Reply {
 		if strings.Contains(req.Messages[1].Content, "w1:") {
 			return llmtest.Reply{Status: http.StatusInternalServerError}
 		}
@@ -232,7 +234,7 @@ func TestFailingAndSlowExtractionResumes(t *testing.T) {
 	}
 
 	// A slow reply runs into the caller's deadline.
-	srv.SetHandler(func(n int, req openai.ChatCompletionRequest) llmtest.Reply {
+	srv.SetHandler(func(n int, req llmtest.Request) llmtest.Reply {
 		r := handler(n, req)
 		r.Delay = 5 * time.Second
 		return r
@@ -290,7 +292,7 @@ func TestExtractedFactsKeepTheirHistory(t *testing.T) {
 	if err := camp.Sessions().EndSession(ctx, later, t0.Add(7*24*time.Hour+time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	srv := llmtest.New(func(int, openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(int, llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: `{"entities":[{"name":"Grimjaw","type":"npc"},{"name":"Duskwood","type":"location"}],
 		  "relationships":[{"source":"Grimjaw","target":"Duskwood","type":"LOCATED_AT","confidence":0.9,"basis":"stated"}]}`}
 	})

@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 var errKilled = errors.New("killed")
@@ -154,7 +152,7 @@ func TestReExtractionReusesAnswers(t *testing.T) {
 	first := state(t, store, "rerun")
 	asked := len(srv.Requests())
 	// The model changes its mind: different names, new facts.
-	srv.SetHandler(func(int, openai.ChatCompletionRequest) llmtest.Reply {
+	srv.SetHandler(func(int, llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Text: `{"entities":[{"name":"Grim Jaw the Smith","type":"npc"}],"relationships":[]}`}
 	})
 	if err := postsession.NewStoredProgress(camp.Processing()).ResetExtraction(ctx, session); err != nil {

@@ -6,8 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
@@ -29,13 +28,16 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	llm := openai.NewClient("sk-...")
+	client, err := llm.New(llm.Config{BaseURL: "https://api.openai.com/v1", APIKey: "sk-...", Model: "gpt-4o-mini"})
+	if err != nil {
+		log.Fatal(err)
+	}
 	proc, err := postsession.New(postsession.Config{
 		// L2: chunking and embedding, e.g. a postsession.L2Func around the
 		// chunker.
 		Transcript: camp.Sessions(),
 		Graph:      camp.Graph(),
-		Extractor:  postsession.NewOpenAIExtractor(llm, "gpt-4o-mini"),
+		Extractor:  postsession.NewOpenAIExtractor(client, "gpt-4o-mini"),
 		Progress:   postsession.NewStoredProgress(camp.Processing()),
 	})
 	if err != nil {
@@ -51,7 +53,7 @@ func Example() {
 		Log:         camp.Sessions(),
 		Ping:        store.Ping,
 		StateDir:    "/var/lib/glyphoxa/curse-of-the-sunstone",
-		Summarizer:  contextmgr.NewOpenAISummarizer(llm, "gpt-4o-mini"),
+		Summarizer:  contextmgr.NewOpenAISummarizer(client, "gpt-4o-mini"),
 		PostSession: proc,
 	})
 	if err != nil {

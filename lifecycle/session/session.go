@@ -55,9 +55,8 @@ import (
 	"sync"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/consolidate"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
@@ -296,9 +295,9 @@ func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
 	if _, err := s.guard.WriteEntry(ctx, e); err != nil {
 		return fmt.Errorf("recording an utterance of session %q: %w", e.SessionID, err)
 	}
-	role := openai.ChatMessageRoleUser
+	role := llm.RoleUser
 	if e.NPCID != "" {
-		role = openai.ChatMessageRoleAssistant
+		role = llm.RoleAssistant
 	}
 	s.cm.Add(contextmgr.Message{Role: role, Name: e.SpeakerName, Content: e.Text, Entry: e})
 	s.cons.Noted()
@@ -321,15 +320,6 @@ func NewKey(session string) string {
 	return session + "/" + hex.EncodeToString(b[:])
 }
 
-// ForgetReport says what Forget removed from the live session.
-type ForgetReport struct {
-	// Messages is the number of the speaker's lines taken out of the
-	// conversation and of its summaries.
-	Messages int
-	// Summaries rewritten without them.
-	Summaries int
-}
-
 // Forget removes a speaker's words from the live session. In order: lines
 // of the speaker still on their way are dropped from now on; erase (the
 // caller's deletion of the speaker's lines and chunks from long-term
@@ -338,9 +328,9 @@ type ForgetReport struct {
 // written again without them); and the session's chunks and saved summary
 // are brought up to date at once. When erase fails, the conversation is
 // left as it was and the error is returned.
-func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx context.Context) error) (ForgetReport, error) {
+func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {
 	if speakerID == "" {
-		return ForgetReport{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
+		return memory.ForgetReport{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
 	}
 	s.mu.Lock()
 	if s.forgot == nil {
@@ -350,18 +340,18 @@ func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx c
 	s.mu.Unlock()
 	if erase != nil {
 		if err := erase(ctx); err != nil {
-			return ForgetReport{}, err
+			return memory.ForgetReport{}, err
 		}
 	}
 	r, err := s.cm.Forget(ctx, speakerID)
 	if err != nil {
-		return ForgetReport{}, err
+		return memory.ForgetReport{}, err
 	}
 	s.cons.Noted()
 	if err := s.cons.ConsolidateNow(ctx); err != nil {
 		s.log.Warn("re-indexing after a forgotten speaker failed; the next beat retries", "err", err)
 	}
-	return ForgetReport{Messages: r.Messages, Summaries: r.Summaries}, nil
+	return r, nil
 }
 
 // summary is the running summary: the context manager's summaries, oldest

@@ -9,26 +9,28 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 var t0 = time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
 
-func client(srv *llmtest.Server) *openai.Client {
-	cfg := openai.DefaultConfig("k")
-	cfg.BaseURL = srv.URL()
-	return openai.NewClientWithConfig(cfg)
+func client(srv *llmtest.Server) *llm.Client {
+	// No retries: the tests count the requests their failures send.
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), APIKey: "k", Model: "m", Retries: -1})
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 // line is utterance i: about 10 tokens.
@@ -70,24 +72,24 @@ func TestLifecycle(t *testing.T) {
 	camp := pgtest.Campaign(t, store, "c")
 	ctx := context.Background()
 
-	llm := llmtest.New(func(n int, req openai.ChatCompletionRequest) llmtest.Reply {
+	fake := llmtest.New(func(n int, req llmtest.Request) llmtest.Reply {
 		if strings.Contains(req.Messages[0].Content, "knowledge graph") {
 			return llmtest.Reply{Text: `{"entities":[{"name":"Grimjaw","type":"npc"},{"name":"Sunstone","type":"item"}],
 				"relationships":[{"source":"Grimjaw","target":"Sunstone","type":"OWNS","confidence":0.9,"basis":"stated"}]}`}
 		}
 		return llmtest.Reply{Text: fmt.Sprintf("Summary %d: Ayla bargained with Grimjaw.", n)}
 	})
-	defer llm.Close()
+	defer fake.Close()
 	var l2runs []string
 	proc, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
 		L2:        postsession.L2Func(func(_ context.Context, id string) error { l2runs = append(l2runs, id); return nil }),
-		Extractor: postsession.NewOpenAIExtractor(client(llm), "m"), Progress: postsession.NewStoredProgress(pgtest.Campaign(t, store, "c").Processing()),
+		Extractor: postsession.NewOpenAIExtractor(client(fake), "m"), Progress: postsession.NewStoredProgress(pgtest.Campaign(t, store, "c").Processing()),
 		Window: 10, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := session.Start(ctx, session.Config{SessionID: "s1", Log: camp.Sessions(), Ping: store.Ping, StateDir: t.TempDir(),
-		Summarizer: contextmgr.NewOpenAISummarizer(client(llm), "m"), MaxTokens: 200, PostSession: proc, Logger: quiet()})
+		Summarizer: contextmgr.NewOpenAISummarizer(client(fake), "m"), MaxTokens: 200, PostSession: proc, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +120,7 @@ func TestLifecycle(t *testing.T) {
 	if !msgs[0].Summary || !strings.HasPrefix(msgs[0].Content, contextmgr.SummaryPrefix) {
 		t.Errorf("first message %+v is not the summary", msgs[0])
 	}
-	if last := msgs[len(msgs)-1]; last.Role != openai.ChatMessageRoleAssistant || last.Name != "Grimjaw" {
+	if last := msgs[len(msgs)-1]; last.Role != llm.RoleAssistant || last.Name != "Grimjaw" {
 		t.Errorf("last message %+v: an NPC line should be an assistant message", last)
 	}
 	if err := s.Record(ctx, memory.TranscriptEntry{SessionID: "other", Text: "x"}); err == nil {

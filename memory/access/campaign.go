@@ -22,7 +22,6 @@ type (
 	FactQuery      = postgres.FactQuery
 	FactWithNames  = postgres.FactWithNames
 	EntityStamp    = postgres.EntityStamp
-	ForgetReport   = postgres.ForgetReport
 	Change         = postgres.Change
 	Proposal       = postgres.Proposal
 	Counts         = postgres.Counts
@@ -291,7 +290,7 @@ func (c *Campaign) OptedOut(ctx context.Context) (map[string]time.Time, error) {
 
 // ForgetSpeaker removes a player's words from the log, the chunks and the
 // summaries.
-func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (ForgetReport, error) {
+func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.ForgetReport, error) {
 	return c.pc.ForgetSpeaker(ctx, userID)
 }
 

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 )
 
 // OpenAIConfig configures an [OpenAI] embedder.
@@ -31,10 +31,14 @@ type OpenAIConfig struct {
 	HTTPClient *http.Client
 }
 
-// OpenAI embeds through an OpenAI-compatible /v1/embeddings endpoint.
+// defaultOpenAIBaseURL is the API root when OpenAIConfig.BaseURL is empty.
+const defaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// OpenAI embeds through an OpenAI-compatible /v1/embeddings endpoint, with
+// the timeouts and retries of package internal/llm.
 type OpenAI struct {
 	cfg    OpenAIConfig
-	client *openai.Client
+	client *llm.Client
 }
 
 // NewOpenAI returns an embedder for cfg.
@@ -48,14 +52,15 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = DefaultBatch
 	}
-	oc := openai.DefaultConfig(cfg.APIKey)
-	if cfg.BaseURL != "" {
-		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	base := cfg.BaseURL
+	if strings.TrimSpace(base) == "" {
+		base = defaultOpenAIBaseURL
 	}
-	if cfg.HTTPClient != nil {
-		oc.HTTPClient = cfg.HTTPClient
+	client, err := llm.New(llm.Config{BaseURL: base, APIKey: cfg.APIKey, Model: cfg.Model, HTTPClient: cfg.HTTPClient})
+	if err != nil {
+		return nil, fmt.Errorf("openai embedder: %w", err)
 	}
-	return &OpenAI{cfg: cfg, client: openai.NewClientWithConfig(oc)}, nil
+	return &OpenAI{cfg: cfg, client: client}, nil
 }
 
 // Dimensions is the configured vector length.
@@ -81,20 +86,19 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error)
 		}
 		in[i] = t
 	}
-	req := openai.EmbeddingRequestStrings{Input: in, Model: openai.EmbeddingModel(o.cfg.Model),
-		EncodingFormat: openai.EmbeddingEncodingFormatFloat}
+	dims := 0
 	if o.cfg.RequestDimensions {
-		req.Dimensions = o.cfg.Dimensions
+		dims = o.cfg.Dimensions
 	}
-	res, err := o.client.CreateEmbeddings(ctx, req)
+	data, err := o.client.Embed(ctx, in, dims)
 	if err != nil {
 		return nil, fmt.Errorf("embedding with model %q: %w", o.cfg.Model, err)
 	}
-	if len(res.Data) != len(texts) {
-		return nil, fmt.Errorf("embedding with model %q: got %d vectors for %d texts", o.cfg.Model, len(res.Data), len(texts))
+	if len(data) != len(texts) {
+		return nil, fmt.Errorf("embedding with model %q: got %d vectors for %d texts", o.cfg.Model, len(data), len(texts))
 	}
 	out := make([][]float32, len(texts))
-	for _, d := range res.Data {
+	for _, d := range data {
 		if d.Index < 0 || d.Index >= len(texts) || out[d.Index] != nil {
 			return nil, fmt.Errorf("embedding with model %q: bad or repeated index %d in the response", o.cfg.Model, d.Index)
 		}

@@ -63,22 +63,12 @@ func (g *Graph) AddEvidence(ctx context.Context, factID int64, entryIDs []int64)
 	return nil
 }
 
-// ForgetReport says what forgetting a speaker deleted.
-type ForgetReport struct {
-	Entries int64
-	Chunks  int64
-	Facts   int64
-	// Sessions are the sessions whose chunks must be rebuilt from the
-	// remaining lines.
-	Sessions []string
-}
-
 // ForgetSpeaker deletes, in one transaction, a speaker's transcript lines,
 // every chunk that contains their words, and the facts whose only evidence
 // was their lines. Facts with evidence from other speakers, and facts with
 // no recorded evidence (entered by the DM or imported), stay.
-func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (ForgetReport, error) {
-	var rep ForgetReport
+func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.ForgetReport, error) {
+	var rep memory.ForgetReport
 	if strings.TrimSpace(userID) == "" {
 		return rep, fmt.Errorf("%w: empty user id", memory.ErrInvalid)
 	}
@@ -116,7 +106,7 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (ForgetRepo
 		return nil
 	})
 	if err != nil {
-		return ForgetReport{}, fmt.Errorf("forgetting speaker %s: %w", userID, err)
+		return memory.ForgetReport{}, fmt.Errorf("forgetting speaker %s: %w", userID, err)
 	}
 	return rep, nil
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -34,7 +33,7 @@ func TestForgetSpeaker(t *testing.T) {
 		{ID: "c2", SessionID: "s2", Content: "Unrelated chatter", SpeakerIDs: []string{"u2"}, StartAt: t0},
 	}))
 
-	rep := must[postgres.ForgetReport](t)(c.ForgetSpeaker(ctx, "u1"))
+	rep := must[memory.ForgetReport](t)(c.ForgetSpeaker(ctx, "u1"))
 	if rep.Entries != 2 || rep.Chunks != 1 || rep.Facts != 1 || len(rep.Sessions) != 1 || rep.Sessions[0] != "s1" {
 		t.Fatalf("report %+v", rep)
 	}

@@ -62,7 +62,7 @@ func TestTextStatsFollowChunkWrites(t *testing.T) {
 	}
 	checkTextStats(t, s, "after deleting a chunk")
 
-	must[postgres.ForgetReport](t)(a.ForgetSpeaker(ctx, "u1"))
+	must[memory.ForgetReport](t)(a.ForgetSpeaker(ctx, "u1"))
 	checkTextStats(t, s, "after forgetting a speaker")
 	var left int
 	check(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM chunk_lexemes WHERE campaign_id = 'a'`).Scan(&left))

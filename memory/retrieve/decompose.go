@@ -6,9 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/glyphoxa/glyphoxa/npc/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
 )
 
 // A Decomposer splits a question that needs several facts ("what did the
@@ -23,14 +21,9 @@ type Decomposer interface {
 // MaxSubQuestions bounds how many parts of a question are searched.
 const MaxSubQuestions = 3
 
-// Completer is the LLM a [LLMDecomposer] asks; *llm.Client is one.
-type Completer interface {
-	Stream(ctx context.Context, req llm.Request, onText func(string)) (llm.Response, error)
-}
-
-// LLMDecomposer decomposes questions with an LLM.
+// LLMDecomposer decomposes questions with an LLM (an *llm.Client).
 type LLMDecomposer struct {
-	LLM Completer
+	LLM llm.Completer
 }
 
 // decomposePrompt asks for the parts of a question, one a line.
@@ -45,14 +38,14 @@ func (d LLMDecomposer) Decompose(ctx context.Context, question string) ([]string
 		return nil, fmt.Errorf("decomposing %q: no LLM", question)
 	}
 	temp := float32(0)
-	resp, err := d.LLM.Stream(ctx, llm.Request{
-		Messages: []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleSystem, Content: decomposePrompt},
-			{Role: openai.ChatMessageRoleUser, Content: question},
+	resp, err := d.LLM.Complete(ctx, llm.Request{
+		Messages: []llm.Message{
+			{Role: llm.RoleSystem, Content: decomposePrompt},
+			{Role: llm.RoleUser, Content: question},
 		},
 		Temperature: &temp,
 		MaxTokens:   150,
-	}, func(string) {})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("decomposing %q: %w", question, err)
 	}

@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 )
 
 func fakeLLM(t *testing.T, h llmtest.Handler) (*llm.Client, *llmtest.Server) {
@@ -45,7 +43,7 @@ func TestLLMDecomposer(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q (fails %v)", got, err, c.want, c.fails)
 			}
 			reqs := srv.Requests()
-			if len(reqs) != 1 || len(reqs[0].Messages) != 2 || reqs[0].Messages[0].Role != openai.ChatMessageRoleSystem ||
+			if len(reqs) != 1 || len(reqs[0].Messages) != 2 || reqs[0].Messages[0].Role != llm.RoleSystem ||
 				!strings.Contains(reqs[0].Messages[1].Content, "harbourmaster's sister") {
 				t.Errorf("requests: %+v", reqs)
 			}

@@ -7,8 +7,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/table/live"
 )
 
 // Commands lists the slash commands a scene can run, as they are typed in
@@ -93,7 +93,7 @@ func (p *player) run1(ctx context.Context, st Step) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		p.controls.SetScene(bot.Scene{Present: ids})
+		p.controls.SetScene(live.Scene{Present: ids})
 		if len(ids) == 0 {
 			return "the scene is cleared: every NPC may be addressed", nil
 		}

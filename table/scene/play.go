@@ -12,12 +12,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/table"
+	"github.com/glyphoxa/glyphoxa/table/live"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/playback"
@@ -186,7 +186,7 @@ func Play(ctx context.Context, f *File, o Options) (Result, error) {
 	prov := o.Providers
 	prov.STT = rec
 	prov.Speaker = &table.Voices{Default: o.NPCVoice, DefaultVoice: o.NPCVoiceName, Clock: instant{}, Logger: o.Logger}
-	controls := bot.NewControls()
+	controls := live.NewControls()
 	reports := make(chan table.LineReport, 16)
 	names := map[string]string{}
 	for _, p := range f.Players {
@@ -219,7 +219,7 @@ type player struct {
 	tr       *transport
 	rec      *recognizer
 	s        *table.Session
-	controls *bot.Controls
+	controls *live.Controls
 	reports  chan table.LineReport
 	seq      map[string]uint16
 	ts       map[string]uint32

@@ -12,15 +12,13 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/scene"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
@@ -60,7 +58,7 @@ var npcName = regexp.MustCompile(`^You are ([A-Z][a-z]+)`)
 // requests with the lines it was given, so the test can see whose words a
 // summary holds.
 func fakeLLM(t *testing.T) *llmtest.Server {
-	srv := llmtest.New(func(_ int, req openai.ChatCompletionRequest) llmtest.Reply {
+	srv := llmtest.New(func(_ int, req llmtest.Request) llmtest.Reply {
 		sys := req.Messages[0].Content
 		if m := npcName.FindStringSubmatch(sys); m != nil {
 			return llmtest.Reply{Text: fmt.Sprintf("%s here. Aye, I hear you.", m[1])}
@@ -105,7 +103,7 @@ func newHarnessOn(t *testing.T, store *postgres.Store) *harness {
 		t.Fatal(err)
 	}
 	return &harness{store: store, camp: camp, opts: scene.Options{Campaign: pgtest.Open(t, store, camp.ID(), memory.DMViewer()),
-		Providers: table.Providers{LLM: client, Embedder: emb, Summarizer: contextmgr.NewOpenAISummarizer(client.API(), "fake")},
+		Providers: table.Providers{LLM: client, Embedder: emb, Summarizer: contextmgr.NewOpenAISummarizer(client, "fake")},
 		Settings: table.Settings{StateDir: t.TempDir(), MaxContextTokens: 900,
 			Audio: audio.Config{Endpoint: 600 * time.Millisecond, MaxUtterance: 30 * time.Second}},
 		Logger: quiet(), LineTimeout: 15 * time.Second}}

@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
 // Deepgram defaults.
@@ -151,7 +152,7 @@ func (d *Deepgram) TranscribeBatch(ctx context.Context, pcm audio.PCM, h Hints) 
 	u := d.base() + "/v1/listen?" + d.query(h, false).Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(audio.EncodeWAV(pcm)))
 	if err != nil {
-		return Transcript{}, &ProviderError{Provider: "deepgram", Op: "request", Err: err}
+		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "request", Err: err}
 	}
 	req.Header.Set("Authorization", "Token "+d.APIKey)
 	req.Header.Set("Content-Type", "audio/wav")
@@ -161,15 +162,15 @@ func (d *Deepgram) TranscribeBatch(ctx context.Context, pcm audio.PCM, h Hints) 
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return Transcript{}, &ProviderError{Provider: "deepgram", Op: "request", Err: err}
+		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "request", Err: err}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return Transcript{}, &ProviderError{Provider: "deepgram", Op: "read response", Status: resp.StatusCode, Err: err}
+		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "read response", Status: resp.StatusCode, Err: err}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Transcript{}, &ProviderError{Provider: "deepgram", Op: "request", Status: resp.StatusCode, Body: snippet(body)}
+		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "request", Status: resp.StatusCode, Body: snippet(body)}
 	}
 	var r struct {
 		Results *struct {
@@ -179,10 +180,10 @@ func (d *Deepgram) TranscribeBatch(ctx context.Context, pcm audio.PCM, h Hints) 
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
-		return Transcript{}, &ProviderError{Provider: "deepgram", Op: "decode response", Body: snippet(body), Err: err}
+		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "decode response", Body: snippet(body), Err: err}
 	}
 	if r.Results == nil {
-		return Transcript{}, &ProviderError{Provider: "deepgram", Op: "decode response", Body: snippet(body), Err: errors.New("no results")}
+		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "decode response", Body: snippet(body), Err: errors.New("no results")}
 	}
 	if len(r.Results.Channels) == 0 || len(r.Results.Channels[0].Alternatives) == 0 {
 		return Transcript{}, nil
@@ -259,7 +260,7 @@ type DeepgramStream struct {
 func (d *Deepgram) Stream(ctx context.Context, h Hints) (*DeepgramStream, error) {
 	u, err := url.Parse(d.base() + "/v1/listen")
 	if err != nil {
-		return nil, &ProviderError{Provider: "deepgram", Op: "connect", Err: fmt.Errorf("base url %q: %w", d.BaseURL, err)}
+		return nil, &provider.Error{Provider: "deepgram", Op: "connect", Err: fmt.Errorf("base url %q: %w", d.BaseURL, err)}
 	}
 	switch u.Scheme {
 	case "https":
@@ -275,7 +276,7 @@ func (d *Deepgram) Stream(ctx context.Context, h Hints) (*DeepgramStream, error)
 	hdr := http.Header{"Authorization": {"Token " + d.APIKey}}
 	conn, resp, err := dialer.DialContext(ctx, u.String(), hdr)
 	if err != nil {
-		pe := &ProviderError{Provider: "deepgram", Op: "connect", Err: err}
+		pe := &provider.Error{Provider: "deepgram", Op: "connect", Err: err}
 		if resp != nil {
 			pe.Status = resp.StatusCode
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
@@ -300,7 +301,7 @@ func (s *DeepgramStream) Send(pcm []int16) error {
 		s.buf = binary.LittleEndian.AppendUint16(s.buf, uint16(v))
 	}
 	if err := s.conn.WriteMessage(websocket.BinaryMessage, s.buf); err != nil {
-		return &ProviderError{Provider: "deepgram", Op: "stream", Err: err}
+		return &provider.Error{Provider: "deepgram", Op: "stream", Err: err}
 	}
 	return nil
 }
@@ -309,13 +310,13 @@ func (s *DeepgramStream) Send(pcm []int16) error {
 // and returns the final transcript (the final results joined).
 func (s *DeepgramStream) Finish(ctx context.Context) (Transcript, error) {
 	if err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"CloseStream"}`)); err != nil {
-		return Transcript{}, &ProviderError{Provider: "deepgram", Op: "stream", Err: err}
+		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "stream", Err: err}
 	}
 	select {
 	case <-s.done:
 	case <-ctx.Done():
 		s.Close()
-		return Transcript{}, &ProviderError{Provider: "deepgram", Op: "wait for final result", Err: ctx.Err()}
+		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "wait for final result", Err: ctx.Err()}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -359,7 +360,7 @@ func (s *DeepgramStream) read() {
 			if errors.As(err, &ce) && ce.Code == websocket.CloseNormalClosure {
 				return
 			}
-			s.fail(&ProviderError{Provider: "deepgram", Op: "stream", Err: err})
+			s.fail(&provider.Error{Provider: "deepgram", Op: "stream", Err: err})
 			return
 		}
 		if typ != websocket.TextMessage {
@@ -409,7 +410,7 @@ func parseDeepgram(msg []byte) (Result, bool, error) {
 		Message     string          `json:"message"`
 	}
 	if err := json.Unmarshal(msg, &m); err != nil {
-		return Result{}, false, &ProviderError{Provider: "deepgram", Op: "decode message", Body: snippet(msg), Err: err}
+		return Result{}, false, &provider.Error{Provider: "deepgram", Op: "decode message", Body: snippet(msg), Err: err}
 	}
 	switch m.Type {
 	case "Results":
@@ -418,10 +419,10 @@ func parseDeepgram(msg []byte) (Result, bool, error) {
 			Alternatives []dgAlternative `json:"alternatives"`
 		}
 		if len(m.Channel) == 0 {
-			return Result{}, false, &ProviderError{Provider: "deepgram", Op: "decode message", Body: snippet(msg), Err: errors.New("result without channel")}
+			return Result{}, false, &provider.Error{Provider: "deepgram", Op: "decode message", Body: snippet(msg), Err: errors.New("result without channel")}
 		}
 		if err := json.Unmarshal(m.Channel, &ch); err != nil {
-			return Result{}, false, &ProviderError{Provider: "deepgram", Op: "decode message", Body: snippet(msg), Err: err}
+			return Result{}, false, &provider.Error{Provider: "deepgram", Op: "decode message", Body: snippet(msg), Err: err}
 		}
 		r := Result{Kind: Interim, SpeechFinal: m.SpeechFinal, At: seconds(m.Start)}
 		if m.IsFinal {
@@ -438,15 +439,15 @@ func parseDeepgram(msg []byte) (Result, bool, error) {
 	case "UtteranceEnd":
 		return Result{Kind: UtteranceEnd, At: seconds(m.LastWordEnd)}, true, nil
 	case "Error":
-		return Result{}, false, &ProviderError{Provider: "deepgram", Op: "stream", Err: fmt.Errorf("%s: %s", m.Description, m.Message)}
+		return Result{}, false, &provider.Error{Provider: "deepgram", Op: "stream", Err: fmt.Errorf("%s: %s", m.Description, m.Message)}
 	default:
 		return Result{}, false, nil
 	}
 }
 
-var _ Streamer = (*Deepgram)(nil)
+var _ StreamRecognizer = (*Deepgram)(nil)
 
-// OpenStream is Stream as a [Streamer].
+// OpenStream is Stream as a [StreamRecognizer].
 func (d *Deepgram) OpenStream(ctx context.Context, h Hints) (Stream, error) {
 	s, err := d.Stream(ctx, h)
 	if err != nil {

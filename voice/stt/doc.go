@@ -23,6 +23,6 @@
 // with the provider's error.
 //
 // Provider failures (timeouts, HTTP errors, malformed answers) come back as
-// [*ProviderError] naming the provider and the failing step; a caller's
+// [*provider.Error] naming the provider and the failing step; a caller's
 // lane keeps running and simply has no text for that utterance.
 package stt

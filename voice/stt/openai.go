@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
 // OpenAI defaults.
@@ -84,7 +85,7 @@ func (o *OpenAI) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Transc
 	mw := multipart.NewWriter(&body)
 	fw, err := mw.CreateFormFile("file", "utterance.wav")
 	if err != nil {
-		return Transcript{}, &ProviderError{Provider: "openai", Op: "request", Err: err}
+		return Transcript{}, &provider.Error{Provider: "openai", Op: "request", Err: err}
 	}
 	fw.Write(audio.EncodeWAV(pcm))
 	model := o.Model
@@ -116,7 +117,7 @@ func (o *OpenAI) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Transc
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/audio/transcriptions", &body)
 	if err != nil {
-		return Transcript{}, &ProviderError{Provider: "openai", Op: "request", Err: err}
+		return Transcript{}, &provider.Error{Provider: "openai", Op: "request", Err: err}
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	if o.APIKey != "" {
@@ -128,15 +129,15 @@ func (o *OpenAI) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Transc
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return Transcript{}, &ProviderError{Provider: "openai", Op: "request", Err: err}
+		return Transcript{}, &provider.Error{Provider: "openai", Op: "request", Err: err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return Transcript{}, &ProviderError{Provider: "openai", Op: "read response", Status: resp.StatusCode, Err: err}
+		return Transcript{}, &provider.Error{Provider: "openai", Op: "read response", Status: resp.StatusCode, Err: err}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return Transcript{}, &ProviderError{Provider: "openai", Op: "request", Status: resp.StatusCode, Body: snippet(b)}
+		return Transcript{}, &provider.Error{Provider: "openai", Op: "request", Status: resp.StatusCode, Body: snippet(b)}
 	}
 	var r struct {
 		Text     *string `json:"text"`
@@ -155,10 +156,10 @@ func (o *OpenAI) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Transc
 		} `json:"words"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return Transcript{}, &ProviderError{Provider: "openai", Op: "decode response", Body: snippet(b), Err: err}
+		return Transcript{}, &provider.Error{Provider: "openai", Op: "decode response", Body: snippet(b), Err: err}
 	}
 	if r.Text == nil {
-		return Transcript{}, &ProviderError{Provider: "openai", Op: "decode response", Body: snippet(b), Err: errors.New("no text field")}
+		return Transcript{}, &provider.Error{Provider: "openai", Op: "decode response", Body: snippet(b), Err: errors.New("no text field")}
 	}
 	out := Transcript{Text: strings.TrimSpace(*r.Text), Confidence: 1}
 	noSpeech := 0.0

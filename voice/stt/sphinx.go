@@ -21,6 +21,7 @@ import (
 	"unicode"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
 // DefaultSphinxModel is where Debian's pocketsphinx-en-us installs the
@@ -101,7 +102,7 @@ func (s *Sphinx) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Transc
 	}
 	tmp, err := os.CreateTemp("", "glyphoxa-utt-*.wav")
 	if err != nil {
-		return Transcript{}, &ProviderError{Provider: "pocketsphinx", Op: "write audio", Err: err}
+		return Transcript{}, &provider.Error{Provider: "pocketsphinx", Op: "write audio", Err: err}
 	}
 	defer os.Remove(tmp.Name())
 	// Half a second of silence either side lets its voice activity
@@ -110,7 +111,7 @@ func (s *Sphinx) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Transc
 	padded := append(append(append([]int16(nil), pad...), pcm.Samples...), pad...)
 	if _, err := tmp.Write(audio.EncodeWAV(audio.PCM{Rate: audio.Rate, Samples: padded})); err != nil {
 		tmp.Close()
-		return Transcript{}, &ProviderError{Provider: "pocketsphinx", Op: "write audio", Err: err}
+		return Transcript{}, &provider.Error{Provider: "pocketsphinx", Op: "write audio", Err: err}
 	}
 	tmp.Close()
 	args = append(args, "-infile", tmp.Name(), "-time", "yes", "-logfn", os.DevNull)
@@ -132,7 +133,7 @@ func (s *Sphinx) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Transc
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return Transcript{}, &ProviderError{Provider: "pocketsphinx", Op: "run", Body: snippet(errOut.Bytes()), Err: err}
+		return Transcript{}, &provider.Error{Provider: "pocketsphinx", Op: "run", Body: snippet(errOut.Bytes()), Err: err}
 	}
 	tr := parseSphinx(out.String(), 0.5)
 	restoreCase(&tr, h.Keyterms)
@@ -238,13 +239,13 @@ func (s *Sphinx) campaignModel(ctx context.Context, keyterms []string) (string, 
 	if s.dir == "" {
 		d, err := os.MkdirTemp("", "glyphoxa-sphinx-")
 		if err != nil {
-			return "", &ProviderError{Provider: "pocketsphinx", Op: "build campaign model", Err: err}
+			return "", &provider.Error{Provider: "pocketsphinx", Op: "build campaign model", Err: err}
 		}
 		s.dir, s.built = d, map[string]string{}
 	}
 	dir := filepath.Join(s.dir, key)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", &ProviderError{Provider: "pocketsphinx", Op: "build campaign model", Err: err}
+		return "", &provider.Error{Provider: "pocketsphinx", Op: "build campaign model", Err: err}
 	}
 
 	var sentences [][]string
@@ -300,7 +301,7 @@ func (s *Sphinx) campaignModel(ctx context.Context, keyterms []string) (string, 
 		}
 	}
 	if len(missing) > 0 && len(kept) == 0 {
-		return "", &ProviderError{Provider: "pocketsphinx", Op: "build campaign model", Err: fmt.Errorf("no pronunciation for %q", missing)}
+		return "", &provider.Error{Provider: "pocketsphinx", Op: "build campaign model", Err: fmt.Errorf("no pronunciation for %q", missing)}
 	}
 	var dict bytes.Buffer
 	words := make([]string, 0, len(pron))
@@ -320,10 +321,10 @@ func (s *Sphinx) campaignModel(ctx context.Context, keyterms []string) (string, 
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "campaign.dict"), dict.Bytes(), 0o644); err != nil {
-		return "", &ProviderError{Provider: "pocketsphinx", Op: "build campaign model", Err: err}
+		return "", &provider.Error{Provider: "pocketsphinx", Op: "build campaign model", Err: err}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "campaign.lm"), bigramARPA(kept), 0o644); err != nil {
-		return "", &ProviderError{Provider: "pocketsphinx", Op: "build campaign model", Err: err}
+		return "", &provider.Error{Provider: "pocketsphinx", Op: "build campaign model", Err: err}
 	}
 	s.built[key] = dir
 	return dir, nil
@@ -343,7 +344,7 @@ func (s *Sphinx) loadDict() error {
 	path := filepath.Join(s.model(), "cmudict-en-us.dict")
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return &ProviderError{Provider: "pocketsphinx", Op: "read dictionary", Err: err}
+		return &provider.Error{Provider: "pocketsphinx", Op: "read dictionary", Err: err}
 	}
 	d := make(map[string][]string, 140000)
 	for _, line := range strings.Split(string(b), "\n") {
@@ -357,7 +358,7 @@ func (s *Sphinx) loadDict() error {
 		d[w] = append(d[w], strings.TrimSpace(p))
 	}
 	if len(d) == 0 {
-		return &ProviderError{Provider: "pocketsphinx", Op: "read dictionary", Err: fmt.Errorf("%s has no entries", path)}
+		return &provider.Error{Provider: "pocketsphinx", Op: "read dictionary", Err: fmt.Errorf("%s has no entries", path)}
 	}
 	s.dict = d
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
 )
 
@@ -128,7 +129,7 @@ func TestSphinxFailures(t *testing.T) {
 	pcm := audio.PCM{Rate: audio.Rate, Samples: make([]int16, audio.Rate)}
 	sp := &stt.Sphinx{Program: "/nonexistent/pocketsphinx_continuous"}
 	_, err := sp.Transcribe(context.Background(), pcm, stt.Hints{})
-	var pe *stt.ProviderError
+	var pe *provider.Error
 	if !errors.As(err, &pe) || pe.Provider != "pocketsphinx" {
 		t.Errorf("missing program: %v", err)
 	}

@@ -49,38 +49,6 @@ type Recognizer interface {
 // ErrNoAudio is returned for empty audio or audio at the wrong rate.
 var ErrNoAudio = errors.New("no usable audio")
 
-// ProviderError is a failure of a speech provider.
-type ProviderError struct {
-	Provider string // "deepgram", "openai", "pocketsphinx"
-	Op       string // what failed: "connect", "stream", "request", "decode response"
-	Status   int    // HTTP status, when there was one
-	Body     string // start of the response body, when there was one
-	Err      error
-}
-
-func (e *ProviderError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s", e.Provider, e.Op)
-	if e.Status != 0 {
-		fmt.Fprintf(&b, ": HTTP %d", e.Status)
-	}
-	if e.Body != "" {
-		fmt.Fprintf(&b, " %q", e.Body)
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
-	}
-	return b.String()
-}
-
-func (e *ProviderError) Unwrap() error { return e.Err }
-
-// Timeout reports whether the provider did not answer in time.
-func (e *ProviderError) Timeout() bool {
-	var t interface{ Timeout() bool }
-	return errors.Is(e.Err, context.DeadlineExceeded) || (errors.As(e.Err, &t) && t.Timeout())
-}
-
 func checkAudio(p audio.PCM) error {
 	if p.Rate != audio.Rate {
 		return fmt.Errorf("%w: audio at %d Hz, want %d", ErrNoAudio, p.Rate, audio.Rate)
@@ -119,9 +87,9 @@ type Stream interface {
 	Close() error
 }
 
-// Streamer is a Recognizer that can also transcribe while the player is
+// StreamRecognizer is a Recognizer that can also transcribe while the player is
 // still speaking. A [Transcriber] uses it when the recogniser has it.
-type Streamer interface {
+type StreamRecognizer interface {
 	Recognizer
 	OpenStream(ctx context.Context, h Hints) (Stream, error)
 }

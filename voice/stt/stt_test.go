@@ -12,6 +12,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
 	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
 )
@@ -301,9 +302,9 @@ func TestProviderFailures(t *testing.T) {
 					timeout = 300 * time.Millisecond
 				}
 				_, err := p.rec(timeout).Transcribe(context.Background(), u.Audio, stt.Hints{})
-				var pe *stt.ProviderError
+				var pe *provider.Error
 				if !errors.As(err, &pe) {
-					t.Fatalf("error %v is not a ProviderError", err)
+					t.Fatalf("error %v is not a provider.Error", err)
 				}
 				t.Log(err)
 				if f.status != 0 && pe.Status != f.status {

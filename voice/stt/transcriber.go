@@ -109,12 +109,12 @@ func (t *Transcriber) hints() Hints {
 }
 
 // Audio streams an open utterance's audio to the recogniser while the
-// player speaks, when it is a [Streamer]; it is the OnAudio handler of an
-// audio.Router. With a Streamer, the final transcript is ready soon after
-// the end of speech instead of after the whole utterance is uploaded. It
-// does not block.
+// player speaks, when it is a [StreamRecognizer]; it is the OnAudio
+// handler of an audio.Router. With a StreamRecognizer, the final transcript
+// is ready soon after the end of speech instead of after the whole
+// utterance is uploaded. It does not block.
 func (t *Transcriber) Audio(c audio.Chunk) {
-	st, ok := t.rec.(Streamer)
+	st, ok := t.rec.(StreamRecognizer)
 	if !ok {
 		return
 	}
@@ -161,7 +161,7 @@ func (ls *liveStream) end(u audio.Utterance, abandon bool) {
 }
 
 // stream runs one live stream until its utterance ends.
-func (t *Transcriber) stream(st Streamer, ls *liveStream) {
+func (t *Transcriber) stream(st StreamRecognizer, ls *liveStream) {
 	defer t.wg.Done()
 	s, err := st.OpenStream(t.ctx, t.hints())
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
 	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
 )
@@ -78,7 +79,7 @@ func TestLaneSurvivesProviderFailures(t *testing.T) {
 	var failed, ok int
 	for _, h := range heard {
 		t.Logf("%s %v..%v %q err=%v", h.UserID, h.Start.Sub(t0), h.End.Sub(t0), h.Text, h.Err)
-		var pe *stt.ProviderError
+		var pe *provider.Error
 		switch {
 		case h.Err != nil && errors.As(h.Err, &pe) && pe.Status == 500:
 			failed++

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
 // Espeak synthesises with the espeak-ng program.
@@ -45,14 +46,14 @@ func (e Espeak) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return audio.PCM{}, &ProviderError{Provider: "espeak-ng", Op: "run", Body: snippet(errOut.Bytes()), Err: err}
+		return audio.PCM{}, &provider.Error{Provider: "espeak-ng", Op: "run", Body: snippet(errOut.Bytes()), Err: err}
 	}
 	pcm, err := audio.DecodeWAV(out.Bytes())
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: "espeak-ng", Op: "decode output", Body: snippet(errOut.Bytes()), Err: err}
+		return audio.PCM{}, &provider.Error{Provider: "espeak-ng", Op: "decode output", Body: snippet(errOut.Bytes()), Err: err}
 	}
 	if len(pcm.Samples) == 0 {
-		return audio.PCM{}, &ProviderError{Provider: "espeak-ng", Op: "run", Body: snippet(errOut.Bytes()), Err: ErrNoText}
+		return audio.PCM{}, &provider.Error{Provider: "espeak-ng", Op: "run", Body: snippet(errOut.Bytes()), Err: ErrNoText}
 	}
 	return pcm, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
 // Festival voices Debian packages for US English.
@@ -53,7 +54,7 @@ func (f Festival) Synthesize(ctx context.Context, text string, v Voice) (audio.P
 		name = FestivalSLT
 	}
 	if !voiceName.MatchString(name) {
-		return audio.PCM{}, &ProviderError{Provider: "festival", Op: "choose voice", Err: fmt.Errorf("%w: %q is not a festival voice name", ErrBadVoice, name)}
+		return audio.PCM{}, &provider.Error{Provider: "festival", Op: "choose voice", Err: fmt.Errorf("%w: %q is not a festival voice name", ErrBadVoice, name)}
 	}
 	path := f.Path
 	if path == "" {
@@ -71,18 +72,18 @@ func (f Festival) Synthesize(ctx context.Context, text string, v Voice) (audio.P
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return audio.PCM{}, &ProviderError{Provider: "festival", Op: "run", Body: snippet(errOut.Bytes()), Err: err}
+		return audio.PCM{}, &provider.Error{Provider: "festival", Op: "run", Body: snippet(errOut.Bytes()), Err: err}
 	}
 	if out.Len() == 0 {
 		// An unknown voice is an error festival reports on stderr only.
-		return audio.PCM{}, &ProviderError{Provider: "festival", Op: "voice " + name, Body: snippet(errOut.Bytes()), Err: ErrBadVoice}
+		return audio.PCM{}, &provider.Error{Provider: "festival", Op: "voice " + name, Body: snippet(errOut.Bytes()), Err: ErrBadVoice}
 	}
 	pcm, err := audio.DecodeWAV(out.Bytes())
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: "festival", Op: "decode output", Body: snippet(errOut.Bytes()), Err: err}
+		return audio.PCM{}, &provider.Error{Provider: "festival", Op: "decode output", Body: snippet(errOut.Bytes()), Err: err}
 	}
 	if len(pcm.Samples) == 0 {
-		return audio.PCM{}, &ProviderError{Provider: "festival", Op: "run", Body: snippet(errOut.Bytes()), Err: ErrNoText}
+		return audio.PCM{}, &provider.Error{Provider: "festival", Op: "run", Body: snippet(errOut.Bytes()), Err: ErrNoText}
 	}
 	return pcm, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
 // fliteVoices are the voices built into Debian's flite 2.2.
@@ -42,7 +43,7 @@ func (f Flite) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM,
 		name = "slt"
 	}
 	if !slices.Contains(fliteVoices, name) {
-		return audio.PCM{}, &ProviderError{Provider: "flite", Op: "choose voice",
+		return audio.PCM{}, &provider.Error{Provider: "flite", Op: "choose voice",
 			Err: fmt.Errorf("%w: %q is not one of flite's voices %v", ErrBadVoice, name, fliteVoices)}
 	}
 	path := f.Path
@@ -51,7 +52,7 @@ func (f Flite) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM,
 	}
 	tmp, err := os.CreateTemp("", "glyphoxa-flite-*.wav")
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: "flite", Op: "create output", Err: err}
+		return audio.PCM{}, &provider.Error{Provider: "flite", Op: "create output", Err: err}
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
@@ -65,18 +66,18 @@ func (f Flite) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM,
 	var errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &errOut, &errOut
 	if err := cmd.Run(); err != nil {
-		return audio.PCM{}, &ProviderError{Provider: "flite", Op: "run", Body: snippet(errOut.Bytes()), Err: err}
+		return audio.PCM{}, &provider.Error{Provider: "flite", Op: "run", Body: snippet(errOut.Bytes()), Err: err}
 	}
 	b, err := os.ReadFile(tmp.Name())
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: "flite", Op: "read output", Err: err}
+		return audio.PCM{}, &provider.Error{Provider: "flite", Op: "read output", Err: err}
 	}
 	pcm, err := audio.DecodeWAV(b)
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: "flite", Op: "decode output", Body: snippet(errOut.Bytes()), Err: err}
+		return audio.PCM{}, &provider.Error{Provider: "flite", Op: "decode output", Body: snippet(errOut.Bytes()), Err: err}
 	}
 	if len(pcm.Samples) == 0 {
-		return audio.PCM{}, &ProviderError{Provider: "flite", Op: "run", Body: snippet(errOut.Bytes()), Err: ErrNoText}
+		return audio.PCM{}, &provider.Error{Provider: "flite", Op: "run", Body: snippet(errOut.Bytes()), Err: ErrNoText}
 	}
 	return pcm, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
 // DefaultTimeout bounds one sentence's synthesis.
@@ -87,7 +88,7 @@ func (e *ElevenLabs) Synthesize(ctx context.Context, text string, v Voice) (audi
 		return audio.PCM{}, ErrNoText
 	}
 	if v.Name == "" {
-		return audio.PCM{}, &ProviderError{Provider: "elevenlabs", Op: "request", Err: fmt.Errorf("voice has no ElevenLabs voice id")}
+		return audio.PCM{}, &provider.Error{Provider: "elevenlabs", Op: "request", Err: fmt.Errorf("voice has no ElevenLabs voice id")}
 	}
 	base := e.BaseURL
 	if base == "" {
@@ -107,7 +108,7 @@ func (e *ElevenLabs) Synthesize(ctx context.Context, text string, v Voice) (audi
 }
 
 // post sends a JSON request and reads raw 16-bit PCM (or a WAV file) back.
-func post(ctx context.Context, provider string, client *http.Client, timeout time.Duration, u string, hdr http.Header, body any) (audio.PCM, error) {
+func post(ctx context.Context, name string, client *http.Client, timeout time.Duration, u string, hdr http.Header, body any) (audio.PCM, error) {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
@@ -118,40 +119,40 @@ func post(ctx context.Context, provider string, client *http.Client, timeout tim
 	defer cancel()
 	b, err := json.Marshal(body)
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: provider, Op: "request", Err: err}
+		return audio.PCM{}, &provider.Error{Provider: name, Op: "request", Err: err}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(b))
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: provider, Op: "request", Err: err}
+		return audio.PCM{}, &provider.Error{Provider: name, Op: "request", Err: err}
 	}
 	req.Header = hdr
 	resp, err := client.Do(req)
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: provider, Op: "request", Err: err}
+		return audio.PCM{}, &provider.Error{Provider: name, Op: "request", Err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Status: resp.StatusCode, Err: err}
+		return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Status: resp.StatusCode, Err: err}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return audio.PCM{}, &ProviderError{Provider: provider, Op: "request", Status: resp.StatusCode, Body: snippet(data)}
+		return audio.PCM{}, &provider.Error{Provider: name, Op: "request", Status: resp.StatusCode, Body: snippet(data)}
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") || strings.HasPrefix(ct, "text/") {
-		return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Body: snippet(data), Err: fmt.Errorf("answer is %s, not audio", ct)}
+		return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Body: snippet(data), Err: fmt.Errorf("answer is %s, not audio", ct)}
 	}
 	if bytes.HasPrefix(data, []byte("RIFF")) {
 		pcm, err := audio.DecodeWAV(data)
 		if err != nil {
-			return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Err: err}
+			return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Err: err}
 		}
 		return pcm, nil
 	}
 	if len(data)%2 != 0 {
-		return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Err: fmt.Errorf("odd length %d for 16-bit PCM", len(data))}
+		return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Err: fmt.Errorf("odd length %d for 16-bit PCM", len(data))}
 	}
 	if len(data) == 0 {
-		return audio.PCM{}, &ProviderError{Provider: provider, Op: "read audio", Err: fmt.Errorf("empty answer")}
+		return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Err: fmt.Errorf("empty answer")}
 	}
 	s := make([]int16, len(data)/2)
 	for i := range s {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
 // Offline engines, as [Local] names them.
@@ -220,7 +221,7 @@ func (l *Local) resolve(name string) (string, string, error) {
 func (l *Local) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM, error) {
 	eng, name, err := l.resolve(v.Name)
 	if err != nil {
-		return audio.PCM{}, &ProviderError{Provider: "local", Op: "choose voice", Err: err}
+		return audio.PCM{}, &provider.Error{Provider: "local", Op: "choose voice", Err: err}
 	}
 	v.Name = name
 	pcm, err := l.engines[eng].Synthesize(ctx, text, v)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 	"github.com/glyphoxa/glyphoxa/voice/tts"
 )
 
@@ -75,17 +76,17 @@ func TestFestivalAndFlite(t *testing.T) {
 	}
 	for _, b := range bad {
 		_, err := b.synth.Synthesize(ctx, "hello", tts.Voice{Name: b.voice})
-		var pe *tts.ProviderError
+		var pe *provider.Error
 		if !errors.Is(err, tts.ErrBadVoice) || !errors.As(err, &pe) || !strings.Contains(err.Error(), b.voice) && b.name != "festival: unknown voice" {
-			t.Errorf("%s: %v, want a ProviderError wrapping ErrBadVoice and naming the voice", b.name, err)
+			t.Errorf("%s: %v, want a provider.Error wrapping ErrBadVoice and naming the voice", b.name, err)
 		} else {
 			t.Logf("%s: %v", b.name, err)
 		}
 	}
 	for _, s := range []tts.Synthesizer{tts.Festival{Path: "/nonexistent/text2wave"}, tts.Flite{Path: "/nonexistent/flite"}} {
-		var pe *tts.ProviderError
+		var pe *provider.Error
 		if _, err := s.Synthesize(ctx, "hello", tts.Voice{}); !errors.As(err, &pe) {
-			t.Errorf("%T with a missing program: %v, want a ProviderError", s, err)
+			t.Errorf("%T with a missing program: %v, want a provider.Error", s, err)
 		}
 	}
 }

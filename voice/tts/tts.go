@@ -18,7 +18,6 @@ package tts
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
@@ -46,32 +45,6 @@ var ErrNoText = errors.New("nothing to say")
 
 // ErrBadVoice is wrapped when a provider does not have the voice asked for.
 var ErrBadVoice = errors.New("no such voice")
-
-// ProviderError is a failure of a speech provider.
-type ProviderError struct {
-	Provider string
-	Op       string
-	Status   int
-	Body     string
-	Err      error
-}
-
-func (e *ProviderError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s", e.Provider, e.Op)
-	if e.Status != 0 {
-		fmt.Fprintf(&b, ": HTTP %d", e.Status)
-	}
-	if e.Body != "" {
-		fmt.Fprintf(&b, " %q", e.Body)
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": %v", e.Err)
-	}
-	return b.String()
-}
-
-func (e *ProviderError) Unwrap() error { return e.Err }
 
 func snippet(b []byte) string {
 	s := strings.TrimSpace(string(b))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
 	"github.com/glyphoxa/glyphoxa/voice/tts"
 	"github.com/glyphoxa/glyphoxa/voice/tts/ttstest"
 )
@@ -43,9 +44,9 @@ func TestEspeak(t *testing.T) {
 		t.Errorf("blank text: %v, want ErrNoText", err)
 	}
 	_, err = tts.Espeak{Path: "/nonexistent/espeak-ng"}.Synthesize(ctx, "hello", tts.Voice{})
-	var pe *tts.ProviderError
+	var pe *provider.Error
 	if !errors.As(err, &pe) {
-		t.Errorf("missing program: %v, want a ProviderError", err)
+		t.Errorf("missing program: %v, want a provider.Error", err)
 	} else {
 		t.Log(err)
 	}
@@ -107,9 +108,9 @@ func TestHTTPProviders(t *testing.T) {
 					s.Timeout = 200 * time.Millisecond
 				}
 				_, err := tc.synth.Synthesize(context.Background(), text, tc.voice)
-				var pe *tts.ProviderError
+				var pe *provider.Error
 				if !errors.As(err, &pe) || pe.Provider != tc.name {
-					t.Errorf("%s: error %v, want a %s ProviderError", f.name, err, tc.name)
+					t.Errorf("%s: error %v, want a %s provider.Error", f.name, err, tc.name)
 				} else {
 					t.Logf("%s: %v", f.name, err)
 				}

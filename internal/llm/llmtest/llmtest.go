@@ -17,6 +17,15 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
+// Request is a chat-completions request as the fake received it.
+type Request = openai.ChatCompletionRequest
+
+// AsksJSON reports whether req asks for a JSON object (response_format
+// json_object).
+func AsksJSON(req Request) bool {
+	return req.ResponseFormat != nil && req.ResponseFormat.Type == openai.ChatCompletionResponseFormatTypeJSONObject
+}
+
 // Reply is what the fake answers to one request.
 type Reply struct {
 	// Text is streamed in pieces of about ChunkSize characters.
@@ -24,8 +33,10 @@ type Reply struct {
 	// ToolCalls are sent as tool-call deltas (before any text).
 	ToolCalls []Call
 	// Status, if not 0 or 200, makes the fake answer with that HTTP status
-	// and an OpenAI error body.
-	Status int
+	// and an OpenAI error body; RetryAfter, if set, is sent as its
+	// Retry-After header.
+	Status     int
+	RetryAfter string
 	// Delay holds the response back before its first byte; ChunkDelay is
 	// the pause between chunks.
 	Delay, ChunkDelay time.Duration
@@ -110,6 +121,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if reply.Status != 0 && reply.Status != http.StatusOK {
+		if reply.RetryAfter != "" {
+			w.Header().Set("Retry-After", reply.RetryAfter)
+		}
 		writeError(w, reply.Status, fmt.Sprintf("fake error %d", reply.Status))
 		return
 	}

@@ -1,7 +1,16 @@
-// Package llm talks to any OpenAI-compatible chat-completions endpoint
-// (OpenAI, Groq, Ollama, vLLM, llama.cpp server…) for NPC turns: streaming
-// replies, function calling, timeouts, retries before the first token, and
+// Package llm is glyphoxa's one client of OpenAI-compatible endpoints
+// (OpenAI, Groq, Ollama, vLLM, llama.cpp server…). Every LLM call goes
+// through a [Client]: NPC turns ([Client.Stream]: streamed replies,
+// function calling), summaries, fact extraction, name correction, recaps
+// and question decomposition ([Client.Complete]), and embeddings
+// ([Client.Embed]). They share one behaviour: a timeout per request,
+// retries of requests that failed before any output (jittered backoff,
+// the server's Retry-After honoured, a bounded number of attempts), and
 // token accounting.
+//
+// The message and tool types are go-openai's, re-exported ([Message],
+// [Tool], [ToolCall]…), so that no other package imports go-openai.
+// Package llmtest is a local fake endpoint speaking the same wire format.
 package llm
 
 import (
@@ -16,6 +25,9 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 )
 
 // Config configures a Client. Zero values take the defaults noted.
@@ -34,15 +46,25 @@ type Config struct {
 	FirstTokenTimeout time.Duration
 	Timeout           time.Duration
 	// Retries is how often a request that failed before producing any
-	// output is retried (default 2), with Backoff doubling from 250 ms.
-	Retries int
-	Backoff time.Duration
+	// output is retried (default 2; negative for none), with Backoff
+	// (default 250 ms) doubling, jittered by ±50 %, up to MaxBackoff
+	// (default 10 s).
+	Retries    int
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// MaxRetryAfter is the longest Retry-After of a server the client
+	// waits for (default 30 s); a server asking for more gets no retry.
+	MaxRetryAfter time.Duration
 	// HTTPClient overrides the HTTP client (tests, proxies).
 	HTTPClient *http.Client
-	// OnUsage, if set, receives the tokens of every request: those of
-	// Stream, and those of the other calls made through API (summaries,
-	// extraction), read from their responses.
+	// OnUsage, if set, receives the tokens of every request (Stream,
+	// Complete, Embed).
 	OnUsage func(Usage)
+	// Clock times the waits between retries (default the system clock);
+	// Rand returns a uniform number in [0, 1) that picks their jitter
+	// (default math/rand/v2; a constant 0.5 means none).
+	Clock clock.Clock
+	Rand  func() float64
 }
 
 // ErrNotConfigured is returned when no endpoint or model is configured.
@@ -50,8 +72,11 @@ var ErrNotConfigured = errors.New("no LLM endpoint configured: set GLYPHOXA_LLM_
 
 // Client is an LLM endpoint. It is safe for concurrent use.
 type Client struct {
-	api *openai.Client
-	cfg Config
+	api     *openai.Client
+	cfg     Config
+	backoff reconnect.Backoff
+	clock   clock.Clock
+	rand    func() float64
 
 	promptTokens     atomic.Int64
 	completionTokens atomic.Int64
@@ -81,43 +106,68 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Retries < 0 {
 		cfg.Retries = 0
 	}
-	if cfg.Backoff == 0 {
+	if cfg.Backoff <= 0 {
 		cfg.Backoff = 250 * time.Millisecond
 	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 10 * time.Second
+	}
+	if cfg.MaxRetryAfter <= 0 {
+		cfg.MaxRetryAfter = 30 * time.Second
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	clk := clock.OrReal(cfg.Clock)
+	hc := &http.Client{}
+	if cfg.HTTPClient != nil {
+		*hc = *cfg.HTTPClient
+	}
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	hc.Transport = retryAfterTransport{base: rt, clock: clk}
 	oc := openai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	if cfg.HTTPClient != nil {
-		oc.HTTPClient = cfg.HTTPClient
-	}
-	if cfg.OnUsage != nil {
-		base, _ := oc.HTTPClient.(*http.Client)
-		oc.HTTPClient = CountingHTTPClient(base, cfg.OnUsage)
-	}
-	return &Client{api: openai.NewClientWithConfig(oc), cfg: cfg}, nil
+	oc.HTTPClient = hc
+	return &Client{api: openai.NewClientWithConfig(oc), cfg: cfg, clock: clk, rand: cfg.Rand,
+		backoff: reconnect.Backoff{Initial: cfg.Backoff, Max: cfg.MaxBackoff, Multiplier: 2, Jitter: 0.5}}, nil
 }
+
+// Streamer is what talks to an LLM: a *Client, or a test's stand-in. The
+// NPC agent and the recap writer take one.
+type Streamer interface {
+	Stream(ctx context.Context, req Request, onText func(string)) (Response, error)
+}
+
+var _ Streamer = (*Client)(nil)
 
 // Model is the configured model name.
 func (c *Client) Model() string { return c.cfg.Model }
 
-// API is the go-openai client underneath, for the other LLM calls of
-// glyphoxa (summaries, fact extraction), so that one configuration and one
-// HTTP client serve them all.
-func (c *Client) API() *openai.Client { return c.api }
-
 // Request is one chat completion.
 type Request struct {
-	Messages []openai.ChatCompletionMessage
-	Tools    []openai.Tool
+	Messages []Message
+	Tools    []Tool
+	// Model overrides the client's, when not empty.
+	Model string
 	// Temperature overrides the client's, when non-nil.
 	Temperature *float32
 	// MaxTokens overrides the client's, when non-zero.
 	MaxTokens int
+	// JSON asks for a JSON object (response_format json_object; Complete
+	// only).
+	JSON bool
+	// Timeout overrides the client's per-request timeout, when positive
+	// (long work such as fact extraction; Complete only).
+	Timeout time.Duration
 }
 
 // Response is a finished completion.
 type Response struct {
 	Text      string
-	ToolCalls []openai.ToolCall
+	ToolCalls []ToolCall
 	// FinishReason is the server's (stop, length, tool_calls…).
 	FinishReason string
 	Usage        Usage
@@ -144,29 +194,19 @@ func (c *Client) Totals() (requests, promptTokens, completionTokens int64) {
 // 429 or 5xx, no first token in time) is retried; once output has reached
 // onText it is not, so nothing is ever said twice.
 func (c *Client) Stream(ctx context.Context, req Request, onText func(string)) (Response, error) {
-	var lastErr error
-	for attempt := 0; attempt <= c.cfg.Retries; attempt++ {
-		if attempt > 0 {
-			wait := c.cfg.Backoff << (attempt - 1)
-			wait += time.Duration(rand.Int64N(int64(wait)/2 + 1))
-			select {
-			case <-ctx.Done():
-				return Response{Attempts: attempt}, fmt.Errorf("LLM request: %w (after: %v)", ctx.Err(), lastErr)
-			case <-time.After(wait):
-			}
-		}
-		resp, produced, err := c.streamOnce(ctx, req, onText)
-		resp.Attempts = attempt + 1
-		if err == nil {
-			c.account(resp.Usage)
-			return resp, nil
-		}
-		lastErr = err
-		if produced || !retryable(ctx, err) {
-			return resp, err
-		}
+	var resp Response
+	n, err := c.retry(ctx, "LLM request", func(ctx context.Context) (bool, error) {
+		var produced bool
+		var err error
+		resp, produced, err = c.streamOnce(ctx, req, onText)
+		return produced, err
+	})
+	resp.Attempts = n
+	if err != nil {
+		return resp, err
 	}
-	return Response{Attempts: c.cfg.Retries + 1}, fmt.Errorf("LLM request failed after %d attempts: %w", c.cfg.Retries+1, lastErr)
+	c.account(resp.Usage)
+	return resp, nil
 }
 
 func (c *Client) account(u Usage) {
@@ -178,43 +218,11 @@ func (c *Client) account(u Usage) {
 	c.completionTokens.Add(int64(u.CompletionTokens))
 }
 
-// errNoFirstToken reports a server that accepted a request but stayed silent.
-var errNoFirstToken = errors.New("no first token in time")
-
-func retryable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	if errors.Is(err, errNoFirstToken) {
-		return true
-	}
-	var apiErr *openai.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.HTTPStatusCode == http.StatusTooManyRequests || apiErr.HTTPStatusCode >= 500
-	}
-	var reqErr *openai.RequestError
-	if errors.As(err, &reqErr) {
-		return reqErr.HTTPStatusCode == http.StatusTooManyRequests || reqErr.HTTPStatusCode >= 500
-	}
-	// Transport errors (refused, reset) are worth another try.
-	return !errors.Is(err, context.Canceled)
-}
-
 func (c *Client) streamOnce(ctx context.Context, req Request, onText func(string)) (Response, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	temp := c.cfg.Temperature
-	if req.Temperature != nil {
-		temp = *req.Temperature
-	}
-	maxTokens := c.cfg.MaxTokens
-	if req.MaxTokens > 0 {
-		maxTokens = req.MaxTokens
-	}
-	creq := openai.ChatCompletionRequest{
-		Model: c.cfg.Model, Messages: req.Messages, Tools: req.Tools, Temperature: temp, MaxTokens: maxTokens,
-		Stream: true, StreamOptions: &openai.StreamOptions{IncludeUsage: true},
-	}
+	creq := c.request(req)
+	creq.Stream, creq.StreamOptions = true, &openai.StreamOptions{IncludeUsage: true}
 	start := time.Now()
 
 	// The first-token watchdog cancels a request that stays silent.
@@ -226,9 +234,9 @@ func (c *Client) streamOnce(ctx context.Context, req Request, onText func(string
 	stream, err := c.api.CreateChatCompletionStream(firstCtx, creq)
 	if err != nil {
 		if cause := context.Cause(firstCtx); errors.Is(cause, errNoFirstToken) {
-			return Response{}, false, fmt.Errorf("LLM request to %s: %w (%s)", c.cfg.Model, errNoFirstToken, c.cfg.FirstTokenTimeout)
+			return Response{}, false, fmt.Errorf("LLM request to %s: %w (%s)", creq.Model, errNoFirstToken, c.cfg.FirstTokenTimeout)
 		}
-		return Response{}, false, fmt.Errorf("LLM request to %s: %w", c.cfg.Model, err)
+		return Response{}, false, fmt.Errorf("LLM request to %s: %w", creq.Model, err)
 	}
 	defer stream.Close()
 
@@ -244,9 +252,9 @@ func (c *Client) streamOnce(ctx context.Context, req Request, onText func(string
 		}
 		if err != nil {
 			if cause := context.Cause(firstCtx); errors.Is(cause, errNoFirstToken) && !produced {
-				return resp, false, fmt.Errorf("LLM stream from %s: %w (%s)", c.cfg.Model, errNoFirstToken, c.cfg.FirstTokenTimeout)
+				return resp, false, fmt.Errorf("LLM stream from %s: %w (%s)", creq.Model, errNoFirstToken, c.cfg.FirstTokenTimeout)
 			}
-			return resp, produced, fmt.Errorf("LLM stream from %s: %w", c.cfg.Model, err)
+			return resp, produced, fmt.Errorf("LLM stream from %s: %w", creq.Model, err)
 		}
 		if chunk.Usage != nil {
 			resp.Usage = Usage{PromptTokens: chunk.Usage.PromptTokens, CompletionTokens: chunk.Usage.CompletionTokens}
@@ -300,9 +308,30 @@ func (c *Client) streamOnce(ctx context.Context, req Request, onText func(string
 	return resp, produced, nil
 }
 
+// request is the go-openai request for req, with the client's defaults.
+func (c *Client) request(req Request) openai.ChatCompletionRequest {
+	model := c.cfg.Model
+	if req.Model != "" {
+		model = req.Model
+	}
+	temp := c.cfg.Temperature
+	if req.Temperature != nil {
+		temp = *req.Temperature
+	}
+	maxTokens := c.cfg.MaxTokens
+	if req.MaxTokens > 0 {
+		maxTokens = req.MaxTokens
+	}
+	creq := openai.ChatCompletionRequest{Model: model, Messages: req.Messages, Tools: req.Tools, Temperature: temp, MaxTokens: maxTokens}
+	if req.JSON {
+		creq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}
+	}
+	return creq
+}
+
 // estimateUsage counts four characters per token when the server reports
 // no usage.
-func estimateUsage(msgs []openai.ChatCompletionMessage, r Response) Usage {
+func estimateUsage(msgs []Message, r Response) Usage {
 	in := 0
 	for _, m := range msgs {
 		in += len(m.Content)

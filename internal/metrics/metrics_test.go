@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/bot/metrics"
+	"github.com/glyphoxa/glyphoxa/internal/metrics"
 )
 
 func TestExposition(t *testing.T) {

@@ -5,14 +5,12 @@ import (
 	"sync"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/glyphoxa/glyphoxa/npc/llm"
-	"github.com/glyphoxa/glyphoxa/npc/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 )
 
-// TestOnUsageCountsEveryCall: streamed turns and the plain calls made
-// through API (summaries, extraction) all reach the token counter, once.
+// TestOnUsageCountsEveryCall: streamed turns and the plain calls
+// (summaries, extraction) all reach the token counter, once.
 func TestOnUsageCountsEveryCall(t *testing.T) {
 	srv := llmtest.New(llmtest.Script(llmtest.Reply{Text: "Aye, the shipment."}, llmtest.Reply{Text: "A summary."}))
 	defer srv.Close()
@@ -28,17 +26,19 @@ func TestOnUsageCountsEveryCall(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	res, err := c.Stream(ctx, llm.Request{Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "Grimjaw?"}}}, nil)
+	res, err := c.Stream(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "Grimjaw?"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := c.API().CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: c.Model(),
-		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "Summarise."}}})
+	plain, err := c.Complete(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "Summarise."}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if n, in, out := c.Totals(); n != 2 || int(in) != prompt || int(out) != completion {
+		t.Errorf("totals %d requests, %d+%d tokens; the callback saw 2, %d+%d", n, in, out, prompt, completion)
+	}
 	if calls != 2 {
 		t.Fatalf("%d usages reported for 2 calls", calls)
 	}

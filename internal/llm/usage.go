@@ -12,9 +12,9 @@ import (
 const maxUsageBody = 8 << 20
 
 // usageTransport reports the token usage of the JSON (not streamed)
-// responses of an OpenAI-compatible API: the calls that go through the
-// client's HTTP client but not through Stream (summaries, fact extraction,
-// the correction pass). Streamed responses are counted by Stream.
+// responses of an OpenAI-compatible API, for a Client built elsewhere
+// without OnUsage (the correction pass builds its own from its options).
+// A Client's own calls are counted by Stream, Complete and Embed.
 type usageTransport struct {
 	base    http.RoundTripper
 	onUsage func(Usage)
@@ -51,9 +51,9 @@ func (t usageTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // CountingHTTPClient returns an HTTP client, on base (http.DefaultClient
 // when nil), that reports the token usage of every JSON response of an
-// OpenAI-compatible API to onUsage. Give it to whatever else talks to the
-// same LLM (the correction pass) so that the token counter counts every
-// call.
+// OpenAI-compatible API to onUsage. Give it to a Client made without
+// OnUsage (the correction pass's) so that the token counter counts every
+// call once.
 func CountingHTTPClient(base *http.Client, onUsage func(Usage)) *http.Client {
 	if base == nil {
 		base = http.DefaultClient

@@ -1,0 +1,29 @@
+package llm
+
+import openai "github.com/sashabaranov/go-openai"
+
+// The chat types of the OpenAI wire format, re-exported so that callers
+// need not import go-openai.
+type (
+	// Message is one message of a conversation.
+	Message = openai.ChatCompletionMessage
+	// Tool is a function the model may call.
+	Tool = openai.Tool
+	// FunctionDefinition describes a Tool's function.
+	FunctionDefinition = openai.FunctionDefinition
+	// ToolCall is a call the model made.
+	ToolCall = openai.ToolCall
+	// FunctionCall is a ToolCall's function and its JSON arguments.
+	FunctionCall = openai.FunctionCall
+)
+
+// Message roles.
+const (
+	RoleSystem    = openai.ChatMessageRoleSystem
+	RoleUser      = openai.ChatMessageRoleUser
+	RoleAssistant = openai.ChatMessageRoleAssistant
+	RoleTool      = openai.ChatMessageRoleTool
+)
+
+// ToolTypeFunction is the type of every Tool and ToolCall.
+const ToolTypeFunction = openai.ToolTypeFunction

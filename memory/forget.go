@@ -1,0 +1,25 @@
+package memory
+
+// ForgetReport says what forgetting a speaker (a player's /privacy
+// forget-me) removed. Each layer fills in its own part: the store's
+// deletion from long-term memory (postgres.Campaign.ForgetSpeaker) the
+// first four fields, a running session's live conversation
+// (contextmgr.Manager.Forget, session.Session.Forget) the last two.
+type ForgetReport struct {
+	// Entries are the speaker's transcript lines deleted from the log.
+	Entries int64
+	// Chunks deleted because they contained the speaker's words.
+	Chunks int64
+	// Facts deleted because their only evidence was the speaker's lines.
+	Facts int64
+	// Sessions are the sessions whose chunks must be rebuilt from the
+	// remaining lines.
+	Sessions []string
+
+	// Messages is the number of the speaker's lines taken out of a
+	// running session's conversation and of what its summaries covered.
+	Messages int
+	// Summaries of the running session rewritten without the speaker's
+	// words (or dropped).
+	Summaries int
+}
