@@ -7,11 +7,21 @@
 //
 // # Values from the environment
 //
-// A value that came from the environment is never shown: an error about it
-// names the key and the variable ("providers.llm.base_url (from
-// ${LLM_URL}): must be an http:// or https:// URL"), and [Config.Show]
+// A value that came from the environment (a ${VAR} reference or a
+// GLYPHOXA_* override) is never shown: an error about it is an [*Error]
+// naming the key and the variable ("providers.llm.base_url (from
+// ${LLM_URL}): must start with http:// or https://"), and [Config.Show]
 // gives the same "${LLM_URL}" for log lines. [Config.Env] says where a
-// key's value came from.
+// key's value came from. Values typed in the file are quoted in errors,
+// except URLs and tokens, which may hold credentials.
+//
+// # Checks
+//
+// [Parse] runs [Config.Validate], which checks what can be checked without
+// the network or the disk. [Config.Preflight] adds what serve needs to
+// start (a Discord token, guilds, a writable spool directory); serve and
+// `glyphoxa config check` both run it, so the check refuses what serve
+// would.
 package config
 
 import (
