@@ -668,6 +668,7 @@ func invalidGot(key, got, format string, args ...any) error {
 // from, and hides in its message the values the environment gave the key
 // or the keys below it (a persona's fields, whose checks quote them).
 func (c Config) attribute(errs []error) error {
+	keys := slices.Sorted(maps.Keys(c.env))
 	var out []error
 	for _, err := range errs {
 		if err == nil {
@@ -686,8 +687,8 @@ func (c Config) attribute(errs []error) error {
 		}
 		e := *fe
 		e.Env = slices.Clone(c.env[e.Key].names)
-		keys := slices.Sorted(maps.Keys(c.env))
-		for _, key := range keys {
+		for i := sort.SearchStrings(keys, e.Key); i < len(keys) && strings.HasPrefix(keys[i], e.Key); i++ {
+			key := keys[i]
 			if key != e.Key && !strings.HasPrefix(key, e.Key+".") && !strings.HasPrefix(key, e.Key+"[") {
 				continue
 			}
@@ -708,6 +709,9 @@ func (c Config) attribute(errs []error) error {
 
 // hideValue replaces v in msg, quoted or standing alone, by ref.
 func hideValue(msg, v, ref string) string {
+	if !strings.Contains(msg, v) {
+		return msg
+	}
 	msg = strings.ReplaceAll(msg, strconv.Quote(v), ref)
 	re, err := regexp.Compile(`(^|[^\pL\pN_.-])` + regexp.QuoteMeta(v) + `($|[^\pL\pN_-])`)
 	if err != nil {
