@@ -63,6 +63,9 @@ func TestConfigCheckRefusesWhatServeRefuses(t *testing.T) {
 		{"no Discord token", strings.Replace(guild, "  token: fake-token\n", "", 1) + spool, nil, "discord.token: is required"},
 		{"guild id from the environment", strings.Replace(guild, `"100000000000000001"`, `"${GUILD}"`, 1) + spool, map[string]string{"GUILD": secret},
 			"discord.guilds[0].guild_id (from ${GUILD}): must be a Discord guild id"},
+		{"kg token limit beyond the database's integer", strings.Replace(guild, "campaign: ironhold-saga}", "campaign: ironhold-saga, mcp_token: abcdefghijklmnopqrstu, kg_token_limit: 3000000000}", 1) + spool, nil,
+			"discord.guilds[0].kg_token_limit: must be positive and at most 2147483647"},
+		{"LLM model of spaces", guild + spool + "providers: {llm: {base_url: \"http://localhost:11434/v1\", model: \"  \"}}\n", nil, "providers.llm.model: is required"},
 		{"unknown STT provider", guild + spool + "providers: {stt: {provider: siri}}\n", nil, "providers.stt.provider: must be one of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

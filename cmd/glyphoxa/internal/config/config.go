@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -803,7 +804,10 @@ func (c Config) Validate() error {
 	case c.Discord.ShardCount > 0 && (c.Discord.ShardID < 0 || c.Discord.ShardID >= c.Discord.ShardCount):
 		errs = append(errs, invalidGot("discord.shard_id", strconv.Itoa(c.Discord.ShardID), "must be between 0 and discord.shard_count-1"))
 	}
-	if c.Providers.Embeddings.Provider == "openai" && c.Providers.Embeddings.Model == "" {
+	if l := c.Providers.LLM; l.BaseURL != "" && strings.TrimSpace(l.Model) == "" {
+		errs = append(errs, invalid("providers.llm.model", "is required with providers.llm.base_url (or set GLYPHOXA_LLM_MODEL)"))
+	}
+	if c.Providers.Embeddings.Provider == "openai" && strings.TrimSpace(c.Providers.Embeddings.Model) == "" {
 		errs = append(errs, invalid("providers.embeddings.model", "is required with provider openai (e.g. text-embedding-3-small)"))
 	}
 	for _, p := range []struct{ key, provider, apiKey string }{
@@ -835,8 +839,8 @@ func (c Config) Validate() error {
 			errs = append(errs, invalid(key+".campaign", "%v", memory.ValidateCampaignID(g.Campaign)))
 		case twice:
 			errs = append(errs, invalid(key+".guild_id", "is bound twice: discord.guilds[%d].guild_id is the same guild", prev))
-		case g.KGTokenLimit < 0:
-			errs = append(errs, invalidGot(key+".kg_token_limit", strconv.Itoa(g.KGTokenLimit), "must be positive (or 0 to keep the campaign's)"))
+		case g.KGTokenLimit < 0 || g.KGTokenLimit > math.MaxInt32:
+			errs = append(errs, invalidGot(key+".kg_token_limit", strconv.Itoa(g.KGTokenLimit), "must be positive and at most %d (or 0 to keep the campaign's)", math.MaxInt32))
 		}
 		if !twice {
 			guilds[g.GuildID] = k
@@ -862,6 +866,11 @@ func (c Config) Validate() error {
 	for k, p := range c.NPCs {
 		if err := p.Validate(); err != nil {
 			errs = append(errs, invalid(fmt.Sprintf("npcs[%d]", k), "%v", err))
+		}
+		if p.Campaign != "" {
+			if err := memory.ValidateCampaignID(p.Campaign); err != nil {
+				errs = append(errs, invalid(fmt.Sprintf("npcs[%d].campaign", k), "%v", err))
+			}
 		}
 		if prev, ok := npcs[p.ID]; ok {
 			errs = append(errs, invalid(fmt.Sprintf("npcs[%d].id", k), "is defined twice: npcs[%d].id is the same NPC", prev))

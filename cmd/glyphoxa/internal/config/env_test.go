@@ -97,6 +97,9 @@ func TestEnvValuesNeverShowInErrors(t *testing.T) {
 		{key: "npcs[0]", yaml: "npcs:\n  - {id: tilda, name: Tilda, engine: \"${V}\"}", value: marker},
 		{key: "npcs[0]", yaml: "npcs:\n  - id: tilda\n    name: Tilda\n    voice:\n      speed: ${V}", value: "98765"},
 		{key: "npcs[0]", yaml: "npcs:\n  - {id: tilda, name: Tilda, engine: s2s, s2s: {model: \"${V}\"}}", value: marker + " !"},
+		{key: "npcs[0].campaign", yaml: "npcs:\n  - {id: tilda, name: Tilda, campaign: \"${V}\"}", value: marker + " saga"},
+		{key: "providers.llm.model", yaml: "providers: {llm: {base_url: \"http://localhost/v1\", model: \"${V}\"}}", value: "   "},
+		{key: "discord.guilds[0].kg_token_limit", yaml: "discord:\n  guilds:\n    - guild_id: \"100000000000000001\"\n      campaign: c1\n      kg_token_limit: ${V}", value: "98765432109"},
 		{key: "npcs[1].id", yaml: "npcs:\n  - {id: tilda, name: Tilda}\n  - {id: \"${V}\", name: Tilda}", value: "tilda"},
 	} {
 		name := tc.envVar
