@@ -27,6 +27,10 @@ func cmdConfig(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if sf.dsn != "" {
+		cfg.Memory.PostgresDSN = sf.dsn
+		cfg.SetLiteral("memory.postgres_dsn")
+	}
 	// Every check serve's start-up runs (config.Preflight: listen
 	// addresses, URLs, tokens, the spool directory, the MCP endpoints), and
 	// a database to open.
