@@ -39,10 +39,10 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 		{Name: cmdSession, Description: "Run a recorded game session", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
 			sub("start", "Join your voice channel and start recording the session (DM)"),
 			sub("end", "Stop recording, leave the channel and process the session (DM)"),
-			sub("status", "Who is recorded, which NPCs are present, memory health and latency"),
+			sub("status", "Who is recorded, which NPCs are present, memory health and latency (DM)"),
 		}},
 		{Name: cmdNPC, Description: "The campaign's NPCs", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
-			sub("list", "List the NPCs and who is in the scene"),
+			sub("list", "List the NPCs and who is in the scene (DM)"),
 			sub("mute", "Stop an NPC (or all) from answering (DM)", str("npc", "the NPC, or \"all\"", true, true)),
 			sub("unmute", "Let an NPC (or all) answer again (DM)", str("npc", "the NPC, or \"all\"", true, true)),
 			sub("say", "Make an NPC say exactly these words (DM)", str("npc", "the NPC", true, true), str("text", "what the NPC says", true, false)),

@@ -99,8 +99,10 @@ type access int
 const (
 	// forDM commands change the game or the campaign's memory.
 	forDM access = iota
-	// forEveryone commands are for players too; they read what players
-	// may see.
+	// forEveryone commands are for players too: their answer holds
+	// nothing a player could not know already (what was said at the
+	// table, a player-safe recap, the player's own privacy). The README's
+	// command table states the same (TestREADMECommandTableMatches).
 	forEveryone
 )
 
@@ -123,8 +125,10 @@ func commandHandlers() map[string]handler {
 	}
 	session, npc, mem, rec, priv := (*Bot).sessionCommand, (*Bot).npcCommand, (*Bot).memoryCommand, (*Bot).recapCommand, (*Bot).privacyCommand
 	return map[string]handler{
-		"session start": dm(session), "session end": dm(session), "session status": all(session),
-		"npc list": all(npc), "npc mute": dm(npc), "npc unmute": dm(npc), "npc say": dm(npc), "npc next": dm(npc), "npc scene": dm(npc),
+		// Status names the NPCs present and who opted out; the NPC list
+		// names NPCs the players have not met and who is in the scene.
+		"session start": dm(session), "session end": dm(session), "session status": dm(session),
+		"npc list": dm(npc), "npc mute": dm(npc), "npc unmute": dm(npc), "npc say": dm(npc), "npc next": dm(npc), "npc scene": dm(npc),
 		"memory pending": dm(mem), "memory conflicts": dm(mem), "memory confirm": dm(mem), "memory reject": dm(mem),
 		"memory entity show": dm(mem), "memory entity edit": dm(mem), "memory fact add": dm(mem), "memory fact retire": dm(mem),
 		"memory forget fact": dm(mem), "memory forget span": dm(mem), "memory fact list": dm(mem), "memory changes": dm(mem),

@@ -96,7 +96,7 @@ func TestEveryCommandStatesItsRole(t *testing.T) {
 		path string
 		dm   bool
 	}{
-		{"session start", true}, {"session status", false}, {"npc say", true}, {"npc list", false},
+		{"session start", true}, {"session status", true}, {"npc say", true}, {"npc list", true},
 		{"memory pending", true}, {"memory search", false}, {"memory entity show", true}, {"recap", false},
 		{"privacy forget-me", false}, {"npc brand-new-subcommand", true}, {"", true},
 	} {

@@ -68,6 +68,7 @@ func (f *storeFlags) loadConfig(e *env) (config.Config, error) {
 	}
 	if f.dsn != "" {
 		cfg.Memory.PostgresDSN = f.dsn
+		cfg.SetLiteral("memory.postgres_dsn")
 	}
 	return cfg, nil
 }

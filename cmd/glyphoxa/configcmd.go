@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -28,15 +29,18 @@ func cmdConfig(ctx context.Context, e *env, args []string) error {
 	}
 	if sf.dsn != "" {
 		cfg.Memory.PostgresDSN = sf.dsn
+		cfg.SetLiteral("memory.postgres_dsn")
 	}
-	if err := cfg.Require(config.NeedDSN, config.NeedDiscord); err != nil {
+	// Every check serve's start-up runs (config.Preflight: listen
+	// addresses, URLs, tokens, the spool directory, the MCP endpoints), and
+	// a database to open.
+	if err := errors.Join(cfg.Require(config.NeedDSN), cfg.Preflight()); err != nil {
 		return err
 	}
 	llm := "none (NPCs cannot answer until providers.llm is set)"
-	if cfg.Providers.LLM.Configured() {
-		llm = fmt.Sprintf("%s at %s", cfg.Providers.LLM.Model, config.Redact(cfg.Providers.LLM.BaseURL))
+	if p := cfg.Providers.LLM; p.Configured() {
+		llm = fmt.Sprintf("%s at %s", cfg.Show("providers.llm.model", p.Model), cfg.Show("providers.llm.base_url", config.Redact(p.BaseURL)))
 	}
-	// The same check serve's start-up runs: what passes here mounts there.
 	eps, err := cfg.MCPEndpoints()
 	if err != nil {
 		return err

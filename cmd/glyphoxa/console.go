@@ -45,6 +45,7 @@ func cmdConsole(ctx context.Context, e *env, args []string) error {
 	}
 	if *listen != "" {
 		cfg.Console.Listen = *listen
+		cfg.SetLiteral("console.listen")
 	}
 	if cfg.Console.Listen == "" {
 		cfg.Console.Listen = config.Default().Console.Listen
@@ -71,7 +72,7 @@ func cmdConsole(ctx context.Context, e *env, args []string) error {
 	}
 	ln, err := net.Listen("tcp", cfg.Console.Listen)
 	if err != nil {
-		return fmt.Errorf("console.listen %q: %w", cfg.Console.Listen, err)
+		return listenError(cfg, "console.listen", cfg.Console.Listen, err)
 	}
 	link, err := srv.OneTimeLink(*campaign)
 	if err != nil {
@@ -141,7 +142,7 @@ func startConsole(store *postgres.Store, door *access.Door, cfg config.Config, l
 	}
 	ln, err := net.Listen("tcp", cfg.Console.Listen)
 	if err != nil {
-		logger.Error("the DM console is off: console.listen", "addr", cfg.Console.Listen, "err", err)
+		logger.Error("the DM console is off", "err", listenError(cfg, "console.listen", cfg.Console.Listen, err))
 		return off
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
@@ -152,7 +153,7 @@ func startConsole(store *postgres.Store, door *access.Door, cfg config.Config, l
 			logger.Error("the DM console stopped", "err", err)
 		}
 	}()
-	logger.Info("serving the DM console", "addr", "http://"+ln.Addr().String())
+	logger.Info("serving the DM console", "addr", cfg.Show("console.listen", "http://"+ln.Addr().String()))
 	return func(ctx context.Context) error {
 		err := hs.Shutdown(ctx)
 		<-done

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -29,7 +30,7 @@ func newEmbedder(cfg config.Config) (embed.Embedder, error) {
 			// models have one fixed size, which must be the configured one.
 			RequestDimensions: strings.HasPrefix(p.Model, "text-embedding-3")})
 	}
-	return nil, fmt.Errorf("unknown embeddings provider %q (want offline or openai)", p.Provider)
+	return nil, errors.New("providers.embeddings.provider: want offline or openai")
 }
 
 // embedPending embeds every chunk that has no embedding yet, in every

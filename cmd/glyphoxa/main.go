@@ -51,7 +51,7 @@ func commands() []command {
 		{"correct", "--campaign ID [--json] [--llm] [--entities FILE.yaml] [TEXT]", "restore misheard entity names in transcript text (stdin: one utterance per line)", cmdCorrect},
 		{"chat", "--campaign ID --npc ID", "talk to an NPC from the terminal", cmdChat},
 		{"mcp", "--campaign ID [--http ADDR]", "serve a campaign's memory to AI agents over MCP (stdio or HTTP)", cmdMCP},
-		{"config", "check [--config FILE]", "validate the configuration", cmdConfig},
+		{"config", "check [--config FILE]", "run every check serve runs on the configuration, connecting to nothing", cmdConfig},
 		{"demo", "[--scene FILE.yaml] [--campaign ID] [--json] [--out DIR]", "play a scene through the table's turn loop, without Discord, on a virtual clock", cmdDemo},
 		{"serve", "[--config FILE] [--listen ADDR]", "run the Discord bot with /healthz, /readyz and /metrics", cmdServe},
 		{"bench", "[--scale 1k,100k]", "benchmark the memory store on generated campaigns", cmdBench},

@@ -37,7 +37,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := cfg.Require(config.NeedDiscord); err != nil {
+	setListen(&cfg, *listen)
+	// Every check of the configuration, the same config check runs.
+	if err := cfg.Preflight(); err != nil {
 		return err
 	}
 	logger, err := newLogger(e.stderr, cfg.Log)
@@ -49,9 +51,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	if *listen != "" {
-		cfg.Server.Listen = *listen
-	}
+	setListen(&cfg, *listen)
 
 	if err := applyPersonas(ctx, store, cfg, logger); err != nil {
 		return err
@@ -151,12 +151,12 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	defer func() { stopResume(); <-resumed }()
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
-		return fmt.Errorf("server.listen %q: %w", cfg.Server.Listen, err)
+		return listenError(cfg, "server.listen", cfg.Server.Listen, err)
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- hs.Serve(ln) }()
-	logger.Info("serving health and metrics", "addr", "http://"+ln.Addr().String(), "guilds", len(bcfg.Guilds))
+	logger.Info("serving health and metrics", "addr", cfg.Show("server.listen", "http://"+ln.Addr().String()), "guilds", len(bcfg.Guilds))
 
 	stopConsole := startConsole(store, door, cfg, logger, bcfg.Guilds, voice)
 
@@ -216,11 +216,35 @@ func readiness(store *postgres.Store, connected func() bool) http.Handler {
 	})
 }
 
-// newLogger returns the logger log.level and log.format ask for.
+// setListen applies serve's --listen flag (if set) to server.listen.
+func setListen(cfg *config.Config, listen string) {
+	if listen != "" {
+		cfg.Server.Listen = listen
+		cfg.SetLiteral("server.listen")
+	}
+}
+
+// listenError is the error of a listener that could not open at addr, the
+// value of key: it names the key and, when the address came from the
+// environment, its variable instead of the address.
+func listenError(cfg config.Config, key, addr string, err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		err = op.Err // net's message repeats the address
+	}
+	if len(cfg.Env(key)) > 0 {
+		return fmt.Errorf("%s: cannot listen: %w", cfg.Key(key), err)
+	}
+	return fmt.Errorf("%s %q: cannot listen: %w", key, addr, err)
+}
+
+// newLogger returns the logger log.level and log.format ask for
+// (config.Validate has checked them; the messages do not repeat values,
+// which may come from the environment).
 func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
-		return nil, fmt.Errorf("log.level %q: want debug, info, warn or error", c.Level)
+		return nil, errors.New("log.level: want debug, info, warn or error")
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	switch c.Format {
@@ -229,7 +253,7 @@ func newLogger(w io.Writer, c config.Log) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("log.format %q: want text or json", c.Format)
+	return nil, errors.New("log.format: want text or json")
 }
 
 // applyPersonas writes the NPCs of the configuration into their campaigns'

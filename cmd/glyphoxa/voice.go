@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 	"log/slog"
 	"os/exec"
 	"time"
@@ -132,7 +132,7 @@ func newRecognizer(c config.STT, log *slog.Logger) (stt.Recognizer, error) {
 	case "openai":
 		return &stt.OpenAI{APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model}, nil
 	}
-	return nil, fmt.Errorf("providers.stt.provider %q: want pocketsphinx, deepgram or openai", c.Provider)
+	return nil, errors.New("providers.stt.provider: want pocketsphinx, deepgram or openai")
 }
 
 // newSynthesizer returns the configured speech synthesis.
@@ -152,7 +152,7 @@ func newSynthesizer(c config.TTS, log *slog.Logger) (tts.Synthesizer, error) {
 	case "elevenlabs":
 		return &tts.ElevenLabs{APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model}, nil
 	}
-	return nil, fmt.Errorf("providers.tts.provider %q: want local (festival, flite or espeak-ng), openai or elevenlabs", c.Provider)
+	return nil, errors.New("providers.tts.provider: want local (festival, flite or espeak-ng), openai or elevenlabs")
 }
 
 // voiceManager returns the voice session manager of a Discord session.

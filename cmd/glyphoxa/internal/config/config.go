@@ -4,17 +4,42 @@
 // and GLYPHOXA_* variables override secrets and endpoints (see
 // [Overrides]). Unknown keys, wrong types and missing required values are
 // errors of one line that name the key, its line, and what is expected.
+//
+// # Values from the environment
+//
+// A value that came from the environment (a ${VAR} reference or a
+// GLYPHOXA_* override) is never shown: an error about it is an [*Error]
+// naming the key and the variable ("providers.llm.base_url (from
+// ${LLM_URL}): must start with http:// or https://"), and [Config.Show]
+// gives the same "${LLM_URL}" for log lines. [Config.Env] says where a
+// key's value came from. Values typed in the file are quoted in errors,
+// except URLs and tokens, which may hold credentials.
+//
+// # Checks
+//
+// [Parse] runs [Config.Validate], which checks what can be checked without
+// the network or the disk. [Config.Preflight] adds what serve needs to
+// start (a Discord token, guilds, a writable spool directory); serve and
+// `glyphoxa config check` both run it, so the check refuses what serve
+// would.
 package config
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
+	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -37,6 +62,18 @@ type Config struct {
 	Server     Server        `yaml:"server"`
 	Log        Log           `yaml:"log"`
 	Console    Console       `yaml:"console"`
+
+	// env maps the key path of each value that came from the environment
+	// (a ${VAR} reference or a GLYPHOXA_* override) to where it came from.
+	// It is copied on write: copies of a Config share it.
+	env map[string]envSource
+}
+
+// envSource is where a value came from: the variables its text named and
+// the value they gave (kept to hide it from messages).
+type envSource struct {
+	names []string
+	value string
 }
 
 // Console configures the DM console in the browser (bot/console).
@@ -235,7 +272,7 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
 	if err != nil || n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: %q is not a duration (write 600ms, 30s, 5m or 1h30m)", n.Line, n.Value)
+		return fmt.Errorf("line %d: not a duration (write 600ms, 30s, 5m or 1h30m)", n.Line)
 	}
 	*d = Duration(v)
 	return nil
@@ -316,8 +353,14 @@ func Parse(r io.Reader, name string, getenv func(string) string) (Config, error)
 			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
 		if err := root.Decode(&cfg); err != nil {
-			return Config{}, fmt.Errorf("%s: %w: %s", name, ErrInvalid, strings.TrimPrefix(err.Error(), "yaml: "))
+			// The decoder quotes the start of a value it cannot use, which
+			// may have come from the environment: its messages are shown
+			// without the quoted values.
+			msg := decodeQuoted.ReplaceAllString(strings.TrimPrefix(err.Error(), "yaml: "), "")
+			return Config{}, fmt.Errorf("%s: %w: %s", name, ErrInvalid, msg)
 		}
+		cfg.env = map[string]envSource{}
+		provenance(root.Content[0], "", subst, cfg.env, 0)
 	}
 	ApplyOverrides(&cfg, getenv)
 	if err := cfg.Validate(); err != nil {
@@ -350,16 +393,27 @@ func expandedSize(n *yaml.Node, memo map[*yaml.Node]int, depth int) int {
 	return size
 }
 
-// substitute replaces ${VAR} references in the scalar values of the tree,
-// each node once, and records in done the original text of each node it
-// changed (errors show that, never a substituted value, which may be a
-// secret). A plain (unquoted) scalar that changed gets its type resolved
-// again from its new value, so "port: ${PORT}" is still a number.
+// decodeQuoted matches the " `value`" the YAML decoder quotes in its
+// errors.
+var decodeQuoted = regexp.MustCompile(" `[^`]*`")
+
+// substitute replaces ${VAR} references in the scalar values of the tree
+// (never in keys), each node once, and records in done the original text
+// of each node it changed (errors name its variables, never a substituted
+// value, which may be a secret). A plain (unquoted) scalar that changed
+// gets its type resolved again from its new value, so "port: ${PORT}" is
+// still a number.
 func substitute(n *yaml.Node, done map[*yaml.Node]string, getenv func(string) string) {
 	if _, ok := done[n]; ok {
 		return
 	}
 	done[n] = ""
+	if n.Kind == yaml.MappingNode {
+		for i := 1; i < len(n.Content); i += 2 {
+			substitute(n.Content[i], done, getenv)
+		}
+		return
+	}
 	if n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "${") {
 		v := envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			sub := envRef.FindStringSubmatch(m)
@@ -379,6 +433,118 @@ func substitute(n *yaml.Node, done map[*yaml.Node]string, getenv func(string) st
 	for _, c := range n.Content {
 		substitute(c, done, getenv)
 	}
+}
+
+// provenance records in env, for each scalar value substitute changed, its
+// key path as [Config.Validate] names it ("discord.guilds[0].guild_id")
+// and the variables its text referenced. Aliases are followed (a value
+// reached by two paths is recorded under both) and merge keys ("<<") add
+// their keys to the mapping they are in.
+func provenance(n *yaml.Node, path string, subst map[*yaml.Node]string, env map[string]envSource, depth int) {
+	if depth > 100 {
+		return
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if orig := subst[n]; orig != "" {
+			env[path] = envSource{names: envNames(orig), value: n.Value}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "<<" && k.ShortTag() == "!!merge" {
+				if v.Kind == yaml.AliasNode && v.Alias != nil {
+					v = v.Alias
+				}
+				if v.Kind == yaml.SequenceNode {
+					for _, m := range v.Content {
+						provenance(m, path, subst, env, depth+1)
+					}
+				} else {
+					provenance(v, path, subst, env, depth+1)
+				}
+				continue
+			}
+			sub := k.Value
+			if path != "" {
+				sub = path + "." + k.Value
+			}
+			provenance(v, sub, subst, env, depth+1)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			provenance(c, fmt.Sprintf("%s[%d]", path, i), subst, env, depth+1)
+		}
+	}
+}
+
+// envNames returns the variables a value's text references, once each.
+func envNames(text string) []string {
+	var names []string
+	for _, m := range envRef.FindAllStringSubmatch(text, -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	return names
+}
+
+// refs writes variable names as "${A}, ${B}".
+func refs(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "${" + n + "}"
+	}
+	return strings.Join(out, ", ")
+}
+
+// Env returns the environment variables the value at key (a path such as
+// "discord.guilds[0].guild_id" or "server.listen") came from: the ${VAR}
+// references of its text in the file, or the GLYPHOXA_* variable that
+// overrode it. It is nil for a value typed in the file or a default.
+func (c Config) Env(key string) []string { return slices.Clone(c.env[key].names) }
+
+// Key is key as a message names it: "server.listen", or "server.listen
+// (from ${LISTEN})" when its value came from the environment.
+func (c Config) Key(key string) string {
+	if src, ok := c.env[key]; ok {
+		return key + " (from " + refs(src.names) + ")"
+	}
+	return key
+}
+
+// Show returns v, the value at key, for a message or a log line: v itself
+// when it was typed in the file, else the variables it came from
+// ("${LISTEN}"), never their value.
+func (c Config) Show(key, v string) string {
+	if src, ok := c.env[key]; ok {
+		return refs(src.names)
+	}
+	return v
+}
+
+// SetLiteral records that the value at key no longer comes from the
+// environment: a command-line flag has set it.
+func (c *Config) SetLiteral(key string) {
+	if _, ok := c.env[key]; !ok {
+		return
+	}
+	env := maps.Clone(c.env)
+	delete(env, key)
+	c.env = env
+}
+
+// setEnv records that the value at key came from the variable name.
+func (c *Config) setEnv(key, name, value string) {
+	env := maps.Clone(c.env)
+	if env == nil {
+		env = map[string]envSource{}
+	}
+	env[key] = envSource{names: []string{name}, value: value}
+	c.env = env
 }
 
 // Redact hides the credentials of a URL or DSN for printing: the password
@@ -451,6 +617,7 @@ func ApplyOverrides(c *Config, getenv func(string) string) {
 	for _, o := range Overrides() {
 		if v := getenv(o.Env); v != "" {
 			o.set(c, v)
+			c.setEnv(o.Key, o.Env, v)
 		}
 	}
 	if c.Providers.LLM.BaseURL != "" && c.Providers.LLM.Model == "" {
@@ -458,33 +625,132 @@ func ApplyOverrides(c *Config, getenv func(string) string) {
 	}
 }
 
-func invalid(key, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...))
+// Error is one invalid value: the key it is at, what is wrong with it and,
+// when it came from the environment, the variables it came from. It wraps
+// [ErrInvalid]. The offending value is shown only when it was typed in the
+// file.
+type Error struct {
+	// Key is the value's key path, e.g. "discord.guilds[0].guild_id".
+	Key string
+	// Env names the variables the value came from (see [Config.Env]).
+	Env []string
+	// Msg says what is wrong and what is expected.
+	Msg string
+	// got is the value as the message quotes it; left out when Env is set.
+	got string
 }
 
-// Validate checks the values; the error names the key and what it expects.
+func (e *Error) Error() string {
+	key, msg := e.Key, e.Msg
+	if len(e.Env) > 0 {
+		key += " (from " + refs(e.Env) + ")"
+	} else if e.got != "" {
+		msg += ", got " + e.got
+	}
+	return ErrInvalid.Error() + ": " + key + ": " + msg
+}
+
+// Unwrap returns ErrInvalid.
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// invalid is an error about the value at key; the message does not quote
+// the value (use invalidGot for that).
+func invalid(key, format string, args ...any) error {
+	return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// invalidGot is an error about the value at key that quotes it, got being
+// the value as a message writes it, when it was typed in the file.
+func invalidGot(key, got, format string, args ...any) error {
+	return &Error{Key: key, Msg: fmt.Sprintf(format, args...), got: got}
+}
+
+// attribute names, in each *Error of errs, the variables its value came
+// from, and hides in its message the values the environment gave the key
+// or the keys below it (a persona's fields, whose checks quote them).
+func (c Config) attribute(errs []error) error {
+	keys := slices.Sorted(maps.Keys(c.env))
+	var out []error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			if err := c.attribute(j.Unwrap()); err != nil {
+				out = append(out, err)
+			}
+			continue
+		}
+		fe, ok := err.(*Error)
+		if !ok {
+			out = append(out, err)
+			continue
+		}
+		e := *fe
+		e.Env = slices.Clone(c.env[e.Key].names)
+		for i := sort.SearchStrings(keys, e.Key); i < len(keys) && strings.HasPrefix(keys[i], e.Key); i++ {
+			key := keys[i]
+			if key != e.Key && !strings.HasPrefix(key, e.Key+".") && !strings.HasPrefix(key, e.Key+"[") {
+				continue
+			}
+			src := c.env[key]
+			for _, n := range src.names {
+				if !slices.Contains(e.Env, n) {
+					e.Env = append(e.Env, n)
+				}
+			}
+			if src.value != "" {
+				e.Msg = hideValue(e.Msg, src.value, refs(src.names))
+			}
+		}
+		out = append(out, &e)
+	}
+	return errors.Join(out...)
+}
+
+// hideValue replaces v in msg, quoted or standing alone, by ref.
+func hideValue(msg, v, ref string) string {
+	if !strings.Contains(msg, v) {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, strconv.Quote(v), ref)
+	re, err := regexp.Compile(`(^|[^\pL\pN_.-])` + regexp.QuoteMeta(v) + `($|[^\pL\pN_-])`)
+	if err != nil {
+		return msg
+	}
+	return re.ReplaceAllString(msg, "${1}"+strings.ReplaceAll(ref, "$", "$$")+"${2}")
+}
+
+// Validate checks the values; the error names the key and what it expects
+// and, when the value came from the environment, the variable (never the
+// value). It checks everything that can be checked without the network
+// or the disk: listen addresses, URLs, providers, tokens, guilds, NPCs.
 // It does not require a Discord token or a DSN: commands that need them
-// check with [Config.Require].
+// check with [Config.Require]; serve and config check run [Config.Preflight].
 func (c Config) Validate() error {
 	in := func(key string, v, lo, hi float64) error {
 		if v < lo || v > hi {
-			return invalid(key, "must be between %v and %v, got %v", lo, hi, v)
+			return invalidGot(key, fmt.Sprint(v), "must be between %v and %v", lo, hi)
 		}
 		return nil
 	}
 	positive := func(key string, d Duration) error {
 		if d <= 0 {
-			return invalid(key, "must be a positive duration, got %s", d.Std())
+			return invalidGot(key, d.Std().String(), "must be a positive duration")
+		}
+		return nil
+	}
+	notNegative := func(key string, d Duration) error {
+		if d < 0 {
+			return invalidGot(key, d.Std().String(), "must not be negative (0: the default)")
 		}
 		return nil
 	}
 	oneOf := func(key, v string, allowed ...string) error {
-		for _, a := range allowed {
-			if v == a {
-				return nil
-			}
+		if slices.Contains(allowed, v) {
+			return nil
 		}
-		return invalid(key, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
+		return invalidGot(key, quote(v), "must be one of %s", strings.Join(allowed, ", "))
 	}
 	errs := []error{
 		in("memory.embedding_dimensions", float64(c.Memory.EmbeddingDimensions), 1, 16000),
@@ -508,19 +774,40 @@ func (c Config) Validate() error {
 		positive("discord.leave_when_empty_after", c.Discord.LeaveWhenEmptyAfter),
 		positive("discord.max_session_length", c.Discord.MaxSessionLength),
 		in("providers.llm.temperature", c.Providers.LLM.Temperature, 0, 2),
+		notNegative("providers.llm.timeout", c.Providers.LLM.Timeout),
 		oneOf("providers.embeddings.provider", c.Providers.Embeddings.Provider, "offline", "openai"),
 		oneOf("providers.stt.provider", c.Providers.STT.Provider, "pocketsphinx", "deepgram", "openai"),
 		oneOf("providers.tts.provider", c.Providers.TTS.Provider, "espeak", "local", "festival", "flite", "openai", "elevenlabs"),
+		in("providers.realtime.max_minutes", c.Providers.Realtime.MaxMinutes, 0, 1e6),
+		notNegative("providers.realtime.idle_timeout", c.Providers.Realtime.IdleTimeout),
 		oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"),
 		oneOf("log.format", c.Log.Format, "text", "json"),
+		checkListen("server.listen", c.Server.Listen, false),
+		checkListen("console.listen", c.Console.Listen, true),
+		checkURL("providers.llm.base_url", c.Providers.LLM.BaseURL, "http", "https"),
+		checkURL("providers.embeddings.base_url", c.Providers.Embeddings.BaseURL, "http", "https"),
+		checkURL("providers.stt.base_url", c.Providers.STT.BaseURL, "http", "https"),
+		checkURL("providers.tts.base_url", c.Providers.TTS.BaseURL, "http", "https"),
+		checkURL("providers.realtime.url", c.Providers.Realtime.URL, "ws", "wss"),
+		checkURL("console.public_url", c.Console.PublicURL, "http", "https"),
+		checkSecret("discord.token", c.Discord.Token),
+	}
+	if strings.TrimSpace(c.Lifecycle.SpoolDir) == "" {
+		errs = append(errs, invalid("lifecycle.spool_dir", "is required: the directory of the outage spool (default spool)"))
 	}
 	if c.Lifecycle.Reconnect.Max < c.Lifecycle.Reconnect.Initial {
 		errs = append(errs, invalid("lifecycle.reconnect.max", "must not be shorter than lifecycle.reconnect.initial"))
 	}
-	if c.Discord.ShardCount < 0 || (c.Discord.ShardCount > 0 && (c.Discord.ShardID < 0 || c.Discord.ShardID >= c.Discord.ShardCount)) {
-		errs = append(errs, invalid("discord.shard_id", "must be between 0 and discord.shard_count-1 (%d), got %d", c.Discord.ShardCount-1, c.Discord.ShardID))
+	switch {
+	case c.Discord.ShardCount < 0:
+		errs = append(errs, invalidGot("discord.shard_count", strconv.Itoa(c.Discord.ShardCount), "must not be negative"))
+	case c.Discord.ShardCount > 0 && (c.Discord.ShardID < 0 || c.Discord.ShardID >= c.Discord.ShardCount):
+		errs = append(errs, invalidGot("discord.shard_id", strconv.Itoa(c.Discord.ShardID), "must be between 0 and discord.shard_count-1"))
 	}
-	if c.Providers.Embeddings.Provider == "openai" && c.Providers.Embeddings.Model == "" {
+	if l := c.Providers.LLM; l.BaseURL != "" && strings.TrimSpace(l.Model) == "" {
+		errs = append(errs, invalid("providers.llm.model", "is required with providers.llm.base_url (or set GLYPHOXA_LLM_MODEL)"))
+	}
+	if c.Providers.Embeddings.Provider == "openai" && strings.TrimSpace(c.Providers.Embeddings.Model) == "" {
 		errs = append(errs, invalid("providers.embeddings.model", "is required with provider openai (e.g. text-embedding-3-small)"))
 	}
 	for _, p := range []struct{ key, provider, apiKey string }{
@@ -531,40 +818,152 @@ func (c Config) Validate() error {
 			errs = append(errs, invalid(p.key, "is required with provider %s (or set %s)", p.provider, envFor(p.key)))
 		}
 	}
-	guilds := map[string]bool{}
+	switch cc := c.Console; {
+	case cc.ClientID != "" && !number.MatchString(cc.ClientID):
+		errs = append(errs, invalidGot("console.client_id", quote(cc.ClientID), "must be the Discord application's id (a number)"))
+	case cc.ClientID != "" && cc.ClientSecret == "":
+		errs = append(errs, invalid("console.client_secret", "is required with console.client_id (or set GLYPHOXA_CONSOLE_CLIENT_SECRET)"))
+	case cc.ClientID == "" && cc.ClientSecret != "":
+		errs = append(errs, invalid("console.client_id", "is required with console.client_secret: the Discord application's id"))
+	}
+	guilds := map[string]int{}
 	for k, g := range c.Discord.Guilds {
 		key := fmt.Sprintf("discord.guilds[%d]", k)
+		prev, twice := guilds[g.GuildID]
 		switch {
 		case !snowflake.MatchString(g.GuildID):
-			errs = append(errs, invalid(key+".guild_id", "must be a Discord guild id (a number), got %q", g.GuildID))
+			errs = append(errs, invalidGot(key+".guild_id", quote(g.GuildID), "must be a Discord guild id (a number)"))
 		case strings.TrimSpace(g.Campaign) == "":
 			errs = append(errs, invalid(key+".campaign", "is required: the campaign this server plays"))
 		case memory.ValidateCampaignID(g.Campaign) != nil:
 			errs = append(errs, invalid(key+".campaign", "%v", memory.ValidateCampaignID(g.Campaign)))
-		case guilds[g.GuildID]:
-			errs = append(errs, invalid(key+".guild_id", "guild %s is bound twice", g.GuildID))
-		case g.KGTokenLimit < 0:
-			errs = append(errs, invalid(key+".kg_token_limit", "must be positive (or 0 to keep the campaign's), got %d", g.KGTokenLimit))
+		case twice:
+			errs = append(errs, invalid(key+".guild_id", "is bound twice: discord.guilds[%d].guild_id is the same guild", prev))
+		case g.KGTokenLimit < 0 || g.KGTokenLimit > math.MaxInt32:
+			errs = append(errs, invalidGot(key+".kg_token_limit", strconv.Itoa(g.KGTokenLimit), "must be positive and at most %d (or 0 to keep the campaign's)", math.MaxInt32))
 		}
-		guilds[g.GuildID] = true
+		if !twice {
+			guilds[g.GuildID] = k
+		}
+		for i, id := range g.DMRoleIDs {
+			if !snowflake.MatchString(id) {
+				errs = append(errs, invalidGot(fmt.Sprintf("%s.dm_role_ids[%d]", key, i), quote(id), "must be a Discord role id (a number)"))
+			}
+		}
+		for i, id := range g.DMUserIDs {
+			if !snowflake.MatchString(id) {
+				errs = append(errs, invalidGot(fmt.Sprintf("%s.dm_user_ids[%d]", key, i), quote(id), "must be a Discord user id (a number)"))
+			}
+		}
+		if g.TextChannelID != "" && !snowflake.MatchString(g.TextChannelID) {
+			errs = append(errs, invalidGot(key+".text_channel_id", quote(g.TextChannelID), "must be a Discord channel id (a number)"))
+		}
 	}
 	if _, err := c.MCPEndpoints(); err != nil {
 		errs = append(errs, err)
 	}
-	npcs := map[string]bool{}
+	npcs := map[string]int{}
 	for k, p := range c.NPCs {
 		if err := p.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%w: npcs[%d]: %v", ErrInvalid, k, err))
+			errs = append(errs, invalid(fmt.Sprintf("npcs[%d]", k), "%v", err))
 		}
-		if npcs[p.ID] {
-			errs = append(errs, invalid(fmt.Sprintf("npcs[%d].id", k), "NPC %q is defined twice", p.ID))
+		if p.Campaign != "" {
+			if err := memory.ValidateCampaignID(p.Campaign); err != nil {
+				errs = append(errs, invalid(fmt.Sprintf("npcs[%d].campaign", k), "%v", err))
+			}
 		}
-		npcs[p.ID] = true
+		if prev, ok := npcs[p.ID]; ok {
+			errs = append(errs, invalid(fmt.Sprintf("npcs[%d].id", k), "is defined twice: npcs[%d].id is the same NPC", prev))
+		} else {
+			npcs[p.ID] = k
+		}
 	}
-	return errors.Join(errs...)
+	return c.attribute(errs)
+}
+
+// quote writes a value typed in the file for a message: quoted, and cut at
+// 80 bytes.
+func quote(v string) string {
+	if len(v) > 80 {
+		return strconv.Quote(v[:80]) + "…"
+	}
+	return strconv.Quote(v)
+}
+
+// checkListen checks an address serve listens on (host:port, the host an
+// IP address, a host name or empty for every interface, the port a number
+// or a service name), as net.Listen reads it but without resolving or
+// binding anything. empty says whether "" (off) is allowed.
+func checkListen(key, addr string, empty bool) error {
+	if addr == "" {
+		if empty {
+			return nil
+		}
+		return invalid(key, "is required: the address to listen on, e.g. 127.0.0.1:9464")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return invalidGot(key, quote(addr), "must be host:port, e.g. 127.0.0.1:9464 or :9464")
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil || port == "" {
+		return invalidGot(key, quote(addr), "must end in a port number from 0 to 65535")
+	}
+	if n, err := strconv.Atoi(port); err == nil && (n < 0 || n > 65535) {
+		return invalidGot(key, quote(addr), "must end in a port number from 0 to 65535")
+	}
+	if host == "" {
+		return nil
+	}
+	if i := strings.IndexByte(host, '%'); i >= 0 { // an IPv6 zone
+		host = host[:i]
+	}
+	if net.ParseIP(host) == nil && !hostname.MatchString(host) {
+		return invalidGot(key, quote(addr), "must name an IP address or a host name before the port")
+	}
+	return nil
+}
+
+var hostname = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
+
+// checkURL checks an absolute URL of one of the schemes, with a host and
+// no fragment; "" (not set) passes.
+func checkURL(key, raw string, schemes ...string) error {
+	if raw == "" {
+		return nil
+	}
+	want := strings.Join(schemes, ":// or ") + "://"
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || strings.ContainsFunc(raw, unicode.IsSpace):
+		return invalid(key, "must be a URL (%s…)", want)
+	case !slices.Contains(schemes, strings.ToLower(u.Scheme)):
+		return invalid(key, "must start with %s", want)
+	case u.Host == "" || u.Hostname() == "":
+		return invalid(key, "must name a host (%shost…)", want)
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return invalid(key, "must not hold a fragment (#…)")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return invalid(key, "must have a port from 1 to 65535")
+		}
+	}
+	return nil
+}
+
+// checkSecret checks a token: no spaces or control characters (a pasted
+// "Bot " prefix or a trailing newline).
+func checkSecret(key, v string) error {
+	if v != "" && strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return invalid(key, "holds a space or a control character (the token alone, without \"Bot \" or a line break)")
+	}
+	return nil
 }
 
 var snowflake = regexp.MustCompile(`^[0-9]{5,20}$`)
+
+// number is a Discord id where a short one is still a valid test value.
+var number = regexp.MustCompile(`^[0-9]{1,20}$`)
 
 func envFor(key string) string {
 	for _, o := range Overrides() {
@@ -607,7 +1006,7 @@ func (c Config) Require(rs ...Requirement) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return c.attribute(errs)
 }
 
 // MinTokenLen is the shortest MCP token accepted: a shorter one can be
@@ -700,7 +1099,7 @@ func (c Config) MCPEndpoints() ([]MCPEndpoint, error) {
 			add(pkey, tok, g.Campaign, func(ep *MCPEndpoint) { ep.Players[tok] = n })
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := c.attribute(errs); err != nil {
 		return nil, err
 	}
 	out := make([]MCPEndpoint, 0, len(order))
@@ -708,4 +1107,66 @@ func (c Config) MCPEndpoints() ([]MCPEndpoint, error) {
 		out = append(out, *byCampaign[camp])
 	}
 	return out, nil
+}
+
+// Preflight runs every check `glyphoxa serve` runs on its configuration
+// before it starts, so that `glyphoxa config check` refuses what serve
+// would: [Config.Validate], a Discord token and a guild
+// ([Config.Require] NeedDiscord), and a spool directory
+// (lifecycle.spool_dir) that exists or can be created, and can be written.
+// Both commands call it; it reads the disk but writes nothing that stays.
+func (c Config) Preflight() error {
+	return c.attribute([]error{c.Validate(), c.Require(NeedDiscord), checkDir("lifecycle.spool_dir", c.Lifecycle.SpoolDir)})
+}
+
+// checkDir checks that dir, or the nearest of its parents that exists, is
+// a directory this process can create files in.
+func checkDir(key, dir string) error {
+	if strings.TrimSpace(dir) == "" {
+		return nil // Validate reports it
+	}
+	p := filepath.Clean(dir)
+	for {
+		fi, err := os.Stat(p)
+		if err == nil {
+			if !fi.IsDir() {
+				if p == filepath.Clean(dir) {
+					return invalidGot(key, quote(dir), "is a file, not a directory")
+				}
+				return invalidGot(key, quote(dir), "cannot be created: a part of its path is a file")
+			}
+			break
+		}
+		if errors.Is(err, syscall.ENOTDIR) {
+			return invalidGot(key, quote(dir), "cannot be created: a part of its path is a file")
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return invalidGot(key, quote(dir), "cannot be read: %v", pathCause(err))
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			break
+		}
+		p = parent
+	}
+	f, err := os.CreateTemp(p, ".glyphoxa-check-*")
+	if err != nil {
+		return invalidGot(key, quote(dir), "cannot be written: %v", pathCause(err))
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return invalidGot(key, quote(dir), "cannot be written: %v", pathCause(err))
+	}
+	return nil
+}
+
+// pathCause is the cause of a file-system error without the path it names
+// (the path may have come from the environment).
+func pathCause(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

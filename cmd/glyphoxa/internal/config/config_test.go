@@ -58,7 +58,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"unknown key", "memory:\n  embedding_dimension: 384\n", "memory.embedding_dimension (line 2): unknown key; did you mean embedding_dimensions?"},
 		{"unknown section", "memroy:\n  postgres_dsn: x\n", "memroy (line 1): unknown key; did you mean memory?"},
 		{"wrong type", "memory:\n  embedding_dimensions: lots\n", `memory.embedding_dimensions (line 2): expected a whole number, got "lots"`},
-		{"bad duration", "lifecycle:\n  consolidate_every: half an hour\n", `lifecycle.consolidate_every (line 2): "half an hour" is not a duration`},
+		{"bad duration", "lifecycle:\n  consolidate_every: half an hour\n", `lifecycle.consolidate_every (line 2): not a duration (write 600ms, 30s, 5m or 1h30m), got "half an hour"`},
 		{"bad bool", "correction:\n  llm: maybe\n", `correction.llm (line 2): expected true or false`},
 		{"list expected", "discord:\n  guilds: 123\n", "discord.guilds (line 2): expected a list"},
 		{"nested unknown", "discord:\n  guilds:\n    - guild_id: \"123456\"\n      campain: x\n", "discord.guilds[0].campain (line 4): unknown key; did you mean campaign?"},
@@ -132,7 +132,7 @@ func FuzzParse(f *testing.F) {
 // ${VAR} is substituted into parsed values only: whatever the value holds,
 // it stays one value and never shows in an error.
 func TestEnvValuesAreValuesOnly(t *testing.T) {
-	doc := "discord:\n  token: ${TOKEN}\n  shard_count: ${SHARDS}\nproviders:\n  llm:\n    api_key: \"${KEY}\"\n    base_url: ${URL:-http://localhost/v1}\n"
+	doc := "discord:\n  shard_count: ${SHARDS}\nproviders:\n  tts:\n    voice: ${TOKEN}\n  llm:\n    api_key: \"${KEY}\"\n    base_url: ${URL:-http://localhost/v1}\n"
 	for _, tc := range []struct {
 		name   string
 		vars   map[string]string
@@ -143,7 +143,7 @@ func TestEnvValuesAreValuesOnly(t *testing.T) {
 		{"comment-looking", map[string]string{"TOKEN": "abc #def", "SHARDS": "2"}, "abc #def", ""},
 		{"newline injection", map[string]string{"TOKEN": "x\nserver:\n  mcp_dm_token: injected-token-123456", "SHARDS": "0"},
 			"x\nserver:\n  mcp_dm_token: injected-token-123456", ""},
-		{"secret in a number field", map[string]string{"TOKEN": "t", "SHARDS": "sk-very-secret"}, "", "${SHARDS} (from the environment)"},
+		{"secret in a number field", map[string]string{"TOKEN": "t", "SHARDS": "sk-very-secret"}, "", "discord.shard_count (line 2, from ${SHARDS}): expected a whole number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.vars["KEY"] = "sk-also-secret"
@@ -157,7 +157,7 @@ func TestEnvValuesAreValuesOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Discord.Token != tc.token || cfg.Server.MCPDMToken != "" || cfg.Providers.LLM.APIKey != "sk-also-secret" ||
+			if cfg.Providers.TTS.Voice != tc.token || cfg.Server.MCPDMToken != "" || cfg.Providers.LLM.APIKey != "sk-also-secret" ||
 				cfg.Providers.LLM.BaseURL != "http://localhost/v1" {
 				t.Fatalf("%+v", cfg)
 			}

@@ -18,7 +18,7 @@ var durationType = reflect.TypeOf(Duration(0))
 // key; did you mean embedding_dimensions?".
 //
 // subst holds the original text of values substituted from the
-// environment: an error shows that text, never the value.
+// environment: an error names its variables, never the value.
 func checkSchema(n *yaml.Node, v any, subst map[*yaml.Node]string) error {
 	return walk(n, reflect.TypeOf(v), "", subst)
 }
@@ -30,18 +30,19 @@ func walk(n *yaml.Node, t reflect.Type, path string, subst map[*yaml.Node]string
 	if n.ShortTag() == "!!null" {
 		return nil
 	}
-	value := n.Value
+	// got is the value as an error shows it: quoted when typed in the
+	// file, left out when it came from the environment.
+	got := func() string { return ", got " + quote(n.Value) }
+	from := ""
 	if orig := subst[n]; orig != "" {
-		value = orig + " (from the environment)"
-	}
-	if len(value) > 80 {
-		value = value[:80] + "…"
+		got = func() string { return "" }
+		from = ", from " + refs(envNames(orig))
 	}
 	where := func() string {
 		if path == "" {
-			return fmt.Sprintf("line %d", n.Line)
+			return fmt.Sprintf("line %d%s", n.Line, from)
 		}
-		return fmt.Sprintf("%s (line %d)", path, n.Line)
+		return fmt.Sprintf("%s (line %d%s)", path, n.Line, from)
 	}
 	switch {
 	case t == durationType:
@@ -49,7 +50,7 @@ func walk(n *yaml.Node, t reflect.Type, path string, subst map[*yaml.Node]string
 			return fmt.Errorf("%w: %s: expected a duration such as 30s or 5m", ErrInvalid, where())
 		}
 		if _, err := time.ParseDuration(n.Value); err != nil {
-			return fmt.Errorf("%w: %s: %q is not a duration (write 600ms, 30s, 5m or 1h30m)", ErrInvalid, where(), value)
+			return fmt.Errorf("%w: %s: not a duration (write 600ms, 30s, 5m or 1h30m)%s", ErrInvalid, where(), got())
 		}
 		return nil
 	case t.Kind() == reflect.Struct:
@@ -105,15 +106,15 @@ func walk(n *yaml.Node, t reflect.Type, path string, subst map[*yaml.Node]string
 	switch t.Kind() {
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		if n.ShortTag() != "!!int" {
-			return fmt.Errorf("%w: %s: expected a whole number, got %q", ErrInvalid, where(), value)
+			return fmt.Errorf("%w: %s: expected a whole number%s", ErrInvalid, where(), got())
 		}
 	case reflect.Float32, reflect.Float64:
 		if tag := n.ShortTag(); tag != "!!int" && tag != "!!float" {
-			return fmt.Errorf("%w: %s: expected a number, got %q", ErrInvalid, where(), value)
+			return fmt.Errorf("%w: %s: expected a number%s", ErrInvalid, where(), got())
 		}
 	case reflect.Bool:
 		if n.ShortTag() != "!!bool" {
-			return fmt.Errorf("%w: %s: expected true or false, got %q", ErrInvalid, where(), value)
+			return fmt.Errorf("%w: %s: expected true or false%s", ErrInvalid, where(), got())
 		}
 	}
 	return nil
