@@ -10,9 +10,10 @@ import (
 )
 
 // TestShortMCPTokensAreRefusedInEveryMode: a token shorter than 16
-// characters stops `glyphoxa mcp --http`, `serve`'s MCP endpoints and
-// `config check`, whether it comes from the configuration file (server or
-// guild) or from an environment variable; the error names the key or the
+// characters stops `glyphoxa mcp --http` and `config check` (whose
+// validation `serve` runs at start-up, and mountMCP's HTTPHandler checks
+// again), whether it comes from the configuration file (server or guild)
+// or from an environment variable; the error names the key or the
 // variable and never shows the token.
 func TestShortMCPTokensAreRefusedInEveryMode(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
