@@ -67,14 +67,16 @@ type Observer interface {
 	SessionEnded()
 }
 
-// An Observer may also take memory health, DAVE epoch changes and damaged
-// spool records. (LLM
-// tokens are counted where the LLM client is built: internal/llm.Config.OnUsage.)
+// An Observer may also take memory health, DAVE epoch changes, voice
+// packets dropped by the per-speaker rate limit and damaged spool records.
+// (LLM tokens are counted where the LLM client is built:
+// internal/llm.Config.OnUsage.)
 type (
 	healthObserver interface {
 		SetMemoryHealth(campaign string, degraded bool, pending int)
 	}
 	daveObserver   interface{ DAVEEpochChanged() }
+	dropObserver   interface{ VoicePacketDropped(reason string) }
 	spoolObserver  interface{ SpoolQuarantined(campaign string) }
 	engineObserver interface {
 		CountEngineTurn(engine, outcome string)

@@ -108,6 +108,9 @@ func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, ag
 	acfg.Logger = log
 	acfg.OnUtterance = s.onUtterance
 	acfg.OnEvent = s.onSpeech
+	if d, ok := cfg.Observer.(dropObserver); ok {
+		acfg.OnDrop = func(string) { d.VoicePacketDropped("rate") }
+	}
 	var err error
 	if s.router, err = audio.NewRouter(acfg); err != nil {
 		return nil, err

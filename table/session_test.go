@@ -2,9 +2,12 @@ package table_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 )
@@ -41,3 +44,56 @@ func TestLossReachesTheLanes(t *testing.T) {
 		t.Fatalf("lost packets %d, want 1", st.LostPackets)
 	}
 }
+
+// dropCounter is an Observer that also counts dropped voice packets.
+type dropCounter struct {
+	table.Observer
+	mu    sync.Mutex
+	drops map[string]int
+}
+
+func (d *dropCounter) VoicePacketDropped(reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.drops[reason]++
+}
+
+func (d *dropCounter) count(reason string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.drops[reason]
+}
+
+// TestRateDropsReachTheObserver: packets beyond the per-speaker rate limit
+// are counted by the table's Observer (the /metrics counter
+// glyphoxa_voice_packets_dropped_total{reason="rate"}). The clock stands
+// still, so a whole line of packets arrives at one instant: all but the
+// burst allowance (1 s of audio) is dropped.
+func TestRateDropsReachTheObserver(t *testing.T) {
+	audiotest.Need(t, "espeak-ng")
+	obs := &dropCounter{Observer: nopObs{}, drops: map[string]int{}}
+	clk := clocktest.NewFake(time.Now())
+	r := newRigWith(t, 0, nil, func(c *table.Config) { c.Observer = obs; c.Clock = clk })
+	for _, p := range r.packets {
+		r.voice.packets <- conn.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
+		r.seq++
+		r.ts += 960
+	}
+	// At most 1 s of the line (50 packets) passes, and a few packets of
+	// the silence before it.
+	want := len(r.packets) - 60
+	deadline := time.Now().Add(time.Minute) // a hang guard only
+	for obs.count("rate") < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d packets dropped for rate of %d sent at one instant, want at least %d", obs.count("rate"), len(r.packets), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+type nopObs struct{}
+
+func (nopObs) ObserveStage(string, time.Duration) {}
+func (nopObs) CountTurn(string)                   {}
+func (nopObs) SessionStarted()                    {}
+func (nopObs) SessionEnded()                      {}

@@ -47,6 +47,25 @@ type oneTime struct {
 type oauthState struct {
 	campaign string
 	expires  time.Time
+	seq      uint64 // order of issue, for eviction
+}
+
+// maxOAuthStates bounds the Discord sign-ins in progress (each lives ten
+// minutes): anyone can start one, so without a bound a stranger could
+// fill the memory. Beyond it the oldest is forgotten; its browser is
+// asked to sign in again.
+const maxOAuthStates = 1024
+
+// evictOldestState forgets the sign-in state issued first. s.mu is held.
+func (s *Server) evictOldestState() {
+	var oldest string
+	var seq uint64
+	for k, v := range s.states {
+		if oldest == "" || v.seq < seq {
+			oldest, seq = k, v.seq
+		}
+	}
+	delete(s.states, oldest)
 }
 
 // randomToken returns 32 random bytes, URL-safe.
@@ -250,7 +269,11 @@ func (s *Server) signinDiscord(w http.ResponseWriter, r *http.Request) {
 			delete(s.states, k)
 		}
 	}
-	s.states[state] = oauthState{campaign: campaign, expires: now.Add(10 * time.Minute)}
+	for len(s.states) >= maxOAuthStates {
+		s.evictOldestState()
+	}
+	s.stateSeq++
+	s.states[state] = oauthState{campaign: campaign, expires: now.Add(10 * time.Minute), seq: s.stateSeq}
 	s.mu.Unlock()
 	// The state is also bound to this browser: a callback carrying a state
 	// issued to someone else is refused.

@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/httpcheck"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
@@ -83,6 +85,7 @@ type Server struct {
 	sessions map[string]*session
 	links    map[string]oneTime
 	states   map[string]oauthState
+	stateSeq uint64
 
 	snaps  snapshots
 	recaps recaps
@@ -139,7 +142,49 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "same-origin")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; form-action 'self' "+s.cfg.OAuth.DiscordURL+"; frame-ancestors 'none'")
+	if err := httpcheck.Request(r); err != nil {
+		s.fail(w, r, http.StatusBadRequest, "Bad request: "+err.Error()+".")
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if status, msg := readForm(w, r); status != 0 {
+			s.fail(w, r, status, msg)
+			return
+		}
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// maxFormBytes bounds the body of a request to the console. Its largest
+// form, an NPC's persona, is a few kilobytes; 256 KiB leaves room for
+// long ones and keeps a stranger's upload out of memory and off the disk.
+const maxFormBytes = 256 << 10
+
+// readForm reads the form of a write before any handler (or the CSRF
+// check) does, within maxFormBytes: a body declared or found longer is
+// refused with 413 before it is read to the end, a multipart body (the
+// console's forms are URL-encoded; it takes no uploads) with 415 before
+// it is read at all, and a NUL byte or invalid UTF-8 in a field with 400.
+// It returns 0 when the form is fine.
+func readForm(w http.ResponseWriter, r *http.Request) (int, string) {
+	tooLarge := fmt.Sprintf("The request is larger than the %d KiB the console accepts.", maxFormBytes>>10)
+	if r.ContentLength > maxFormBytes {
+		return http.StatusRequestEntityTooLarge, tooLarge
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); strings.HasPrefix(mt, "multipart/") {
+		return http.StatusUnsupportedMediaType, "The console's forms are sent URL-encoded; it takes no uploads."
+	}
+	if err := r.ParseForm(); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return http.StatusRequestEntityTooLarge, tooLarge
+		}
+		return http.StatusBadRequest, "The form does not parse: " + err.Error()
+	}
+	if err := httpcheck.Values("form field", r.PostForm); err != nil {
+		return http.StatusBadRequest, "Bad request: " + err.Error() + "."
+	}
+	return 0, ""
 }
 
 // role is what a handler requires.

@@ -81,8 +81,12 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if tokens.Empty() {
 		return errors.New("serving MCP over HTTP needs a token: set server.mcp_token (player rights) or server.mcp_dm_token (DM rights), or GLYPHOXA_MCP_TOKEN / GLYPHOXA_MCP_DM_TOKEN, or a guild's mcp_token for this campaign")
 	}
+	h, err := srv.HTTPHandler(tokens)
+	if err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.HTTPHandler(tokens))
+	mux.Handle("/mcp", h)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ln, err := net.Listen("tcp", *httpAddr)
 	if err != nil {

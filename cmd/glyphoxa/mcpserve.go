@@ -31,7 +31,10 @@ func mountMCP(mux *http.ServeMux, door *access.Door, cfg config.Config, logger *
 		if err != nil {
 			return n, fmt.Errorf("the MCP endpoint of campaign %q: %w", ep.Campaign, err)
 		}
-		h := srv.HTTPHandler(mcpserver.Tokens{DM: ep.DM, Player: ep.Player, Players: ep.Players})
+		h, err := srv.HTTPHandler(mcpserver.Tokens{DM: ep.DM, Player: ep.Player, Players: ep.Players})
+		if err != nil {
+			return n, fmt.Errorf("the MCP endpoint of campaign %q: %w", ep.Campaign, err)
+		}
 		if err := handle(mux, "/mcp/"+ep.Campaign, h); err != nil {
 			return n, fmt.Errorf("the MCP endpoint of campaign %q: %w", ep.Campaign, err)
 		}

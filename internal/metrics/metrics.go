@@ -37,6 +37,7 @@ type Metrics struct {
 	quarantined    *prometheus.CounterVec
 	engineTurns    *prometheus.CounterVec
 	s2sAudio       prometheus.Counter
+	voiceDropped   *prometheus.CounterVec
 }
 
 // New returns a registry with every glyphoxa metric and the Go and process
@@ -80,8 +81,13 @@ func New() *Metrics {
 			Namespace: "glyphoxa", Name: "s2s_audio_seconds_total",
 			Help: "Audio heard and spoken by speech-to-speech models (what their providers bill).",
 		}),
+		voiceDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "glyphoxa", Name: "voice_packets_dropped_total",
+			Help: "Voice packets dropped before speech-to-text, by reason (rate: a speaker sending faster than 1.5 times real time).",
+		}, []string{"reason"}),
 	}
 	m.reg.MustRegister(m.turnStage, m.turns, m.activeSessions, m.degraded, m.spoolPending, m.daveEpochs, m.llmTokens, m.quarantined, m.engineTurns, m.s2sAudio,
+		m.voiceDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -128,6 +134,10 @@ func (m *Metrics) AddS2SAudio(d time.Duration) { m.s2sAudio.Add(d.Seconds()) }
 // SpoolQuarantined counts a damaged spool or journal record of a campaign
 // (pass it as spool.Options.OnCorrupt).
 func (m *Metrics) SpoolQuarantined(campaign string) { m.quarantined.WithLabelValues(campaign).Inc() }
+
+// VoicePacketDropped counts a voice packet dropped before speech-to-text,
+// by reason ("rate").
+func (m *Metrics) VoicePacketDropped(reason string) { m.voiceDropped.WithLabelValues(reason).Inc() }
 
 // DAVEEpochChanged counts an epoch transition.
 func (m *Metrics) DAVEEpochChanged() { m.daveEpochs.Inc() }

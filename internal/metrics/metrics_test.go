@@ -19,6 +19,7 @@ func TestExposition(t *testing.T) {
 	m.DAVEEpochChanged()
 	m.AddTokens(100, 20)
 	m.SpoolQuarantined("ironhold-saga")
+	m.VoicePacketDropped("rate")
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL)
@@ -36,6 +37,7 @@ func TestExposition(t *testing.T) {
 		`glyphoxa_dave_epoch_changes_total 1`,
 		`glyphoxa_llm_tokens_total{direction="prompt"} 100`,
 		`glyphoxa_spool_quarantined_total{campaign="ironhold-saga"} 1`,
+		`glyphoxa_voice_packets_dropped_total{reason="rate"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(string(body), want) {

@@ -65,7 +65,11 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httptest.NewServer(srv.HTTPHandler(mcpserver.Tokens{Player: []string{"player-token"}, DM: []string{"dm-token"}}))
+	hh, err := srv.HTTPHandler(mcpserver.Tokens{Player: []string{"player-token-0123456789"}, DM: []string{"dm-token-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptest.NewServer(hh)
 	defer h.Close()
 	url := h.URL + "/mcp"
 	camp := pgtest.Campaign(t, store, "ironhold-saga")
@@ -73,14 +77,14 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	before := must[memory.Relationship](t)(camp.Graph().Fact(ctx, forged))
 
 	// Sessions: the player and the DM register theirs.
-	reg, err := runClient(t, peers, "player-agent", []call{{Tool: "kg_register_session"}}, "http", url, "player-token")
+	reg, err := runClient(t, peers, "player-agent", []call{{Tool: "kg_register_session"}}, "http", url, "player-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
 	playerSession := decode[struct {
 		ID string `json:"session_id"`
 	}](t, reg.Results[0]).ID
-	reg, err = runClient(t, peers, "dm-agent", []call{{Tool: "kg_register_session"}}, "http", url, "dm-token")
+	reg, err = runClient(t, peers, "dm-agent", []call{{Tool: "kg_register_session"}}, "http", url, "dm-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +107,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		// The old put_edge (issue 17, item 1): same rules.
 		{Tool: "put_edge", Args: map[string]any{"source": "grimjaw", "type": "FORGED", "target": "vault-key", "attributes": map[string]any{"secret": false}}},
 		{Tool: "put_edge", Args: map[string]any{"source": "grimjaw", "type": "FORGED", "target": "dawn-hammer", "attributes": map[string]any{"secret": false}}},
-	}, "http", url, "player-token")
+	}, "http", url, "player-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +169,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		{Tool: "kg_delete_edge", Args: map[string]any{"level": "dm", "from": "plot", "to": "twist", "rel": "LEADS_TO"}},
 		{Tool: "kg_delete_node", Args: map[string]any{"level": "dm", "id": "twist"}},
 		{Tool: "kg_ping"},
-	}, "http", url, "dm-token")
+	}, "http", url, "dm-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +200,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	pid := decode[struct {
 		ID int64 `json:"proposal_id"`
 	}](t, r[3]).ID
-	res, err := runClient(t, peers, "dm-agent", []call{{Tool: "resolve_proposal", Args: map[string]any{"id": pid, "accept": true}}}, "http", url, "dm-token")
+	res, err := runClient(t, peers, "dm-agent", []call{{Tool: "resolve_proposal", Args: map[string]any{"id": pid, "accept": true}}}, "http", url, "dm-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +211,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 
 	// The player's session sees the DM's campaign writes, not the DM's notes.
 	ps, err := runClient(t, peers, "player-agent", []call{{Tool: "kg_sync", Args: map[string]any{"session_id": playerSession}},
-		{Tool: "kg_sync", Args: map[string]any{"session_id": dmSession}}}, "http", url, "player-token")
+		{Tool: "kg_sync", Args: map[string]any{"session_id": dmSession}}}, "http", url, "player-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +222,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	if ps.Results[1].OK {
 		t.Fatalf("a player synced the DM's session: %s", ps.Results[1].Result)
 	}
-	old, err := runClient(t, peers, "player-agent", []call{{Tool: "sync", Args: map[string]any{"cursor": 0}}}, "http", url, "player-token")
+	old, err := runClient(t, peers, "player-agent", []call{{Tool: "sync", Args: map[string]any{"cursor": 0}}}, "http", url, "player-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +294,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		t.Fatalf("compaction %+v", reps)
 	}
 
-	final, err := runClient(t, peers, "dm-agent", []call{{Tool: "kg_read"}, {Tool: "kg_ping"}}, "http", url, "dm-token")
+	final, err := runClient(t, peers, "dm-agent", []call{{Tool: "kg_read"}, {Tool: "kg_ping"}}, "http", url, "dm-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +339,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		t.Fatalf("no memory trace to an archived node: %d traces", len(fv.Traces))
 	}
 	back, err := runClient(t, peers, "player-agent", []call{{Tool: "kg_recall", Args: map[string]any{"level": "campaign", "id": archived}},
-		{Tool: "kg_read"}}, "http", url, "player-token")
+		{Tool: "kg_read"}}, "http", url, "player-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}

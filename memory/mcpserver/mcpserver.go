@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/httpcheck"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
@@ -106,6 +107,7 @@ func New(cfg Config) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "glyphoxa", Title: "glyphoxa campaign memory", Version: cfg.Version},
 		&mcp.ServerOptions{Instructions: "The memory of the tabletop campaign " + cfg.Campaign +
 			": a knowledge graph of people, places and things with facts between them, and the transcripts of the sessions played."})
+	s.mcp.AddReceivingMiddleware(checkArguments)
 	s.register()
 	return s, nil
 }
@@ -169,10 +171,45 @@ func (t Tokens) match(token string) (Role, string, bool) {
 	return role, name, found
 }
 
+// MinTokenLen is the shortest bearer token [Server.HTTPHandler] accepts:
+// a shorter one can be guessed.
+const MinTokenLen = 16
+
+// Check reports a token shorter than MinTokenLen, naming which one (the DM
+// tokens by position, a player's by name), never its value.
+func (t Tokens) Check() error {
+	short := func(x string) bool { return x != "" && len(x) < MinTokenLen }
+	for i, x := range t.DM {
+		if short(x) {
+			return fmt.Errorf("mcp server: DM token %d is %d characters long; use at least %d", i+1, len(x), MinTokenLen)
+		}
+	}
+	for i, x := range t.Player {
+		if short(x) {
+			return fmt.Errorf("mcp server: player token %d is %d characters long; use at least %d", i+1, len(x), MinTokenLen)
+		}
+	}
+	for x, n := range t.Players {
+		if short(x) {
+			return fmt.Errorf("mcp server: the token of player %q is %d characters long; use at least %d", n, len(x), MinTokenLen)
+		}
+	}
+	return nil
+}
+
 // HTTPHandler serves the streamable HTTP transport, requiring one of the
 // campaign's bearer tokens (see [Tokens]); any other token, or none, is
-// answered 401.
-func (s *Server) HTTPHandler(tokens Tokens) http.Handler {
+// answered 401. It refuses tokens shorter than MinTokenLen. A path or
+// query parameter with a NUL byte or invalid UTF-8 is answered 400. Each
+// token holds at most MaxSessionsPerToken sessions (the least recently
+// used is closed beyond it), and a session idle for SessionIdle ends.
+func (s *Server) HTTPHandler(tokens Tokens) (http.Handler, error) {
+	if err := tokens.Check(); err != nil {
+		return nil, err
+	}
+	if tokens.Empty() {
+		return nil, errors.New("mcp server: serving HTTP needs at least one token")
+	}
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		role, name, ok := tokens.match(token)
 		if !ok {
@@ -182,11 +219,13 @@ func (s *Server) HTTPHandler(tokens Tokens) http.Handler {
 		if name != "" {
 			user += ":" + name
 		}
-		return &auth.TokenInfo{Scopes: []string{string(role)}, UserID: user, Expiration: time.Now().Add(24 * time.Hour)}, nil
+		return &auth.TokenInfo{Scopes: []string{string(role)}, UserID: user, Expiration: time.Now().Add(24 * time.Hour),
+			Extra: map[string]any{tokenKeyExtra: tokenKey(token)}}, nil
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: 30 * time.Minute, Logger: s.cfg.Logger})
-	return auth.RequireBearerToken(verify, nil)(h)
+		SessionTimeout: SessionIdle, Logger: s.cfg.Logger})
+	caps := &sessionCap{srv: s.mcp, max: MaxSessionsPerToken, ids: map[string][]string{}}
+	return httpcheck.Handler(auth.RequireBearerToken(verify, nil)(caps.wrap(h))), nil
 }
 
 // caller is who is calling a tool.

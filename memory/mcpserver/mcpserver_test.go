@@ -100,7 +100,11 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httptest.NewServer(srv.HTTPHandler(mcpserver.Tokens{Player: []string{"player-token"}, DM: []string{"dm-token"}}))
+	hh, err := srv.HTTPHandler(mcpserver.Tokens{Player: []string{"player-token-0123456789"}, DM: []string{"dm-token-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptest.NewServer(hh)
 	defer h.Close()
 	url := h.URL + "/mcp"
 
@@ -117,7 +121,7 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 		{Tool: "ask", Args: map[string]any{"question": "who stole the steel?"}},
 		{Tool: "resolve_proposal", Args: map[string]any{"id": 1, "accept": true}},
 		{Tool: "sync", Args: map[string]any{"cursor": 0}},
-	}, "http", url, "player-token")
+	}, "http", url, "player-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +178,7 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 		{Tool: "read_graph", Args: map[string]any{"name": "dusk"}},
 		{Tool: "recall_node", Args: map[string]any{"id": "duskwood"}},
 		{Tool: "sync", Args: map[string]any{"cursor": 0}},
-	}, "http", url, "dm-token")
+	}, "http", url, "dm-token-0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}

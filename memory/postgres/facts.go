@@ -28,6 +28,9 @@ type FactWithNames struct {
 
 // FindFacts lists facts matching q, newest first.
 func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, error) {
+	if err := memory.CheckQuery(q.Text); err != nil {
+		return nil, fmt.Errorf("finding facts: %w", err)
+	}
 	statuses := make([]string, 0, len(q.Statuses))
 	for _, s := range q.Statuses {
 		statuses = append(statuses, string(s))

@@ -169,6 +169,9 @@ func (g *Graph) DeleteEntity(ctx context.Context, id string) error {
 
 // FindEntities lists entities matching f, ordered by name.
 func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memory.Entity, error) {
+	if err := memory.CheckQuery(f.Name); err != nil {
+		return nil, fmt.Errorf("finding entities by name: %w", err)
+	}
 	var ids []string
 	if f.IDs != nil {
 		ids = nonNil(f.IDs)

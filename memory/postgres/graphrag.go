@@ -65,6 +65,9 @@ func scopeArgs(campaign string, s memory.GraphScope) []any {
 // neighbourhood and match query by full text, best ranked first, in one
 // round trip.
 func (g *Graph) QueryWithContext(ctx context.Context, query string, s memory.GraphScope) ([]memory.ContextResult, error) {
+	if err := memory.CheckQuery(query); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(query) == "" {
 		return nil, fmt.Errorf("%w: empty query", memory.ErrInvalid)
 	}

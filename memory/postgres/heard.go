@@ -19,6 +19,9 @@ const HeardWindow = 10 * time.Minute
 // heard: its own lines and what was said in the same session within
 // HeardWindow of them. Best ranked first.
 func (l *SessionLog) SearchHeard(ctx context.Context, npcID, query string, limit int) ([]memory.EntryHit, error) {
+	if err := memory.CheckQuery(query); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(query) == "" {
 		return nil, fmt.Errorf("%w: empty search query", memory.ErrInvalid)
 	}

@@ -51,6 +51,9 @@ func scanHit(row pgx.CollectableRow) (ChunkHit, error) {
 // as high), only the chunks matching the rarer words are scored; the
 // result is the same as scoring every matching chunk.
 func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int, only []string) ([]ChunkHit, error) {
+	if err := memory.CheckQuery(query); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(query) == "" {
 		return nil, fmt.Errorf("%w: empty query", memory.ErrInvalid)
 	}

@@ -131,6 +131,9 @@ func (l *SessionLog) Entries(ctx context.Context, sessionID string) ([]memory.Tr
 // Search finds entries whose corrected text matches query, ranked with
 // ts_rank, best first. Non-canon lines are left out.
 func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOpts) ([]memory.EntryHit, error) {
+	if err := memory.CheckQuery(query); err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(query) == "" {
 		return nil, fmt.Errorf("%w: empty search query", memory.ErrInvalid)
 	}

@@ -248,6 +248,9 @@ func (g *Graph) ResolveConflict(ctx context.Context, id int64, keepNew bool) (me
 // words, with the names of their ends: what `ask --as-of` answers from.
 // Secret facts are left out unless withSecrets.
 func (g *Graph) NamedFactsAsOf(ctx context.Context, text, sessionID string, withSecrets bool) ([]FactWithNames, error) {
+	if err := memory.CheckQuery(text); err != nil {
+		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, err)
+	}
 	var exists bool
 	if err := g.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE campaign_id = $1 AND id = $2)`, g.campaign, sessionID).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, err)

@@ -328,6 +328,10 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 
 // Search answers q.
 func (r *Retriever) Search(ctx context.Context, q Query) ([]Result, error) {
+	// Checked before the question is embedded, not only where it reaches SQL.
+	if err := memory.CheckQuery(q.Text); err != nil {
+		return nil, err
+	}
 	dated, err := r.camp.Sessions().GameDates(ctx)
 	if err != nil {
 		return nil, err

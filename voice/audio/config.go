@@ -50,6 +50,18 @@ type Config struct {
 	// TickSlack is how late a packet may be before a silent speaker's
 	// missing audio is taken as silence (100 ms).
 	TickSlack time.Duration
+	// MaxRate is how many times real time one speaker may send audio for
+	// long (DefaultMaxRate, 1.5); RateBurst is how much audio beyond that
+	// may come at once (DefaultRateBurst, 1 s). Packets beyond are dropped
+	// and counted (Stats.RateDropped, OnDrop): their time is cut from the
+	// speaker's stream, so a speaker sending ten times real time gives
+	// speech-to-text at most MaxRate times real time of audio. Rates are
+	// measured by Packet.Received.
+	MaxRate   float64
+	RateBurst time.Duration
+	// OnDrop is called for each packet the rate limit drops, with the
+	// router locked; it must not call back into the router.
+	OnDrop func(userID string)
 	// OnUtterance receives each finished utterance. It is called from the
 	// goroutine that pushes packets or ticks, and must not call back into
 	// the router.
@@ -88,10 +100,17 @@ func (c *Config) setDefaults() error {
 		{&c.ReorderDelay, DefaultReorderDelay, "ReorderDelay"},
 		{&c.MaxConceal, DefaultMaxConceal, "MaxConceal"},
 		{&c.TickSlack, DefaultTickSlack, "TickSlack"},
+		{&c.RateBurst, DefaultRateBurst, "RateBurst"},
 	} {
 		if err := def(f.d, f.v, f.name); err != nil {
 			return err
 		}
+	}
+	if c.MaxRate == 0 {
+		c.MaxRate = DefaultMaxRate
+	}
+	if !(c.MaxRate >= 1) {
+		return fmt.Errorf("%w: MaxRate %v is below 1 (real time)", errConfig, c.MaxRate)
 	}
 	if c.OnsetFrames == 0 {
 		c.OnsetFrames = DefaultOnsetFrames
@@ -187,4 +206,8 @@ type Stats struct {
 	Bad       int // packets that failed to decode
 	Concealed time.Duration
 	Decoded   time.Duration // audio produced, including concealment
+
+	// RateDropped counts packets dropped for coming faster than
+	// Config.MaxRate allows.
+	RateDropped int
 }

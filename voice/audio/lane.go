@@ -48,6 +48,15 @@ type Lane struct {
 	heldSent   bool
 	concealed  int64 // concealed samples in the open utterance
 
+	// Rate limit.
+	rate     bucket
+	rateSeen bool
+	rateSSRC uint32
+	rateEnd  uint32    // RTP time where the latest packet ended
+	cut      int64     // 48 kHz samples cut from the stream (dropped packets)
+	dropLog  time.Time // when drops were last logged
+	drops    int       // drops since
+
 	stats Stats
 }
 
@@ -56,7 +65,8 @@ func newLane(user string, cfg *Config) (*Lane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opus decoder for user %s: %w", user, err)
 	}
-	return &Lane{user: user, cfg: cfg, dec: dec, vad: NewVAD(), held: map[uint16]*Packet{}}, nil
+	return &Lane{user: user, cfg: cfg, dec: dec, vad: NewVAD(), held: map[uint16]*Packet{},
+		rate: newBucket(cfg.MaxRate, cfg.RateBurst)}, nil
 }
 
 // Stats returns what the lane has counted so far.
@@ -107,6 +117,29 @@ func (l *Lane) push(p Packet) error {
 	return err
 }
 
+// rateCost is what p, of n48 samples at 48 kHz, costs against the rate
+// limit: its own duration and the gap before it that the lane would fill
+// with concealment and silence (a sender cannot make audio out of gaps in
+// its timestamps for free). A gap longer than the lane fills costs what
+// the lane fills.
+func (l *Lane) rateCost(p Packet, n48 int) int {
+	gap := 0
+	if l.rateSeen && p.SSRC == l.rateSSRC {
+		gap = max(int(int32(p.Timestamp-l.rateEnd)), 0)
+	}
+	fill := l.cfg.MaxConceal + l.cfg.PreRoll + onsetSpan*20*time.Millisecond
+	if l.speaking {
+		fill = l.cfg.MaxConceal + l.cfg.Endpoint + 2*20*time.Millisecond
+	}
+	gap = min(gap, 3*int(durSamples(fill)))
+	end := p.Timestamp + uint32(n48)
+	if !l.rateSeen || p.SSRC != l.rateSSRC || int32(end-l.rateEnd) > 0 {
+		l.rateEnd = end
+	}
+	l.rateSeen, l.rateSSRC = true, p.SSRC
+	return n48 + gap
+}
+
 // restart forgets the stream (a new SSRC or sequence space), closing any
 // open utterance.
 func (l *Lane) restart(p Packet) {
@@ -119,6 +152,7 @@ func (l *Lane) restart(p Packet) {
 	clear(l.held)
 	l.lost = 0
 	l.rawTS = p.Timestamp
+	l.cut = 0
 	l.extTS = 0
 	l.pos = 0
 	l.pend = l.pend[:0]
@@ -175,8 +209,20 @@ func (l *Lane) skip() error {
 // process decodes one in-order packet, first filling the gap before it:
 // concealment for lost packets, silence for a pause in the stream.
 func (l *Lane) process(p *Packet, lost int) error {
-	l.extTS += int64(int32(p.Timestamp - l.rawTS))
-	l.rawTS = p.Timestamp
+	ts := p.Timestamp - uint32(l.cut) // the stream without the packets cut from it
+	l.extTS += int64(int32(ts - l.rawTS))
+	l.rawTS = ts
+	if p.cut {
+		// Dropped by the rate limit: the next packet starts where this
+		// one would have.
+		n48, err := PacketSamples(p.Opus)
+		if err != nil {
+			n48 = int(l.lastDur * 3)
+		}
+		// The gap before it goes too: nothing fills it.
+		l.cut += int64(n48) + 3*max(l.extTS/3-l.pos, 0)
+		return nil
+	}
 	start := l.extTS / 3
 	var decodeErr error
 	n48, err := PacketSamples(p.Opus)

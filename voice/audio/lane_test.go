@@ -308,6 +308,8 @@ func TestConfigErrors(t *testing.T) {
 		{OnsetFrames: 9},
 		{Endpoint: time.Second, MaxUtterance: 500 * time.Millisecond},
 		{ReorderWindow: -1},
+		{MaxRate: 0.5},
+		{RateBurst: -time.Second},
 	} {
 		if _, err := audio.NewRouter(c); err == nil {
 			t.Errorf("config %+v accepted", c)

@@ -24,8 +24,13 @@ type Packet struct {
 	// already given up on (after its own reordering); the lane conceals
 	// them at once instead of waiting for them.
 	Lost int
-	// Received is when the packet arrived.
+	// Received is when the packet arrived. The per-speaker rate limit
+	// measures time by it; a packet without it is not limited.
 	Received time.Time
+
+	// cut marks a packet the rate limit dropped: the lane takes its place
+	// in the sequence and its time out of the stream, and decodes nothing.
+	cut bool
 }
 
 // SilenceFrame is the Opus packet Discord clients send (five times) when a

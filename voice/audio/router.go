@@ -49,7 +49,24 @@ func (r *Router) Push(p Packet) error {
 		}
 		r.lanes[p.UserID] = l
 	}
-	err := l.push(p)
+	n, err := PacketSamples(p.Opus)
+	if err != nil {
+		n = FrameSamples * 3 // a bad packet is concealed as 20 ms
+	}
+	if !l.rate.take(p.Received, l.rateCost(p, n)) {
+		l.stats.RateDropped++
+		l.drops++
+		if r.cfg.OnDrop != nil {
+			r.cfg.OnDrop(p.UserID)
+		}
+		if l.dropLog.IsZero() || p.Received.Sub(l.dropLog) >= time.Minute {
+			r.cfg.Logger.Warn("voice packets dropped: the speaker sends faster than real time",
+				"user", p.UserID, "dropped", l.drops, "max_rate", r.cfg.MaxRate)
+			l.dropLog, l.drops = p.Received, 0
+		}
+		p.cut = true
+	}
+	err = l.push(p)
 	if err != nil {
 		r.cfg.Logger.Warn("voice packet dropped", "user", p.UserID, "seq", p.Sequence, "err", err)
 	}

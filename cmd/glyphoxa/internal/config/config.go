@@ -1063,13 +1063,26 @@ func (c Config) MCPEndpoints() ([]MCPEndpoint, error) {
 	for _, g := range c.Discord.Guilds {
 		campaigns[g.Campaign] = true
 	}
-	if c.Server.MCPToken != "" || c.Server.MCPDMToken != "" {
+	// The server tokens are checked whether or not a guild uses them:
+	// `glyphoxa mcp --http` serves them without any guild configured.
+	for _, t := range []struct{ key, token string }{
+		{"server.mcp_dm_token", c.Server.MCPDMToken}, {"server.mcp_token", c.Server.MCPToken},
+	} {
+		if t.token != "" && len(t.token) < MinTokenLen {
+			errs = append(errs, invalid(t.key+" (or "+envFor(t.key)+")", "is %d characters long; use at least %d (e.g. openssl rand -hex 24)", len(t.token), MinTokenLen))
+		}
+	}
+	if len(c.Server.MCPToken) >= MinTokenLen || len(c.Server.MCPDMToken) >= MinTokenLen {
 		if len(campaigns) > 1 {
 			errs = append(errs, invalid("server.mcp_token", "would open all %d campaigns with one token; set discord.guilds[].mcp_token and mcp_dm_token per guild instead (server.mcp_token and mcp_dm_token serve `glyphoxa mcp --http` and single-campaign configurations)", len(campaigns)))
 		} else {
 			for camp := range campaigns {
-				add("server.mcp_dm_token", c.Server.MCPDMToken, camp, func(ep *MCPEndpoint) { ep.DM = append(ep.DM, c.Server.MCPDMToken) })
-				add("server.mcp_token", c.Server.MCPToken, camp, func(ep *MCPEndpoint) { ep.Player = append(ep.Player, c.Server.MCPToken) })
+				if len(c.Server.MCPDMToken) >= MinTokenLen {
+					add("server.mcp_dm_token", c.Server.MCPDMToken, camp, func(ep *MCPEndpoint) { ep.DM = append(ep.DM, c.Server.MCPDMToken) })
+				}
+				if len(c.Server.MCPToken) >= MinTokenLen {
+					add("server.mcp_token", c.Server.MCPToken, camp, func(ep *MCPEndpoint) { ep.Player = append(ep.Player, c.Server.MCPToken) })
+				}
 			}
 		}
 	}
