@@ -97,9 +97,11 @@ type VoiceSessions interface {
 	// Say makes an NPC speak exact words in the guild's voice session.
 	Say(ctx context.Context, guildID, npcID, text string) error
 	// Forget removes a player's words from the guild's running session:
-	// lines on their way are dropped, erase deletes what long-term memory
-	// holds of them, then the live conversation and its summaries lose
-	// them. ok is false when no session is running (erase is not called).
+	// lines on their way are dropped, those in the outage spool taken out
+	// of it, erase deletes what long-term memory holds of them (or, while
+	// the database is unreachable, is queued in the spool), then the live
+	// conversation and its summaries lose them. ok is false when no
+	// session is running (erase is not called).
 	Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (r LiveForget, ok bool, err error)
 }
 
@@ -109,6 +111,23 @@ type LiveForget struct {
 	Lines int
 	// Summaries rewritten without them.
 	Summaries int
+	// Spooled is the number of lines taken out of the outage spool before
+	// they reached the database.
+	Spooled int
+	// Deferred is set when the database was unreachable: erase did not
+	// run; the deletion is queued in the outage spool and runs when the
+	// database is back.
+	Deferred bool
+}
+
+// SpoolForgetter is an optional capability of VoiceSessions: it forgets a
+// player in the outage spool an ended session of the campaign left on
+// disk (the database was down when it ended), when no session of the
+// guild is running, and runs erase (queued in the spool while the
+// database is unreachable). Only Spooled and Deferred of the result are
+// set.
+type SpoolForgetter interface {
+	ForgetSpooled(ctx context.Context, campaign, userID string, erase func(ctx context.Context) error) (LiveForget, error)
 }
 
 // StartRequest asks to start a voice session.

@@ -12,6 +12,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/table"
 )
@@ -280,7 +281,20 @@ func (m *Manager) Forget(ctx context.Context, guildID, userID string, erase func
 		return bot.LiveForget{}, false, nil
 	}
 	rep, err := r.s.Forget(ctx, userID, erase)
-	return bot.LiveForget{Lines: rep.Messages, Summaries: rep.Summaries}, true, err
+	return bot.LiveForget{Lines: rep.Messages, Summaries: rep.Summaries, Spooled: rep.Spooled, Deferred: rep.Deferred}, true, err
+}
+
+var _ bot.SpoolForgetter = (*Manager)(nil)
+
+// ForgetSpooled forgets a player in the outage spool an ended session of
+// the campaign left in the state directory, and runs erase (queued in the
+// spool while the database is unreachable); see guard.ForgetSpooled.
+func (m *Manager) ForgetSpooled(ctx context.Context, campaign, userID string, erase func(ctx context.Context) error) (bot.LiveForget, error) {
+	if m.cfg.Settings.StateDir == "" {
+		return bot.LiveForget{}, erase(ctx)
+	}
+	res, err := guard.ForgetSpooled(ctx, table.SpoolDir(m.cfg.Settings.StateDir, campaign), userID, m.clk.Now(), erase)
+	return bot.LiveForget{Spooled: res.Spooled, Deferred: res.Deferred}, err
 }
 
 // Close ends every session (flushing transcripts) and waits for background

@@ -63,6 +63,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -374,23 +375,8 @@ func (g *Guard) Forget(ctx context.Context, speakerID string, before time.Time, 
 		g.forgot[speakerID] = before
 	}
 	var res ForgetResult
-	_, err := g.spool.Rewrite(func(b []byte) ([]byte, error) {
-		var r record
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("decoding a spooled write: %w", err)
-		}
-		kept, n := g.dropForgotten(r.Entries)
-		if n == 0 {
-			return b, nil
-		}
-		res.Spooled += n
-		if len(kept) == 0 {
-			return nil, nil
-		}
-		r.Entries = kept
-		return json.Marshal(r)
-	})
-	if err != nil {
+	var err error
+	if res.Spooled, err = purge(g.spool, g.forgot); err != nil {
 		return ForgetResult{}, fmt.Errorf("taking speaker %s out of the outage spool: %w", speakerID, err)
 	}
 	if res.Spooled > 0 {
@@ -416,17 +402,88 @@ func (g *Guard) Forget(ctx context.Context, speakerID string, before time.Time, 
 	return res, nil
 }
 
+// ForgetSpooled is Forget for the spool in dir when no guard has it open
+// (no session is running): the speaker's entries said until before are
+// taken out of it (an atomic rewrite), erase runs, and when the database
+// is unreachable a forget record joins the spool, for the next guard on
+// dir to replay through its Config.Forget. A missing dir holds nothing. It
+// fails with an error wrapping spool.ErrLocked while a guard has dir open.
+func ForgetSpooled(ctx context.Context, dir, speakerID string, before time.Time, erase func(ctx context.Context) error) (ForgetResult, error) {
+	if strings.TrimSpace(speakerID) == "" {
+		return ForgetResult{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if erase == nil {
+			return ForgetResult{}, nil
+		}
+		return ForgetResult{}, erase(ctx)
+	}
+	sp, err := spool.Open(dir, spool.Options{})
+	if err != nil {
+		return ForgetResult{}, fmt.Errorf("opening the outage spool to forget speaker %s: %w", speakerID, err)
+	}
+	defer sp.Close()
+	var res ForgetResult
+	if res.Spooled, err = purge(sp, map[string]time.Time{speakerID: before}); err != nil {
+		return ForgetResult{}, fmt.Errorf("taking speaker %s out of the outage spool %s: %w", speakerID, dir, err)
+	}
+	if erase == nil {
+		return res, nil
+	}
+	err = erase(ctx)
+	if err == nil || !IsOutage(err) || ctx.Err() != nil {
+		return res, err
+	}
+	b, merr := json.Marshal(record{Op: opForget, Speaker: speakerID, At: before})
+	if merr != nil {
+		return res, merr
+	}
+	if aerr := sp.Append(b); aerr != nil {
+		return res, fmt.Errorf("queueing the erase of speaker %s in the outage spool: %w (the database: %w)", speakerID, aerr, err)
+	}
+	res.Deferred = true
+	return res, nil
+}
+
+// purge rewrites sp without the entries of the speakers in forgot said
+// until they were forgotten; it returns how many entries it took out.
+func purge(sp *spool.Spool, forgot map[string]time.Time) (int, error) {
+	removed := 0
+	_, err := sp.Rewrite(func(b []byte) ([]byte, error) {
+		var r record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("decoding a spooled write: %w", err)
+		}
+		kept, n := dropForgotten(forgot, r.Entries)
+		if n == 0 {
+			return b, nil
+		}
+		removed += n
+		if len(kept) == 0 {
+			return nil, nil
+		}
+		r.Entries = kept
+		return json.Marshal(r)
+	})
+	return removed, err
+}
+
 // dropForgotten returns es without the entries of forgotten speakers said
-// until they were forgotten, and how many it dropped; g.writeMu or
-// g.replayMu is held.
+// until they were forgotten; g.writeMu or g.replayMu is held.
 func (g *Guard) dropForgotten(es []memory.TranscriptEntry) ([]memory.TranscriptEntry, int) {
-	if len(g.forgot) == 0 {
+	return dropForgotten(g.forgot, es)
+}
+
+// dropForgotten returns es without the entries of the speakers in forgot
+// said until they were forgotten, and how many it dropped.
+func dropForgotten(forgot map[string]time.Time, es []memory.TranscriptEntry) ([]memory.TranscriptEntry, int) {
+	if len(forgot) == 0 {
 		return es, 0
 	}
 	var kept []memory.TranscriptEntry
 	n := 0
 	for i, e := range es {
-		if at, ok := g.forgot[e.SpeakerID]; ok && e.SpeakerID != "" && !e.At.After(at) {
+		if at, ok := forgot[e.SpeakerID]; ok && e.SpeakerID != "" && !e.At.After(at) {
 			if kept == nil {
 				kept = append(make([]memory.TranscriptEntry, 0, len(es)), es[:i]...)
 			}
