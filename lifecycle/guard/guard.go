@@ -83,6 +83,9 @@ const (
 	DefaultWriteTimeout = 5 * time.Second
 	DefaultProbeTimeout = 3 * time.Second
 	DefaultReplayBatch  = 64
+	// ForgetTimeout bounds erasing a speaker from the database (one
+	// transaction over the campaign's lines, chunks and facts).
+	ForgetTimeout = time.Minute
 )
 
 // Config configures a Guard. Store, Ping and SpoolDir are required.
@@ -353,7 +356,7 @@ type ForgetResult struct {
 // database holds, such as postgres.Campaign.ForgetSpeaker) runs. When the
 // database is unreachable, a forget record joins the spool instead and
 // Config.Forget erases the speaker when it is replayed. Forget waits for a
-// replay batch in flight to end.
+// replay batch in flight to end, and writes wait while it runs.
 func (g *Guard) Forget(ctx context.Context, speakerID string, before time.Time, erase func(ctx context.Context) error) (ForgetResult, error) {
 	if strings.TrimSpace(speakerID) == "" {
 		return ForgetResult{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
@@ -385,7 +388,13 @@ func (g *Guard) Forget(ctx context.Context, speakerID string, before time.Time, 
 	if erase == nil {
 		return res, nil
 	}
-	ectx, cancel := context.WithTimeout(ctx, g.cfg.WriteTimeout)
+	// While degraded the database is probably down: the attempt is bounded
+	// like a write, since every write waits for it.
+	limit := ForgetTimeout
+	if g.degraded.Load() {
+		limit = g.cfg.WriteTimeout
+	}
+	ectx, cancel := context.WithTimeout(ctx, limit)
 	err = erase(ectx)
 	cancel()
 	if err == nil || !g.cfg.IsOutage(err) || ctx.Err() != nil {
@@ -541,7 +550,11 @@ const (
 // apply performs r against the store within WriteTimeout; for entries it
 // reports how many were new.
 func (g *Guard) apply(ctx context.Context, r record) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.cfg.WriteTimeout)
+	limit := g.cfg.WriteTimeout
+	if r.Op == opForget {
+		limit = max(limit, ForgetTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	switch r.Op {
 	case opEntries:
@@ -779,14 +792,16 @@ func validEntry(e memory.TranscriptEntry) error {
 }
 
 // WriteEntry stores e, or spools it during an outage. It reports false only
-// when the database said the entry's key was already written.
+// when the database said the entry's key was already written, or when e is
+// a forgotten speaker's line said before Forget (it is dropped).
 func (g *Guard) WriteEntry(ctx context.Context, e memory.TranscriptEntry) (bool, error) {
 	n, err := g.WriteEntries(ctx, []memory.TranscriptEntry{e})
 	return n == 1, err
 }
 
 // WriteEntries stores es atomically, or spools them during an outage. It
-// reports how many were new; spooled entries count as new.
+// reports how many were new; spooled entries count as new, the lines of
+// forgotten speakers said before Forget are dropped and do not count.
 func (g *Guard) WriteEntries(ctx context.Context, es []memory.TranscriptEntry) (int, error) {
 	if len(es) == 0 {
 		return 0, nil
