@@ -2,11 +2,15 @@ package voicesession_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot/voicesession"
+	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
@@ -98,5 +102,73 @@ func TestForgetSpooledWithoutASession(t *testing.T) {
 		if e.SpeakerID == playerID {
 			t.Errorf("a forgotten line came back: %+v", e)
 		}
+	}
+}
+
+// TestCloseWithTheDatabaseDown shuts the manager down (as serve does on
+// SIGTERM) while PostgreSQL is down: Close fails with a *guard.PendingError
+// naming the campaign's spool, which stays on disk, and the next manager on
+// the same state directory replays it once the database is back.
+func TestCloseWithTheDatabaseDown(t *testing.T) {
+	cl := pgcluster.Start(t)
+	ctx := context.Background()
+	store, err := postgres.NewStore(ctx, cl.DSN(), 16, postgres.WithLogger(quiet()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	state := t.TempDir()
+	// The database never comes back during the wait: its length decides
+	// nothing.
+	h := newHarnessOn(t, store, table.Settings{StateDir: state, DrainTimeout: 500 * time.Millisecond}, nil)
+	h.start()
+	st, ok := h.m.Status(guildID)
+	if !ok {
+		t.Fatal("no session running")
+	}
+	if err := cl.StopImmediate(); err != nil {
+		t.Fatal(err)
+	}
+	err = h.m.Close(ctxFor(t))
+	var pe *guard.PendingError
+	if !errors.As(err, &pe) {
+		t.Fatalf("closing with the database down = %v, want a *guard.PendingError", err)
+	}
+	dir := table.SpoolDir(state, "ironhold-saga")
+	if pe.Dir != dir || pe.Records == 0 {
+		t.Fatalf("pending %+v, want the session's end waiting in %s", pe, dir)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "spool.log")); err != nil || fi.Size() == 0 {
+		t.Fatalf("the spool is not on disk: %v", err)
+	}
+
+	if err := cl.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	camp, err := store.Campaign(ctx, "ironhold-saga")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := guard.New(guard.Config{Store: camp.Sessions(), Ping: store.Ping, SpoolDir: dir, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	g.Start(ctx)
+	if err := g.Drain(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := camp.Sessions().Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := false
+	for _, s := range ss {
+		if s.ID == st.SessionID && !s.EndedAt.IsZero() {
+			ended = true
+		}
+	}
+	if !ended {
+		t.Errorf("the replayed spool did not end session %s: %+v", st.SessionID, ss)
 	}
 }
