@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
+	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 )
 
 // watchedOutput is a stdout that runs a hook on each write (the demo
@@ -71,8 +74,8 @@ func TestDemoEndsWithTheDatabaseDown(t *testing.T) {
 	}
 	t.Logf("the demo's stderr:\n%s", errb.String())
 	spoolDir := filepath.Join(state, "ironhold-saga", "spool")
-	m := regexp.MustCompile(`(\d+) lines wait in the outage spool (\S+):`).FindStringSubmatch(errb.String())
-	if m == nil || m[1] != "3" || m[2] != spoolDir {
+	m := regexp.MustCompile(`(\d+) lines wait in the outage spool (\S+):`).FindAllStringSubmatch(errb.String(), -1)
+	if len(m) != 1 || m[0][1] != "3" || m[0][2] != spoolDir {
 		t.Fatalf("stderr does not say that 3 lines wait in %s:\n%s", spoolDir, errb.String())
 	}
 	if st, err := os.Stat(filepath.Join(spoolDir, "spool.log")); err != nil || st.Size() == 0 {
@@ -101,5 +104,25 @@ func TestDemoEndsWithTheDatabaseDown(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(spoolDir, "spool.log")); err != nil || st.Size() != 0 {
 		t.Errorf("the spool was not drained: %v", err)
+	}
+}
+
+func TestSpoolWaitingCountsEachSpoolOnce(t *testing.T) {
+	a := &guard.PendingError{Records: 2, Lines: 1, Dir: "a"}
+	b := &guard.PendingError{Records: 5, Lines: 4, Dir: "b"}
+	tests := []struct {
+		name string
+		err  error
+		want []*guard.PendingError
+	}{
+		{"nil", nil, nil},
+		{"other", errors.New("x"), nil},
+		{"wrapped", fmt.Errorf("ending: %w", a), []*guard.PendingError{a}},
+		{"twice", errors.Join(fmt.Errorf("end: %w", a), fmt.Errorf("finish: %w", errors.Join(a, b))), []*guard.PendingError{a, b}},
+	}
+	for _, tt := range tests {
+		if got := spoolWaiting(tt.err); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: spoolWaiting = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

@@ -193,23 +193,27 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 }
 
 // spoolWaiting returns the outage spools err says were left with lines
-// waiting for the database (every *guard.PendingError in its tree).
+// waiting for the database: every *guard.PendingError in its tree, once
+// (a session's error can be reported twice, by End and by Finish).
 func spoolWaiting(err error) []*guard.PendingError {
-	if err == nil {
-		return nil
-	}
-	if pe, ok := err.(*guard.PendingError); ok {
-		return []*guard.PendingError{pe}
-	}
 	var out []*guard.PendingError
-	switch u := err.(type) {
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			out = append(out, spoolWaiting(e)...)
+	var walk func(error)
+	walk = func(err error) {
+		switch u := err.(type) {
+		case nil:
+		case *guard.PendingError:
+			if !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
 		}
-	case interface{ Unwrap() error }:
-		out = spoolWaiting(u.Unwrap())
 	}
+	walk(err)
 	return out
 }
 
