@@ -200,3 +200,76 @@ func TestForgetRightAfterAnOutage(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetRacingAReplay forgets a speaker while the guard replays a long
+// spool: however the two interleave (Forget waits for the batch in flight;
+// what was replayed before it is erased, what was not leaves the spool),
+// the log ends with every line of the other speaker, once, and none of the
+// forgotten one's.
+func TestForgetRacingAReplay(t *testing.T) {
+	leakcheck.Check(t)
+	store, dsn := pgtest.NewStore(t, 8)
+	ctx := context.Background()
+	camp := pgtest.Campaign(t, store, "c")
+	dir := t.TempDir()
+	down, ping := closedStore(t, dsn)
+	g, err := guard.New(guard.Config{Store: down, Ping: ping, SpoolDir: dir, Probe: fastProbe(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for i := range n {
+		if _, err := g.WriteEntry(ctx, said([]string{"p1", "p2"}[i%2], i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	g2, err := guard.New(guard.Config{Store: camp.Sessions(), Ping: store.Ping, SpoolDir: dir, Probe: fastProbe(),
+		Logger: quiet(), Forget: forgetter(camp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Close()
+	wctx, cancel := context.WithTimeout(ctx, time.Minute) // a hang guard
+	defer cancel()
+	drained := make(chan error, 1)
+	go func() { drained <- g2.Drain(wctx) }()
+	// Forget once the replay is under way.
+	for g2.Stats().Replayed == 0 && wctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	res, err := g2.Forget(ctx, "p1", t0.Add(time.Hour), func(ctx context.Context) error {
+		_, err := camp.ForgetSpeaker(ctx, "p1")
+		return err
+	})
+	if err != nil || res.Deferred {
+		t.Fatalf("Forget = %+v, %v", res, err)
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	if err := g2.Drain(wctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := camp.Sessions().Entries(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, e := range got {
+		if e.SpeakerID == "p1" {
+			t.Fatalf("a forgotten line is in the log: %+v", e)
+		}
+		seen[e.Text]++
+	}
+	if len(seen) != n/2 || len(got) != n/2 {
+		t.Fatalf("the log holds %d lines (%d distinct), want p2's %d once each", len(got), len(seen), n/2)
+	}
+	t.Logf("%d of p1's lines were still in the spool when Forget ran", res.Spooled)
+}
