@@ -80,14 +80,29 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		live, running, err = b.deps.Voice.Forget(ctx, g.ID, u.ID, erase)
 	}
 	if !running && err == nil {
-		err = erase(ctx)
+		if sf, ok := b.deps.Voice.(SpoolForgetter); ok {
+			live, err = sf.ForgetSpooled(ctx, g.Campaign, u.ID, erase)
+		} else {
+			err = erase(ctx)
+		}
 	}
 	if err != nil {
-		update("⚠️ Nothing was deleted: " + err.Error())
+		msg := "⚠️ Nothing was deleted: " + err.Error()
+		if live.Spooled > 0 {
+			msg = fmt.Sprintf("⚠️ %d lines you said were taken out of the outage spool, but deleting what memory holds failed: %s", live.Spooled, err)
+		}
+		update(msg)
 		return
 	}
-	msg := fmt.Sprintf("🗑️ Deleted %d lines you said, %d memory chunks containing your words, and %d facts that rested only on them.",
-		rep.Entries, rep.Chunks, rep.Facts)
+	var msg string
+	if live.Deferred {
+		msg = "🗑️ The memory database is unreachable right now: deleting the lines you said, the memory chunks containing your words " +
+			"and the facts that rested only on them is queued, and runs as soon as it is back, before anything recorded after this."
+	} else {
+		msg = fmt.Sprintf("🗑️ Deleted %d lines you said, %d memory chunks containing your words, and %d facts that rested only on them.",
+			rep.Entries, rep.Chunks, rep.Facts)
+	}
+	msg += fmt.Sprintf(" %d lines of yours waiting in the outage spool (not yet stored) were deleted from it.", live.Spooled)
 	if running {
 		msg += fmt.Sprintf(" The session running now no longer holds them either: %d lines left its live conversation", live.Messages)
 		if live.Summaries > 0 {

@@ -22,10 +22,22 @@ type VoiceSessions interface {
 	// Say makes an NPC speak exact words in the guild's voice session.
 	Say(ctx context.Context, guildID, npcID, text string) error
 	// Forget removes a player's words from the guild's running session:
-	// lines on their way are dropped, erase deletes what long-term memory
-	// holds of them, then the live conversation and its summaries lose
-	// them. ok is false when no session is running (erase is not called).
+	// lines on their way are dropped, those in the outage spool taken out
+	// of it, erase deletes what long-term memory holds of them (or, while
+	// the database is unreachable, is queued in the spool), then the live
+	// conversation and its summaries lose them. ok is false when no
+	// session is running (erase is not called).
 	Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (r memory.ForgetReport, ok bool, err error)
+}
+
+// SpoolForgetter is an optional capability of VoiceSessions: it forgets a
+// player in the outage spool an ended session of the campaign left on
+// disk (the database was down when it ended), when no session of the
+// guild is running, and runs erase (queued in the spool while the
+// database is unreachable). Only Spooled and Deferred of the result are
+// set.
+type SpoolForgetter interface {
+	ForgetSpooled(ctx context.Context, campaign, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, error)
 }
 
 // StartRequest asks to start a voice session.

@@ -22,4 +22,11 @@ type ForgetReport struct {
 	// Summaries of the running session rewritten without the speaker's
 	// words (or dropped).
 	Summaries int
+	// Spooled is the number of the speaker's lines taken out of the outage
+	// spool before they reached the database.
+	Spooled int
+	// Deferred is set when the database was unreachable: the deletion from
+	// long-term memory did not run; it is queued in the outage spool and
+	// runs when the memory guard replays it.
+	Deferred bool
 }

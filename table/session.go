@@ -185,16 +185,19 @@ func (s *Session) End(ctx context.Context) error {
 }
 
 // Finish waits for post-session processing (started by End) and releases
-// the session's memory. Without End it ends the session first.
+// the session's memory. Without End it ends the session first. Its error
+// includes End's: one wrapping a *guard.PendingError says that lines wait
+// in the outage spool for the next run.
 func (s *Session) Finish(ctx context.Context) (postsession.Report, error) {
-	if err := s.End(ctx); err != nil {
-		s.log.Warn("ending the session", "err", err)
+	endErr := s.End(ctx)
+	if endErr != nil {
+		s.log.Warn("ending the session", "err", endErr)
 	}
 	rep, werr := s.mem.Wait(ctx)
 	if err := s.mem.Close(ctx); err != nil {
 		werr = errors.Join(werr, err)
 	}
-	return rep, werr
+	return rep, errors.Join(endErr, werr)
 }
 
 // pump hands packets of players who did not opt out to the audio lanes.
@@ -636,8 +639,11 @@ func (s *Session) Say(ctx context.Context, npcID, text string) error {
 }
 
 // Forget removes a player's words from the live session: lines on their
-// way are dropped, erase deletes what long-term memory holds of them (the
-// caller's postgres.Campaign.ForgetSpeaker), then the conversation and its
+// way are dropped, those waiting in the outage spool are taken out of it
+// (counted in ForgetReport.Spooled), erase deletes what long-term memory
+// holds of them (the caller's postgres.Campaign.ForgetSpeaker; during an
+// outage the erase is queued in the spool and runs when the database is
+// back, ForgetReport.Deferred), then the conversation and its
 // summaries lose them and the session's chunks are rebuilt at once (see
 // lifecycle/session.Session.Forget).
 func (s *Session) Forget(ctx context.Context, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {

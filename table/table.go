@@ -93,6 +93,12 @@ type Settings struct {
 	Probe                        reconnect.Backoff
 	SpoolMaxBytes                int64
 	ShutdownTimeout              time.Duration
+	// DrainTimeout bounds End's wait for the outage spool to be replayed
+	// into the database (lifecycle/session's default when zero); when the
+	// database stays down, the spool stays in StateDir for the next
+	// session of the campaign and End's error wraps a
+	// *guard.PendingError.
+	DrainTimeout time.Duration
 	// NamesEvery is how often the table looks for entity changes (default
 	// 2 s).
 	NamesEvery time.Duration
@@ -213,6 +219,12 @@ type ContextMessage struct {
 	Content string `json:"content"`
 }
 
+// SpoolDir is the outage spool of a campaign's sessions under a state
+// directory (Settings.StateDir).
+func SpoolDir(stateDir, campaignID string) string {
+	return filepath.Join(stateDir, campaignID, "spool")
+}
+
 // Open starts a session of the table: the campaign's names and personas,
 // name correction, the NPC agents with their memory, the lifecycle session
 // that records every line (live, through the memory guard) and keeps
@@ -278,7 +290,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		SessionID:        cfg.SessionID,
 		Log:              camp.Sessions(),
 		Ping:             camp.Ping,
-		StateDir:         filepath.Join(st.StateDir, camp.ID()),
+		StateDir:         filepath.Join(st.StateDir, camp.ID()), // its spool: SpoolDir
 		Summarizer:       summarizerOrNone(cfg.Providers.Summarizer),
 		MaxTokens:        st.MaxContextTokens,
 		ConsolidateEvery: st.ConsolidateEvery,
@@ -293,10 +305,15 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 				o.SpoolQuarantined(camp.ID())
 			}
 		},
-		Probe:           st.Probe,
-		MaxSpoolBytes:   st.SpoolMaxBytes,
-		PostSession:     post,
-		Extract:         extract,
+		Probe:         st.Probe,
+		MaxSpoolBytes: st.SpoolMaxBytes,
+		PostSession:   post,
+		Extract:       extract,
+		ForgetSpeaker: func(ctx context.Context, speakerID string) error {
+			_, err := camp.ForgetSpeaker(ctx, speakerID)
+			return err
+		},
+		DrainTimeout:    st.DrainTimeout,
 		ShutdownTimeout: st.ShutdownTimeout,
 		Clock:           cfg.Clock,
 		Logger:          log,

@@ -12,6 +12,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/table"
@@ -283,6 +284,19 @@ func (m *Manager) Forget(ctx context.Context, guildID, userID string, erase func
 	}
 	rep, err := r.s.Forget(ctx, userID, erase)
 	return rep, true, err
+}
+
+var _ bot.SpoolForgetter = (*Manager)(nil)
+
+// ForgetSpooled forgets a player in the outage spool an ended session of
+// the campaign left in the state directory, and runs erase (queued in the
+// spool while the database is unreachable); see guard.ForgetSpooled.
+func (m *Manager) ForgetSpooled(ctx context.Context, campaign, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {
+	if m.cfg.Settings.StateDir == "" {
+		return memory.ForgetReport{}, erase(ctx)
+	}
+	res, err := guard.ForgetSpooled(ctx, table.SpoolDir(m.cfg.Settings.StateDir, campaign), userID, m.clk.Now(), erase)
+	return memory.ForgetReport{Spooled: res.Spooled, Deferred: res.Deferred}, err
 }
 
 // Close ends every session (flushing transcripts) and waits for background

@@ -165,8 +165,15 @@ type harness struct {
 
 func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *harness {
 	t.Helper()
-	audiotest.Need(t, "espeak-ng")
 	store, _ := pgtest.NewStore(t, 16)
+	return newHarnessOn(t, store, table.Settings{StateDir: t.TempDir(), LeaveWhenEmpty: leaveWhenEmpty}, script)
+}
+
+// newHarnessOn plays the sample campaign, imported into store, with
+// settings.
+func newHarnessOn(t *testing.T, store *postgres.Store, settings table.Settings, script []string) *harness {
+	t.Helper()
+	audiotest.Need(t, "espeak-ng")
 	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
 	ctx := context.Background()
 	h := &harness{t: t, store: store, camp: camp,
@@ -220,7 +227,7 @@ func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *ha
 		Link: voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}),
 		Providers: table.Providers{STT: h.stt, STTProvider: table.ProviderDeepgram, Speaker: h.speaker, LLM: client,
 			Embedder: emb},
-		Settings: table.Settings{StateDir: t.TempDir(), LeaveWhenEmpty: leaveWhenEmpty},
+		Settings: settings,
 		UserName: func(_, u string) string { return map[string]string{playerID: "Thorin", quietID: "Quinn"}[u] },
 		Observer: h.obs,
 		Logger:   quiet(),

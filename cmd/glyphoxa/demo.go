@@ -38,6 +38,8 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	file := fs.String("file", "testdata/campaigns/ironhold-saga.yaml", "the sample campaign file, imported when --campaign is not given")
 	out := fs.String("out", "demo-out", "where the NPCs' spoken replies are written as WAV files")
 	asJSON := fs.Bool("json", false, "print one JSON object per line or command of the scene, and nothing else")
+	stateDir := fs.String("state-dir", "", "where lines wait while the database is unreachable (default: lifecycle.spool_dir, as serve); a later run replays what is left there")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "how long the end of the scene waits for the database to take the lines spooled during an outage")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -78,12 +80,15 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	stateDir, err := os.MkdirTemp("", "glyphoxa-demo-")
-	if err != nil {
-		return err
+	// The outage spool lives where serve keeps it (or in --state-dir), never
+	// in a directory removed on exit: lines the database did not take wait
+	// there for the next run.
+	if *stateDir != "" {
+		cfg.Lifecycle.SpoolDir = *stateDir
 	}
-	defer os.RemoveAll(stateDir)
-	cfg.Lifecycle.SpoolDir = stateDir
+	if *drain <= 0 {
+		return usagef("--drain-timeout must be positive, got %s", *drain)
+	}
 	prov, release, err := tableProviders(cfg, log, nil, nil)
 	if release != nil {
 		defer release()
@@ -116,7 +121,9 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := scene.Options{Campaign: dm, Providers: prov, Settings: tableSettings(cfg), OutDir: *out, Logger: log}
+	settings := tableSettings(cfg)
+	settings.DrainTimeout = *drain
+	opts := scene.Options{Campaign: dm, Providers: prov, Settings: settings, OutDir: *out, Logger: log}
 	// The players speak, and the NPCs answer, with the best offline voices
 	// installed: distinct voices that speech-to-text understands well.
 	if l, err := tts.NewLocal(tts.LocalConfig{Logger: log}); err == nil {
@@ -139,6 +146,15 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		printEvent(e, ev)
 	}
 	res, err := scene.Play(ctx, sc, opts)
+	if waiting := spoolWaiting(err); len(waiting) > 0 {
+		lines := 0
+		for _, pe := range waiting {
+			lines += pe.Lines
+			printf(e.stderr, "glyphoxa demo: %d lines wait in the outage spool %s: the database did not take them within --drain-timeout (%s); they stay there, and the next glyphoxa demo or serve on the same state directory replays them\n",
+				pe.Lines, pe.Dir, *drain)
+		}
+		return fmt.Errorf("%d lines of the scene are not in the session log yet (the database is unreachable)", lines)
+	}
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func TestDemoSpoken(t *testing.T) {
 	audiotest.Need(t, "espeak-ng")
 	audiotest.Need(t, "pocketsphinx_continuous")
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
-	code, out, errs := runCLI(t, vars, "demo", "--file", sampleCampaignFile, "--scene", demoScene, "--out", t.TempDir())
+	code, out, errs := runCLI(t, vars, "demo", "--state-dir", t.TempDir(), "--file", sampleCampaignFile, "--scene", demoScene, "--out", t.TempDir())
 	if code != 0 {
 		t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
 	}
@@ -46,7 +46,7 @@ func TestDemoSpoken(t *testing.T) {
 		}
 	}
 	// Again: the scene plays in a session of its own, nothing doubles.
-	code, out2, errs := runCLI(t, vars, "demo", "--file", sampleCampaignFile, "--scene", demoScene, "--out", t.TempDir())
+	code, out2, errs := runCLI(t, vars, "demo", "--state-dir", t.TempDir(), "--file", sampleCampaignFile, "--scene", demoScene, "--out", t.TempDir())
 	if code != 0 {
 		t.Fatalf("second demo exited %d: %s", code, errs)
 	}
@@ -59,7 +59,7 @@ func TestDemoSpoken(t *testing.T) {
 // the documented --json objects.
 func TestDemoJSON(t *testing.T) {
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
-	code, out, errs := runCLI(t, vars, "demo", "--file", sampleCampaignFile, "--scene", longScene, "--json", "--out", t.TempDir())
+	code, out, errs := runCLI(t, vars, "demo", "--state-dir", t.TempDir(), "--file", sampleCampaignFile, "--scene", longScene, "--json", "--out", t.TempDir())
 	if code != 0 {
 		t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
 	}
@@ -116,7 +116,7 @@ lines:
 	}
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t), "GLYPHOXA_LLM_BASE_URL": llm.URL(), "GLYPHOXA_LLM_MODEL": "fake"}
 	dir := t.TempDir()
-	code, out, errs := runCLI(t, vars, "demo", "--file", sampleCampaignFile, "--scene", scene, "--out", dir)
+	code, out, errs := runCLI(t, vars, "demo", "--state-dir", t.TempDir(), "--file", sampleCampaignFile, "--scene", scene, "--out", dir)
 	if code != 0 {
 		t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/metrics"
+	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -166,19 +167,25 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	} else {
 		select {
 		case <-ctx.Done():
-			logger.Info("shutting down", "timeout", cfg.Lifecycle.ShutdownTimeout.Std())
+			logger.Info("shutting down", "timeout", cfg.Lifecycle.ShutdownTimeout.Std(), "drain_timeout", cfg.Lifecycle.DrainTimeout.Std())
 		case err := <-httpErr:
 			runErr = fmt.Errorf("the HTTP server stopped: %w", err)
 		}
 	}
 
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lifecycle.ShutdownTimeout.Std())
+	// Ending a voice session waits up to lifecycle.drain_timeout for the
+	// database to take the outage spool; the shutdown budget covers both.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.Lifecycle.ShutdownTimeout.Std()+cfg.Lifecycle.DrainTimeout.Std())
 	defer cancel()
 	var errs []error
 	if err := b.Close(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the bot: %w", err))
 	}
 	if err := voice.Close(sctx); err != nil {
+		for _, pe := range spoolWaiting(err) {
+			fmt.Fprintf(e.stderr, "glyphoxa serve: %d lines of a voice session wait in the outage spool %s: the database did not take them within lifecycle.drain_timeout (%s); they stay there and the next glyphoxa serve or demo on the same spool_dir replays them\n",
+				pe.Lines, pe.Dir, cfg.Lifecycle.DrainTimeout.Std())
+		}
 		errs = append(errs, fmt.Errorf("stopping voice sessions: %w", err))
 	}
 	if err := hs.Shutdown(sctx); err != nil {
@@ -188,6 +195,31 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		errs = append(errs, fmt.Errorf("stopping the DM console: %w", err))
 	}
 	return errors.Join(append([]error{runErr}, errs...)...)
+}
+
+// spoolWaiting returns the outage spools err says were left with lines
+// waiting for the database: every *guard.PendingError in its tree, once
+// (a session's error can be reported twice, by End and by Finish).
+func spoolWaiting(err error) []*guard.PendingError {
+	var out []*guard.PendingError
+	var walk func(error)
+	walk = func(err error) {
+		switch u := err.(type) {
+		case nil:
+		case *guard.PendingError:
+			if !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return out
 }
 
 // countTokens feeds the LLM token counter of /metrics.

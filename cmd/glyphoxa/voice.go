@@ -114,6 +114,7 @@ func tableSettings(cfg config.Config) table.Settings {
 		Probe:             reconnect.Backoff{Initial: lc.Reconnect.Initial.Std(), Max: lc.Reconnect.Max.Std()},
 		SpoolMaxBytes:     lc.SpoolMaxBytes,
 		ShutdownTimeout:   lc.ShutdownTimeout.Std(),
+		DrainTimeout:      lc.DrainTimeout.Std(),
 		LeaveWhenEmpty:    cfg.Discord.LeaveWhenEmptyAfter.Std(),
 		MaxLength:         cfg.Discord.MaxSessionLength.Std(),
 	}

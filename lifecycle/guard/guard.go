@@ -22,6 +22,30 @@
 // to the database, so entries reach the database in the order they were
 // written.
 //
+// # Forgetting a speaker
+//
+// [Guard.Forget] takes a speaker's words out of everything the guard holds,
+// while holding both its write lock and its replay lock, so that no write and
+// no replay batch is in flight: the speaker is marked forgotten up to a time
+// (writes and replays of their entries said until then are dropped from now
+// on), their entries are taken out of the spool by an atomic rewrite
+// ([spool.Spool.Rewrite]: the kept records get fresh checksums, the new log
+// is fsynced and renamed over the old one), and the caller's erase of what
+// the database holds runs. When the database is unreachable, a forget record
+// (a tombstone) joins the spool instead, and its replay erases the speaker
+// through Config.Forget, in order: before the writes that follow it, after
+// the ones that precede it. So a spooled line never comes back after a
+// forget, and nothing else is lost.
+//
+// # Shutdown
+//
+// [Guard.Drain] waits, within its context, for the spool to be replayed:
+// it checks the database at once, replays if it answers, and otherwise waits
+// for the guard's drained signal (the probe replays when the database is
+// back). When the context ends first it returns a [*PendingError] naming
+// the records and lines that wait and where; they stay on disk, and the next
+// guard on the same directory replays them.
+//
 // Input the store would refuse (an entry without a session or a time) is
 // rejected at once with an error wrapping [memory.ErrInvalid]; it is never
 // spooled. A spooled write the database refuses on replay (for instance
@@ -39,6 +63,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -57,6 +82,9 @@ const (
 	DefaultWriteTimeout = 5 * time.Second
 	DefaultProbeTimeout = 3 * time.Second
 	DefaultReplayBatch  = 64
+	// ForgetTimeout bounds erasing a speaker from the database (one
+	// transaction over the campaign's lines, chunks and facts).
+	ForgetTimeout = time.Minute
 )
 
 // Config configures a Guard. Store, Ping and SpoolDir are required.
@@ -90,6 +118,11 @@ type Config struct {
 	Rand  func() float64
 	// Logger receives state changes (default slog.Default()).
 	Logger *slog.Logger
+	// Forget, if set, erases a speaker's words from the database; it runs
+	// when a forget record spooled during an outage is replayed (see
+	// Guard.Forget). Without it, Forget fails while the database is
+	// unreachable.
+	Forget func(ctx context.Context, speakerID string) error
 }
 
 // Stats count what a Guard did.
@@ -114,6 +147,13 @@ type Guard struct {
 	// writeMu orders writes: a write either reaches the database or joins
 	// the spool while holding it.
 	writeMu sync.Mutex
+	// replayMu is held by a replay batch from Peek to Advance, and by
+	// Forget (before writeMu), so that Forget never rewrites the spool
+	// under a batch in flight.
+	replayMu sync.Mutex
+	// forgot maps a forgotten speaker to the time up to which their
+	// entries are dropped; written with replayMu and writeMu held.
+	forgot map[string]time.Time
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -238,6 +278,236 @@ func (g *Guard) WaitHealthy(ctx context.Context) error {
 	}
 }
 
+// PendingError is returned by Drain when the database did not come back in
+// time: the spool keeps Records writes (Lines transcript lines among them)
+// in Dir, for the next run to replay.
+type PendingError struct {
+	Records, Lines int
+	Dir            string
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("the database is unreachable: %d lines (%d spooled writes) wait in %s and are replayed by the next run on the same state directory",
+		e.Lines, e.Records, e.Dir)
+}
+
+// Drain waits until the spool has been replayed into the database, or ctx
+// ends. It checks the database at once and replays if it answers;
+// otherwise it waits for the drained signal of the probe's replay. When
+// ctx ends first it returns a *PendingError (the records stay on disk).
+func (g *Guard) Drain(ctx context.Context) error {
+	tried := false
+	for {
+		g.writeMu.Lock()
+		ok := !g.degraded.Load() && g.spool.Len() == 0
+		ch := g.drained
+		g.writeMu.Unlock()
+		if ok {
+			return nil
+		}
+		if !tried {
+			tried = true
+			if _, err := g.check(ctx); err == nil {
+				g.replay()
+				continue
+			}
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return g.pending()
+		}
+	}
+}
+
+// pending describes what waits in the spool.
+func (g *Guard) pending() *PendingError {
+	e := &PendingError{Dir: g.cfg.SpoolDir}
+	recs, err := g.spool.Peek(0)
+	if err != nil {
+		e.Records = g.spool.Len()
+		return e
+	}
+	e.Records = len(recs)
+	for _, b := range recs {
+		var r record
+		if json.Unmarshal(b, &r) == nil {
+			e.Lines += len(r.Entries)
+		}
+	}
+	return e
+}
+
+// ForgetResult says what Forget did.
+type ForgetResult struct {
+	// Spooled is the number of the speaker's lines taken out of the spool
+	// (not yet replayed, so never stored in the database).
+	Spooled int
+	// Deferred is set when the database was unreachable: the erase is a
+	// forget record in the spool, replayed (through Config.Forget) when the
+	// database is back.
+	Deferred bool
+}
+
+// Forget takes a speaker's words said until before out of the guard: they
+// are dropped from every later write and replay, taken out of the spool
+// (rewritten atomically), and erase (the caller's deletion of what the
+// database holds, such as postgres.Campaign.ForgetSpeaker) runs. When the
+// database is unreachable, a forget record joins the spool instead and
+// Config.Forget erases the speaker when it is replayed. Forget waits for a
+// replay batch in flight to end, and writes wait while it runs.
+func (g *Guard) Forget(ctx context.Context, speakerID string, before time.Time, erase func(ctx context.Context) error) (ForgetResult, error) {
+	if strings.TrimSpace(speakerID) == "" {
+		return ForgetResult{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
+	}
+	g.replayMu.Lock()
+	defer g.replayMu.Unlock()
+	g.writeMu.Lock()
+	defer g.writeMu.Unlock()
+	g.closeMu.Lock()
+	closed := g.closed
+	g.closeMu.Unlock()
+	if closed {
+		return ForgetResult{}, fmt.Errorf("forgetting speaker %s: %w", speakerID, spool.ErrClosed)
+	}
+	if g.forgot == nil {
+		g.forgot = map[string]time.Time{}
+	}
+	if before.After(g.forgot[speakerID]) {
+		g.forgot[speakerID] = before
+	}
+	var res ForgetResult
+	var err error
+	if res.Spooled, err = purge(g.spool, g.forgot); err != nil {
+		return ForgetResult{}, fmt.Errorf("taking speaker %s out of the outage spool: %w", speakerID, err)
+	}
+	if res.Spooled > 0 {
+		g.log.Info("a forgotten speaker's lines were taken out of the outage spool", "speaker", speakerID, "lines", res.Spooled)
+	}
+	if erase == nil {
+		return res, nil
+	}
+	// While degraded the database is probably down: the attempt is bounded
+	// like a write, since every write waits for it.
+	limit := ForgetTimeout
+	if g.degraded.Load() {
+		limit = g.cfg.WriteTimeout
+	}
+	ectx, cancel := context.WithTimeout(ctx, limit)
+	err = erase(ectx)
+	cancel()
+	if err == nil || !g.cfg.IsOutage(err) || ctx.Err() != nil {
+		return res, err
+	}
+	if g.cfg.Forget == nil {
+		return res, fmt.Errorf("forgetting speaker %s: the database is unreachable and the guard cannot queue the erase: %w", speakerID, err)
+	}
+	g.degrade(err)
+	if err := g.spoolRecord(record{Op: opForget, Speaker: speakerID, At: before}); err != nil {
+		return res, err
+	}
+	res.Deferred = true
+	return res, nil
+}
+
+// ForgetSpooled is Forget for the spool in dir when no guard has it open
+// (no session is running): the speaker's entries said until before are
+// taken out of it (an atomic rewrite), erase runs, and when the database
+// is unreachable a forget record joins the spool, for the next guard on
+// dir to replay through its Config.Forget. A missing dir holds nothing. It
+// fails with an error wrapping spool.ErrLocked while a guard has dir open.
+func ForgetSpooled(ctx context.Context, dir, speakerID string, before time.Time, erase func(ctx context.Context) error) (ForgetResult, error) {
+	if strings.TrimSpace(speakerID) == "" {
+		return ForgetResult{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if erase == nil {
+			return ForgetResult{}, nil
+		}
+		return ForgetResult{}, erase(ctx)
+	}
+	sp, err := spool.Open(dir, spool.Options{})
+	if err != nil {
+		return ForgetResult{}, fmt.Errorf("opening the outage spool to forget speaker %s: %w", speakerID, err)
+	}
+	defer sp.Close()
+	var res ForgetResult
+	if res.Spooled, err = purge(sp, map[string]time.Time{speakerID: before}); err != nil {
+		return ForgetResult{}, fmt.Errorf("taking speaker %s out of the outage spool %s: %w", speakerID, dir, err)
+	}
+	if erase == nil {
+		return res, nil
+	}
+	err = erase(ctx)
+	if err == nil || !IsOutage(err) || ctx.Err() != nil {
+		return res, err
+	}
+	b, merr := json.Marshal(record{Op: opForget, Speaker: speakerID, At: before})
+	if merr != nil {
+		return res, merr
+	}
+	if aerr := sp.Append(b); aerr != nil {
+		return res, fmt.Errorf("queueing the erase of speaker %s in the outage spool: %w (the database: %w)", speakerID, aerr, err)
+	}
+	res.Deferred = true
+	return res, nil
+}
+
+// purge rewrites sp without the entries of the speakers in forgot said
+// until they were forgotten; it returns how many entries it took out.
+func purge(sp *spool.Spool, forgot map[string]time.Time) (int, error) {
+	removed := 0
+	_, err := sp.Rewrite(func(b []byte) ([]byte, error) {
+		var r record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("decoding a spooled write: %w", err)
+		}
+		kept, n := dropForgotten(forgot, r.Entries)
+		if n == 0 {
+			return b, nil
+		}
+		removed += n
+		if len(kept) == 0 {
+			return nil, nil
+		}
+		r.Entries = kept
+		return json.Marshal(r)
+	})
+	return removed, err
+}
+
+// dropForgotten returns es without the entries of forgotten speakers said
+// until they were forgotten; g.writeMu or g.replayMu is held.
+func (g *Guard) dropForgotten(es []memory.TranscriptEntry) ([]memory.TranscriptEntry, int) {
+	return dropForgotten(g.forgot, es)
+}
+
+// dropForgotten returns es without the entries of the speakers in forgot
+// said until they were forgotten, and how many it dropped.
+func dropForgotten(forgot map[string]time.Time, es []memory.TranscriptEntry) ([]memory.TranscriptEntry, int) {
+	if len(forgot) == 0 {
+		return es, 0
+	}
+	var kept []memory.TranscriptEntry
+	n := 0
+	for i, e := range es {
+		if at, ok := forgot[e.SpeakerID]; ok && e.SpeakerID != "" && !e.At.After(at) {
+			if kept == nil {
+				kept = append(make([]memory.TranscriptEntry, 0, len(es)), es[:i]...)
+			}
+			n++
+			continue
+		}
+		if kept != nil {
+			kept = append(kept, e)
+		}
+	}
+	if n == 0 {
+		return es, 0
+	}
+	return kept, n
+}
+
 // IsOutage is the default outage test: the store's own classification
 // (memory/access.IsOutage, beside the PostgreSQL code): errors that say the
 // database cannot be reached count; refusals of the request itself
@@ -250,18 +520,25 @@ type record struct {
 	Session string                   `json:"session,omitempty"`
 	At      time.Time                `json:"at,omitzero"`
 	Entries []memory.TranscriptEntry `json:"entries,omitempty"`
+	// Speaker is the speaker a forget record erases.
+	Speaker string `json:"speaker,omitempty"`
 }
 
 const (
 	opEntries = "entries"
 	opStart   = "start"
 	opEnd     = "end"
+	opForget  = "forget"
 )
 
 // apply performs r against the store within WriteTimeout; for entries it
 // reports how many were new.
 func (g *Guard) apply(ctx context.Context, r record) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.cfg.WriteTimeout)
+	limit := g.cfg.WriteTimeout
+	if r.Op == opForget {
+		limit = max(limit, ForgetTimeout)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	switch r.Op {
 	case opEntries:
@@ -270,6 +547,11 @@ func (g *Guard) apply(ctx context.Context, r record) (int, error) {
 		return 0, g.cfg.Store.StartSession(ctx, r.Session, r.At)
 	case opEnd:
 		return 0, g.cfg.Store.EndSession(ctx, r.Session, r.At)
+	case opForget:
+		if g.cfg.Forget == nil {
+			return 0, fmt.Errorf("%w: a spooled forget of speaker %s, and no Config.Forget to run it", memory.ErrInvalid, r.Speaker)
+		}
+		return 0, g.cfg.Forget(ctx, r.Speaker)
 	}
 	return 0, fmt.Errorf("unknown spool operation %q", r.Op)
 }
@@ -280,6 +562,15 @@ func (g *Guard) apply(ctx context.Context, r record) (int, error) {
 func (g *Guard) write(ctx context.Context, r record) (int, error) {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
+	if r.Op == opEntries {
+		var dropped int
+		if r.Entries, dropped = g.dropForgotten(r.Entries); dropped > 0 {
+			g.log.Info("lines of a forgotten speaker were dropped", "lines", dropped)
+			if len(r.Entries) == 0 {
+				return 0, nil
+			}
+		}
+	}
 	if !g.degraded.Load() && g.spool.Len() == 0 {
 		// A caller giving up must not lose the write: it is spooled instead.
 		n, err := g.apply(context.WithoutCancel(ctx), r)
@@ -332,82 +623,103 @@ func (g *Guard) check(ctx context.Context) (probeConn, error) {
 }
 
 // replay drains the spool into the database, in order; it runs on the
-// probe's loop after a successful health check.
+// probe's loop after a successful health check, and in Drain. Each batch
+// runs under replayMu, so two replays, or a replay and Forget, take turns.
 func (g *Guard) replay() {
 	for g.ctx.Err() == nil {
-		recs, err := g.spool.Peek(DefaultReplayBatch)
+		if !g.replayBatch() {
+			return
+		}
+	}
+}
+
+// replayBatch replays the oldest records; it reports whether replay should
+// go on.
+func (g *Guard) replayBatch() bool {
+	g.replayMu.Lock()
+	defer g.replayMu.Unlock()
+	recs, err := g.spool.Peek(DefaultReplayBatch)
+	if err != nil {
+		g.log.Error("reading the outage spool", "err", err)
+		return false
+	}
+	if len(recs) == 0 {
+		g.writeMu.Lock()
+		defer g.writeMu.Unlock()
+		if g.spool.Len() != 0 {
+			return true
+		}
+		if g.degraded.Swap(false) {
+			g.log.Info("memory recovered: spool replayed")
+		}
+		close(g.drained)
+		g.drained = make(chan struct{})
+		return false
+	}
+	for i, b := range recs {
+		if g.ctx.Err() != nil {
+			g.advance(i)
+			return false
+		}
+		var r record
+		if err := json.Unmarshal(b, &r); err != nil {
+			// Records are checksummed; this is a bug, not a torn write.
+			g.log.Error("undecodable spool record; stopping replay", "err", err)
+			g.advance(i)
+			return false
+		}
+		if r.Op == opEntries {
+			// Forget took the speaker's records out of the spool; this
+			// keeps any that reached it another way out of the database.
+			var dropped int
+			if r.Entries, dropped = g.dropForgotten(r.Entries); dropped > 0 && len(r.Entries) == 0 {
+				continue
+			}
+		}
+		_, err := g.apply(g.ctx, r)
+		if err != nil && r.Op == opEntries && len(r.Entries) > 1 && !g.cfg.IsOutage(err) {
+			// One entry spoils the batch: store the others one by one.
+			err = g.applyEach(r)
+			if err == nil {
+				g.statsMu.Lock()
+				g.stats.Replayed++
+				g.statsMu.Unlock()
+				continue
+			}
+		}
 		if err != nil {
-			g.log.Error("reading the outage spool", "err", err)
-			return
+			if g.ctx.Err() != nil || g.cfg.IsOutage(err) {
+				g.advance(i)
+				if g.ctx.Err() == nil {
+					g.log.Warn("database failed again during replay", "err", err)
+					g.probe.NotifyDisconnect()
+				}
+				return false
+			}
+			if qerr := g.quarantine(b, err); qerr != nil {
+				g.log.Error("cannot set aside a spooled write the database refused; stopping replay", "err", qerr)
+				g.advance(i)
+				return false
+			}
+			g.log.Error("the database refused a spooled write; it is kept in the rejected file",
+				"op", r.Op, "session", r.Session, "entries", len(r.Entries),
+				"file", filepath.Join(g.cfg.SpoolDir, rejectedFile), "err", err)
 		}
-		if len(recs) == 0 {
-			g.writeMu.Lock()
-			if g.spool.Len() == 0 {
-				if g.degraded.Swap(false) {
-					g.log.Info("memory recovered: spool replayed")
-				}
-				close(g.drained)
-				g.drained = make(chan struct{})
-				g.writeMu.Unlock()
-				return
-			}
-			g.writeMu.Unlock()
-			continue
-		}
-		for i, b := range recs {
-			if g.ctx.Err() != nil {
-				if err := g.spool.Advance(i); err != nil {
-					g.log.Error("advancing the outage spool", "err", err)
-				}
-				return
-			}
-			var r record
-			if err := json.Unmarshal(b, &r); err != nil {
-				// Records are checksummed; this is a bug, not a torn write.
-				g.log.Error("undecodable spool record; stopping replay", "err", err)
-				return
-			}
-			_, err := g.apply(g.ctx, r)
-			if err != nil && r.Op == opEntries && len(r.Entries) > 1 && !g.cfg.IsOutage(err) {
-				// One entry spoils the batch: store the others one by one.
-				err = g.applyEach(r)
-				if err == nil {
-					g.statsMu.Lock()
-					g.stats.Replayed++
-					g.statsMu.Unlock()
-					continue
-				}
-			}
-			if err != nil {
-				if g.ctx.Err() != nil || g.cfg.IsOutage(err) {
-					if err := g.spool.Advance(i); err != nil {
-						g.log.Error("advancing the outage spool", "err", err)
-					}
-					if g.ctx.Err() == nil {
-						g.log.Warn("database failed again during replay", "err", err)
-						g.probe.NotifyDisconnect()
-					}
-					return
-				}
-				if qerr := g.quarantine(b, err); qerr != nil {
-					g.log.Error("cannot set aside a spooled write the database refused; stopping replay", "err", qerr)
-					if err := g.spool.Advance(i); err != nil {
-						g.log.Error("advancing the outage spool", "err", err)
-					}
-					return
-				}
-				g.log.Error("the database refused a spooled write; it is kept in the rejected file",
-					"op", r.Op, "session", r.Session, "entries", len(r.Entries),
-					"file", filepath.Join(g.cfg.SpoolDir, rejectedFile), "err", err)
-			}
-			g.statsMu.Lock()
-			g.stats.Replayed++
-			g.statsMu.Unlock()
-		}
-		if err := g.spool.Advance(len(recs)); err != nil {
-			g.log.Error("advancing the outage spool", "err", err)
-			return
-		}
+		g.statsMu.Lock()
+		g.stats.Replayed++
+		g.statsMu.Unlock()
+	}
+	if err := g.spool.Advance(len(recs)); err != nil {
+		g.log.Error("advancing the outage spool", "err", err)
+		return false
+	}
+	return true
+}
+
+// advance consumes the n records of a batch that were replayed.
+func (g *Guard) advance(n int) {
+	if err := g.spool.Advance(n); err != nil {
+		g.log.Error("advancing the outage spool", "err", err)
 	}
 }
 
@@ -464,14 +776,16 @@ func validEntry(e memory.TranscriptEntry) error {
 }
 
 // WriteEntry stores e, or spools it during an outage. It reports false only
-// when the database said the entry's key was already written.
+// when the database said the entry's key was already written, or when e is
+// a forgotten speaker's line said before Forget (it is dropped).
 func (g *Guard) WriteEntry(ctx context.Context, e memory.TranscriptEntry) (bool, error) {
 	n, err := g.WriteEntries(ctx, []memory.TranscriptEntry{e})
 	return n == 1, err
 }
 
 // WriteEntries stores es atomically, or spools them during an outage. It
-// reports how many were new; spooled entries count as new.
+// reports how many were new; spooled entries count as new, the lines of
+// forgotten speakers said before Forget are dropped and do not count.
 func (g *Guard) WriteEntries(ctx context.Context, es []memory.TranscriptEntry) (int, error) {
 	if len(es) == 0 {
 		return 0, nil

@@ -34,8 +34,11 @@
 //
 // End consolidates a last time, stops the context manager, records the end
 // of the session, waits (within Config.DrainTimeout) for the guard to replay
-// an outage spool, stops the guard and starts post-session processing in the
-// background. Close stops everything, the background processing included,
+// an outage spool ([guard.Guard.Drain]), stops the guard and starts
+// post-session processing in the background. When the database stays
+// unreachable, the spool stays on disk for the next run and End returns an
+// error wrapping a [*guard.PendingError] that says how many lines wait and
+// where. Close stops everything, the background processing included,
 // and returns within the deadline of its context; Run does the same when its
 // context ends, such as on SIGTERM.
 package session
@@ -127,8 +130,13 @@ type Config struct {
 	WriteTimeout time.Duration
 	// PostSession, if set, processes the session after End.
 	PostSession PostProcessor
+	// ForgetSpeaker, if set, erases a speaker's words from long-term
+	// memory (postgres.Campaign.ForgetSpeaker); the memory guard runs it
+	// when it replays a forget that came during an outage (see Forget).
+	ForgetSpeaker func(ctx context.Context, speakerID string) error
 	// DrainTimeout bounds End's wait for an outage spool to be replayed
-	// (default 5 s); what is left is replayed by the next run.
+	// (default 5 s); what is left stays in StateDir, End returns an error
+	// wrapping a *guard.PendingError, and the next run replays it.
 	DrainTimeout time.Duration
 	// ShutdownTimeout bounds Run's shutdown (default 10 s).
 	ShutdownTimeout time.Duration
@@ -211,8 +219,8 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	// The guard is built first because the consolidator writes through it;
 	// its probe starts after the consolidator.
 	s.guard, err = guard.New(guard.Config{Store: cfg.Log, Ping: cfg.Ping, SpoolDir: filepath.Join(cfg.StateDir, "spool"),
-		OnSpoolCorrupt: cfg.OnSpoolCorrupt,
-		MaxSpoolBytes:  cfg.MaxSpoolBytes, Probe: cfg.Probe, WriteTimeout: cfg.WriteTimeout, Clock: cfg.Clock, Logger: s.log})
+		OnSpoolCorrupt: cfg.OnSpoolCorrupt, Forget: cfg.ForgetSpeaker,
+		MaxSpoolBytes: cfg.MaxSpoolBytes, Probe: cfg.Probe, WriteTimeout: cfg.WriteTimeout, Clock: cfg.Clock, Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
@@ -321,13 +329,16 @@ func NewKey(session string) string {
 }
 
 // Forget removes a speaker's words from the live session. In order: lines
-// of the speaker still on their way are dropped from now on; erase (the
-// caller's deletion of the speaker's lines and chunks from long-term
-// memory, such as postgres.Campaign.ForgetSpeaker; nil for none) runs; the
-// conversation and its summaries lose the speaker's lines (summaries are
-// written again without them); and the session's chunks and saved summary
-// are brought up to date at once. When erase fails, the conversation is
-// left as it was and the error is returned.
+// of the speaker still on their way are dropped from now on; the memory
+// guard drops them from its outage spool and from every later write and
+// replay, and runs erase (the caller's deletion of the speaker's lines and
+// chunks from long-term memory, such as access.Campaign.ForgetSpeaker;
+// nil for none), or, while the database is unreachable, queues the erase
+// in the spool (Config.ForgetSpeaker runs it on replay); the conversation
+// and its summaries lose the speaker's lines (summaries are written again
+// without them); and the session's chunks and saved summary are brought up
+// to date at once. When erase fails otherwise, the conversation is left as
+// it was and the error is returned.
 func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {
 	if speakerID == "" {
 		return memory.ForgetReport{}, fmt.Errorf("%w: forgetting an empty speaker id", memory.ErrInvalid)
@@ -336,21 +347,22 @@ func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx c
 	if s.forgot == nil {
 		s.forgot = map[string]time.Time{}
 	}
-	s.forgot[speakerID] = s.cfg.Clock.Now()
+	now := s.cfg.Clock.Now()
+	s.forgot[speakerID] = now
 	s.mu.Unlock()
-	if erase != nil {
-		if err := erase(ctx); err != nil {
-			return memory.ForgetReport{}, err
-		}
+	gr, err := s.guard.Forget(ctx, speakerID, now, erase)
+	if err != nil {
+		return memory.ForgetReport{Spooled: gr.Spooled}, err
 	}
 	r, err := s.cm.Forget(ctx, speakerID)
 	if err != nil {
-		return memory.ForgetReport{}, err
+		return memory.ForgetReport{Spooled: gr.Spooled, Deferred: gr.Deferred}, err
 	}
 	s.cons.Noted()
 	if err := s.cons.ConsolidateNow(ctx); err != nil {
 		s.log.Warn("re-indexing after a forgotten speaker failed; the next beat retries", "err", err)
 	}
+	r.Spooled, r.Deferred = gr.Spooled, gr.Deferred
 	return r, nil
 }
 
@@ -367,6 +379,9 @@ func (s *Session) Context() *contextmgr.Manager { return s.cm }
 // Memory is the guarded session log: reads return nothing while the
 // database is unreachable.
 func (s *Session) Memory() *guard.Guard { return s.guard }
+
+// SpoolDir is the directory of the session's outage spool.
+func (s *Session) SpoolDir() string { return filepath.Join(s.cfg.StateDir, "spool") }
 
 // IsDegraded reports whether the database is unreachable.
 func (s *Session) IsDegraded() bool { return s.guard.IsDegraded() }
@@ -410,11 +425,12 @@ func (s *Session) End(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
-	drained := s.guard.WaitHealthy(dctx)
+	drained := s.guard.Drain(dctx)
 	cancel()
 	if drained != nil {
 		s.log.Warn("the database is still unreachable; the outage spool stays for the next run and processing waits",
-			"spool", filepath.Join(s.cfg.StateDir, "spool"), "pending", s.guard.Stats().Pending)
+			"spool", s.SpoolDir(), "pending", s.guard.Stats().Pending, "err", drained)
+		errs = append(errs, fmt.Errorf("ending session %q: %w", s.cfg.SessionID, drained))
 	}
 	if err := s.guard.Close(); err != nil {
 		errs = append(errs, err)

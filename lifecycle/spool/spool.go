@@ -42,6 +42,13 @@
 // logged and counted, and the spool replays from its first record: a
 // record may be delivered twice (consumers key their writes), none is lost.
 //
+// Rewrite replaces the unconsumed records (to take out records nobody may
+// keep any longer, such as the lines of a player who asked to be
+// forgotten) atomically: a new log holding the consumed prefix unchanged
+// and the kept records, each with fresh checksums, is fsynced and renamed
+// over the old one, so the head stays valid and a crash leaves one log or
+// the other.
+//
 // A spool written by an earlier glyphoxa ("log" and "head", records
 // without magic) is converted on Open.
 //
@@ -407,12 +414,7 @@ func (s *Spool) Append(payload []byte) error {
 		return fmt.Errorf("%w: %s holds %d bytes (%d records unconsumed); a %d-byte record would exceed the %d-byte bound",
 			ErrFull, s.dir, s.size, len(s.offsets), n, s.max)
 	}
-	buf := make([]byte, n)
-	copy(buf[0:4], magic[:])
-	binary.LittleEndian.PutUint32(buf[4:8], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(buf[8:12], crc32.Checksum(buf[0:8], castagnoli))
-	binary.LittleEndian.PutUint32(buf[12:16], crc32.Checksum(payload, castagnoli))
-	copy(buf[headerSize:], payload)
+	buf := encodeRecord(payload)
 	if _, err := s.f.WriteAt(buf, s.size); err != nil {
 		s.f.Truncate(s.size) // best effort: drop the partial record
 		return fmt.Errorf("%w: appending to spool %s: %w", ErrWrite, s.dir, err)
@@ -438,6 +440,11 @@ func (s *Spool) Peek(max int) ([][]byte, error) {
 	if max > 0 && max < n {
 		n = max
 	}
+	return s.readLocked(n)
+}
+
+// readLocked reads the n oldest unconsumed records; s.mu is held.
+func (s *Spool) readLocked(n int) ([][]byte, error) {
 	out := make([][]byte, 0, n)
 	var hdr [headerSize]byte
 	for _, off := range s.offsets[:n] {
@@ -490,6 +497,106 @@ func (s *Spool) Advance(n int) error {
 	return nil
 }
 
+// Rewrite replaces the unconsumed records by what fn makes of them, in
+// order: fn returns the record to keep (its argument, or a new payload), or
+// nil to drop it. It reports how many records fn dropped or changed.
+//
+// The rewrite is atomic: the consumed prefix of the log is copied as it is
+// (so the durable head still points at the first unconsumed record), the
+// records fn keeps are written after it, each with fresh checksums, and
+// the new log is fsynced and renamed over the old one before the
+// directory is fsynced. A crash leaves either the old log or the new one,
+// never a mix. When fn fails, nothing changes.
+func (s *Spool) Rewrite(fn func(payload []byte) ([]byte, error)) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	recs, err := s.readLocked(len(s.offsets))
+	if err != nil {
+		return 0, err
+	}
+	prefix := s.size
+	if len(s.offsets) > 0 {
+		prefix = s.offsets[0]
+	}
+	changed := 0
+	out := make([][]byte, 0, len(recs))
+	for i, r := range recs {
+		k, err := fn(r)
+		if err != nil {
+			return 0, fmt.Errorf("rewriting spool %s at record %d: %w", s.dir, i, err)
+		}
+		switch {
+		case k == nil:
+			changed++
+			continue
+		case len(k) > MaxRecord:
+			return 0, fmt.Errorf("rewriting spool %s: record %d of %d bytes exceeds the %d-byte limit", s.dir, i, len(k), MaxRecord)
+		case !bytes.Equal(k, r):
+			changed++
+		}
+		out = append(out, k)
+	}
+	if changed == 0 {
+		return 0, nil
+	}
+	tmpPath := filepath.Join(s.dir, logName+".rewrite")
+	tmp, err := os.OpenFile(tmpPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("rewriting spool %s: %w", s.dir, err)
+	}
+	fail := func(err error) (int, error) {
+		tmp.Close()
+		os.Remove(tmpPath)
+		return 0, fmt.Errorf("rewriting spool %s: %w", s.dir, err)
+	}
+	if _, err := io.Copy(tmp, io.NewSectionReader(s.f, 0, prefix)); err != nil {
+		return fail(err)
+	}
+	offsets := make([]int64, 0, len(out))
+	size := prefix
+	for _, p := range out {
+		buf := encodeRecord(p)
+		if _, err := tmp.WriteAt(buf, size); err != nil {
+			return fail(err)
+		}
+		offsets = append(offsets, size)
+		size += int64(len(buf))
+	}
+	if size > s.max {
+		return fail(fmt.Errorf("%w: the rewritten log of %d bytes would exceed the %d-byte bound", ErrFull, size, s.max))
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmpPath, filepath.Join(s.dir, logName)); err != nil {
+		return fail(err)
+	}
+	old := s.f
+	s.f = tmp
+	old.Close()
+	s.offsets, s.size = offsets, size
+	if err := syncDir(s.dir); err != nil {
+		return changed, err
+	}
+	if len(offsets) == 0 {
+		// Nothing is left: start afresh, as Advance does.
+		if err := s.f.Truncate(0); err != nil {
+			return changed, fmt.Errorf("truncating drained spool %s: %w", s.dir, err)
+		}
+		if err := s.f.Sync(); err != nil {
+			return changed, fmt.Errorf("syncing spool %s: %w", s.dir, err)
+		}
+		if err := s.writeHead(0); err != nil {
+			return changed, err
+		}
+		s.size, s.head = 0, 0
+	}
+	return changed, nil
+}
+
 // Len is the number of unconsumed records.
 func (s *Spool) Len() int {
 	s.mu.Lock()
@@ -532,6 +639,18 @@ func (s *Spool) writeHead(off int64) error {
 		return fmt.Errorf("replacing spool head in %s: %w", s.dir, err)
 	}
 	return syncDir(s.dir)
+}
+
+// encodeRecord frames payload as one record: magic, length, header CRC,
+// payload CRC, payload.
+func encodeRecord(payload []byte) []byte {
+	buf := make([]byte, headerSize+len(payload))
+	copy(buf[0:4], magic[:])
+	binary.LittleEndian.PutUint32(buf[4:8], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(buf[8:12], crc32.Checksum(buf[0:8], castagnoli))
+	binary.LittleEndian.PutUint32(buf[12:16], crc32.Checksum(payload, castagnoli))
+	copy(buf[headerSize:], payload)
+	return buf
 }
 
 func readHead(path string) (int64, error) {

@@ -334,3 +334,105 @@ func TestOneSpoolPerDirectory(t *testing.T) {
 	}
 	s2.Close()
 }
+
+// TestRewrite drops and changes unconsumed records atomically: the consumed
+// ones stay consumed, the kept ones keep their order across a reopen, new
+// Appends follow them, and a failing fn changes nothing.
+func TestRewrite(t *testing.T) {
+	tests := []struct {
+		name     string
+		advance  int
+		fn       func(p []byte) ([]byte, error)
+		want     []string
+		changed  int
+		wantSize bool // the log is empty afterwards
+	}{
+		{name: "drop some", advance: 1,
+			fn: func(p []byte) ([]byte, error) {
+				if string(p) == "rec-2" || string(p) == "rec-4" {
+					return nil, nil
+				}
+				return p, nil
+			},
+			want: []string{"rec-1", "rec-3"}, changed: 2},
+		{name: "change one", advance: 0,
+			fn: func(p []byte) ([]byte, error) {
+				if string(p) == "rec-0" {
+					return []byte("r0"), nil
+				}
+				return p, nil
+			},
+			want: []string{"r0", "rec-1", "rec-2", "rec-3", "rec-4"}, changed: 1},
+		{name: "drop all", advance: 2,
+			fn:   func([]byte) ([]byte, error) { return nil, nil },
+			want: []string{}, changed: 3, wantSize: true},
+		{name: "keep all", advance: 2,
+			fn:   func(p []byte) ([]byte, error) { return p, nil },
+			want: []string{"rec-2", "rec-3", "rec-4"}, changed: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, spool.Options{})
+			for i := range 5 {
+				if err := s.Append(fmt.Appendf(nil, "rec-%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Advance(tt.advance); err != nil {
+				t.Fatal(err)
+			}
+			n, err := s.Rewrite(tt.fn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tt.changed {
+				t.Errorf("Rewrite changed %d records, want %d", n, tt.changed)
+			}
+			if got := payloads(t, s); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("after rewrite %v, want %v", got, tt.want)
+			}
+			if tt.wantSize && s.Size() != 0 {
+				t.Errorf("a rewrite that kept nothing left a log of %d bytes", s.Size())
+			}
+			if err := s.Append([]byte("after")); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			s = mustOpen(t, dir, spool.Options{})
+			want := append(append([]string{}, tt.want...), "after")
+			if got := payloads(t, s); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after reopen %v, want %v", got, want)
+			}
+			if q := s.Quarantined(); q != 0 {
+				t.Errorf("reopening a rewritten spool quarantined %d records", q)
+			}
+		})
+	}
+
+	t.Run("failing fn changes nothing", func(t *testing.T) {
+		dir := t.TempDir()
+		s := mustOpen(t, dir, spool.Options{})
+		for i := range 3 {
+			if err := s.Append(fmt.Appendf(nil, "rec-%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		boom := errors.New("boom")
+		_, err := s.Rewrite(func(p []byte) ([]byte, error) {
+			if string(p) == "rec-1" {
+				return nil, boom
+			}
+			return nil, nil
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("Rewrite error %v, want one wrapping fn's", err)
+		}
+		if got := payloads(t, s); fmt.Sprint(got) != "[rec-0 rec-1 rec-2]" {
+			t.Fatalf("after a failed rewrite %v", got)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "spool.log.rewrite")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a failed rewrite left its temporary file: %v", err)
+		}
+	})
+}

@@ -161,9 +161,13 @@ func (p *player) run1(ctx context.Context, st Step) (string, error) {
 			return err
 		})
 		if err != nil {
-			return "nothing was deleted", err
+			return fmt.Sprintf("%d lines taken out of the outage spool; nothing else was deleted", live.Spooled), err
 		}
-		return fmt.Sprintf("%s; %d lines left the live conversation, %d summaries rewritten", erased, live.Messages, live.Summaries), nil
+		if live.Deferred {
+			erased = "the database is unreachable: deleting what it holds is queued in the outage spool"
+		}
+		return fmt.Sprintf("%s; %d lines taken out of the outage spool; %d lines left the live conversation, %d summaries rewritten",
+			erased, live.Spooled, live.Messages, live.Summaries), nil
 	case "/privacy opt-out":
 		return "not recorded from now on", camp.OptOut(ctx, p.f.player(st.By).ID)
 	case "/privacy opt-in":

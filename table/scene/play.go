@@ -206,11 +206,36 @@ func Play(ctx context.Context, f *File, o Options) (Result, error) {
 	}
 	p := &player{f: f, o: o, clk: clk, tr: tr, rec: rec, s: s, controls: controls, reports: reports}
 	playErr := p.run(ctx, &res)
-	rep, err := s.Finish(context.WithoutCancel(ctx))
-	res.Report = rep
 	res.Took = clk.Now().Sub(f.Start)
+	// Scene time goes on while the session ends (a second every
+	// endTick), so that the memory guard's probe, which runs on scene time,
+	// keeps looking for the database while End waits for the outage spool
+	// to drain (Settings.DrainTimeout, in real time).
+	ended := make(chan struct{})
+	ticking := make(chan struct{})
+	go func() {
+		defer close(ticking)
+		t := time.NewTicker(endTick)
+		defer t.Stop()
+		for {
+			select {
+			case <-ended:
+				return
+			case <-t.C:
+				clk.Advance(time.Second)
+			}
+		}
+	}()
+	rep, err := s.Finish(context.WithoutCancel(ctx))
+	close(ended)
+	<-ticking
+	res.Report = rep
 	return res, errors.Join(playErr, err)
 }
+
+// endTick is how often a second of scene time passes while the session
+// ends.
+const endTick = 50 * time.Millisecond
 
 type player struct {
 	f        *File

@@ -144,13 +144,17 @@ type Correction struct {
 
 // Lifecycle configures long sessions.
 type Lifecycle struct {
-	MaxContextTokens int       `yaml:"max_context_tokens"`
-	SummarizeAt      float64   `yaml:"summarize_at"`
-	ConsolidateEvery Duration  `yaml:"consolidate_every"`
-	SpoolDir         string    `yaml:"spool_dir"`
-	SpoolMaxBytes    int64     `yaml:"spool_max_bytes"`
-	ShutdownTimeout  Duration  `yaml:"shutdown_timeout"`
-	Reconnect        Reconnect `yaml:"reconnect"`
+	MaxContextTokens int      `yaml:"max_context_tokens"`
+	SummarizeAt      float64  `yaml:"summarize_at"`
+	ConsolidateEvery Duration `yaml:"consolidate_every"`
+	SpoolDir         string   `yaml:"spool_dir"`
+	SpoolMaxBytes    int64    `yaml:"spool_max_bytes"`
+	ShutdownTimeout  Duration `yaml:"shutdown_timeout"`
+	// DrainTimeout bounds how long ending a session waits for the database
+	// to take what the outage spool holds; what it did not take stays in
+	// spool_dir for the next run, and serve exits non-zero.
+	DrainTimeout Duration  `yaml:"drain_timeout"`
+	Reconnect    Reconnect `yaml:"reconnect"`
 }
 
 // Reconnect configures reconnect backoff.
@@ -293,7 +297,8 @@ func Default() Config {
 		Correction: Correction{PhoneticThreshold: 0.70, FuzzyThreshold: 0.85, LowConfidence: 0.5},
 		Lifecycle: Lifecycle{MaxContextTokens: 8000, SummarizeAt: 0.75, ConsolidateEvery: Duration(30 * time.Minute),
 			SpoolDir: "spool", SpoolMaxBytes: 64 << 20, ShutdownTimeout: Duration(20 * time.Second),
-			Reconnect: Reconnect{Initial: Duration(time.Second), Max: Duration(30 * time.Second), Attempts: 10}},
+			DrainTimeout: Duration(30 * time.Second),
+			Reconnect:    Reconnect{Initial: Duration(time.Second), Max: Duration(30 * time.Second), Attempts: 10}},
 		Voice: Voice{EndOfTurn: Duration(600 * time.Millisecond), MaxUtterance: Duration(30 * time.Second),
 			BargeIn: Duration(250 * time.Millisecond)},
 		Providers: Providers{
@@ -765,6 +770,7 @@ func (c Config) Validate() error {
 		positive("lifecycle.consolidate_every", c.Lifecycle.ConsolidateEvery),
 		in("lifecycle.spool_max_bytes", float64(c.Lifecycle.SpoolMaxBytes), 1<<16, 1<<40),
 		positive("lifecycle.shutdown_timeout", c.Lifecycle.ShutdownTimeout),
+		positive("lifecycle.drain_timeout", c.Lifecycle.DrainTimeout),
 		positive("lifecycle.reconnect.initial", c.Lifecycle.Reconnect.Initial),
 		positive("lifecycle.reconnect.max", c.Lifecycle.Reconnect.Max),
 		in("lifecycle.reconnect.attempts", float64(c.Lifecycle.Reconnect.Attempts), 1, 1000),

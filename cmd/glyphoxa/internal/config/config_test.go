@@ -27,7 +27,7 @@ func TestExampleConfigIsValidAndDocumentsEveryKey(t *testing.T) {
 		"guild_id", "campaign", "dm_role_ids", "dm_user_ids", "narrator_npc", "text_channel_id", "kg_token_limit",
 		"postgres_dsn", "embedding_dimensions", "review_threshold", "recent_window", "hot_context_tokens",
 		"phonetic_threshold", "fuzzy_threshold", "low_confidence", "llm",
-		"max_context_tokens", "summarize_at", "consolidate_every", "spool_dir", "spool_max_bytes", "shutdown_timeout",
+		"max_context_tokens", "summarize_at", "consolidate_every", "spool_dir", "spool_max_bytes", "shutdown_timeout", "drain_timeout",
 		"reconnect", "initial", "max", "attempts", "end_of_turn", "max_utterance", "barge_in",
 		"base_url", "api_key", "model", "temperature", "timeout", "provider", "language", "voice",
 		"npcs", "knowledge_scope", "secret_knowledge", "listen", "mcp_token", "mcp_dm_token", "level", "format"} {
