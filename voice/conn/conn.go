@@ -186,6 +186,10 @@ type Stats struct {
 	Resumes, Reidentifies, EventsDropped                      uint64
 	// Keepalives is the number of UDP keepalive datagrams sent.
 	Keepalives uint64
+	// NotEncrypted is the number of frames not sent because end-to-end
+	// encryption is on and the DAVE session had no key to send with (no
+	// group yet, or its recoveries gave up): never sent unencrypted.
+	NotEncrypted uint64
 }
 
 type counters struct {
@@ -194,6 +198,7 @@ type counters struct {
 	notAudio, rtcp, backpressure                        atomic.Uint64
 	resumes, reidentifies, eventsDropped                atomic.Uint64
 	keepalives                                          atomic.Uint64
+	notEncrypted                                        atomic.Uint64
 }
 
 // Conn is a voice connection. Its methods are safe for concurrent use.
@@ -211,6 +216,10 @@ type Conn struct {
 	udp      *net.UDPConn
 	ssrc     uint32
 	ssrcUser map[uint32]string
+	// droppedSSRCs are SSRCs of users who disconnected (op 13) whose
+	// receive lanes must end; laneDrops says there are some.
+	droppedSSRCs []uint32
+	laneDrops    atomic.Bool
 	users    map[string]bool
 	closeErr error
 	ready    bool
@@ -228,6 +237,10 @@ type Conn struct {
 	ts       uint32
 	nonce    uint32
 	speaking bool
+	// spokeAs is the SSRC the last speaking message (op 5) announced: a
+	// new session (a re-identify, a Switch) has a new SSRC, which must be
+	// announced before its first frame or listeners drop the frames.
+	spokeAs  uint32
 	lastSent time.Time
 
 	rc       *reconnect.Reconnector[*wsGen]
@@ -338,7 +351,8 @@ func (c *Conn) Stats() Stats {
 		Sent: s.sent.Load(), Truncated: s.truncated.Load(), AuthFailed: s.authFailed.Load(), UnknownSSRC: s.unknownSSRC.Load(),
 		Oversized: s.oversized.Load(), E2EEFailed: s.e2ee.Load(), NotAudio: s.notAudio.Load(), RTCP: s.rtcp.Load(),
 		Backpressure: s.backpressure.Load(), Resumes: s.resumes.Load(), Reidentifies: s.reidentifies.Load(),
-		EventsDropped: s.eventsDropped.Load(), Keepalives: s.keepalives.Load()}
+		EventsDropped: s.eventsDropped.Load(), Keepalives: s.keepalives.Load(),
+		NotEncrypted: s.notEncrypted.Load()}
 }
 
 func (c *Conn) emit(e Event) {
