@@ -220,10 +220,10 @@ type Conn struct {
 	// receive lanes must end; laneDrops says there are some.
 	droppedSSRCs []uint32
 	laneDrops    atomic.Bool
-	users    map[string]bool
-	closeErr error
-	ready    bool
-	moving   *mover // a wait for a move after 4014 or 4022
+	users        map[string]bool
+	closeErr     error
+	ready        bool
+	moving       *mover // a wait for a move after 4014 or 4022
 	// failReported is the E2EE session whose failure was reported.
 	failReported E2EE
 

@@ -37,9 +37,9 @@ func TestLaneRestartsAndStartWindow(t *testing.T) {
 		return fmt.Sprint(s)
 	}
 	for _, tc := range []struct {
-		name      string
-		in        []in
-		want      string // delivered sequence numbers
+		name       string
+		in         []in
+		want       string // delivered sequence numbers
 		lost, late int
 	}{
 		{"in order", run(100, 5, 0), seqs(100, 5), 0, 0},
