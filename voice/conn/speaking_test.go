@@ -2,11 +2,13 @@ package conn_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
+	"github.com/glyphoxa/glyphoxa/voice/rtp"
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
 
@@ -102,5 +104,77 @@ func waitPacketFrom(t *testing.T, c *conn.Conn, user string, ssrc uint32) conn.P
 		case <-timeout:
 			t.Fatalf("no packet from %s under SSRC %d; stats %+v", user, ssrc, c.Stats())
 		}
+	}
+}
+
+// Issue 29, on the wire: a speaker's sequence numbers jump by -5000 and
+// then +40000, and after the speaker's client disconnects (op 13) and
+// comes back, its SSRC is reused with lower sequence numbers at once. The
+// stream goes on through all of it, in order, with no loss reported.
+func TestReceiveLaneSurvivesJumpsAndSSRCReuse(t *testing.T) {
+	srv := server(t, voicetest.Config{})
+	bot := dial(t, srv, botID, nil)
+	events := recordEvents(bot)
+	player := dial(t, srv, playerID, nil)
+	waitUser(t, bot, playerID)
+	const fake = 7777
+	srv.AnnounceSpeaker(botID, playerID, fake)
+	inject := func(first uint16, n int) {
+		for i := 0; i < n; i++ {
+			seq := first + uint16(i)
+			pkt, err := srv.Seal(botID, rtp.Header{PayloadType: rtp.PayloadTypeOpus, Sequence: seq, Timestamp: uint32(seq) * 960, SSRC: fake},
+				[]byte(fmt.Sprint(seq)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.InjectUDP(botID, pkt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	expect := func(what string, first uint16, n int) {
+		t.Helper()
+		var got []uint16
+		lost := 0
+		timeout := time.After(20 * time.Second)
+		for len(got) < n {
+			select {
+			case p := <-bot.Packets():
+				if p.SSRC == fake {
+					got = append(got, p.Sequence)
+					lost += p.Lost
+				}
+			case <-timeout:
+				t.Fatalf("%s: got %v; stats %+v", what, got, bot.Stats())
+			}
+		}
+		for i, s := range got {
+			if s != first+uint16(i) {
+				t.Fatalf("%s: got %v, want %d from %d", what, got, n, first)
+			}
+		}
+		if lost != 0 {
+			t.Fatalf("%s: %d reported lost", what, lost)
+		}
+	}
+	inject(10000, 10)
+	expect("start", 10000, 10)
+	inject(5000, 10)
+	expect("a jump of -5000", 5000, 10)
+	inject(45000, 10)
+	expect("a jump of +40000", 45000, 10)
+
+	// The client leaves (op 13) and its SSRC comes back at once with
+	// lower sequence numbers.
+	inject(500, 10)
+	expect("a new stream", 500, 10)
+	player.Close()
+	events.wait(t, "player left", kind(conn.EventUserLeft, playerID))
+	srv.AnnounceSpeaker(botID, playerID, fake)
+	waitUser(t, bot, playerID)
+	inject(495, 10)
+	expect("the SSRC reused after op 13", 495, 10)
+	if st := bot.Stats(); st.Late != 0 || st.Lost != 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }
