@@ -74,7 +74,12 @@ type (
 	healthObserver interface {
 		SetMemoryHealth(campaign string, degraded bool, pending int)
 	}
-	daveObserver   interface{ DAVEEpochChanged() }
+	daveObserver interface{ DAVEEpochChanged() }
+	// rejoiner is a Voice that can start a new voice session (and DAVE
+	// session) in its channel, as *conn.Conn does.
+	rejoiner interface {
+		Rejoin(ctx context.Context) error
+	}
 	spoolObserver  interface{ SpoolQuarantined(campaign string) }
 	engineObserver interface {
 		CountEngineTurn(engine, outcome string)

@@ -395,7 +395,7 @@ func (c *Conn) Switch(ctx context.Context, p Params) error {
 	if old != nil {
 		old.retire()
 	}
-	gen, err := c.identifyFresh(ctx, p)
+	gen, err := c.identifyFresh(ctx, p, false)
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return ErrClosed
@@ -406,6 +406,55 @@ func (c *Conn) Switch(ctx context.Context, p Params) error {
 	}
 	c.rc.Use(gen)
 	c.emit(Event{Kind: EventMoved, ChannelID: p.ChannelID})
+	return nil
+}
+
+// ErrNoRejoin: Rejoin was called on a connection without Config.Rejoin.
+var ErrNoRejoin = errors.New("voice: no way to rejoin was configured (Config.Rejoin)")
+
+// Rejoin starts a new voice session in the same channel, with a new DAVE
+// session, through Config.Rejoin: what a caller does after EventE2EEFailed,
+// when the DAVE session gave up and the bot can neither hear nor be heard.
+// Frames written meanwhile are refused with ErrNotReady. When connected it
+// reports EventReidentified; if connecting fails it returns the error and
+// the connection goes on rejoining with backoff, as after a lost session.
+func (c *Conn) Rejoin(ctx context.Context) error {
+	if c.cfg.Rejoin == nil {
+		return ErrNoRejoin
+	}
+	c.switchMu.Lock()
+	defer c.switchMu.Unlock()
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	p, err := c.cfg.Rejoin(ctx)
+	if err != nil {
+		return fmt.Errorf("voice: rejoining through the main gateway: %w", err)
+	}
+	c.mu.Lock()
+	old := c.gen
+	c.ready = false
+	c.mu.Unlock()
+	if old != nil {
+		old.retire()
+	}
+	gen, err := c.identifyFresh(ctx, p, true)
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return ErrClosed
+		}
+		c.next.Store(int32(gateway.ActionReidentify))
+		c.rc.NotifyDisconnect()
+		return fmt.Errorf("voice: rejoining channel %s at %s: %w", p.ChannelID, p.Endpoint, err)
+	}
+	c.rc.Use(gen)
+	c.stats.reidentifies.Add(1)
+	c.resumes.Store(0)
+	c.emit(Event{Kind: EventReidentified})
 	return nil
 }
 
@@ -553,7 +602,7 @@ func (c *Conn) redial(ctx context.Context) (*wsGen, error) {
 	if err != nil {
 		return nil, fmt.Errorf("voice: rejoining through the main gateway: %w", err)
 	}
-	gen, err := c.identifyFresh(ctx, np)
+	gen, err := c.identifyFresh(ctx, np, false)
 	var ce *closeError
 	if errors.As(err, &ce) {
 		if action, why := gateway.Classify(ce.code); action == gateway.ActionFatal || action == gateway.ActionStop {
@@ -564,9 +613,9 @@ func (c *Conn) redial(ctx context.Context) (*wsGen, error) {
 }
 
 // identifyFresh starts a new session with p; a new channel or voice server
-// gets a new DAVE session, and a new channel's users replace those of the
-// old one (reported left).
-func (c *Conn) identifyFresh(ctx context.Context, p Params) (*wsGen, error) {
+// (or newE2EE) gets a new DAVE session, and a new channel's users replace
+// those of the old one (reported left).
+func (c *Conn) identifyFresh(ctx context.Context, p Params, newE2EE bool) (*wsGen, error) {
 	c.mu.Lock()
 	old := c.params
 	// SSRCs belong to a session: the new one announces its speakers.
@@ -582,8 +631,14 @@ func (c *Conn) identifyFresh(ctx context.Context, p Params) (*wsGen, error) {
 	for _, u := range gone {
 		c.emit(Event{Kind: EventUserLeft, UserID: u})
 	}
-	// A DAVE group belongs to a channel on one voice server.
-	if (p.ChannelID != old.ChannelID || p.Endpoint != old.Endpoint) && c.cfg.NewE2EE != nil {
+	// A DAVE group belongs to a channel on one voice server; a DAVE
+	// session that gave up is not used again.
+	c.mu.Lock()
+	if r, ok := c.e2ee.(E2EERecovery); ok && r.Failed() != nil {
+		newE2EE = true
+	}
+	c.mu.Unlock()
+	if (newE2EE || p.ChannelID != old.ChannelID || p.Endpoint != old.Endpoint) && c.cfg.NewE2EE != nil {
 		ch, err := gateway.Snowflake(p.ChannelID)
 		if err != nil {
 			return nil, err

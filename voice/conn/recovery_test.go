@@ -97,7 +97,14 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	tap := &wireTap{byUser: map[string][][]byte{}}
 	srv := server(t, voicetest.Config{DAVEVersion: dave.ProtocolVersion, DAVE: sp, RequireDAVE: true, Observe: tap.observe})
 	clk := &manualNow{t: time.Unix(1_800_000_000, 0)}
-	bot := dial(t, srv, botID, func(c *conn.Config) { c.NewE2EE = dave.NewE2EE(quiet(), dave.WithClock(clk.now)) })
+	bot := dial(t, srv, botID, func(c *conn.Config) {
+		c.NewE2EE = dave.NewE2EE(quiet(), dave.WithClock(clk.now))
+		c.Rejoin = func(ctx context.Context) (conn.Params, error) {
+			p := params(srv, botID)
+			p.SessionID, p.Token = "sess-rejoined", "tok-rejoined"
+			return p, nil
+		}
+	})
 	events := recordEvents(bot)
 	player := dial(t, srv, playerID, daveConfig)
 	call := &daveCall{srv: srv, gw: gw}
@@ -108,7 +115,7 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	sp.mu.Lock()
 	sp.on = true
 	sp.mu.Unlock()
-	dial(t, srv, playerBID, daveConfig)
+	playerB := dial(t, srv, playerBID, daveConfig)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -196,6 +203,37 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	if st := bot.Stats(); st.NotEncrypted != frames {
 		t.Fatalf("NotEncrypted %d, want %d", st.NotEncrypted, frames)
 	}
+
+	// What the table does on EventE2EEFailed: rejoin, with a new voice
+	// session and a new DAVE session; the gateway behaves again.
+	sp.mu.Lock()
+	sp.on = false
+	sp.mu.Unlock()
+	if err := bot.Rejoin(wctx); err != nil {
+		t.Fatalf("rejoin: %v", err)
+	}
+	if err := voicetest.Wait(wctx, func() bool {
+		s := session(bot)
+		return s.Ready() && s.Failed() == nil && s.PrivacyCode() != "" && s.PrivacyCode() == session(player).PrivacyCode() &&
+			session(playerB).PrivacyCode() == s.PrivacyCode() && gw.Settled()
+	}); err != nil {
+		t.Fatalf("after rejoining the bot is not in the group: bot epoch %d, gateway epoch %d, members %v", session(bot).Epoch(), gw.Epoch(), gw.Members())
+	}
+	speech := framesUpTo(20)
+	sent := streamFrames(t, bot, speech, nil)
+	heard, lost := collect(player, botID, sent+5)
+	var got [][]byte // the closing silence before the rejoin aside
+	for _, f := range heard {
+		if !bytes.Equal(f, conn.SilenceFrame()) {
+			got = append(got, f)
+		}
+	}
+	if sent != len(speech) || len(got) != sent || lost != 0 {
+		t.Fatalf("after rejoining: sent %d of %d, the player heard %d, %d lost", sent, len(speech), len(got), lost)
+	}
+	sameFrames(t, "after rejoining", got, speech)
+	all := tap.frames(botID)
+	checkProtected(t, all[len(all)-len(speech):], speech)
 }
 
 // Issue 29: one member whose frames never decrypt, while another
