@@ -15,7 +15,7 @@ import (
 type Voice interface {
 	// Packets delivers each speaker's Opus frames; it is closed when the
 	// connection ends.
-	Packets() <-chan conn.Packet
+	Packets() <-chan audio.Packet
 	// Events reports users joining and leaving, reconnects and the end.
 	Events() <-chan conn.Event
 	// WriteOpus sends one 20 ms Opus frame now.

@@ -216,10 +216,10 @@ func (s *Session) pump(out chan<- audio.Packet) {
 				s.lost += uint64(p.Lost)
 				s.mu.Unlock()
 			}
-			ap := audio.Packet{UserID: p.UserID, SSRC: p.SSRC, Sequence: p.Sequence, Timestamp: p.Timestamp,
-				Opus: p.Opus, Lost: p.Lost, Received: s.cfg.Clock.Now()}
+			// Arrival on the table's clock, which times the lanes.
+			p.Received = s.cfg.Clock.Now()
 			select {
-			case out <- ap:
+			case out <- p:
 			case <-s.capture.Done():
 				return
 			}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
-	"github.com/glyphoxa/glyphoxa/voice/conn"
 )
 
 // TestLossReachesTheLanes: a packet the transport gave up on is reported
@@ -24,7 +24,7 @@ func TestLossReachesTheLanes(t *testing.T) {
 			if i == gone+1 {
 				lost = 1
 			}
-			r.voice.packets <- conn.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus, Lost: lost}
+			r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus, Lost: lost}
 		}
 		r.seq++
 		r.ts += 960

@@ -19,6 +19,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
+	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/rtp"
 )
@@ -107,19 +108,6 @@ func (c *Config) defaults() {
 		c.KeepaliveInterval = DefaultKeepaliveInterval
 	}
 	c.Clock = clock.OrReal(c.Clock)
-}
-
-// Packet is one received Opus frame.
-type Packet struct {
-	UserID    string
-	SSRC      uint32
-	Sequence  uint16
-	Timestamp uint32
-	Opus      []byte
-	// Lost is the number of packets of this speaker missing just before
-	// this one.
-	Lost     int
-	Received time.Time
 }
 
 // EventKind says what happened.
@@ -249,7 +237,7 @@ type Conn struct {
 	// re-identify), from the close code of the lost connection.
 	next    atomic.Int32
 	resumes atomic.Int32 // failed resumes since the last good connection
-	packets chan Packet
+	packets chan audio.Packet
 	events  chan Event
 	// emitMu guards sending on events against closing it.
 	emitMu       sync.Mutex
@@ -268,7 +256,7 @@ func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
 	}
 	c := &Conn{cfg: cfg, log: cfg.Logger.With("guild", p.GuildID), params: p, userID: uid,
 		ssrcUser: map[uint32]string{}, users: map[string]bool{},
-		packets: make(chan Packet, cfg.PacketBuffer), events: make(chan Event, 64), down: make(chan struct{})}
+		packets: make(chan audio.Packet, cfg.PacketBuffer), events: make(chan Event, 64), down: make(chan struct{})}
 	c.lastSeq.Store(gateway.NoSeq)
 	c.seq = uint16(rand.Uint32())
 	c.ts = rand.Uint32()
@@ -312,7 +300,7 @@ func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
 
 // Packets delivers received Opus frames. It is closed when the connection
 // ends (Close, or a failure that ends it).
-func (c *Conn) Packets() <-chan Packet { return c.packets }
+func (c *Conn) Packets() <-chan audio.Packet { return c.packets }
 
 // Events delivers connection events. Read it: when it is full, events are
 // dropped (and counted).

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/glyphoxa/glyphoxa/voice/audio"
 )
 
 // TestLaneRestartsAndStartWindow feeds a lane sequence numbers with
@@ -67,7 +69,7 @@ func TestLaneRestartsAndStartWindow(t *testing.T) {
 			late := 0
 			var got []uint16
 			lost := 0
-			take := func(ps []Packet) {
+			take := func(ps []audio.Packet) {
 				for _, p := range ps {
 					got = append(got, p.Sequence)
 					lost += p.Lost
@@ -76,7 +78,7 @@ func TestLaneRestartsAndStartWindow(t *testing.T) {
 			for _, p := range tc.in {
 				now := base.Add(p.at)
 				take(l.expire(now, 60*time.Millisecond, false))
-				take(l.push(Packet{Sequence: p.seq, Received: now}, func() { late++ }))
+				take(l.push(audio.Packet{Sequence: p.seq, Received: now}, func() { late++ }))
 			}
 			take(l.expire(base.Add(time.Hour), 60*time.Millisecond, true))
 			if fmt.Sprint(got) != tc.want || lost != tc.lost || late != tc.late {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/rtp"
@@ -89,7 +90,7 @@ func TestSpeakingIsAnnouncedForEveryNewSSRC(t *testing.T) {
 
 // waitPacketFrom waits for a packet of user under ssrc (a hang guard of
 // 20 s; frames from an SSRC never announced are dropped after a second).
-func waitPacketFrom(t *testing.T, c *conn.Conn, user string, ssrc uint32) conn.Packet {
+func waitPacketFrom(t *testing.T, c *conn.Conn, user string, ssrc uint32) audio.Packet {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {

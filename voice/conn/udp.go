@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/rtp"
 )
@@ -132,7 +133,7 @@ func (r *receiver) handle(pkt []byte, now time.Time) {
 		l = &lane{}
 		r.lanes[r.h.SSRC] = l
 	}
-	p := Packet{UserID: user, SSRC: r.h.SSRC, Sequence: r.h.Sequence, Timestamp: r.h.Timestamp,
+	p := audio.Packet{UserID: user, SSRC: r.h.SSRC, Sequence: r.h.Sequence, Timestamp: r.h.Timestamp,
 		Opus: bytes.Clone(frame), Received: now}
 	for _, out := range l.push(p, r.late) {
 		c.deliver(out)
@@ -201,7 +202,7 @@ func (c *Conn) currentE2EE() E2EE {
 	return c.e2ee
 }
 
-func (c *Conn) deliver(p Packet) {
+func (c *Conn) deliver(p audio.Packet) {
 	c.stats.lost.Add(uint64(p.Lost))
 	select {
 	case c.packets <- p:
@@ -235,7 +236,7 @@ type lane struct {
 	started bool
 	opening bool   // the start of the stream is not fixed yet
 	next    uint16 // sequence expected next
-	held    []Packet
+	held    []audio.Packet
 	last    time.Time // when the last packet arrived
 }
 
@@ -257,8 +258,8 @@ const (
 
 // push takes packet p and returns the packets now in order; late counts
 // a packet dropped as a duplicate or as given up already.
-func (l *lane) push(p Packet, late func()) []Packet {
-	var out []Packet
+func (l *lane) push(p audio.Packet, late func()) []audio.Packet {
+	var out []audio.Packet
 	if l.started {
 		d := int16(p.Sequence - l.next)
 		if d > maxJump || d < -maxJump || d < 0 && !l.opening && p.Received.Sub(l.last) >= restartGap {
@@ -306,8 +307,8 @@ func (l *lane) push(p Packet, late func()) []Packet {
 }
 
 // flush releases everything held, in order, giving up what is missing.
-func (l *lane) flush() []Packet {
-	var out []Packet
+func (l *lane) flush() []audio.Packet {
+	var out []audio.Packet
 	for len(l.held) > 0 {
 		out = append(out, l.skip()...)
 	}
@@ -315,8 +316,8 @@ func (l *lane) flush() []Packet {
 }
 
 // drain releases held packets that are now in order.
-func (l *lane) drain() []Packet {
-	var out []Packet
+func (l *lane) drain() []audio.Packet {
+	var out []audio.Packet
 	for {
 		k := -1
 		for i, h := range l.held {
@@ -335,7 +336,7 @@ func (l *lane) drain() []Packet {
 }
 
 // skip gives up the missing packets before the earliest held one.
-func (l *lane) skip() []Packet {
+func (l *lane) skip() []audio.Packet {
 	l.opening = false
 	if len(l.held) == 0 {
 		return nil
@@ -350,13 +351,13 @@ func (l *lane) skip() []Packet {
 	l.held = append(l.held[:first], l.held[first+1:]...)
 	p.Lost = int(uint16(p.Sequence - l.next))
 	l.next = p.Sequence + 1
-	return append([]Packet{p}, l.drain()...)
+	return append([]audio.Packet{p}, l.drain()...)
 }
 
 // expire gives up missing packets once the oldest held one has waited the
 // reorder delay (or at once when all is set).
-func (l *lane) expire(now time.Time, delay time.Duration, all bool) []Packet {
-	var out []Packet
+func (l *lane) expire(now time.Time, delay time.Duration, all bool) []audio.Packet {
+	var out []audio.Packet
 	for len(l.held) > 0 {
 		oldest := l.held[0].Received
 		for _, h := range l.held {
