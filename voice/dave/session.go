@@ -208,11 +208,10 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 			}
 			if op == gateway.OpClientsConnect {
 				s.recognized[id] = true
-				if !s.inGroup(id) {
-					// Its frames may come before its DAVE session
-					// (and our commit adding it) is ready.
-					s.joining[id] = s.now().Add(KeyExpiry)
-				}
+				// A client that connects has a new DAVE session: its
+				// frames may come before it (and the commit adding it)
+				// is ready.
+				s.joining[id] = s.now().Add(KeyExpiry)
 			} else {
 				delete(s.recognized, id)
 				delete(s.joining, id)
@@ -446,12 +445,20 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 		}
 		seen[id] = true
 	}
-	before := map[uint64]bool{}
+	// Members by their signature key: a client that rejoined has a new
+	// one, even when its removal and its new add come in one commit.
+	before := map[uint64]string{}
 	if s.group != nil {
 		for _, leaf := range s.group.Members() {
 			if id, err := userIDOf(&leaf.Credential); err == nil {
-				before[id] = true
+				before[id] = string(leaf.SignatureKey)
 			}
+		}
+	}
+	sigs := map[uint64]string{}
+	for _, leaf := range g.Members() {
+		if id, err := userIDOf(&leaf.Credential); err == nil {
+			sigs[id] = string(leaf.SignatureKey)
 		}
 	}
 	s.group, s.pending, s.ownCommit, s.ownCommitB = g, nil, nil, nil
@@ -462,7 +469,7 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 		}
 	}
 	for id := range seen {
-		if id != s.userID && !before[id] {
+		if old, ok := before[id]; id != s.userID && (!ok || old != sigs[id]) {
 			// A member new to us (or back): its first frames may be
 			// plaintext while its own session gets ready.
 			s.joining[id] = now.Add(KeyExpiry)
@@ -550,19 +557,6 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 	}
 	s.decryptFailed(userID)
 	return nil, firstErr
-}
-
-// inGroup reports whether id is a member of the established group.
-func (s *Session) inGroup(id uint64) bool {
-	if s.group == nil {
-		return false
-	}
-	for _, leaf := range s.group.Members() {
-		if uid, err := userIDOf(&leaf.Credential); err == nil && uid == id {
-			return true
-		}
-	}
-	return false
 }
 
 // Epoch returns the current MLS epoch (0 before a group is established).

@@ -601,3 +601,43 @@ func TestSessionAcceptsPlaintextFromARejoiningMember(t *testing.T) {
 		})
 	}
 }
+
+// A member removed and added again in one commit (the gateway re-adding a
+// client that reconnected) has a new signature key: its plaintext frames
+// pass for KeyExpiry after that commit, even when the window its op 11
+// opened has passed.
+func TestSessionPlaintextWindowOnReAddInOneCommit(t *testing.T) {
+	gw := newFakeGateway(t)
+	a, _ := gw.connect(1), gw.connect(2)
+	gw.round([]uint64{1}, 1, []uint64{2}, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[2]})}
+	})
+	gw.execute()
+	plain := []byte("plain opus frame")
+	gw.clock = gw.clock.Add(time.Minute)
+	if _, err := a.Decrypt(2, plain); err == nil {
+		t.Fatal("plaintext from a settled member accepted")
+	}
+	// B's client reconnects with a new session (op 11 to A, a new key
+	// package); its op 11 window passes before the gateway re-adds it.
+	delete(gw.members, 2)
+	b := gw.connect(2)
+	gw.clock = gw.clock.Add(KeyExpiry + time.Second)
+	if _, err := a.Decrypt(2, plain); err == nil {
+		t.Fatal("plaintext accepted after the op 11 window")
+	}
+	gw.round([]uint64{1}, 1, []uint64{2}, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{
+			gw.proposal(s, &mls.Proposal{Type: mls.ProposalRemove, Removed: leafOf(t, s, 2)}),
+			gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[2]}),
+		}
+	})
+	gw.execute()
+	if out, err := a.Decrypt(2, plain); err != nil || !bytes.Equal(out, plain) {
+		t.Fatalf("plaintext from the re-added member: %q, %v", out, err)
+	}
+	exchange(t, b, a)
+	if _, err := a.Decrypt(2, plain); err == nil {
+		t.Fatal("plaintext accepted after the member's frames decrypted")
+	}
+}
