@@ -144,12 +144,17 @@ func (s *Session) decryptFailed(userID uint64) {
 	r.outbox = append(r.outbox, out...)
 }
 
-// decrypted records a frame from userID that decrypted: the group works
-// for that sender.
-func (s *Session) decrypted(userID uint64) {
+// decrypted records a frame from userID that decrypted; current says it
+// decrypted with the newest epoch's key: the current group works for that
+// sender (a frame still under a previous epoch's key shows nothing about
+// it).
+func (s *Session) decrypted(userID uint64, current bool) {
 	r := &s.rec
 	if r.failures != nil {
 		delete(r.failures, userID)
+	}
+	if !current {
+		return
 	}
 	if r.working == nil {
 		r.working = map[uint64]bool{}

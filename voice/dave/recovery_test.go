@@ -309,3 +309,27 @@ func TestRecoveryResetsWhenTheSuspectDecrypts(t *testing.T) {
 		t.Fatalf("after the suspect decrypted, a new breakage: %d op 31, %d key packages; want both at once", inv, kps)
 	}
 }
+
+// A frame still under the previous epoch's key (in flight across a
+// transition) does not show that the new group works: a sender whose
+// frames then never decrypt still starts the recovery.
+func TestRecoveryIgnoresOldEpochFramesAsProof(t *testing.T) {
+	gw, a, b, c := trio(t)
+	old, err := c.Encrypt([]byte("sent under epoch 2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := gw.connect(4)
+	gw.round([]uint64{1, 2, 3}, 1, []uint64{4}, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[4]})}
+	})
+	gw.execute()
+	samePrivacy(t, a, b, c, d)
+	if out, err := b.Decrypt(c.userID, old); err != nil || string(out) != "sent under epoch 2" {
+		t.Fatalf("the in-flight frame: %q, %v", out, err)
+	}
+	badFrames(t, a, b, RecoveryThreshold+1)
+	if inv, kps, _ := ops(b.TakeOutbound()); inv != 1 || kps != 1 {
+		t.Fatalf("%d op 31, %d key packages; want a recovery", inv, kps)
+	}
+}

@@ -537,13 +537,15 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 		return nil, err
 	}
 	var firstErr error
-	for _, r := range s.receivers[userID] {
+	for i, r := range s.receivers[userID] {
 		if !r.expiry.IsZero() && now.After(r.expiry) {
 			continue
 		}
 		out, err := r.decrypt(p, now)
 		if err == nil {
-			s.decrypted(userID)
+			// The first receiver is the newest epoch's: only its frames
+			// show that the current group works.
+			s.decrypted(userID, i == 0)
 			// Its session is ready: no more plaintext from it.
 			delete(s.joining, userID)
 			return out, nil
