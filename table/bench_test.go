@@ -66,18 +66,18 @@ func (fired) Stop() bool            { return false }
 // benchVoice is the table's voice channel: the player's frames go in, the
 // NPC's are counted.
 type benchVoice struct {
-	packets chan conn.Packet
+	packets chan audio.Packet
 	events  chan conn.Event
 	mu      sync.Mutex
 	frames  int
 }
 
-func (v *benchVoice) Packets() <-chan conn.Packet { return v.packets }
-func (v *benchVoice) Events() <-chan conn.Event   { return v.events }
-func (v *benchVoice) WriteOpus([]byte) error      { v.mu.Lock(); v.frames++; v.mu.Unlock(); return nil }
-func (v *benchVoice) SetSpeaking(bool) error      { return nil }
-func (v *benchVoice) Users() []string             { return []string{player} }
-func (v *benchVoice) Close() error                { return nil }
+func (v *benchVoice) Packets() <-chan audio.Packet { return v.packets }
+func (v *benchVoice) Events() <-chan conn.Event    { return v.events }
+func (v *benchVoice) WriteOpus([]byte) error       { v.mu.Lock(); v.frames++; v.mu.Unlock(); return nil }
+func (v *benchVoice) SetSpeaking(bool) error       { return nil }
+func (v *benchVoice) Users() []string              { return []string{player} }
+func (v *benchVoice) Close() error                 { return nil }
 
 // rig is the production table on the sample campaign in PostgreSQL, with
 // Deepgram streaming, an OpenAI-compatible LLM and OpenAI speech synthesis
@@ -131,7 +131,7 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 	}
 	clip := audiotest.Speak(tb, "Grimjaw, what news of the shipment?", 48000)
 	sig, _ := audiotest.Compose(48000, []time.Duration{300 * time.Millisecond}, []audio.PCM{clip}, 200*time.Millisecond)
-	r := &rig{voice: &benchVoice{packets: make(chan conn.Packet, 256), events: make(chan conn.Event)},
+	r := &rig{voice: &benchVoice{packets: make(chan audio.Packet, 256), events: make(chan conn.Event)},
 		packets: audiotest.Encode(tb, sig, player, 1, time.Now()).Packets, reports: make(chan table.LineReport, 16), camp: camp}
 	controls := live.NewControls()
 	controls.SetScene(live.Scene{Present: []string{"grimjaw"}})
@@ -159,7 +159,7 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 // turn sends the player's line and waits for the table's report.
 func (r *rig) turn(ctx context.Context) (table.LineReport, error) {
 	for _, p := range r.packets {
-		r.voice.packets <- conn.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
+		r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
 		r.seq++
 		r.ts += 960
 	}

@@ -15,7 +15,7 @@ import (
 type Voice interface {
 	// Packets delivers each speaker's Opus frames; it is closed when the
 	// connection ends.
-	Packets() <-chan conn.Packet
+	Packets() <-chan audio.Packet
 	// Events reports users joining and leaving, reconnects and the end.
 	Events() <-chan conn.Event
 	// WriteOpus sends one 20 ms Opus frame now.
@@ -75,8 +75,13 @@ type (
 	healthObserver interface {
 		SetMemoryHealth(campaign string, degraded bool, pending int)
 	}
-	daveObserver   interface{ DAVEEpochChanged() }
-	dropObserver   interface{ VoicePacketDropped(reason string) }
+	daveObserver interface{ DAVEEpochChanged() }
+	dropObserver interface{ VoicePacketDropped(reason string) }
+	// rejoiner is a Voice that can start a new voice session (and DAVE
+	// session) in its channel, as *conn.Conn does.
+	rejoiner interface {
+		Rejoin(ctx context.Context) error
+	}
 	spoolObserver  interface{ SpoolQuarantined(campaign string) }
 	engineObserver interface {
 		CountEngineTurn(engine, outcome string)

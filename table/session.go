@@ -93,6 +93,8 @@ type Session struct {
 	latencies []time.Duration
 	speaking  context.CancelFunc // interrupts the NPC speaking now
 	lost      uint64             // packets the transport reported lost
+	// e2eeRejoins counts the rejoins after end-to-end encryption failed.
+	e2eeRejoins int
 }
 
 // start runs the turn loop on cfg.Voice.
@@ -220,10 +222,10 @@ func (s *Session) pump(out chan<- audio.Packet) {
 				s.lost += uint64(p.Lost)
 				s.mu.Unlock()
 			}
-			ap := audio.Packet{UserID: p.UserID, SSRC: p.SSRC, Sequence: p.Sequence, Timestamp: p.Timestamp,
-				Opus: p.Opus, Lost: p.Lost, Received: s.cfg.Clock.Now()}
+			// Arrival on the table's clock, which times the lanes.
+			p.Received = s.cfg.Clock.Now()
 			select {
-			case out <- ap:
+			case out <- p:
 			case <-s.capture.Done():
 				return
 			}
@@ -692,6 +694,8 @@ func (s *Session) watch() {
 				if d, ok := s.cfg.Observer.(daveObserver); ok {
 					d.DAVEEpochChanged()
 				}
+			case conn.EventE2EEFailed:
+				s.e2eeFailed(e.Err)
 			}
 		case <-names.C():
 			names = clk.NewTimer(st.NamesEvery)
@@ -725,6 +729,58 @@ func (s *Session) watch() {
 			}
 		}
 	}
+}
+
+// maxE2EERejoins is how many times a session rejoins its voice channel
+// after end-to-end encryption failed before it leaves it to the DM.
+const maxE2EERejoins = 2
+
+// e2eeFailed handles EventE2EEFailed: the DAVE session gave up, so the bot
+// can neither hear nor be heard (it never sends audio unencrypted). The
+// table rejoins the channel with a new voice and DAVE session, in the
+// background; if the connection cannot rejoin, or rejoining failed, or it
+// already rejoined maxE2EERejoins times, it tells the DM in the text
+// channel. It runs on the watch loop.
+func (s *Session) e2eeFailed(cause error) {
+	s.log.Error("end-to-end encryption with the voice channel failed; rejoining", "err", cause)
+	s.mu.Lock()
+	s.e2eeRejoins++
+	n := s.e2eeRejoins
+	s.mu.Unlock()
+	r, ok := s.voice.(rejoiner)
+	if !ok || n > maxE2EERejoins {
+		why := "this connection cannot rejoin by itself"
+		if ok {
+			why = fmt.Sprintf("it already rejoined %d times", maxE2EERejoins)
+		}
+		s.tellDM(fmt.Sprintf("End-to-end encryption with the voice channel failed (%v) and %s: the NPCs can neither hear "+
+			"nor be heard. End the session and start it again.", cause, why))
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := r.Rejoin(s.capture); err != nil {
+			if s.capture.Err() != nil {
+				return // the session is ending
+			}
+			s.log.Error("rejoining the voice channel after end-to-end encryption failed", "err", err)
+			s.tellDM(fmt.Sprintf("End-to-end encryption with the voice channel failed (%v) and rejoining the channel "+
+				"failed: %v. The NPCs can neither hear nor be heard; end the session and start it again.", cause, err))
+			return
+		}
+		s.log.Info("rejoined the voice channel after end-to-end encryption failed")
+	}()
+}
+
+// tellDM posts a message for the DM in the session's text channel (or
+// logs it when there is none).
+func (s *Session) tellDM(msg string) {
+	if s.cfg.Announce == nil {
+		s.log.Warn("no text channel to tell the DM", "message", msg)
+		return
+	}
+	s.cfg.Announce(msg)
 }
 
 // reportHealth tells the observer whether the session's memory is

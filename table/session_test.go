@@ -8,8 +8,8 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/table"
+	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
-	"github.com/glyphoxa/glyphoxa/voice/conn"
 )
 
 // TestLossReachesTheLanes: a packet the transport gave up on is reported
@@ -27,7 +27,7 @@ func TestLossReachesTheLanes(t *testing.T) {
 			if i == gone+1 {
 				lost = 1
 			}
-			r.voice.packets <- conn.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus, Lost: lost}
+			r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus, Lost: lost}
 		}
 		r.seq++
 		r.ts += 960
@@ -75,7 +75,7 @@ func TestRateDropsReachTheObserver(t *testing.T) {
 	clk := clocktest.NewFake(time.Now())
 	r := newRigWith(t, 0, nil, func(c *table.Config) { c.Observer = obs; c.Clock = clk })
 	for _, p := range r.packets {
-		r.voice.packets <- conn.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
+		r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
 		r.seq++
 		r.ts += 960
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/live"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
-	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/playback"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
 	"github.com/glyphoxa/glyphoxa/voice/tts"
@@ -348,7 +347,7 @@ func (p *player) line(ctx context.Context, st Step) (LineEvent, error) {
 		p.ts[pl.ID] += uint32(p.clk.Now().Sub(last) / playback.FrameDuration * 960)
 	}
 	for _, fr := range frames {
-		if err := p.tr.send(ctx, conn.Packet{UserID: pl.ID, SSRC: ssrc, Sequence: p.seq[pl.ID], Timestamp: p.ts[pl.ID], Opus: fr}); err != nil {
+		if err := p.tr.send(ctx, audio.Packet{UserID: pl.ID, SSRC: ssrc, Sequence: p.seq[pl.ID], Timestamp: p.ts[pl.ID], Opus: fr}); err != nil {
 			return LineEvent{}, err
 		}
 		p.seq[pl.ID]++

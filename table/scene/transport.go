@@ -17,7 +17,7 @@ import (
 // frames go in as Discord would deliver them, the NPCs' frames are kept.
 // It implements table.Voice.
 type transport struct {
-	packets chan conn.Packet
+	packets chan audio.Packet
 	events  chan conn.Event
 	done    chan struct{}
 
@@ -28,12 +28,12 @@ type transport struct {
 }
 
 func newTransport(users []string) *transport {
-	return &transport{packets: make(chan conn.Packet), events: make(chan conn.Event, 16), done: make(chan struct{}),
+	return &transport{packets: make(chan audio.Packet), events: make(chan conn.Event, 16), done: make(chan struct{}),
 		users: slices.Clone(users)}
 }
 
-func (t *transport) Packets() <-chan conn.Packet { return t.packets }
-func (t *transport) Events() <-chan conn.Event   { return t.events }
+func (t *transport) Packets() <-chan audio.Packet { return t.packets }
+func (t *transport) Events() <-chan conn.Event    { return t.events }
 
 func (t *transport) WriteOpus(frame []byte) error {
 	t.mu.Lock()
@@ -64,7 +64,7 @@ func (t *transport) Close() error {
 }
 
 // send delivers one packet; it returns when the table has taken it.
-func (t *transport) send(ctx context.Context, p conn.Packet) error {
+func (t *transport) send(ctx context.Context, p audio.Packet) error {
 	select {
 	case t.packets <- p:
 		return nil

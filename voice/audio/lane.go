@@ -16,10 +16,12 @@ type Lane struct {
 	vad  *VAD
 
 	started bool
+	opening bool // the stream's first packets: its start is not fixed yet
 	ssrc    uint32
 	next    uint16             // next expected sequence number
 	held    map[uint16]*Packet // packets waiting for a missing one
 	lost    int                // packets skipped just before next
+	arrived time.Time          // when the last packet arrived
 
 	// Media time, in 16 kHz samples on an unwrapped RTP clock.
 	rawTS      uint32 // last RTP timestamp seen
@@ -82,6 +84,29 @@ func (l *Lane) wall(pos int64) time.Time {
 	return l.anchorWall.Add(samplesDur(pos - l.anchorPos))
 }
 
+// A lane restarts its stream, rather than dropping the rest of it as late
+// or waiting for packets that will never come, when:
+//
+//   - the SSRC changes (the speaker's client restarted its stream);
+//   - the sequence number is more than maxJump from the expected one,
+//     either way (the sender restarted its numbering);
+//   - the sequence number is lower than expected after the lane was idle
+//     restartGap (an SSRC reused by a reconnected client).
+//
+// A restart reports no loss. Its first packets wait for up to startWindow
+// packets (or the reorder delay) before the lowest is taken as the start,
+// so a packet or two reordered at the start of a stream are not late.
+const (
+	// maxJump is the largest sequence step taken as the same stream:
+	// 1000 packets, 20 s of 20 ms frames.
+	maxJump = 1000
+	// restartGap is how long a lane must have been idle for a lower
+	// sequence number to start a new stream.
+	restartGap = time.Second
+	// startWindow is how many packets the start of a stream waits for.
+	startWindow = 3
+)
+
 // push takes the next packet of the speaker. A packet that cannot be decoded
 // is concealed as lost and reported; the lane carries on.
 func (l *Lane) push(p Packet) error {
@@ -89,14 +114,25 @@ func (l *Lane) push(p Packet) error {
 		l.restart(p)
 	}
 	d := int16(p.Sequence - l.next)
+	if l.opening && d < 0 && int(d) >= -max(l.cfg.ReorderWindow, startWindow) {
+		// Earlier than what came first, at the very start: the stream
+		// starts here, its clock anchored on this packet.
+		held := l.held
+		l.held = map[uint16]*Packet{}
+		l.restart(p)
+		l.held = held
+		d = 0
+	}
+	idle := !l.arrived.IsZero() && p.Received.Sub(l.arrived) >= restartGap
+	l.arrived = p.Received
 	if d < 0 {
-		if d < -1000 { // the sender restarted its numbering
+		if d < -maxJump || idle { // the sender restarted its numbering
 			l.restart(p)
 		} else {
 			l.stats.Late++
 			return nil
 		}
-	} else if d > 1000 {
+	} else if d > maxJump {
 		l.restart(p)
 	} else if p.Lost > 0 && int(d) == p.Lost && len(l.held) == 0 {
 		// The transport gave up on the packets in between.
@@ -107,6 +143,12 @@ func (l *Lane) push(p Packet) error {
 	if _, dup := l.held[p.Sequence]; !dup {
 		cp := p
 		l.held[p.Sequence] = &cp
+	}
+	if l.opening {
+		if len(l.held) < startWindow {
+			return nil
+		}
+		l.opening = false
 	}
 	err := l.drain()
 	if len(l.held) > l.cfg.ReorderWindow {
@@ -146,7 +188,7 @@ func (l *Lane) restart(p Packet) {
 	if l.started && l.speaking {
 		l.finish(l.speechEnd, false)
 	}
-	l.started = true
+	l.started, l.opening = true, true
 	l.ssrc = p.SSRC
 	l.next = p.Sequence
 	clear(l.held)
@@ -191,6 +233,7 @@ func (l *Lane) drain() error {
 
 // skip gives up on the missing packet(s) before the oldest held one.
 func (l *Lane) skip() error {
+	l.opening = false
 	if len(l.held) == 0 {
 		return nil
 	}

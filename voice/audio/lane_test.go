@@ -399,3 +399,73 @@ wait:
 		t.Errorf("Run returned %v", err)
 	}
 }
+
+// Issue 29: the lane restarts its stream instead of dropping the rest of
+// it when the sender's numbering jumps (-5000, +40000) or an SSRC is
+// reused with lower numbers after a pause, and puts a packet or two
+// reordered at the very start in order. No packet is late, none counted
+// lost, every one is decoded and both sentences are still found.
+func TestLaneRestartsAndStartWindow(t *testing.T) {
+	sig, spans := twoSentences(t)
+	half := func(ps []audio.Packet) int {
+		// The start of the pause between the sentences.
+		mid := t0.Add(spans[0].End + 300*time.Millisecond)
+		for i, p := range ps {
+			if !p.Received.Before(mid) {
+				return i
+			}
+		}
+		t.Fatal("no packet after the first sentence")
+		return 0
+	}
+	renumber := func(by int) func([]audio.Packet) []audio.Packet {
+		return func(ps []audio.Packet) []audio.Packet {
+			for i := half(ps); i < len(ps); i++ {
+				ps[i].Sequence += uint16(by)
+			}
+			return ps
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func([]audio.Packet) []audio.Packet
+	}{
+		{"two reordered at the start", func(ps []audio.Packet) []audio.Packet {
+			ps[0], ps[2] = ps[2], ps[0] // 2, 1, 0, then 3 on
+			ps[0].Received, ps[2].Received = ps[2].Received, ps[0].Received
+			return ps
+		}},
+		{"a jump of -5000", renumber(-5000)},
+		{"a jump of +40000", renumber(40000)},
+		{"an SSRC reused with lower numbers after a pause", func(ps []audio.Packet) []audio.Packet {
+			h := half(ps)
+			back := ps[h].Sequence - ps[0].Sequence + 20 // below where the stream began
+			out := append([]audio.Packet(nil), ps[:h]...)
+			// The client was gone for two seconds, then came back.
+			for _, p := range ps[h:] {
+				p.Sequence -= back
+				p.Received = p.Received.Add(2 * time.Second)
+				out = append(out, p)
+			}
+			return out
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rec recorder
+			r := mustRouter(t, rec.config(audio.Config{}))
+			ps := tc.mod(audiotest.Encode(t, sig, "111", 42, t0).Packets)
+			end := ps[len(ps)-1].Received.Add(time.Second)
+			if errs := audiotest.Deliver(r, ps, t0, end); len(errs) > 0 {
+				t.Fatalf("push errors: %v", errs)
+			}
+			st, _ := r.Stats("111")
+			t.Logf("stats: %+v", st)
+			if st.Late != 0 || st.Lost != 0 || st.Packets+st.Silence != len(ps) {
+				t.Fatalf("%d packets: %d decoded, %d silence, %d late, %d lost", len(ps), st.Packets, st.Silence, st.Late, st.Lost)
+			}
+			if got := rec.byUser("111"); len(got) != len(spans) {
+				t.Fatalf("%d utterances, want %d", len(got), len(spans))
+			}
+		})
+	}
+}

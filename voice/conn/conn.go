@@ -19,6 +19,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
+	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/rtp"
 )
@@ -109,19 +110,6 @@ func (c *Config) defaults() {
 	c.Clock = clock.OrReal(c.Clock)
 }
 
-// Packet is one received Opus frame.
-type Packet struct {
-	UserID    string
-	SSRC      uint32
-	Sequence  uint16
-	Timestamp uint32
-	Opus      []byte
-	// Lost is the number of packets of this speaker missing just before
-	// this one.
-	Lost     int
-	Received time.Time
-}
-
 // EventKind says what happened.
 type EventKind int
 
@@ -186,6 +174,10 @@ type Stats struct {
 	Resumes, Reidentifies, EventsDropped                      uint64
 	// Keepalives is the number of UDP keepalive datagrams sent.
 	Keepalives uint64
+	// NotEncrypted is the number of frames not sent because end-to-end
+	// encryption is on and the DAVE session had no key to send with (no
+	// group yet, or its recoveries gave up): never sent unencrypted.
+	NotEncrypted uint64
 }
 
 type counters struct {
@@ -194,6 +186,7 @@ type counters struct {
 	notAudio, rtcp, backpressure                        atomic.Uint64
 	resumes, reidentifies, eventsDropped                atomic.Uint64
 	keepalives                                          atomic.Uint64
+	notEncrypted                                        atomic.Uint64
 }
 
 // Conn is a voice connection. Its methods are safe for concurrent use.
@@ -211,10 +204,14 @@ type Conn struct {
 	udp      *net.UDPConn
 	ssrc     uint32
 	ssrcUser map[uint32]string
-	users    map[string]bool
-	closeErr error
-	ready    bool
-	moving   *mover // a wait for a move after 4014 or 4022
+	// droppedSSRCs are SSRCs of users who disconnected (op 13) whose
+	// receive lanes must end; laneDrops says there are some.
+	droppedSSRCs []uint32
+	laneDrops    atomic.Bool
+	users        map[string]bool
+	closeErr     error
+	ready        bool
+	moving       *mover // a wait for a move after 4014 or 4022
 	// failReported is the E2EE session whose failure was reported.
 	failReported E2EE
 
@@ -228,6 +225,10 @@ type Conn struct {
 	ts       uint32
 	nonce    uint32
 	speaking bool
+	// spokeAs is the SSRC the last speaking message (op 5) announced: a
+	// new session (a re-identify, a Switch) has a new SSRC, which must be
+	// announced before its first frame or listeners drop the frames.
+	spokeAs  uint32
 	lastSent time.Time
 
 	rc       *reconnect.Reconnector[*wsGen]
@@ -236,7 +237,7 @@ type Conn struct {
 	// re-identify), from the close code of the lost connection.
 	next    atomic.Int32
 	resumes atomic.Int32 // failed resumes since the last good connection
-	packets chan Packet
+	packets chan audio.Packet
 	events  chan Event
 	// emitMu guards sending on events against closing it.
 	emitMu       sync.Mutex
@@ -255,7 +256,7 @@ func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
 	}
 	c := &Conn{cfg: cfg, log: cfg.Logger.With("guild", p.GuildID), params: p, userID: uid,
 		ssrcUser: map[uint32]string{}, users: map[string]bool{},
-		packets: make(chan Packet, cfg.PacketBuffer), events: make(chan Event, 64), down: make(chan struct{})}
+		packets: make(chan audio.Packet, cfg.PacketBuffer), events: make(chan Event, 64), down: make(chan struct{})}
 	c.lastSeq.Store(gateway.NoSeq)
 	c.seq = uint16(rand.Uint32())
 	c.ts = rand.Uint32()
@@ -299,7 +300,7 @@ func Dial(ctx context.Context, p Params, cfg Config) (*Conn, error) {
 
 // Packets delivers received Opus frames. It is closed when the connection
 // ends (Close, or a failure that ends it).
-func (c *Conn) Packets() <-chan Packet { return c.packets }
+func (c *Conn) Packets() <-chan audio.Packet { return c.packets }
 
 // Events delivers connection events. Read it: when it is full, events are
 // dropped (and counted).
@@ -338,7 +339,8 @@ func (c *Conn) Stats() Stats {
 		Sent: s.sent.Load(), Truncated: s.truncated.Load(), AuthFailed: s.authFailed.Load(), UnknownSSRC: s.unknownSSRC.Load(),
 		Oversized: s.oversized.Load(), E2EEFailed: s.e2ee.Load(), NotAudio: s.notAudio.Load(), RTCP: s.rtcp.Load(),
 		Backpressure: s.backpressure.Load(), Resumes: s.resumes.Load(), Reidentifies: s.reidentifies.Load(),
-		EventsDropped: s.eventsDropped.Load(), Keepalives: s.keepalives.Load()}
+		EventsDropped: s.eventsDropped.Load(), Keepalives: s.keepalives.Load(),
+		NotEncrypted: s.notEncrypted.Load()}
 }
 
 func (c *Conn) emit(e Event) {
@@ -381,7 +383,7 @@ func (c *Conn) Switch(ctx context.Context, p Params) error {
 	if old != nil {
 		old.retire()
 	}
-	gen, err := c.identifyFresh(ctx, p)
+	gen, err := c.identifyFresh(ctx, p, false)
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return ErrClosed
@@ -392,6 +394,55 @@ func (c *Conn) Switch(ctx context.Context, p Params) error {
 	}
 	c.rc.Use(gen)
 	c.emit(Event{Kind: EventMoved, ChannelID: p.ChannelID})
+	return nil
+}
+
+// ErrNoRejoin: Rejoin was called on a connection without Config.Rejoin.
+var ErrNoRejoin = errors.New("voice: no way to rejoin was configured (Config.Rejoin)")
+
+// Rejoin starts a new voice session in the same channel, with a new DAVE
+// session, through Config.Rejoin: what a caller does after EventE2EEFailed,
+// when the DAVE session gave up and the bot can neither hear nor be heard.
+// Frames written meanwhile are refused with ErrNotReady. When connected it
+// reports EventReidentified; if connecting fails it returns the error and
+// the connection goes on rejoining with backoff, as after a lost session.
+func (c *Conn) Rejoin(ctx context.Context) error {
+	if c.cfg.Rejoin == nil {
+		return ErrNoRejoin
+	}
+	c.switchMu.Lock()
+	defer c.switchMu.Unlock()
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	p, err := c.cfg.Rejoin(ctx)
+	if err != nil {
+		return fmt.Errorf("voice: rejoining through the main gateway: %w", err)
+	}
+	c.mu.Lock()
+	old := c.gen
+	c.ready = false
+	c.mu.Unlock()
+	if old != nil {
+		old.retire()
+	}
+	gen, err := c.identifyFresh(ctx, p, true)
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return ErrClosed
+		}
+		c.next.Store(int32(gateway.ActionReidentify))
+		c.rc.NotifyDisconnect()
+		return fmt.Errorf("voice: rejoining channel %s at %s: %w", p.ChannelID, p.Endpoint, err)
+	}
+	c.rc.Use(gen)
+	c.stats.reidentifies.Add(1)
+	c.resumes.Store(0)
+	c.emit(Event{Kind: EventReidentified})
 	return nil
 }
 
@@ -539,7 +590,7 @@ func (c *Conn) redial(ctx context.Context) (*wsGen, error) {
 	if err != nil {
 		return nil, fmt.Errorf("voice: rejoining through the main gateway: %w", err)
 	}
-	gen, err := c.identifyFresh(ctx, np)
+	gen, err := c.identifyFresh(ctx, np, false)
 	var ce *closeError
 	if errors.As(err, &ce) {
 		if action, why := gateway.Classify(ce.code); action == gateway.ActionFatal || action == gateway.ActionStop {
@@ -550,9 +601,9 @@ func (c *Conn) redial(ctx context.Context) (*wsGen, error) {
 }
 
 // identifyFresh starts a new session with p; a new channel or voice server
-// gets a new DAVE session, and a new channel's users replace those of the
-// old one (reported left).
-func (c *Conn) identifyFresh(ctx context.Context, p Params) (*wsGen, error) {
+// (or newE2EE) gets a new DAVE session, and a new channel's users replace
+// those of the old one (reported left).
+func (c *Conn) identifyFresh(ctx context.Context, p Params, newE2EE bool) (*wsGen, error) {
 	c.mu.Lock()
 	old := c.params
 	// SSRCs belong to a session: the new one announces its speakers.
@@ -568,8 +619,14 @@ func (c *Conn) identifyFresh(ctx context.Context, p Params) (*wsGen, error) {
 	for _, u := range gone {
 		c.emit(Event{Kind: EventUserLeft, UserID: u})
 	}
-	// A DAVE group belongs to a channel on one voice server.
-	if (p.ChannelID != old.ChannelID || p.Endpoint != old.Endpoint) && c.cfg.NewE2EE != nil {
+	// A DAVE group belongs to a channel on one voice server; a DAVE
+	// session that gave up is not used again.
+	c.mu.Lock()
+	if r, ok := c.e2ee.(E2EERecovery); ok && r.Failed() != nil {
+		newE2EE = true
+	}
+	c.mu.Unlock()
+	if (newE2EE || p.ChannelID != old.ChannelID || p.Endpoint != old.Endpoint) && c.cfg.NewE2EE != nil {
 		ch, err := gateway.Snowflake(p.ChannelID)
 		if err != nil {
 			return nil, err

@@ -6,8 +6,14 @@
 // update, collect VOICE_STATE_UPDATE (session id) and VOICE_SERVER_UPDATE
 // (token, endpoint), and Dial with them. The connection then:
 //
-//   - delivers each speaker's Opus frames on Packets, keyed by Discord user
-//     id, in sequence order, with gaps reported (Packet.Lost);
+//   - delivers each speaker's Opus frames on Packets (audio.Packet), keyed
+//     by Discord user id, in sequence order, with gaps reported
+//     (Packet.Lost); a speaker's stream starts over, with no loss
+//     reported, when its sequence numbers jump by more than 1000 packets,
+//     when its SSRC is reused with lower numbers after a second's pause,
+//     and when its client disconnects (op 13); the first packets of a
+//     stream wait for up to three (or the reorder delay) so that a packet
+//     reordered at the start is not dropped;
 //   - sends Opus frames with WriteOpus (the caller paces them every 20 ms;
 //     SetSpeaking(false) ends a stream with five silence frames);
 //   - reports users joining and leaving, reconnects and readiness on Events;
@@ -26,12 +32,18 @@
 //     bot that only listens keeps its NAT mapping;
 //   - sends what the DAVE session asks for on its own (recovery after
 //     repeated decrypt failures) and reports EventE2EEFailed when it gives
-//     up;
+//     up; Rejoin then starts a new voice and DAVE session in the channel;
+//   - announces speaking (op 5) before the first frame of a stream and
+//     again before the first frame under a new SSRC (after a re-identify
+//     or a Switch in the middle of a stream);
 //   - follows the bot to another channel or voice server with Switch
 //     (EventMoved; a new DAVE session for the new group), rejoining through
 //     Config.Rejoin if the new session fails, and ending with a clear
 //     error (EventClosed, Packets closed) when rejoining gives up.
 //
 // Frames are DAVE-decrypted after transport decryption and DAVE-encrypted
-// before it; while the DAVE group is not ready they pass through.
+// before it. While DAVE is on, a frame the DAVE session has no key for is
+// never sent unencrypted: it is dropped (Stats.NotEncrypted) and WriteOpus
+// returns the error; frames pass through unencrypted only under protocol
+// version 0 (no DAVE, or after a downgrade).
 package conn

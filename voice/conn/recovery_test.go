@@ -1,6 +1,7 @@
 package conn_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -93,9 +94,17 @@ func (m *manualNow) advance(d time.Duration) {
 func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	gw := newGateway(t, chanID)
 	sp := &spoiler{gw: gw, victim: botID}
-	srv := server(t, voicetest.Config{DAVEVersion: dave.ProtocolVersion, DAVE: sp, RequireDAVE: true})
+	tap := &wireTap{byUser: map[string][][]byte{}}
+	srv := server(t, voicetest.Config{DAVEVersion: dave.ProtocolVersion, DAVE: sp, RequireDAVE: true, Observe: tap.observe})
 	clk := &manualNow{t: time.Unix(1_800_000_000, 0)}
-	bot := dial(t, srv, botID, func(c *conn.Config) { c.NewE2EE = dave.NewE2EE(quiet(), dave.WithClock(clk.now)) })
+	bot := dial(t, srv, botID, func(c *conn.Config) {
+		c.NewE2EE = dave.NewE2EE(quiet(), dave.WithClock(clk.now))
+		c.Rejoin = func(ctx context.Context) (conn.Params, error) {
+			p := params(srv, botID)
+			p.SessionID, p.Token = "sess-rejoined", "tok-rejoined"
+			return p, nil
+		}
+	})
 	events := recordEvents(bot)
 	player := dial(t, srv, playerID, daveConfig)
 	call := &daveCall{srv: srv, gw: gw}
@@ -106,7 +115,7 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	sp.mu.Lock()
 	sp.on = true
 	sp.mu.Unlock()
-	dial(t, srv, playerBID, daveConfig)
+	playerB := dial(t, srv, playerBID, daveConfig)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -137,6 +146,14 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	if !errors.Is(e.Err, dave.ErrRecoveryGaveUp) {
 		t.Fatalf("EventE2EEFailed with %v", e.Err)
 	}
+	// The last op 31 may still be on its way to the server when the
+	// event arrives: wait for it (a hang guard only).
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	if err := voicetest.Wait(wctx, func() bool { inv, _ := sp.counts(); return inv >= dave.MaxRecoveries+1 }); err != nil {
+		inv, kps := sp.counts()
+		t.Fatalf("op 31 sent %d times, key packages %d; want %d op 31", inv, kps, dave.MaxRecoveries+1)
+	}
 	inv, kps := sp.counts()
 	// Key packages: the first at the session description, one per
 	// recovery but the last.
@@ -160,6 +177,125 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d EventE2EEFailed", n)
 	}
+
+	// Issue 29: the NPC speaks after the session gave up: no key, no
+	// frame. Nothing of it reaches the wire, least of all plain Opus.
+	onWire := len(tap.frames(botID))
+	const frames = 20
+	for i := 0; i < frames; i++ {
+		if err := bot.WriteOpus(frame(i)); !errors.Is(err, dave.ErrNoSendKey) {
+			t.Fatalf("frame %d after giving up: %v, want dave.ErrNoSendKey", i, err)
+		}
+	}
+	// The silence frames that end a stream carry no speech and pass.
+	if err := bot.SetSpeaking(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := voicetest.Wait(wctx, func() bool { return len(tap.frames(botID)) >= onWire+5 }); err != nil {
+		t.Fatalf("the closing silence frames did not arrive: %d frames on the wire", len(tap.frames(botID))-onWire)
+	}
+	wire := tap.frames(botID)[onWire:]
+	for i, w := range wire {
+		if !bytes.Equal(w, conn.SilenceFrame()) {
+			t.Fatalf("after giving up, frame %d went on the wire: %x", i, w[:min(len(w), 16)])
+		}
+	}
+	if st := bot.Stats(); st.NotEncrypted != frames {
+		t.Fatalf("NotEncrypted %d, want %d", st.NotEncrypted, frames)
+	}
+
+	// What the table does on EventE2EEFailed: rejoin, with a new voice
+	// session and a new DAVE session; the gateway behaves again.
+	sp.mu.Lock()
+	sp.on = false
+	sp.mu.Unlock()
+	if err := bot.Rejoin(wctx); err != nil {
+		t.Fatalf("rejoin: %v", err)
+	}
+	if err := voicetest.Wait(wctx, func() bool {
+		s := session(bot)
+		return s.Ready() && s.Failed() == nil && s.PrivacyCode() != "" && s.PrivacyCode() == session(player).PrivacyCode() &&
+			session(playerB).PrivacyCode() == s.PrivacyCode() && gw.Settled()
+	}); err != nil {
+		t.Fatalf("after rejoining the bot is not in the group: bot epoch %d, gateway epoch %d, members %v", session(bot).Epoch(), gw.Epoch(), gw.Members())
+	}
+	speech := framesUpTo(20)
+	sent := streamFrames(t, bot, speech, nil)
+	heard, lost := collect(player, botID, sent+5)
+	var got [][]byte // the closing silence before the rejoin aside
+	for _, f := range heard {
+		if !bytes.Equal(f, conn.SilenceFrame()) {
+			got = append(got, f)
+		}
+	}
+	if sent != len(speech) || len(got) != sent || lost != 0 {
+		t.Fatalf("after rejoining: sent %d of %d, the player heard %d, %d lost", sent, len(speech), len(got), lost)
+	}
+	sameFrames(t, "after rejoining", got, speech)
+	all := tap.frames(botID)
+	checkProtected(t, all[len(all)-len(speech):], speech)
+}
+
+// Issue 29: one member whose frames never decrypt, while another
+// member's do, does not make the bot re-key the call: no op 31, the same
+// epoch and privacy code, and the good member is still heard.
+func TestDAVEOneBrokenSenderAmongGoodOnesStartsNoRecovery(t *testing.T) {
+	call := newDAVECall(t)
+	bot := call.dial(t, botID)
+	player := call.dial(t, playerID)
+	call.settle(t, 1, bot, player)
+	breaker := call.dial(t, playerBID)
+	code := call.settle(t, 2, bot, player, breaker)
+	invalid := call.gw.Stats().Invalid
+
+	// The good member speaks and is heard: the group works.
+	sent := stream(t, player, 10, nil)
+	if got, lost := collect(bot, playerID, sent); len(got) != sent || lost != 0 {
+		t.Fatalf("before: heard %d of %d, %d lost", len(got), sent, lost)
+	}
+	// The breaker's frames never decrypt (a wrong key), far past the
+	// threshold.
+	call.srv.AnnounceSpeaker(botID, playerBID, call.srv.SSRC(playerBID))
+	wrongKey := make([]byte, 16)
+	const bad = 4 * dave.RecoveryThreshold
+	failed := bot.Stats().E2EEFailed
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := 0; i < bad; i++ {
+		if i > 0 && i%32 == 0 {
+			// Packets from an SSRC not yet announced wait (64 at
+			// most): send in batches, each once the last was counted.
+			if err := voicetest.Wait(ctx, func() bool { return bot.Stats().E2EEFailed >= failed+uint64(i) }); err != nil {
+				t.Fatalf("the bot counted %d undecryptable frames of %d", bot.Stats().E2EEFailed-failed, i)
+			}
+		}
+		forged, err := dave.EncryptFrame(wrongKey, uint32(i+1), frame(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkt, err := call.srv.Seal(botID, rtp.Header{PayloadType: rtp.PayloadTypeOpus, Sequence: uint16(20000 + i),
+			Timestamp: uint32(i * 960), SSRC: call.srv.SSRC(playerBID)}, forged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := call.srv.InjectUDP(botID, pkt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := voicetest.Wait(ctx, func() bool { return bot.Stats().E2EEFailed >= failed+bad }); err != nil {
+		t.Fatalf("the bot counted %d undecryptable frames of %d", bot.Stats().E2EEFailed-failed, bad)
+	}
+	// A recovery would have left the group at once (epoch 0).
+	s := session(bot)
+	if s.Epoch() != 2 || s.PrivacyCode() != code || !s.Ready() || call.gw.Stats().Invalid != invalid {
+		t.Fatalf("after %d undecryptable frames from one member: epoch %d, ready %v, op 31 %d (was %d)",
+			bad, s.Epoch(), s.Ready(), call.gw.Stats().Invalid, invalid)
+	}
+	sent = stream(t, player, 10, nil)
+	if got, lost := collect(bot, playerID, sent); len(got) != sent || lost != 0 {
+		t.Fatalf("after: heard %d of %d, %d lost", len(got), sent, lost)
+	}
+	t.Logf("%d undecryptable frames from one member among good ones: no op 31, epoch %d, bot stats %+v", bad, s.Epoch(), bot.Stats())
 }
 
 // More than dave.RecoveryThreshold frames in a row from a member that do

@@ -22,9 +22,13 @@ const (
 )
 
 // WriteOpus sends one 20 ms Opus frame now; the caller paces frames. The
-// first frame of a stream announces speaking. Frames are DAVE-encrypted
-// (except the 3-byte silence frame, which receivers pass through) and then
-// transport-encrypted.
+// first frame of a stream announces speaking (op 5), and so does the first
+// frame after the connection's SSRC changed (a re-identify or a Switch in
+// the middle of a stream). Frames are DAVE-encrypted (except the 3-byte
+// silence frame, which receivers pass through) and then
+// transport-encrypted; while DAVE is on but has no send key the frame is
+// not sent (counted in Stats.NotEncrypted) and the error wraps the
+// session's.
 func (c *Conn) WriteOpus(frame []byte) error {
 	if c.closed.Load() || c.ctx.Err() != nil {
 		return ErrClosed
@@ -37,17 +41,27 @@ func (c *Conn) WriteOpus(frame []byte) error {
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	if !c.speaking {
+	if !c.speaking || c.spokeAs != ssrc {
 		if err := gen.sendJSON(gateway.OpSpeaking, gateway.Speaking{Speaking: gateway.SpeakingMicrophone, SSRC: ssrc}); err != nil {
 			return err
 		}
-		c.speaking = true
+		c.speaking, c.spokeAs = true, ssrc
 	}
 	return c.writeLocked(udp, ssrc, frame)
 }
 
 // writeLocked sends a frame; c.sendMu is held.
 func (c *Conn) writeLocked(udp interface{ Write([]byte) (int, error) }, ssrc uint32, frame []byte) error {
+	payload := frame
+	if e := c.currentE2EE(); e != nil && !bytes.Equal(frame, silenceFrame) {
+		enc, err := e.Encrypt(frame)
+		if err != nil {
+			// No key, no frame: never plaintext into an encrypted call.
+			c.stats.notEncrypted.Add(1)
+			return fmt.Errorf("voice: frame not sent: DAVE encryption: %w", err)
+		}
+		payload = enc
+	}
 	now := time.Now()
 	// After a pause the timestamp jumps by the time that passed, so that
 	// receivers play the next frame on time rather than early.
@@ -57,14 +71,6 @@ func (c *Conn) writeLocked(udp interface{ Write([]byte) (int, error) }, ssrc uin
 		}
 	}
 	c.lastSent = now
-	payload := frame
-	if e := c.currentE2EE(); e != nil && !bytes.Equal(frame, silenceFrame) {
-		enc, err := e.Encrypt(frame)
-		if err != nil {
-			return fmt.Errorf("voice: DAVE encryption: %w", err)
-		}
-		payload = enc
-	}
 	h := rtp.Header{PayloadType: rtp.PayloadTypeOpus, Sequence: c.seq, Timestamp: c.ts, SSRC: ssrc}
 	var hb [16]byte
 	n, _ := h.MarshalTo(hb[:])
@@ -92,11 +98,11 @@ func (c *Conn) SetSpeaking(on bool) error {
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	if on == c.speaking {
+	if on == c.speaking && (!on || c.spokeAs == ssrc) {
 		return nil
 	}
 	if on {
-		c.speaking = true
+		c.speaking, c.spokeAs = true, ssrc
 		return gen.sendJSON(gateway.OpSpeaking, gateway.Speaking{Speaking: gateway.SpeakingMicrophone, SSRC: ssrc})
 	}
 	for i := 0; i < 5; i++ {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/rtp"
 )
@@ -84,6 +85,7 @@ func (r *receiver) handle(pkt []byte, now time.Time) {
 		c.stats.notAudio.Add(1)
 		return
 	}
+	r.dropLanes()
 	user, ok := c.userForSSRC(r.h.SSRC)
 	if !ok {
 		q := r.pending[r.h.SSRC]
@@ -131,10 +133,25 @@ func (r *receiver) handle(pkt []byte, now time.Time) {
 		l = &lane{}
 		r.lanes[r.h.SSRC] = l
 	}
-	p := Packet{UserID: user, SSRC: r.h.SSRC, Sequence: r.h.Sequence, Timestamp: r.h.Timestamp,
+	p := audio.Packet{UserID: user, SSRC: r.h.SSRC, Sequence: r.h.Sequence, Timestamp: r.h.Timestamp,
 		Opus: bytes.Clone(frame), Received: now}
-	for _, out := range l.push(p, c) {
+	for _, out := range l.push(p, r.late) {
 		c.deliver(out)
+	}
+}
+
+func (r *receiver) late() { r.c.stats.late.Add(1) }
+
+// dropLanes ends the lanes of the SSRCs the connection gave up (their
+// users disconnected, op 13), delivering what they held.
+func (r *receiver) dropLanes() {
+	for _, ssrc := range r.c.takeDroppedSSRCs() {
+		if l, ok := r.lanes[ssrc]; ok {
+			for _, p := range l.flush() {
+				r.c.deliver(p)
+			}
+			delete(r.lanes, ssrc)
+		}
 	}
 }
 
@@ -145,6 +162,7 @@ func (r *receiver) tick(now time.Time, final bool) {
 	if !final {
 		r.c.pollE2EE()
 	}
+	r.dropLanes()
 	for ssrc, q := range r.pending {
 		if _, ok := r.c.userForSSRC(ssrc); ok {
 			delete(r.pending, ssrc)
@@ -165,13 +183,26 @@ func (r *receiver) tick(now time.Time, final bool) {
 	}
 }
 
+// takeDroppedSSRCs returns the SSRCs whose lanes must end, once.
+func (c *Conn) takeDroppedSSRCs() []uint32 {
+	if !c.laneDrops.Load() {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.laneDrops.Store(false)
+	out := c.droppedSSRCs
+	c.droppedSSRCs = nil
+	return out
+}
+
 func (c *Conn) currentE2EE() E2EE {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.e2ee
 }
 
-func (c *Conn) deliver(p Packet) {
+func (c *Conn) deliver(p audio.Packet) {
 	c.stats.lost.Add(uint64(p.Lost))
 	select {
 	case c.packets <- p:
@@ -184,45 +215,109 @@ func (c *Conn) deliver(p Packet) {
 // lane puts one speaker's packets back in sequence order. A packet that
 // arrives ahead of a missing one waits up to the reorder delay; then the
 // missing ones are given up as lost.
+//
+// A lane starts over (issue 29) instead of dropping the rest of a stream
+// when the sender's numbering restarted:
+//
+//   - a sequence number more than maxJump (1000 packets, 20 s of audio)
+//     from the expected one, either way: an SSRC reused by a restarted
+//     client, or a sender that jumped its numbering;
+//   - a lower sequence number after the lane was idle restartGap (a
+//     client that reconnected with its old SSRC);
+//   - the speaker's client disconnected (op 13): the connection drops its
+//     lanes.
+//
+// A restart reports no loss (the packets in between were never sent), and
+// what the lane held is delivered first. The first packets of a lane
+// (after a start or a restart) wait for up to startWindow packets or the
+// reorder delay, so that a packet or two reordered at the very start of
+// a stream are put in order rather than dropped as late.
 type lane struct {
 	started bool
+	opening bool   // the start of the stream is not fixed yet
 	next    uint16 // sequence expected next
-	held    []Packet
+	held    []audio.Packet
+	last    time.Time // when the last packet arrived
 }
 
-// maxHeld bounds the packets waiting for a missing one.
-const maxHeld = 16
+const (
+	// maxHeld bounds the packets waiting for a missing one.
+	maxHeld = 16
+	// startWindow is how many packets the start of a stream waits for
+	// (at most the reorder delay) before the lowest is taken as its
+	// first.
+	startWindow = 3
+	// maxJump is the largest sequence step, either way, taken as the
+	// same stream: 1000 packets, 20 s of 20 ms frames.
+	maxJump = 1000
+	// restartGap is how long a lane must have been idle for a lower
+	// sequence number to mean a restarted stream rather than a late
+	// packet.
+	restartGap = time.Second
+)
 
-func (l *lane) push(p Packet, c *Conn) []Packet {
-	if !l.started {
-		l.started, l.next = true, p.Sequence
+// push takes packet p and returns the packets now in order; late counts
+// a packet dropped as a duplicate or as given up already.
+func (l *lane) push(p audio.Packet, late func()) []audio.Packet {
+	var out []audio.Packet
+	if l.started {
+		d := int16(p.Sequence - l.next)
+		if d > maxJump || d < -maxJump || d < 0 && !l.opening && p.Received.Sub(l.last) >= restartGap {
+			out = l.flush()
+			*l = lane{held: l.held[:0]}
+		}
 	}
+	if !l.started {
+		l.started, l.opening, l.next = true, true, p.Sequence
+	}
+	l.last = p.Received
 	d := int16(p.Sequence - l.next)
+	if l.opening && d < 0 && d >= -maxHeld {
+		// Earlier than the packets seen so far, at the very start: the
+		// stream starts here.
+		l.next, d = p.Sequence, 0
+	}
 	switch {
 	case d < 0:
-		c.stats.late.Add(1) // a duplicate or a packet given up as lost
-		return nil
-	case d == 0:
-		out := []Packet{p}
+		late() // a duplicate or a packet given up as lost
+		return out
+	case d == 0 && !l.opening:
+		out = append(out, p)
 		l.next++
 		return append(out, l.drain()...)
 	}
 	for _, h := range l.held {
 		if h.Sequence == p.Sequence {
-			c.stats.late.Add(1)
-			return nil
+			late()
+			return out
 		}
 	}
 	l.held = append(l.held, p)
-	if len(l.held) > maxHeld {
-		return l.skip()
+	if l.opening {
+		if len(l.held) < startWindow {
+			return out
+		}
+		l.opening = false
+		out = append(out, l.drain()...)
 	}
-	return nil
+	if len(l.held) > maxHeld {
+		out = append(out, l.skip()...)
+	}
+	return out
+}
+
+// flush releases everything held, in order, giving up what is missing.
+func (l *lane) flush() []audio.Packet {
+	var out []audio.Packet
+	for len(l.held) > 0 {
+		out = append(out, l.skip()...)
+	}
+	return out
 }
 
 // drain releases held packets that are now in order.
-func (l *lane) drain() []Packet {
-	var out []Packet
+func (l *lane) drain() []audio.Packet {
+	var out []audio.Packet
 	for {
 		k := -1
 		for i, h := range l.held {
@@ -241,7 +336,8 @@ func (l *lane) drain() []Packet {
 }
 
 // skip gives up the missing packets before the earliest held one.
-func (l *lane) skip() []Packet {
+func (l *lane) skip() []audio.Packet {
+	l.opening = false
 	if len(l.held) == 0 {
 		return nil
 	}
@@ -250,19 +346,18 @@ func (l *lane) skip() []Packet {
 		if int16(h.Sequence-l.held[first].Sequence) < 0 {
 			first = i
 		}
-		_ = h
 	}
 	p := l.held[first]
 	l.held = append(l.held[:first], l.held[first+1:]...)
 	p.Lost = int(uint16(p.Sequence - l.next))
 	l.next = p.Sequence + 1
-	return append([]Packet{p}, l.drain()...)
+	return append([]audio.Packet{p}, l.drain()...)
 }
 
 // expire gives up missing packets once the oldest held one has waited the
 // reorder delay (or at once when all is set).
-func (l *lane) expire(now time.Time, delay time.Duration, all bool) []Packet {
-	var out []Packet
+func (l *lane) expire(now time.Time, delay time.Duration, all bool) []audio.Packet {
+	var out []audio.Packet
 	for len(l.held) > 0 {
 		oldest := l.held[0].Received
 		for _, h := range l.held {

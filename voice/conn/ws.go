@@ -210,6 +210,8 @@ func (c *Conn) handleText(g *wsGen, m gateway.Message) {
 		for s, u := range c.ssrcUser {
 			if u == cd.UserID {
 				delete(c.ssrcUser, s)
+				c.droppedSSRCs = append(c.droppedSSRCs, s)
+				c.laneDrops.Store(true)
 			}
 		}
 		c.mu.Unlock()

@@ -28,4 +28,22 @@
 // (op 29) and welcomes (op 30), reports transitions ready (op 23), and
 // rejects bad ones with op 31 followed by a fresh key package. Receive keys
 // of a previous epoch stay usable for [KeyExpiry] after a transition.
+//
+// # Passthrough and recovery
+//
+// Frames go out unencrypted only under protocol version 0 (op 4 without
+// DAVE, or an executed downgrade); with DAVE on and no send key,
+// [Session.Encrypt] returns [ErrNoSendKey] and the frame is not sent.
+// Unencrypted frames are accepted while a downgrade is pending or done,
+// for [KeyExpiry] after an upgrade, and from a member that (re)joined, for
+// [KeyExpiry] or until its first frame decrypts: a client sends a few
+// frames before its own session is ready, as libdave and davey allow.
+//
+// Decrypt failures start a recovery (op 31, a fresh key package) only when
+// they say our group state is wrong: more than [RecoveryThreshold] in a
+// row from one sender, no frame from another sender decrypted since the
+// last executed transition, and no recovery for that transition yet. Only
+// a frame from the sender that started a recovery ends the run of
+// attempts; after [MaxRecoveries] in a row the session gives up
+// ([ErrRecoveryGaveUp]) and voice/conn reports EventE2EEFailed.
 package dave

@@ -15,6 +15,22 @@ import (
 // package; the gateway removes it and adds it again. Retries back off and
 // stop after MaxRecoveries, so a member and a gateway that disagree do
 // not loop for ever.
+//
+// Decrypt failures are a weaker sign than a commit that does not process:
+// they start a recovery only when they say our group state is wrong.
+//
+//   - Failures are counted per sender (consecutive frames that no key
+//     opened); past RecoveryThreshold the sender is suspect.
+//   - If a frame from another sender decrypted since the last executed
+//     transition, the group works and the suspect's own state is broken:
+//     re-keying the whole call would not help, so no recovery starts (the
+//     frames are dropped and counted, as before).
+//   - At most one recovery per executed transition: a recovery's re-add
+//     executes a new transition before the next one may start.
+//   - Only a frame from the suspect sender ends the recoveries in a row
+//     (the attempt count); frames from others do not, so a sender whose
+//     frames never decrypt leads to at most MaxRecoveries recoveries and
+//     then the clear end state of ErrRecoveryGaveUp, never to a loop.
 const (
 	// RecoveryThreshold is the number of consecutive undecryptable frames
 	// from one sender, with no transition pending, after which the session
@@ -41,10 +57,17 @@ type recovery struct {
 	failures map[uint64]int // consecutive decrypt failures by sender
 	attempts int            // recoveries since a frame last decrypted
 	lastTID  uint16         // the last transition executed
-	held     []conn.Outbound
-	heldAt   time.Time // when held may go out
-	outbox   []conn.Outbound
-	gaveUp   error
+	// working holds the senders with a frame decrypted since lastTID was
+	// executed; recovered says a decrypt-failure recovery was started for
+	// lastTID; suspect is the sender whose failures started the last one
+	// (0: none, or a commit or welcome that failed).
+	working   map[uint64]bool
+	recovered bool
+	suspect   uint64
+	held      []conn.Outbound
+	heldAt    time.Time // when held may go out
+	outbox    []conn.Outbound
+	gaveUp    error
 }
 
 func recoveryDelay(attempt int) time.Duration {
@@ -64,6 +87,7 @@ func recoveryDelay(attempt int) time.Duration {
 func (s *Session) failed(tid uint16, cause error) ([]conn.Outbound, error) {
 	r := &s.rec
 	r.attempts++
+	r.suspect = 0
 	out := []conn.Outbound{{Op: gateway.OpDAVEInvalidCommitWelcome, JSON: map[string]int{"transition_id": int(tid)}}}
 	if r.attempts > MaxRecoveries {
 		r.gaveUp = fmt.Errorf("%w after %d attempts; last: %v", ErrRecoveryGaveUp, MaxRecoveries, cause)
@@ -86,7 +110,8 @@ func (s *Session) failed(tid uint16, cause error) ([]conn.Outbound, error) {
 }
 
 // decryptFailed counts a frame from userID that no key opened; past the
-// threshold it starts a recovery.
+// threshold it starts a recovery, if the failures say our group state is
+// wrong (see the package's recovery rules above).
 func (s *Session) decryptFailed(userID uint64) {
 	r := &s.rec
 	if s.group == nil || len(s.transitions) > 0 || r.gaveUp != nil || r.held != nil {
@@ -96,22 +121,57 @@ func (s *Session) decryptFailed(userID uint64) {
 		r.failures = map[uint64]int{}
 	}
 	r.failures[userID]++
-	if n := r.failures[userID]; n > RecoveryThreshold {
-		clear(r.failures)
-		out, err := s.failed(r.lastTID, fmt.Errorf("%d consecutive frames from user %d did not decrypt", n, userID))
-		if err != nil {
-			s.log.Warn("dave: recovery", "err", err)
+	n := r.failures[userID]
+	if n <= RecoveryThreshold || r.recovered {
+		return
+	}
+	for id := range r.working {
+		if id != userID {
+			if n == RecoveryThreshold+1 {
+				s.log.Warn("dave: a sender's frames do not decrypt while others' do; not re-keying the call",
+					"user", userID, "failures", n)
+			}
+			return
 		}
-		r.outbox = append(r.outbox, out...)
+	}
+	clear(r.failures)
+	r.recovered = true
+	out, err := s.failed(r.lastTID, fmt.Errorf("%d consecutive frames from user %d did not decrypt", n, userID))
+	if err != nil {
+		s.log.Warn("dave: recovery", "err", err)
+	}
+	r.suspect = userID
+	r.outbox = append(r.outbox, out...)
+}
+
+// decrypted records a frame from userID that decrypted; current says it
+// decrypted with the newest epoch's key: the current group works for that
+// sender (a frame still under a previous epoch's key shows nothing about
+// it).
+func (s *Session) decrypted(userID uint64, current bool) {
+	r := &s.rec
+	if r.failures != nil {
+		delete(r.failures, userID)
+	}
+	if !current {
+		return
+	}
+	if r.working == nil {
+		r.working = map[uint64]bool{}
+	}
+	r.working[userID] = true
+	if r.suspect == 0 || r.suspect == userID {
+		r.attempts, r.suspect = 0, 0
 	}
 }
 
-// decrypted records a frame that decrypted: the group works.
-func (s *Session) decrypted(userID uint64) {
-	if s.rec.failures != nil {
-		delete(s.rec.failures, userID)
-	}
-	s.rec.attempts = 0
+// transitionExecuted starts the recovery bookkeeping of a new transition.
+func (s *Session) transitionExecuted(tid uint16) {
+	r := &s.rec
+	r.lastTID = tid
+	r.recovered = false
+	clear(r.working)
+	clear(r.failures)
 }
 
 // TakeOutbound returns the messages the session wants sent on its own (a

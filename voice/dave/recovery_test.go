@@ -173,3 +173,163 @@ func TestRecoveryAfterDecryptFailures(t *testing.T) {
 		})
 	}
 }
+
+// trio makes a, b and c members of one group at epoch 2.
+func trio(t *testing.T) (gw *fakeGateway, a, b, c *Session) {
+	t.Helper()
+	gw, a, b = pair(t)
+	c = gw.connect(3)
+	gw.round([]uint64{1, 2}, 1, []uint64{3}, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[3]})}
+	})
+	gw.execute()
+	gw.clock = gw.clock.Add(time.Minute) // past every passthrough window
+	samePrivacy(t, a, b, c)
+	return gw, a, b, c
+}
+
+// badFrames feeds n frames from `from` to `to` that no key opens (each
+// is a frame from's key sealed, then corrupted).
+func badFrames(t *testing.T, from, to *Session, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		f, err := from.Encrypt([]byte("an opus frame"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f[0] ^= 0xff
+		if _, err := to.Decrypt(from.userID, f); err == nil {
+			t.Fatal("a corrupted frame decrypted")
+		}
+	}
+}
+
+func goodFrame(t *testing.T, from, to *Session) {
+	t.Helper()
+	f, err := from.Encrypt([]byte("a good frame"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := to.Decrypt(from.userID, f); err != nil {
+		t.Fatalf("a good frame from %d: %v", from.userID, err)
+	}
+}
+
+// Issue 29: one sender whose frames never decrypt, among senders whose
+// frames do, shows that the group works and that sender is broken:
+// re-keying the call would not help, so the session sends nothing (no op
+// 31, no key package), however long it goes on, and stays in the group.
+func TestRecoveryIgnoresOneBrokenSenderAmongGoodOnes(t *testing.T) {
+	_, a, b, c := trio(t)
+	for round := 0; round < 10; round++ {
+		goodFrame(t, c, b)
+		badFrames(t, a, b, 3*RecoveryThreshold)
+	}
+	if out := b.TakeOutbound(); len(out) != 0 {
+		t.Fatalf("a single broken sender among good ones made the session send %v", out)
+	}
+	if b.Epoch() != 2 || !b.Ready() || b.Failed() != nil {
+		t.Fatalf("epoch %d, ready %v, failed %v; want still in the group at epoch 2", b.Epoch(), b.Ready(), b.Failed())
+	}
+	goodFrame(t, c, b)
+}
+
+// Issue 29: a sender whose frames never decrypt, with no other sender to
+// show the group works, starts at most one recovery per executed
+// transition; good frames from someone else do not reset the attempt
+// count, so after MaxRecoveries re-adds the session gives up (a clear end
+// state) instead of re-keying the call for ever.
+func TestRecoveryOncePerTransitionThenGivesUp(t *testing.T) {
+	gw, a, b := pair(t)
+	recoveries := 0
+	for epoch := 0; epoch < 3*MaxRecoveries && b.Failed() == nil; epoch++ {
+		// Many more failures than the threshold within one transition:
+		// one recovery at most.
+		badFrames(t, a, b, 4*RecoveryThreshold)
+		gw.clock = gw.clock.Add(MaxRecoveryBackoff)
+		out := b.TakeOutbound()
+		inv, _, tids := ops(out)
+		if inv > 1 {
+			t.Fatalf("transition %d: %d op 31 (%v) for one transition", gw.tid, inv, tids)
+		}
+		if inv == 0 {
+			t.Fatalf("transition %d: no recovery after %d undecryptable frames; out %v", gw.tid, 4*RecoveryThreshold, out)
+		}
+		recoveries++
+		if b.Failed() != nil {
+			break
+		}
+		// The gateway re-adds b: a new transition, with a's frames still
+		// broken.
+		reAdd(t, gw, a, b)
+	}
+	if !errors.Is(b.Failed(), ErrRecoveryGaveUp) || recoveries != MaxRecoveries+1 {
+		t.Fatalf("after %d recoveries: %v; want ErrRecoveryGaveUp after %d", recoveries, b.Failed(), MaxRecoveries+1)
+	}
+	// No key, no frame: the session that gave up never sends plaintext.
+	if out, err := b.Encrypt([]byte("an opus frame of the NPC")); !errors.Is(err, ErrNoSendKey) || out != nil {
+		t.Fatalf("after giving up Encrypt returned %q, %v; want no frame and ErrNoSendKey", out, err)
+	}
+	gw.clock = gw.clock.Add(time.Hour)
+	if out := b.TakeOutbound(); len(out) != 0 {
+		t.Fatalf("after giving up: %v", out)
+	}
+}
+
+// reAdd plays the gateway re-adding b after its op 31 and key package: a
+// removes and re-adds it in a new epoch; b joins by welcome.
+func reAdd(t *testing.T, gw *fakeGateway, a, b *Session) {
+	t.Helper()
+	gw.kps[b.userID] = b.kp.KeyPackage
+	gw.round([]uint64{a.userID}, a.userID, []uint64{b.userID}, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{
+			gw.proposal(s, &mls.Proposal{Type: mls.ProposalRemove, Removed: leafOf(t, s, b.userID)}),
+			gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[b.userID]}),
+		}
+	})
+	gw.execute()
+	gw.clock = gw.clock.Add(time.Minute)
+	samePrivacy(t, a, b)
+}
+
+// The recovery that a broken sender starts ends (the attempt count
+// resets) when that sender's frames decrypt after the re-add; then a
+// later breakage starts over from the first, immediate, recovery.
+func TestRecoveryResetsWhenTheSuspectDecrypts(t *testing.T) {
+	gw, a, b := pair(t)
+	badFrames(t, a, b, RecoveryThreshold+1)
+	if inv, kps, _ := ops(b.TakeOutbound()); inv != 1 || kps != 1 {
+		t.Fatalf("first recovery: %d op 31, %d key packages", inv, kps)
+	}
+	reAdd(t, gw, a, b)
+	goodFrame(t, a, b)
+	badFrames(t, a, b, RecoveryThreshold+1)
+	// Immediate again (attempt 1, no backoff): the count was reset.
+	if inv, kps, _ := ops(b.TakeOutbound()); inv != 1 || kps != 1 {
+		t.Fatalf("after the suspect decrypted, a new breakage: %d op 31, %d key packages; want both at once", inv, kps)
+	}
+}
+
+// A frame still under the previous epoch's key (in flight across a
+// transition) does not show that the new group works: a sender whose
+// frames then never decrypt still starts the recovery.
+func TestRecoveryIgnoresOldEpochFramesAsProof(t *testing.T) {
+	gw, a, b, c := trio(t)
+	old, err := c.Encrypt([]byte("sent under epoch 2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := gw.connect(4)
+	gw.round([]uint64{1, 2, 3}, 1, []uint64{4}, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[4]})}
+	})
+	gw.execute()
+	samePrivacy(t, a, b, c, d)
+	if out, err := b.Decrypt(c.userID, old); err != nil || string(out) != "sent under epoch 2" {
+		t.Fatalf("the in-flight frame: %q, %v", out, err)
+	}
+	badFrames(t, a, b, RecoveryThreshold+1)
+	if inv, kps, _ := ops(b.TakeOutbound()); inv != 1 || kps != 1 {
+		t.Fatalf("%d op 31, %d key packages; want a recovery", inv, kps)
+	}
+}

@@ -22,6 +22,13 @@ const ProtocolVersion = 1
 // ErrNoKey is returned when a frame arrives from a user without a key.
 var ErrNoKey = errors.New("dave: no media key for sender")
 
+// ErrNoSendKey is returned by Encrypt while end-to-end encryption is on
+// (protocol version above 0) but the session has no key to send with: not
+// yet in a group, or its recoveries gave up. The frame must not be sent;
+// only protocol version 0 (op 4 without DAVE, or an executed downgrade)
+// lets frames out unencrypted.
+var ErrNoSendKey = errors.New("dave: end-to-end encryption is on but there is no send key; frame not sent")
+
 var daveCapabilities = mls.Capabilities{Versions: []uint16{1}, CipherSuites: []uint16{mls.CipherSuite2}, Credentials: []uint16{mls.CredentialBasic}}
 
 // Option configures a Session.
@@ -67,6 +74,11 @@ type Session struct {
 
 	passthroughForever bool
 	passthroughUntil   time.Time
+	// joining holds, per member, until when its plaintext frames pass:
+	// a client that (re)joins sends a few frames unencrypted before its
+	// own DAVE session is ready, as libdave and davey allow for a new
+	// sender's decryptor (see [Session.Decrypt]).
+	joining map[uint64]time.Time
 
 	rec recovery
 }
@@ -78,7 +90,7 @@ var _ conn.E2EE = (*Session)(nil)
 func NewSession(userID, channelID uint64, opts ...Option) (*Session, error) {
 	s := &Session{userID: userID, channelID: channelID, log: slog.Default(), now: time.Now,
 		recognized: map[uint64]bool{}, transitions: map[uint16]int{}, receivers: map[uint64][]*recvState{},
-		passthroughForever: true}
+		joining: map[uint64]time.Time{}, passthroughForever: true}
 	for _, o := range opts {
 		o(s)
 	}
@@ -196,8 +208,13 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 			}
 			if op == gateway.OpClientsConnect {
 				s.recognized[id] = true
+				// A client that connects has a new DAVE session: its
+				// frames may come before it (and the commit adding it)
+				// is ready.
+				s.joining[id] = s.now().Add(KeyExpiry)
 			} else {
 				delete(s.recognized, id)
+				delete(s.joining, id)
 			}
 		}
 		return nil, nil
@@ -247,7 +264,7 @@ func (s *Session) execute(tid uint16) {
 		return
 	}
 	delete(s.transitions, tid)
-	s.rec.lastTID = tid
+	s.transitionExecuted(tid)
 	old := s.version
 	s.version = v
 	if v == 0 {
@@ -428,8 +445,36 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 		}
 		seen[id] = true
 	}
+	// Members by their signature key: a client that rejoined has a new
+	// one, even when its removal and its new add come in one commit.
+	before := map[uint64]string{}
+	if s.group != nil {
+		for _, leaf := range s.group.Members() {
+			if id, err := userIDOf(&leaf.Credential); err == nil {
+				before[id] = string(leaf.SignatureKey)
+			}
+		}
+	}
+	sigs := map[uint64]string{}
+	for _, leaf := range g.Members() {
+		if id, err := userIDOf(&leaf.Credential); err == nil {
+			sigs[id] = string(leaf.SignatureKey)
+		}
+	}
 	s.group, s.pending, s.ownCommit, s.ownCommitB = g, nil, nil, nil
 	now := s.now()
+	for id := range s.joining {
+		if !seen[id] && !s.recognized[id] {
+			delete(s.joining, id)
+		}
+	}
+	for id := range seen {
+		if old, ok := before[id]; id != s.userID && (!ok || old != sigs[id]) {
+			// A member new to us (or back): its first frames may be
+			// plaintext while its own session gets ready.
+			s.joining[id] = now.Add(KeyExpiry)
+		}
+	}
 	for id, list := range s.receivers {
 		kept := list[:0]
 		for _, r := range list {
@@ -457,13 +502,18 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 	return []conn.Outbound{ready(tid)}, nil
 }
 
-// Encrypt protects an outgoing Opus frame. Without a send key (no DAVE,
-// or no group yet) the frame passes through unchanged.
+// Encrypt protects an outgoing Opus frame. Frames pass through unchanged
+// only under protocol version 0 (no DAVE, or a downgrade executed) and for
+// the silence frame; with DAVE on and no send key (no group yet, or the
+// recoveries gave up) it returns ErrNoSendKey: no key, no frame.
 func (s *Session) Encrypt(frame []byte) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.version == 0 || s.sender == nil || IsSilence(frame) {
+	if s.version == 0 || IsSilence(frame) {
 		return frame, nil
+	}
+	if s.sender == nil {
+		return nil, ErrNoSendKey
 	}
 	return s.sender.encrypt(frame, s.now())
 }
@@ -481,16 +531,23 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 		if s.passthroughForever || now.Before(s.passthroughUntil) {
 			return frame, nil
 		}
+		if until, ok := s.joining[userID]; ok && now.Before(until) {
+			return frame, nil
+		}
 		return nil, err
 	}
 	var firstErr error
-	for _, r := range s.receivers[userID] {
+	for i, r := range s.receivers[userID] {
 		if !r.expiry.IsZero() && now.After(r.expiry) {
 			continue
 		}
 		out, err := r.decrypt(p, now)
 		if err == nil {
-			s.decrypted(userID)
+			// The first receiver is the newest epoch's: only its frames
+			// show that the current group works.
+			s.decrypted(userID, i == 0)
+			// Its session is ready: no more plaintext from it.
+			delete(s.joining, userID)
 			return out, nil
 		}
 		if firstErr == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -209,9 +210,13 @@ func TestSessionLifecycle(t *testing.T) {
 	a := gw.connect(1)
 	b := gw.connect(2)
 
-	// Before any group: plaintext passes both ways, silence always.
-	if out, _ := a.Encrypt([]byte("plain")); string(out) != "plain" {
-		t.Fatal("frame not passed through before the group exists")
+	// Before any group, with DAVE on: no send key, so no frame (never
+	// plaintext into an end-to-end encrypted call); silence always passes.
+	if out, err := a.Encrypt([]byte("plain")); !errors.Is(err, ErrNoSendKey) || out != nil {
+		t.Fatalf("before the group exists Encrypt returned %q, %v; want no frame and ErrNoSendKey", out, err)
+	}
+	if out, err := a.Encrypt(silence); err != nil || !bytes.Equal(out, silence) {
+		t.Fatalf("silence before the group: %q, %v", out, err)
 	}
 
 	// Initial group: both pending members commit adding the other; the
@@ -523,5 +528,116 @@ func TestSessionQueuesEarlyProposals(t *testing.T) {
 			exchange(t, a, b)
 			exchange(t, b, a)
 		})
+	}
+}
+
+// Issue 29: a member that rejoins the call (op 13, then op 11 and a new
+// add) sends a few frames unencrypted before its own DAVE session is
+// ready, as discord.js does; they pass, as libdave and davey let a new
+// sender's decryptor pass plaintext for the transition expiry. The window
+// closes at its first frame that decrypts, or after KeyExpiry; members
+// that stayed never get one.
+func TestSessionAcceptsPlaintextFromARejoiningMember(t *testing.T) {
+	plain := []byte("plain opus frame")
+	for _, tc := range []struct {
+		name string
+		// after the rejoin, before the plaintext frame
+		then func(t *testing.T, gw *fakeGateway, a, c *Session)
+		pass bool
+	}{
+		{"at once", func(*testing.T, *fakeGateway, *Session, *Session) {}, true},
+		{"just before the expiry", func(_ *testing.T, gw *fakeGateway, _, _ *Session) { gw.clock = gw.clock.Add(KeyExpiry - time.Second) }, true},
+		{"after the expiry", func(_ *testing.T, gw *fakeGateway, _, _ *Session) { gw.clock = gw.clock.Add(KeyExpiry + time.Second) }, false},
+		{"after a frame decrypted", func(t *testing.T, _ *fakeGateway, a, c *Session) { exchange(t, c, a) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := newFakeGateway(t)
+			a, b := gw.connect(1), gw.connect(2)
+			gw.round([]uint64{1}, 1, []uint64{2}, func(s *Session) []*mls.MLSMessage {
+				return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[2]})}
+			})
+			gw.execute()
+			c := gw.connect(3)
+			gw.round([]uint64{1, 2}, 1, []uint64{3}, func(s *Session) []*mls.MLSMessage {
+				return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[3]})}
+			})
+			gw.execute()
+			gw.clock = gw.clock.Add(time.Minute)
+			if _, err := a.Decrypt(3, plain); err == nil {
+				t.Fatal("plaintext from a settled member accepted")
+			}
+			// C drops out (op 13, removed) and comes back (op 11, added
+			// with a new key package by a new commit).
+			delete(gw.members, 3)
+			for _, s := range []*Session{a, b} {
+				gw.jsonOp(s, gateway.OpClientDisconnect, map[string]string{"user_id": "3"})
+			}
+			gw.round([]uint64{1, 2}, 2, nil, func(s *Session) []*mls.MLSMessage {
+				return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalRemove, Removed: leafOf(t, s, 3)})}
+			})
+			gw.execute()
+			gw.clock = gw.clock.Add(time.Minute)
+			c = gw.connect(3)
+			if _, err := a.Decrypt(3, plain); err != nil {
+				t.Fatalf("plaintext from a member reconnecting, before its add: %v", err)
+			}
+			gw.round([]uint64{1, 2}, 1, []uint64{3}, func(s *Session) []*mls.MLSMessage {
+				return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[3]})}
+			})
+			gw.execute()
+			tc.then(t, gw, a, c)
+			out, err := a.Decrypt(3, plain)
+			if tc.pass && (err != nil || !bytes.Equal(out, plain)) {
+				t.Fatalf("plaintext from the rejoining member: %q, %v", out, err)
+			}
+			if !tc.pass && err == nil {
+				t.Fatal("plaintext from the rejoined member accepted")
+			}
+			// B stayed all along: never plaintext from it.
+			if _, err := a.Decrypt(2, plain); err == nil {
+				t.Fatal("plaintext from a member that stayed accepted")
+			}
+			exchange(t, c, b)
+		})
+	}
+}
+
+// A member removed and added again in one commit (the gateway re-adding a
+// client that reconnected) has a new signature key: its plaintext frames
+// pass for KeyExpiry after that commit, even when the window its op 11
+// opened has passed.
+func TestSessionPlaintextWindowOnReAddInOneCommit(t *testing.T) {
+	gw := newFakeGateway(t)
+	a, _ := gw.connect(1), gw.connect(2)
+	gw.round([]uint64{1}, 1, []uint64{2}, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[2]})}
+	})
+	gw.execute()
+	plain := []byte("plain opus frame")
+	gw.clock = gw.clock.Add(time.Minute)
+	if _, err := a.Decrypt(2, plain); err == nil {
+		t.Fatal("plaintext from a settled member accepted")
+	}
+	// B's client reconnects with a new session (op 11 to A, a new key
+	// package); its op 11 window passes before the gateway re-adds it.
+	delete(gw.members, 2)
+	b := gw.connect(2)
+	gw.clock = gw.clock.Add(KeyExpiry + time.Second)
+	if _, err := a.Decrypt(2, plain); err == nil {
+		t.Fatal("plaintext accepted after the op 11 window")
+	}
+	gw.round([]uint64{1}, 1, []uint64{2}, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{
+			gw.proposal(s, &mls.Proposal{Type: mls.ProposalRemove, Removed: leafOf(t, s, 2)}),
+			gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[2]}),
+		}
+	})
+	gw.execute()
+	if out, err := a.Decrypt(2, plain); err != nil || !bytes.Equal(out, plain) {
+		t.Fatalf("plaintext from the re-added member: %q, %v", out, err)
+	}
+	exchange(t, b, a)
+	if _, err := a.Decrypt(2, plain); err == nil {
+		t.Fatal("plaintext accepted after the member's frames decrypted")
 	}
 }
