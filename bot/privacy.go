@@ -7,7 +7,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 func (b *Bot) privacyCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
@@ -15,7 +15,7 @@ func (b *Bot) privacyCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 	switch c.path {
 	case "privacy opt-out", "privacy opt-in":
 		b.deferReply(i, true)
-		camp, _, err := b.campaign(ctx, g.ID)
+		camp, err := b.campaignFor(ctx, g, i)
 		if err != nil {
 			b.finishErr(i, err)
 			return
@@ -63,12 +63,12 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		update("Nothing was deleted.")
 		return
 	}
-	camp, _, err := b.campaign(ctx, g.ID)
+	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
-		update("⚠️ " + err.Error())
+		update("⚠️ " + errText(err))
 		return
 	}
-	var rep postgres.ForgetReport
+	var rep memaccess.ForgetReport
 	erase := func(ctx context.Context) error {
 		var err error
 		rep, err = camp.ForgetSpeaker(ctx, u.ID)
@@ -83,7 +83,7 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		err = erase(ctx)
 	}
 	if err != nil {
-		update("⚠️ Nothing was deleted: " + err.Error())
+		update("⚠️ Nothing was deleted: " + errText(err))
 		return
 	}
 	msg := fmt.Sprintf("🗑️ Deleted %d lines you said, %d memory chunks containing your words, and %d facts that rested only on them.",
