@@ -8,7 +8,7 @@
 //   - Review: pending facts and open conflicts with their provenance and the
 //     transcript lines behind them; confirm, reject, edit, keep old, keep new.
 //     The buttons call the same store operations as the Discord buttons
-//     ([postgres.Graph.ConfirmFact], RejectFact, ResolveConflict and
+//     ([access.Graph]'s ConfirmFact, RejectFact, ResolveConflict and
 //     [bot.EditFact]).
 //   - Graph: the campaign's entities and facts, drawn by a small force layout
 //     in a canvas, filtered by type, by an NPC's visibility and by session;

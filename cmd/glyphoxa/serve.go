@@ -164,7 +164,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	go func() { httpErr <- hs.Serve(ln) }()
 	logger.Info("serving health and metrics", "addr", "http://"+ln.Addr().String(), "guilds", len(bcfg.Guilds))
 
-	stopConsole := startConsole(store, door, cfg, logger, bcfg.Guilds, voice)
+	stopConsole := startConsole(door, cfg, logger, bcfg.Guilds, voice)
 
 	var runErr error
 	if err := b.Open(ctx); err != nil {
