@@ -63,9 +63,10 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		update("Nothing was deleted.")
 		return
 	}
+	// The presser's own data, through the presser's own handle.
 	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
-		update("⚠️ " + errText(err))
+		update("⚠️ Nothing was deleted: " + errText(err))
 		return
 	}
 	var rep memaccess.ForgetReport
