@@ -9,7 +9,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // onAutocomplete suggests values for the option being typed: at most 25,
@@ -17,7 +17,7 @@ import (
 func (b *Bot) onAutocomplete(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
 	var choices []*discordgo.ApplicationCommandOptionChoice
 	if c.focused != nil && (!b.requiresDM(c.path) || isDM(g, i.Member)) {
-		if camp, _, err := b.campaign(ctx, g.ID); err == nil {
+		if camp, err := b.campaignFor(ctx, g, i); err == nil {
 			typed, _ := c.focused.Value.(string)
 			choices = b.suggest(ctx, camp, c.path, c.focused.Name, strings.TrimSpace(typed))
 		}
@@ -36,7 +36,7 @@ func choice(name, value string) *discordgo.ApplicationCommandOptionChoice {
 	return &discordgo.ApplicationCommandOptionChoice{Name: truncate(name, maxChoiceName), Value: truncate(value, maxChoiceName)}
 }
 
-func (b *Bot) suggest(ctx context.Context, camp *postgres.Campaign, path, option, typed string) []*discordgo.ApplicationCommandOptionChoice {
+func (b *Bot) suggest(ctx context.Context, camp *memaccess.Campaign, path, option, typed string) []*discordgo.ApplicationCommandOptionChoice {
 	g := camp.Graph()
 	entities := func(typ string) []*discordgo.ApplicationCommandOptionChoice {
 		es, err := g.FindEntities(ctx, memory.EntityFilter{Type: typ, Name: typed, Limit: maxChoices})
@@ -50,7 +50,7 @@ func (b *Bot) suggest(ctx context.Context, camp *postgres.Campaign, path, option
 		return out
 	}
 	facts := func(statuses ...memory.FactStatus) []*discordgo.ApplicationCommandOptionChoice {
-		fs, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: statuses, Text: typed, Limit: maxChoices})
+		fs, err := g.FindFacts(ctx, memaccess.FactQuery{Statuses: statuses, Text: typed, Limit: maxChoices})
 		if err != nil {
 			return nil
 		}

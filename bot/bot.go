@@ -13,7 +13,8 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/glyphoxa/glyphoxa/internal/llm"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory"
+	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // Guild binds a Discord guild to a campaign.
@@ -41,10 +42,12 @@ type Config struct {
 	Logger              *slog.Logger
 }
 
-// Deps are the bot's collaborators. Store is required; the others are
+// Deps are the bot's collaborators. Door is required; the others are
 // optional and the commands that need them say so when they are missing.
 type Deps struct {
-	Store *postgres.Store
+	// Door opens the campaigns' memory, each command's handle bound to the
+	// viewer of the member who runs it.
+	Door *memaccess.Door
 	// RecapLLM writes recaps; without it recaps are made of key lines.
 	RecapLLM llm.Streamer
 	Searcher SemanticSearcher
@@ -83,8 +86,8 @@ func WithSession(s *discordgo.Session) Option { return func(b *Bot) { b.sess, b.
 
 // New returns a bot; Open connects it.
 func New(cfg Config, deps Deps, opts ...Option) (*Bot, error) {
-	if deps.Store == nil {
-		return nil, errors.New("bot: a memory store is required")
+	if deps.Door == nil {
+		return nil, errors.New("bot: a memory door is required (Deps.Door)")
 	}
 	seen := map[string]bool{}
 	for i, g := range cfg.Guilds {
@@ -210,15 +213,47 @@ func (b *Bot) guild(id string) (Guild, bool) {
 	return Guild{}, false
 }
 
-// campaign opens the campaign bound to a guild.
-func (b *Bot) campaign(ctx context.Context, guildID string) (*postgres.Campaign, Guild, error) {
+// campaign opens the campaign bound to a guild, as viewer v reads it:
+// every read through the handle returns only what v may see, and a
+// player's handle cannot be re-bound to see more. Only the DM's handle
+// creates the campaign when it is new; a player's reports that it has no
+// memory yet.
+func (b *Bot) campaign(ctx context.Context, guildID string, v memory.Viewer) (*memaccess.Campaign, Guild, error) {
 	g, ok := b.guild(guildID)
 	if !ok {
 		return nil, g, errUnbound
 	}
-	c, err := b.deps.Store.Campaign(ctx, g.Campaign)
-	return c, g, err
+	c, err := b.deps.Door.Open(ctx, g.Campaign, v)
+	switch {
+	case err == nil:
+		return c, g, nil
+	case errors.Is(err, memory.ErrNotFound) && v.Role != memory.RoleDM:
+		// The store's error lists the other campaigns: not for a player.
+		return nil, g, errNoMemoryYet
+	case !errors.Is(err, memory.ErrUnavailable) && memaccess.IsOutage(err):
+		// Opening meets an outage before any statement of the handle
+		// could classify it.
+		return nil, g, fmt.Errorf("opening campaign %q: %w: %w", g.Campaign, memory.ErrUnavailable, err)
+	}
+	return nil, g, err
 }
+
+// viewerOf is who a member reads the campaign as: the DM's viewer for a
+// member IsDM names, a player's for everyone else.
+func viewerOf(g Guild, m *discordgo.Member) memory.Viewer {
+	if isDM(g, m) {
+		return memory.DMViewer()
+	}
+	return memory.PlayerViewer()
+}
+
+// campaignFor opens the guild's campaign as the member behind i reads it.
+func (b *Bot) campaignFor(ctx context.Context, g Guild, i *discordgo.Interaction) (*memaccess.Campaign, error) {
+	c, _, err := b.campaign(ctx, g.ID, viewerOf(g, i.Member))
+	return c, err
+}
+
+var errNoMemoryYet = errors.New("this server's campaign has no memory yet: the DM starts it with /session start")
 
 var errUnbound = errors.New("this server has no campaign: add it under discord.guilds in the configuration")
 

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -35,11 +36,14 @@ var (
 )
 
 type harness struct {
-	t     *testing.T
-	fake  *discordtest.Server
-	store *postgres.Store
-	camp  *postgres.Campaign
-	bot   *bot.Bot
+	t    *testing.T
+	fake *discordtest.Server
+	// pool reads the database directly; door is the bot's; camp is the
+	// campaign through it, bound to the DM, for seeding and checking.
+	pool *pgxpool.Pool
+	door *access.Door
+	camp *access.Campaign
+	bot  *bot.Bot
 }
 
 func newHarness(t *testing.T, deps bot.Deps) *harness {
@@ -58,7 +62,13 @@ func newHarness(t *testing.T, deps bot.Deps) *harness {
 	}
 	sess.LogLevel = discordgo.LogError
 	fake.Attach(sess)
-	deps.Store = store
+	door, err := access.New(access.Config{Store: store, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	door.Start(ctx)
+	t.Cleanup(func() { door.Close() })
+	deps.Door = door
 	b, err := bot.New(bot.Config{Guilds: []bot.Guild{{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}}},
 		Logger: slog.New(slog.DiscardHandler)},
 		deps, bot.WithSession(sess))
@@ -76,7 +86,11 @@ func newHarness(t *testing.T, deps bot.Deps) *harness {
 		}
 		sess.Close()
 	})
-	h := &harness{t: t, fake: fake, store: store, bot: b, camp: pgtest.Campaign(t, store, campaign)}
+	camp, err := door.Open(ctx, campaign, memory.DMViewer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, fake: fake, pool: store.Pool(), door: door, bot: b, camp: camp}
 	// Ready once the commands are registered.
 	if _, err := fake.WaitCall(wait, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
 		t.Fatal(err)
@@ -226,7 +240,7 @@ func TestForgetMeDeletesThePlayersLines(t *testing.T) {
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	count := func() (n int) {
-		h.store.Pool().QueryRow(ctx, `SELECT count(*) FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = 'u1'`, campaign).Scan(&n)
+		h.pool.QueryRow(ctx, `SELECT count(*) FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = 'u1'`, campaign).Scan(&n)
 		return n
 	}
 	before := count()

@@ -9,7 +9,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // Conflict review: a newly extracted fact that conflicts with a canon one
@@ -23,7 +23,7 @@ const evidenceLen = 300
 
 // conflictPage renders the open conflict at index page (clamped) with the
 // buttons that settle it.
-func (b *Bot) conflictPage(ctx context.Context, camp *postgres.Campaign, page int) (string, *discordgo.MessageEmbed, []discordgo.MessageComponent, error) {
+func (b *Bot) conflictPage(ctx context.Context, camp *memaccess.Campaign, page int) (string, *discordgo.MessageEmbed, []discordgo.MessageComponent, error) {
 	g := camp.Graph()
 	open, err := g.Conflicts(ctx)
 	if err != nil {
@@ -82,7 +82,7 @@ func conflictExplanation(c memory.Conflict) string {
 
 // factDetail is a fact's provenance, its standing, and its evidence: the
 // extractor's quoted evidence and the first transcript line it rests on.
-func (b *Bot) factDetail(ctx context.Context, g *postgres.Graph, f memory.Relationship) string {
+func (b *Bot) factDetail(ctx context.Context, g *memaccess.Graph, f memory.Relationship) string {
 	lines := []string{provenanceLine(f)}
 	if f.Provenance.Timestamp.IsZero() && !f.CreatedAt.IsZero() {
 		lines[0] += " · recorded " + f.CreatedAt.UTC().Format("2006-01-02 15:04 UTC")
@@ -122,9 +122,9 @@ func (b *Bot) conflictButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		b.reply(i, true, "This button has expired.")
 		return
 	}
-	camp, _, err := b.campaign(ctx, g.ID)
+	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	var note string
@@ -136,7 +136,7 @@ func (b *Bot) conflictButton(ctx context.Context, i *discordgo.Interaction, g Gu
 			// Already settled (another DM, an old message) or gone: show
 			// the fresh page with the reason.
 			b.log.Warn("settling a conflict", "conflict", id, "err", err)
-			note = "⚠️ " + err.Error()
+			note = "⚠️ " + errText(err)
 			break
 		}
 		graph := camp.Graph()
@@ -167,10 +167,10 @@ func standing(f memory.Relationship) string {
 }
 
 // updateConflicts replaces the message the button was on with a fresh page.
-func (b *Bot) updateConflicts(ctx context.Context, i *discordgo.Interaction, camp *postgres.Campaign, page int, note string) {
+func (b *Bot) updateConflicts(ctx context.Context, i *discordgo.Interaction, camp *memaccess.Campaign, page int, note string) {
 	content, embed, comps, err := b.conflictPage(ctx, camp, page)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	if note != "" {

@@ -187,7 +187,7 @@ func TestConflictsSettledByButtons(t *testing.T) {
 		t.Errorf("the page after keep old: %s", s)
 	}
 	var resolution string
-	if err := h.store.Pool().QueryRow(ctx, `SELECT resolution FROM fact_conflicts WHERE id = $1`, moved.ID).Scan(&resolution); err != nil ||
+	if err := h.pool.QueryRow(ctx, `SELECT resolution FROM fact_conflicts WHERE id = $1`, moved.ID).Scan(&resolution); err != nil ||
 		resolution != "kept_old" {
 		t.Fatalf("conflict %d resolution %q %v", moved.ID, resolution, err)
 	}
@@ -239,12 +239,12 @@ func TestNonDMCannotSettleConflicts(t *testing.T) {
 	moved := seedConflicts(t, h)[0]
 	snapshot := func() string {
 		var s string
-		if err := h.store.Pool().QueryRow(ctx, `SELECT string_agg(format('%s:%s:%s', id, status, valid_until_session), ',' ORDER BY id)
+		if err := h.pool.QueryRow(ctx, `SELECT string_agg(format('%s:%s:%s', id, status, valid_until_session), ',' ORDER BY id)
 			FROM relationships WHERE campaign_id = $1`, campaign).Scan(&s); err != nil {
 			t.Fatal(err)
 		}
 		var c string
-		if err := h.store.Pool().QueryRow(ctx, `SELECT string_agg(format('%s:%s', id, resolution), ',' ORDER BY id)
+		if err := h.pool.QueryRow(ctx, `SELECT string_agg(format('%s:%s', id, resolution), ',' ORDER BY id)
 			FROM fact_conflicts WHERE campaign_id = $1`, campaign).Scan(&c); err != nil {
 			t.Fatal(err)
 		}

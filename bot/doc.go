@@ -8,4 +8,11 @@
 // transcript lines, privacy opt-out and forget-me, and voice session control.
 // DM-only commands are checked here, against a DM role or allowlist per
 // guild, not only by Discord's permissions.
+//
+// Every command reads the campaign's memory through the memory door
+// ([Deps].Door), bound to the member who runs it: the DM's viewer for a
+// member [IsDM] names, a player's for everyone else, so a player's command
+// receives only what players may see. An outage (memory.ErrUnavailable)
+// and a refusal (memory.ErrForbidden) are answered in plain words, never
+// with the driver's message.
 package bot

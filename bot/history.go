@@ -6,12 +6,12 @@ import (
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // factList lists an entity's facts in force now, or those that held in a
 // session, with when each started and stopped holding.
-func (b *Bot) factList(ctx context.Context, g *postgres.Graph, ref, asOf string) (string, error) {
+func (b *Bot) factList(ctx context.Context, g *memaccess.Graph, ref, asOf string) (string, error) {
 	e, err := resolveEntity(ctx, g, ref)
 	if err != nil {
 		return "", err
@@ -55,7 +55,7 @@ func (b *Bot) factList(ctx context.Context, g *postgres.Graph, ref, asOf string)
 
 // changes says what changed in the campaign's memory since a session
 // ended (default: the last ended session).
-func (b *Bot) changes(ctx context.Context, camp *postgres.Campaign, since string) (string, error) {
+func (b *Bot) changes(ctx context.Context, camp *memaccess.Campaign, since string) (string, error) {
 	ch, err := camp.ChangesSinceSession(ctx, since)
 	if err != nil {
 		return "", err

@@ -13,7 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // SemanticSearcher searches a campaign's memory by meaning.
@@ -39,7 +39,9 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 		return
 	}
 	b.deferReply(i, true)
-	camp, _, err := b.campaign(ctx, g.ID)
+	// Bound to the member's viewer: the DM's for every path but search,
+	// which players may run too (the handler table says who runs what).
+	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
 		b.finishErr(i, err)
 		return
@@ -159,13 +161,8 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 	case "memory forget span":
 		b.forgetSpan(ctx, i, g, camp, c)
 	case "memory search":
-		if !isDM(g, i.Member) {
-			// A player searches the campaign as a player sees it.
-			if camp, err = camp.As(memory.PlayerViewer()); err != nil {
-				b.finishErr(i, err)
-				return
-			}
-		}
+		// camp is bound to the member: a player searches the campaign as a
+		// player sees it.
 		b.search(ctx, i, g, camp, c.str("query"), c.str("mode"))
 	default:
 		b.finishErr(i, fmt.Errorf("unknown command /%s", c.path))
@@ -207,7 +204,7 @@ func relType(s string) string {
 }
 
 // resolveEntity finds an entity by id (autocomplete value), name or alias.
-func resolveEntity(ctx context.Context, g *postgres.Graph, s string) (memory.Entity, error) {
+func resolveEntity(ctx context.Context, g *memaccess.Graph, s string) (memory.Entity, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return memory.Entity{}, errors.New("name an entity")
@@ -238,7 +235,7 @@ func resolveEntity(ctx context.Context, g *postgres.Graph, s string) (memory.Ent
 }
 
 // names returns display names for entity ids.
-func names(ctx context.Context, g *postgres.Graph, ids ...string) map[string]string {
+func names(ctx context.Context, g *memaccess.Graph, ids ...string) map[string]string {
 	out := map[string]string{}
 	es, err := g.FindEntities(ctx, memory.EntityFilter{IDs: ids})
 	if err == nil {
@@ -255,7 +252,7 @@ func names(ctx context.Context, g *postgres.Graph, ids ...string) map[string]str
 }
 
 // describeFact renders "#12 Vexa Thorn —MEMBER_OF→ Ashen Circle".
-func (b *Bot) describeFact(ctx context.Context, g *postgres.Graph, f memory.Relationship) string {
+func (b *Bot) describeFact(ctx context.Context, g *memaccess.Graph, f memory.Relationship) string {
 	n := names(ctx, g, f.SourceID, f.TargetID)
 	return fmt.Sprintf("**#%d** %s —%s→ %s", f.ID, n[f.SourceID], f.Type, n[f.TargetID])
 }
@@ -276,7 +273,7 @@ func provenanceLine(f memory.Relationship) string {
 }
 
 // pendingPage renders one page of pending facts with review buttons.
-func (b *Bot) pendingPage(ctx context.Context, camp *postgres.Campaign, session string, page int) (string, *discordgo.MessageEmbed, []discordgo.MessageComponent, error) {
+func (b *Bot) pendingPage(ctx context.Context, camp *memaccess.Campaign, session string, page int) (string, *discordgo.MessageEmbed, []discordgo.MessageComponent, error) {
 	g := camp.Graph()
 	facts, err := g.PendingFacts(ctx, memory.FactFilter{SessionID: session})
 	if err != nil {
@@ -338,9 +335,9 @@ func (b *Bot) pendingButton(ctx context.Context, i *discordgo.Interaction, g Gui
 	action, session := parts[0], parts[3]
 	id, _ := strconv.ParseInt(parts[1], 10, 64)
 	page, _ := strconv.Atoi(parts[2])
-	camp, _, err := b.campaign(ctx, g.ID)
+	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	var note string
@@ -355,7 +352,7 @@ func (b *Bot) pendingButton(ctx context.Context, i *discordgo.Interaction, g Gui
 			note = "✖ Rejected "
 		}
 		if err != nil {
-			b.reply(i, true, "⚠️ "+err.Error())
+			b.reply(i, true, "⚠️ "+errText(err))
 			return
 		}
 		note += b.describeFact(ctx, camp.Graph(), f)
@@ -371,10 +368,10 @@ func (b *Bot) pendingButton(ctx context.Context, i *discordgo.Interaction, g Gui
 }
 
 // updatePending replaces the message the button was on with the fresh page.
-func (b *Bot) updatePending(ctx context.Context, i *discordgo.Interaction, camp *postgres.Campaign, session string, page int, note string) {
+func (b *Bot) updatePending(ctx context.Context, i *discordgo.Interaction, camp *memaccess.Campaign, session string, page int, note string) {
 	content, embed, comps, err := b.pendingPage(ctx, camp, session, page)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	if note != "" {
@@ -393,10 +390,10 @@ func textInput(id, label, value string, style discordgo.TextInputStyle, required
 		CustomID: id, Label: label, Style: style, Value: truncate(value, maxLen), Required: required, MaxLength: maxLen}}}
 }
 
-func (b *Bot) factEditModal(ctx context.Context, i *discordgo.Interaction, camp *postgres.Campaign, id int64, page int, session string) {
+func (b *Bot) factEditModal(ctx context.Context, i *discordgo.Interaction, camp *memaccess.Campaign, id int64, page int, session string) {
 	f, err := camp.Graph().Fact(ctx, id)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	n := names(ctx, camp.Graph(), f.SourceID, f.TargetID)
@@ -421,9 +418,9 @@ func (b *Bot) factEditSubmit(ctx context.Context, i *discordgo.Interaction, g Gu
 	id, _ := strconv.ParseInt(parts[0], 10, 64)
 	page, _ := strconv.Atoi(parts[1])
 	session := parts[2]
-	camp, _, err := b.campaign(ctx, g.ID)
+	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	graph := camp.Graph()
@@ -439,9 +436,9 @@ func (b *Bot) factEditSubmit(ctx context.Context, i *discordgo.Interaction, g Gu
 // EditFact records the DM's correction of fact id: subject and object are
 // entity ids, names or aliases, relation is normalised to UPPER_SNAKE_CASE.
 // The old fact is rejected and the corrected one becomes DM-confirmed canon
-// (see [postgres.Graph.ReplaceFact]). The Discord Edit button and the web
+// (see [memaccess.Graph]'s ReplaceFact). The Discord Edit button and the web
 // console both call it.
-func EditFact(ctx context.Context, g *postgres.Graph, id int64, subject, relation, object, editor string) (memory.Relationship, error) {
+func EditFact(ctx context.Context, g *memaccess.Graph, id int64, subject, relation, object, editor string) (memory.Relationship, error) {
 	src, err := resolveEntity(ctx, g, subject)
 	if err != nil {
 		return memory.Relationship{}, err
@@ -458,13 +455,13 @@ func EditFact(ctx context.Context, g *postgres.Graph, id int64, subject, relatio
 		Attributes: map[string]any{"edited_by": editor}})
 }
 
-func (b *Bot) entityEmbed(ctx context.Context, g *postgres.Graph, ref string) (*discordgo.MessageEmbed, error) {
+func (b *Bot) entityEmbed(ctx context.Context, g *memaccess.Graph, ref string) (*discordgo.MessageEmbed, error) {
 	return b.entityEmbedAsOf(ctx, g, ref, "")
 }
 
 // entityEmbedAsOf shows an entity with its facts now, or with those that
 // held in session asOf.
-func (b *Bot) entityEmbedAsOf(ctx context.Context, g *postgres.Graph, ref, asOf string) (*discordgo.MessageEmbed, error) {
+func (b *Bot) entityEmbedAsOf(ctx context.Context, g *memaccess.Graph, ref, asOf string) (*discordgo.MessageEmbed, error) {
 	e, err := resolveEntity(ctx, g, ref)
 	if err != nil {
 		return nil, err
@@ -510,14 +507,14 @@ func (b *Bot) entityEmbedAsOf(ctx context.Context, g *postgres.Graph, ref, asOf 
 }
 
 func (b *Bot) entityEditModal(ctx context.Context, i *discordgo.Interaction, g Guild, ref string) {
-	camp, _, err := b.campaign(ctx, g.ID)
+	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	e, err := resolveEntity(ctx, camp.Graph(), ref)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	attrs := ""
@@ -538,9 +535,9 @@ func (b *Bot) entityEditModal(ctx context.Context, i *discordgo.Interaction, g G
 
 // entityEditSubmit applies the modal; invalid YAML changes nothing.
 func (b *Bot) entityEditSubmit(ctx context.Context, i *discordgo.Interaction, g Guild, id string, v map[string]string) {
-	camp, _, err := b.campaign(ctx, g.ID)
+	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	attrs := map[string]any{}
@@ -552,7 +549,7 @@ func (b *Bot) entityEditSubmit(ctx context.Context, i *discordgo.Interaction, g 
 	}
 	old, err := camp.Graph().Entity(ctx, id)
 	if err != nil {
-		b.reply(i, true, "⚠️ "+err.Error())
+		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
 	var del []string
@@ -571,7 +568,7 @@ func (b *Bot) entityEditSubmit(ctx context.Context, i *discordgo.Interaction, g 
 	e, err := camp.Graph().UpdateEntity(ctx, id, memory.EntityUpdate{Name: &name, Aliases: &aliases,
 		SetAttributes: attrs, DeleteAttributes: del})
 	if err != nil {
-		b.reply(i, true, "⚠️ Nothing was changed: "+err.Error())
+		b.reply(i, true, "⚠️ Nothing was changed: "+errText(err))
 		return
 	}
 	embed, err := b.entityEmbed(ctx, camp.Graph(), e.ID)
@@ -582,7 +579,7 @@ func (b *Bot) entityEditSubmit(ctx context.Context, i *discordgo.Interaction, g 
 	b.reply(i, true, "Saved.", embed)
 }
 
-func (b *Bot) forgetSpan(ctx context.Context, i *discordgo.Interaction, g Guild, camp *postgres.Campaign, c command) {
+func (b *Bot) forgetSpan(ctx context.Context, i *discordgo.Interaction, g Guild, camp *memaccess.Campaign, c command) {
 	sess, err := camp.Sessions().Session(ctx, c.str("session"))
 	if err != nil {
 		b.finishErr(i, err)
@@ -606,7 +603,7 @@ func (b *Bot) forgetSpan(ctx context.Context, i *discordgo.Interaction, g Guild,
 		n, sess.ID, from.Format("15:04"), to.Format("15:04"))
 	if n > 0 && b.deps.Reprocess != nil {
 		if err := b.deps.Reprocess(ctx, g.Campaign, sess.ID); err != nil {
-			msg += fmt.Sprintf("\n⚠️ Rebuilding the session's memory failed (%v); run `glyphoxa process --campaign %s`.", err, g.Campaign)
+			msg += fmt.Sprintf("\n⚠️ Rebuilding the session's memory failed (%s); run `glyphoxa process --campaign %s`.", errText(err), g.Campaign)
 		}
 	}
 	b.finish(i, true, msg, nil, nil)
@@ -622,7 +619,7 @@ func clockOn(day time.Time, hhmm string) (time.Time, error) {
 	return time.Date(d.Year(), d.Month(), d.Day(), t.Hour(), t.Minute(), 0, 0, time.UTC), nil
 }
 
-func (b *Bot) search(ctx context.Context, i *discordgo.Interaction, g Guild, camp *postgres.Campaign, query, mode string) {
+func (b *Bot) search(ctx context.Context, i *discordgo.Interaction, g Guild, camp *memaccess.Campaign, query, mode string) {
 	if mode == "" {
 		mode = "both"
 	}

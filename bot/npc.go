@@ -15,7 +15,7 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 	switch c.path {
 	case "npc list":
 		b.deferReply(i, true)
-		camp, _, err := b.campaign(ctx, g.ID)
+		camp, err := b.campaignFor(ctx, g, i)
 		if err != nil {
 			b.finishErr(i, err)
 			return
@@ -55,14 +55,14 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 		target := c.str("npc")
 		label := "All NPCs"
 		if !strings.EqualFold(target, "all") {
-			camp, _, err := b.campaign(ctx, g.ID)
+			camp, err := b.campaignFor(ctx, g, i)
 			if err != nil {
-				b.reply(i, true, "⚠️ "+err.Error())
+				b.reply(i, true, "⚠️ "+errText(err))
 				return
 			}
 			e, err := resolveEntity(ctx, camp.Graph(), target)
 			if err != nil {
-				b.reply(i, true, "⚠️ "+err.Error())
+				b.reply(i, true, "⚠️ "+errText(err))
 				return
 			}
 			target, label = e.ID, e.Name
@@ -76,14 +76,14 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 			b.reply(i, true, fmt.Sprintf("🔊 %s may answer again.", label))
 		}
 	case "npc next":
-		camp, _, err := b.campaign(ctx, g.ID)
+		camp, err := b.campaignFor(ctx, g, i)
 		if err != nil {
-			b.reply(i, true, "⚠️ "+err.Error())
+			b.reply(i, true, "⚠️ "+errText(err))
 			return
 		}
 		e, err := resolveEntity(ctx, camp.Graph(), c.str("npc"))
 		if err != nil {
-			b.reply(i, true, "⚠️ "+err.Error())
+			b.reply(i, true, "⚠️ "+errText(err))
 			return
 		}
 		if e.Type != memory.EntityNPC {
@@ -98,7 +98,7 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 			b.finishErr(i, fmt.Errorf("no voice session is running; start one with /session start"))
 			return
 		}
-		camp, _, err := b.campaign(ctx, g.ID)
+		camp, err := b.campaignFor(ctx, g, i)
 		if err != nil {
 			b.finishErr(i, err)
 			return
@@ -115,7 +115,7 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 		b.finish(i, true, fmt.Sprintf("🗣️ %s says: %s", e.Name, c.str("text")), nil, nil)
 	case "npc scene":
 		b.deferReply(i, true)
-		camp, _, err := b.campaign(ctx, g.ID)
+		camp, err := b.campaignFor(ctx, g, i)
 		if err != nil {
 			b.finishErr(i, err)
 			return

@@ -15,7 +15,7 @@ func (b *Bot) privacyCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 	switch c.path {
 	case "privacy opt-out", "privacy opt-in":
 		b.deferReply(i, true)
-		camp, _, err := b.campaign(ctx, g.ID)
+		camp, err := b.campaignFor(ctx, g, i)
 		if err != nil {
 			b.finishErr(i, err)
 			return
@@ -63,9 +63,10 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		update("Nothing was deleted.")
 		return
 	}
-	camp, _, err := b.campaign(ctx, g.ID)
+	// The presser's own data, through the presser's own handle.
+	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
-		update("⚠️ " + err.Error())
+		update("⚠️ Nothing was deleted: " + errText(err))
 		return
 	}
 	var rep memory.ForgetReport
@@ -87,9 +88,9 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		}
 	}
 	if err != nil {
-		msg := "⚠️ Nothing was deleted: " + err.Error()
+		msg := "⚠️ Nothing was deleted: " + errText(err)
 		if live.Spooled > 0 {
-			msg = fmt.Sprintf("⚠️ %d lines you said were taken out of the outage spool, but deleting what memory holds failed: %s", live.Spooled, err)
+			msg = fmt.Sprintf("⚠️ %d lines you said were taken out of the outage spool, but deleting what memory holds failed: %s", live.Spooled, errText(err))
 		}
 		update(msg)
 		return

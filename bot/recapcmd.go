@@ -10,7 +10,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // maxRecapLines bounds the transcript handed to one recap.
@@ -35,7 +35,9 @@ func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guil
 		safe = true
 	}
 	b.deferReply(i, delivery != "public")
-	camp, _, err := b.campaign(ctx, g.ID)
+	// A player's recap reads through a player's handle: the store leaves
+	// out in SQL what players may not see.
+	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
 		b.finishErr(i, err)
 		return
@@ -109,7 +111,7 @@ func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guil
 }
 
 // recapSessions picks the sessions a recap covers, oldest first.
-func (b *Bot) recapSessions(ctx context.Context, camp *postgres.Campaign, scope, session string) ([]memory.Session, error) {
+func (b *Bot) recapSessions(ctx context.Context, camp *memaccess.Campaign, scope, session string) ([]memory.Session, error) {
 	all, err := camp.Sessions().Sessions(ctx)
 	if err != nil {
 		return nil, err
@@ -141,11 +143,12 @@ func (b *Bot) recapSessions(ctx context.Context, camp *postgres.Campaign, scope,
 }
 
 // recapInput gathers one session's lines and facts. A player-safe recap is
-// built from the campaign as a player sees it (campaign bound to the player
-// viewer): confirmed facts that are not secret, and the lines spoken at the
-// table; nothing secret reaches the model. Its avoid list (every secret of
-// the campaign, read with the system view) is only checked locally.
-func recapInput(ctx context.Context, camp *postgres.Campaign, sessionID string, safe bool) (recap.Input, error) {
+// built from the campaign as a player sees it (camp itself when it is a
+// player's handle, the DM's narrowed to the player viewer otherwise):
+// confirmed facts that are not secret, and the lines spoken at the table;
+// nothing secret reaches the model. Its avoid list (secretTexts, read
+// through camp) is only checked locally.
+func recapInput(ctx context.Context, camp *memaccess.Campaign, sessionID string, safe bool) (recap.Input, error) {
 	in := recap.Input{Evidence: map[int64][]string{}}
 	sess, err := camp.Sessions().Session(ctx, sessionID)
 	if err != nil {
@@ -168,13 +171,15 @@ func recapInput(ctx context.Context, camp *postgres.Campaign, sessionID string, 
 	view := camp
 	statuses := []memory.FactStatus{memory.StatusActive, memory.StatusPending}
 	if safe {
-		if view, err = camp.As(memory.PlayerViewer()); err != nil {
-			return in, err
+		if camp.DM() {
+			if view, err = camp.As(memory.PlayerViewer()); err != nil {
+				return in, err
+			}
 		}
 		statuses = statuses[:1]
 	}
 	g := view.Graph()
-	facts, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: statuses, Limit: 500})
+	facts, err := g.FindFacts(ctx, memaccess.FactQuery{Statuses: statuses, Limit: 500})
 	if err != nil {
 		return in, err
 	}
@@ -211,16 +216,20 @@ func recapInput(ctx context.Context, camp *postgres.Campaign, sessionID string, 
 	return in, nil
 }
 
-func factSentence(f postgres.FactWithNames) string {
+func factSentence(f memaccess.FactWithNames) string {
 	return fmt.Sprintf("%s %s %s", f.SourceName, strings.ToLower(strings.ReplaceAll(f.Type, "_", " ")), f.TargetName)
 }
 
-// secretTexts lists every secret of the campaign as text, for the local
-// check of a player-safe recap: secret facts and pending ones, and every
-// secret attribute (memory.SecretKey, objects marked secret).
-func secretTexts(ctx context.Context, camp *postgres.Campaign) ([]string, error) {
+// secretTexts lists, as text, what camp returns that a player-safe recap
+// must not tell, for its local check: secret facts and those that are not
+// canon (pending, retired, rejected), and every secret attribute
+// (memory.SecretKey, objects marked secret). Through the DM's handle that
+// is every secret of the campaign; a player's handle returns no secret at
+// all (the store filters them), so its list holds the facts that are not
+// canon.
+func secretTexts(ctx context.Context, camp *memaccess.Campaign) ([]string, error) {
 	g := camp.Graph()
-	facts, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
+	facts, err := g.FindFacts(ctx, memaccess.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
 		memory.StatusRetired, memory.StatusRejected}, Limit: 5000})
 	if err != nil {
 		return nil, err

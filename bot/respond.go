@@ -1,9 +1,11 @@
 package bot
 
 import (
-	"fmt"
+	"errors"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/memory"
 )
 
 // reply answers an interaction at once.
@@ -91,5 +93,26 @@ func (b *Bot) finish(i *discordgo.Interaction, ephemeral bool, text string, embe
 // finishErr completes a deferred reply with an error the user can act on.
 func (b *Bot) finishErr(i *discordgo.Interaction, err error) {
 	b.log.Warn("command failed", "interaction", i.ID, "err", err)
-	b.finish(i, true, fmt.Sprintf("⚠️ %v", err), nil, nil)
+	b.finish(i, true, "⚠️ "+errText(err), nil, nil)
+}
+
+// Replies for the errors a member cannot act on by changing the command.
+const (
+	msgUnavailable = "The campaign's memory is unavailable right now: its database cannot be reached. " +
+		"Try again in a minute; a running session keeps every line and stores it when the database is back."
+	msgForbidden = "That part of the campaign's memory is for the DM only."
+)
+
+// errText is what a member reads for err: a plain sentence for an outage
+// (memory.ErrUnavailable, never the driver's message) or a refusal
+// (memory.ErrForbidden), the error itself otherwise, which names the
+// problem with the member's input.
+func errText(err error) string {
+	switch {
+	case errors.Is(err, memory.ErrUnavailable):
+		return msgUnavailable
+	case errors.Is(err, memory.ErrForbidden):
+		return msgForbidden
+	}
+	return err.Error()
 }

@@ -15,14 +15,14 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/benchdata"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // generateCampaign writes a synthetic campaign of spec into a fresh
-// database and returns the store.
-func generateCampaign(tb testing.TB, name string, spec benchdata.Spec) *postgres.Store {
+// database and returns the memory door on it.
+func generateCampaign(tb testing.TB, name string, spec benchdata.Spec) *access.Door {
 	tb.Helper()
 	ctx := context.Background()
 	store, dsn := pgtest.NewStore(tb, spec.Dims)
@@ -37,7 +37,7 @@ func generateCampaign(tb testing.TB, name string, spec benchdata.Spec) *postgres
 	if err := benchdata.Generate(ctx, conn, name, spec, nil); err != nil {
 		tb.Fatal(err)
 	}
-	return store
+	return newDoor(tb, access.Config{Store: store})
 }
 
 // BenchmarkPages measures the server time of each console page on the 1k
@@ -47,8 +47,8 @@ func generateCampaign(tb testing.TB, name string, spec benchdata.Spec) *postgres
 //	go test -run '^$' -bench Pages -benchtime 200x ./bot/console
 func BenchmarkPages(b *testing.B) {
 	spec := benchdata.Scale1k
-	store := generateCampaign(b, "bench", spec)
-	c, err := console.New(console.Config{Store: store, Campaigns: []bot.Guild{{Campaign: "bench"}},
+	door := generateCampaign(b, "bench", spec)
+	c, err := console.New(console.Config{Door: door, Campaigns: []bot.Guild{{Campaign: "bench"}},
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
@@ -63,7 +63,10 @@ func BenchmarkPages(b *testing.B) {
 	if len(cookies) != 1 {
 		b.Fatalf("signing in: %d %s", rec.Code, rec.Body)
 	}
-	camp, _ := store.Campaign(context.Background(), "bench")
+	camp, err := door.Open(context.Background(), "bench", memory.DMViewer())
+	if err != nil {
+		b.Fatal(err)
+	}
 	npcs, err := camp.Graph().FindEntities(context.Background(), memory.EntityFilter{Type: memory.EntityNPC, Limit: 1})
 	if err != nil || len(npcs) == 0 {
 		b.Fatalf("no NPC in the bench campaign: %v", err)

@@ -7,14 +7,15 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // The graph pages read the whole knowledge graph of a campaign. Loading it
 // (a thousand entities, thousands of facts with their attributes) costs
 // far more than asking whether it changed: the change log's newest id,
 // which triggers move on every entity and fact write. So the console keeps
-// one snapshot per campaign and reloads it only when the log has moved.
+// one snapshot per campaign and viewer (a player's handle returns less: the
+// store filters it in SQL) and reloads it only when the log has moved.
 
 // snapshot is a campaign's knowledge graph as of a change-log id.
 type snapshot struct {
@@ -23,7 +24,7 @@ type snapshot struct {
 	byID     map[string]int
 	// facts are every fact, whatever its status, with the names of
 	// their ends; byEntity indexes them by both ends.
-	facts    []postgres.FactWithNames
+	facts    []access.FactWithNames
 	byEntity map[string][]int
 	// json caches encoded graph views by their filter.
 	mu   sync.Mutex
@@ -43,14 +44,15 @@ type campaignSnap struct {
 	cur *snapshot
 }
 
-// graphSnapshot returns the campaign's current snapshot, reloading it when
-// the graph changed.
-func (s *Server) graphSnapshot(ctx context.Context, camp *postgres.Campaign) (*snapshot, error) {
+// graphSnapshot returns the current snapshot of the campaign as its
+// handle's viewer reads it, reloading it when the graph changed.
+func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*snapshot, error) {
+	key := camp.ID() + "\x00" + camp.Viewer().String()
 	s.snaps.mu.Lock()
-	cs, ok := s.snaps.per[camp.ID()]
+	cs, ok := s.snaps.per[key]
 	if !ok {
 		cs = &campaignSnap{}
-		s.snaps.per[camp.ID()] = cs
+		s.snaps.per[key] = cs
 	}
 	s.snaps.mu.Unlock()
 
@@ -68,7 +70,7 @@ func (s *Server) graphSnapshot(ctx context.Context, camp *postgres.Campaign) (*s
 	if err != nil {
 		return nil, err
 	}
-	facts, err := g.FindFacts(ctx, postgres.FactQuery{Limit: maxSnapshotFacts, Statuses: []memory.FactStatus{
+	facts, err := g.FindFacts(ctx, access.FactQuery{Limit: maxSnapshotFacts, Statuses: []memory.FactStatus{
 		memory.StatusActive, memory.StatusPending, memory.StatusRetired, memory.StatusRejected}})
 	if err != nil {
 		return nil, err

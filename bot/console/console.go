@@ -20,7 +20,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/httpcheck"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 //go:embed assets
@@ -47,8 +47,11 @@ type OAuth struct {
 
 // Config configures a console Server.
 type Config struct {
-	// Store is the memory store (required).
-	Store *postgres.Store
+	// Door opens the campaigns' memory (required). Every request reads
+	// through a handle bound to the signed-in user: the DM's viewer for a
+	// DM session, a player's for a player session, so the store leaves out
+	// in SQL what a player may not see.
+	Door *access.Door
 	// Campaigns are the campaigns the console serves, with the guild whose
 	// members may sign in with Discord and its DM rule. A campaign without
 	// a guild id is reachable through one-time links only.
@@ -93,8 +96,8 @@ type Server struct {
 
 // New checks cfg and returns a console.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("console: a memory store is required")
+	if cfg.Door == nil {
+		return nil, errors.New("console: a memory door is required (Config.Door)")
 	}
 	if len(cfg.Campaigns) == 0 {
 		return nil, errors.New("console: no campaign to serve")

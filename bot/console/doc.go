@@ -8,7 +8,7 @@
 //   - Review: pending facts and open conflicts with their provenance and the
 //     transcript lines behind them; confirm, reject, edit, keep old, keep new.
 //     The buttons call the same store operations as the Discord buttons
-//     ([postgres.Graph.ConfirmFact], RejectFact, ResolveConflict and
+//     ([access.Graph]'s ConfirmFact, RejectFact, ResolveConflict and
 //     [bot.EditFact]).
 //   - Graph: the campaign's entities and facts, drawn by a small force layout
 //     in a canvas, filtered by type, by an NPC's visibility and by session;
@@ -29,9 +29,13 @@
 // slash commands ([bot.IsDM]); or with a one-time link that `glyphoxa
 // console` prints ([Server.OneTimeLink]), which makes a DM session. A session
 // lives in an HttpOnly, SameSite=Lax cookie (Secure behind TLS); every write
-// is a POST carrying the session's CSRF token. Players see only the
-// player-visible view: canon, non-secret facts, entities without their secret
-// knowledge, canon transcript lines and player-safe recaps. Review, NPC and
+// is a POST carrying the session's CSRF token. Every request reads the
+// campaign through the memory door ([Config.Door]), bound to the signed-in
+// user: the DM's viewer for a DM session, a player's for a player session,
+// so the store leaves out in SQL what a player may not see. Players see only
+// the player-visible view: canon, non-secret facts, entities without their
+// secret attributes, canon transcript lines and player-safe recaps. While
+// the database cannot be reached, pages answer 503 in plain words. Review, NPC and
 // Live pages are DM-only, and every handler states the role it needs.
 //
 // Assets (templates, CSS, JavaScript) are embedded; the console needs no

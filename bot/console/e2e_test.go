@@ -207,8 +207,8 @@ func TestGraphOf1000Entities(t *testing.T) {
 	node, chromium, modules, root := browserTools(t)
 	spec := benchdata.Spec{Name: "graph1k", Entities: 1000, Relationships: 5000, Entries: 500, Chunks: 50,
 		EntriesPerSession: 250, Dims: 8, Seed: 1}
-	store := generateCampaign(t, "bench", spec)
-	c, err := console.New(console.Config{Store: store, Campaigns: []bot.Guild{{Campaign: "bench"}},
+	door := generateCampaign(t, "bench", spec)
+	c, err := console.New(console.Config{Door: door, Campaigns: []bot.Guild{{Campaign: "bench"}},
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"sort"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/npc"
 )
 
@@ -110,7 +110,7 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
-func loadGraph(ctx context.Context, g *postgres.Graph, sn *snapshot, dm bool, typ, npcID, session string) (graphData, error) {
+func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ, npcID, session string) (graphData, error) {
 	var ents []memory.Entity
 	var facts []memory.Relationship
 	if npcID != "" && dm {

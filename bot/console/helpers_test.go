@@ -18,7 +18,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -44,10 +44,11 @@ var secrets = []string{
 }
 
 // fixture is a console over the sample campaign, with a fake Discord for
-// sign-in.
+// sign-in. camp is the campaign through the console's door, bound to the
+// DM, for seeding and checking.
 type fixture struct {
-	store   *postgres.Store
-	camp    *postgres.Campaign
+	door    *access.Door
+	camp    *access.Campaign
 	discord *discordtest.Server
 	console *console.Server
 	srv     *httptest.Server
@@ -57,14 +58,19 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	store, _ := pgtest.NewStore(t, 8)
-	camp := pgtest.Import(t, store, sample)
+	pgtest.Import(t, store, sample)
+	door := newDoor(t, access.Config{Store: store})
+	camp, err := door.Open(context.Background(), campaign, memory.DMViewer())
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := discordtest.New()
 	t.Cleanup(d.Close)
 	d.SetOAuthApp(discordtest.OAuthApp{ClientID: "app-1", ClientSecret: "shh"})
 	clk := clocktest.NewFake(time.Date(2026, 3, 9, 12, 0, 0, 0, time.UTC))
-	f := &fixture{store: store, camp: camp, discord: d, clock: clk}
+	f := &fixture{door: door, camp: camp, discord: d, clock: clk}
 	c, err := console.New(console.Config{
-		Store:     store,
+		Door:      door,
 		Campaigns: []bot.Guild{{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}, DMUserIDs: []string{dmUser}}},
 		OAuth:     console.OAuth{ClientID: "app-1", ClientSecret: "shh", DiscordURL: d.URL()},
 		Asker:     fakeAsker{},
@@ -78,6 +84,22 @@ func newFixture(t *testing.T) *fixture {
 	f.srv = httptest.NewServer(c)
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// newDoor opens the memory door of cfg, its probe stopped when the test
+// ends.
+func newDoor(tb testing.TB, cfg access.Config) *access.Door {
+	tb.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	d, err := access.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d.Start(context.Background())
+	tb.Cleanup(func() { d.Close() })
+	return d
 }
 
 // fakeAsker answers "ask as" with the question and the NPC, so the page
@@ -165,7 +187,7 @@ func (b *browser) csrf() string {
 }
 
 // pendingFact returns the sample's pending fact Vexa MEMBER_OF Ashen Circle.
-func pendingFact(t *testing.T, g *postgres.Graph) memory.Relationship {
+func pendingFact(t *testing.T, g *access.Graph) memory.Relationship {
 	t.Helper()
 	ps, err := g.PendingFacts(context.Background(), memory.FactFilter{EntityID: "vexa"})
 	if err != nil || len(ps) == 0 {

@@ -29,8 +29,9 @@ type LiveStatus struct {
 	Speaking []string `json:"speaking"`
 	// Turns are the latest NPC turns, newest first.
 	Turns []Turn `json:"turns"`
-	// MemoryDegraded is true while the database is unreachable and lines go
-	// to the spool.
+	// MemoryDegraded is true while the database is unreachable: the
+	// session's lines go to the spool, and the console's memory door
+	// (Config.Door) refuses reads until it answers again.
 	MemoryDegraded bool `json:"memory_degraded"`
 	// PendingWrites are lines waiting to reach the database.
 	PendingWrites int `json:"pending_writes"`
@@ -58,11 +59,16 @@ type Stage struct {
 	MS int64 `json:"ms"`
 }
 
+// live is the campaign's live status and whether a feed is wired; memory
+// health comes from the memory door too, with or without a running session.
 func (s *Server) live(campaign string) (LiveStatus, bool) {
-	if s.cfg.Live == nil {
-		return LiveStatus{Speaking: []string{}, Turns: []Turn{}}, false
+	var st LiveStatus
+	if s.cfg.Live != nil {
+		st = s.cfg.Live.Live(campaign)
 	}
-	st := s.cfg.Live.Live(campaign)
+	if s.cfg.Door.Health().Degraded {
+		st.MemoryDegraded = true
+	}
 	if st.Speaking == nil {
 		st.Speaking = []string{}
 	}
@@ -74,7 +80,7 @@ func (s *Server) live(campaign string) (LiveStatus, bool) {
 			st.Turns[i].Stages[j].MS = st.Turns[i].Stages[j].Latency.Milliseconds()
 		}
 	}
-	return st, true
+	return st, s.cfg.Live != nil
 }
 
 func (s *Server) livePage(w http.ResponseWriter, r *http.Request) {

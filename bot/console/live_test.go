@@ -25,7 +25,7 @@ func TestLivePageShowsTheFeed(t *testing.T) {
 	feed := liveFeed{campaign: {Running: true, SessionID: "s3", Speaking: []string{"Thorin"}, SpoolBytes: 4096, PendingWrites: 2,
 		MemoryDegraded: true, Turns: []console.Turn{{NPC: "Grimjaw", At: time.Date(2026, 3, 15, 19, 4, 5, 0, time.UTC),
 			Stages: []console.Stage{{Name: "stt", Latency: 180 * time.Millisecond}, {Name: "llm_first_token", Latency: 640 * time.Millisecond}}}}}}
-	c, err := console.New(console.Config{Store: f.store, Campaigns: []bot.Guild{{Campaign: campaign}}, Live: feed,
+	c, err := console.New(console.Config{Door: f.door, Campaigns: []bot.Guild{{Campaign: campaign}}, Live: feed,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestRecapperSentencesLinkToVisibleLines(t *testing.T) {
 			{Text: "Thorin ordered ales.", Lines: []int64{es[1].ID}},
 		}}, nil
 	})
-	c, err := console.New(console.Config{Store: f.store, Campaigns: []bot.Guild{{ID: guildID, Campaign: campaign}},
+	c, err := console.New(console.Config{Door: f.door, Campaigns: []bot.Guild{{ID: guildID, Campaign: campaign}},
 		OAuth: console.OAuth{ClientID: "app-1", ClientSecret: "shh", DiscordURL: f.discord.URL()}, Recaps: rc,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/npc"
 )
 
@@ -37,7 +37,7 @@ type npcData struct {
 	Message   string
 }
 
-func (s *Server) npcData(ctx context.Context, camp *postgres.Campaign, id, heardQ string) (npcData, error) {
+func (s *Server) npcData(ctx context.Context, camp *access.Campaign, id, heardQ string) (npcData, error) {
 	g := camp.Graph()
 	e, err := g.Entity(ctx, id)
 	if err != nil {
@@ -179,7 +179,7 @@ func (s *Server) savePersona(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if _, err := g.UpdateEntity(ctx, id, memory.EntityUpdate{Name: &ne.Name, SetAttributes: ne.Attributes, DeleteAttributes: del}); err != nil {
-		s.back(w, r, "/npc/"+id, "⚠ Nothing was saved: "+err.Error())
+		s.back(w, r, "/npc/"+id, "⚠ Nothing was saved: "+flashErr(err))
 		return
 	}
 	s.log.Info("persona edited", "npc", id, "by", sessionOf(ctx).UserID)
@@ -210,7 +210,7 @@ func (s *Server) askAs(w http.ResponseWriter, r *http.Request) {
 		d.Answers, err = s.cfg.Asker.AskAs(ctx, camp.ID(), id, d.Question, 5)
 		if err != nil {
 			s.log.Warn("ask as NPC", "npc", id, "err", err)
-			d.AskError = "Retrieval failed: " + err.Error()
+			d.AskError = "Retrieval failed: " + flashErr(err)
 		} else if len(d.Answers) == 0 {
 			d.AskError = "Nothing this NPC heard answers that."
 		}

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -10,12 +11,31 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
-// openCampaign opens the signed-in session's campaign.
-func (s *Server) openCampaign(ctx context.Context) (*postgres.Campaign, error) {
-	return s.cfg.Store.Campaign(ctx, sessionOf(ctx).Campaign)
+// openCampaign opens the signed-in session's campaign bound to its viewer:
+// the DM's for a DM session, a player's otherwise. Every page reads
+// through it, so what a player may not see is left out in SQL.
+func (s *Server) openCampaign(ctx context.Context) (*access.Campaign, error) {
+	sess := sessionOf(ctx)
+	v := memory.PlayerViewer()
+	if sess.DM {
+		v = memory.DMViewer()
+	}
+	c, err := s.cfg.Door.Open(ctx, sess.Campaign, v)
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, memory.ErrNotFound) && !sess.DM:
+		// The store's error lists the other campaigns: not for a player.
+		return nil, fmt.Errorf("campaign %q has no memory yet: %w", sess.Campaign, memory.ErrNotFound)
+	case !errors.Is(err, memory.ErrUnavailable) && access.IsOutage(err):
+		// Opening meets an outage before any statement of the handle
+		// could classify it.
+		return nil, fmt.Errorf("opening campaign %q: %w: %w", sess.Campaign, memory.ErrUnavailable, err)
+	}
+	return nil, err
 }
 
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
@@ -37,7 +57,7 @@ func (s *Server) back(w http.ResponseWriter, r *http.Request, path, msg string) 
 }
 
 // namesOf returns display names for entity ids.
-func namesOf(ctx context.Context, g *postgres.Graph, ids []string) (map[string]string, error) {
+func namesOf(ctx context.Context, g *access.Graph, ids []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(ids) == 0 {
 		return out, nil
@@ -72,7 +92,7 @@ type factView struct {
 // evidenceShown is how many transcript lines a fact shows.
 const evidenceShown = 3
 
-func (s *Server) factViews(ctx context.Context, g *postgres.Graph, fs []memory.Relationship) ([]factView, error) {
+func (s *Server) factViews(ctx context.Context, g *access.Graph, fs []memory.Relationship) ([]factView, error) {
 	var ids []string
 	for _, f := range fs {
 		ids = append(ids, f.SourceID, f.TargetID)
@@ -196,7 +216,7 @@ func (s *Server) reviewFact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.back(w, r, "/review", "⚠ "+err.Error())
+		s.back(w, r, "/review", "⚠ "+flashErr(err))
 		return
 	}
 	s.log.Info("fact reviewed", "fact", f.ID, "action", verb, "by", sessionOf(ctx).UserID)
@@ -220,7 +240,7 @@ func (s *Server) editFact(w http.ResponseWriter, r *http.Request) {
 	f, err := bot.EditFact(ctx, camp.Graph(), id, r.PostFormValue("subject"), r.PostFormValue("relation"),
 		r.PostFormValue("object"), sessionOf(ctx).UserID)
 	if err != nil {
-		s.back(w, r, "/review", fmt.Sprintf("⚠ Fact #%d is unchanged: %v", id, err))
+		s.back(w, r, "/review", fmt.Sprintf("⚠ Fact #%d is unchanged: %s", id, flashErr(err)))
 		return
 	}
 	s.back(w, r, "/review", fmt.Sprintf("Corrected fact #%d and confirmed it as #%d (%s %s %s).", id, f.ID, f.SourceID, f.Type, f.TargetID))
@@ -247,7 +267,7 @@ func (s *Server) resolveConflict(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := camp.Graph().ResolveConflict(ctx, id, keep == "new")
 	if err != nil {
-		s.back(w, r, "/review", "⚠ "+err.Error())
+		s.back(w, r, "/review", "⚠ "+flashErr(err))
 		return
 	}
 	s.back(w, r, "/review", fmt.Sprintf("Conflict %d settled: kept the %s fact (#%d is now %s, #%d is %s).", c.ID, keep,

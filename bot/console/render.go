@@ -99,11 +99,29 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, msg st
 }
 
 // failErr reports a store error: not found and invalid input are the user's
-// to fix and are shown; anything else is logged and shown generically.
+// to fix and are shown; an outage and a refusal are said plainly (see
+// classify); anything else is logged and shown generically.
 func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := classify(err)
-	if status == http.StatusInternalServerError {
+	switch status {
+	case http.StatusInternalServerError:
 		s.log.Error("console request failed", "path", r.URL.Path, "err", err)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "30")
+		s.log.Warn("console request met a memory outage", "path", r.URL.Path, "err", err)
 	}
 	s.fail(w, r, status, msg)
+}
+
+// msgUnavailable is what a page says while the database cannot be reached.
+const msgUnavailable = "The campaign's memory is unavailable right now: its database cannot be reached. Try again in a minute."
+
+// flashErr is the message a form's redirect carries for err: an outage or a
+// refusal said plainly, the store's error (which names the problem)
+// otherwise.
+func flashErr(err error) string {
+	if status, msg := classify(err); status == http.StatusServiceUnavailable || status == http.StatusForbidden {
+		return msg
+	}
+	return err.Error()
 }

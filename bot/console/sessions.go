@@ -11,7 +11,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // Recapper writes a session's recap: sentences, each citing the transcript
@@ -150,7 +150,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 
 // recap returns the session's recap from the Recapper, or an extractive
 // one made of its key lines.
-func (s *Server) recap(ctx context.Context, camp *postgres.Campaign, sessionID string, entries []memory.TranscriptEntry, safe bool) (recap.Recap, error) {
+func (s *Server) recap(ctx context.Context, camp *access.Campaign, sessionID string, entries []memory.TranscriptEntry, safe bool) (recap.Recap, error) {
 	if s.cfg.Recaps != nil {
 		return s.cfg.Recaps.Recap(ctx, camp.ID(), sessionID, safe)
 	}

@@ -10,9 +10,14 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
-// classify maps a store error to a status and a message for the page.
+// classify maps a store error to a status and a message for the page: an
+// outage is a 503 and a refusal a 403, in plain words, never the driver's.
 func classify(err error) (int, string) {
 	switch {
+	case errors.Is(err, memory.ErrUnavailable):
+		return http.StatusServiceUnavailable, msgUnavailable
+	case errors.Is(err, memory.ErrForbidden):
+		return http.StatusForbidden, "That part of the campaign's memory is for the DM only."
 	case errors.Is(err, memory.ErrNotFound):
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, memory.ErrInvalid):

@@ -14,7 +14,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/memory/access"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // cmdConsole serves one campaign's DM console without Discord and prints a
@@ -66,7 +65,7 @@ func cmdConsole(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer closeDoor()
-	srv, err := newConsole(store, door, cfg, logger, []bot.Guild{g}, nil)
+	srv, err := newConsole(door, cfg, logger, []bot.Guild{g}, nil)
 	if err != nil {
 		return err
 	}
@@ -102,14 +101,15 @@ func cmdConsole(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// newConsole builds the console for campaigns from the configuration.
-func newConsole(store *postgres.Store, door *access.Door, cfg config.Config, logger *slog.Logger, campaigns []bot.Guild, live console.LiveSource) (*console.Server, error) {
+// newConsole builds the console for campaigns from the configuration; its
+// pages read through door.
+func newConsole(door *access.Door, cfg config.Config, logger *slog.Logger, campaigns []bot.Guild, live console.LiveSource) (*console.Server, error) {
 	asker, err := newAsker(door, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return console.New(console.Config{
-		Store:     store,
+		Door:      door,
 		Campaigns: campaigns,
 		OAuth:     console.OAuth{ClientID: cfg.Console.ClientID, ClientSecret: cfg.Console.ClientSecret},
 		PublicURL: cfg.Console.PublicURL,
@@ -122,7 +122,7 @@ func newConsole(store *postgres.Store, door *access.Door, cfg config.Config, log
 // startConsole serves the console of the bot's campaigns on console.listen
 // for `glyphoxa serve`. A console that cannot listen is logged, not fatal:
 // the bot matters more. The returned function stops it.
-func startConsole(store *postgres.Store, door *access.Door, cfg config.Config, logger *slog.Logger, guilds []bot.Guild, live console.LiveSource) func(context.Context) error {
+func startConsole(door *access.Door, cfg config.Config, logger *slog.Logger, guilds []bot.Guild, live console.LiveSource) func(context.Context) error {
 	off := func(context.Context) error { return nil }
 	if cfg.Console.Listen == "" {
 		return off
@@ -135,7 +135,7 @@ func startConsole(store *postgres.Store, door *access.Door, cfg config.Config, l
 			campaigns = append(campaigns, g)
 		}
 	}
-	srv, err := newConsole(store, door, cfg, logger, campaigns, live)
+	srv, err := newConsole(door, cfg, logger, campaigns, live)
 	if err != nil {
 		logger.Error("the DM console is off", "err", err)
 		return off

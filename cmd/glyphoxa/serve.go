@@ -21,6 +21,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/metrics"
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
@@ -63,7 +64,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	defer closeDoor()
 	m := metrics.New()
-	deps := bot.Deps{Store: store}
+	deps := bot.Deps{Door: door}
 	if cfg.Providers.LLM.Configured() {
 		client, err := newLLM(cfg, countTokens(m))
 		if err != nil {
@@ -72,9 +73,14 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		deps.RecapLLM = client
 	}
 	bcfg := bot.Config{Token: cfg.Discord.Token, ShardID: cfg.Discord.ShardID, ShardCount: cfg.Discord.ShardCount, Logger: logger}
+	var bound []string
 	for _, g := range cfg.Discord.Guilds {
 		bcfg.Guilds = append(bcfg.Guilds, bot.Guild{ID: g.GuildID, Campaign: g.Campaign, TextChannelID: g.TextChannelID,
 			DMRoleIDs: g.DMRoleIDs, DMUserIDs: g.DMUserIDs, NarratorNPC: g.NarratorNPC})
+		bound = append(bound, g.Campaign)
+	}
+	if err := provision(ctx, door, bound); err != nil {
+		return err
 	}
 	sess := e.discord
 	if sess == nil {
@@ -107,7 +113,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	mux.Handle("GET /readyz", readiness(store, connected.Load))
+	mux.Handle("GET /readyz", readiness(door, connected.Load))
 	if _, err := mountMCP(mux, door, cfg, logger); err != nil {
 		return err
 	}
@@ -159,7 +165,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	go func() { httpErr <- hs.Serve(ln) }()
 	logger.Info("serving health and metrics", "addr", cfg.Show("server.listen", "http://"+ln.Addr().String()), "guilds", len(bcfg.Guilds))
 
-	stopConsole := startConsole(store, door, cfg, logger, bcfg.Guilds, voice)
+	stopConsole := startConsole(door, cfg, logger, bcfg.Guilds, voice)
 
 	var runErr error
 	if err := b.Open(ctx); err != nil {
@@ -228,13 +234,15 @@ func countTokens(m *metrics.Metrics) func(llm.Usage) {
 }
 
 // readiness answers 200 when the database answers and the bot is connected
-// to Discord, and 503 naming what is not ready otherwise.
-func readiness(store *postgres.Store, connected func() bool) http.Handler {
+// to Discord, and 503 naming what is not ready otherwise. Its ping goes
+// through the memory door, so a failed one degrades the door (readers fail
+// fast) and a successful one opens it again.
+func readiness(door *access.Door, connected func() bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		var problems []string
-		if err := store.Ping(ctx); err != nil {
+		if err := door.Ping(ctx); err != nil {
 			problems = append(problems, "database: "+err.Error())
 		}
 		if !connected() {

@@ -29,7 +29,7 @@
         var s = j.status;
         text("live-session", s.running ? "Session " + s.session_id + " is running." : "No session is running.");
         text("live-speaking", s.speaking.length ? s.speaking.join(", ") : "nobody");
-        text("live-memory", s.memory_degraded ? "degraded (writing to the spool)" : "healthy");
+        text("live-memory", s.memory_degraded ? "degraded: the database cannot be reached (a running session keeps its lines in the spool)" : "healthy");
         text("live-pending", String(s.pending_writes));
         text("live-spool", String(s.spool_bytes));
         var body = document.querySelector("#live-turns tbody");
