@@ -358,7 +358,11 @@ func (s *Server) kgRecall(ctx context.Context, req *mcp.CallToolRequest, in KGNo
 	}
 	var n postgres.KGNode
 	err = s.cfg.Store.InTxAs(ctx, s.cfg.Campaign, actor, func(c *postgres.Campaign) error {
-		var err error
+		// The node comes back as the caller's role may read it.
+		c, err := c.As(who.role.Viewer())
+		if err != nil {
+			return err
+		}
 		// Only the DM can bring back what the DM deleted; anyone can bring
 		// back what compaction archived.
 		n, err = c.KGRecall(ctx, lv, in.ID, who.role == RoleDM, s.now())
