@@ -17,7 +17,7 @@ import (
 func (b *Bot) onAutocomplete(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
 	var choices []*discordgo.ApplicationCommandOptionChoice
 	if c.focused != nil && (!b.requiresDM(c.path) || isDM(g, i.Member)) {
-		if camp, _, err := b.campaign(ctx, g.ID); err == nil {
+		if camp, err := b.campaignFor(ctx, g, i.Member); err == nil {
 			typed, _ := c.focused.Value.(string)
 			choices = b.suggest(ctx, camp, c.path, c.focused.Name, strings.TrimSpace(typed))
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/glyphoxa/glyphoxa/bot/recap"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
@@ -218,6 +219,20 @@ func (b *Bot) campaign(ctx context.Context, guildID string) (*postgres.Campaign,
 	}
 	c, err := b.deps.Store.Campaign(ctx, g.Campaign)
 	return c, g, err
+}
+
+// campaignFor is the guild's campaign bound to member m's viewer: the DM's
+// for the DM, a player's for everyone else. A command reads through it, so
+// the store leaves out, in SQL, what a player may not see.
+func (b *Bot) campaignFor(ctx context.Context, g Guild, m *discordgo.Member) (*postgres.Campaign, error) {
+	c, _, err := b.campaign(ctx, g.ID)
+	if err != nil {
+		return nil, err
+	}
+	if isDM(g, m) {
+		return c.As(memory.DMViewer())
+	}
+	return c.As(memory.PlayerViewer())
 }
 
 var errUnbound = errors.New("this server has no campaign: add it under discord.guilds in the configuration")

@@ -39,7 +39,9 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 		return
 	}
 	b.deferReply(i, true)
-	camp, _, err := b.campaign(ctx, g.ID)
+	// Bound to the member's viewer: a player's search reads the campaign
+	// as a player sees it.
+	camp, err := b.campaignFor(ctx, g, i.Member)
 	if err != nil {
 		b.finishErr(i, err)
 		return
@@ -159,13 +161,6 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 	case "memory forget span":
 		b.forgetSpan(ctx, i, g, camp, c)
 	case "memory search":
-		if !isDM(g, i.Member) {
-			// A player searches the campaign as a player sees it.
-			if camp, err = camp.As(memory.PlayerViewer()); err != nil {
-				b.finishErr(i, err)
-				return
-			}
-		}
 		b.search(ctx, i, g, camp, c.str("query"), c.str("mode"))
 	default:
 		b.finishErr(i, fmt.Errorf("unknown command /%s", c.path))

@@ -15,7 +15,7 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 	switch c.path {
 	case "npc list":
 		b.deferReply(i, true)
-		camp, _, err := b.campaign(ctx, g.ID)
+		camp, err := b.campaignFor(ctx, g, i.Member)
 		if err != nil {
 			b.finishErr(i, err)
 			return
@@ -115,7 +115,7 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 		b.finish(i, true, fmt.Sprintf("🗣️ %s says: %s", e.Name, c.str("text")), nil, nil)
 	case "npc scene":
 		b.deferReply(i, true)
-		camp, _, err := b.campaign(ctx, g.ID)
+		camp, err := b.campaignFor(ctx, g, i.Member)
 		if err != nil {
 			b.finishErr(i, err)
 			return

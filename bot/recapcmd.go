@@ -143,8 +143,8 @@ func (b *Bot) recapSessions(ctx context.Context, camp *postgres.Campaign, scope,
 // recapInput gathers one session's lines and facts. A player-safe recap is
 // built from the campaign as a player sees it (campaign bound to the player
 // viewer): confirmed facts that are not secret, and the lines spoken at the
-// table; nothing secret reaches the model. Its avoid list (every secret of
-// the campaign, read with the system view) is only checked locally.
+// table; nothing secret reaches the model. Its avoid list (what the player
+// view withholds, see Withheld) is only checked locally.
 func recapInput(ctx context.Context, camp *postgres.Campaign, sessionID string, safe bool) (recap.Input, error) {
 	in := recap.Input{Evidence: map[int64][]string{}}
 	sess, err := camp.Sessions().Session(ctx, sessionID)
@@ -204,7 +204,7 @@ func recapInput(ctx context.Context, camp *postgres.Campaign, sessionID string, 
 			New: !sess.StartedAt.IsZero() && !e.CreatedAt.Before(sess.StartedAt)})
 	}
 	if safe {
-		if in.Avoid, err = secretTexts(ctx, camp); err != nil {
+		if in.Avoid, err = Withheld(ctx, camp); err != nil {
 			return in, err
 		}
 	}
@@ -215,48 +215,83 @@ func factSentence(f postgres.FactWithNames) string {
 	return fmt.Sprintf("%s %s %s", f.SourceName, strings.ToLower(strings.ReplaceAll(f.Type, "_", " ")), f.TargetName)
 }
 
-// secretTexts lists every secret of the campaign as text, for the local
-// check of a player-safe recap: secret facts and pending ones, and every
-// secret attribute (memory.SecretKey, objects marked secret).
-func secretTexts(ctx context.Context, camp *postgres.Campaign) ([]string, error) {
-	g := camp.Graph()
-	facts, err := g.FindFacts(ctx, postgres.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
-		memory.StatusRetired, memory.StatusRejected}, Limit: 5000})
+// Withheld lists, as text, what camp's player view leaves out and the
+// DM's view shows: the facts a player may not see, as sentences, and the
+// attribute strings the store withholds from a player. It decides nothing
+// about secrecy: it is the difference of two viewer-bound reads, so the
+// store's one definition (memory.Viewer, migration 0010) decides. It feeds
+// the local check of a player-safe recap (recap.Input.Avoid), which never
+// leaves the server.
+func Withheld(ctx context.Context, camp *postgres.Campaign) ([]string, error) {
+	dm, err := camp.As(memory.DMViewer())
 	if err != nil {
 		return nil, err
+	}
+	player, err := camp.As(memory.PlayerViewer())
+	if err != nil {
+		return nil, err
+	}
+	all := postgres.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
+		memory.StatusRetired, memory.StatusRejected}, Limit: 5000}
+	shownFacts, err := player.Graph().FindFacts(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := dm.Graph().FindFacts(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	shown := make(map[int64]bool, len(shownFacts))
+	for _, f := range shownFacts {
+		shown[f.ID] = true
 	}
 	var out []string
 	for _, f := range facts {
-		if memory.IsSecret(f.Attributes) || f.Status != memory.StatusActive {
+		if !shown[f.ID] {
 			out = append(out, factSentence(f))
 		}
 	}
-	ents, err := g.FindEntities(ctx, memory.EntityFilter{})
+	shownEnts, err := player.Graph().FindEntities(ctx, memory.EntityFilter{})
 	if err != nil {
 		return nil, err
 	}
+	ents, err := dm.Graph().FindEntities(ctx, memory.EntityFilter{})
+	if err != nil {
+		return nil, err
+	}
+	strs := make(map[string]map[string]bool, len(shownEnts))
+	for _, e := range shownEnts {
+		set := map[string]bool{}
+		for _, x := range stringsIn(map[string]any(e.Attributes), nil) {
+			set[x] = true
+		}
+		strs[e.ID] = set
+	}
 	for _, e := range ents {
-		collectSecrets(map[string]any(e.Attributes), false, &out)
+		for _, x := range stringsIn(map[string]any(e.Attributes), nil) {
+			if !strs[e.ID][x] {
+				out = append(out, x)
+			}
+		}
 	}
 	return out, nil
 }
 
-// collectSecrets appends the strings of v that are secret: under a secret
-// key or inside an object marked secret (or everything when secret is set).
-func collectSecrets(v any, secret bool, out *[]string) {
+// stringsIn appends the non-blank strings in v, at any depth, to out.
+func stringsIn(v any, out []string) []string {
 	switch x := v.(type) {
 	case map[string]any:
-		secret = secret || memory.IsSecret(x)
-		for k, y := range x {
-			collectSecrets(y, secret || memory.SecretKey(k), out)
+		for _, y := range x {
+			out = stringsIn(y, out)
 		}
 	case []any:
 		for _, y := range x {
-			collectSecrets(y, secret, out)
+			out = stringsIn(y, out)
 		}
 	case string:
-		if secret && strings.TrimSpace(x) != "" {
-			*out = append(*out, x)
+		if strings.TrimSpace(x) != "" {
+			out = append(out, x)
 		}
 	}
+	return out
 }

@@ -14,7 +14,9 @@ import (
 // (a thousand entities, thousands of facts with their attributes) costs
 // far more than asking whether it changed: the change log's newest id,
 // which triggers move on every entity and fact write. So the console keeps
-// one snapshot per campaign and reloads it only when the log has moved.
+// one snapshot per campaign and viewer (the DM's and the players' views
+// differ: the store filters a player's in SQL) and reloads it only when the
+// log has moved.
 
 // snapshot is a campaign's knowledge graph as of a change-log id.
 type snapshot struct {
@@ -43,14 +45,15 @@ type campaignSnap struct {
 	cur *snapshot
 }
 
-// graphSnapshot returns the campaign's current snapshot, reloading it when
-// the graph changed.
+// graphSnapshot returns the current snapshot of the campaign as its viewer
+// sees it, reloading it when the graph changed.
 func (s *Server) graphSnapshot(ctx context.Context, camp *postgres.Campaign) (*snapshot, error) {
+	key := camp.ID() + "\x00" + camp.Viewer().String()
 	s.snaps.mu.Lock()
-	cs, ok := s.snaps.per[camp.ID()]
+	cs, ok := s.snaps.per[key]
 	if !ok {
 		cs = &campaignSnap{}
-		s.snaps.per[camp.ID()] = cs
+		s.snaps.per[key] = cs
 	}
 	s.snaps.mu.Unlock()
 

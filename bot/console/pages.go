@@ -13,9 +13,19 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
-// openCampaign opens the signed-in session's campaign.
+// openCampaign opens the signed-in session's campaign bound to its viewer:
+// the DM's for the DM, a player's otherwise. Every console read goes
+// through it, so what a player may not see is left out in SQL.
 func (s *Server) openCampaign(ctx context.Context) (*postgres.Campaign, error) {
-	return s.cfg.Store.Campaign(ctx, sessionOf(ctx).Campaign)
+	sess := sessionOf(ctx)
+	c, err := s.cfg.Store.Campaign(ctx, sess.Campaign)
+	if err != nil {
+		return nil, err
+	}
+	if sess.DM {
+		return c.As(memory.DMViewer())
+	}
+	return c.As(memory.PlayerViewer())
 }
 
 func (s *Server) home(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +99,7 @@ func (s *Server) factViews(ctx context.Context, g *postgres.Graph, fs []memory.R
 		}
 		q, _ := f.Attributes["evidence"].(string)
 		out[i] = factView{Relationship: f, Source: n[f.SourceID], Target: n[f.TargetID], Provenance: provenance(f),
-			Secret: isSecretFact(f), EvidenceQuote: q, Evidence: ev[:min(len(ev), evidenceShown)],
+			Secret: memory.IsSecret(f.Attributes), EvidenceQuote: q, Evidence: ev[:min(len(ev), evidenceShown)],
 			EvidenceMore: max(0, len(ev)-evidenceShown)}
 	}
 	return out, nil
