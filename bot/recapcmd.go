@@ -217,7 +217,8 @@ func factSentence(f postgres.FactWithNames) string {
 
 // Withheld lists, as text, what camp's player view leaves out and the
 // DM's view shows: the facts a player may not see, as sentences, and the
-// attribute strings the store withholds from a player. It decides nothing
+// attribute strings (of entities and facts) the store withholds from a
+// player. It decides nothing
 // about secrecy: it is the difference of two viewer-bound reads, so the
 // store's one definition (memory.Viewer, migration 0010) decides. It feeds
 // the local check of a player-safe recap (recap.Input.Avoid), which never
@@ -241,14 +242,20 @@ func Withheld(ctx context.Context, camp *postgres.Campaign) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	shown := make(map[int64]bool, len(shownFacts))
+	shown := make(map[int64]map[string]bool, len(shownFacts))
 	for _, f := range shownFacts {
-		shown[f.ID] = true
+		shown[f.ID] = stringSet(f.Attributes)
 	}
 	var out []string
 	for _, f := range facts {
-		if !shown[f.ID] {
+		set, ok := shown[f.ID]
+		if !ok {
 			out = append(out, factSentence(f))
+		}
+		for _, x := range stringsIn(map[string]any(f.Attributes), nil) {
+			if !set[x] {
+				out = append(out, x)
+			}
 		}
 	}
 	shownEnts, err := player.Graph().FindEntities(ctx, memory.EntityFilter{})
@@ -261,11 +268,7 @@ func Withheld(ctx context.Context, camp *postgres.Campaign) ([]string, error) {
 	}
 	strs := make(map[string]map[string]bool, len(shownEnts))
 	for _, e := range shownEnts {
-		set := map[string]bool{}
-		for _, x := range stringsIn(map[string]any(e.Attributes), nil) {
-			set[x] = true
-		}
-		strs[e.ID] = set
+		strs[e.ID] = stringSet(e.Attributes)
 	}
 	for _, e := range ents {
 		for _, x := range stringsIn(map[string]any(e.Attributes), nil) {
@@ -275,6 +278,15 @@ func Withheld(ctx context.Context, camp *postgres.Campaign) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// stringSet is the set of the strings in attrs.
+func stringSet(attrs map[string]any) map[string]bool {
+	set := map[string]bool{}
+	for _, x := range stringsIn(attrs, nil) {
+		set[x] = true
+	}
+	return set
 }
 
 // stringsIn appends the non-blank strings in v, at any depth, to out.

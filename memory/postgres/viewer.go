@@ -79,12 +79,14 @@ func (w view) factVisible(alias string) string {
 
 // factAttrs is the SQL expression of the attributes of relationship alias
 // the viewer may read: secret keys are removed for everyone but the DM; a
-// secret fact an NPC may see keeps its "secret": true marker.
+// secret fact an NPC may see keeps its "secret": true marker and its other
+// public attributes (the marker is taken off before glyphoxa_public, which
+// would otherwise drop the whole object as secret).
 func (w view) factAttrs(alias string) string {
 	if w.system() {
 		return alias + ".attributes"
 	}
-	return "(" + publicAttrs(alias) + " || CASE WHEN " + alias + ".attributes->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)"
+	return "(glyphoxa_public_attributes(" + alias + ".attributes - 'secret') || CASE WHEN " + alias + ".attributes->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)"
 }
 
 // relCols are the relationship columns of r as the viewer reads them, in
