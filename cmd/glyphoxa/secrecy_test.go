@@ -110,8 +110,18 @@ type hostile struct {
 func newHostile(t *testing.T) *hostile {
 	t.Helper()
 	ctx := context.Background()
-	store, _ := pgtest.NewStore(t, 384)
-	camp := pgtest.Import(t, store, hostileFile)
+	// Imported as a user does: the sessions are chunked and embedded, so
+	// retrieval has chunks, and an NPC heard lines, to work on.
+	dsn := pgtest.NewDatabase(t)
+	if code, out, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "import", hostileFile); code != 0 {
+		t.Fatalf("import: %d %s %s", code, out, errs)
+	}
+	store, err := postgres.NewStore(ctx, dsn, 384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	camp := pgtest.Campaign(t, store, hostileCampaign)
 	g := camp.Graph()
 	pending, err := g.PendingFacts(ctx, memory.FactFilter{})
 	if err != nil || len(pending) != 2 {
@@ -160,12 +170,21 @@ func TestSecrecyContractPlayer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		entities := 0
 		for _, q := range askQuestions {
 			res, err := asker.Ask(ctx, hostileCampaign, memory.PlayerViewer(), q, 20)
 			if err != nil {
 				t.Fatalf("ask %q: %v", q, err)
 			}
 			a.checkJSON("ask "+q, res)
+			for _, r := range res {
+				if r.Kind == "entity" {
+					entities++
+				}
+			}
+		}
+		if entities == 0 {
+			t.Error("ask never answered with an entity: its graph part went unchecked")
 		}
 		withheld, err := bot.Withheld(ctx, h.camp)
 		if err != nil {
@@ -421,7 +440,7 @@ func slashAsPlayer(t *testing.T, h *hostile, forbidden []string) {
 	}
 	recap := run("/recap session s1", cmd("recap", discordtest.Str("scope", "session"), discordtest.Str("session", "s1"),
 		discordtest.Bool("player_safe", false)))
-	if !strings.Contains(recap, "player-safe") {
+	if !strings.Contains(recap, "player-safe") || !strings.Contains(recap, "⟨s1 ") {
 		t.Errorf("a player's recap is not player-safe: %s", recap)
 	}
 	run("/recap public", cmd("recap", discordtest.Str("delivery", "public")))
@@ -509,17 +528,22 @@ func TestSecrecyContractNPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	answers := 0
 	for _, q := range askQuestions {
 		res, err := asker.AskAs(ctx, hostileCampaign, "aldric", q, 20)
 		if err != nil {
 			t.Fatal(err)
 		}
+		answers += len(res)
 		check("ask as aldric "+q, res)
 		rs, err := recaller.Recall(ctx, "aldric", q, 20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		check("recall tool "+q, rs)
+	}
+	if answers == 0 {
+		t.Error("asking as Aldric never answered: retrieval went unchecked")
 	}
 	as, err := h.camp.As(memory.NPCViewer("aldric"))
 	if err != nil {
