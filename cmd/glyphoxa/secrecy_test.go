@@ -124,7 +124,7 @@ func newHostile(t *testing.T) *hostile {
 	camp := pgtest.Campaign(t, store, hostileCampaign)
 	g := camp.Graph()
 	pending, err := g.PendingFacts(ctx, memory.FactFilter{})
-	if err != nil || len(pending) != 2 {
+	if err != nil || len(pending) != 3 {
 		t.Fatalf("the hostile campaign's pending facts: %v %v", pending, err)
 	}
 	for _, f := range pending {
@@ -140,7 +140,7 @@ func newHostile(t *testing.T) *hostile {
 	}
 	facts, err := g.FindFacts(ctx, postgres.FactQuery{Limit: 100, Statuses: []memory.FactStatus{memory.StatusActive,
 		memory.StatusPending, memory.StatusRetired, memory.StatusRejected}})
-	if err != nil || len(facts) != 9 {
+	if err != nil || len(facts) != 10 {
 		t.Fatalf("the hostile campaign's facts: %d %v", len(facts), err)
 	}
 	cfg, err := config.Parse(strings.NewReader(`discord:
@@ -348,9 +348,16 @@ func mcpAsPlayer(t *testing.T, h *hostile, forbidden []string) {
 		}
 	}
 	for _, f := range h.facts {
-		if f.Type == "MKB_SECRET_PACT" {
+		switch f.Type {
+		case "MKB_SECRET_PACT":
 			f.Provenance.Confidence = 0.99
 			if _, err := g.UpsertRelationship(ctx, f.Relationship); err != nil {
+				t.Fatal(err)
+			}
+		case "MKX_LATE_REJECTION":
+			// Rejected while the agent session runs: kg_sync must not
+			// name it as removed.
+			if _, err := g.RejectFact(ctx, f.ID); err != nil {
 				t.Fatal(err)
 			}
 		}

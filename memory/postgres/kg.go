@@ -562,7 +562,9 @@ func (c *Campaign) removedEdge(ctx context.Context, l KGLevel, ref string, dm bo
 	if err != nil {
 		return "", false, fmt.Errorf("reading fact %s: %w", ref, err)
 	}
-	if proposedBy != "" || status == string(memory.StatusPending) || (secret && !dm) {
+	// A rejected fact never reached anyone but the DM, nor does its
+	// removal.
+	if proposedBy != "" || status == string(memory.StatusPending) || ((secret || status == string(memory.StatusRejected)) && !dm) {
 		return "", false, nil
 	}
 	return "edge:campaign:" + from + ":" + rel + ":" + to, true, nil
