@@ -29,10 +29,13 @@
 // slash commands ([bot.IsDM]); or with a one-time link that `glyphoxa
 // console` prints ([Server.OneTimeLink]), which makes a DM session. A session
 // lives in an HttpOnly, SameSite=Lax cookie (Secure behind TLS); every write
-// is a POST carrying the session's CSRF token. Players see only the
-// player-visible view: canon, non-secret facts, entities without their secret
-// knowledge, canon transcript lines and player-safe recaps. Review, NPC and
-// Live pages are DM-only, and every handler states the role it needs.
+// is a POST carrying the session's CSRF token. Every page reads the
+// campaign bound to the session's viewer (postgres.Campaign.As with
+// memory.DMViewer or memory.PlayerViewer), so the store decides in SQL what
+// a player sees: facts neither secret nor waiting for review, entities
+// without their secret attributes; the console adds canon transcript lines
+// and player-safe recaps. Review, NPC and Live pages are DM-only, and every
+// handler states the role it needs.
 //
 // Assets (templates, CSS, JavaScript) are embedded; the console needs no
 // network beyond Discord's sign-in.
