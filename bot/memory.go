@@ -39,8 +39,8 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 		return
 	}
 	b.deferReply(i, true)
-	// Bound to the member's viewer: the DM's for every path but search,
-	// which players may run too (the handler table says who runs what).
+	// Bound to the member's viewer: a player's search reads the campaign
+	// as a player sees it.
 	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
 		b.finishErr(i, err)
@@ -161,8 +161,6 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 	case "memory forget span":
 		b.forgetSpan(ctx, i, g, camp, c)
 	case "memory search":
-		// camp is bound to the member: a player searches the campaign as a
-		// player sees it.
 		b.search(ctx, i, g, camp, c.str("query"), c.str("mode"))
 	default:
 		b.finishErr(i, fmt.Errorf("unknown command /%s", c.path))

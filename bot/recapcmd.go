@@ -42,6 +42,16 @@ func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guil
 		b.finishErr(i, err)
 		return
 	}
+	// The local check of a player-safe recap compares what the DM and the
+	// players see: the bot opens the DM's handle for it, and no secret
+	// leaves the server (the model gets the player's view only).
+	dmCamp := camp
+	if !camp.DM() {
+		if dmCamp, _, err = b.campaign(ctx, g.ID, memory.DMViewer()); err != nil {
+			b.finishErr(i, err)
+			return
+		}
+	}
 	scope := c.str("scope")
 	sessions, err := b.recapSessions(ctx, camp, scope, c.str("session"))
 	if err != nil {
@@ -57,7 +67,7 @@ func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guil
 		per = 3
 	}
 	for _, s := range sessions {
-		in, err := recapInput(ctx, camp, s.ID, safe)
+		in, err := recapInput(ctx, camp, dmCamp, s.ID, safe)
 		if err != nil {
 			b.finishErr(i, err)
 			return
@@ -146,9 +156,10 @@ func (b *Bot) recapSessions(ctx context.Context, camp *memaccess.Campaign, scope
 // built from the campaign as a player sees it (camp itself when it is a
 // player's handle, the DM's narrowed to the player viewer otherwise):
 // confirmed facts that are not secret, and the lines spoken at the table;
-// nothing secret reaches the model. Its avoid list (secretTexts, read
-// through camp) is only checked locally.
-func recapInput(ctx context.Context, camp *memaccess.Campaign, sessionID string, safe bool) (recap.Input, error) {
+// nothing secret reaches the model. Its avoid list (what the player view
+// withholds, see Withheld, read through dm, the DM's handle) is only
+// checked locally, on the server.
+func recapInput(ctx context.Context, camp, dm *memaccess.Campaign, sessionID string, safe bool) (recap.Input, error) {
 	in := recap.Input{Evidence: map[int64][]string{}}
 	sess, err := camp.Sessions().Session(ctx, sessionID)
 	if err != nil {
@@ -209,7 +220,7 @@ func recapInput(ctx context.Context, camp *memaccess.Campaign, sessionID string,
 			New: !sess.StartedAt.IsZero() && !e.CreatedAt.Before(sess.StartedAt)})
 	}
 	if safe {
-		if in.Avoid, err = secretTexts(ctx, camp); err != nil {
+		if in.Avoid, err = Withheld(ctx, dm); err != nil {
 			return in, err
 		}
 	}
@@ -220,52 +231,97 @@ func factSentence(f memaccess.FactWithNames) string {
 	return fmt.Sprintf("%s %s %s", f.SourceName, strings.ToLower(strings.ReplaceAll(f.Type, "_", " ")), f.TargetName)
 }
 
-// secretTexts lists, as text, what camp returns that a player-safe recap
-// must not tell, for its local check: secret facts and those that are not
-// canon (pending, retired, rejected), and every secret attribute
-// (memory.SecretKey, objects marked secret). Through the DM's handle that
-// is every secret of the campaign; a player's handle returns no secret at
-// all (the store filters them), so its list holds the facts that are not
-// canon.
-func secretTexts(ctx context.Context, camp *memaccess.Campaign) ([]string, error) {
-	g := camp.Graph()
-	facts, err := g.FindFacts(ctx, memaccess.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
-		memory.StatusRetired, memory.StatusRejected}, Limit: 5000})
+// Withheld lists, as text, what the player view leaves out and the
+// DM's view shows: the facts a player may not see, as sentences, and the
+// attribute strings (of entities and facts) the store withholds from a
+// player. It decides nothing
+// about secrecy: it is the difference of two viewer-bound reads, so the
+// store's one definition (memory.Viewer, migration 0010) decides. It feeds
+// the local check of a player-safe recap (recap.Input.Avoid), which never
+// leaves the server.
+//
+// dm must be the DM's handle: only it may be narrowed to the player's view
+// and read in full.
+func Withheld(ctx context.Context, dm *memaccess.Campaign) ([]string, error) {
+	if !dm.DM() {
+		return nil, fmt.Errorf("listing what players may not see: %w: it takes the DM's handle, not %s", memory.ErrForbidden, dm.Viewer())
+	}
+	player, err := dm.As(memory.PlayerViewer())
 	if err != nil {
 		return nil, err
+	}
+	all := memaccess.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
+		memory.StatusRetired, memory.StatusRejected}, Limit: 5000}
+	shownFacts, err := player.Graph().FindFacts(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := dm.Graph().FindFacts(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	shown := make(map[int64]map[string]bool, len(shownFacts))
+	for _, f := range shownFacts {
+		shown[f.ID] = stringSet(f.Attributes)
 	}
 	var out []string
 	for _, f := range facts {
-		if memory.IsSecret(f.Attributes) || f.Status != memory.StatusActive {
+		set, ok := shown[f.ID]
+		if !ok {
 			out = append(out, factSentence(f))
 		}
+		for _, x := range stringsIn(map[string]any(f.Attributes), nil) {
+			if !set[x] {
+				out = append(out, x)
+			}
+		}
 	}
-	ents, err := g.FindEntities(ctx, memory.EntityFilter{})
+	shownEnts, err := player.Graph().FindEntities(ctx, memory.EntityFilter{})
 	if err != nil {
 		return nil, err
 	}
+	ents, err := dm.Graph().FindEntities(ctx, memory.EntityFilter{})
+	if err != nil {
+		return nil, err
+	}
+	strs := make(map[string]map[string]bool, len(shownEnts))
+	for _, e := range shownEnts {
+		strs[e.ID] = stringSet(e.Attributes)
+	}
 	for _, e := range ents {
-		collectSecrets(map[string]any(e.Attributes), false, &out)
+		for _, x := range stringsIn(map[string]any(e.Attributes), nil) {
+			if !strs[e.ID][x] {
+				out = append(out, x)
+			}
+		}
 	}
 	return out, nil
 }
 
-// collectSecrets appends the strings of v that are secret: under a secret
-// key or inside an object marked secret (or everything when secret is set).
-func collectSecrets(v any, secret bool, out *[]string) {
+// stringSet is the set of the strings in attrs.
+func stringSet(attrs map[string]any) map[string]bool {
+	set := map[string]bool{}
+	for _, x := range stringsIn(attrs, nil) {
+		set[x] = true
+	}
+	return set
+}
+
+// stringsIn appends the non-blank strings in v, at any depth, to out.
+func stringsIn(v any, out []string) []string {
 	switch x := v.(type) {
 	case map[string]any:
-		secret = secret || memory.IsSecret(x)
-		for k, y := range x {
-			collectSecrets(y, secret || memory.SecretKey(k), out)
+		for _, y := range x {
+			out = stringsIn(y, out)
 		}
 	case []any:
 		for _, y := range x {
-			collectSecrets(y, secret, out)
+			out = stringsIn(y, out)
 		}
 	case string:
-		if secret && strings.TrimSpace(x) != "" {
-			*out = append(*out, x)
+		if strings.TrimSpace(x) != "" {
+			out = append(out, x)
 		}
 	}
+	return out
 }

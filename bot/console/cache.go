@@ -14,8 +14,9 @@ import (
 // (a thousand entities, thousands of facts with their attributes) costs
 // far more than asking whether it changed: the change log's newest id,
 // which triggers move on every entity and fact write. So the console keeps
-// one snapshot per campaign and viewer (a player's handle returns less: the
-// store filters it in SQL) and reloads it only when the log has moved.
+// one snapshot per campaign and viewer (the DM's and the players' views
+// differ: the store filters a player's in SQL) and reloads it only when the
+// log has moved.
 
 // snapshot is a campaign's knowledge graph as of a change-log id.
 type snapshot struct {

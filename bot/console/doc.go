@@ -32,11 +32,11 @@
 // is a POST carrying the session's CSRF token. Every request reads the
 // campaign through the memory door ([Config.Door]), bound to the signed-in
 // user: the DM's viewer for a DM session, a player's for a player session,
-// so the store leaves out in SQL what a player may not see. Players see only
-// the player-visible view: canon, non-secret facts, entities without their
-// secret attributes, canon transcript lines and player-safe recaps. While
-// the database cannot be reached, pages answer 503 in plain words. Review, NPC and
-// Live pages are DM-only, and every handler states the role it needs.
+// so the store decides in SQL what a player sees: facts neither secret nor
+// waiting for review, entities without their secret attributes; the console
+// adds canon transcript lines and player-safe recaps. While the database
+// cannot be reached, pages answer 503 in plain words. Review, NPC and Live
+// pages are DM-only, and every handler states the role it needs.
 //
 // Assets (templates, CSS, JavaScript) are embedded; the console needs no
 // network beyond Discord's sign-in.

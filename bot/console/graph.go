@@ -76,7 +76,8 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 
 // graphJSON returns the entities and facts of the graph view, filtered by
 // type, by what an NPC can see (DM only) and by the session a fact was
-// established in. A player gets canon, non-secret facts only.
+// established in. A player gets what the store shows a player: no secret
+// fact, no fact waiting for review.
 func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	camp, err := s.openCampaign(ctx)
@@ -140,15 +141,12 @@ func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ,
 	}
 	touched := map[string]bool{}
 	for _, f := range facts {
-		if !dm && !playerVisible(f) {
-			continue
-		}
 		if !keep[f.SourceID] || !keep[f.TargetID] || (session != "" && f.Provenance.SessionID != session) {
 			continue
 		}
 		touched[f.SourceID], touched[f.TargetID] = true, true
 		d.Edges = append(d.Edges, graphEdge{ID: f.ID, Source: f.SourceID, Target: f.TargetID, Type: f.Type,
-			Status: string(f.Status), Secret: dm && isSecretFact(f), Session: f.Provenance.SessionID})
+			Status: string(f.Status), Secret: dm && memory.IsSecret(f.Attributes), Session: f.Provenance.SessionID})
 	}
 	for _, e := range ents {
 		if keep[e.ID] && (session == "" || touched[e.ID]) {
@@ -215,7 +213,7 @@ func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e := sn.entities[i]
-	info := entityInfo{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases, Attributes: attrs(e, dm),
+	info := entityInfo{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases, Attributes: attrs(e),
 		Facts: []entityFact{}, Mentions: []mention{}}
 	if info.Aliases == nil {
 		info.Aliases = []string{}
@@ -228,12 +226,9 @@ func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
 		if len(info.Facts) == maxEntityFacts {
 			break
 		}
-		if !dm && !playerVisible(f.Relationship) {
-			continue
-		}
 		info.Facts = append(info.Facts, entityFact{ID: f.ID, Source: f.SourceName, Target: f.TargetName, Type: f.Type,
 			Status: string(f.Status), Session: f.Provenance.SessionID, Until: f.ValidUntilSession,
-			Secret: dm && isSecretFact(f.Relationship), Provenance: provenance(f.Relationship)})
+			Secret: dm && memory.IsSecret(f.Attributes), Provenance: provenance(f.Relationship)})
 	}
 	sort.SliceStable(info.Facts, func(a, b int) bool {
 		if info.Facts[a].Session != info.Facts[b].Session {

@@ -44,7 +44,7 @@ func (s *Server) npcData(ctx context.Context, camp *access.Campaign, id, heardQ 
 		return npcData{}, err
 	}
 	p := npc.PersonaFromEntity(e)
-	d := npcData{Entity: e, Persona: p, Attrs: attrs(e, true), CanAsk: s.cfg.Asker != nil}
+	d := npcData{Entity: e, Persona: p, Attrs: attrs(e), CanAsk: s.cfg.Asker != nil}
 	// What it heard: lines near its own that match the query (by default,
 	// its own names).
 	d.HeardQ = strings.TrimSpace(heardQ)
@@ -92,7 +92,7 @@ func (s *Server) npcData(ctx context.Context, camp *access.Campaign, id, heardQ 
 	}
 	for _, r := range rels[:min(len(rels), npcShownFacts)] {
 		d.Facts = append(d.Facts, factView{Relationship: r, Source: names[r.SourceID], Target: names[r.TargetID],
-			Provenance: provenance(r), Secret: isSecretFact(r)})
+			Provenance: provenance(r), Secret: memory.IsSecret(r.Attributes)})
 	}
 	return d, nil
 }

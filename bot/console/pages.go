@@ -109,7 +109,7 @@ func (s *Server) factViews(ctx context.Context, g *access.Graph, fs []memory.Rel
 		}
 		q, _ := f.Attributes["evidence"].(string)
 		out[i] = factView{Relationship: f, Source: n[f.SourceID], Target: n[f.TargetID], Provenance: provenance(f),
-			Secret: isSecretFact(f), EvidenceQuote: q, Evidence: ev[:min(len(ev), evidenceShown)],
+			Secret: memory.IsSecret(f.Attributes), EvidenceQuote: q, Evidence: ev[:min(len(ev), evidenceShown)],
 			EvidenceMore: max(0, len(ev)-evidenceShown)}
 	}
 	return out, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
@@ -164,11 +165,10 @@ func (s *Server) recap(ctx context.Context, camp *access.Campaign, sessionID str
 	}
 	var cursor int64
 	if safe {
-		sn, err := s.graphSnapshot(ctx, camp)
-		if err != nil {
-			return recap.Recap{}, err
+		var err error
+		if cursor, err = camp.LastChange(ctx); err != nil {
+			return recap.Recap{}, fmt.Errorf("reading the graph's change log: %w", err)
 		}
-		in.Avoid, cursor = secrets(sn), sn.cursor
 	}
 	key := recapKey{campaign: camp.ID(), session: sessionID, lines: len(in.Lines), cursor: cursor, safe: safe}
 	if len(in.Lines) > 0 {
@@ -177,28 +177,20 @@ func (s *Server) recap(ctx context.Context, camp *access.Campaign, sessionID str
 	if rc, ok := s.recaps.get(key); ok {
 		return rc, nil
 	}
+	if safe {
+		// What the player view withholds (the store decides), for the
+		// recap's local check only: the DM's handle serves no page.
+		dm, err := s.cfg.Door.Open(ctx, camp.ID(), memory.DMViewer())
+		if err != nil {
+			return recap.Recap{}, err
+		}
+		if in.Avoid, err = bot.Withheld(ctx, dm); err != nil {
+			return recap.Recap{}, err
+		}
+	}
 	rc, err := recap.Writer{}.Write(ctx, in)
 	if err == nil {
 		s.recaps.put(key, rc)
 	}
 	return rc, err
-}
-
-// secrets lists what a player-safe text must not reveal: secret knowledge,
-// secret facts and facts waiting for review, as sentences.
-func secrets(sn *snapshot) []string {
-	var out []string
-	for _, e := range sn.entities {
-		for k, v := range e.Attributes {
-			if secretKey(k) && k != memory.AttrKnownBy && k != memory.AttrSecret {
-				out = append(out, valueText(v))
-			}
-		}
-	}
-	for _, f := range sn.facts {
-		if (isSecretFact(f.Relationship) && f.Status != memory.StatusRejected) || f.Status == memory.StatusPending {
-			out = append(out, fmt.Sprintf("%s %s %s", f.SourceName, strings.ToLower(strings.ReplaceAll(f.Type, "_", " ")), f.TargetName))
-		}
-	}
-	return out
 }

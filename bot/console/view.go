@@ -26,52 +26,6 @@ func classify(err error) (int, string) {
 	return http.StatusInternalServerError, "The memory store failed; the console's log says why."
 }
 
-// secretKey reports whether an attribute is for the DM's and the entity's
-// eyes only: secret knowledge, the secret markers, anything named secret….
-func secretKey(key string) bool {
-	k := strings.ToLower(key)
-	return k == memory.AttrSecretKnowledge || k == memory.AttrSecret || k == memory.AttrKnownBy || strings.HasPrefix(k, "secret")
-}
-
-// publicValue is v without what is secret at any depth: objects marked
-// {"secret": true} and keys secretKey names; nil when v is secret whole.
-func publicValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		if x[memory.AttrSecret] == true {
-			return nil
-		}
-		out := make(map[string]any, len(x))
-		for k, y := range x {
-			if secretKey(k) {
-				continue
-			}
-			if p := publicValue(y); p != nil || y == nil {
-				out[k] = p
-			}
-		}
-		return out
-	case []any:
-		out := make([]any, 0, len(x))
-		for _, y := range x {
-			if p := publicValue(y); p != nil || y == nil {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	return v
-}
-
-// isSecretFact reports whether only some NPCs may know a fact.
-func isSecretFact(r memory.Relationship) bool { return r.Attributes[memory.AttrSecret] == true }
-
-// playerVisible reports whether a player may see a fact: canon and not
-// secret.
-func playerVisible(r memory.Relationship) bool {
-	return r.Status == memory.StatusActive && !isSecretFact(r)
-}
-
 // attr is one attribute for display.
 type attr struct {
 	Key    string `json:"key"`
@@ -79,9 +33,11 @@ type attr struct {
 	Secret bool   `json:"secret,omitempty"`
 }
 
-// attrs lists an entity's attributes in key order; for a player, the
-// secret ones are left out entirely.
-func attrs(e memory.Entity, dm bool) []attr {
+// attrs lists an entity's attributes in key order, as the viewer-bound
+// read returned them (a player's has no secret left). Secret marks, for
+// the DM, the attributes a player does not see: a secret key
+// (memory.SecretKey) or a value marked secret as a whole.
+func attrs(e memory.Entity) []attr {
 	keys := make([]string, 0, len(e.Attributes))
 	for k := range e.Attributes {
 		keys = append(keys, k)
@@ -90,15 +46,7 @@ func attrs(e memory.Entity, dm bool) []attr {
 	var out []attr
 	for _, k := range keys {
 		v := e.Attributes[k]
-		secret := secretKey(k)
-		if !dm {
-			if secret {
-				continue
-			}
-			if v = publicValue(v); v == nil {
-				continue
-			}
-		}
+		secret := memory.SecretKey(k) || (v != nil && memory.PublicValue(v) == nil)
 		out = append(out, attr{Key: k, Value: valueText(v), Secret: secret})
 	}
 	return out

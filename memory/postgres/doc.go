@@ -48,10 +48,13 @@
 // evidence, GraphRAG scopes, the retrieval graph, the change log, counts)
 // filters in SQL with the one definition of secrecy (migration 0010,
 // glyphoxa_public; memory.SecretKey and memory.PublicValue are its Go
-// twin): players see no secret fact and no secret attribute; an NPC also
-// sees its own secrets and the secret facts it is an end of or listed in
-// known_by. A hidden fact reads as not found, exactly like a missing one.
-// A campaign bound to a player or an NPC cannot be bound to another viewer.
+// twin): players see no secret fact, no secret attribute and no fact
+// waiting for review or rejected; an NPC also sees its own secrets and the
+// secret facts it is an end of or listed in known_by (never a pending or
+// rejected one). The memory-tool view (KGRead, KGNode, KGSync) takes its
+// gist, notes and touches from the same filtered attributes. A hidden fact
+// reads as not found, exactly like a missing one. A campaign bound to a
+// player or an NPC cannot be bound to another viewer.
 //
 // # Errors and outages
 //

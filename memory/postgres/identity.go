@@ -14,9 +14,14 @@ const secretVisibleSQL = `(r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
 	OR r.source_id = $2 OR r.target_id = $2
 	OR coalesce(r.attributes->'known_by' ? $2, false))`
 
+// npcView is the view of the NPC npcID, for the NPC paths that take the
+// NPC as an argument rather than from [Campaign.As].
+func npcView(npcID string) view { return view{v: memory.NPCViewer(npcID)} }
+
 // IdentitySnapshot returns the NPC, its active edges (both directions) and the
 // entities at their other ends, in one query. Related entities come without
-// their secret knowledge.
+// their secret knowledge; the edges' attributes are those the NPC may read
+// (no DM-only key: see [view.factAttrs]).
 func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCIdentity, error) {
 	var id memory.NPCIdentity
 	var edges, related []byte
@@ -35,7 +40,7 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 		        SELECT CASE WHEN source_id = $2 THEN target_id ELSE source_id END FROM edges)
 		)
 		SELECT `+prefixed("n", entityColumns)+`,
-		       (SELECT coalesce(jsonb_agg(to_jsonb(edges) ORDER BY edges.updated_at DESC, edges.id), '[]') FROM edges),
+		       (SELECT coalesce(jsonb_agg(`+npcView(npcID).factJSON("edges")+` ORDER BY edges.updated_at DESC, edges.id), '[]') FROM edges),
 		       (SELECT coalesce(jsonb_agg(to_jsonb(related) ORDER BY lower(related.name), related.id), '[]') FROM related)
 		FROM entities n WHERE n.campaign_id = $1 AND n.id = $2`, g.campaign, npcID).
 		Scan(&e.ID, &e.Type, &e.Name, &e.Aliases, &e.Attributes, &e.CreatedAt, &e.UpdatedAt, &edges, &related)
@@ -69,8 +74,8 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 // type, both directions) and the entities at their ends; beyond those, its
 // knowledge travels outward along the scope's relationship types, up to
 // MaxDepth hops. Secret edges are visible only to their ends and to the NPCs
-// listed in their known_by attribute, and no entity but the NPC itself comes
-// with its secret knowledge.
+// listed in their known_by attribute, no entity but the NPC itself comes
+// with its secret knowledge, and no edge with a DM-only attribute.
 func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.VisibilityScope) ([]memory.Entity, []memory.Relationship, error) {
 	types := s.RelTypes
 	if len(types) == 0 {
@@ -110,7 +115,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 		        'attributes', CASE WHEN e.id = $2 THEN e.attributes ELSE `+publicAttrs("e")+` END,
 		        'created_at', e.created_at, 'updated_at', e.updated_at) ORDER BY e.id <> $2, lower(e.name), e.id), '[]')
 		     FROM entities e WHERE e.campaign_id = $1 AND e.id IN (SELECT id FROM visible)),
-		    (SELECT coalesce(jsonb_agg(to_jsonb(edges) ORDER BY edges.id), '[]') FROM edges)`,
+		    (SELECT coalesce(jsonb_agg(`+npcView(npcID).factJSON("edges")+` ORDER BY edges.id), '[]') FROM edges)`,
 		g.campaign, npcID, types, depth).Scan(&ents, &rels)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading what %q can see: %w", npcID, err)

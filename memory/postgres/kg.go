@@ -116,12 +116,10 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 	var nodeSQL, edgeSQL string
 	switch level {
 	case KGCampaign:
-		nodeSQL = `SELECT id, name, type, ` + kgEntityText + `, updated_at,
-			kg_archived_at IS NOT NULL OR coalesce(attributes->'archived' = 'true'::jsonb, false)
-			FROM entities WHERE campaign_id = $1 ORDER BY id`
-		edgeSQL = `SELECT id, source_id, target_id, rel_type, coalesce(attributes->>'notes', '')
-			FROM relationships WHERE campaign_id = $1 AND status = 'active'
-			  AND ($2 OR attributes->'secret' IS DISTINCT FROM 'true'::jsonb) ORDER BY id`
+		nodeSQL = c.kgNodeSQL(`ORDER BY e.id`)
+		edgeSQL = `SELECT r.id, r.source_id, r.target_id, r.rel_type, coalesce((` + c.view.factAttrs("r") + `)->>'notes', '')
+			FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'active'
+			  AND ($2 OR r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb) AND ` + c.view.factVisible("r") + ` ORDER BY r.id`
 	case KGDM:
 		nodeSQL = `SELECT id, '', '', gist, notes, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL
 			FROM dm_nodes WHERE campaign_id = $1 ORDER BY id`
@@ -154,9 +152,18 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 	return g, nil
 }
 
-// kgEntityText is an entity's gist, notes and touches (JSON) as text.
-const kgEntityText = `coalesce(attributes->>'gist', attributes->>'description', ''), coalesce(attributes->>'notes', ''),
-	CASE WHEN jsonb_typeof(attributes->'touches') = 'array' THEN attributes->>'touches' ELSE '' END`
+// kgNodeSQL selects the campaign level's nodes (entities e, then rest: a
+// condition on $2 and an order) in the columns scanKGNode reads. Gist, notes
+// and touches come from the attributes the campaign's viewer may read
+// (view.entityAttrs): for a player, an object marked secret or a DM-only key
+// is gone before its text is taken.
+func (c *Campaign) kgNodeSQL(rest string) string {
+	return `SELECT e.id, e.name, e.type, coalesce(v.a->>'gist', v.a->>'description', ''), coalesce(v.a->>'notes', ''),
+			CASE WHEN jsonb_typeof(v.a->'touches') = 'array' THEN v.a->>'touches' ELSE '' END, e.updated_at,
+			e.kg_archived_at IS NOT NULL OR coalesce(e.attributes->'archived' = 'true'::jsonb, false)
+		FROM entities e CROSS JOIN LATERAL (SELECT ` + c.view.entityAttrs("e") + ` AS a) v
+		WHERE e.campaign_id = $1 ` + rest
+}
 
 func scanKGNode(row pgx.CollectableRow, level KGLevel) (KGNode, error) {
 	n := KGNode{Level: level}
@@ -297,9 +304,7 @@ func (c *Campaign) KGNode(ctx context.Context, level KGLevel, id string) (KGNode
 	var q string
 	switch level {
 	case KGCampaign:
-		q = `SELECT id, name, type, ` + kgEntityText + `, updated_at,
-			kg_archived_at IS NOT NULL OR coalesce(attributes->'archived' = 'true'::jsonb, false)
-			FROM entities WHERE campaign_id = $1 AND id = $2`
+		q = c.kgNodeSQL(`AND e.id = $2`)
 	case KGDM:
 		q = `SELECT id, '', '', gist, notes, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL FROM dm_nodes WHERE campaign_id = $1 AND id = $2`
 	default:
@@ -557,7 +562,9 @@ func (c *Campaign) removedEdge(ctx context.Context, l KGLevel, ref string, dm bo
 	if err != nil {
 		return "", false, fmt.Errorf("reading fact %s: %w", ref, err)
 	}
-	if proposedBy != "" || status == string(memory.StatusPending) || (secret && !dm) {
+	// A rejected fact never reached anyone but the DM, nor does its
+	// removal.
+	if proposedBy != "" || status == string(memory.StatusPending) || ((secret || status == string(memory.StatusRejected)) && !dm) {
 		return "", false, nil
 	}
 	return "edge:campaign:" + from + ":" + rel + ":" + to, true, nil

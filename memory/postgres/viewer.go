@@ -61,8 +61,9 @@ func publicEntityCols(alias string) string {
 
 // factVisible is the SQL predicate true when the viewer may see
 // relationship alias: the DM sees every fact; players the facts that are
-// not secret and not rejected; an NPC also the secret facts it is an end of
-// or listed in known_by.
+// not secret and neither pending (waiting for the DM's review) nor
+// rejected; an NPC also the secret facts it is an end of or listed in
+// known_by, never a pending or rejected one.
 func (w view) factVisible(alias string) string {
 	if w.system() {
 		return "true"
@@ -73,17 +74,19 @@ func (w view) factVisible(alias string) string {
 		notSecret += " OR " + alias + ".source_id = " + id + " OR " + alias + ".target_id = " + id +
 			" OR coalesce(" + alias + ".attributes->'known_by' ? " + id + ", false)"
 	}
-	return notSecret + ") AND " + alias + ".status <> 'rejected'"
+	return notSecret + ") AND " + alias + ".status NOT IN ('pending', 'rejected')"
 }
 
 // factAttrs is the SQL expression of the attributes of relationship alias
 // the viewer may read: secret keys are removed for everyone but the DM; a
-// secret fact an NPC may see keeps its "secret": true marker.
+// secret fact an NPC may see keeps its "secret": true marker and its other
+// public attributes (the marker is taken off before glyphoxa_public, which
+// would otherwise drop the whole object as secret).
 func (w view) factAttrs(alias string) string {
 	if w.system() {
 		return alias + ".attributes"
 	}
-	return "(" + publicAttrs(alias) + " || CASE WHEN " + alias + ".attributes->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)"
+	return "(glyphoxa_public_attributes(" + alias + ".attributes - 'secret') || CASE WHEN " + alias + ".attributes->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)"
 }
 
 // relCols are the relationship columns of r as the viewer reads them, in

@@ -1,0 +1,155 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// A fact waiting for review, or rejected, is the DM's business: no player
+// or NPC read returns it, the NPC's own included (issue 25).
+func TestViewerHidesPendingAndRejectedFacts(t *testing.T) {
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	ctx := ctxT(t)
+	g := c.Graph()
+	low := memory.Provenance{SessionID: "s1", Timestamp: t0, Confidence: 0.1, Source: memory.SourceInferred}
+	pending := must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "grimjaw", TargetID: "tower",
+		Type: "PENDING_VISIT", Provenance: low}))
+	rejected := must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "grimjaw", TargetID: "vault",
+		Type: "REJECTED_VISIT", Provenance: low}))
+	if pending.Status != memory.StatusPending {
+		t.Fatalf("a low-confidence fact is %s, want pending", pending.Status)
+	}
+	must[memory.Relationship](t)(g.RejectFact(ctx, rejected.ID))
+	all := postgres.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending, memory.StatusRetired,
+		memory.StatusRejected}}
+	for _, tc := range []struct {
+		viewer memory.Viewer
+		sees   bool
+	}{
+		{memory.DMViewer(), true},
+		{memory.PlayerViewer(), false},
+		{memory.NPCViewer("grimjaw"), false}, // an end of both facts
+		{memory.NPCViewer("elara"), false},
+	} {
+		t.Run(tc.viewer.String(), func(t *testing.T) {
+			v := mustAs(t, c, tc.viewer).Graph()
+			for _, f := range []memory.Relationship{pending, rejected} {
+				_, err := v.Fact(ctx, f.ID)
+				if got := err == nil; got != tc.sees {
+					t.Errorf("Fact(%s) err = %v, want seen %v", f.Type, err, tc.sees)
+				}
+				if !tc.sees && !errors.Is(err, memory.ErrNotFound) {
+					t.Errorf("Fact(%s) of a hidden fact: %v, want not found", f.Type, err)
+				}
+			}
+			facts := must[[]postgres.FactWithNames](t)(v.FindFacts(ctx, all))
+			got := slices.ContainsFunc(facts, func(f postgres.FactWithNames) bool { return f.ID == pending.ID || f.ID == rejected.ID })
+			if got != tc.sees {
+				t.Errorf("FindFacts shows the pending or rejected fact: %v, want %v", got, tc.sees)
+			}
+			ps := must[[]memory.Relationship](t)(v.PendingFacts(ctx, memory.FactFilter{}))
+			if (len(ps) > 0) != tc.sees {
+				t.Errorf("PendingFacts = %d facts, want seen %v", len(ps), tc.sees)
+			}
+			n := must[postgres.Counts](t)(mustAs(t, c, tc.viewer).Counts(ctx))
+			if (n.Pending > 0) != tc.sees {
+				t.Errorf("Counts.Pending = %d, want seen %v", n.Pending, tc.sees)
+			}
+		})
+	}
+}
+
+// The NPC paths that take the NPC as an argument (identity snapshot,
+// visible subgraph: the hot context and the NPC's tools) give edges
+// without their DM-only keys; a secret fact the NPC may see keeps its
+// public attributes and its marker.
+func TestNPCPathsStripDMOnlyFactAttributes(t *testing.T) {
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	forged := seedSecrets(t, c)
+	ctx := ctxT(t)
+	g := c.Graph()
+	must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "grimjaw", TargetID: "elara", Type: "KNOWS",
+		Attributes: map[string]any{"since": "childhood", "gm_notes": "dm-only-x1", "Hidden_Why": "dm-only-x2",
+			"detail": map[string]any{memory.AttrSecret: true, "text": "dm-only-x3"}},
+		Provenance: memory.Provenance{SessionID: "s1", Timestamp: t0, Confidence: 1, Source: memory.SourceStated}}))
+	id := must[memory.NPCIdentity](t)(g.IdentitySnapshot(ctx, "grimjaw"))
+	_, rels, err := g.VisibleSubgraph(ctx, "grimjaw", memory.VisibilityScope{RelTypes: []string{"KNOWS", "FORGED"}})
+	check(t, err)
+	for name, rs := range map[string][]memory.Relationship{"identity": id.Relationships, "visible subgraph": rels} {
+		b, _ := json.Marshal(rs)
+		if strings.Contains(string(b), "dm-only") || strings.Contains(string(b), memory.AttrKnownBy) {
+			t.Errorf("%s: DM-only fact attributes reach the NPC: %s", name, b)
+		}
+		knows, secret := false, false
+		for _, r := range rs {
+			if r.Type == "KNOWS" && r.TargetID == "elara" {
+				knows = r.Attributes["since"] == "childhood"
+			}
+			if r.ID == forged.ID {
+				secret = r.Attributes[memory.AttrSecret] == true && r.Attributes["note"] == "at night"
+			}
+		}
+		if !knows || !secret {
+			t.Errorf("%s: public fact attributes lost (KNOWS since: %v; the forged fact's marker and note: %v): %s", name, knows, secret, b)
+		}
+	}
+}
+
+// The memory-tool view (kg_read, kg_recall, kg_sync) of a player takes
+// gist, notes and touches from the public attributes: an object marked
+// secret, under any of those keys or in touches, is not shown; edge notes
+// likewise. The DM's view is the raw text.
+func TestKGReadsThroughTheViewer(t *testing.T) {
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	ctx := ctxT(t)
+	g := c.Graph()
+	check(t, g.UpsertEntities(ctx, []memory.Entity{
+		{ID: "crypt", Type: memory.EntityLocation, Name: "Crypt", Attributes: map[string]any{
+			"gist":    map[string]any{memory.AttrSecret: true, "text": "hidden-gist"},
+			"notes":   map[string]any{memory.AttrSecret: true, "text": "hidden-notes"},
+			"touches": []any{"altar", map[string]any{memory.AttrSecret: true, "text": "hidden-touch"}},
+		}},
+		{ID: "altar", Type: memory.EntityItem, Name: "Altar", Attributes: map[string]any{
+			"gist": "a stone altar", "description": map[string]any{memory.AttrSecret: true, "text": "hidden-description"}}},
+		{ID: "warden", Type: memory.EntityNPC, Name: "Warden", Attributes: map[string]any{
+			"gist": map[string]any{memory.AttrSecret: true, "text": "warden-own-gist"}}},
+	}))
+	must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "altar", TargetID: "crypt", Type: "IN",
+		Attributes: map[string]any{"notes": map[string]any{memory.AttrSecret: true, "text": "hidden-edge-notes"}},
+		Provenance: memory.Provenance{Timestamp: t0, Confidence: 1, Source: memory.SourceStated}}))
+
+	dm := must[postgres.KGView](t)(mustAs(t, c, memory.DMViewer()).KGRead(ctx, true))
+	if b, _ := json.Marshal(dm); !strings.Contains(string(b), "hidden-gist") || !strings.Contains(string(b), "hidden-edge-notes") {
+		t.Fatalf("the DM's kg view lacks the secrets (else this test proves nothing): %s", b)
+	}
+	player := mustAs(t, c, memory.PlayerViewer())
+	pv := must[postgres.KGView](t)(player.KGRead(ctx, false))
+	node := must[postgres.KGNode](t)(player.KGNode(ctx, postgres.KGCampaign, "crypt"))
+	npc := mustAs(t, c, memory.NPCViewer("warden"))
+	nv := must[postgres.KGView](t)(npc.KGRead(ctx, false))
+	for name, v := range map[string]any{"player kg_read": pv, "player node": node, "npc kg_read": nv} {
+		b, _ := json.Marshal(v)
+		if strings.Contains(string(b), "hidden-") {
+			t.Errorf("%s shows a secret: %s", name, b)
+		}
+	}
+	if !slices.ContainsFunc(pv.Nodes, func(n postgres.KGNode) bool { return n.ID == "altar" && n.Gist == "a stone altar" }) ||
+		!slices.Equal(node.Touches, []string{"altar"}) {
+		t.Errorf("the player lost public text: %+v, crypt touches %v", pv.Nodes, node.Touches)
+	}
+	if !slices.ContainsFunc(nv.Nodes, func(n postgres.KGNode) bool { return n.ID == "warden" && strings.Contains(n.Gist, "warden-own-gist") }) {
+		t.Errorf("the NPC does not see its own gist: %+v", nv.Nodes)
+	}
+}
