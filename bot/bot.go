@@ -228,12 +228,7 @@ func (b *Bot) campaign(ctx context.Context, guildID string, v memory.Viewer) (*m
 	case err == nil:
 		return c, g, nil
 	case errors.Is(err, memory.ErrNotFound) && v.Role != memory.RoleDM:
-		// The store's error lists the other campaigns: not for a player.
 		return nil, g, errNoMemoryYet
-	case !errors.Is(err, memory.ErrUnavailable) && memaccess.IsOutage(err):
-		// Opening meets an outage before any statement of the handle
-		// could classify it.
-		return nil, g, fmt.Errorf("opening campaign %q: %w: %w", g.Campaign, memory.ErrUnavailable, err)
 	}
 	return nil, g, err
 }

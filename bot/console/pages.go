@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -27,13 +26,6 @@ func (s *Server) openCampaign(ctx context.Context) (*access.Campaign, error) {
 	switch {
 	case err == nil:
 		return c, nil
-	case errors.Is(err, memory.ErrNotFound) && !sess.DM:
-		// The store's error lists the other campaigns: not for a player.
-		return nil, fmt.Errorf("campaign %q has no memory yet: %w", sess.Campaign, memory.ErrNotFound)
-	case !errors.Is(err, memory.ErrUnavailable) && access.IsOutage(err):
-		// Opening meets an outage before any statement of the handle
-		// could classify it.
-		return nil, fmt.Errorf("opening campaign %q: %w: %w", sess.Campaign, memory.ErrUnavailable, err)
 	}
 	return nil, err
 }

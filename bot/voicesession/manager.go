@@ -115,12 +115,7 @@ func (m *Manager) Start(ctx context.Context, req bot.StartRequest) error {
 func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, error) {
 	camp, err := m.cfg.Door.Open(ctx, req.Campaign, memory.DMViewer())
 	if err != nil {
-		if !errors.Is(err, memory.ErrUnavailable) && access.IsOutage(err) {
-			// Opening meets an outage before any statement of the handle
-			// could classify it: the DM reads that memory is unavailable.
-			err = fmt.Errorf("%w: %w", memory.ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("opening campaign %q: %w", req.Campaign, err)
+		return nil, err
 	}
 	v, err := m.cfg.Link.Join(ctx, req.GuildID, req.VoiceChannelID)
 	if err != nil {

@@ -154,7 +154,8 @@ func (d *Door) Close() error {
 // Open returns campaign id's memory bound to viewer v and guarded by the
 // door. A campaign that does not exist is created for the DM (the DM's
 // commands start new campaigns) and is an error wrapping memory.ErrNotFound
-// for anyone else.
+// for anyone else, naming no other campaign. An outage while opening is an
+// error wrapping memory.ErrUnavailable, and degrades the door.
 func (d *Door) Open(ctx context.Context, id string, v memory.Viewer) (*Campaign, error) {
 	if err := v.Validate(); err != nil {
 		return nil, fmt.Errorf("opening campaign %s: %w", memory.Quote(id, 40), err)
@@ -174,10 +175,18 @@ func (d *Door) Open(ctx context.Context, id string, v memory.Viewer) (*Campaign,
 	} else {
 		pc, err = d.store.ExistingCampaign(ctx, id)
 	}
-	if err != nil {
-		if postgres.IsOutage(err) {
-			d.Failed(err)
+	switch {
+	case err == nil:
+	case postgres.IsOutage(err):
+		d.Failed(err)
+		if !errors.Is(err, memory.ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", memory.ErrUnavailable, err)
 		}
+		return nil, fmt.Errorf("opening campaign %q: %w", id, err)
+	case errors.Is(err, memory.ErrNotFound):
+		// The store's error lists the known campaigns: for the DM only.
+		return nil, fmt.Errorf("campaign %q has no memory yet: %w", id, memory.ErrNotFound)
+	default:
 		return nil, err
 	}
 	pc, err = pc.Through(d).As(v)

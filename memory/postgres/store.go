@@ -102,7 +102,7 @@ func (s *Store) Campaign(ctx context.Context, id string) (*Campaign, error) {
 		return nil, err
 	}
 	if _, err := s.pool.Exec(ctx, "INSERT INTO campaigns (id) VALUES ($1) ON CONFLICT DO NOTHING", id); err != nil {
-		return nil, fmt.Errorf("opening campaign %q: %w", id, err)
+		return nil, fmt.Errorf("opening campaign %q: %w", id, classify(err))
 	}
 	return newCampaign(s, s.pool, id, nil, view{}), nil
 }
