@@ -35,8 +35,8 @@ func TestShortMCPTokensAreRefusedInEveryMode(t *testing.T) {
 		conf string // configuration file content; "" for none
 		want string
 	}{
-		{"server DM token in the file, no guild", nil, "server: {mcp_dm_token: " + short + "}\n", "server.mcp_dm_token (or GLYPHOXA_MCP_DM_TOKEN): is 9 characters long"},
-		{"server player token in the file, no guild", nil, "server: {mcp_token: " + short + "}\n", "server.mcp_token (or GLYPHOXA_MCP_TOKEN): is 9 characters long"},
+		{"server DM token in the file, no guild", nil, "server: {mcp_dm_token: " + short + "}\n", "server.mcp_dm_token: is 9 characters long"},
+		{"server player token in the file, no guild", nil, "server: {mcp_token: " + short + "}\n", "server.mcp_token: is 9 characters long"},
 		{"DM token from the environment", map[string]string{"GLYPHOXA_MCP_DM_TOKEN": short}, "", "GLYPHOXA_MCP_DM_TOKEN"},
 		{"player token from the environment", map[string]string{"GLYPHOXA_MCP_TOKEN": short}, "", "GLYPHOXA_MCP_TOKEN"},
 		{"guild DM token", nil, "discord: {token: t, guilds: [{guild_id: \"100000\", campaign: ironhold-saga, mcp_dm_token: " + short + "}]}\n",

@@ -1075,7 +1075,7 @@ func (c Config) MCPEndpoints() ([]MCPEndpoint, error) {
 		{"server.mcp_dm_token", c.Server.MCPDMToken}, {"server.mcp_token", c.Server.MCPToken},
 	} {
 		if t.token != "" && len(t.token) < MinTokenLen {
-			errs = append(errs, invalid(t.key+" (or "+envFor(t.key)+")", "is %d characters long; use at least %d (e.g. openssl rand -hex 24)", len(t.token), MinTokenLen))
+			errs = append(errs, invalid(t.key, "is %d characters long; use at least %d (e.g. openssl rand -hex 24)", len(t.token), MinTokenLen))
 		}
 	}
 	if len(c.Server.MCPToken) >= MinTokenLen || len(c.Server.MCPDMToken) >= MinTokenLen {
