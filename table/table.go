@@ -264,6 +264,11 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	camp, st := cfg.Campaign, cfg.Settings
 	log := cfg.Logger.With("campaign", camp.ID(), "session", cfg.SessionID)
 
+	// A session starts on a database that answers: this also reopens a door
+	// an earlier outage left degraded, without waiting for its probe.
+	if err := camp.Ping(ctx); err != nil {
+		return nil, fmt.Errorf("starting a session of campaign %q: %w", camp.ID(), err)
+	}
 	pipe, err := newPipeline(st, cfg.Providers.LLMCorrector, log)
 	if err != nil {
 		return nil, err

@@ -83,6 +83,7 @@ type Door struct {
 	degraded atomic.Bool
 	mu       sync.Mutex
 	since    time.Time // when the door became degraded
+	checked  time.Time // the last recheck
 	cause    error
 	outages  int
 	closed   bool
@@ -163,7 +164,7 @@ func (d *Door) Open(ctx context.Context, id string, v memory.Viewer) (*Campaign,
 	if err := memory.ValidateCampaignID(id); err != nil {
 		return nil, err
 	}
-	if err := d.Enter(); err != nil {
+	if err := d.recheck(ctx); err != nil {
 		return nil, fmt.Errorf("opening campaign %q: %w", id, err)
 	}
 	var (
@@ -196,6 +197,35 @@ func (d *Door) Open(ctx context.Context, id string, v memory.Viewer) (*Campaign,
 	return &Campaign{pc: pc, door: d}, nil
 }
 
+// RecheckEvery is how often, at most, opening a handle on a degraded door
+// checks the database itself instead of waiting for the probe: a page, a
+// command or a session that starts when the database is back works at once,
+// and a flood of requests in an outage costs one check a second.
+const RecheckEvery = time.Second
+
+// recheck returns nil when the door is open; on a degraded door it checks
+// the database (at most once per RecheckEvery) and returns the door's
+// UnavailableError if it is still down.
+func (d *Door) recheck(ctx context.Context) error {
+	if !d.degraded.Load() {
+		return nil
+	}
+	now := d.cfg.Clock.Now()
+	d.mu.Lock()
+	due := now.Sub(d.checked) >= RecheckEvery
+	if due {
+		d.checked = now
+	}
+	d.mu.Unlock()
+	if due {
+		if _, err := d.check(ctx); err == nil {
+			d.recovered()
+			return nil
+		}
+	}
+	return d.Enter()
+}
+
 // Campaigns lists the campaign ids.
 func (d *Door) Campaigns(ctx context.Context) ([]string, error) {
 	if err := d.Enter(); err != nil {
@@ -213,7 +243,8 @@ func (d *Door) Campaigns(ctx context.Context) ([]string, error) {
 func (d *Door) Dimensions() int { return d.store.Dimensions() }
 
 // Ping checks that the database answers. A successful ping opens a degraded
-// door at once; a failed one degrades it.
+// door at once; a failed one degrades it. The memory guard of a running
+// table pings through it, so a recovered session log reopens the door too.
 func (d *Door) Ping(ctx context.Context) error {
 	if _, err := d.check(ctx); err != nil {
 		d.Failed(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -247,5 +248,57 @@ func TestRefusalsDoNotDegrade(t *testing.T) {
 	}
 	if d.Health().Degraded {
 		t.Fatal("a refusal degraded the door")
+	}
+}
+
+// TestOpenRechecksADegradedDoor: with no probe running, opening a handle
+// checks the database itself, at most once per RecheckEvery, so what
+// starts after the database is back works at once.
+func TestOpenRechecksADegradedDoor(t *testing.T) {
+	cl := pgcluster.Start(t)
+	ctx := context.Background()
+	s, err := postgres.NewStore(ctx, cl.DSN(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	seed(t, s, "recheck")
+	clk := clocktest.NewFake(time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC))
+	d, err := access.New(access.Config{Store: s, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	player, err := d.Open(ctx, "recheck", memory.PlayerViewer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.StopImmediate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := player.Graph().Entity(ctx, "vexa"); !errors.Is(err, memory.ErrUnavailable) {
+		t.Fatalf("a read in an outage: %v", err)
+	}
+	if _, err := d.Open(ctx, "recheck", memory.PlayerViewer()); !errors.Is(err, memory.ErrUnavailable) {
+		t.Fatalf("Open with the database down: %v", err)
+	}
+	if err := cl.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// Checked a moment ago: the door answers by itself until RecheckEvery.
+	var u *access.UnavailableError
+	if _, err := d.Open(ctx, "recheck", memory.PlayerViewer()); !errors.As(err, &u) {
+		t.Fatalf("Open within RecheckEvery of the last check: %v, want the door's UnavailableError", err)
+	}
+	clk.Advance(access.RecheckEvery)
+	c, err := d.Open(ctx, "recheck", memory.PlayerViewer())
+	if err != nil || d.Health().Degraded {
+		t.Fatalf("Open after the database came back: %v (degraded %v)", err, d.Health().Degraded)
+	}
+	if _, err := c.Graph().Entity(ctx, "vexa"); err != nil {
+		t.Fatalf("a read through the reopened door: %v", err)
+	}
+	if _, err := player.Graph().Entity(ctx, "vexa"); err != nil {
+		t.Fatalf("a read through the handle opened before the outage: %v", err)
 	}
 }
