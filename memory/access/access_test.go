@@ -103,6 +103,26 @@ func TestHandlesAreBoundToTheirViewer(t *testing.T) {
 	if _, err := dm.Inspect(ctx); err != nil {
 		t.Errorf("DM Inspect: %v", err)
 	}
+	// Nor may a player's or an NPC's handle change canon: they propose
+	// through WriteFact.
+	for name, write := range map[string]func() error{
+		"player DeleteEntity": func() error { return player.Graph().DeleteEntity(ctx, "vexa") },
+		"player UpdateEntity": func() error {
+			name := "Mallory"
+			_, err := player.Graph().UpdateEntity(ctx, "vexa", memory.EntityUpdate{Name: &name})
+			return err
+		},
+		"player ConfirmFact": func() error { _, err := player.Graph().ConfirmFact(ctx, 1); return err },
+		"NPC UpsertEntity":   func() error { return vexa.Graph().UpsertEntity(ctx, memory.Entity{ID: "x", Type: "item", Name: "X"}) },
+		"NPC RejectFact":     func() error { _, err := vexa.Graph().RejectFact(ctx, 1); return err },
+	} {
+		if err := write(); !errors.Is(err, memory.ErrForbidden) {
+			t.Errorf("%s = %v, want ErrForbidden", name, err)
+		}
+	}
+	if e, err := dm.Graph().Entity(ctx, "vexa"); err != nil || e.Name != "Vexa" {
+		t.Errorf("a refused write changed the entity: %v %v", e, err)
+	}
 }
 
 func TestOpenRefusesUnknownCampaignsToReaders(t *testing.T) {
@@ -300,5 +320,47 @@ func TestOpenRechecksADegradedDoor(t *testing.T) {
 	}
 	if _, err := player.Graph().Entity(ctx, "vexa"); err != nil {
 		t.Fatalf("a read through the handle opened before the outage: %v", err)
+	}
+}
+
+// BenchmarkEntity reads one entity as a player, straight from the store
+// (bound, not guarded) and through the door (bound and guarded): the
+// door's cost per statement is the difference.
+func BenchmarkEntity(b *testing.B) {
+	s, _ := pgtest.NewStore(b, 8)
+	ctx := context.Background()
+	c := pgtest.Campaign(b, s, "bench")
+	if err := c.Graph().UpsertEntity(ctx, memory.Entity{ID: "vexa", Type: memory.EntityNPC, Name: "Vexa",
+		Attributes: map[string]any{"occupation": "smuggler", "gm_notes": "x"}}); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := c.As(memory.PlayerViewer())
+	if err != nil {
+		b.Fatal(err)
+	}
+	door, err := access.New(access.Config{Store: s})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer door.Close()
+	through, err := door.Open(ctx, "bench", memory.PlayerViewer())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		read func() error
+	}{
+		{"store", func() error { _, err := raw.Graph().Entity(ctx, "vexa"); return err }},
+		{"door", func() error { _, err := through.Graph().Entity(ctx, "vexa"); return err }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := bc.read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

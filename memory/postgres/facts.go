@@ -90,6 +90,9 @@ func (g *Graph) Evidence(ctx context.Context, factID int64) ([]memory.Transcript
 // old fact is rejected (kept for the audit trail) and the corrected one is
 // stored as DM canon with the old one's provenance session.
 func (g *Graph) ReplaceFact(ctx context.Context, oldID int64, corrected memory.Relationship) (memory.Relationship, error) {
+	if err := g.dmOnly("correcting a fact"); err != nil {
+		return memory.Relationship{}, err
+	}
 	var out memory.Relationship
 	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
 		tg := &Graph{db: tx, campaign: g.campaign, threshold: g.threshold}

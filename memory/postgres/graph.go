@@ -68,6 +68,9 @@ func entityArgs(campaign string, e memory.Entity) []any {
 
 // UpsertEntity creates or replaces an entity.
 func (g *Graph) UpsertEntity(ctx context.Context, e memory.Entity) error {
+	if err := g.dmOnly("saving an entity"); err != nil {
+		return err
+	}
 	if err := validEntity(e); err != nil {
 		return err
 	}
@@ -80,6 +83,9 @@ func (g *Graph) UpsertEntity(ctx context.Context, e memory.Entity) error {
 // UpsertEntities creates or replaces entities in one transaction and one
 // round trip.
 func (g *Graph) UpsertEntities(ctx context.Context, es []memory.Entity) error {
+	if err := g.dmOnly("saving entities"); err != nil {
+		return err
+	}
 	for _, e := range es {
 		if err := validEntity(e); err != nil {
 			return err
@@ -122,6 +128,9 @@ func (g *Graph) Entity(ctx context.Context, id string) (memory.Entity, error) {
 
 // UpdateEntity changes part of an entity and returns the result.
 func (g *Graph) UpdateEntity(ctx context.Context, id string, u memory.EntityUpdate) (memory.Entity, error) {
+	if err := g.dmOnly("editing an entity"); err != nil {
+		return memory.Entity{}, err
+	}
 	if u.Name != nil && strings.TrimSpace(*u.Name) == "" {
 		return memory.Entity{}, fmt.Errorf("%w: entity %q: empty name", memory.ErrInvalid, id)
 	}
@@ -157,6 +166,9 @@ func (g *Graph) UpdateEntity(ctx context.Context, id string, u memory.EntityUpda
 
 // DeleteEntity removes an entity, its relationships and its chunk links.
 func (g *Graph) DeleteEntity(ctx context.Context, id string) error {
+	if err := g.dmOnly("deleting an entity"); err != nil {
+		return err
+	}
 	tag, err := g.db.Exec(ctx, `DELETE FROM entities WHERE campaign_id = $1 AND id = $2`, g.campaign, id)
 	if err != nil {
 		return fmt.Errorf("deleting entity %q: %w", id, err)
@@ -304,6 +316,9 @@ WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.target_id = $3 AND r.rel_typ
 // UpsertRelationship records a fact and returns it as stored. Both entities
 // must exist in the campaign.
 func (g *Graph) UpsertRelationship(ctx context.Context, r memory.Relationship) (memory.Relationship, error) {
+	if err := g.dmOnly("saving a fact"); err != nil {
+		return memory.Relationship{}, err
+	}
 	if err := validRel(r); err != nil {
 		return memory.Relationship{}, err
 	}

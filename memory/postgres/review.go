@@ -32,6 +32,9 @@ func (g *Graph) PendingFacts(ctx context.Context, f memory.FactFilter) ([]memory
 // confirmed by the DM. Confirming a player's or NPC's proposal of a fact
 // canon already holds confirms the canon fact and drops the proposal.
 func (g *Graph) ConfirmFact(ctx context.Context, id int64) (memory.Relationship, error) {
+	if err := g.dmOnly("confirming a fact"); err != nil {
+		return memory.Relationship{}, err
+	}
 	var out memory.Relationship
 	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
 		tg := &Graph{db: tx, campaign: g.campaign, threshold: g.threshold}
@@ -62,6 +65,9 @@ func (g *Graph) ConfirmFact(ctx context.Context, id int64) (memory.Relationship,
 // RejectFact takes a fact out of canon. It stays in the database, rejected,
 // so the audit trail keeps it and re-proposing it does not bring it back.
 func (g *Graph) RejectFact(ctx context.Context, id int64) (memory.Relationship, error) {
+	if err := g.dmOnly("rejecting a fact"); err != nil {
+		return memory.Relationship{}, err
+	}
 	return g.setStatus(ctx, id, "rejecting", `status = 'rejected', dm_confirmed = false, valid_until_session = $3`,
 		`r.status IN ('pending', 'active', 'rejected')`, "")
 }
@@ -70,6 +76,9 @@ func (g *Graph) RejectFact(ctx context.Context, id int64) (memory.Relationship, 
 // for "now"): it leaves the canon but "as of" queries for earlier sessions
 // still see it.
 func (g *Graph) RetireFact(ctx context.Context, id int64, sessionID string) (memory.Relationship, error) {
+	if err := g.dmOnly("retiring a fact"); err != nil {
+		return memory.Relationship{}, err
+	}
 	return g.setStatus(ctx, id, "retiring", `status = 'retired', valid_until_session = $3`,
 		`r.status IN ('active', 'pending', 'retired')`, sessionID)
 }

@@ -188,6 +188,9 @@ func (g *Graph) Conflicts(ctx context.Context) ([]memory.Conflict, error) {
 // keeping the old one rejects the new fact and, if the conflict had retired
 // the old one, makes it canon again.
 func (g *Graph) ResolveConflict(ctx context.Context, id int64, keepNew bool) (memory.Conflict, error) {
+	if err := g.dmOnly("settling a conflict"); err != nil {
+		return memory.Conflict{}, err
+	}
 	var c memory.Conflict
 	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
 		tg := &Graph{db: tx, campaign: g.campaign, threshold: g.threshold}

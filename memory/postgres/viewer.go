@@ -121,3 +121,14 @@ func (c *Campaign) As(v memory.Viewer) (*Campaign, error) {
 // Viewer is the viewer the campaign is bound to; the zero Viewer for the
 // system view.
 func (c *Campaign) Viewer() memory.Viewer { return c.view.v }
+
+// dmOnly refuses a change only the DM (or the server's own code) may make
+// when the graph is bound to a player or an NPC: they write through
+// WriteFact, which makes their facts proposals, and never confirm, reject,
+// retire, edit or delete.
+func (g *Graph) dmOnly(what string) error {
+	if g.view.system() {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: for the DM only (this handle reads as %s)", what, memory.ErrForbidden, g.view.v)
+}
