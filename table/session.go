@@ -222,8 +222,15 @@ func (s *Session) pump(out chan<- audio.Packet) {
 				s.lost += uint64(p.Lost)
 				s.mu.Unlock()
 			}
-			// Arrival on the table's clock, which times the lanes.
-			p.Received = s.cfg.Clock.Now()
+			// Arrival as the transport saw it (voice/conn stamps each
+			// packet when the socket delivered it), so a pump or lane that
+			// stalls under load does not turn real-time speech into a
+			// burst the per-speaker rate limit cuts; a transport that
+			// stamps nothing (the scene player) arrives on the table's
+			// clock, which times the lanes.
+			if p.Received.IsZero() {
+				p.Received = s.cfg.Clock.Now()
+			}
 			select {
 			case out <- p:
 			case <-s.capture.Done():

@@ -325,10 +325,13 @@ func TestOpenRechecksADegradedDoor(t *testing.T) {
 
 // BenchmarkEntity reads one entity as a player, straight from the store
 // (bound, not guarded) and through the door (bound and guarded): the
-// door's cost per statement is the difference.
+// door's cost per statement is the difference. The context can be
+// cancelled, as every reader's is (a request's, a session's): pgx watches
+// such a context whichever way the statement comes.
 func BenchmarkEntity(b *testing.B) {
 	s, _ := pgtest.NewStore(b, 8)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	c := pgtest.Campaign(b, s, "bench")
 	if err := c.Graph().UpsertEntity(ctx, memory.Entity{ID: "vexa", Type: memory.EntityNPC, Name: "Vexa",
 		Attributes: map[string]any{"occupation": "smuggler", "gm_notes": "x"}}); err != nil {
