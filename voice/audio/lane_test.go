@@ -222,6 +222,39 @@ func TestEndpointAfterPacketsStop(t *testing.T) {
 	}
 }
 
+// The first packets of a stream come late, in a burst (a loaded client or
+// bot): the utterance's times follow the packets that came on time, so its
+// End is never ahead of the arrival of its audio (issue 29: a stage timed
+// from End came out negative under load).
+func TestLateFirstPacketsDoNotMoveTimesAhead(t *testing.T) {
+	a := audiotest.Speak(t, "Tell me about Ironhold.", 48000)
+	sig, spans := audiotest.Compose(48000, []time.Duration{300 * time.Millisecond}, []audio.PCM{a}, 0)
+	s := audiotest.Encode(t, sig, "111", 3, t0)
+	const late = 900 * time.Millisecond
+	for i := range s.Packets {
+		if s.Packets[i].Received.Before(t0.Add(late)) {
+			s.Packets[i].Received = t0.Add(late)
+		}
+	}
+	var rec recorder
+	r := mustRouter(t, rec.config(audio.Config{}))
+	last := s.Packets[len(s.Packets)-1].Received
+	i := 0
+	for now := t0; now.Before(last.Add(3 * time.Second)); now = now.Add(10 * time.Millisecond) {
+		for ; i < len(s.Packets) && !s.Packets[i].Received.After(now); i++ {
+			if err := r.Push(s.Packets[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Tick(now)
+	}
+	got := rec.byUser("111")
+	checkSpans(t, got, spans, t0)
+	if len(got) == 1 && got[0].End.After(last) {
+		t.Errorf("utterance ends at %v, after its last packet arrived (%v)", got[0].End.Sub(t0), last.Sub(t0))
+	}
+}
+
 func TestMaxUtterance(t *testing.T) {
 	a := audiotest.Speak(t, "Grimjaw the dwarf walked from Ironhold to the Tower of Whispers and back again without stopping once to rest.", 48000)
 	sig, spans := audiotest.Compose(48000, []time.Duration{200 * time.Millisecond}, []audio.PCM{a}, time.Second)
