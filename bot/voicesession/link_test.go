@@ -28,7 +28,7 @@ func linkPlayer(t *testing.T, srv *voicetest.Server, user, channelID string) *co
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	c, err := conn.Dial(ctx, conn.Params{Endpoint: srv.Endpoint(), GuildID: guildID, ChannelID: channelID, UserID: user,
-		SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second})
+		SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestGatewayLinkFollowsAMove(t *testing.T) {
 	}
 	botID := fake.BotUser.ID
 
-	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second,
+	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute,
 		Backoff: conn.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}})
 	v, err := link.Join(ctx, guildID, hall)
 	if err != nil {

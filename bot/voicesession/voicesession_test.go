@@ -224,7 +224,7 @@ func newHarnessOn(t *testing.T, store *postgres.Store, settings table.Settings, 
 	}
 	h.m, err = voicesession.New(voicesession.Config{
 		Door: pgtest.Door(t, store),
-		Link: voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}),
+		Link: voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute}),
 		Providers: table.Providers{STT: h.stt, STTProvider: table.ProviderDeepgram, Speaker: h.speaker, LLM: client,
 			Embedder: emb},
 		Settings: settings,
@@ -264,7 +264,7 @@ func (h *harness) start() {
 func (h *harness) player(user string) *conn.Conn {
 	h.t.Helper()
 	c, err := conn.Dial(ctxFor(h.t), conn.Params{Endpoint: h.voice.Endpoint(), GuildID: guildID, ChannelID: channel,
-		UserID: user, SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second})
+		UserID: user, SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute})
 	if err != nil {
 		h.t.Fatalf("player %s joining: %v", user, err)
 	}

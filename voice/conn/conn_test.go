@@ -38,7 +38,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func dial(t *testing.T, srv *voicetest.Server, user string, mod func(*conn.Config)) *conn.Conn {
 	t.Helper()
 	cfg := conn.Config{Logger: quiet(), Backoff: conn.Backoff{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Attempts: 5},
-		HandshakeTimeout: 5 * time.Second}
+		HandshakeTimeout: time.Minute}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -400,7 +400,7 @@ func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
 				defer close(joined)
 				ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 				defer cancel()
-				cfg := conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}
+				cfg := conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute}
 				daveConfig(&cfg)
 				third, thirdErr = conn.Dial(ctx, params(d.srv, thirdID), cfg)
 			}()

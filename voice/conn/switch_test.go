@@ -28,7 +28,7 @@ const (
 func dialAt(t *testing.T, p conn.Params, mod func(*conn.Config)) *conn.Conn {
 	t.Helper()
 	cfg := conn.Config{Logger: quiet(), Backoff: conn.Backoff{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Attempts: 5},
-		HandshakeTimeout: 5 * time.Second}
+		HandshakeTimeout: time.Minute}
 	if mod != nil {
 		mod(&cfg)
 	}
