@@ -25,11 +25,14 @@ pkgs=(espeak-ng festival festvox-us-slt-hts festvox-kallpc16k festvox-kdlpc16k f
 if [[ ${1:-} != --voice-only ]]; then pkgs+=(chromium); fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# A fresh cloud machine often runs unattended-upgrades at boot: apt-get waits
+# up to ten minutes for the dpkg and apt lists locks instead of failing at once.
+lock_wait=(-o DPkg::Lock::Timeout=600)
 if [[ ${#missing[@]} -gt 0 ]]; then
-  log "installing ${missing[*]} from Debian"
-  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >"$cache/apt-testdeps.log" 2>&1; then
-    as_root apt-get update -q >>"$cache/apt-testdeps.log" 2>&1 || true
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$cache/apt-testdeps.log" 2>&1 \
+  log "installing ${missing[*]} from Debian (waiting up to 10 min for the dpkg lock if another apt process holds it)"
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get "${lock_wait[@]}" install -y -q --no-install-recommends "${missing[@]}" >"$cache/apt-testdeps.log" 2>&1; then
+    as_root apt-get "${lock_wait[@]}" update -q >>"$cache/apt-testdeps.log" 2>&1 || true
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get "${lock_wait[@]}" install -y -q --no-install-recommends "${missing[@]}" >>"$cache/apt-testdeps.log" 2>&1 \
       || die "apt-get install ${missing[*]} failed; see $cache/apt-testdeps.log"
   fi
 fi

@@ -108,8 +108,9 @@ func TestConsoleInChromium(t *testing.T) {
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// A guard against a hung browser, not a performance budget.
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	// A guard against a hung browser, not a performance budget: the
+	// script's own waits have no timeout.
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(rctx, node, filepath.Join("testdata", "e2e.js"), cfgPath)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
@@ -229,7 +230,7 @@ func TestGraphOf1000Entities(t *testing.T) {
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard
+	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard; the script's waits have no timeout
 	defer cancel()
 	cmd := exec.CommandContext(rctx, node, filepath.Join("testdata", "graph1k.js"), cfgPath)
 	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)

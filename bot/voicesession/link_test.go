@@ -17,14 +17,18 @@ import (
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
 
+// hangGuard bounds a wait that would otherwise hang; it is no budget:
+// a loaded machine may be slow, so it is minutes.
+const hangGuard = 2 * time.Minute
+
 // linkPlayer joins a fake voice server as a player and returns the
 // connection.
 func linkPlayer(t *testing.T, srv *voicetest.Server, user, channelID string) *conn.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	c, err := conn.Dial(ctx, conn.Params{Endpoint: srv.Endpoint(), GuildID: guildID, ChannelID: channelID, UserID: user,
-		SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second})
+		SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +122,7 @@ func TestGatewayLinkFollowsAMove(t *testing.T) {
 	}
 	botID := fake.BotUser.ID
 
-	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second,
+	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute,
 		Backoff: conn.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}})
 	v, err := link.Join(ctx, guildID, hall)
 	if err != nil {

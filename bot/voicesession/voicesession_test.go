@@ -38,7 +38,7 @@ const (
 	channel  = "100000000000000002"
 	playerID = "222222222222222222"
 	quietID  = "333333333333333333" // opted out of recording
-	wait     = 20 * time.Second
+	wait     = 2 * time.Minute      // a hang guard, not a budget
 )
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -224,7 +224,7 @@ func newHarnessOn(t *testing.T, store *postgres.Store, settings table.Settings, 
 	}
 	h.m, err = voicesession.New(voicesession.Config{
 		Door: pgtest.Door(t, store),
-		Link: voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}),
+		Link: voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute}),
 		Providers: table.Providers{STT: h.stt, STTProvider: table.ProviderDeepgram, Speaker: h.speaker, LLM: client,
 			Embedder: emb},
 		Settings: settings,
@@ -264,7 +264,7 @@ func (h *harness) start() {
 func (h *harness) player(user string) *conn.Conn {
 	h.t.Helper()
 	c, err := conn.Dial(ctxFor(h.t), conn.Params{Endpoint: h.voice.Endpoint(), GuildID: guildID, ChannelID: channel,
-		UserID: user, SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second})
+		UserID: user, SessionID: "sess-" + user, Token: "tok-" + user}, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute})
 	if err != nil {
 		h.t.Fatalf("player %s joining: %v", user, err)
 	}
@@ -357,7 +357,18 @@ func TestVoiceSessionFromStartToEnd(t *testing.T) {
 	if len(req) != 1 || !strings.Contains(req[0].Messages[len(req[0].Messages)-1].Content, "Grimjaw, what news of the shipment?") {
 		t.Errorf("the NPC was not asked the corrected line: %+v", req)
 	}
-	// The DM console's live view has the turn, with its stages.
+	// The DM console's live view has the turn, with its stages. The turn
+	// is reported when it ends, which may be after its first packets
+	// reached the player: wait for the report.
+	if err := voicetest.Wait(ctx, func() bool {
+		h.obs.mu.Lock()
+		answered := h.obs.turns["answered"]
+		h.obs.mu.Unlock()
+		st, _ := h.m.Status(guildID)
+		return len(h.m.Live("ironhold-saga").Turns) > 0 && answered > 0 && st.TurnLatencyP50 != 0
+	}); err != nil {
+		t.Fatalf("the turn was not reported: live %+v, turns %v", h.m.Live("ironhold-saga"), h.obs.turns)
+	}
 	live := h.m.Live("ironhold-saga")
 	if !live.Running || len(live.Turns) != 1 || live.Turns[0].NPC != "Grimjaw" || len(live.Turns[0].Stages) < 5 {
 		t.Errorf("live status %+v", live)

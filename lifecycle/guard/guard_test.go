@@ -89,7 +89,7 @@ func TestSpoolSurvivesRestartAndReplaysInOrder(t *testing.T) {
 		t.Error("a guard with a spool to replay does not report degraded")
 	}
 	g2.Start(ctx)
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a hang guard, not a budget
 	defer cancel()
 	if err := g2.WaitHealthy(wctx); err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestRefusedSpooledWriteIsSetAside(t *testing.T) {
 	}
 	defer g2.Close()
 	g2.Start(ctx)
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a hang guard, not a budget
 	defer cancel()
 	if err := g2.WaitHealthy(wctx); err != nil {
 		t.Fatal(err)

@@ -119,7 +119,7 @@ func TestOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
-	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute) // a hang guard, not a budget
 	err = s.Memory().WaitHealthy(wctx)
 	wcancel()
 	if err != nil {

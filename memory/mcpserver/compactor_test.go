@@ -44,7 +44,7 @@ func TestCompactorLifecycle(t *testing.T) {
 	if err := c.Start(ctx); err == nil {
 		t.Error("a second Start was accepted")
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a hang guard, not a budget
 	defer cancel()
 	for pass := 1; pass <= 2; pass++ {
 		if !clk.WaitTimers(wctx, 1) {

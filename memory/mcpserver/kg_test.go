@@ -275,7 +275,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer comp.Close()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute) // a hang guard, not a budget
 	defer cancel()
 	if !clk.WaitTimers(wctx, 1) {
 		t.Fatal("the compactor set no timer")

@@ -208,8 +208,11 @@ func TestStreamingImportStoresWhatParseDoes(t *testing.T) {
 			var got campaignfile.Applied
 			check(t, s.InTx(ctx, sum.Campaign, func(c *postgres.Campaign) error {
 				var err error
+				// The batch timeout is the test's hang guard (ctxT), not the
+				// product's 2-minute default: a loaded machine may be slow.
 				got, err = sum.Apply(ctx, strings.NewReader(doc), c.Sessions(), c.Graph(), campaignfile.Options{
-					Size: int64(len(doc)), Progress: func(p campaignfile.Progress) { progress = append(progress, p) }})
+					Size: int64(len(doc)), Progress: func(p campaignfile.Progress) { progress = append(progress, p) },
+					BatchTimeout: hangGuard})
 				return err
 			}))
 			if got != want {

@@ -13,10 +13,14 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
+// hangGuard bounds a wait that would otherwise hang; it is no budget:
+// a loaded machine may be slow, so it is minutes.
+const hangGuard = 2 * time.Minute
+
 var t0 = time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
 
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -319,8 +319,15 @@ func (l *Lane) process(p *Packet, lost int) error {
 	return nil
 }
 
-// mark records where packet p ended and when it arrived.
+// mark records where packet p ended and when it arrived. A packet that
+// arrives before the time its media position maps to moves the anchor to
+// it: the media clock follows the earliest arrivals, so a first packet
+// that came (or was read) late cannot put the times of everything after it,
+// an utterance's End among them, ahead of when its packets arrived.
 func (l *Lane) mark(p *Packet, dur int64) {
+	if end := l.extTS/3 + dur; !p.Received.IsZero() && p.Received.Before(l.wall(end)) {
+		l.anchorPos, l.anchorWall = end, p.Received
+	}
 	if end := l.extTS/3 + dur; end > l.lastEnd || p.Received.After(l.lastWall) {
 		l.lastEnd = l.extTS/3 + dur
 		l.lastWall = p.Received

@@ -169,7 +169,7 @@ func session(c *conn.Conn) *dave.Session { return c.E2EE().(*dave.Session) }
 // which it returns.
 func (d *daveCall) settle(t *testing.T, epoch uint64, cs ...*conn.Conn) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	var code string
 	err := voicetest.Wait(ctx, func() bool {
@@ -398,9 +398,9 @@ func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
 		if i == 40 {
 			go func() {
 				defer close(joined)
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 				defer cancel()
-				cfg := conn.Config{Logger: quiet(), HandshakeTimeout: 5 * time.Second}
+				cfg := conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute}
 				daveConfig(&cfg)
 				third, thirdErr = conn.Dial(ctx, params(d.srv, thirdID), cfg)
 			}()
@@ -475,7 +475,7 @@ func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
 
 func TestDAVERequiredButNotOffered(t *testing.T) {
 	d := newDAVECall(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	start := time.Now()
 	_, err := conn.Dial(ctx, params(d.srv, botID), conn.Config{Logger: quiet()})
@@ -506,7 +506,7 @@ func TestDAVEReidentifyFormsANewGroup(t *testing.T) {
 	// form a new group.
 	d.srv.CloseWS(botID, gateway.CloseSessionInvalid)
 	waitEvent(t, bot, conn.EventReidentified)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if err := voicetest.Wait(ctx, func() bool { return d.gw.Stats().Resets == 1 }); err != nil {
 		t.Fatalf("the player was not reset: %+v", d.gw.Stats())

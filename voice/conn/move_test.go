@@ -122,7 +122,7 @@ func TestServerChangeClosedWith4022FollowsTheBot(t *testing.T) {
 // waitPending waits until the fake clock has a timer due in d.
 func waitPending(t *testing.T, clk *clocktest.Fake, d time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if err := voicetest.Wait(ctx, func() bool { return slices.Contains(clk.Pending(), d) }); err != nil {
 		t.Fatalf("no timer of %s armed: %v", d, clk.Pending())
@@ -173,7 +173,7 @@ func TestKickWithoutANewSessionEndsWithAReason(t *testing.T) {
 				t.Fatalf("Switch after the end: %v", err)
 			}
 			// The channel saw the bot go.
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			if err := voicetest.Wait(ctx, func() bool {
 				return !slices.Contains(player.Users(), botID) && !slices.Contains(call.gw.Members(), botID)
@@ -186,7 +186,7 @@ func TestKickWithoutANewSessionEndsWithAReason(t *testing.T) {
 
 func waitPacketsClosed(t *testing.T, c *conn.Conn) {
 	t.Helper()
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(hangGuard)
 	for {
 		select {
 		case _, ok := <-c.Packets():

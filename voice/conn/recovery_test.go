@@ -117,7 +117,7 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	sp.mu.Unlock()
 	playerB := dial(t, srv, playerBID, daveConfig)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	seen := 0
 	for {
@@ -148,7 +148,7 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 	}
 	// The last op 31 may still be on its way to the server when the
 	// event arrives: wait for it (a hang guard only).
-	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	wctx, wcancel := context.WithTimeout(context.Background(), hangGuard)
 	defer wcancel()
 	if err := voicetest.Wait(wctx, func() bool { inv, _ := sp.counts(); return inv >= dave.MaxRecoveries+1 }); err != nil {
 		inv, kps := sp.counts()
@@ -259,7 +259,7 @@ func TestDAVEOneBrokenSenderAmongGoodOnesStartsNoRecovery(t *testing.T) {
 	wrongKey := make([]byte, 16)
 	const bad = 4 * dave.RecoveryThreshold
 	failed := bot.Stats().E2EEFailed
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	for i := 0; i < bad; i++ {
 		if i > 0 && i%32 == 0 {
@@ -327,7 +327,7 @@ func TestDAVERecoversAfterUndecryptableFrames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if err := voicetest.Wait(ctx, func() bool { return call.gw.Stats().Invalid > invalid }); err != nil {
 		t.Fatalf("the bot did not ask to be re-added after %d undecryptable frames: %+v, bot %+v",

@@ -27,7 +27,7 @@ func TestSpeakingIsAnnouncedForEveryNewSSRC(t *testing.T) {
 		{"switch", func(t *testing.T, srv *voicetest.Server, bot *conn.Conn) {
 			p := params(srv, botID)
 			p.SessionID, p.Token = "sess-switched", "tok-switched"
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			if err := bot.Switch(ctx, p); err != nil {
 				t.Errorf("switch: %v", err)
@@ -58,7 +58,7 @@ func TestSpeakingIsAnnouncedForEveryNewSSRC(t *testing.T) {
 			}
 			waitPacketFrom(t, player, botID, oldSSRC)
 			tc.renew(t, srv, bot)
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			if err := voicetest.Wait(ctx, func() bool { return srv.SSRC(botID) != oldSSRC && bot.WriteOpus(frame(99)) == nil }); err != nil {
 				t.Fatalf("the bot never sent under a new SSRC (still %d)", srv.SSRC(botID))
@@ -92,7 +92,7 @@ func TestSpeakingIsAnnouncedForEveryNewSSRC(t *testing.T) {
 // 20 s; frames from an SSRC never announced are dropped after a second).
 func waitPacketFrom(t *testing.T, c *conn.Conn, user string, ssrc uint32) audio.Packet {
 	t.Helper()
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(hangGuard)
 	for {
 		select {
 		case p, ok := <-c.Packets():
@@ -137,7 +137,7 @@ func TestReceiveLaneSurvivesJumpsAndSSRCReuse(t *testing.T) {
 		t.Helper()
 		var got []uint16
 		lost := 0
-		timeout := time.After(20 * time.Second)
+		timeout := time.After(hangGuard)
 		for len(got) < n {
 			select {
 			case p := <-bot.Packets():

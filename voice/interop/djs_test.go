@@ -22,6 +22,10 @@ import (
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
 
+// hangGuard bounds a wait that would otherwise hang; it is no budget:
+// a loaded machine may be slow, so it is minutes.
+const hangGuard = 2 * time.Minute
+
 const (
 	guildID = "333333333333333333"
 	chanID  = "444444444444444444"
@@ -209,7 +213,7 @@ func newCall(t *testing.T, mode, favour string) *call {
 // dial connects a glyphoxa client (plain ws, straight to the fake).
 func (c *call) dial(user string) *conn.Conn {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	p := conn.Params{Endpoint: c.srv.Endpoint(), GuildID: guildID, ChannelID: chanID, UserID: user,
 		SessionID: "sess-" + user, Token: "tok-" + user}
@@ -239,7 +243,7 @@ func (c *call) joinDJS() djsState {
 func (c *call) settle(notCode string, cs ...*conn.Conn) string {
 	c.t.Helper()
 	d := c.djs.call("dave", map[string]any{"notCode": notCode})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	err := voicetest.Wait(ctx, func() bool {
 		if !c.gw.Settled() {

@@ -85,7 +85,7 @@ func startDJS(t *testing.T, caFile string) *djsPeer {
 			if err != nil {
 				t.Errorf("discord.js peer exited: %v", err)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(hangGuard):
 			cmd.Process.Kill()
 			<-done
 			t.Error("discord.js peer did not exit")

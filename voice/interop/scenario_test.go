@@ -3,7 +3,6 @@ package interop_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/glyphoxa/glyphoxa/voice/dave"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
@@ -71,7 +70,7 @@ func scenario(t *testing.T, mode, favour string) {
 	} {
 		resumes := c.srv.Resumes()
 		fault.do()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		if err := voicetest.Wait(ctx, func() bool { return c.srv.Resumes() > resumes }); err != nil {
 			cancel()
 			t.Fatalf("after a %s discord.js did not resume: %+v", fault.name, c.djs.call("state", nil))
@@ -89,7 +88,7 @@ func scenario(t *testing.T, mode, favour string) {
 	// rejoins and a new group forms.
 	resets := c.gw.Stats().Resets
 	c.djs.call("leave", nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if err := voicetest.Wait(ctx, func() bool {
 		return c.gw.Stats().Resets > resets && bot.E2EE().(*dave.Session).Epoch() == 0

@@ -62,7 +62,7 @@ func TestLocalVoicesIntelligibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	hints, corpus := campaignVocabulary(t)
-	sp := &stt.Sphinx{Corpus: corpus, Timeout: time.Minute}
+	sp := &stt.Sphinx{Corpus: corpus, Timeout: 5 * time.Minute} // a hang guard, not a budget
 	defer sp.Close()
 	ctx := context.Background()
 	type score struct{ errs, words, found, names int }

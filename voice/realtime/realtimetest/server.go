@@ -611,12 +611,9 @@ func (c *conn) respond(resp string, r Reply, cancel chan struct{}) {
 		for k, v := range part {
 			binary.LittleEndian.PutUint16(b[2*k:], uint16(v))
 		}
-		c.mu.Lock()
-		c.items[item] += len(part)
-		c.mu.Unlock()
-		c.send(map[string]any{"type": c.name("response.output_audio.delta"), "response_id": resp, "item_id": item,
-			"output_index": 0, "content_index": 0, "delta": base64.StdEncoding.EncodeToString(b)})
-		// Words go out in step with the audio.
+		// Words go out in step with the audio, each chunk's just before
+		// it (as the real service's transcript runs ahead of its audio):
+		// a client that has a chunk's audio has its words.
 		for said < len(words) && said*nChunks < (i+1)*len(words) {
 			d := words[said]
 			if said > 0 {
@@ -626,6 +623,11 @@ func (c *conn) respond(resp string, r Reply, cancel chan struct{}) {
 			c.send(map[string]any{"type": c.name("response.output_audio_transcript.delta"), "response_id": resp, "item_id": item,
 				"output_index": 0, "content_index": 0, "delta": d})
 		}
+		c.mu.Lock()
+		c.items[item] += len(part)
+		c.mu.Unlock()
+		c.send(map[string]any{"type": c.name("response.output_audio.delta"), "response_id": resp, "item_id": item,
+			"output_index": 0, "content_index": 0, "delta": base64.StdEncoding.EncodeToString(b)})
 	}
 	transcript := strings.Join(words[:said], " ")
 	c.send(map[string]any{"type": c.name("response.output_audio.done"), "response_id": resp, "item_id": item, "output_index": 0, "content_index": 0})

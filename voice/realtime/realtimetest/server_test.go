@@ -11,6 +11,10 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+// hangGuard bounds a wait that would otherwise hang; it is no budget:
+// a loaded machine may be slow, so it is minutes.
+const hangGuard = 2 * time.Minute
+
 // rawClient speaks to the fake with bare JSON, independent of package
 // realtime, so the fake's own protocol behaviour is checked.
 type rawClient struct {
@@ -103,7 +107,7 @@ func TestFakeRefusals(t *testing.T) {
 // the beta dialect, a truncation past the audio sent refused and one
 // within it accepted, a second response.create refused while one runs.
 func TestFakeTurn(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	s := NewServer(t, Options{APIKey: "k", Beta: true, Transcript: "hello there", Default: Reply{Text: "one two three", HoldAfter: 2}})
 	if _, resp, err := websocket.DefaultDialer.Dial(s.URL()+"?model=m", nil); err == nil || resp.StatusCode != http.StatusUnauthorized {
