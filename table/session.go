@@ -650,7 +650,7 @@ func (s *Session) Say(ctx context.Context, npcID, text string) error {
 // Forget removes a player's words from the live session: lines on their
 // way are dropped, those waiting in the outage spool are taken out of it
 // (counted in ForgetReport.Spooled), erase deletes what long-term memory
-// holds of them (the caller's postgres.Campaign.ForgetSpeaker; during an
+// holds of them (the caller's access.Campaign.ForgetSpeaker; during an
 // outage the erase is queued in the spool and runs when the database is
 // back, ForgetReport.Deferred), then the conversation and its
 // summaries lose them and the session's chunks are rebuilt at once (see

@@ -352,7 +352,7 @@ type ForgetResult struct {
 // Forget takes a speaker's words said until before out of the guard: they
 // are dropped from every later write and replay, taken out of the spool
 // (rewritten atomically), and erase (the caller's deletion of what the
-// database holds, such as postgres.Campaign.ForgetSpeaker) runs. When the
+// database holds, such as access.Campaign.ForgetSpeaker) runs. When the
 // database is unreachable, a forget record joins the spool instead and
 // Config.Forget erases the speaker when it is replayed. Forget waits for a
 // replay batch in flight to end, and writes wait while it runs.

@@ -131,7 +131,7 @@ type Config struct {
 	// PostSession, if set, processes the session after End.
 	PostSession PostProcessor
 	// ForgetSpeaker, if set, erases a speaker's words from long-term
-	// memory (postgres.Campaign.ForgetSpeaker); the memory guard runs it
+	// memory (access.Campaign.ForgetSpeaker); the memory guard runs it
 	// when it replays a forget that came during an outage (see Forget).
 	ForgetSpeaker func(ctx context.Context, speakerID string) error
 	// DrainTimeout bounds End's wait for an outage spool to be replayed
