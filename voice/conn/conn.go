@@ -376,6 +376,21 @@ func (c *Conn) Switch(ctx context.Context, p Params) error {
 	defer stop()
 	// A move that follows a 4014 or 4022 ends the wait for it.
 	c.claimMove()
+	if closed, err := c.renew(ctx, p, false); err != nil {
+		if closed {
+			return ErrClosed
+		}
+		return fmt.Errorf("voice: switching to channel %s at %s: %w", p.ChannelID, p.Endpoint, err)
+	}
+	c.emit(Event{Kind: EventMoved, ChannelID: p.ChannelID})
+	return nil
+}
+
+// renew retires the current voice session and connects a new one with p
+// (with a new DAVE session when newE2EE). If connecting fails, the
+// connection goes on re-identifying with backoff and renew returns the
+// error; closed reports that the connection was closed meanwhile.
+func (c *Conn) renew(ctx context.Context, p Params, newE2EE bool) (closed bool, err error) {
 	c.mu.Lock()
 	old := c.gen
 	c.ready = false
@@ -383,18 +398,17 @@ func (c *Conn) Switch(ctx context.Context, p Params) error {
 	if old != nil {
 		old.retire()
 	}
-	gen, err := c.identifyFresh(ctx, p, false)
+	gen, err := c.identifyFresh(ctx, p, newE2EE)
 	if err != nil {
 		if c.ctx.Err() != nil {
-			return ErrClosed
+			return true, ErrClosed
 		}
 		c.next.Store(int32(gateway.ActionReidentify))
 		c.rc.NotifyDisconnect()
-		return fmt.Errorf("voice: switching to channel %s at %s: %w", p.ChannelID, p.Endpoint, err)
+		return false, err
 	}
 	c.rc.Use(gen)
-	c.emit(Event{Kind: EventMoved, ChannelID: p.ChannelID})
-	return nil
+	return false, nil
 }
 
 // ErrNoRejoin: Rejoin was called on a connection without Config.Rejoin.
@@ -423,23 +437,12 @@ func (c *Conn) Rejoin(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("voice: rejoining through the main gateway: %w", err)
 	}
-	c.mu.Lock()
-	old := c.gen
-	c.ready = false
-	c.mu.Unlock()
-	if old != nil {
-		old.retire()
-	}
-	gen, err := c.identifyFresh(ctx, p, true)
-	if err != nil {
-		if c.ctx.Err() != nil {
+	if closed, err := c.renew(ctx, p, true); err != nil {
+		if closed {
 			return ErrClosed
 		}
-		c.next.Store(int32(gateway.ActionReidentify))
-		c.rc.NotifyDisconnect()
 		return fmt.Errorf("voice: rejoining channel %s at %s: %w", p.ChannelID, p.Endpoint, err)
 	}
-	c.rc.Use(gen)
 	c.stats.reidentifies.Add(1)
 	c.resumes.Store(0)
 	c.emit(Event{Kind: EventReidentified})
