@@ -29,6 +29,12 @@ const (
 	Status500         // HTTP 500 (and a refused WebSocket upgrade)
 	Malformed         // a body or message that is not valid JSON
 	Hang              // never answer
+	// RefuseStream refuses streaming (the WebSocket upgrade fails with
+	// HTTP 500); the batch API answers.
+	RefuseStream
+	// DropStream drops a stream's connection when its audio ends, without
+	// a final result; the batch API answers.
+	DropStream
 )
 
 // Call is one request a fake received.
@@ -51,7 +57,10 @@ type base struct {
 	reply   Replier
 	failure Failure
 	delay   time.Duration
-	hang    chan struct{}
+	// finalize is the streaming final's delay for audio that came in real
+	// time (see Deepgram.SetFinalize).
+	finalize time.Duration
+	hang     chan struct{}
 }
 
 func (b *base) record(c Call) {
@@ -70,14 +79,52 @@ func (b *base) Calls() []Call {
 // SetFailure changes how the fake misbehaves from now on.
 func (b *base) SetFailure(f Failure) { b.mu.Lock(); b.failure = f; b.mu.Unlock() }
 
-// SetDelay makes the fake wait d before answering.
+// SetDelay makes the fake wait d before answering: the time it takes to
+// transcribe an utterance it receives whole.
 func (b *base) SetDelay(d time.Duration) { b.mu.Lock(); b.delay = d; b.mu.Unlock() }
+
+// SetFinalize sets how long a stream's final result takes after the end
+// of audio that came in real time (0 unless set). A streaming recogniser
+// works on the audio as it arrives, so at the end only the backlog is
+// left: the final comes finalize plus the transcription delay (SetDelay)
+// scaled by the share of the audio that arrived faster than real time
+// (all of it when an utterance is sent whole after it ended, a pre-roll's
+// worth when it is streamed while the player speaks).
+func (b *base) SetFinalize(d time.Duration) { b.mu.Lock(); b.finalize = d; b.mu.Unlock() }
 
 func (b *base) state() (Failure, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.failure, b.delay
 }
+
+// finalDelay is how long a stream's final result takes after the end of
+// its audio: dur seconds of audio received over elapsed wall time.
+func (b *base) finalDelay(dur float64, elapsed time.Duration) time.Duration {
+	b.mu.Lock()
+	delay, finalize := b.delay, b.finalize
+	b.mu.Unlock()
+	if dur <= 0 {
+		return finalize + delay
+	}
+	backlog := min(max(dur-elapsed.Seconds(), 0), dur)
+	return finalize + time.Duration(float64(delay)*backlog/dur)
+}
+
+// partialWords are the words of text heard in the first dur seconds of
+// an utterance: the fake speaks at WordsPerSecond, and always has a word.
+func partialWords(text string, dur float64) string {
+	ws := strings.Fields(text)
+	n := min(max(int(dur*WordsPerSecond), 1), len(ws))
+	return strings.Join(ws[:n], " ")
+}
+
+// WordsPerSecond is the speaking rate the fakes' interim results assume.
+const WordsPerSecond = 2.5
+
+// InterimEvery is how much audio a fake stream takes between interim
+// results.
+const InterimEvery = 0.5
 
 // Close stops the server, releasing hung requests first.
 func (b *base) Close() {
@@ -140,6 +187,10 @@ func (d *Deepgram) listen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if websocket.IsWebSocketUpgrade(r) {
+		if failure == RefuseStream {
+			http.Error(w, `{"err_code":"INTERNAL","err_msg":"fake streaming failure"}`, http.StatusInternalServerError)
+			return
+		}
 		d.stream(w, r, failure, delay)
 		return
 	}
@@ -183,6 +234,7 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 	fmt.Sscan(c.Query.Get("sample_rate"), &rate)
 	c.Audio.Rate = rate
 	var sent float64 // seconds of audio already given an interim result
+	var first time.Time
 	send := func(v any) error { return conn.WriteJSON(v) }
 	result := func(text string, start, dur float64, final bool) map[string]any {
 		return map[string]any{
@@ -199,15 +251,15 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 			return
 		}
 		if typ == websocket.BinaryMessage {
+			if first.IsZero() {
+				first = time.Now()
+			}
 			for i := 0; i+1 < len(msg); i += 2 {
 				c.Audio.Samples = append(c.Audio.Samples, int16(binary.LittleEndian.Uint16(msg[i:])))
 			}
-			if c.Audio.Duration()-sent >= 1 {
-				partial := strings.Fields(d.reply(c))
-				if len(partial) > 1 {
-					partial = partial[:1]
-				}
-				if send(result(strings.Join(partial, " "), 0, c.Audio.Duration(), false)) != nil {
+			if c.Audio.Duration()-sent >= InterimEvery {
+				partial := partialWords(d.reply(c), c.Audio.Duration())
+				if send(result(partial, 0, c.Audio.Duration(), false)) != nil {
 					return
 				}
 				sent = c.Audio.Duration()
@@ -219,7 +271,14 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 			continue
 		}
 		d.record(c)
-		if !d.wait(r, delay) {
+		if failure == DropStream {
+			return
+		}
+		var elapsed time.Duration
+		if !first.IsZero() {
+			elapsed = time.Since(first)
+		}
+		if !d.wait(r, d.finalDelay(c.Audio.Duration(), elapsed)) {
 			return
 		}
 		if failure == Malformed {
