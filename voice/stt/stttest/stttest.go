@@ -4,6 +4,7 @@
 package stttest
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -296,7 +297,8 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 }
 
 // OpenAI is a fake OpenAI-compatible transcription server:
-// POST /v1/audio/transcriptions with a multipart form.
+// POST /v1/audio/transcriptions with a multipart form, and the Realtime
+// API's transcription sessions (GET /v1/realtime?intent=transcription).
 type OpenAI struct {
 	base
 	noSpeech float64
@@ -308,6 +310,7 @@ func NewOpenAI(reply Replier) *OpenAI {
 	o := &OpenAI{base: base{reply: reply, hang: make(chan struct{})}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/audio/transcriptions", o.transcribe)
+	mux.HandleFunc("GET /v1/realtime", o.realtime)
 	o.Server = httptest.NewServer(mux)
 	return o
 }
@@ -374,5 +377,134 @@ func (o *OpenAI) transcribe(w http.ResponseWriter, r *http.Request) {
 		})
 	default:
 		json.NewEncoder(w).Encode(map[string]any{"text": text})
+	}
+}
+
+// realtime is a Realtime API transcription session: session.update, then
+// input_audio_buffer.append (24 kHz PCM, base64) with a delta of the words
+// heard so far every InterimEvery of audio, and on
+// input_audio_buffer.commit the committed item and, after the final
+// delay (SetFinalize, SetDelay), its completed transcript. The Call
+// records the session's transcription settings in Form (model, prompt,
+// language) and its audio at 24 kHz.
+func (o *OpenAI) realtime(w http.ResponseWriter, r *http.Request) {
+	failure, _ := o.state()
+	switch {
+	case failure == Hang:
+		o.wait(r, time.Hour)
+		return
+	case failure == Status500 || failure == RefuseStream:
+		http.Error(w, `{"error":{"message":"fake failure","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	case r.URL.Query().Get("intent") != "transcription":
+		http.Error(w, `{"error":{"message":"want intent=transcription"}}`, http.StatusBadRequest)
+		return
+	}
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	c := Call{Stream: true, Query: r.URL.Query(), Header: r.Header.Clone(), Form: map[string][]string{}}
+	c.Audio.Rate = 24000
+	const item = "item_fake_1"
+	var sent float64 // seconds of audio already given a delta
+	var said string  // the words already sent as deltas
+	var first time.Time
+	fail := func(code, msg string) {
+		conn.WriteJSON(map[string]any{"type": "error", "event_id": "event_fake",
+			"error": map[string]any{"type": "invalid_request_error", "code": code, "message": msg}})
+	}
+	delta := func(text string) error {
+		if !strings.HasPrefix(text, said) || text == said {
+			return nil
+		}
+		d := text[len(said):]
+		said = text
+		return conn.WriteJSON(map[string]any{"type": "conversation.item.input_audio_transcription.delta",
+			"event_id": "event_fake", "item_id": item, "content_index": 0, "delta": d})
+	}
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		var ev struct {
+			Type    string `json:"type"`
+			Audio   string `json:"audio"`
+			Session struct {
+				Type  string `json:"type"`
+				Audio struct {
+					Input struct {
+						Format struct {
+							Type string `json:"type"`
+							Rate int    `json:"rate"`
+						} `json:"format"`
+						Transcription struct {
+							Model, Prompt, Language string
+						} `json:"transcription"`
+					} `json:"input"`
+				} `json:"audio"`
+			} `json:"session"`
+		}
+		if json.Unmarshal(msg, &ev) != nil {
+			fail("invalid_json", "the event is not valid JSON")
+			continue
+		}
+		switch ev.Type {
+		case "session.update":
+			in := ev.Session.Audio.Input
+			if ev.Session.Type != "transcription" || in.Format.Type != "audio/pcm" || in.Format.Rate != 24000 {
+				fail("invalid_value", "want a transcription session with 24 kHz audio/pcm")
+				continue
+			}
+			c.Form["model"] = []string{in.Transcription.Model}
+			c.Form["prompt"] = []string{in.Transcription.Prompt}
+			c.Form["language"] = []string{in.Transcription.Language}
+			conn.WriteJSON(map[string]any{"type": "session.updated", "event_id": "event_fake", "session": map[string]any{"type": "transcription"}})
+		case "input_audio_buffer.append":
+			b, err := base64.StdEncoding.DecodeString(ev.Audio)
+			if err != nil {
+				fail("invalid_value", "audio is not base64")
+				continue
+			}
+			if first.IsZero() {
+				first = time.Now()
+			}
+			for i := 0; i+1 < len(b); i += 2 {
+				c.Audio.Samples = append(c.Audio.Samples, int16(binary.LittleEndian.Uint16(b[i:])))
+			}
+			if c.Audio.Duration()-sent >= InterimEvery {
+				sent = c.Audio.Duration()
+				if delta(partialWords(o.reply(c), c.Audio.Duration())) != nil {
+					return
+				}
+			}
+		case "input_audio_buffer.commit":
+			if len(c.Audio.Samples) == 0 {
+				fail("input_audio_buffer_commit_empty", "buffer too small")
+				continue
+			}
+			o.record(c)
+			if failure == DropStream {
+				return
+			}
+			conn.WriteJSON(map[string]any{"type": "input_audio_buffer.committed", "event_id": "event_fake",
+				"previous_item_id": nil, "item_id": item})
+			var elapsed time.Duration
+			if !first.IsZero() {
+				elapsed = time.Since(first)
+			}
+			if !o.wait(r, o.finalDelay(c.Audio.Duration(), elapsed)) {
+				return
+			}
+			if failure == Malformed {
+				conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"conversation.item.input_audio_transcription.completed","transcript":`))
+				return
+			}
+			text := o.reply(c)
+			conn.WriteJSON(map[string]any{"type": "conversation.item.input_audio_transcription.completed",
+				"event_id": "event_fake", "item_id": item, "content_index": 0, "transcript": text})
+		}
 	}
 }
