@@ -85,7 +85,9 @@ func (b *base) SetFailure(f Failure) { b.mu.Lock(); b.failure = f; b.mu.Unlock()
 func (b *base) SetDelay(d time.Duration) { b.mu.Lock(); b.delay = d; b.mu.Unlock() }
 
 // SetFinalize sets how long a stream's final result takes after the end
-// of audio that came in real time (0 unless set). A streaming recogniser
+// of audio that came in real time. Unset (0), every final takes the
+// transcription delay (SetDelay), as if the fake transcribed only once
+// the audio ended. A streaming recogniser
 // works on the audio as it arrives, so at the end only the backlog is
 // left: the final comes finalize plus the transcription delay (SetDelay)
 // scaled by the share of the audio that arrived faster than real time
@@ -105,7 +107,7 @@ func (b *base) finalDelay(dur float64, elapsed time.Duration) time.Duration {
 	b.mu.Lock()
 	delay, finalize := b.delay, b.finalize
 	b.mu.Unlock()
-	if dur <= 0 {
+	if finalize == 0 || dur <= 0 {
 		return finalize + delay
 	}
 	backlog := min(max(dur-elapsed.Seconds(), 0), dur)
