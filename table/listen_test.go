@@ -9,6 +9,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/live"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
+	"github.com/glyphoxa/glyphoxa/voice/stt"
 	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
 )
 
@@ -25,18 +26,32 @@ func streamCalls(cs []stttest.Call) (streamed, batch int) {
 }
 
 // TestStreamingAddressesEarly: with streaming speech-to-text the utterance
-// goes to Deepgram's live endpoint while it is spoken, one stream per
-// utterance; its interim results name Grimjaw, so his context is started
+// goes to Deepgram's live endpoint (or an OpenAI Realtime API
+// transcription session) while it is spoken, one stream per utterance; its
+// interim results name Grimjaw, so his context is started
 // from the partial transcript (two NPCs are in the scene, so nothing but
 // the words could have chosen him), and the final transcript is what is
 // recorded and answered. Without streaming the same line is transcribed
 // after it ended and nothing is addressed early.
 func TestStreamingAddressesEarly(t *testing.T) {
 	audiotest.Need(t, "espeak-ng")
-	for _, streaming := range []bool{true, false} {
-		t.Run(map[bool]string{true: "streaming", false: "whole"}[streaming], func(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		streaming bool
+		realtime  bool // OpenAI's Realtime API instead of Deepgram
+	}{
+		{"deepgram streaming", true, false},
+		{"deepgram whole", false, false},
+		{"openai realtime streaming", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oa := stttest.NewOpenAI(func(stttest.Call) string { return heard + " realtime" })
+			defer oa.Close()
 			r := newRigWith(t, 0, nil, func(c *table.Config) {
-				c.Providers.STTStreaming = streaming
+				c.Providers.STTStreaming = tc.streaming
+				if tc.realtime {
+					c.Providers.STT, c.Providers.STTProvider = &stt.OpenAIRealtime{BaseURL: oa.URL()}, table.ProviderOpenAI
+				}
 				controls := live.NewControls()
 				controls.SetScene(live.Scene{Present: []string{"grimjaw", "elara"}})
 				c.Controls = controls
@@ -52,16 +67,23 @@ func TestStreamingAddressesEarly(t *testing.T) {
 			}
 			// The final transcript (with the fake's marker, which no
 			// interim result reached) is the line.
+			t.Logf("heard %q; addressed %v, transcribed %v after the utterance closed", l.Heard, l.Timing.Addressed, l.Timing.STT)
 			if got, want := len(strings.Fields(l.Heard)), len(strings.Fields(heard))+1; got != want {
 				t.Fatalf("heard %q, want the final transcript", l.Heard)
 			}
-			streamed, batch := streamCalls(r.dg.Calls())
+			calls := r.dg.Calls()
+			if tc.realtime {
+				calls = oa.Calls()
+				if n := len(r.dg.Calls()); n != 0 {
+					t.Fatalf("%d Deepgram requests with OpenAI configured", n)
+				}
+			}
+			streamed, batch := streamCalls(calls)
 			if streamed != 1 || batch != 0 {
 				t.Fatalf("%d streamed and %d batch requests, want 1 stream", streamed, batch)
 			}
-			t.Logf("heard %q; addressed %v, transcribed %v after the utterance closed", l.Heard, l.Timing.Addressed, l.Timing.STT)
-			if got := l.Timing.Addressed != 0; got != streaming {
-				t.Fatalf("addressed early: %v (at %v), want %v", got, l.Timing.Addressed, streaming)
+			if got := l.Timing.Addressed != 0; got != tc.streaming {
+				t.Fatalf("addressed early: %v (at %v), want %v", got, l.Timing.Addressed, tc.streaming)
 			}
 		})
 	}
