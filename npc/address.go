@@ -37,6 +37,8 @@ type AddressInput struct {
 type Decision struct {
 	// NPCID is empty when no NPC should answer.
 	NPCID string
+	// NPCIDs are the NPCs that answer, in turn (NPCID first).
+	NPCIDs []string
 	// Reason explains the decision (for the DM's audit and tests).
 	Reason string
 }
@@ -122,7 +124,7 @@ func (a *Addresser) Decide(in AddressInput) Decision {
 		if a.muted(id) {
 			return Decision{Reason: ReasonMuted}
 		}
-		return Decision{NPCID: id, Reason: reason}
+		return Decision{NPCID: id, NPCIDs: []string{id}, Reason: reason}
 	}
 	if in.Directed != "" {
 		return choose(in.Directed, ReasonDirected)
@@ -336,3 +338,9 @@ var shortReplies = map[string]bool{"yes": true, "no": true, "yeah": true, "nope"
 func isShortReply(ws []word) bool {
 	return len(ws) > 0 && len(ws) <= 4 && shortReplies[ws[0].text]
 }
+
+// UseLanguage stub (before tuning).
+func (a *Addresser) UseLanguage(string) bool { return true }
+
+// Lone stub (before tuning).
+func (a *Addresser) Lone(string, []string) (string, bool) { return "", false }
