@@ -56,6 +56,10 @@ const (
 	ReasonNotPresent = "the NPC is not in the scene"
 )
 
+// maxGarbledWords is the longest line a name that starts it, without a
+// comma, addresses on the strength of a "you" later on.
+const maxGarbledWords = 14
+
 // exchangeWindow is how long an exchange between players goes on after
 // its last line: lines within it are the players answering each other,
 // not follow-ups to the NPC (unless the NPC's partner asks it again).
@@ -429,8 +433,12 @@ func (r *rules) vocative(text string, words []word, ms []Mention) ([]Mention, bo
 		// the rest speaks to someone, and so does a name that ends a line
 		// spoken to someone, unless it is the object of the last words
 		// ("do you trust Elara").
+		// A long line that goes on about the name (the DM's narration:
+		// "Sefa the ferrywoman leans on her pole and watches you…") is
+		// about its bearer unless it asks something.
 		rest := words[last+1:]
-		if atStart && (r.secondPerson(text[g.end:], rest) || strings.HasSuffix(strings.TrimSpace(text), "?") || r.hasQuestionWord(rest)) {
+		asks := strings.HasSuffix(strings.TrimSpace(text), "?") || r.hasQuestionWord(rest)
+		if atStart && (asks || len(words) <= maxGarbledWords && r.secondPerson(text[g.end:], rest)) {
 			return g.names, true
 		}
 		if last == len(words)-1 && first > 0 && !r.objectTakers[words[first-1].text] &&
@@ -466,6 +474,10 @@ func (r *rules) secondPersonNext(words []word, last int) bool {
 		return true
 	}
 	n := words[last+1].text
+	if r.needsYou[n] {
+		// "wissen Sie…" asks; "wissen beide etwas" tells.
+		return last+2 < len(words) && (r.secondPersonWords[words[last+2].text] || words[last+2].text == "sie")
+	}
 	return r.questionWords[n] || r.secondPersonNextWords[n]
 }
 

@@ -33,6 +33,9 @@ type rules struct {
 	// secondPersonNextWords, right after a name without a comma, make it
 	// a vocative ("Grimjaw do you…").
 	secondPersonNextWords map[string]bool
+	// needsYou are those of them that also tell of several people
+	// ("wissen"): they make a vocative only when a "you" follows.
+	needsYou map[string]bool
 	// imperatives that players direct at an NPC.
 	imperatives map[string]bool
 	// shortReplies continue a conversation without being questions.
@@ -130,6 +133,7 @@ var german = rules{
 	secondPersonNextWords: set("du", "ihr", "kannst", "könnt", "können", "hast", "habt", "haben", "bist", "seid",
 		"weißt", "wisst", "wissen", "gibt", "gibt's", "gib", "sag", "zeig", "hilf", "bitte", "ich", "wir", "würdest",
 		"würden", "willst", "wollt", "darf", "dürfen", "verkaufst", "verkauft", "hättest", "hätten"),
+	needsYou: set("können", "haben", "wissen", "würden", "dürfen", "hätten"),
 	imperatives: set("sag", "erzähl", "erzähle", "erzählt", "zeig", "zeige", "gib", "verkauf", "hilf", "warte",
 		"wartet", "halt", "hör", "hört", "erklär", "erkläre", "beschreib", "folge", "folgt", "führ", "öffne", "komm",
 		"bring", "nimm"),
