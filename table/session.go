@@ -310,6 +310,7 @@ func (s *Session) onSpeech(e audio.Event) {
 		s.talking[e.UserID] = true
 		s.startedAt[e.UserID] = s.cfg.Clock.Now()
 		s.mu.Unlock()
+		s.log.Debug("speech started", "user", e.UserID, "now", s.cfg.Clock.Now())
 	case audio.SpeechEnded:
 		s.mu.Lock()
 		delete(s.talking, e.UserID)
@@ -494,9 +495,9 @@ type heldLine struct {
 }
 
 // turnLoop lets the addressed NPCs answer each line. A line that is a name
-// said alone ("Goryr…") is held: when its speaker goes on within MergeWait
-// of the end of the name (or was already speaking again), the next line of
-// that speaker joins it and the two are one turn; otherwise the name is
+// said alone ("Goryr…") is held: when its speaker starts speaking again
+// before MergeWait has passed since the name was heard (or already has),
+// their next line joins it and the two are one turn; otherwise the name is
 // answered alone. No other line waits.
 func (s *Session) turnLoop() {
 	clk := s.cfg.Clock
@@ -542,7 +543,12 @@ func (s *Session) turnLoop() {
 				continue
 			}
 			if _, ok := s.addr.Lone(l.entry.Text, s.cfg.Controls.PresentNPCs()); ok {
-				held[l.entry.SpeakerID] = &heldLine{l: l, deadline: l.endOfTalk.Add(s.cfg.Settings.MergeWait)}
+				// The wait runs from when the name is heard (speech-to-text
+				// done), so a slow transcription does not eat it.
+				until := clk.Now().Add(s.cfg.Settings.MergeWait)
+				held[l.entry.SpeakerID] = &heldLine{l: l, deadline: until}
+				s.log.Debug("a name said alone waits for the rest", "user", l.entry.SpeakerID, "ended", l.endOfTalk,
+					"until", until)
 				arm()
 				s.report(LineReport{At: l.entry.At, SpeakerID: l.entry.SpeakerID, Speaker: l.entry.SpeakerName, Heard: l.heard,
 					Corrected: l.entry.Text, Timing: l.timing, Reason: ReasonHeld, Held: true})
@@ -560,6 +566,8 @@ func (s *Session) turnLoop() {
 					continue
 				}
 				delete(held, sp)
+				s.log.Debug("a name said alone is answered alone: its speaker did not go on", "user", sp,
+					"ended", h.l.endOfTalk, "now", now)
 				s.take(h.l, true)
 			}
 			arm()

@@ -109,10 +109,10 @@ type Settings struct {
 	// TranscribeTimeout bounds one speech-to-text request (default 30 s);
 	// TurnTimeout one NPC turn (default 2 min).
 	TranscribeTimeout, TurnTimeout time.Duration
-	// MergeWait is how long a name said alone ("Goryr…") waits, from the
-	// end of the name, for its speaker to go on (default 2 s): their next
-	// line joins it as one turn. A speaker who starts speaking again in
-	// time is waited for until heard. No other line waits.
+	// MergeWait is how long a name said alone ("Goryr…") waits, from when
+	// it is heard (transcribed), for its speaker to go on (default 2 s):
+	// their next line joins it as one turn. A speaker who starts speaking
+	// again in time is waited for until heard. No other line waits.
 	MergeWait time.Duration
 }
 

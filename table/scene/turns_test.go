@@ -32,12 +32,15 @@ lines:
   - {speaker: Thorin, say: "And the shield?", heard: "And the shield?", after: 1s}
   - {command: "/npc direct grimjaw", by: DM}
   - {speaker: Thorin, say: "Grimjaw, one more thing.", heard: "Grimjaw, one more thing.", after: 3s}
+  - {speaker: Lyra, say: "Brannoc.", heard: "Brannoc.", after: 3s}
+  - {speaker: Thorin, say: "I roll for perception.", heard: "I roll for perception.", after: 5s}
 `
 
 // TestTurnTaking: a split vocative gets one answer, two NPCs named
 // together both answer in turn, a player answering another player gets
-// none, the DM's direction reaches the NPC's prompt until cleared, and an
-// undone reply is no NPC's memory and no follow-up.
+// none, the DM's direction reaches the NPC's prompt until cleared, an
+// undone reply is no NPC's memory and no follow-up, and a name said alone
+// that nothing follows is answered alone once the merge wait is over.
 func TestTurnTaking(t *testing.T) {
 	store, _ := pgtest.NewStore(t, dims)
 	h := newHarness(t, store)
@@ -64,11 +67,11 @@ func TestTurnTaking(t *testing.T) {
 			t.Fatalf("%s: %s", c.Command, c.Error)
 		}
 	}
-	if len(res.Lines) != 8 {
+	if len(res.Lines) != 11 {
 		for _, l := range res.Lines {
 			t.Logf("%q → %q (%s)", l.Corrected, l.Addressee, l.Reason)
 		}
-		t.Fatalf("%d line events, want 8", len(res.Lines))
+		t.Fatalf("%d line events, want 11", len(res.Lines))
 	}
 	answers := func(l scene.LineEvent) []string {
 		var who []string
@@ -122,6 +125,17 @@ func TestTurnTaking(t *testing.T) {
 	}
 	if all := texts(l[7].Context, ""); strings.Contains(all, "mention the rain") {
 		t.Errorf("the cleared direction is still in the prompt")
+	}
+	// "Brannoc." alone: held, then answered alone (late) before the next
+	// line, which nobody answers.
+	if !l[8].Held || len(answers(l[8])) != 0 {
+		t.Errorf("Brannoc. said alone: %+v", l[8].LineReport)
+	}
+	if got := answers(l[9]); !l[9].Late || len(got) != 1 || got[0] != "brannoc" || l[9].Corrected != "Brannoc." {
+		t.Errorf("Brannoc. answered alone: late %v, answered by %v, line %q", l[9].Late, got, l[9].Corrected)
+	}
+	if got := answers(l[10]); len(got) != 0 || l[10].Corrected != "I roll for perception." {
+		t.Errorf("%q answered by %v", l[10].Corrected, got)
 	}
 	var withdrawn, replies int
 	var asst []string
