@@ -11,6 +11,9 @@ const (
 	cmdPrivacy = "privacy"
 )
 
+// oneReply is the least replies a direction is kept for.
+var oneReply = 1.0
+
 // commandSpecs are the guild commands glyphoxa registers. They are
 // registered with a bulk overwrite, so commands that are no longer here
 // disappear from Discord.
@@ -47,6 +50,11 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 			sub("unmute", "Let an NPC (or all) answer again (DM)", str("npc", "the NPC, or \"all\"", true, true)),
 			sub("say", "Make an NPC say exactly these words (DM)", str("npc", "the NPC", true, true), str("text", "what the NPC says", true, false)),
 			sub("next", "Make an NPC answer the next thing a player says (DM)", str("npc", "the NPC", true, true)),
+			sub("direct", "Steer an NPC's next replies without scripting its words; no instruction clears it (DM)",
+				str("npc", "the NPC", true, true), str("instruction", "what the NPC should do, e.g. \"stall, and hint at the smugglers\"", false, false),
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionInteger, Name: "replies",
+					Description: "for this many replies (default: until cleared)", MinValue: &oneReply, MaxValue: 50}),
+			sub("undo", "Withdraw the last NPC reply: that wasn't for it (DM)"),
 			sub("scene", "Set where the scene is and who is present (DM)", str("location", "where the scene is", false, true),
 				str("present", "NPCs present, comma-separated", false, true)),
 		}},

@@ -44,6 +44,17 @@ func (c command) str(name string) string {
 	return ""
 }
 
+// integer returns an integer option (Discord sends numbers as JSON
+// numbers).
+func (c command) integer(name string) (int, bool) {
+	if o, ok := c.opts[name]; ok {
+		if v, ok := o.Value.(float64); ok {
+			return int(v), true
+		}
+	}
+	return 0, false
+}
+
 func (c command) boolean(name string) (bool, bool) {
 	if o, ok := c.opts[name]; ok {
 		if v, ok := o.Value.(bool); ok {
@@ -129,6 +140,7 @@ func commandHandlers() map[string]handler {
 		// names NPCs the players have not met and who is in the scene.
 		"session start": dm(session), "session end": dm(session), "session status": dm(session),
 		"npc list": dm(npc), "npc mute": dm(npc), "npc unmute": dm(npc), "npc say": dm(npc), "npc next": dm(npc), "npc scene": dm(npc),
+		"npc direct": dm(npc), "npc undo": dm(npc),
 		"memory pending": dm(mem), "memory conflicts": dm(mem), "memory confirm": dm(mem), "memory reject": dm(mem),
 		"memory entity show": dm(mem), "memory entity edit": dm(mem), "memory fact add": dm(mem), "memory fact retire": dm(mem),
 		"memory forget fact": dm(mem), "memory forget span": dm(mem), "memory fact list": dm(mem), "memory changes": dm(mem),

@@ -46,6 +46,9 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 					flags += " 📍 in the scene"
 				}
 			}
+			if d, ok := controls.Direction(e.ID); ok {
+				flags += " 🎬 directed: " + d.Text
+			}
 			occupation, _ := e.Attributes["occupation"].(string)
 			fmt.Fprintf(&out, "• **%s**%s%s\n", e.Name, ifNotEmpty(" — ", occupation), flags)
 		}
@@ -92,6 +95,61 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 		}
 		controls.SetNext(e.ID)
 		b.reply(i, true, fmt.Sprintf("🎭 %s answers the next thing a player says.", e.Name))
+	case "npc direct":
+		camp, err := b.campaignFor(ctx, g, i)
+		if err != nil {
+			b.reply(i, true, "⚠️ "+errText(err))
+			return
+		}
+		e, err := resolveEntity(ctx, camp.Graph(), c.str("npc"))
+		if err != nil {
+			b.reply(i, true, "⚠️ "+errText(err))
+			return
+		}
+		if e.Type != memory.EntityNPC {
+			b.reply(i, true, fmt.Sprintf("⚠️ %s is not an NPC.", e.Name))
+			return
+		}
+		text := c.str("instruction")
+		n, given := c.integer("replies")
+		if given && n < 1 {
+			b.reply(i, true, fmt.Sprintf("⚠️ replies must be 1 or more, not %d.", n))
+			return
+		}
+		if len([]rune(text)) > maxDirection {
+			b.reply(i, true, fmt.Sprintf("⚠️ An instruction is at most %d characters (this one has %d).", maxDirection, len([]rune(text))))
+			return
+		}
+		controls.SetDirection(e.ID, text, n)
+		switch {
+		case text == "":
+			b.reply(i, true, fmt.Sprintf("🎬 %s's direction is cleared.", e.Name))
+		case n > 0:
+			b.reply(i, true, fmt.Sprintf("🎬 %s's next %d replies follow your direction: %s", e.Name, n, text))
+		default:
+			b.reply(i, true, fmt.Sprintf("🎬 %s follows your direction until you clear it (`/npc direct %s` without an instruction): %s", e.Name, e.Name, text))
+		}
+	case "npc undo":
+		u, ok := b.deps.Voice.(Undoer)
+		if !ok {
+			b.reply(i, true, "⚠️ no voice session is running; start one with /session start")
+			return
+		}
+		b.deferReply(i, true)
+		got, running, err := u.Undo(ctx, g.ID)
+		switch {
+		case !running:
+			b.finishErr(i, fmt.Errorf("no voice session is running; start one with /session start"))
+		case err != nil && got.NPCName == "":
+			b.finishErr(i, err)
+		case err != nil:
+			b.finish(i, true, fmt.Sprintf("↩️ %s's reply is withdrawn from the conversation, but: %s", got.NPCName, errText(err)), nil, nil)
+		case got.Interrupted:
+			b.finish(i, true, fmt.Sprintf("↩️ %s stopped; the reply is withdrawn and the next line is not taken as a follow-up to it.", got.NPCName), nil, nil)
+		default:
+			b.finish(i, true, fmt.Sprintf("↩️ Withdrawn: %s's reply “%s”. It is not part of %s's memory, and the next line is not taken as a follow-up to it.",
+				got.NPCName, got.Reply, got.NPCName), nil, nil)
+		}
 	case "npc say":
 		b.deferReply(i, true)
 		if b.deps.Voice == nil || !b.state.hasSession(g.ID) {
@@ -156,6 +214,9 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 		b.finish(i, true, "🎬 Scene set: "+orNone(strings.Join(desc, ", "))+".", nil, nil)
 	}
 }
+
+// maxDirection bounds the DM's instruction to an NPC, in characters.
+const maxDirection = 500
 
 func orNone(s string) string {
 	if strings.TrimSpace(s) == "" {

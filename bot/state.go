@@ -30,6 +30,22 @@ type VoiceSessions interface {
 	Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (r memory.ForgetReport, ok bool, err error)
 }
 
+// Undoer is an optional capability of VoiceSessions: it withdraws the last
+// NPC reply in the guild's running session (/npc undo, "that wasn't for
+// you"). ok is false when no session is running.
+type Undoer interface {
+	Undo(ctx context.Context, guildID string) (u Undone, ok bool, err error)
+}
+
+// Undone is the NPC reply withdrawn.
+type Undone struct {
+	NPCName string
+	// Reply is what was withdrawn; empty when the NPC was still
+	// answering (Interrupted) and stopped.
+	Reply       string
+	Interrupted bool
+}
+
 // SpoolForgetter is an optional capability of VoiceSessions: it forgets a
 // player in the outage spool an ended session of the campaign left on
 // disk (the database was down when it ended), when no session of the

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/glyphoxa/glyphoxa/correction"
 )
@@ -35,8 +36,11 @@ type AddressInput struct {
 
 // Decision says who answers an utterance.
 type Decision struct {
-	// NPCID is empty when no NPC should answer.
+	// NPCID is empty when no NPC should answer; it is NPCIDs[0].
 	NPCID string
+	// NPCIDs are the NPCs that answer, in the order they were named
+	// ("Tyrul and Goryr, what do you both think?"): each answers in turn.
+	NPCIDs []string
 	// Reason explains the decision (for the DM's audit and tests).
 	Reason string
 }
@@ -52,23 +56,42 @@ const (
 	ReasonNotPresent = "the NPC is not in the scene"
 )
 
+// maxGarbledWords is the longest line a name that starts it, without a
+// comma, addresses on the strength of a "you" later on.
+const maxGarbledWords = 14
+
+// exchangeWindow is how long an exchange between players goes on after
+// its last line: lines within it are the players answering each other,
+// not follow-ups to the NPC (unless the NPC's partner asks it again).
+const exchangeWindow = 10 * time.Second
+
 // Addresser decides which NPC, if any, an utterance is for. It remembers
-// who spoke last, so a conversation can continue without names. It is safe
-// for concurrent use.
+// who spoke last, so a conversation can continue without names, and which
+// lines the players said to each other since, so a player answering another
+// player is not taken for a follow-up. Decide sees every line in the order
+// said. It is safe for concurrent use.
 type Addresser struct {
-	finder  NameFinder
-	isNPC   func(entityID string) bool
-	muted   func(npcID string) bool
-	follow  time.Duration
+	finder NameFinder
+	isNPC  func(entityID string) bool
+	muted  func(npcID string) bool
+	follow time.Duration
+
 	mu      sync.Mutex
+	rules   *rules
 	lastNPC string
 	lastAt  time.Time
 	lastTo  string // the player the last NPC answered
+	// talked counts the lines no NPC answered since the last reply;
+	// exchangeAt is when the last line of an exchange between players (a
+	// line naming a player, and the lines that came soon after) was said.
+	talked     int
+	exchangeAt time.Time
 }
 
-// NewAddresser returns an addresser. isNPC tells NPC entities from player
-// characters; muted may be nil. A conversation with an NPC continues
-// without names for followWindow after its last reply (default 45 s).
+// NewAddresser returns an addresser with the English rules (see
+// UseLanguage). isNPC tells NPC entities from player characters; muted may
+// be nil. A conversation with an NPC continues without names for
+// followWindow after its last reply (default 45 s).
 func NewAddresser(f NameFinder, isNPC, muted func(string) bool, followWindow time.Duration) *Addresser {
 	if followWindow == 0 {
 		followWindow = 45 * time.Second
@@ -76,7 +99,19 @@ func NewAddresser(f NameFinder, isNPC, muted func(string) bool, followWindow tim
 	if muted == nil {
 		muted = func(string) bool { return false }
 	}
-	return &Addresser{finder: f, isNPC: isNPC, muted: muted, follow: followWindow}
+	return &Addresser{finder: f, isNPC: isNPC, muted: muted, follow: followWindow, rules: &english}
+}
+
+// UseLanguage sets the addressing rules of the table's language, a BCP-47
+// code such as "en", "de" or "de-AT" (the campaign's speech-to-text
+// language). It returns false, and keeps the English rules, for a language
+// it has no rules for; "" is English.
+func (a *Addresser) UseLanguage(code string) bool {
+	r, ok := rulesFor(code)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rules = r
+	return ok
 }
 
 // NoteReply records that npcID answered playerID at a time.
@@ -84,6 +119,17 @@ func (a *Addresser) NoteReply(npcID, playerID string, at time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lastNPC, a.lastAt, a.lastTo = npcID, at, playerID
+	a.talked, a.exchangeAt = 0, time.Time{}
+}
+
+// Withdraw forgets npcID's last reply (the DM withdrew it: the line was not
+// for that NPC): the next line is not taken for a follow-up to it.
+func (a *Addresser) Withdraw(npcID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lastNPC == npcID {
+		a.lastNPC, a.lastAt, a.lastTo = "", time.Time{}, ""
+	}
 }
 
 // Likely returns the NPC most likely to be addressed next, before the
@@ -102,53 +148,145 @@ func (a *Addresser) Likely(present []string, at time.Time) string {
 	return ""
 }
 
-// Decide routes one utterance.
-func (a *Addresser) Decide(in AddressInput) Decision {
+// Lone reports whether text is a name said alone, to an NPC that may
+// answer: nothing but the NPC's name, greetings or openers before it, and
+// punctuation ("Goryr…", "Hey Tyrul.", "Excuse me, Goryr?"). Such a line
+// usually has its question still to come: the table waits briefly for the
+// same speaker to go on and makes the two one turn. It returns the first
+// NPC named. Every other line, including a player's name alone, is not.
+func (a *Addresser) Lone(text string, present []string) (string, bool) {
 	a.mu.Lock()
-	lastNPC, lastAt, lastTo := a.lastNPC, a.lastAt, a.lastTo
+	r := a.rules
 	a.mu.Unlock()
-	present := func(id string) bool {
-		if len(in.Present) == 0 {
-			return true
-		}
-		for _, p := range in.Present {
-			if p == id {
-				return true
+	words := tokenize(text)
+	ms := a.finder.FindNames(text)
+	if len(ms) == 0 || len(words) == 0 {
+		return "", false
+	}
+	named := make([]bool, len(words))
+	for _, m := range ms {
+		for k, w := range words {
+			if w.start >= m.Start && w.end <= m.End {
+				named[k] = true
 			}
 		}
-		return false
 	}
+	for k, w := range words {
+		if !named[k] && !r.openers[w.text] && !r.fillers[w.text] && !r.joiners[w.text] {
+			return "", false
+		}
+	}
+	for _, m := range ms {
+		if a.isNPC(m.EntityID) && !a.muted(m.EntityID) && (len(present) == 0 || slices.Contains(present, m.EntityID)) {
+			return m.EntityID, true
+		}
+	}
+	return "", false
+}
+
+// Decide routes one utterance. Lines must come in the order they were said:
+// Decide notes the lines the players say among themselves.
+func (a *Addresser) Decide(in AddressInput) Decision {
+	a.mu.Lock()
+	r := a.rules
+	lastNPC, lastAt, lastTo := a.lastNPC, a.lastAt, a.lastTo
+	talked, exchangeAt := a.talked, a.exchangeAt
+	a.mu.Unlock()
+	d, exchange := a.decide(r, in, lastNPC, lastAt, lastTo, talked, exchangeAt)
+	if d.NPCID == "" && d.Reason == ReasonPlayerTalk {
+		a.mu.Lock()
+		a.talked++
+		if exchange && in.At.After(a.exchangeAt) {
+			a.exchangeAt = in.At
+		}
+		a.mu.Unlock()
+	}
+	return d
+}
+
+// Peek routes a partial transcript without noting it: what Decide would
+// say now, for starting an NPC's context while the player still speaks.
+func (a *Addresser) Peek(in AddressInput) Decision {
+	a.mu.Lock()
+	r := a.rules
+	lastNPC, lastAt, lastTo := a.lastNPC, a.lastAt, a.lastTo
+	talked, exchangeAt := a.talked, a.exchangeAt
+	a.mu.Unlock()
+	d, _ := a.decide(r, in, lastNPC, lastAt, lastTo, talked, exchangeAt)
+	return d
+}
+
+// decide routes one utterance; exchange reports a line of an exchange
+// between players.
+func (a *Addresser) decide(r *rules, in AddressInput, lastNPC string, lastAt time.Time, lastTo string, talked int, exchangeAt time.Time) (Decision, bool) {
+	present := func(id string) bool { return len(in.Present) == 0 || slices.Contains(in.Present, id) }
 	choose := func(id, reason string) Decision {
 		if a.muted(id) {
 			return Decision{Reason: ReasonMuted}
 		}
-		return Decision{NPCID: id, Reason: reason}
+		return Decision{NPCID: id, NPCIDs: []string{id}, Reason: reason}
 	}
 	if in.Directed != "" {
-		return choose(in.Directed, ReasonDirected)
+		return choose(in.Directed, ReasonDirected), false
 	}
 	words := tokenize(in.Text)
 	mentions := a.finder.FindNames(in.Text)
-	if m, ok := vocative(in.Text, words, mentions); ok {
-		if !a.isNPC(m.EntityID) {
-			return Decision{Reason: ReasonPlayerTalk}
+	inExchange := !exchangeAt.IsZero() && in.At.Sub(exchangeAt) <= exchangeWindow
+	if group, ok := r.vocative(in.Text, words, mentions); ok {
+		var npcs []string
+		reason := ReasonPlayerTalk
+		for _, m := range group {
+			switch {
+			case !a.isNPC(m.EntityID) || slices.Contains(npcs, m.EntityID):
+			case !present(m.EntityID):
+				if reason == ReasonPlayerTalk {
+					reason = ReasonNotPresent
+				}
+			case a.muted(m.EntityID):
+				reason = ReasonMuted
+			default:
+				npcs = append(npcs, m.EntityID)
+			}
 		}
-		if !present(m.EntityID) {
-			return Decision{Reason: ReasonNotPresent}
+		if len(npcs) == 0 {
+			// A player's name: the players talk among themselves.
+			return Decision{Reason: reason}, reason == ReasonPlayerTalk
 		}
-		return choose(m.EntityID, ReasonNamed)
+		return Decision{NPCID: npcs[0], NPCIDs: npcs, Reason: ReasonNamed}, false
 	}
-	addressed := secondPerson(words) || isQuestion(in.Text) || isImperative(words)
-	// A mention of another NPC in the third person ("ask Elara about it")
-	// does not turn the conversation away from the NPC being spoken to.
-	if lastNPC != "" && in.At.Sub(lastAt) <= a.follow && present(lastNPC) &&
-		(addressed || isShortReply(words)) && (lastTo == "" || lastTo == in.SpeakerID || secondPerson(words)) {
-		return choose(lastNPC, ReasonFollowUp)
+	addressed := r.secondPerson(in.Text, words) || r.isQuestion(in.Text, words) || r.isImperative(words)
+	// An NPC named in the third person is talked about, not to ("did
+	// Tyrul say ten or twelve?"); a mention of another NPC ("do you
+	// trust Elara?") does not turn the conversation away from the NPC
+	// being spoken to.
+	mentioned := func(id string) bool {
+		return slices.ContainsFunc(mentions, func(m Mention) bool { return m.EntityID == id })
 	}
-	if addressed && len(in.Present) == 1 && a.isNPC(in.Present[0]) && !mentionsPlayer(mentions, a.isNPC) {
-		return choose(in.Present[0], ReasonLoneNPC)
+	if lastNPC != "" && in.At.Sub(lastAt) <= a.follow && present(lastNPC) && !mentioned(lastNPC) &&
+		(addressed || r.isShortReply(words)) {
+		partner := lastTo == "" || lastTo == in.SpeakerID
+		switch {
+		case inExchange:
+			// The players are answering each other; only the NPC's
+			// partner asking again goes back to it.
+			if partner && r.isQuestion(in.Text, words) {
+				return choose(lastNPC, ReasonFollowUp), false
+			}
+		case partner:
+			return choose(lastNPC, ReasonFollowUp), false
+		case r.secondPerson(in.Text, words) && talked == 0:
+			// Another player asks the NPC right after its reply, before
+			// anyone else spoke.
+			return choose(lastNPC, ReasonFollowUp), false
+		}
 	}
-	return Decision{Reason: ReasonPlayerTalk}
+	if addressed && len(in.Present) == 1 && a.isNPC(in.Present[0]) && !mentionsPlayer(mentions, a.isNPC) &&
+		!mentioned(in.Present[0]) && !inExchange {
+		return choose(in.Present[0], ReasonLoneNPC), false
+	}
+	// A line that names a player, or comes soon after such a line, is
+	// part of an exchange between players.
+	return Decision{Reason: ReasonPlayerTalk}, inExchange || mentionsPlayer(mentions, a.isNPC)
 }
 
 func mentionsPlayer(ms []Mention, isNPC func(string) bool) bool {
@@ -185,25 +323,18 @@ func tokenize(s string) []word {
 	return out
 }
 
-// greetings and openers may stand before a vocative name.
-var openers = map[string]bool{"hey": true, "hi": true, "hello": true, "oi": true, "oy": true, "ok": true, "okay": true,
-	"so": true, "well": true, "excuse": true, "me": true, "pardon": true, "greetings": true, "good": true, "morning": true,
-	"evening": true, "afternoon": true, "and": true, "but": true, "now": true, "listen": true, "look": true, "yo": true,
-	"ah": true, "oh": true, "please": true, "sir": true, "madam": true, "master": true, "lady": true, "lord": true, "dear": true,
-	"thanks": true, "thank": true, "you": false}
+// span is a run of names said together ("Tyrul and Goryr"), as word
+// indexes and byte offsets.
+type span struct {
+	names       []Mention
+	first, last int // word indexes
+	start, end  int // byte offsets in the text
+}
 
-// thirdPerson verbs after a name mark a reference, not an address:
-// "Grimjaw said…", "Elara is…".
-var thirdPerson = map[string]bool{"is": true, "was": true, "said": true, "says": true, "told": true, "tells": true,
-	"has": true, "had": true, "knows": true, "knew": true, "thinks": true, "thought": true, "wants": true, "wanted": true,
-	"will": true, "would": true, "might": true, "must": true, "lives": true, "lied": true, "lies": true, "went": true,
-	"gave": true, "gives": true, "did": true, "does": true, "can't": true, "isn't": true, "wasn't": true, "and": true,
-	"or": true, "mentioned": true, "seems": true, "looks": true, "'s": true, "s": true}
-
-// vocative finds a name used to address someone: at the start (after
-// openers) or at the end of the utterance or of one of its clauses, set off
-// by a comma or question mark, and not followed by a third-person verb.
-func vocative(text string, words []word, ms []Mention) (Mention, bool) {
+// groups joins the mentions said together: names separated only by
+// commas or a joining word ("and", "und").
+func (r *rules) groups(text string, words []word, ms []Mention) []span {
+	var out []span
 	for _, m := range ms {
 		first, last := -1, -1
 		for k, w := range words {
@@ -217,35 +348,96 @@ func vocative(text string, words []word, ms []Mention) (Mention, bool) {
 		if first < 0 {
 			continue
 		}
-		after := strings.TrimSpace(text[m.End:])
-		// A possessive or a third-person verb right after: a reference.
+		if n := len(out); n > 0 && out[n-1].end <= m.Start && r.joinsNames(text[out[n-1].end:m.Start]) {
+			g := &out[n-1]
+			g.names, g.last, g.end = append(g.names, m), last, m.End
+			continue
+		}
+		out = append(out, span{names: []Mention{m}, first: first, last: last, start: m.Start, end: m.End})
+	}
+	return out
+}
+
+// joinsNames reports whether the text between two names joins them into
+// one list: commas, spaces and joining words only.
+func (r *rules) joinsNames(between string) bool {
+	for _, w := range tokenize(between) {
+		if !r.joiners[w.text] {
+			return false
+		}
+	}
+	for _, c := range between {
+		if !unicode.IsLetter(c) && !unicode.IsDigit(c) && c != '\'' && c != ' ' && c != ',' && c != '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// setOff reports whether text (what follows a name) starts with
+// punctuation that sets the name off, or is empty.
+func setOff(after string) bool {
+	if after == "" {
+		return true
+	}
+	r, _ := utf8.DecodeRuneInString(after)
+	switch r {
+	case ',', '?', '!', '.', '—', '-', '…', ';', ':':
+		return true
+	}
+	return false
+}
+
+// sentenceStart is the byte offset where the sentence holding offset i
+// begins.
+func sentenceStart(text string, i int) int {
+	k := strings.LastIndexAny(text[:i], ".!?…")
+	if k < 0 {
+		return 0
+	}
+	_, n := utf8.DecodeRuneInString(text[k:])
+	return k + n
+}
+
+// vocative finds the names used to address someone: at the start of a
+// sentence (after openers) or at the end of the utterance or of one of its
+// clauses, set off by punctuation, and not followed by a third-person verb.
+// Names said together ("Tyrul and Goryr, …") address all of them.
+func (r *rules) vocative(text string, words []word, ms []Mention) ([]Mention, bool) {
+	for _, g := range r.groups(text, words, ms) {
+		first, last := g.first, g.last
+		after := strings.TrimSpace(text[g.end:])
+		// A possessive right after: a reference.
 		if strings.HasPrefix(after, "'s") || strings.HasPrefix(after, "’s") {
 			continue
 		}
-		// Speech-to-text often hears the pause after a name as "and" or
-		// "uh" ("Brannoc and what do you know…"): a filler that a question
-		// or "you" follows is the comma it stands for.
-		if last+2 < len(words) && fillers[words[last+1].text] && secondPersonNext(words, last+1) {
-			after = ", " + after
-			last++
-		}
-		if last+1 < len(words) && thirdPerson[words[last+1].text] && !strings.HasPrefix(after, ",") {
-			continue
-		}
+		from := sentenceStart(text, g.start)
 		atStart := true
 		for k := 0; k < first; k++ {
-			if !openers[words[k].text] {
+			if words[k].start >= from && !r.openers[words[k].text] {
 				atStart = false
 				break
 			}
 		}
-		setOff := after == "" || strings.HasPrefix(after, ",") || strings.HasPrefix(after, "?") ||
-			strings.HasPrefix(after, "!") || strings.HasPrefix(after, ".") || strings.HasPrefix(after, "—") ||
-			strings.HasPrefix(after, "-")
-		before := strings.TrimSpace(text[:m.Start])
-		clauseEnd := setOff && (strings.HasSuffix(before, ",") || before == "") // "…, Grimjaw?"
-		if (atStart && (setOff || secondPersonNext(words, last))) || clauseEnd {
-			return m, true
+		// Speech-to-text often hears the pause after a name as "and" or
+		// "uh" ("Brannoc and what do you know…", "Brannoc and the Guild
+		// spilled ale us for the job?" for "Brannoc, can the Guild still
+		// pay us…"): fillers that a question follows stand for the comma.
+		if atStart && last+1 < len(words) && r.fillers[words[last+1].text] {
+			k := last + 1
+			for k < len(words) && r.fillers[words[k].text] {
+				k++
+			}
+			if k < len(words) && (r.secondPersonNext(words, k-1) || strings.HasSuffix(strings.TrimSpace(text), "?")) {
+				return g.names, true
+			}
+		}
+		if last+1 < len(words) && !setOff(after) && r.isThirdPerson(words[last+1].text) {
+			continue
+		}
+		clauseEnd := setOff(after) && (strings.HasSuffix(strings.TrimSpace(text[:g.start]), ",") || strings.TrimSpace(text[:g.start]) == "")
+		if (atStart && (setOff(after) || r.secondPersonNext(words, last))) || clauseEnd {
+			return g.names, true
 		}
 		// Speech-to-text writes no commas and may hear a name's last part
 		// as another word ("Brannoc guild do you know…" for Brannoc
@@ -253,86 +445,87 @@ func vocative(text string, words []word, ms []Mention) (Mention, bool) {
 		// the rest speaks to someone, and so does a name that ends a line
 		// spoken to someone, unless it is the object of the last words
 		// ("do you trust Elara").
+		// A long line that goes on about the name (the DM's narration:
+		// "Sefa the ferrywoman leans on her pole and watches you…") is
+		// about its bearer unless it asks something.
 		rest := words[last+1:]
-		if atStart && (secondPerson(rest) || strings.HasSuffix(strings.TrimSpace(text), "?") || hasQuestionWord(rest)) {
-			return m, true
+		asks := strings.HasSuffix(strings.TrimSpace(text), "?") || r.hasQuestionWord(rest)
+		if atStart && (asks || len(words) <= maxGarbledWords && r.secondPerson(text[g.end:], rest)) {
+			return g.names, true
 		}
-		if last == len(words)-1 && first > 0 && !objectTakers[words[first-1].text] &&
-			(secondPerson(words[:first]) || questionWords[words[0].text] || isImperative(words[:first])) {
-			return m, true
+		if last == len(words)-1 && first > 0 && !r.objectTakers[words[first-1].text] &&
+			(r.secondPerson(text[:g.start], words[:first]) || r.questionWords[words[0].text] || r.isImperative(words[:first])) {
+			return g.names, true
 		}
 	}
-	return Mention{}, false
+	return nil, false
 }
 
-// fillers are what speech-to-text writes for a pause.
-var fillers = map[string]bool{"and": true, "uh": true, "um": true, "er": true, "ah": true}
-
-func hasQuestionWord(ws []word) bool {
-	return slices.ContainsFunc(ws, func(w word) bool { return questionWords[w.text] })
+func (r *rules) hasQuestionWord(ws []word) bool {
+	return slices.ContainsFunc(ws, func(w word) bool { return r.questionWords[w.text] })
 }
 
-// objectTakers are words after which a name is their object, not the
-// person spoken to: prepositions, articles, and verbs that take a person.
-var objectTakers = map[string]bool{"of": true, "about": true, "to": true, "with": true, "for": true, "from": true,
-	"at": true, "in": true, "on": true, "by": true, "like": true, "than": true, "and": true, "or": true, "nor": true,
-	"the": true, "a": true, "an": true, "trust": true, "know": true, "knew": true, "see": true, "saw": true, "seen": true,
-	"meet": true, "met": true, "ask": true, "asked": true, "tell": true, "told": true, "find": true, "found": true,
-	"love": true, "hate": true, "kill": true, "killed": true, "help": true, "helped": true, "fight": true, "follow": true,
-	"believe": true, "think": true, "heard": true, "hear": true, "call": true, "called": true, "fear": true,
-	"serve": true, "serves": true, "is": true, "was": true, "are": true, "were": true, "be": true, "not": true,
-	"visit": true, "pay": true, "paid": true, "owe": true, "thank": true, "against": true, "without": true, "under": true,
-	"before": true, "after": true, "behind": true, "beside": true, "near": true, "into": true, "through": true,
-	"towards": true, "toward": true, "his": true, "her": true, "their": true, "my": true, "our": true, "your": true}
+// isThirdPerson reports a verb that makes the name before it a reference
+// ("Grimjaw said…", "Goryr ist…"), including a language's regular
+// third-person forms ("Brannoc turns to the party…").
+func (r *rules) isThirdPerson(w string) bool {
+	if r.thirdPerson[w] {
+		return true
+	}
+	if r.thirdPersonEnding == "" || r.notThirdPerson[w] || r.secondPersonNextWords[w] || r.questionWords[w] {
+		return false
+	}
+	return len(w) > 3 && strings.HasSuffix(w, r.thirdPersonEnding) && !strings.HasSuffix(w, r.thirdPersonEnding+r.thirdPersonEnding) &&
+		!(r.notThirdPersonSuffix != "" && strings.HasSuffix(w, r.notThirdPersonSuffix))
+}
 
 // secondPersonNext: "Grimjaw what do you know" (no comma in speech-to-text
 // output) still addresses Grimjaw when a question word or "you" follows.
-func secondPersonNext(words []word, last int) bool {
+func (r *rules) secondPersonNext(words []word, last int) bool {
 	if last+1 >= len(words) {
 		return true
 	}
 	n := words[last+1].text
-	return questionWords[n] || n == "you" || n == "your" || n == "tell" || n == "can" || n == "could" || n == "do" ||
-		n == "did" || n == "have" || n == "are" || n == "will" || n == "would" || n == "please" || n == "i" || n == "we"
+	if r.needsYou[n] {
+		// "wissen Sie…" asks; "wissen beide etwas" tells.
+		return last+2 < len(words) && (r.secondPersonWords[words[last+2].text] || words[last+2].text == "sie")
+	}
+	return r.questionWords[n] || r.secondPersonNextWords[n]
 }
 
-var questionWords = map[string]bool{"what": true, "who": true, "where": true, "when": true, "why": true, "how": true,
-	"which": true, "whose": true}
-
-func secondPerson(ws []word) bool {
+// secondPerson reports words that speak to someone ("you", "du", "Sie").
+// text is the stretch of the utterance the words come from: the formal
+// forms of address are told from their homonyms by case ("Sie" is "you",
+// "sie" is "she" or "they").
+func (r *rules) secondPerson(text string, ws []word) bool {
 	for _, w := range ws {
-		switch w.text {
-		case "you", "your", "yours", "you're", "you've", "you'll", "you'd", "yourself", "thee", "thou", "thy", "ye":
+		if r.secondPersonWords[w.text] {
 			return true
+		}
+	}
+	if len(r.formalYou) > 0 {
+		tw := tokenize(text)
+		for k, w := range tw {
+			raw := text[w.start:w.end]
+			if slices.Contains(r.formalYou, raw) && (k > 0 || raw == "Ihnen") {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-func isQuestion(s string) bool {
-	s = strings.TrimSpace(s)
-	if strings.HasSuffix(s, "?") {
+func (r *rules) isQuestion(s string, ws []word) bool {
+	if strings.HasSuffix(strings.TrimSpace(s), "?") {
 		return true
 	}
-	ws := tokenize(s)
-	return len(ws) > 0 && (questionWords[ws[0].text] || ws[0].text == "do" || ws[0].text == "does" || ws[0].text == "can" ||
-		ws[0].text == "could" || ws[0].text == "would" || ws[0].text == "will" || ws[0].text == "is" || ws[0].text == "are" ||
-		ws[0].text == "have" || ws[0].text == "did")
+	return len(ws) > 0 && (r.questionWords[ws[0].text] || r.questionStarters[ws[0].text])
 }
 
-// imperatives that players direct at an NPC.
-var imperatives = map[string]bool{"tell": true, "show": true, "give": true, "sell": true, "take": true, "help": true,
-	"wait": true, "stop": true, "listen": true, "explain": true, "describe": true, "follow": true, "lead": true, "open": true}
-
-func isImperative(ws []word) bool {
-	return len(ws) > 0 && imperatives[ws[0].text]
+func (r *rules) isImperative(ws []word) bool {
+	return len(ws) > 0 && r.imperatives[ws[0].text]
 }
 
-// shortReplies continue a conversation without being questions.
-var shortReplies = map[string]bool{"yes": true, "no": true, "yeah": true, "nope": true, "okay": true, "ok": true,
-	"thanks": true, "sure": true, "deal": true, "agreed": true, "fine": true, "alright": true, "really": true,
-	"hmm": true, "aye": true, "nay": true, "please": true}
-
-func isShortReply(ws []word) bool {
-	return len(ws) > 0 && len(ws) <= 4 && shortReplies[ws[0].text]
+func (r *rules) isShortReply(ws []word) bool {
+	return len(ws) > 0 && len(ws) <= 4 && r.shortReplies[ws[0].text]
 }

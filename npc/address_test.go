@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode"
@@ -181,8 +182,110 @@ func FuzzAddress(f *testing.F) {
 		if d.NPCID != "" && !isNPC(d.NPCID) {
 			t.Errorf("%q answered by %q, not an NPC", text, d.NPCID)
 		}
+		for _, id := range d.NPCIDs {
+			if !isNPC(id) {
+				t.Errorf("%q answered by %q, not an NPC", text, id)
+			}
+		}
+		if (d.NPCID == "") != (len(d.NPCIDs) == 0) || len(d.NPCIDs) > 0 && d.NPCIDs[0] != d.NPCID {
+			t.Errorf("%q: NPCID %q and NPCIDs %v disagree", text, d.NPCID, d.NPCIDs)
+		}
 		if d.Reason == "" {
 			t.Errorf("%q: no reason", text)
 		}
 	})
+}
+
+func TestLoneName(t *testing.T) {
+	finder := newExactNames(map[string][]string{"goryr": {"Goryr"}, "tyrul": {"Tyrul"}, "thorin": {"Thorin"}})
+	isNPC := func(id string) bool { return id == "goryr" || id == "tyrul" }
+	tests := []struct {
+		lang, text string
+		present    []string
+		muted      string
+		want       string
+	}{
+		{"en", "Goryr…", nil, "", "goryr"},
+		{"en", "Hey Tyrul.", []string{"goryr", "tyrul"}, "", "tyrul"},
+		{"en", "Excuse me, Goryr?", nil, "", "goryr"},
+		{"en", "Goryr, what news?", nil, "", ""},
+		{"en", "Thorin,", nil, "", ""},
+		{"en", "Tyrul.", []string{"goryr"}, "", ""},
+		{"en", "Goryr", nil, "goryr", ""},
+		{"en", "", nil, "", ""},
+		{"de", "Sag mal, Goryr…", nil, "", "goryr"},
+		{"de", "Hallo Tyrul!", nil, "", "tyrul"},
+		{"de", "Goryr ist weg.", nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lang+" "+tt.text, func(t *testing.T) {
+			a := npc.NewAddresser(finder, isNPC, func(id string) bool { return id == tt.muted }, 0)
+			a.UseLanguage(tt.lang)
+			got, ok := a.Lone(tt.text, tt.present)
+			if got != tt.want || ok != (tt.want != "") {
+				t.Errorf("Lone(%q) = %q, %v; want %q", tt.text, got, ok, tt.want)
+			}
+		})
+	}
+}
+
+func TestUseLanguage(t *testing.T) {
+	a := npc.NewAddresser(newExactNames(nil), func(string) bool { return false }, nil, 0)
+	for code, want := range map[string]bool{"": true, "en": true, "en-GB": true, "de": true, "de-AT": true, "de_CH": true, "fr": false} {
+		if got := a.UseLanguage(code); got != want {
+			t.Errorf("UseLanguage(%q) = %v, want %v", code, got, want)
+		}
+	}
+}
+
+// TestWithdrawEndsTheFollowUp: once the DM withdraws an NPC's reply, the
+// next line is not taken for a follow-up to it.
+func TestWithdrawEndsTheFollowUp(t *testing.T) {
+	finder := newExactNames(map[string][]string{"goryr": {"Goryr"}, "tyrul": {"Tyrul"}})
+	isNPC := func(string) bool { return true }
+	now := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+	a := npc.NewAddresser(finder, isNPC, nil, 0)
+	a.NoteReply("goryr", "u1", now)
+	in := npc.AddressInput{Text: "And how much is it?", SpeakerID: "u1", At: now.Add(2 * time.Second), Present: []string{"goryr", "tyrul"}}
+	if d := a.Decide(in); d.NPCID != "goryr" {
+		t.Fatalf("before the withdrawal: %+v", d)
+	}
+	a.Withdraw("tyrul") // not the last NPC: nothing changes
+	if d := a.Decide(in); d.NPCID != "goryr" {
+		t.Fatalf("after withdrawing another NPC: %+v", d)
+	}
+	a.Withdraw("goryr")
+	if d := a.Decide(in); d.NPCID != "" || d.Reason != npc.ReasonPlayerTalk {
+		t.Fatalf("after the withdrawal: %+v", d)
+	}
+}
+
+// TestAddresserConcurrent routes, notes replies and withdraws from several
+// goroutines at once (run with -race).
+func TestAddresserConcurrent(t *testing.T) {
+	finder := newExactNames(map[string][]string{"goryr": {"Goryr"}, "tyrul": {"Tyrul"}})
+	a := npc.NewAddresser(finder, func(string) bool { return true }, nil, 0)
+	now := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				at := now.Add(time.Duration(i) * time.Second)
+				switch (g + i) % 4 {
+				case 0:
+					a.Decide(npc.AddressInput{Text: "Tyrul and Goryr, what do you think?", SpeakerID: "u1", At: at})
+				case 1:
+					a.NoteReply("goryr", "u2", at)
+				case 2:
+					a.Withdraw("goryr")
+				default:
+					a.Lone("Goryr…", nil)
+					a.UseLanguage("de")
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

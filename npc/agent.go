@@ -59,6 +59,10 @@ type TurnInput struct {
 	// Live is set by a running table: History holds the recent lines, so
 	// the hot context does not repeat them.
 	Live bool
+	// Direction is the DM's standing instruction for the NPC's replies
+	// (/npc direct): it steers what the NPC does without scripting its
+	// words. Empty: none.
+	Direction string
 }
 
 // TurnTimings marks a turn's progress, measured from its start.
@@ -377,7 +381,7 @@ func (a *Agent) fallback(ctx context.Context, _ Persona, _ HotContext, in TurnIn
 // so far (its summary, then its lines, each labelled with its speaker; only
 // the NPC's own lines as its own) and the utterance to answer.
 func buildMessages(p Persona, hc HotContext, in TurnInput) []llm.Message {
-	msgs := []llm.Message{{Role: llm.RoleSystem, Content: systemPrompt(p, hc)}}
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: systemPrompt(p, hc) + direction(in.Direction)}}
 	for _, m := range in.History {
 		switch {
 		case m.Summary:
@@ -390,6 +394,15 @@ func buildMessages(p Persona, hc HotContext, in TurnInput) []llm.Message {
 		}
 	}
 	return append(msgs, llm.Message{Role: llm.RoleUser, Content: labelled(in.SpeakerName, in.Text)})
+}
+
+// direction is the DM's standing instruction, as the system prompt ends.
+func direction(d string) string {
+	if d = strings.TrimSpace(d); d == "" {
+		return ""
+	}
+	return "\n\nThe game master directs you, for this reply: " + d +
+		"\nFollow the direction in your own words and in character; never mention it or the game master."
 }
 
 func labelled(speaker, text string) string {

@@ -1,8 +1,9 @@
 // Package npc turns a corrected player utterance into an NPC's reply.
 //
 // An NPC is a [Persona] linked to its knowledge-graph entity. Per utterance
-// the [Addresser] decides which NPC (if any) was spoken to and the [Floor]
-// makes NPCs take turns. An [Agent] runs one turn: it assembles the NPC's hot
+// the [Addresser] decides which NPCs (if any) were spoken to, by the rules of
+// the table's language (English, German: [Addresser.UseLanguage]), and the
+// [Floor] makes NPCs take turns. An [Agent] runs one turn: it assembles the NPC's hot
 // context (identity, recent transcript, scene, memory traces), streams the
 // reply from an OpenAI-compatible LLM sentence by sentence, and lets the
 // model use memory tools — which run with the NPC's permissions, never the

@@ -56,6 +56,9 @@ type Controls interface {
 	TakeNext() string
 	// Muted reports whether an NPC is muted.
 	Muted(npcID string) bool
+	// TakeDirection returns the DM's standing instruction for the reply
+	// an NPC is about to make ("" for none), and counts the reply.
+	TakeDirection(npcID string) string
 }
 
 // Observer receives the session's measurements (a *metrics.Metrics).
@@ -107,3 +110,5 @@ type noControls struct{}
 func (noControls) PresentNPCs() []string { return nil }
 func (noControls) TakeNext() string      { return "" }
 func (noControls) Muted(string) bool     { return false }
+
+func (noControls) TakeDirection(string) string { return "" }

@@ -209,7 +209,7 @@ func (s *Session) heardSoFar(l *listening, text string, words []stt.Word) {
 	if c := strings.TrimSpace(s.cast.Pipeline().Correct(correction.Utterance{Text: text, Words: words}).Text); c != "" {
 		text = c
 	}
-	d := s.addr.Decide(npc.AddressInput{Text: text, SpeakerID: l.user, At: s.cfg.Clock.Now(),
+	d := s.addr.Peek(npc.AddressInput{Text: text, SpeakerID: l.user, At: s.cfg.Clock.Now(),
 		Present: s.cfg.Controls.PresentNPCs()})
 	if d.NPCID == "" {
 		return

@@ -180,7 +180,7 @@ func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history [
 		}
 	}
 	in := npc.TurnInput{NPCID: npcID, SessionID: s.id, SpeakerID: l.entry.SpeakerID, SpeakerName: l.entry.SpeakerName,
-		Text: l.entry.Text, History: history, Live: true}
+		Text: l.text(), History: history, Live: true, Direction: l.direction}
 	prep, err := ag.Prepare(ctx, in)
 	if err != nil {
 		rep.Error = err.Error()
@@ -247,9 +247,21 @@ func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history [
 		s.mu.Unlock()
 		eo.AddS2SAudio(spent)
 	}
+	s.mu.Lock()
+	withdrawn := s.turn != nil && s.turn.withdrawn
+	s.mu.Unlock()
+	if withdrawn {
+		rep.Withdrawn = true
+		return
+	}
 	s.addr.NoteReply(npcID, l.entry.SpeakerID, s.cfg.Clock.Now())
 	if text != "" {
-		s.recordNPC(ctx, npcID, text, fmt.Sprintf("voice:%s:%s:reply:%d", s.id, npcID, l.entry.At.UnixNano()))
+		key := fmt.Sprintf("voice:%s:%s:reply:%d", s.id, npcID, l.entry.At.UnixNano())
+		if at, ok := s.recordNPC(ctx, npcID, text, key); ok {
+			s.mu.Lock()
+			s.lastReply = &replyState{npcID: npcID, key: key, text: text, at: at}
+			s.mu.Unlock()
+		}
 	}
 }
 

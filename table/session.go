@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/metrics"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
@@ -41,6 +42,21 @@ type line struct {
 	detected  time.Time // when the lane closed the utterance
 	timing    Timing
 	audio     audio.PCM // the utterance, for a speech-to-speech NPC
+	// joined is a name said alone just before by the same speaker, held
+	// for this line: the two are one turn, whose words are said.
+	joined memory.TranscriptEntry
+	said   string
+	// direction is the DM's standing instruction to the NPC answering.
+	direction string
+}
+
+// text is the words the NPCs answer: the line, or a name said alone
+// joined with it.
+func (l line) text() string {
+	if l.said != "" {
+		return l.said
+	}
+	return l.entry.Text
 }
 
 // utterance is a closed utterance waiting for speech-to-text, with when the
@@ -97,14 +113,40 @@ type Session struct {
 	e2eeRejoins int
 	// listening are the open speech-to-text streams, by user.
 	listening map[string]*listening
+	// startedAt and droppedAt are when each player last started speaking
+	// and last had an utterance dropped (the merge of a name said alone
+	// waits for what they say next).
+	startedAt, droppedAt map[string]time.Time
+	// turn is the NPC turn under way; lastReply the last NPC reply
+	// recorded (Undo withdraws them).
+	turn      *turnState
+	lastReply *replyState
+}
+
+// turnState is an NPC turn under way.
+type turnState struct {
+	npcID     string
+	withdrawn bool
+}
+
+// replyState is an NPC reply recorded in the session.
+type replyState struct {
+	npcID, key, text string
+	at               time.Time
+	withdrawn        bool
 }
 
 // start runs the turn loop on cfg.Voice.
 func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, agent Responder, log *slog.Logger) (*Session, error) {
 	s := &Session{cfg: cfg, camp: cfg.Campaign.ID(), id: cfg.SessionID, start: cfg.Clock.Now(), cast: cast, mem: mem,
 		agent: agent, voice: cfg.Voice, log: log, recorded: map[string]string{}, talking: map[string]bool{},
-		queue: make(chan utterance, 256), lines: make(chan line, 64), listening: map[string]*listening{}}
+		queue: make(chan utterance, 256), lines: make(chan line, 64), listening: map[string]*listening{},
+		startedAt: map[string]time.Time{}, droppedAt: map[string]time.Time{}}
 	s.addr = npc.NewAddresser(cast, cast.IsNPC, cfg.Controls.Muted, 0)
+	if !s.addr.UseLanguage(cfg.Providers.Language) {
+		log.Warn("no addressing rules for the table's language; the English rules decide who is spoken to",
+			"language", cfg.Providers.Language)
+	}
 	if err := s.refreshOptOuts(ctx); err != nil {
 		return nil, err
 	}
@@ -274,7 +316,9 @@ func (s *Session) onSpeech(e audio.Event) {
 	case audio.SpeechStarted:
 		s.mu.Lock()
 		s.talking[e.UserID] = true
+		s.startedAt[e.UserID] = s.cfg.Clock.Now()
 		s.mu.Unlock()
+		s.log.Debug("speech started", "user", e.UserID, "now", s.cfg.Clock.Now())
 	case audio.SpeechEnded:
 		s.mu.Lock()
 		delete(s.talking, e.UserID)
@@ -442,24 +486,160 @@ func (s *Session) history(answering memory.TranscriptEntry) []npc.Message {
 	return out
 }
 
-// turnLoop lets the addressed NPC answer each line.
+// Reasons of the table's own (besides npc.Reason*).
+const (
+	// ReasonHeld: the line is a name said alone ("Goryr…"); the table
+	// waits for the rest.
+	ReasonHeld = "a name said alone: waiting for the rest of the line"
+)
+
+// mergePoll is how often a held name checks again whether its speaker,
+// who started speaking, has been heard.
+const mergePoll = 250 * time.Millisecond
+
+// heldLine is a name said alone, waiting for its speaker to go on.
+type heldLine struct {
+	l        line
+	deadline time.Time
+}
+
+// turnLoop lets the addressed NPCs answer each line. A line that is a name
+// said alone ("Goryr…") is held: when its speaker starts speaking again
+// before MergeWait has passed since the name was heard (or already has),
+// their next line joins it and the two are one turn; otherwise the name is
+// answered alone. No other line waits.
 func (s *Session) turnLoop() {
-	for l := range s.lines {
-		rep := LineReport{At: l.entry.At, SpeakerID: l.entry.SpeakerID, Speaker: l.entry.SpeakerName, Heard: l.heard,
-			Corrected: l.entry.Text, Timing: l.timing}
-		d := s.addr.Decide(npc.AddressInput{Text: l.entry.Text, SpeakerID: l.entry.SpeakerID, At: l.entry.At,
-			Present: s.cfg.Controls.PresentNPCs(), Directed: s.cfg.Controls.TakeNext()})
-		rep.Reason = d.Reason
-		if d.NPCID == "" {
-			if d.Reason == npc.ReasonMuted {
-				s.cfg.Observer.CountTurn("muted")
-			}
-			s.report(rep)
-			continue
+	clk := s.cfg.Clock
+	held := map[string]*heldLine{}
+	var timer clock.Timer
+	var fire <-chan time.Time
+	arm := func() {
+		if timer != nil {
+			timer.Stop()
+			timer, fire = nil, nil
 		}
-		rep.Addressee = d.NPCID
-		s.answer(l, d.NPCID, &rep)
+		var next time.Time
+		for _, h := range held {
+			if next.IsZero() || h.deadline.Before(next) {
+				next = h.deadline
+			}
+		}
+		if !next.IsZero() {
+			timer = clk.NewTimer(next.Sub(clk.Now()))
+			fire = timer.C()
+		}
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case l, ok := <-s.lines:
+			if !ok {
+				for sp, h := range held {
+					delete(held, sp)
+					s.take(h.l, true)
+				}
+				return
+			}
+			if h, ok := held[l.entry.SpeakerID]; ok {
+				delete(held, l.entry.SpeakerID)
+				arm()
+				l.joined, l.said = h.l.entry, joinWords(h.l.entry.Text, l.entry.Text)
+				s.take(l, false)
+				continue
+			}
+			if _, ok := s.addr.Lone(l.entry.Text, s.cfg.Controls.PresentNPCs()); ok {
+				// The wait runs from when the name is heard (speech-to-text
+				// done), so a slow transcription does not eat it.
+				until := clk.Now().Add(s.cfg.Settings.MergeWait)
+				held[l.entry.SpeakerID] = &heldLine{l: l, deadline: until}
+				s.log.Debug("a name said alone waits for the rest", "user", l.entry.SpeakerID, "ended", l.endOfTalk,
+					"until", until)
+				arm()
+				s.report(LineReport{At: l.entry.At, SpeakerID: l.entry.SpeakerID, Speaker: l.entry.SpeakerName, Heard: l.heard,
+					Corrected: l.entry.Text, Timing: l.timing, Reason: ReasonHeld, Held: true})
+				continue
+			}
+			s.take(l, false)
+		case now := <-fire:
+			timer, fire = nil, nil
+			for sp, h := range held {
+				if now.Before(h.deadline) {
+					continue
+				}
+				if s.goingOn(sp, h.l.endOfTalk, now) {
+					h.deadline = now.Add(mergePoll)
+					continue
+				}
+				delete(held, sp)
+				s.log.Debug("a name said alone is answered alone: its speaker did not go on", "user", sp,
+					"ended", h.l.endOfTalk, "now", now)
+				s.take(h.l, true)
+			}
+			arm()
+		}
+	}
+}
+
+// maxMergeHold bounds how long a name said alone waits for the rest of its
+// speaker's words once they started speaking again.
+const maxMergeHold = 2 * time.Minute
+
+// goingOn reports whether a player who said a name alone, ending at end,
+// started speaking again and has not been heard yet: still speaking, or
+// their utterance is with speech-to-text (it was not dropped since).
+func (s *Session) goingOn(userID string, end, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	started := s.startedAt[userID]
+	if !started.After(end) || now.Sub(end) > maxMergeHold {
+		return false
+	}
+	return s.talking[userID] || !s.droppedAt[userID].After(started)
+}
+
+// joinWords joins a name said alone and the words that follow it.
+func joinWords(name, rest string) string {
+	name = strings.TrimSpace(name)
+	if name != "" && !setOffByPunct(name) {
+		name += ","
+	}
+	return name + " " + strings.TrimSpace(rest)
+}
+
+func setOffByPunct(s string) bool {
+	return strings.HasSuffix(s, ",") || strings.HasSuffix(s, "…") || strings.HasSuffix(s, ".") ||
+		strings.HasSuffix(s, "?") || strings.HasSuffix(s, "!") || strings.HasSuffix(s, "-") || strings.HasSuffix(s, "—")
+}
+
+// take routes one line (or a name said alone joined with the next) and
+// lets each NPC addressed answer in turn, in the order they were named; the
+// floor keeps them from talking over each other. late marks a name said
+// alone that is answered alone.
+func (s *Session) take(l line, late bool) {
+	rep := LineReport{At: l.entry.At, SpeakerID: l.entry.SpeakerID, Speaker: l.entry.SpeakerName, Heard: l.heard,
+		Corrected: l.entry.Text, Timing: l.timing, Late: late}
+	if l.said != "" {
+		rep.Joined = l.joined.Text
+	}
+	d := s.addr.Decide(npc.AddressInput{Text: l.text(), SpeakerID: l.entry.SpeakerID, At: l.entry.At,
+		Present: s.cfg.Controls.PresentNPCs(), Directed: s.cfg.Controls.TakeNext()})
+	rep.Reason = d.Reason
+	if len(d.NPCIDs) == 0 {
+		if d.Reason == npc.ReasonMuted {
+			s.cfg.Observer.CountTurn("muted")
+		}
 		s.report(rep)
+		return
+	}
+	for k, id := range d.NPCIDs {
+		r := rep
+		r.Addressee, r.More = id, k < len(d.NPCIDs)-1
+		s.answer(l, id, &r)
+		s.report(r)
 	}
 }
 
@@ -467,6 +647,11 @@ func (s *Session) turnLoop() {
 const maxTurns = 20
 
 func (s *Session) report(r LineReport) {
+	if r.Dropped != "" {
+		s.mu.Lock()
+		s.droppedAt[r.SpeakerID] = s.cfg.Clock.Now()
+		s.mu.Unlock()
+	}
 	if r.Addressee != "" {
 		s.mu.Lock()
 		s.turns = append(s.turns, r)
@@ -492,6 +677,24 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	defer release()
 	obs := s.cfg.Observer
 	history := s.history(l.entry)
+	if l.said != "" {
+		// The name said alone is part of the turn, not of the history.
+		history = slices.DeleteFunc(history, func(m npc.Message) bool {
+			return !m.Summary && m.SpeakerID == l.joined.SpeakerID && m.Text == l.joined.Text && m.At.Equal(l.joined.At)
+		})
+	}
+	l.direction = s.cfg.Controls.TakeDirection(npcID)
+	cur := &turnState{npcID: npcID}
+	s.mu.Lock()
+	s.turn = cur
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.turn == cur {
+			s.turn = nil
+		}
+		s.mu.Unlock()
+	}()
 	if s.s2sEngine(npcID) {
 		s.answerS2S(ctx, l, npcID, history, rep)
 		return
@@ -512,7 +715,7 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	})
 	turnStart := s.cfg.Clock.Now()
 	res, err := s.agent.Turn(ctx, npc.TurnInput{NPCID: npcID, SessionID: s.id, SpeakerID: l.entry.SpeakerID,
-		SpeakerName: l.entry.SpeakerName, Text: l.entry.Text, History: history, Live: true}, func(sentence string) {
+		SpeakerName: l.entry.SpeakerName, Text: l.text(), History: history, Live: true, Direction: l.direction}, func(sentence string) {
 		select {
 		case sentences <- sentence:
 		case <-ctx.Done():
@@ -556,16 +759,33 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	case len(heard) < len(res.Sentences):
 		outcome = "interrupted"
 	}
+	s.mu.Lock()
+	withdrawn := cur.withdrawn
+	s.mu.Unlock()
+	if withdrawn {
+		outcome = "withdrawn"
+	}
 	obs.CountTurn(outcome)
 	if eo, ok := obs.(engineObserver); ok {
 		eo.CountEngineTurn(string(npc.EngineCascaded), outcome)
 	}
-	s.addr.NoteReply(npcID, l.entry.SpeakerID, s.cfg.Clock.Now())
 	rep.Reply = strings.Join(heard, " ")
+	if withdrawn {
+		// The DM withdrew the reply while it was under way: it is not
+		// the NPC's, and the next line is no follow-up to it.
+		rep.Withdrawn = true
+		return
+	}
+	s.addr.NoteReply(npcID, l.entry.SpeakerID, s.cfg.Clock.Now())
 	if len(heard) == 0 {
 		return
 	}
-	s.recordNPC(ctx, npcID, rep.Reply, fmt.Sprintf("voice:%s:%s:reply:%d", s.id, npcID, l.entry.At.UnixNano()))
+	key := fmt.Sprintf("voice:%s:%s:reply:%d", s.id, npcID, l.entry.At.UnixNano())
+	if at, ok := s.recordNPC(ctx, npcID, rep.Reply, key); ok {
+		s.mu.Lock()
+		s.lastReply = &replyState{npcID: npcID, key: key, text: rep.Reply, at: at}
+		s.mu.Unlock()
+	}
 }
 
 // speakAsync voices sentences as they come. It returns channels that
@@ -618,12 +838,72 @@ func (s *Session) speakAsync(ctx context.Context, npcID string, sentences <-chan
 	return heardC, errC
 }
 
-func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) {
+// recordNPC records an NPC's line and returns when it was said; false when
+// recording failed.
+func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) (time.Time, bool) {
 	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: npcID, SpeakerName: s.cast.NPCName(npcID), NPCID: npcID,
 		Text: text, RawText: text, At: s.cfg.Clock.Now().UTC(), IdempotencyKey: key}
 	if err := s.mem.Record(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("recording the NPC's line failed", "npc", npcID, "err", err)
+		return time.Time{}, false
 	}
+	return e.At, true
+}
+
+// ErrNothingToUndo is returned by Undo when no NPC reply can be withdrawn.
+var ErrNothingToUndo = errors.New("no NPC reply to withdraw in this session")
+
+// Undone is what Undo withdrew.
+type Undone struct {
+	NPCID string
+	// Reply is the reply withdrawn; empty when the NPC was still
+	// answering (Interrupted): it stopped, and nothing of it is kept.
+	Reply       string
+	Interrupted bool
+	// Marked counts the lines marked non-canon in the session log.
+	Marked int64
+}
+
+// Undo withdraws the last NPC reply ("that wasn't for you"). An NPC still
+// answering stops at once and its reply is not recorded. A reply already
+// recorded leaves the live conversation (so no NPC is sent it again; a
+// reply already folded into the running summary stays there) and is
+// marked non-canon in the session log (so no recall, search or recap
+// finds it; the line is kept as it was said); in both cases the next line
+// is not taken for a follow-up to that NPC. It returns ErrNothingToUndo
+// when there is no reply to withdraw, and an error naming what was not
+// done when the session log could not be marked.
+func (s *Session) Undo(ctx context.Context) (Undone, error) {
+	s.mu.Lock()
+	if t := s.turn; t != nil && !t.withdrawn {
+		t.withdrawn = true
+		stop := s.speaking
+		s.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		s.addr.Withdraw(t.npcID)
+		return Undone{NPCID: t.npcID, Interrupted: true}, nil
+	}
+	r := s.lastReply
+	if r == nil || r.withdrawn {
+		s.mu.Unlock()
+		return Undone{}, ErrNothingToUndo
+	}
+	r.withdrawn = true
+	s.mu.Unlock()
+	s.addr.Withdraw(r.npcID)
+	s.mem.Withdraw(r.key)
+	u := Undone{NPCID: r.npcID, Reply: r.text}
+	// The reply's instant names it in the session log (lines are stored
+	// to the microsecond; no other line of the session shares it).
+	n, err := s.cfg.Campaign.Sessions().MarkNonCanon(ctx, s.id, r.at, r.at)
+	if err != nil {
+		return u, fmt.Errorf("the reply left the live conversation, but the session log still holds it as canon: %w", err)
+	}
+	u.Marked = n
+	s.log.Info("the DM withdrew an NPC's reply", "npc", r.npcID, "marked", n)
+	return u, nil
 }
 
 // Say speaks exact words as an NPC (the DM puppeting it).

@@ -36,6 +36,7 @@ const (
 	DefaultMaxLength         = 8 * time.Hour
 	DefaultTranscribeTimeout = 30 * time.Second
 	DefaultTurnTimeout       = 2 * time.Minute
+	DefaultMergeWait         = 2 * time.Second
 )
 
 // Providers are the outside services a table uses, built once from the
@@ -115,6 +116,11 @@ type Settings struct {
 	// TranscribeTimeout bounds one speech-to-text request (default 30 s);
 	// TurnTimeout one NPC turn (default 2 min).
 	TranscribeTimeout, TurnTimeout time.Duration
+	// MergeWait is how long a name said alone ("Goryr…") waits, from when
+	// it is heard (transcribed), for its speaker to go on (default 2 s):
+	// their next line joins it as one turn. A speaker who starts speaking
+	// again in time is waited for until heard. No other line waits.
+	MergeWait time.Duration
 }
 
 func (s *Settings) withDefaults() {
@@ -141,6 +147,9 @@ func (s *Settings) withDefaults() {
 	}
 	if s.TurnTimeout <= 0 {
 		s.TurnTimeout = DefaultTurnTimeout
+	}
+	if s.MergeWait <= 0 {
+		s.MergeWait = DefaultMergeWait
 	}
 }
 
@@ -200,7 +209,20 @@ type LineReport struct {
 	Error    string `json:"error,omitempty"`
 	// Timing is when each stage was reached, measured on the table's
 	// clock from the moment the lane closed the utterance.
-	Timing Timing `json:"timing"`
+	Timing Timing `json:"timing"` // Held: the line is a name said alone; the table waits for the rest
+	// of the speaker's words (a later report answers it: the next line's,
+	// with Joined, or its own, with Late). Joined is the name said alone
+	// that this line completes: the NPCs answered both as one turn. Late:
+	// the report answers a line reported Held before, whose speaker did
+	// not go on.
+	Held   bool   `json:"held,omitempty"`
+	Joined string `json:"joined,omitempty"`
+	Late   bool   `json:"late,omitempty"`
+	// More: another NPC answers the same line next (several were named
+	// together); its report follows.
+	More bool `json:"more,omitempty"`
+	// Withdrawn: the DM withdrew the reply while the NPC gave it (Undo).
+	Withdrawn bool `json:"withdrawn,omitempty"`
 }
 
 // Timing is when a line's stages were reached, from the moment its

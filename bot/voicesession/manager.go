@@ -276,6 +276,22 @@ func (m *Manager) Say(ctx context.Context, guildID, npcID, text string) error {
 	return r.s.Say(ctx, npcID, text)
 }
 
+var _ bot.Undoer = (*Manager)(nil)
+
+// Undo withdraws the last NPC reply in the guild's running session (see
+// table.Session.Undo).
+func (m *Manager) Undo(ctx context.Context, guildID string) (bot.Undone, bool, error) {
+	r := m.get(guildID)
+	if r == nil {
+		return bot.Undone{}, false, nil
+	}
+	u, err := r.s.Undo(ctx)
+	if u.NPCID == "" {
+		return bot.Undone{}, true, err
+	}
+	return bot.Undone{NPCName: r.s.Cast().NPCName(u.NPCID), Reply: u.Reply, Interrupted: u.Interrupted}, true, err
+}
+
 // Forget removes a player's words from the guild's running session.
 func (m *Manager) Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, bool, error) {
 	r := m.get(guildID)

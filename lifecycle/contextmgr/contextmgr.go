@@ -437,3 +437,23 @@ func (m *Manager) Forget(ctx context.Context, speakerID string) (memory.ForgetRe
 	}
 	return rep, nil
 }
+
+// Withdraw removes the message recorded with an idempotency key (a reply
+// the DM withdrew) from the conversation and reports whether it was there.
+// A message already folded into a summary stays in it: Withdraw reports
+// false then.
+func (m *Manager) Withdraw(key string) bool {
+	if key == "" {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, x := range m.msgs {
+		if !x.Summary && x.Entry.IdempotencyKey == key {
+			m.tokens -= Tokens(x.Content)
+			m.msgs = append(m.msgs[:i:i], m.msgs[i+1:]...)
+			return true
+		}
+	}
+	return false
+}

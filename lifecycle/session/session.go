@@ -370,6 +370,12 @@ func (s *Session) Forget(ctx context.Context, speakerID string, erase func(ctx c
 // first.
 func (s *Session) summary() string { return strings.Join(s.cm.Summaries(), "\n\n") }
 
+// Withdraw takes the line recorded with an idempotency key out of the live
+// conversation (the DM withdrew an NPC's reply); see
+// contextmgr.Manager.Withdraw. The session log keeps the line: the caller
+// marks it non-canon there.
+func (s *Session) Withdraw(key string) bool { return s.cm.Withdraw(key) }
+
 // Messages returns the conversation for the LLM: summaries first.
 func (s *Session) Messages() []contextmgr.Message { return s.cm.Messages() }
 

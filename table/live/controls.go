@@ -1,7 +1,8 @@
 // Package live holds the DM's live controls of a table session: the scene
 // (where the action is, which NPCs are present), the NPC told to answer the
-// next line, and which NPCs are muted. The bot's slash commands and console
-// change them; the table reads them on every turn.
+// next line, which NPCs are muted, and the DM's standing directions to
+// NPCs. The bot's slash commands and console change them; the table reads
+// them on every turn.
 package live
 
 import (
@@ -17,11 +18,67 @@ type Controls struct {
 	allMuted bool
 	scene    Scene
 	next     string // the NPC the DM told to answer the next line
+	// directions are the DM's standing instructions, by NPC id.
+	directions map[string]Direction
+}
+
+// Direction is the DM's standing instruction to an NPC (/npc direct): it
+// goes into the NPC's prompt for its next replies, steering what it does
+// without scripting its words.
+type Direction struct {
+	Text string
+	// Left is how many more replies it is kept for; 0 keeps it until the
+	// DM clears or replaces it.
+	Left int
 }
 
 // NewControls returns the controls of a session with no scene, nothing
 // muted.
-func NewControls() *Controls { return &Controls{muted: map[string]bool{}} }
+func NewControls() *Controls {
+	return &Controls{muted: map[string]bool{}, directions: map[string]Direction{}}
+}
+
+// SetDirection gives an NPC a standing instruction for its next replies
+// (replies of them; 0 keeps it until cleared); an empty text clears it.
+// A new direction replaces the last one.
+func (c *Controls) SetDirection(npcID, text string, replies int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if text == "" {
+		delete(c.directions, npcID)
+		return
+	}
+	c.directions[npcID] = Direction{Text: text, Left: max(replies, 0)}
+}
+
+// Direction returns an NPC's standing instruction, if any, without using
+// it.
+func (c *Controls) Direction(npcID string) (Direction, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.directions[npcID]
+	return d, ok
+}
+
+// TakeDirection returns the instruction for the reply an NPC is about to
+// make ("" for none) and counts that reply: a direction given for N
+// replies is gone after the Nth.
+func (c *Controls) TakeDirection(npcID string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.directions[npcID]
+	if !ok {
+		return ""
+	}
+	switch {
+	case d.Left == 1:
+		delete(c.directions, npcID)
+	case d.Left > 1:
+		d.Left--
+		c.directions[npcID] = d
+	}
+	return d.Text
+}
 
 // SetNext makes an NPC answer the next line a player says.
 func (c *Controls) SetNext(npcID string) {

@@ -60,3 +60,29 @@ func TestSceneIsCopied(t *testing.T) {
 		t.Fatalf("PresentNPCs() = %v after the caller changed a returned slice", p)
 	}
 }
+
+func TestDirection(t *testing.T) {
+	tests := []struct {
+		name  string
+		apply func(c *Controls)
+		want  []string // what successive replies of grimjaw get
+	}{
+		{"none", func(*Controls) {}, []string{"", ""}},
+		{"until cleared", func(c *Controls) { c.SetDirection("grimjaw", "be curt", 0) }, []string{"be curt", "be curt", "be curt"}},
+		{"for two replies", func(c *Controls) { c.SetDirection("grimjaw", "be curt", 2) }, []string{"be curt", "be curt", ""}},
+		{"cleared", func(c *Controls) { c.SetDirection("grimjaw", "be curt", 0); c.SetDirection("grimjaw", "", 0) }, []string{""}},
+		{"replaced", func(c *Controls) { c.SetDirection("grimjaw", "be curt", 1); c.SetDirection("grimjaw", "lie", 0) }, []string{"lie", "lie"}},
+		{"another NPC's", func(c *Controls) { c.SetDirection("mira", "be curt", 0) }, []string{""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewControls()
+			tt.apply(c)
+			for i, want := range tt.want {
+				if got := c.TakeDirection("grimjaw"); got != want {
+					t.Fatalf("reply %d: TakeDirection = %q, want %q", i+1, got, want)
+				}
+			}
+		})
+	}
+}

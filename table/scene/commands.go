@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -19,6 +20,8 @@ var Commands = []string{
 	"/npc next NPC              (DM) that NPC answers the next line",
 	"/npc mute NPC | all        (DM) mute; /npc unmute likewise",
 	"/npc say NPC text:WORDS    (DM) the NPC says exactly these words",
+	"/npc direct NPC [instruction:WORDS] [replies:N]   (DM) steer the NPC's next replies (all until cleared, or N); no instruction clears it",
+	"/npc undo                  (DM) withdraw the last NPC reply (\"that wasn't for you\")",
 	"/memory entity add name:NAME type:TYPE [aliases:A, B] [description:TEXT] [id:ID]   (DM) add or replace an entity",
 	"/privacy forget-me         (player) delete everything they said",
 	"/privacy opt-out | opt-in  (player) stop or resume recording them",
@@ -63,7 +66,7 @@ func (p *player) run1(ctx context.Context, st Step) (string, error) {
 		return nil
 	}
 	switch path {
-	case "/npc scene", "/npc next", "/npc mute", "/npc unmute", "/npc say", "/memory entity":
+	case "/npc scene", "/npc next", "/npc mute", "/npc unmute", "/npc say", "/npc direct", "/npc undo", "/memory entity":
 		if err := dmOnly(); err != nil {
 			return "refused", err
 		}
@@ -127,6 +130,34 @@ func (p *player) run1(ctx context.Context, st Step) (string, error) {
 		}
 		p.tr.take()
 		return cast.NPCName(id) + " said it", nil
+	case "/npc direct":
+		o := options(rest)
+		who := rest
+		if k := optionRE.FindStringIndex(rest); k != nil {
+			who = rest[:k[0]]
+		}
+		id, err := p.npcID(ctx, strings.TrimSpace(who))
+		if err != nil {
+			return "", err
+		}
+		n := 0
+		if r := o["replies"]; r != "" {
+			if n, err = strconv.Atoi(r); err != nil || n < 1 {
+				return "", fmt.Errorf("/npc direct: replies:%s is not a number of replies (1 or more)", r)
+			}
+		}
+		p.controls.SetDirection(id, o["instruction"], n)
+		if o["instruction"] == "" {
+			return cast.NPCName(id) + "'s direction is cleared", nil
+		}
+		return cast.NPCName(id) + " is directed: " + o["instruction"], nil
+	case "/npc undo":
+		u, err := p.s.Undo(ctx)
+		if err != nil {
+			return "", err
+		}
+		p.tr.take()
+		return fmt.Sprintf("withdrew %s's reply %q", cast.NPCName(u.NPCID), u.Reply), nil
 	case "/memory entity":
 		sub, args, _ := strings.Cut(rest, " ")
 		if sub != "add" {

@@ -71,6 +71,9 @@ type LineEvent struct {
 	// Spoken is set when the line was synthesised and recognised (the
 	// scene gave no heard text).
 	Spoken bool `json:"spoken"`
+	// Also are the answers of the other NPCs named with the first, in
+	// the order they answered.
+	Also []table.LineReport `json:"also,omitempty"`
 }
 
 // CommandEvent is a command and its outcome.
@@ -250,6 +253,9 @@ type player struct {
 	last     map[string]time.Time // when each player's last frame was sent
 	opted    map[string]time.Time // who opted out, as last read
 	replies  int
+	// late are answers to names said alone earlier (table.LineReport.Late),
+	// reported before the next line's.
+	late []LineEvent
 }
 
 func (p *player) run(ctx context.Context, res *Result) error {
@@ -271,6 +277,13 @@ func (p *player) run(ctx context.Context, res *Result) error {
 		if err != nil {
 			return err
 		}
+		for _, l := range p.late {
+			res.Lines = append(res.Lines, l)
+			if p.o.OnEvent != nil {
+				p.o.OnEvent(Event{Line: &l})
+			}
+		}
+		p.late = nil
 		res.Lines = append(res.Lines, ev)
 		if p.o.OnEvent != nil {
 			p.o.OnEvent(Event{Line: &ev})
@@ -393,9 +406,31 @@ const maxSilence = time.Minute
 func (p *player) result(ctx context.Context, st Step, pl Player) (LineEvent, error) {
 	t := time.NewTimer(p.o.LineTimeout)
 	defer t.Stop()
-	select {
-	case r := <-p.reports:
-		ev := LineEvent{LineReport: r, Said: st.Say, Spoken: st.Heard == nil}
+	var first *table.LineReport
+	var also []table.LineReport
+	for {
+		var r table.LineReport
+		select {
+		case r = <-p.reports:
+		case <-t.C:
+			return LineEvent{}, fmt.Errorf("line %d (%s: %q): the table did not finish it within %s", st.line, pl.Name, st.Say, p.o.LineTimeout)
+		case <-ctx.Done():
+			return LineEvent{}, ctx.Err()
+		}
+		switch {
+		case r.Late:
+			// A name said alone before, answered alone.
+			p.late = append(p.late, LineEvent{LineReport: r, Audio: p.keepReply(r)})
+			continue
+		case first == nil:
+			first = &r
+		default:
+			also = append(also, r)
+		}
+		if r.More {
+			continue
+		}
+		ev := LineEvent{LineReport: *first, Also: also, Said: st.Say, Spoken: st.Heard == nil}
 		if frames := p.tr.take(); len(frames) > 0 && p.o.OutDir != "" && r.Reply != "" {
 			p.replies++
 			path, err := p.writeReply(frames, r.Addressee)
@@ -405,11 +440,22 @@ func (p *player) result(ctx context.Context, st Step, pl Player) (LineEvent, err
 			ev.Audio = path
 		}
 		return ev, nil
-	case <-t.C:
-		return LineEvent{}, fmt.Errorf("line %d (%s: %q): the table did not finish it within %s", st.line, pl.Name, st.Say, p.o.LineTimeout)
-	case <-ctx.Done():
-		return LineEvent{}, ctx.Err()
 	}
+}
+
+// keepReply writes a late reply's audio, when replies are written.
+func (p *player) keepReply(r table.LineReport) string {
+	frames := p.tr.take()
+	if len(frames) == 0 || p.o.OutDir == "" || r.Reply == "" {
+		return ""
+	}
+	p.replies++
+	path, err := p.writeReply(frames, r.Addressee)
+	if err != nil {
+		p.o.Logger.Warn("writing a reply's audio", "err", err)
+		return ""
+	}
+	return path
 }
 
 func (p *player) writeReply(frames [][]byte, npcID string) (string, error) {
