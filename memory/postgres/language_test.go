@@ -42,7 +42,7 @@ func TestGermanCampaign(t *testing.T) {
 	}{
 		{"Wann hat Grog die Kette genommen?", "a"}, // Kette ~ Ketten, nehmen ~ nehme
 		{"Wer hat das Schwert gesegnet?", "d"},     // Schwert, segnen
-		{"Zwerg", "d"},                            // Zwerges
+		{"Zwerg", "d"},                             // Zwerges
 	}
 	for _, tc := range cases {
 		hits := must[[]postgres.ChunkHit](t)(c.Index().TextSearch(ctx, tc.q, 3, nil))
