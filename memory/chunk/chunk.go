@@ -81,9 +81,21 @@ func (o Options) withDefaults() Options {
 func Split(entries []memory.TranscriptEntry, m *mention.Matcher, o Options) []memory.Chunk {
 	o = o.withDefaults()
 	var lines []memory.TranscriptEntry
+	var parts []int // for each line, which part of its entry it is (0: the first or only one)
 	for _, e := range entries {
 		if !e.NonCanon && strings.TrimSpace(e.Text) != "" {
-			lines = append(lines, e)
+			// Room for the speaker's label that prefixes the line in the chunk.
+			label := len(e.SpeakerName)
+			if label == 0 {
+				label = len(e.SpeakerID)
+			}
+			if label > 0 {
+				label += len(": ")
+			}
+			for i, p := range splitLong(e, max(o.MaxChars-label, o.MaxChars/2)) {
+				lines = append(lines, p)
+				parts = append(parts, i)
+			}
 		}
 	}
 	bags := make([]map[string]float64, len(lines))
@@ -110,7 +122,7 @@ func Split(entries []memory.TranscriptEntry, m *mention.Matcher, o Options) []me
 			chars += len(lines[end].Text)
 			end++
 		}
-		out = append(out, build(lines[start:end], start, m))
+		out = append(out, build(lines[start:end], parts[start:end], start, m))
 		if end >= len(lines) {
 			break
 		}
@@ -176,9 +188,10 @@ func bag(text string) map[string]float64 {
 	return b
 }
 
-// build makes the chunk of lines; offset is the index of its first line in
-// the session, used for the id when lines have no stored id.
-func build(lines []memory.TranscriptEntry, offset int, m *mention.Matcher) memory.Chunk {
+// build makes the chunk of lines; parts say which part of its entry each
+// line is ([splitLong]); offset is the index of its first line in the
+// session, used for the id when lines have no stored id.
+func build(lines []memory.TranscriptEntry, parts []int, offset int, m *mention.Matcher) memory.Chunk {
 	var b strings.Builder
 	var speakers []string
 	seenSpeaker := map[string]bool{}
@@ -222,7 +235,9 @@ func build(lines []memory.TranscriptEntry, offset int, m *mention.Matcher) memor
 				addEntity(id)
 			}
 		}
-		if e.ID != 0 {
+		if e.ID != 0 && parts[i] > 0 {
+			fmt.Fprintf(h, "%d.%d\n", e.ID, parts[i])
+		} else if e.ID != 0 {
 			fmt.Fprintf(h, "%d\n", e.ID)
 		} else {
 			fmt.Fprintf(h, "#%d\n", offset+i)
