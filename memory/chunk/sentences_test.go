@@ -98,4 +98,3 @@ func TestSplitLongTurns(t *testing.T) {
 		})
 	}
 }
-
