@@ -9,9 +9,13 @@
 // keeps its session, speakers, time span and the entities it mentions,
 // its speakers' own entities included (found by name through the same
 // [mention.Matcher]).
-// Chunk ids derive from the lines they span, so splitting the same session
-// again gives the same chunks, and [Process] replaces a session's chunks
-// rather than adding to them.
+// Chunk ids derive from the lines they span (their idempotency keys, which
+// an import takes from the campaign file, else their row ids), so
+// splitting the same session again gives the same chunks, two imports of
+// the same file give the same chunk ids (and so the same tie-breaks in
+// retrieval), and [Process] replaces a session's chunks rather than adding
+// to them. A single turn longer than MaxChars is cut at sentence ends
+// into parts, each keeping the turn's speaker and time.
 package chunk
 
 import (
@@ -235,11 +239,20 @@ func build(lines []memory.TranscriptEntry, parts []int, offset int, m *mention.M
 				addEntity(id)
 			}
 		}
-		if e.ID != 0 && parts[i] > 0 {
+		// A line's idempotency key names it the same in every import of
+		// the same file; its row id does not.
+		switch {
+		case e.IdempotencyKey != "":
+			fmt.Fprintf(h, "k%q", e.IdempotencyKey)
+			if parts[i] > 0 {
+				fmt.Fprintf(h, ".%d", parts[i])
+			}
+			h.Write([]byte{'\n'})
+		case e.ID != 0 && parts[i] > 0:
 			fmt.Fprintf(h, "%d.%d\n", e.ID, parts[i])
-		} else if e.ID != 0 {
+		case e.ID != 0:
 			fmt.Fprintf(h, "%d\n", e.ID)
-		} else {
+		default:
 			fmt.Fprintf(h, "#%d\n", offset+i)
 		}
 	}

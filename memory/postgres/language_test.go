@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -78,4 +79,58 @@ func hitIDs(hits []postgres.ChunkHit) []string {
 		out = append(out, h.Chunk.ID)
 	}
 	return out
+}
+
+// TestQuestionsRankLikeStatements: a question and the statement it asks
+// about rank the same chunks the same, in English and in German, even
+// where chunks hold the question words themselves.
+func TestQuestionsRankLikeStatements(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	en := pgtest.Campaign(t, s, "en")
+	de := pgtest.Campaign(t, s, "de")
+	check(t, de.SetLanguage(ctx, "german"))
+	write := func(c *postgres.Campaign, lines ...string) {
+		var cs []memory.Chunk
+		for i, l := range lines {
+			cs = append(cs, memory.Chunk{ID: fmt.Sprint("c", i), SessionID: "s1", Content: l, StartAt: t0})
+		}
+		check(t, c.Index().IndexChunks(ctx, cs))
+	}
+	write(en,
+		"Grog: I grab the chain off the altar.",
+		"Vex: Whose turn is it? When do we eat? Who did this? Why? How?",
+		"Pike: Didn't we leave the chain at the inn? What did you do?",
+		"DM: Grog, you rip the silver chain free.",
+		"Percy: I polish my gun.")
+	write(de,
+		"Grog: Ich nehme die Kette vom Altar.",
+		"Vex: Wann gehen wir endlich? Wer hat das getan? Warum? Wieso? Wo?",
+		"Pike: Wessen Kette ist das? Woher kommt sie?",
+		"SL: Grog, du reißt die silberne Kette los.",
+		"Percy: Ich putze mein Gewehr.")
+	cases := []struct {
+		c                   *postgres.Campaign
+		question, statement string
+	}{
+		{en, "When did Grog grab the chain?", "Grog grabbed the chain."},
+		{en, "Who grabbed the chain? Was it Grog?", "Grog grabbed the chain."},
+		{en, "Didn't Grog grab the chain, how and why?", "Grog grabbed the chain."},
+		{de, "Wann hat Grog die Kette genommen?", "Grog nahm die Kette."},
+		{de, "Wer nahm die Kette, warum und wo? War es Grog?", "Grog nahm die Kette."},
+	}
+	for _, tc := range cases {
+		q := must[[]postgres.ChunkHit](t)(tc.c.Index().TextSearch(ctx, tc.question, 5, nil))
+		st := must[[]postgres.ChunkHit](t)(tc.c.Index().TextSearch(ctx, tc.statement, 5, nil))
+		if len(q) == 0 || len(q) != len(st) {
+			t.Errorf("%q: %v; %q: %v", tc.question, hitIDs(q), tc.statement, hitIDs(st))
+			continue
+		}
+		for i := range q {
+			if q[i].Chunk.ID != st[i].Chunk.ID || q[i].Score != st[i].Score {
+				t.Errorf("%q ranks %v, %q ranks %v", tc.question, hitIDs(q), tc.statement, hitIDs(st))
+				break
+			}
+		}
+	}
 }

@@ -119,6 +119,23 @@ const (
 	bm25B  = 0.75
 )
 
+// Question words: the words that make a statement a question ("When did
+// Grog grab the chain?" asks what "Grog grabbed the chain" says). They are
+// dropped from the query, stemmed as the campaign's configuration stems
+// them, so that a question and the statement it asks about rank alike:
+// the configurations' stop lists keep some of them (english keeps
+// "whose" and the "didn" of "didn't"; german keeps "wann", "wer",
+// "warum"), and a rare one would otherwise weigh like a rare name. A
+// campaign in another language relies on its configuration's stop list
+// and the English list.
+const (
+	questionWordsEnglish = `when where why how what which who whom whose whoever whatever whenever
+		do does did done doing didn doesn don isn wasn weren aren hasn haven hadn won wouldn couldn shouldn`
+	questionWordsGerman = `wann wo woher wohin warum wieso weshalb weswegen wie was wer wen wem wessen
+		welche welcher welches welchen welchem hat hatte hatten haben ist war waren wurde wurden
+		tat taten getan`
+)
+
 // textTerm is a query lexeme that occurs in the campaign's chunks, with its
 // inverse document frequency.
 type textTerm struct {
@@ -134,12 +151,14 @@ func (x *SemanticIndex) textTerms(ctx context.Context, query string) ([]textTerm
 	rows, err := x.db.Query(ctx, `
 		WITH n AS (SELECT coalesce((SELECT chunks FROM chunk_counts WHERE campaign_id = $1), 0)::bigint AS chunks,
 		                  coalesce((SELECT tokens FROM chunk_counts WHERE campaign_id = $1), 0)::bigint AS tokens)
+		, cfg AS (SELECT coalesce((SELECT text_config FROM campaigns WHERE id = $1), 'english'::regconfig) AS cfg)
 		SELECT q.lexeme, l.df::bigint, n.chunks, n.tokens
-		FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector(
-		          coalesce((SELECT text_config FROM campaigns WHERE id = $1), 'english'::regconfig), $2))) q
+		FROM (SELECT DISTINCT u.lexeme FROM cfg, unnest(to_tsvector(cfg.cfg, $2)) u
+		      WHERE u.lexeme NOT IN (SELECT w.lexeme FROM cfg, unnest(to_tsvector(cfg.cfg,
+		          CASE cfg.cfg::text WHEN 'german' THEN $4 ELSE $3 END)) w)) q
 		JOIN chunk_lexemes l ON l.campaign_id = $1 AND l.lexeme = q.lexeme
 		CROSS JOIN n
-		ORDER BY 2, 1`, x.campaign, query)
+		ORDER BY 2, 1`, x.campaign, query, questionWordsEnglish, questionWordsGerman)
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the document frequencies of %q: %w", query, err)
 	}
