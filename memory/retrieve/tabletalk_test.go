@@ -1,10 +1,16 @@
 package retrieve
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
+	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 )
@@ -34,7 +40,11 @@ import (
 // resolution line (with the event kind: the declaration too); a recap that
 // retells the event is not an answer, since it says neither when nor how it
 // happened in the words of the table.
-func genTable(seed uint64) (*campaignfile.File, []question) {
+func genTable(seed uint64) (*campaignfile.File, []question) { return genTableSessions(seed, 16) }
+
+// genTableSessions is genTable with the given number of sessions (the
+// latency measurement of `glyphoxa ask` uses a campaign of 16k lines).
+func genTableSessions(seed uint64, sessions int) (*campaignfile.File, []question) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	pick := func(xs []string) string { return xs[rng.IntN(len(xs))] }
 	type pc struct{ id, user, name string }
@@ -92,7 +102,7 @@ func genTable(seed uint64) (*campaignfile.File, []question) {
 		"The moon is a thin white scar above the city, and the clouds race past it as if fleeing.",
 		"Everything here smells of smoke and old coins, and the silence feels like someone holding their breath.",
 	}
-	const sessions, perSession = 16, 6
+	const perSession = 6
 	start := time.Date(2025, 9, 6, 19, 0, 0, 0, time.UTC)
 	type event struct {
 		s                  int
@@ -108,7 +118,7 @@ func genTable(seed uint64) (*campaignfile.File, []question) {
 	for s := range sessions {
 		for range perSession {
 			var mod, head string
-			for {
+			for range 200 { // a fresh object while there are any
 				mod, head = pick(mods), pick(heads)
 				if !used[mod+head] {
 					used[mod+head] = true
@@ -236,4 +246,42 @@ func genTable(seed uint64) (*campaignfile.File, []question) {
 		f.Sessions = append(f.Sessions, sess)
 	}
 	return f, qs
+}
+
+// TestWriteTableCorpus writes the table-talk corpus with
+// GLYPHOXA_TABLE_SESSIONS sessions to the file GLYPHOXA_TABLE_CORPUS, for
+// measuring `glyphoxa ask` on a campaign of realistic size (250 sessions
+// are about 16k lines). Without the variables it only checks that the
+// corpus is a valid campaign file.
+func TestWriteTableCorpus(t *testing.T) {
+	sessions := 16
+	if v := os.Getenv("GLYPHOXA_TABLE_SESSIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("GLYPHOXA_TABLE_SESSIONS=%q: want a positive number", v)
+		}
+		sessions = n
+	}
+	f, _ := genTableSessions(evalSeed, sessions)
+	b, err := yaml.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := campaignfile.Parse(bytes.NewReader(b), "table corpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, s := range parsed.Sessions {
+		lines += len(s.Entries)
+	}
+	if len(parsed.Sessions) != sessions || lines == 0 {
+		t.Fatalf("%d sessions, %d lines; want %d sessions", len(parsed.Sessions), lines, sessions)
+	}
+	if out := os.Getenv("GLYPHOXA_TABLE_CORPUS"); out != "" {
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s: %d sessions, %d lines", out, sessions, lines)
+	}
 }
