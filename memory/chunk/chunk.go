@@ -9,9 +9,13 @@
 // keeps its session, speakers, time span and the entities it mentions,
 // its speakers' own entities included (found by name through the same
 // [mention.Matcher]).
-// Chunk ids derive from the lines they span, so splitting the same session
-// again gives the same chunks, and [Process] replaces a session's chunks
-// rather than adding to them.
+// Chunk ids derive from the lines they span (their idempotency keys, which
+// an import takes from the campaign file, else their row ids), so
+// splitting the same session again gives the same chunks, two imports of
+// the same file give the same chunk ids (and so the same tie-breaks in
+// retrieval), and [Process] replaces a session's chunks rather than adding
+// to them. A single turn longer than MaxChars is cut at sentence ends
+// into parts, each keeping the turn's speaker and time.
 package chunk
 
 import (
@@ -81,9 +85,21 @@ func (o Options) withDefaults() Options {
 func Split(entries []memory.TranscriptEntry, m *mention.Matcher, o Options) []memory.Chunk {
 	o = o.withDefaults()
 	var lines []memory.TranscriptEntry
+	var parts []int // for each line, which part of its entry it is (0: the first or only one)
 	for _, e := range entries {
 		if !e.NonCanon && strings.TrimSpace(e.Text) != "" {
-			lines = append(lines, e)
+			// Room for the speaker's label that prefixes the line in the chunk.
+			label := len(e.SpeakerName)
+			if label == 0 {
+				label = len(e.SpeakerID)
+			}
+			if label > 0 {
+				label += len(": ")
+			}
+			for i, p := range splitLong(e, max(o.MaxChars-label, o.MaxChars/2)) {
+				lines = append(lines, p)
+				parts = append(parts, i)
+			}
 		}
 	}
 	bags := make([]map[string]float64, len(lines))
@@ -110,7 +126,7 @@ func Split(entries []memory.TranscriptEntry, m *mention.Matcher, o Options) []me
 			chars += len(lines[end].Text)
 			end++
 		}
-		out = append(out, build(lines[start:end], start, m))
+		out = append(out, build(lines[start:end], parts[start:end], start, m))
 		if end >= len(lines) {
 			break
 		}
@@ -176,9 +192,10 @@ func bag(text string) map[string]float64 {
 	return b
 }
 
-// build makes the chunk of lines; offset is the index of its first line in
-// the session, used for the id when lines have no stored id.
-func build(lines []memory.TranscriptEntry, offset int, m *mention.Matcher) memory.Chunk {
+// build makes the chunk of lines; parts say which part of its entry each
+// line is ([splitLong]); offset is the index of its first line in the
+// session, used for the id when lines have no stored id.
+func build(lines []memory.TranscriptEntry, parts []int, offset int, m *mention.Matcher) memory.Chunk {
 	var b strings.Builder
 	var speakers []string
 	seenSpeaker := map[string]bool{}
@@ -222,9 +239,20 @@ func build(lines []memory.TranscriptEntry, offset int, m *mention.Matcher) memor
 				addEntity(id)
 			}
 		}
-		if e.ID != 0 {
+		// A line's idempotency key names it the same in every import of
+		// the same file; its row id does not.
+		switch {
+		case e.IdempotencyKey != "":
+			fmt.Fprintf(h, "k%q", e.IdempotencyKey)
+			if parts[i] > 0 {
+				fmt.Fprintf(h, ".%d", parts[i])
+			}
+			h.Write([]byte{'\n'})
+		case e.ID != 0 && parts[i] > 0:
+			fmt.Fprintf(h, "%d.%d\n", e.ID, parts[i])
+		case e.ID != 0:
 			fmt.Fprintf(h, "%d\n", e.ID)
-		} else {
+		default:
 			fmt.Fprintf(h, "#%d\n", offset+i)
 		}
 	}

@@ -39,17 +39,38 @@ func scanHit(row pgx.CollectableRow) (ChunkHit, error) {
 	return h, err
 }
 
-// TextSearch ranks chunks by the question's words, any of which may match
-// (unlike the session log's search, which wants all of them): each matched
-// word counts by its rarity in the campaign (inverse document frequency),
-// plus a little for how often it occurs. only, when not nil, restricts the
-// search to those chunk ids. Best first, at most limit.
+// TextSearch ranks chunks by the question's words with Okapi BM25, any
+// of which may match (unlike the session log's search, which wants all of
+// them). only, when not nil, restricts the search to those chunk ids. Best
+// first, at most limit.
 //
-// Document frequencies are read from the campaign's lexeme counts, kept
-// current as chunks are written. When the rarer words alone decide the
-// best limit chunks (no chunk matching only the common ones could score
-// as high), only the chunks matching the rarer words are scored; the
-// result is the same as scoring every matching chunk.
+// Each matched word adds its rarity (inverse document frequency, Lucene's
+// never-negative form log(1 + (N - df + 0.5)/(df + 0.5))) times its
+// saturated, length-normalised frequency in the chunk:
+//
+//	tf·(k1+1) / (tf + k1·(1 - b + b·len/avglen))
+//
+// with the textbook k1 1.2 and b 0.75, not fitted to any corpus. The
+// saturation keeps a word said ten times from counting ten times; the
+// length normalisation keeps a long monologue, which shares some words
+// with every question, from outranking the short line that answers it.
+// PostgreSQL's ts_rank and ts_rank_cd do neither in this sense (their
+// normalisation options divide by length or by unique words, without
+// saturation and without an average length to compare with), so the
+// score is computed here over the chunks' tsvector lexemes: tf is the
+// number of positions of the lexeme, len the chunk's tokens (chunks.
+// doc_len). Document frequencies, the chunk count and the total tokens
+// are read from the campaign's statistics (chunk_lexemes, chunk_counts),
+// kept current by triggers as chunks are written, so the ranking follows
+// the campaign as lines arrive. Words are stemmed by the campaign's
+// text-search configuration ([Campaign.SetLanguage]).
+//
+// When the rarer words alone decide the best limit chunks (no chunk
+// matching only the common ones could score as high: a word adds at most
+// idf·(k1+1)), only the chunks matching the rarer words are scored; the
+// result is the same as scoring every matching chunk. Equal scores (to
+// nine decimals, so that the order in which floating-point terms are
+// summed cannot reorder them) are ordered by chunk id.
 func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int, only []string) ([]ChunkHit, error) {
 	if err := memory.CheckQuery(query); err != nil {
 		return nil, err
@@ -60,7 +81,7 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	if limit <= 0 {
 		limit = 10
 	}
-	terms, all, err := x.textTerms(ctx, query)
+	terms, avgLen, err := x.textTerms(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -76,25 +97,44 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	// can fill the result, and check that what it finds outscores any
 	// chunk matching none of them.
 	if j := rareTerms(terms, limit, only); j < len(terms) {
-		hits, err := x.scoreChunks(ctx, query, all, lexemes, idfs, lexemes[:j], limit, only)
+		hits, err := x.scoreChunks(ctx, query, lexemes, idfs, lexemes[:j], avgLen, limit, only)
 		if err != nil {
 			return nil, err
 		}
 		var rest float64
 		for _, t := range terms[j:] {
-			rest += t.idf
+			rest += t.idf * (bm25K1 + 1)
 		}
-		if len(hits) == limit && hits[limit-1].Score > rest+textRankBound {
+		if len(hits) == limit && hits[limit-1].Score > rest {
 			return hits, nil
 		}
 	}
-	return x.scoreChunks(ctx, query, all, lexemes, idfs, lexemes, limit, only)
+	return x.scoreChunks(ctx, query, lexemes, idfs, lexemes, avgLen, limit, only)
 }
 
-// textRankBound bounds the share of ts_rank in a full-text score: 0.1
-// times ts_rank, which is at most 1.61 times the largest lexeme weight
-// (1) before length normalisation, which only lowers it.
-const textRankBound = 0.1 * 1.62
+// BM25 parameters: the textbook values (Robertson and Zaragoza, "The
+// Probabilistic Relevance Framework: BM25 and Beyond", 2009), untuned.
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// Question words: the words that make a statement a question ("When did
+// Grog grab the chain?" asks what "Grog grabbed the chain" says). They are
+// dropped from the query, stemmed as the campaign's configuration stems
+// them, so that a question and the statement it asks about rank alike:
+// the configurations' stop lists keep some of them (english keeps
+// "whose" and the "didn" of "didn't"; german keeps "wann", "wer",
+// "warum"), and a rare one would otherwise weigh like a rare name. A
+// campaign in another language relies on its configuration's stop list
+// and the English list.
+const (
+	questionWordsEnglish = `when where why how what which who whom whose whoever whatever whenever
+		do does did done doing didn doesn don isn wasn weren aren hasn haven hadn won wouldn couldn shouldn`
+	questionWordsGerman = `wann wo woher wohin warum wieso weshalb weswegen wie was wer wen wem wessen
+		welche welcher welches welchen welchem hat hatte hatten haben ist war waren wurde wurden
+		tat taten getan`
+)
 
 // textTerm is a query lexeme that occurs in the campaign's chunks, with its
 // inverse document frequency.
@@ -104,36 +144,44 @@ type textTerm struct {
 	idf    float64
 }
 
-// textTerms returns the query's lexemes that occur in the campaign, rarest
-// first, and all of its lexemes (those that occur nowhere included, for
-// ranking by frequency).
-func (x *SemanticIndex) textTerms(ctx context.Context, query string) ([]textTerm, []string, error) {
+// textTerms returns the query's lexemes (stemmed by the campaign's
+// text-search configuration) that occur in the campaign, rarest first, and
+// the campaign's average chunk length in tokens.
+func (x *SemanticIndex) textTerms(ctx context.Context, query string) ([]textTerm, float64, error) {
 	rows, err := x.db.Query(ctx, `
-		SELECT q.lexeme, coalesce(l.df, 0)::bigint, coalesce((SELECT n.chunks FROM chunk_counts n WHERE n.campaign_id = $1), 0)::bigint
-		FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $2))) q
-		LEFT JOIN chunk_lexemes l ON l.campaign_id = $1 AND l.lexeme = q.lexeme
-		ORDER BY 2, 1`, x.campaign, query)
+		WITH n AS (SELECT coalesce((SELECT chunks FROM chunk_counts WHERE campaign_id = $1), 0)::bigint AS chunks,
+		                  coalesce((SELECT tokens FROM chunk_counts WHERE campaign_id = $1), 0)::bigint AS tokens)
+		, cfg AS (SELECT coalesce((SELECT text_config FROM campaigns WHERE id = $1), 'english'::regconfig) AS cfg)
+		SELECT q.lexeme, l.df::bigint, n.chunks, n.tokens
+		FROM (SELECT DISTINCT u.lexeme FROM cfg, unnest(to_tsvector(cfg.cfg, $2)) u
+		      WHERE u.lexeme NOT IN (SELECT w.lexeme FROM cfg, unnest(to_tsvector(cfg.cfg,
+		          CASE cfg.cfg::text WHEN 'german' THEN $4 ELSE $3 END)) w)) q
+		JOIN chunk_lexemes l ON l.campaign_id = $1 AND l.lexeme = q.lexeme
+		CROSS JOIN n
+		ORDER BY 2, 1`, x.campaign, query, questionWordsEnglish, questionWordsGerman)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the document frequencies of %q: %w", query, err)
+		return nil, 0, fmt.Errorf("reading the document frequencies of %q: %w", query, err)
 	}
 	var terms []textTerm
-	var all []string
 	var t textTerm
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&t.lexeme, &t.df, &n}, func() error {
-		all = append(all, t.lexeme)
+	var n, tokens int64
+	if _, err := pgx.ForEachRow(rows, []any{&t.lexeme, &t.df, &n, &tokens}, func() error {
 		if t.df > 0 {
 			terms = append(terms, t)
 		}
 		return nil
 	}); err != nil {
-		return nil, nil, fmt.Errorf("reading the document frequencies of %q: %w", query, err)
+		return nil, 0, fmt.Errorf("reading the document frequencies of %q: %w", query, err)
 	}
 	for i := range terms {
 		df := float64(terms[i].df)
 		terms[i].idf = math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
 	}
-	return terms, all, nil
+	avg := 1.0
+	if n > 0 && tokens > 0 {
+		avg = float64(tokens) / float64(n)
+	}
+	return terms, avg, nil
 }
 
 // rareTerms returns how many of the rarest terms to search first: the
@@ -152,24 +200,29 @@ func rareTerms(terms []textTerm, limit int, only []string) int {
 	return len(terms)
 }
 
-// scoreChunks scores the chunks matching any of cand by the words lexemes
-// (weighted by idfs) and by ts_rank over all, best first, at most limit.
-func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, all, lexemes []string, idfs []float64,
-	cand []string, limit int, only []string) ([]ChunkHit, error) {
+// scoreChunks scores the chunks matching any of cand by BM25 over lexemes
+// (weighted by idfs), best first, at most limit.
+func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, lexemes []string, idfs []float64,
+	cand []string, avgLen float64, limit int, only []string) ([]ChunkHit, error) {
 	rows, err := x.db.Query(ctx, `
 		WITH w AS MATERIALIZED (
-		    SELECT quote_literal(u.lexeme)::tsquery AS tq, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
+		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
+		), cand AS (
+		    SELECT c.id, c.tsv, c.doc_len FROM chunks c
+		    WHERE c.campaign_id = $1 AND c.tsv @@ (SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest($4::text[]) l)
+		      AND ($6::text[] IS NULL OR c.id = ANY($6))
 		), scored AS (
-		    SELECT c.id, (SELECT sum(w.idf) FROM w WHERE c.tsv @@ w.tq)
-		           + 0.1 * ts_rank(c.tsv, (SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest($4::text[]) l), 1) AS score
-		    FROM chunks c
-		    WHERE c.campaign_id = $1 AND c.tsv @@ (SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest($5::text[]) l)
-		      AND ($7::text[] IS NULL OR c.id = ANY($7))
-		    ORDER BY score DESC, c.id
-		    LIMIT $6
+		    SELECT cand.id, round(sum(w.idf * t.tf * ($8::float8 + 1) / (t.tf + $8::float8 * (1 - $9::float8 + $9::float8 * cand.doc_len / $7::float8)))::numeric, 9)::float8 AS score
+		    FROM cand
+		    CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
+		                        FROM unnest(cand.tsv) u WHERE u.lexeme = ANY($2)) t
+		    JOIN w ON w.lexeme = t.lexeme
+		    GROUP BY cand.id
+		    ORDER BY score DESC, cand.id
+		    LIMIT $5
 		)
 		SELECT `+hitSelect+`, s.score FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id
-		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, all, cand, limit, only)
+		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, cand, limit, only, avgLen, bm25K1, bm25B)
 	if err != nil {
 		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}

@@ -33,6 +33,14 @@ func checkTextStats(t *testing.T, s *postgres.Store, when string) {
 	if diff != 0 {
 		t.Errorf("%s: %d chunk counts differ from the chunks'", when, diff)
 	}
+	check(t, s.Pool().QueryRow(ctx, `
+		WITH truth AS (SELECT c.campaign_id, sum((SELECT sum(coalesce(array_length(u.positions, 1), 1)) FROM unnest(c.tsv) u))::bigint AS n
+		               FROM chunks c GROUP BY 1)
+		SELECT count(*) FROM truth t FULL JOIN chunk_counts k USING (campaign_id)
+		WHERE t.n IS DISTINCT FROM k.tokens`).Scan(&diff))
+	if diff != 0 {
+		t.Errorf("%s: %d token totals differ from the chunks'", when, diff)
+	}
 }
 
 func TestTextStatsFollowChunkWrites(t *testing.T) {
@@ -72,23 +80,31 @@ func TestTextStatsFollowChunkWrites(t *testing.T) {
 }
 
 // referenceTextSearch scores every chunk matching any of the query's
-// lexemes, counting document frequencies from the chunks themselves.
+// lexemes by Okapi BM25 (k1 1.2, b 0.75), counting document frequencies,
+// lengths and the average length from the chunks themselves.
 func referenceTextSearch(t *testing.T, s *postgres.Store, campaign, query string, limit int) []postgres.ChunkHit {
 	t.Helper()
 	rows, err := s.Pool().Query(ctxT(t), `
 		WITH q AS (
-		    SELECT DISTINCT lexeme, quote_literal(lexeme)::tsquery AS tq FROM unnest(to_tsvector('english', $2))
+		    SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $2))
+		), len AS MATERIALIZED (
+		    SELECT c.id, (SELECT sum(coalesce(array_length(u.positions, 1), 1)) FROM unnest(c.tsv) u)::float8 AS dl
+		    FROM chunks c WHERE c.campaign_id = $1
 		), n AS (
-		    SELECT count(*)::float8 AS n FROM chunks WHERE campaign_id = $1
+		    SELECT count(*)::float8 AS n, avg(dl) AS avgdl FROM len
 		), df AS MATERIALIZED (
-		    SELECT q.tq, (SELECT count(*) FROM chunks c WHERE c.campaign_id = $1 AND c.tsv @@ q.tq)::float8 AS df FROM q
+		    SELECT q.lexeme, (SELECT count(*) FROM chunks c WHERE c.campaign_id = $1
+		                      AND c.tsv @@ quote_literal(q.lexeme)::tsquery)::float8 AS df FROM q
+		), tf AS (
+		    SELECT c.id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
+		    FROM chunks c, unnest(c.tsv) u WHERE c.campaign_id = $1
 		)
-		SELECT c.id, sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5)))
-		       + 0.1 * ts_rank(c.tsv, (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM q), 1) AS score
-		FROM chunks c CROSS JOIN n JOIN df ON c.tsv @@ df.tq
-		WHERE c.campaign_id = $1 AND df.df > 0
-		GROUP BY c.id, c.tsv
-		ORDER BY score DESC, c.id
+		SELECT tf.id, round(sum(ln(1 + (n.n - df.df + 0.5) / (df.df + 0.5))
+		       * tf.tf * 2.2 / (tf.tf + 1.2 * (1 - 0.75 + 0.75 * len.dl / n.avgdl)))::numeric, 9)::float8 AS score
+		FROM tf JOIN df USING (lexeme) JOIN len USING (id) CROSS JOIN n
+		WHERE df.df > 0
+		GROUP BY tf.id
+		ORDER BY score DESC, tf.id
 		LIMIT $3`, campaign, query, limit)
 	check(t, err)
 	defer rows.Close()

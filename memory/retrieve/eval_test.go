@@ -47,7 +47,8 @@ func (q question) evidence() []string {
 }
 
 // questionKinds in report order.
-var questionKinds = []string{"single", "two_hop", "three_hop", "multi_hop", "name_variant", "before_after", "temporal", "open"}
+var questionKinds = []string{"single", "two_hop", "three_hop", "multi_hop", "name_variant", "before_after", "temporal", "open",
+	"question", "statement", "paraphrase", "event"}
 
 func loadQuestions(t testing.TB) []question {
 	t.Helper()
@@ -87,7 +88,8 @@ type corpus struct {
 	questions []question
 }
 
-// corpora returns the three evaluation corpora (see corpora_test.go).
+// corpora returns the evaluation corpora (see corpora_test.go and
+// tabletalk_test.go).
 func corpora(t testing.TB) []corpus {
 	t.Helper()
 	f, err := os.Open("testdata/saltmere-eval.yaml")
@@ -103,7 +105,7 @@ func corpora(t testing.TB) []corpus {
 	for _, g := range []struct {
 		name string
 		gen  func(uint64) (*campaignfile.File, []question)
-	}{{"chat", genChat}, {"names", genNames}} {
+	}{{"chat", genChat}, {"names", genNames}, {"table", genTable}} {
 		file, qs := g.gen(evalSeed)
 		// Through YAML and Parse, so that a generated corpus is checked
 		// like a hand-written one.
@@ -367,7 +369,11 @@ func (rt *recallTable) String() string {
 // both depths (within 5% of the questions), and on multi-hop questions
 // hybrid recall@5 is at least 1.3 times vector-only recall.
 func TestRecall(t *testing.T) {
+	only := os.Getenv("GLYPHOXA_EVAL_CORPUS")
 	for _, c := range corpora(t) {
+		if only != "" && only != c.name {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			rt, camp := evaluate(t, c)
 			t.Logf("%s: %d questions, %d chunks:\n%s", c.name, len(c.questions), mustCount(t, camp), rt)

@@ -3,7 +3,8 @@
 // A [Retriever] offers five modes:
 //
 //   - vector: chunks nearest to the question's embedding (L2);
-//   - fts: chunks sharing the question's words, rarer words counting more;
+//   - fts: chunks ranked by Okapi BM25 over the question's words, in the
+//     campaign's language ([postgres.SemanticIndex.TextSearch]);
 //   - graphrag: chunks near the question's embedding among those that
 //     mention an entity the question names or one of its neighbours (L3 +
 //     L2), or among all chunks when those link nothing;
@@ -42,10 +43,10 @@
 //     mention no entity take part too). When the question names nothing
 //     specific, the walk starts from the chunks alone.
 //   - Evidence is not counted twice. The final reciprocal rank fusion
-//     (RRFK 60) adds to the walk's ranking one direct ranking only: the
-//     more confident of full text and vector for this question, gated by
-//     that confidence, so that a question the words answer outright is
-//     not lost in the walk. Adding both (they agree whenever the embedder
+//     (RRFK 60, the published default, not fitted) adds to the walk's
+//     ranking one direct ranking only, at equal weight: the more
+//     confident of full text (BM25) and vector for this question, so that
+//     a question the words answer outright is not lost in the walk. Adding both (they agree whenever the embedder
 //     is lexical) lets two agreeing mediocre lists outvote the one that
 //     knows: measured on the names corpus, recall@5 0.70 with both, 0.87
 //     with the more confident one.
@@ -669,7 +670,7 @@ func (r *Retriever) load(ctx context.Context, ranked []ppr.Result) ([]postgres.C
 // and the facts the question's relationship words led to, by reciprocal
 // rank: each item scores the sum, over the rankings it appears in, of
 // gate/(RRFK + rank), where the walk's gate is Weights.Walk, the direct
-// ranking's Weights.Direct times its confidence, and the facts'
+// ranking's Weights.Direct (when its confidence is above zero), and the facts'
 // Weights.Facts times the confidence of the named entities (see the
 // package doc). The entities
 // the question names by full name or alias follow the k answers, so that
@@ -704,8 +705,21 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 		direct, conf = vec, c
 	}
 	r.cfg.Logger.Debug("hybrid fusion", "text", scoreConfidence(fts, n), "vector", scoreConfidence(vec, n), "entities", entConf)
-	for i, h := range direct {
-		fused[h.Chunk.ID] += conf * r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
+	// The direct ranking weighs as much as the walk's (plain reciprocal
+	// rank fusion, Cormack, Clarke and Buettcher 2009): its confidence
+	// chose it and seeded the walk with it already; gating it a second
+	// time here let the walk's ranking, which drifts along entities,
+	// outvote the lexical ranking that matched the question's words (on
+	// the table-talk corpus hybrid fell below full text). A ranking with
+	// no confidence at all (no score above zero) takes no part. With
+	// k = 60, a chunk ranked within the first ten by both lists beats one
+	// ranked first by only one of them (2/70 > 1/61), so agreement decides,
+	// and a chunk in one list only still keeps its place among the other
+	// list's tail.
+	if conf > 0 {
+		for i, h := range direct {
+			fused[h.Chunk.ID] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
+		}
 	}
 	var missing []ppr.Result
 	for i, x := range pr {
