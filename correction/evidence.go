@@ -78,7 +78,7 @@ func (m *Matcher) evidenced(w *window, t *term, id string, g *guardState) bool {
 		// word with function words ("the guild" for the Guild) keeps
 		// the speaker's case unless it is in play.
 		if content == 0 && countContent(t, m.words) == 1 {
-			return g.inPlay[id]
+			return false
 		}
 		return true
 	}

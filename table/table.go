@@ -269,7 +269,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err := camp.Ping(ctx); err != nil {
 		return nil, fmt.Errorf("starting a session of campaign %q: %w", camp.ID(), err)
 	}
-	pipe, err := newPipeline(st, cfg.Providers.LLMCorrector, log)
+	pipe, err := newPipeline(st, cfg.Providers.LLMCorrector, cfg.Providers.Language, log)
 	if err != nil {
 		return nil, err
 	}
@@ -340,8 +340,16 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 }
 
 // newPipeline builds name correction.
-func newPipeline(st Settings, lc *correction.LLMCorrector, log *slog.Logger) (*correction.Pipeline, error) {
-	var mopts []correction.MatcherOption
+// The word lists of the correction guard follow the speech-to-text
+// language; a language without lists gets the English ones, with a
+// warning.
+func newPipeline(st Settings, lc *correction.LLMCorrector, language string, log *slog.Logger) (*correction.Pipeline, error) {
+	lang, err := correction.ParseLanguage(language)
+	if err != nil {
+		log.Warn("name correction uses the English word lists", "err", err)
+		lang = correction.English
+	}
+	mopts := []correction.MatcherOption{correction.WithLanguage(lang)}
 	if st.PhoneticThreshold > 0 {
 		mopts = append(mopts, correction.WithPhoneticThreshold(st.PhoneticThreshold))
 	}
