@@ -6,11 +6,6 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultSureConfidence is the speech-to-text word confidence at or above
-// which the recogniser is taken at its word: a phrase of ordinary words
-// all heard that surely is not rewritten into a name.
-const DefaultSureConfidence = 0.9
-
 // Evidence is what the caller knows of an utterance beyond its words. The
 // common-word guard weighs it when every word of a window is an ordinary
 // word of the campaign's language ("the gold", "sell a", "went dry"):
@@ -23,9 +18,10 @@ const DefaultSureConfidence = 0.9
 //     "grim jaw" for Grimjaw) becomes a name only when the name is in play
 //     (mentioned recently or present in the scene), a word of it was heard
 //     with low confidence or is capitalised; when in-play names are not
-//     known (InPlay nil), the thresholds alone decide, as without evidence;
-//   - whatever the name's standing, a window whose words the recogniser was
-//     all sure of (SureConfidence) and that nothing capitalises stays.
+//     known (InPlay nil), the thresholds alone decide, as without evidence.
+//
+// A recogniser's high confidence is no evidence against a name: it is as
+// sure of "iron" and "hold" when the speaker said Ironhold.
 //
 // Windows holding a word that is no word of the language ("elder nacks"),
 // or a content word of the name itself ("tide cord" for Tide Court), are
@@ -39,15 +35,14 @@ type Evidence struct {
 	// ignored.
 	Confidences []float64
 	// LowConfidence is the confidence below which a word counts as
-	// uncertain (default DefaultLowConfidence); SureConfidence the one at
-	// or above which it counts as sure (default DefaultSureConfidence).
-	LowConfidence, SureConfidence float64
+	// uncertain (default DefaultLowConfidence).
+	LowConfidence float64
 }
 
 // guardState is the evidence of one utterance as the guard reads it.
 type guardState struct {
-	inPlay    map[string]bool
-	low, sure float64
+	inPlay map[string]bool
+	low    float64
 }
 
 // evidenced reports whether the evidence lets window w become term t of
@@ -58,11 +53,9 @@ func (m *Matcher) evidenced(w *window, t *term, id string, g *guardState) bool {
 	}
 	content, shared := 0, false
 	var low, caps bool
-	sure := true
 	for k, x := range w.words {
 		inf := &w.info[k]
 		low = low || (inf.conf >= 0 && inf.conf < g.low)
-		sure = sure && inf.conf >= 0 && g.sure > 0 && inf.conf >= g.sure
 		caps = caps || inf.caps
 		if inf.stop {
 			continue
@@ -84,9 +77,6 @@ func (m *Matcher) evidenced(w *window, t *term, id string, g *guardState) bool {
 	}
 	if shared {
 		return true
-	}
-	if sure && !caps {
-		return false
 	}
 	if content <= 1 {
 		return low || caps

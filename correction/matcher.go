@@ -256,10 +256,6 @@ func (m *Matcher) MatchEvidence(text string, p *PreparedEntities, ev *Evidence) 
 	var g guardState
 	if ev != nil {
 		g.inPlay = ev.InPlay
-		g.sure = ev.SureConfidence
-		if g.sure == 0 {
-			g.sure = DefaultSureConfidence
-		}
 		g.low = ev.LowConfidence
 		if g.low == 0 {
 			g.low = DefaultLowConfidence
