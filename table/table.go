@@ -162,7 +162,10 @@ type Config struct {
 	OnEnd func(reason string)
 	// OnLine receives a report of every line once the table is done with
 	// it (nil: none): the demo prints them, tests read them.
-	OnLine   func(LineReport)
+	OnLine func(LineReport)
+	// OnAmend receives each recorded line the LLM name correction amended
+	// after the table answered it (nil: none; the log says it too).
+	OnAmend  func(Amendment)
 	Observer Observer
 	Clock    clock.Clock
 	Logger   *slog.Logger
