@@ -10,6 +10,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/correction"
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/table"
 )
 
@@ -71,6 +72,17 @@ func TestLLMCorrectionRunsAfterTheReply(t *testing.T) {
 	if !strings.HasPrefix(rep.Corrected, "Grimjaw, what news of the shipment?") {
 		t.Fatalf("recorded %q, want the phonetic correction", rep.Corrected)
 	}
+	// The line is chunked before the correction arrives.
+	if err := r.s.Memory().ConsolidateNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := r.camp.Index().Chunks(ctx, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(chunks, func(c memory.Chunk) bool { return strings.Contains(c.Content, "the shipment?") }) {
+		t.Fatalf("the line was not chunked: %+v", chunks)
+	}
 	release <- struct{}{}
 
 	var a table.Amendment
@@ -98,6 +110,18 @@ func TestLLMCorrectionRunsAfterTheReply(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("line %q not in the session log", a.Key)
+	}
+	// The chunk holding the line follows.
+	if err := r.s.Memory().ConsolidateNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	chunks, err = r.camp.Index().Chunks(ctx, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(chunks, func(c memory.Chunk) bool { return strings.Contains(c.Content, "Vault Key?") }) ||
+		slices.ContainsFunc(chunks, func(c memory.Chunk) bool { return strings.Contains(c.Content, "the shipment?") }) {
+		t.Errorf("no chunk holds the amended line: %+v", chunks)
 	}
 	for _, m := range r.s.Memory().Messages() {
 		if m.Entry.IdempotencyKey == a.Key && m.Content != want {
