@@ -35,7 +35,8 @@ func (s *Session) refineLater(j refineJob) {
 // refineLoop runs the LLM correction of recorded lines in the background,
 // in the order they were said, and amends the lines it corrects in the
 // session's memory (conversation and session log; the raw text stays) and
-// in the log. It ends when the transcription loop closes s.refines.
+// in the log. It ends when the transcription loop closes s.refines; once
+// the session is ending it skips the lines still queued.
 func (s *Session) refineLoop() {
 	for j := range s.refines {
 		s.refine(j)
@@ -43,6 +44,12 @@ func (s *Session) refineLoop() {
 }
 
 func (s *Session) refine(j refineJob) {
+	if s.ended.Load() {
+		// Ending: the lines still queued keep their phonetic correction,
+		// so that the LLM does not hold the end of the session up.
+		s.log.Info("the session is ending; a line keeps its phonetic correction", "user", j.speaker)
+		return
+	}
 	ctx := s.work
 	res, err := s.cast.Pipeline().Refine(ctx, j.u, j.res)
 	if err != nil {
