@@ -23,10 +23,11 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/glyphoxa
 
-## bench-voice: whole voice turns through the production table (bot/voicesession and the demo run the same code) against local fake providers and the development database; p50/p95 of the bot's own overhead, line → session log, line → findable by recall
+## bench-voice: whole voice turns through the production table (bot/voicesession and the demo run the same code) against local fake providers and the development database; p50/p95 of the bot's own overhead, end of speech → first NPC audio with speech-to-text whole or streamed while the player speaks, line → session log, line → findable by recall
 bench-voice:
 	@export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
 	  $(GO) test -run '^$$' -bench 'Turn' -benchtime 50x ./table/ -args -stt-delay=150ms -llm-delay=300ms -tts-delay=100ms && \
+	  $(GO) test -run '^$$' -bench 'Listen' -benchtime 5x ./table/ -args -stt-delay=150ms -stt-finalize=50ms -llm-delay=300ms -tts-delay=100ms && \
 	  $(GO) test -run '^$$' -bench 'LiveRecall' -benchtime 12x ./table/
 
 ## run: the bot (glyphoxa serve) with ./config.yaml against the development database

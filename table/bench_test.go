@@ -90,6 +90,7 @@ type rig struct {
 	seq     uint16
 	ts      uint32
 	camp    *postgres.Campaign
+	dg      *stttest.Deepgram
 }
 
 func newRig(tb testing.TB, indexEvery time.Duration) *rig {
@@ -132,7 +133,7 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 	clip := audiotest.Speak(tb, "Grimjaw, what news of the shipment?", 48000)
 	sig, _ := audiotest.Compose(48000, []time.Duration{300 * time.Millisecond}, []audio.PCM{clip}, 200*time.Millisecond)
 	r := &rig{voice: &benchVoice{packets: make(chan audio.Packet, 256), events: make(chan conn.Event)},
-		packets: audiotest.Encode(tb, sig, player, 1, time.Now()).Packets, reports: make(chan table.LineReport, 16), camp: camp}
+		packets: audiotest.Encode(tb, sig, player, 1, time.Now()).Packets, reports: make(chan table.LineReport, 16), camp: camp, dg: dg}
 	controls := live.NewControls()
 	controls.SetScene(live.Scene{Present: []string{"grimjaw"}})
 	cfg := table.Config{Campaign: pgtest.Open(tb, store, camp.ID(), memory.DMViewer()), SessionID: "bench", Voice: r.voice,

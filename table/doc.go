@@ -42,6 +42,22 @@
 // NPC the DM adds mid-session is boosted, corrected and addressable within
 // seconds.
 //
+// # Listening while the player speaks
+//
+// With Providers.STTStreaming and a recogniser that can stream (Deepgram's
+// live WebSocket, an OpenAI-compatible Realtime API transcription session),
+// each utterance is streamed to speech-to-text as the lane decodes it: a
+// stream opens at the utterance's first audio and finishes when the lane
+// closes it, so the final transcript comes a short flush after the end of
+// speech instead of a whole transcription later. Partial transcripts go
+// through the phonetic name correction and the addresser while the player
+// speaks; when they name an NPC, its hot context starts being assembled
+// (once per NPC and utterance, Timing.Addressed), so the answer starts
+// sooner. Only the final transcript is recorded, corrected and answered.
+// A stream that cannot be opened or fails leaves the utterance to the
+// recogniser's batch endpoint: it is never lost. `make bench-voice`
+// (BenchmarkListen) measures end of speech → first NPC audio both ways.
+//
 // # Reports
 //
 // Every line ends in a [LineReport] (Config.OnLine): what was heard and

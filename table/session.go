@@ -22,7 +22,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/realtime"
-	"github.com/glyphoxa/glyphoxa/voice/stt"
 )
 
 const (
@@ -49,6 +48,7 @@ type line struct {
 type utterance struct {
 	audio.Utterance
 	detected time.Time
+	listen   *listening // its speech-to-text stream, when it was streamed
 }
 
 // Session is one running session of a table. Its methods are safe for
@@ -96,13 +96,16 @@ type Session struct {
 	lost      uint64             // packets the transport reported lost
 	// e2eeRejoins counts the rejoins after end-to-end encryption failed.
 	e2eeRejoins int
+	// listening are the open speech-to-text streams, by user.
+	listening map[string]*listening
 }
 
 // start runs the turn loop on cfg.Voice.
 func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, agent Responder, log *slog.Logger) (*Session, error) {
 	s := &Session{cfg: cfg, camp: cfg.Campaign.ID(), id: cfg.SessionID, start: cfg.Clock.Now(), cast: cast, mem: mem,
 		agent: agent, voice: cfg.Voice, log: log, recorded: map[string]string{}, talking: map[string]bool{},
-		queue: make(chan utterance, 256), lines: make(chan line, 64), refines: make(chan refineJob, maxRefines)}
+		queue: make(chan utterance, 256), lines: make(chan line, 64), refines: make(chan refineJob, maxRefines),
+		listening: map[string]*listening{}}
 	s.addr = npc.NewAddresser(cast, cast.IsNPC, cfg.Controls.Muted, 0)
 	if err := s.refreshOptOuts(ctx); err != nil {
 		return nil, err
@@ -111,6 +114,9 @@ func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, ag
 	acfg.Logger = log
 	acfg.OnUtterance = s.onUtterance
 	acfg.OnEvent = s.onSpeech
+	if _, ok := cfg.Providers.STT.(streamer); ok && cfg.Providers.STTStreaming {
+		acfg.OnAudio = s.onAudio
+	}
 	if d, ok := cfg.Observer.(dropObserver); ok {
 		acfg.OnDrop = func(string) { d.VoicePacketDropped("rate") }
 	}
@@ -251,7 +257,10 @@ func (s *Session) pump(out chan<- audio.Packet) {
 // onUtterance queues a finished utterance; it runs on the router's
 // goroutine and never blocks it for long.
 func (s *Session) onUtterance(au audio.Utterance) {
-	u := utterance{Utterance: au, detected: s.cfg.Clock.Now()}
+	u := utterance{Utterance: au, detected: s.cfg.Clock.Now(), listen: s.takeListening(au.UserID)}
+	if u.listen != nil {
+		u.listen.end()
+	}
 	select {
 	case s.queue <- u:
 	default:
@@ -281,7 +290,7 @@ func (s *Session) onSpeech(e audio.Event) {
 		s.mu.Unlock()
 	}
 	if e.Kind == audio.SpeechEnded {
-		s.prefetch()
+		s.prefetch(e.UserID)
 		return
 	}
 	if e.Kind != audio.SpeechHeld {
@@ -296,12 +305,12 @@ func (s *Session) onSpeech(e audio.Event) {
 	}
 }
 
-func (s *Session) prefetch() {
+func (s *Session) prefetch(user string) {
 	p, ok := s.agent.(prefetcher)
 	if !ok {
 		return
 	}
-	if id := s.addr.Likely(s.cfg.Controls.PresentNPCs(), s.cfg.Clock.Now()); id != "" {
+	if id := s.addr.Likely(s.cfg.Controls.PresentNPCs(), s.cfg.Clock.Now()); id != "" && !s.prefetchedEarly(user, id) {
 		p.Prefetch(s.work, id, s.id)
 	}
 }
@@ -358,9 +367,7 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 	obs := s.cfg.Observer
 	name := s.cfg.UserName(u.UserID)
 	rep := LineReport{At: u.Start.UTC(), SpeakerID: u.UserID, Speaker: name}
-	hints := stt.Hints{Keyterms: s.cast.Keyterms(s.cfg.Providers.STTProvider, s.scene(), s.cfg.Clock.Now()),
-		Language: s.cfg.Providers.Language}
-	t, err := s.cfg.Providers.STT.Transcribe(ctx, u.Audio, hints)
+	t, err := s.recognize(ctx, u)
 	if err != nil {
 		s.log.Error("speech-to-text failed; the utterance is not recorded", "user", u.UserID,
 			"start", u.Start, "duration", u.Duration(), "err", err)
@@ -371,6 +378,9 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 	obs.ObserveStage(metrics.StageSTTFinal, s.cfg.Clock.Now().Sub(u.End))
 	var tm Timing
 	tm.STT = s.cfg.Clock.Now().Sub(u.detected)
+	if at := u.listen.addressedAt(); !at.IsZero() {
+		tm.Addressed = at.Sub(u.detected)
+	}
 	raw := strings.TrimSpace(t.Text)
 	rep.Heard = raw
 	if raw == "" {

@@ -47,6 +47,13 @@ type Providers struct {
 	STT         Transcriber
 	STTProvider string
 	Language    string
+	// STTStreaming sends each utterance to speech-to-text while the player
+	// speaks, when STT can stream (an stt.StreamRecognizer): the final
+	// transcript comes soon after the end of speech, and partial
+	// transcripts name the NPC being addressed early enough to assemble
+	// its context before the player stops. When a stream cannot be opened
+	// or fails, the utterance is transcribed whole.
+	STTStreaming bool
 	// Speaker voices the NPCs; nil posts their replies with Announce.
 	Speaker Speaker
 	// LLM answers as the NPCs. Without one, or when it fails, an NPC
@@ -214,6 +221,10 @@ type Timing struct {
 	ContextReady time.Duration `json:"context_ready,omitempty"`
 	FirstToken   time.Duration `json:"first_token,omitempty"`
 	FirstPacket  time.Duration `json:"first_packet,omitempty"`
+	// Addressed: a partial transcript (streaming speech-to-text) named the
+	// NPC being addressed and its hot context started being assembled;
+	// negative when that was before the utterance was closed.
+	Addressed time.Duration `json:"addressed,omitempty"`
 }
 
 // ContextMessage is one message of an NPC's LLM request.

@@ -42,6 +42,7 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock, onUsag
 		return p, nil, err
 	}
 	p.STT, p.STTProvider, p.Language = rec, cfg.Providers.STT.Provider, cfg.Providers.STT.Language
+	p.STTStreaming = cfg.Providers.STT.Streaming
 	if p.STTProvider == "" {
 		p.STTProvider = table.ProviderPocketsphinx
 	}
@@ -131,6 +132,9 @@ func newRecognizer(c config.STT, log *slog.Logger) (stt.Recognizer, error) {
 	case "deepgram":
 		return &stt.Deepgram{APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model, Logger: log}, nil
 	case "openai":
+		if c.Streaming {
+			return &stt.OpenAIRealtime{APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model}, nil
+		}
 		return &stt.OpenAI{APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model}, nil
 	}
 	return nil, errors.New("providers.stt.provider: want pocketsphinx, deepgram or openai")

@@ -9,6 +9,11 @@
 //   - [OpenAI]: any OpenAI-compatible /v1/audio/transcriptions endpoint
 //     (OpenAI, self-hosted Whisper servers), with the campaign's names in
 //     the prompt and a guard against Whisper's hallucinations on silence.
+//   - [OpenAIRealtime]: an OpenAI-compatible Realtime API transcription
+//     session (/v1/realtime?intent=transcription) for streaming: audio
+//     appended as it is spoken, transcript deltas as interim results, the
+//     committed item's transcript as the final one; whole utterances go to
+//     [OpenAI].
 //   - [Sphinx]: offline pocketsphinx through pocketsphinx_continuous, with
 //     the campaign's names added to its dictionary and language model; a
 //     fallback for running without keys, far less accurate than the others.
@@ -16,6 +21,11 @@
 // Keyword boosting takes the campaign's terms as a plain []string in
 // [Hints] (or a [Keyterms] source for a [Transcriber]); whatever builds the
 // list (the knowledge graph) stays outside.
+//
+// A [StreamRecognizer] also transcribes while the player speaks: its
+// [Stream] takes audio as it comes and gives the final transcript soon
+// after the end; [DeepgramStream] and [RealtimeStream] also deliver
+// interim results (Results) while the audio arrives.
 //
 // A [Transcriber] connects the lanes of package voice/audio to a
 // recogniser: each finished utterance is transcribed in the background and

@@ -4,6 +4,7 @@
 package stttest
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -29,6 +30,12 @@ const (
 	Status500         // HTTP 500 (and a refused WebSocket upgrade)
 	Malformed         // a body or message that is not valid JSON
 	Hang              // never answer
+	// RefuseStream refuses streaming (the WebSocket upgrade fails with
+	// HTTP 500); the batch API answers.
+	RefuseStream
+	// DropStream drops a stream's connection when its audio ends, without
+	// a final result; the batch API answers.
+	DropStream
 )
 
 // Call is one request a fake received.
@@ -51,7 +58,10 @@ type base struct {
 	reply   Replier
 	failure Failure
 	delay   time.Duration
-	hang    chan struct{}
+	// finalize is the streaming final's delay for audio that came in real
+	// time (see Deepgram.SetFinalize).
+	finalize time.Duration
+	hang     chan struct{}
 }
 
 func (b *base) record(c Call) {
@@ -70,14 +80,54 @@ func (b *base) Calls() []Call {
 // SetFailure changes how the fake misbehaves from now on.
 func (b *base) SetFailure(f Failure) { b.mu.Lock(); b.failure = f; b.mu.Unlock() }
 
-// SetDelay makes the fake wait d before answering.
+// SetDelay makes the fake wait d before answering: the time it takes to
+// transcribe an utterance it receives whole.
 func (b *base) SetDelay(d time.Duration) { b.mu.Lock(); b.delay = d; b.mu.Unlock() }
+
+// SetFinalize sets how long a stream's final result takes after the end
+// of audio that came in real time. Unset (0), every final takes the
+// transcription delay (SetDelay), as if the fake transcribed only once
+// the audio ended. A streaming recogniser
+// works on the audio as it arrives, so at the end only the backlog is
+// left: the final comes finalize plus the transcription delay (SetDelay)
+// scaled by the share of the audio that arrived faster than real time
+// (all of it when an utterance is sent whole after it ended, a pre-roll's
+// worth when it is streamed while the player speaks).
+func (b *base) SetFinalize(d time.Duration) { b.mu.Lock(); b.finalize = d; b.mu.Unlock() }
 
 func (b *base) state() (Failure, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.failure, b.delay
 }
+
+// finalDelay is how long a stream's final result takes after the end of
+// its audio: dur seconds of audio received over elapsed wall time.
+func (b *base) finalDelay(dur float64, elapsed time.Duration) time.Duration {
+	b.mu.Lock()
+	delay, finalize := b.delay, b.finalize
+	b.mu.Unlock()
+	if finalize == 0 || dur <= 0 {
+		return finalize + delay
+	}
+	backlog := min(max(dur-elapsed.Seconds(), 0), dur)
+	return finalize + time.Duration(float64(delay)*backlog/dur)
+}
+
+// partialWords are the words of text heard in the first dur seconds of
+// an utterance: the fake speaks at WordsPerSecond, and always has a word.
+func partialWords(text string, dur float64) string {
+	ws := strings.Fields(text)
+	n := min(max(int(dur*WordsPerSecond), 1), len(ws))
+	return strings.Join(ws[:n], " ")
+}
+
+// WordsPerSecond is the speaking rate the fakes' interim results assume.
+const WordsPerSecond = 2.5
+
+// InterimEvery is how much audio a fake stream takes between interim
+// results.
+const InterimEvery = 0.5
 
 // Close stops the server, releasing hung requests first.
 func (b *base) Close() {
@@ -140,6 +190,10 @@ func (d *Deepgram) listen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if websocket.IsWebSocketUpgrade(r) {
+		if failure == RefuseStream {
+			http.Error(w, `{"err_code":"INTERNAL","err_msg":"fake streaming failure"}`, http.StatusInternalServerError)
+			return
+		}
 		d.stream(w, r, failure, delay)
 		return
 	}
@@ -183,6 +237,7 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 	fmt.Sscan(c.Query.Get("sample_rate"), &rate)
 	c.Audio.Rate = rate
 	var sent float64 // seconds of audio already given an interim result
+	var first time.Time
 	send := func(v any) error { return conn.WriteJSON(v) }
 	result := func(text string, start, dur float64, final bool) map[string]any {
 		return map[string]any{
@@ -199,15 +254,15 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 			return
 		}
 		if typ == websocket.BinaryMessage {
+			if first.IsZero() {
+				first = time.Now()
+			}
 			for i := 0; i+1 < len(msg); i += 2 {
 				c.Audio.Samples = append(c.Audio.Samples, int16(binary.LittleEndian.Uint16(msg[i:])))
 			}
-			if c.Audio.Duration()-sent >= 1 {
-				partial := strings.Fields(d.reply(c))
-				if len(partial) > 1 {
-					partial = partial[:1]
-				}
-				if send(result(strings.Join(partial, " "), 0, c.Audio.Duration(), false)) != nil {
+			if c.Audio.Duration()-sent >= InterimEvery {
+				partial := partialWords(d.reply(c), c.Audio.Duration())
+				if send(result(partial, 0, c.Audio.Duration(), false)) != nil {
 					return
 				}
 				sent = c.Audio.Duration()
@@ -219,7 +274,14 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 			continue
 		}
 		d.record(c)
-		if !d.wait(r, delay) {
+		if failure == DropStream {
+			return
+		}
+		var elapsed time.Duration
+		if !first.IsZero() {
+			elapsed = time.Since(first)
+		}
+		if !d.wait(r, d.finalDelay(c.Audio.Duration(), elapsed)) {
 			return
 		}
 		if failure == Malformed {
@@ -237,7 +299,8 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 }
 
 // OpenAI is a fake OpenAI-compatible transcription server:
-// POST /v1/audio/transcriptions with a multipart form.
+// POST /v1/audio/transcriptions with a multipart form, and the Realtime
+// API's transcription sessions (GET /v1/realtime?intent=transcription).
 type OpenAI struct {
 	base
 	noSpeech float64
@@ -249,6 +312,7 @@ func NewOpenAI(reply Replier) *OpenAI {
 	o := &OpenAI{base: base{reply: reply, hang: make(chan struct{})}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/audio/transcriptions", o.transcribe)
+	mux.HandleFunc("GET /v1/realtime", o.realtime)
 	o.Server = httptest.NewServer(mux)
 	return o
 }
@@ -315,5 +379,134 @@ func (o *OpenAI) transcribe(w http.ResponseWriter, r *http.Request) {
 		})
 	default:
 		json.NewEncoder(w).Encode(map[string]any{"text": text})
+	}
+}
+
+// realtime is a Realtime API transcription session: session.update, then
+// input_audio_buffer.append (24 kHz PCM, base64) with a delta of the words
+// heard so far every InterimEvery of audio, and on
+// input_audio_buffer.commit the committed item and, after the final
+// delay (SetFinalize, SetDelay), its completed transcript. The Call
+// records the session's transcription settings in Form (model, prompt,
+// language) and its audio at 24 kHz.
+func (o *OpenAI) realtime(w http.ResponseWriter, r *http.Request) {
+	failure, _ := o.state()
+	switch {
+	case failure == Hang:
+		o.wait(r, time.Hour)
+		return
+	case failure == Status500 || failure == RefuseStream:
+		http.Error(w, `{"error":{"message":"fake failure","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	case r.URL.Query().Get("intent") != "transcription":
+		http.Error(w, `{"error":{"message":"want intent=transcription"}}`, http.StatusBadRequest)
+		return
+	}
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	c := Call{Stream: true, Query: r.URL.Query(), Header: r.Header.Clone(), Form: map[string][]string{}}
+	c.Audio.Rate = 24000
+	const item = "item_fake_1"
+	var sent float64 // seconds of audio already given a delta
+	var said string  // the words already sent as deltas
+	var first time.Time
+	fail := func(code, msg string) {
+		conn.WriteJSON(map[string]any{"type": "error", "event_id": "event_fake",
+			"error": map[string]any{"type": "invalid_request_error", "code": code, "message": msg}})
+	}
+	delta := func(text string) error {
+		if !strings.HasPrefix(text, said) || text == said {
+			return nil
+		}
+		d := text[len(said):]
+		said = text
+		return conn.WriteJSON(map[string]any{"type": "conversation.item.input_audio_transcription.delta",
+			"event_id": "event_fake", "item_id": item, "content_index": 0, "delta": d})
+	}
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		var ev struct {
+			Type    string `json:"type"`
+			Audio   string `json:"audio"`
+			Session struct {
+				Type  string `json:"type"`
+				Audio struct {
+					Input struct {
+						Format struct {
+							Type string `json:"type"`
+							Rate int    `json:"rate"`
+						} `json:"format"`
+						Transcription struct {
+							Model, Prompt, Language string
+						} `json:"transcription"`
+					} `json:"input"`
+				} `json:"audio"`
+			} `json:"session"`
+		}
+		if json.Unmarshal(msg, &ev) != nil {
+			fail("invalid_json", "the event is not valid JSON")
+			continue
+		}
+		switch ev.Type {
+		case "session.update":
+			in := ev.Session.Audio.Input
+			if ev.Session.Type != "transcription" || in.Format.Type != "audio/pcm" || in.Format.Rate != 24000 {
+				fail("invalid_value", "want a transcription session with 24 kHz audio/pcm")
+				continue
+			}
+			c.Form["model"] = []string{in.Transcription.Model}
+			c.Form["prompt"] = []string{in.Transcription.Prompt}
+			c.Form["language"] = []string{in.Transcription.Language}
+			conn.WriteJSON(map[string]any{"type": "session.updated", "event_id": "event_fake", "session": map[string]any{"type": "transcription"}})
+		case "input_audio_buffer.append":
+			b, err := base64.StdEncoding.DecodeString(ev.Audio)
+			if err != nil {
+				fail("invalid_value", "audio is not base64")
+				continue
+			}
+			if first.IsZero() {
+				first = time.Now()
+			}
+			for i := 0; i+1 < len(b); i += 2 {
+				c.Audio.Samples = append(c.Audio.Samples, int16(binary.LittleEndian.Uint16(b[i:])))
+			}
+			if c.Audio.Duration()-sent >= InterimEvery {
+				sent = c.Audio.Duration()
+				if delta(partialWords(o.reply(c), c.Audio.Duration())) != nil {
+					return
+				}
+			}
+		case "input_audio_buffer.commit":
+			if len(c.Audio.Samples) == 0 {
+				fail("input_audio_buffer_commit_empty", "buffer too small")
+				continue
+			}
+			o.record(c)
+			if failure == DropStream {
+				return
+			}
+			conn.WriteJSON(map[string]any{"type": "input_audio_buffer.committed", "event_id": "event_fake",
+				"previous_item_id": nil, "item_id": item})
+			var elapsed time.Duration
+			if !first.IsZero() {
+				elapsed = time.Since(first)
+			}
+			if !o.wait(r, o.finalDelay(c.Audio.Duration(), elapsed)) {
+				return
+			}
+			if failure == Malformed {
+				conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"conversation.item.input_audio_transcription.completed","transcript":`))
+				return
+			}
+			text := o.reply(c)
+			conn.WriteJSON(map[string]any{"type": "conversation.item.input_audio_transcription.completed",
+				"event_id": "event_fake", "item_id": item, "content_index": 0, "transcript": text})
+		}
 	}
 }

@@ -235,6 +235,12 @@ type STT struct {
 	APIKey   string `yaml:"api_key"`
 	Model    string `yaml:"model"`
 	Language string `yaml:"language"`
+	// Streaming sends speech to the provider while the player speaks
+	// (deepgram: the live WebSocket; openai: a Realtime API transcription
+	// session, whose model is then Model), so the transcript is ready
+	// sooner and the NPC addressed is known before the player stops.
+	// pocketsphinx cannot stream.
+	Streaming bool `yaml:"streaming"`
 }
 
 // TTS selects text-to-speech.
@@ -815,6 +821,13 @@ func (c Config) Validate() error {
 	}
 	if c.Providers.Embeddings.Provider == "openai" && strings.TrimSpace(c.Providers.Embeddings.Model) == "" {
 		errs = append(errs, invalid("providers.embeddings.model", "is required with provider openai (e.g. text-embedding-3-small)"))
+	}
+	if st := c.Providers.STT; st.Streaming && st.Provider != "deepgram" && st.Provider != "openai" {
+		name := st.Provider
+		if name == "" {
+			name = "pocketsphinx"
+		}
+		errs = append(errs, invalid("providers.stt.streaming", "needs provider deepgram or openai (%s cannot stream)", name))
 	}
 	for _, p := range []struct{ key, provider, apiKey string }{
 		{"providers.stt.api_key", c.Providers.STT.Provider, c.Providers.STT.APIKey},

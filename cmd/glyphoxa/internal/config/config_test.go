@@ -29,7 +29,7 @@ func TestExampleConfigIsValidAndDocumentsEveryKey(t *testing.T) {
 		"phonetic_threshold", "fuzzy_threshold", "low_confidence", "llm",
 		"max_context_tokens", "summarize_at", "consolidate_every", "spool_dir", "spool_max_bytes", "shutdown_timeout", "drain_timeout",
 		"reconnect", "initial", "max", "attempts", "end_of_turn", "max_utterance", "barge_in",
-		"base_url", "api_key", "model", "temperature", "timeout", "provider", "language", "voice",
+		"base_url", "api_key", "model", "temperature", "timeout", "provider", "language", "streaming", "voice",
 		"npcs", "knowledge_scope", "secret_knowledge", "listen", "mcp_token", "mcp_dm_token", "level", "format"} {
 		if !strings.Contains(string(raw), key+":") {
 			t.Errorf("config.example.yaml does not document %q", key)
@@ -64,6 +64,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"nested unknown", "discord:\n  guilds:\n    - guild_id: \"123456\"\n      campain: x\n", "discord.guilds[0].campain (line 4): unknown key; did you mean campaign?"},
 		{"out of range", "memory:\n  review_threshold: 2\n", "memory.review_threshold: must be between 0 and 1, got 2"},
 		{"bad provider", "providers:\n  stt:\n    provider: siri\n", `providers.stt.provider: must be one of pocketsphinx, deepgram, openai, got "siri"`},
+		{"streaming offline", "providers:\n  stt:\n    provider: pocketsphinx\n    streaming: true\n", "providers.stt.streaming: needs provider deepgram or openai (pocketsphinx cannot stream)"},
 		{"missing key", "providers:\n  stt:\n    provider: deepgram\n", "providers.stt.api_key: is required with provider deepgram (or set GLYPHOXA_STT_API_KEY)"},
 		{"bad guild", "discord:\n  guilds:\n    - {guild_id: abc, campaign: c}\n", `discord.guilds[0].guild_id: must be a Discord guild id`},
 		{"npc without name", "npcs:\n  - {id: grimjaw}\n", "npcs[0]: invalid persona: NPC \"grimjaw\" needs a name"},

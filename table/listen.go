@@ -1,0 +1,274 @@
+package table
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/npc"
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/stt"
+)
+
+// streamer is a Transcriber that can also listen while the player speaks
+// (an stt.StreamRecognizer).
+type streamer interface {
+	OpenStream(ctx context.Context, h stt.Hints) (stt.Stream, error)
+}
+
+// batcher is a streaming Transcriber whose Transcribe streams too
+// (*stt.Deepgram): after a stream failed, its batch endpoint is tried.
+type batcher interface {
+	TranscribeBatch(ctx context.Context, pcm audio.PCM, h stt.Hints) (stt.Transcript, error)
+}
+
+// resulter is a stream that reports interim and final results as they
+// come (*stt.DeepgramStream, *stt.RealtimeStream).
+type resulter interface {
+	Results() <-chan stt.Result
+}
+
+// listening is one utterance streamed to speech-to-text while the player
+// speaks. The lane's goroutine queues audio (onAudio) and ends it
+// (onUtterance); its own goroutine, started by the session and counted in
+// its WaitGroup, opens the stream, sends what is queued and, once the
+// utterance has ended, waits for the final transcript. transcribe takes
+// the result; when the stream could not be opened or failed, the
+// utterance is transcribed whole instead, so it is never lost.
+type listening struct {
+	user string
+	wake chan struct{} // audio was queued or the utterance ended
+	done chan struct{} // closed when tr and err are set
+
+	mu         sync.Mutex
+	queue      [][]int16
+	ended      bool
+	failed     bool            // the stream is gone: stop queueing audio
+	prefetched map[string]bool // NPCs whose context a partial transcript started
+	addressed  time.Time       // when a partial transcript first addressed an NPC
+
+	tr  stt.Transcript
+	err error
+}
+
+func (l *listening) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// end marks the utterance over; the stream finishes.
+func (l *listening) end() {
+	l.mu.Lock()
+	l.ended = true
+	l.mu.Unlock()
+	l.signal()
+}
+
+// result waits for the stream's final transcript.
+func (l *listening) result(ctx context.Context) (stt.Transcript, error) {
+	select {
+	case <-l.done:
+		return l.tr, l.err
+	case <-ctx.Done():
+		return stt.Transcript{}, fmt.Errorf("waiting for the streamed transcript: %w", ctx.Err())
+	}
+}
+
+// hints are the speech-to-text hints for an utterance starting now.
+func (s *Session) hints() stt.Hints {
+	return stt.Hints{Keyterms: s.cast.Keyterms(s.cfg.Providers.STTProvider, s.scene(), s.cfg.Clock.Now()),
+		Language: s.cfg.Providers.Language}
+}
+
+// onAudio opens a stream at the start of each utterance and queues its
+// audio; it runs on the router's goroutine and never blocks.
+func (s *Session) onAudio(c audio.Chunk) {
+	st, ok := s.cfg.Providers.STT.(streamer)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	l := s.listening[c.UserID]
+	if c.Start {
+		if l != nil { // never ended (cannot happen: the lane ends it first)
+			l.end()
+		}
+		l = &listening{user: c.UserID, wake: make(chan struct{}, 1), done: make(chan struct{}),
+			prefetched: map[string]bool{}}
+		s.listening[c.UserID] = l
+		// The router's goroutine is counted in s.wg, so the count is above
+		// zero here and Add cannot race End's Wait.
+		s.wg.Add(1)
+		go s.listen(st, l)
+	}
+	s.mu.Unlock()
+	if l == nil || len(c.Samples) == 0 {
+		return
+	}
+	l.mu.Lock()
+	if !l.failed && !l.ended {
+		l.queue = append(l.queue, append([]int16(nil), c.Samples...))
+	}
+	l.mu.Unlock()
+	l.signal()
+}
+
+// takeListening returns and forgets the open stream of a user's utterance.
+func (s *Session) takeListening(user string) *listening {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.listening[user]
+	delete(s.listening, user)
+	return l
+}
+
+// listen runs one utterance's stream until its final transcript.
+func (s *Session) listen(st streamer, l *listening) {
+	defer s.wg.Done()
+	defer close(l.done)
+	fail := func(err error) {
+		l.mu.Lock()
+		l.failed, l.queue = true, nil
+		l.mu.Unlock()
+		l.err = err
+	}
+	stream, err := st.OpenStream(s.work, s.hints())
+	if err != nil {
+		fail(fmt.Errorf("opening the speech-to-text stream: %w", err))
+		return
+	}
+	var readers sync.WaitGroup
+	defer readers.Wait()
+	defer stream.Close()
+	if rs, ok := stream.(resulter); ok {
+		readers.Add(1)
+		go func() { defer readers.Done(); s.follow(l, rs.Results()) }()
+	}
+	for {
+		select {
+		case <-l.wake:
+		case <-s.work.Done():
+			fail(fmt.Errorf("streaming speech-to-text: %w", s.work.Err()))
+			return
+		}
+		l.mu.Lock()
+		queue, ended := l.queue, l.ended
+		l.queue = nil
+		l.mu.Unlock()
+		for _, q := range queue {
+			if err := stream.Send(q); err != nil {
+				fail(fmt.Errorf("streaming speech-to-text: %w", err))
+				return
+			}
+		}
+		if !ended {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
+		l.tr, l.err = stream.Finish(ctx)
+		cancel()
+		return
+	}
+}
+
+// follow reads a stream's results while the player speaks: each time the
+// words heard so far address an NPC, that NPC's hot context starts being
+// assembled (once per NPC and utterance), so the answer can start sooner
+// after the player stops. The final transcript alone is recorded.
+func (s *Session) follow(l *listening, results <-chan stt.Result) {
+	var finals []string
+	for r := range results {
+		text := strings.TrimSpace(r.Transcript.Text)
+		switch r.Kind {
+		case stt.Final:
+			if text != "" {
+				finals = append(finals, text)
+			}
+			text = ""
+		case stt.Interim:
+		default:
+			continue
+		}
+		s.heardSoFar(l, strings.TrimSpace(strings.Join(append(finals[:len(finals):len(finals)], text), " ")), r.Transcript.Words)
+	}
+}
+
+// heardSoFar addresses the words of an utterance heard so far (with the
+// phonetic name correction, not the LLM's) and prefetches the context of
+// the NPC they are for.
+func (s *Session) heardSoFar(l *listening, text string, words []stt.Word) {
+	p, ok := s.agent.(prefetcher)
+	if !ok || text == "" {
+		return
+	}
+	u := correction.Utterance{Text: text, Words: words, InPlay: s.cast.InPlay(s.cfg.Controls.PresentNPCs(), s.cfg.Clock.Now())}
+	if c := strings.TrimSpace(s.cast.Pipeline().Correct(u).Text); c != "" {
+		text = c
+	}
+	d := s.addr.Decide(npc.AddressInput{Text: text, SpeakerID: l.user, At: s.cfg.Clock.Now(),
+		Present: s.cfg.Controls.PresentNPCs()})
+	if d.NPCID == "" {
+		return
+	}
+	l.mu.Lock()
+	seen := l.prefetched[d.NPCID]
+	l.prefetched[d.NPCID] = true
+	if l.addressed.IsZero() {
+		l.addressed = s.cfg.Clock.Now()
+	}
+	l.mu.Unlock()
+	if seen {
+		return
+	}
+	s.log.Debug("addressed while speaking; assembling the NPC's context", "user", l.user, "npc", d.NPCID, "heard", text)
+	p.Prefetch(s.work, d.NPCID, s.id)
+}
+
+// prefetchedEarly reports whether a partial transcript of the user's open
+// utterance already started npcID's context.
+func (s *Session) prefetchedEarly(user, npcID string) bool {
+	s.mu.Lock()
+	l := s.listening[user]
+	s.mu.Unlock()
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.prefetched[npcID]
+}
+
+// recognize is the utterance's transcript: the streamed one when it was
+// streamed, else (or when the stream failed) the whole utterance's.
+func (s *Session) recognize(ctx context.Context, u utterance) (stt.Transcript, error) {
+	if u.listen != nil {
+		t, err := u.listen.result(ctx)
+		if err == nil {
+			return t, nil
+		}
+		if ctx.Err() != nil {
+			return stt.Transcript{}, err
+		}
+		s.log.Warn("streaming speech-to-text failed; transcribing the utterance whole", "user", u.UserID, "err", err)
+		if b, ok := s.cfg.Providers.STT.(batcher); ok {
+			return b.TranscribeBatch(ctx, u.Audio, s.hints())
+		}
+	}
+	return s.cfg.Providers.STT.Transcribe(ctx, u.Audio, s.hints())
+}
+
+// addressedAt is when a partial transcript first addressed an NPC (zero:
+// never, or l is nil).
+func (l *listening) addressedAt() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.addressed
+}
