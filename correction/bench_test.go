@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/glyphoxa/glyphoxa/voice/stt"
 )
 
 // benchEntities invents n distinct names from syllables, a fifth of them of
@@ -80,5 +82,60 @@ func BenchmarkPrepareEntities(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		mustPrepare(b, m, es)
+	}
+}
+
+// benchWords are the recogniser's words of benchUtterance: sure of every
+// word but the misheard name's.
+func benchWords() []stt.Word {
+	var ws []stt.Word
+	for _, w := range strings.Fields(benchUtterance) {
+		c := 0.95
+		if w == "elder" || w == "nacks" {
+			c = 0.4
+		}
+		ws = append(ws, stt.Word{Text: w, Confidence: c})
+	}
+	return ws
+}
+
+// BenchmarkPipelineCorrect is the correction of one utterance as the table
+// runs it (stage 1 with the recogniser's word confidences) against 1,000
+// entities.
+func BenchmarkPipelineCorrect(b *testing.B) {
+	_, es := benchSetup(b)
+	p, err := NewPipeline(WithEntities(es))
+	if err != nil {
+		b.Fatal(err)
+	}
+	u := Utterance{Text: benchUtterance, Words: benchWords()}
+	if res := p.Correct(u); !strings.Contains(res.Text, "Eldrinax") {
+		b.Fatalf("name not restored: %q", res.Text)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Correct(u)
+	}
+}
+
+// BenchmarkPipelineCorrectInPlay is BenchmarkPipelineCorrect with the
+// names in play (the scene's NPCs and the last minutes' mentions).
+func BenchmarkPipelineCorrectInPlay(b *testing.B) {
+	_, es := benchSetup(b)
+	p, err := NewPipeline(WithEntities(es))
+	if err != nil {
+		b.Fatal(err)
+	}
+	inPlay := map[string]bool{"eldrinax": true}
+	for _, e := range es[:10] {
+		inPlay[e.ID] = true
+	}
+	u := Utterance{Text: benchUtterance, Words: benchWords(), InPlay: inPlay}
+	if res := p.Correct(u); !strings.Contains(res.Text, "Eldrinax") {
+		b.Fatalf("name not restored: %q", res.Text)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Correct(u)
 	}
 }

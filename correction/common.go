@@ -2,11 +2,16 @@ package correction
 
 import (
 	_ "embed"
+	"errors"
+	"fmt"
 	"strings"
 )
 
 //go:embed commonwords.txt
 var commonWordsText string
+
+//go:embed commonwords_de.txt
+var commonWordsGerman string
 
 // dictionaryText is a general English word list, one lower-case word a
 // line in byte order, inflected forms included (see README.md).
@@ -28,14 +33,62 @@ var stopWords = []string{
 	"im", "its", "dont", "lets", "thats", "oh", "uh", "um", "okay", "ok", "yeah",
 }
 
+// germanStopWords are the German function words.
+var germanStopWords = []string{
+	"der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines",
+	"und", "oder", "aber", "denn", "doch", "wenn", "weil", "dass", "ob", "als", "wie", "wo", "wer", "was",
+	"ich", "du", "er", "sie", "es", "wir", "ihr", "mich", "dich", "sich", "uns", "euch", "ihn", "ihm", "ihnen", "mir", "dir",
+	"mein", "meine", "dein", "deine", "sein", "seine", "unser", "unsere",
+	"in", "im", "an", "am", "auf", "aus", "bei", "mit", "nach", "von", "vom", "zu", "zum", "zur", "für", "über", "unter", "vor",
+	"ist", "sind", "war", "bin", "bist", "hat", "haben", "hatte", "wird", "kann", "muss", "soll", "will",
+	"nicht", "nein", "ja", "auch", "noch", "schon", "nur", "so", "da", "hier", "dort", "mal",
+	"alle", "alles", "mehr", "äh", "ähm", "oh", "ach", "okay", "ok",
+}
+
+// Language is a campaign's spoken language, as it selects the correction
+// word lists.
+type Language string
+
+// Languages with word lists.
+const (
+	English Language = "en"
+	German  Language = "de"
+)
+
+// ParseLanguage maps a BCP-47 code ("de", "de-AT", "en-US", "") to a
+// language with word lists: English for the empty code. Any other language
+// is an error naming it.
+func ParseLanguage(code string) (Language, error) {
+	base, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(code)), "-")
+	base, _, _ = strings.Cut(base, "_")
+	switch base {
+	case "", "en":
+		return English, nil
+	case "de":
+		return German, nil
+	}
+	return "", fmt.Errorf("correction word lists for language %q: %w", code, ErrLanguage)
+}
+
+// ErrLanguage is wrapped by the error of a language without word lists.
+var ErrLanguage = errors.New("no word lists for this language (have en, de)")
+
 // wordList is the vocabulary the common-word guard consults: the
 // hand-written list of everyday and tabletop words (with their regular
 // inflections), the general dictionary, and the function words.
 type wordList struct {
-	common map[string]bool
-	stop   map[string]bool
-	dict   dictionary
+	lang     Language
+	common   map[string]bool
+	stop     map[string]bool
+	dict     dictionary
+	suffixes []string
 }
+
+// Inflectional endings the common-word lookup strips, per language.
+var (
+	englishSuffixes = []string{"s", "es", "ed", "d", "ing", "ly", "er", "ers", "est", "y", "ies", "ied"}
+	germanSuffixes  = []string{"e", "en", "er", "es", "em", "n", "s", "t", "st", "et", "te", "ten", "test"}
+)
 
 // dictionary is a sorted word list, one word a line, searched in place.
 type dictionary string
@@ -65,10 +118,18 @@ func (d dictionary) has(w string) bool {
 	return false
 }
 
-// newWordList parses the embedded list of common words plus extra.
-func newWordList(extra []string) *wordList {
-	wl := &wordList{common: map[string]bool{}, stop: map[string]bool{}, dict: dictionary(dictionaryText)}
-	for line := range strings.SplitSeq(commonWordsText, "\n") {
+// newWordList parses the embedded list of common words of lang plus extra.
+// English has a general dictionary besides; German has its common-word
+// list only.
+func newWordList(lang Language, extra []string) *wordList {
+	wl := &wordList{lang: lang, common: map[string]bool{}, stop: map[string]bool{}}
+	text, stops := commonWordsText, stopWords
+	wl.dict, wl.suffixes = dictionary(dictionaryText), englishSuffixes
+	if lang == German {
+		text, stops = commonWordsGerman, germanStopWords
+		wl.dict, wl.suffixes = "", germanSuffixes
+	}
+	for line := range strings.SplitSeq(text, "\n") {
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
@@ -81,7 +142,7 @@ func newWordList(extra []string) *wordList {
 			wl.common[n] = true
 		}
 	}
-	for _, w := range stopWords {
+	for _, w := range stops {
 		wl.stop[w] = true
 		wl.common[w] = true
 	}
@@ -98,13 +159,20 @@ func (wl *wordList) isCommon(w string) bool {
 	if wl.common[w] {
 		return true
 	}
-	for _, suf := range [...]string{"s", "es", "ed", "d", "ing", "ly", "er", "ers", "est", "y", "ies", "ied"} {
+	for _, suf := range wl.suffixes {
 		stem, ok := strings.CutSuffix(w, suf)
 		if !ok || len(stem) < 3 {
 			continue
 		}
 		if wl.common[stem] {
 			return true
+		}
+		if wl.lang == German {
+			// "wendet" → "wenden", "teilte" → "teilen".
+			if wl.common[stem+"en"] || wl.common[stem+"n"] {
+				return true
+			}
+			continue
 		}
 		switch suf {
 		case "ed", "ing", "er", "ers", "est":

@@ -34,7 +34,17 @@
 //     English word must sound like its piece ("bramble week" is
 //     Bramblewick, "ember glows" is not Emberguild);
 //   - without phonetic agreement, a window holding any common word needs
-//     0.93.
+//     0.93;
+//   - a window made only of ordinary words needs evidence besides its
+//     sound ([Evidence], [Matcher.MatchEvidence]): one ordinary word, with
+//     or without function words ("the gold" for "the Guild", "sell a" for
+//     Sela), only when the recogniser was unsure of it or it is capitalised
+//     inside the sentence; several ("grim jaw") also when the name is in
+//     play (present in the scene or said in the last minutes).
+//
+// The word lists are per language ([WithLanguage]): English (a general
+// dictionary and a hand-written common-word list) and German (a
+// hand-written common-word list with German endings).
 //
 // Overlapping candidates are settled by score, except that a full name
 // around an alias ("sir aldous ven" → "Ser Aldous Venn"), a window
@@ -60,8 +70,10 @@
 // # Pipeline
 //
 // [NewPipeline] wires both stages: [Pipeline.Correct] runs stage 1 inline,
-// [Pipeline.Refine] runs stage 2 when the caller chooses (in the
-// background, say).
+// weighing the utterance's word confidences and names in play
+// ([Utterance]); [Pipeline.Refine] runs stage 2 when the caller chooses.
+// The table runs it in the background, after the NPC has answered, and
+// amends the recorded line with its result.
 //
 // # Keyword boosting
 //

@@ -119,7 +119,7 @@ func DeepgramKeyterms(r []Ranked, maxTokens int) []string {
 // them does nothing). Scene entities get intensifier 3, recently mentioned
 // ones 2, the rest 1.
 func DeepgramKeywords(r []Ranked, max int) []string {
-	words := newWordList(nil)
+	words := newWordList(English, nil)
 	var out []string
 	seen := map[string]bool{}
 	for _, e := range r {

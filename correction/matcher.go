@@ -52,6 +52,8 @@ const extraWords = 2
 type Matcher struct {
 	phonetic, fuzzy, strong, edge, interior float64
 	minLen                                  int
+	lang                                    Language
+	extra                                   []string
 	words                                   *wordList
 }
 
@@ -73,8 +75,13 @@ func WithStrongThreshold(t float64) MatcherOption { return func(m *Matcher) { m.
 // WithCommonWords adds words the common-word guard treats as ordinary
 // speech (a group's own jargon, say).
 func WithCommonWords(words ...string) MatcherOption {
-	return func(m *Matcher) { m.words = newWordList(words) }
+	return func(m *Matcher) { m.extra = append(m.extra, words...) }
 }
+
+// WithLanguage chooses the word lists of the common-word guard: English
+// (the default) or German. The lists decide which words are ordinary
+// speech that is never rewritten into a name without evidence.
+func WithLanguage(l Language) MatcherOption { return func(m *Matcher) { m.lang = l } }
 
 // ErrThreshold is wrapped by the error of a threshold outside 0..1.
 var ErrThreshold = errors.New("threshold must be between 0 and 1")
@@ -86,9 +93,14 @@ func NewMatcher(opts ...MatcherOption) (*Matcher, error) {
 	for _, o := range opts {
 		o(m)
 	}
-	if m.words == nil {
-		m.words = newWordList(nil)
+	switch m.lang {
+	case "":
+		m.lang = English
+	case English, German:
+	default:
+		return nil, fmt.Errorf("matcher language %q: %w", m.lang, ErrLanguage)
 	}
+	m.words = newWordList(m.lang, m.extra)
 	for _, t := range []struct {
 		name string
 		v    float64
@@ -216,18 +228,38 @@ type match struct {
 	method string
 }
 
-// MatchPrepared corrects text against prepared entities.
+// MatchPrepared corrects text against prepared entities, knowing nothing
+// of the utterance beyond its words (see [Matcher.MatchEvidence]).
 func (m *Matcher) MatchPrepared(text string, p *PreparedEntities) Result {
+	return m.MatchEvidence(text, p, nil)
+}
+
+// MatchEvidence corrects text against prepared entities, weighing ev (nil
+// for none) when ordinary words sit near a name: see [Evidence].
+func (m *Matcher) MatchEvidence(text string, p *PreparedEntities, ev *Evidence) Result {
 	res := Result{Text: text, RawText: text}
 	if p == nil || len(p.terms) == 0 {
 		return res
 	}
 	toks := tokenize(text)
 	info := make([]wordInfo, len(toks))
+	confs := ev != nil && len(ev.Confidences) == len(toks)
 	for k, t := range toks {
-		info[k] = wordInfo{common: m.words.isCommon(t.norm), stop: m.words.isStop(t.norm)}
+		info[k] = wordInfo{common: m.words.isCommon(t.norm), stop: m.words.isStop(t.norm), conf: -1}
 		info[k].known = info[k].common || m.words.dict.has(t.norm)
 		info[k].codes[0], info[k].codes[1] = matchr.DoubleMetaphone(t.norm)
+		if confs {
+			info[k].conf = ev.Confidences[k]
+		}
+		info[k].caps = m.lang == English && !info[k].stop && capitalised(text, t.start)
+	}
+	var g guardState
+	if ev != nil {
+		g.inPlay = ev.InPlay
+		g.low = ev.LowConfidence
+		if g.low == 0 {
+			g.low = DefaultLowConfidence
+		}
 	}
 	var cands []match
 	var w window
@@ -243,7 +275,7 @@ func (m *Matcher) MatchPrepared(text string, p *PreparedEntities) Result {
 			if !w.set(m, toks[i:j], info[i:j], p.maxLen) {
 				continue
 			}
-			cands = m.candidates(cands, &w, i, j, p)
+			cands = m.candidates(cands, &w, i, j, p, &g)
 		}
 	}
 	if len(cands) == 0 {
@@ -355,6 +387,10 @@ type wordInfo struct {
 	// rare; stop: a function word.
 	common, known, stop bool
 	codes               [2]string
+	// conf is the recogniser's confidence in the word, -1 when unknown;
+	// caps is true when the word is capitalised inside a sentence.
+	conf float64
+	caps bool
 }
 
 // window is the words [i, j) of an utterance in the forms the scores use.
@@ -422,7 +458,7 @@ func (w *window) set(m *Matcher, toks []token, info []wordInfo, maxLen int) bool
 // whose Double Metaphone code agrees with the window's needs the phonetic
 // threshold; any other name with the same first letter and a similar length
 // needs the fuzzy threshold.
-func (m *Matcher) candidates(out []match, w *window, i, j int, p *PreparedEntities) []match {
+func (m *Matcher) candidates(out []match, w *window, i, j int, p *PreparedEntities, g *guardState) []match {
 	phon := w.phon[:0]
 	for _, c := range w.codes {
 		if c == "" {
@@ -433,7 +469,7 @@ func (m *Matcher) candidates(out []match, w *window, i, j int, p *PreparedEntiti
 				continue
 			}
 			phon = append(phon, ti)
-			if out2, ok := m.try(out, w, i, j, ti, p, m.phonetic); ok {
+			if out2, ok := m.try(out, w, i, j, ti, p, m.phonetic, g); ok {
 				out = out2
 			}
 		}
@@ -449,7 +485,7 @@ func (m *Matcher) candidates(out []match, w *window, i, j int, p *PreparedEntiti
 				continue
 			}
 			phon = append(phon, ti)
-			if out2, ok := m.tryFolded(out, w, i, j, ti, p); ok {
+			if out2, ok := m.tryFolded(out, w, i, j, ti, p, g); ok {
 				out = out2
 			}
 		}
@@ -466,7 +502,7 @@ func (m *Matcher) candidates(out []match, w *window, i, j int, p *PreparedEntiti
 		if slices.Contains(phon, ti) || len(p.terms[ti].joined) <= shortName {
 			continue
 		}
-		if out2, ok := m.try(out, w, i, j, ti, p, m.fuzzy); ok {
+		if out2, ok := m.try(out, w, i, j, ti, p, m.fuzzy, g); ok {
 			out = out2
 		}
 	}
@@ -510,7 +546,7 @@ func onsetClass(o string) string {
 // tryFolded tries window w as term ti with the window's first sound
 // replaced by the name's, when the two sounds are neighbours. The match
 // needs the phonetic threshold, raised by the guard, after foldPenalty.
-func (m *Matcher) tryFolded(out []match, w *window, i, j int, ti int32, p *PreparedEntities) ([]match, bool) {
+func (m *Matcher) tryFolded(out []match, w *window, i, j int, ti int32, p *PreparedEntities, g *guardState) ([]match, bool) {
 	t := &p.terms[ti]
 	wo, to := onset(w.joined), onset(t.joined)
 	if wo == to || len(wo) > len(w.words[0]) || onsetClass(wo) == "" || onsetClass(wo) != onsetClass(to) {
@@ -529,7 +565,7 @@ func (m *Matcher) tryFolded(out []match, w *window, i, j int, ti int32, p *Prepa
 	if len(w.words) > len(t.words) && w.anyKnown && !piecewise(w, t, false) {
 		return out, false
 	}
-	if !w.edgesSound(t) {
+	if !w.edgesSound(t) || !m.evidenced(w, t, p.entities[t.entity].ID, g) {
 		return out, false
 	}
 	return append(out, match{i: i, j: j, wlen: len(w.joined), edge: w.edgeStop(t), term: ti, score: s, method: MethodPhonetic}), true
@@ -541,7 +577,7 @@ const shortName = 5
 
 // try scores window w against term ti and appends the match if it clears
 // base as raised by the guard.
-func (m *Matcher) try(out []match, w *window, i, j int, ti int32, p *PreparedEntities, base float64) ([]match, bool) {
+func (m *Matcher) try(out []match, w *window, i, j int, ti int32, p *PreparedEntities, base float64, g *guardState) ([]match, bool) {
 	t := &p.terms[ti]
 	if base == m.fuzzy && len(w.words) > len(t.words)+1 {
 		// Without phonetic agreement, a name is not heard as many words.
@@ -567,7 +603,7 @@ func (m *Matcher) try(out []match, w *window, i, j int, ti int32, p *PreparedEnt
 	if len(w.words) > len(t.words) && w.anyKnown && !piecewise(w, t, false) {
 		return out, false
 	}
-	if !w.edgesSound(t) {
+	if !w.edgesSound(t) || !m.evidenced(w, t, p.entities[t.entity].ID, g) {
 		return out, false
 	}
 	method := MethodFuzzy

@@ -287,7 +287,7 @@ func TestDictionary(t *testing.T) {
 			t.Errorf("has(%q) = true", w)
 		}
 	}
-	wl := newWordList(nil)
+	wl := newWordList(English, nil)
 	for _, w := range []string{"glows", "rosin", "bastion", "whispering"} {
 		if !wl.isKnown(w) {
 			t.Errorf("isKnown(%q) = false", w)

@@ -21,6 +21,9 @@ type Utterance struct {
 	// if it reports them. When their count differs from the words of Text
 	// they are ignored.
 	Words []stt.Word
+	// InPlay holds the ids of the entities in play (present in the scene
+	// or mentioned recently), or is nil when unknown. See [Evidence].
+	InPlay map[string]bool
 }
 
 // Pipeline corrects transcripts: stage 1 (the phonetic [Matcher]) inline,
@@ -124,9 +127,27 @@ func (p *Pipeline) Entities() []Entity {
 // HasLLM reports whether stage 2 is configured.
 func (p *Pipeline) HasLLM() bool { return p.llm != nil }
 
-// Correct runs stage 1.
+// Correct runs stage 1, weighing what the utterance says beyond its words:
+// the names in play and the recogniser's word confidences ([Evidence]).
 func (p *Pipeline) Correct(u Utterance) Result {
-	return p.matcher.MatchPrepared(u.Text, p.entities.Load())
+	return p.matcher.MatchEvidence(u.Text, p.entities.Load(), p.evidence(u))
+}
+
+// evidence is the Evidence of u, or nil when it carries none.
+func (p *Pipeline) evidence(u Utterance) *Evidence {
+	ev := &Evidence{InPlay: u.InPlay, LowConfidence: p.lowConf}
+	if len(u.Words) > 0 {
+		if spans := WordSpans(u.Text); len(spans) == len(u.Words) {
+			ev.Confidences = make([]float64, len(u.Words))
+			for i, w := range u.Words {
+				ev.Confidences[i] = w.Confidence
+			}
+		}
+	}
+	if ev.InPlay == nil && ev.Confidences == nil {
+		return nil
+	}
+	return ev
 }
 
 // Refine runs stage 2 on an utterance and its stage-1 result r. Only words

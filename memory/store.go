@@ -199,3 +199,14 @@ type FactTimeline interface {
 	// ResolveConflict settles a conflict, keeping the new fact or the old.
 	ResolveConflict(ctx context.Context, id int64, keepNew bool) (Conflict, error)
 }
+
+// EntryAmender is a session log that can correct a recorded line after the
+// fact: the background name correction (stage 2) amends the text of a line
+// the table already answered. Callers find it by type assertion.
+type EntryAmender interface {
+	// AmendEntry replaces the corrected text of the entry of session
+	// sessionID with idempotency key key, keeping its raw text. It reports
+	// false when the entry already reads text (amending twice changes
+	// nothing); an unknown entry is an error wrapping ErrNotFound.
+	AmendEntry(ctx context.Context, sessionID, key, text string) (bool, error)
+}

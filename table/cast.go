@@ -140,6 +140,24 @@ func (c *Cast) NoteMentions(ms []npc.Mention, at time.Time) {
 	}
 }
 
+// InPlay is the set of entities in play at now, for the correction guard:
+// the NPCs present in the scene and the entities named in the last
+// minutes.
+func (c *Cast) InPlay(present []string, now time.Time) map[string]bool {
+	out := make(map[string]bool, len(present))
+	for _, id := range present {
+		out[id] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, at := range c.mentioned {
+		if now.Sub(at) <= recentMention {
+			out[id] = true
+		}
+	}
+	return out
+}
+
 // Keyterms are the names to boost in a provider's speech-to-text, most
 // salient first (the NPCs in the scene, then the entities named in the
 // last minutes, then the rest), within the provider's documented budget:

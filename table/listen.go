@@ -206,7 +206,8 @@ func (s *Session) heardSoFar(l *listening, text string, words []stt.Word) {
 	if !ok || text == "" {
 		return
 	}
-	if c := strings.TrimSpace(s.cast.Pipeline().Correct(correction.Utterance{Text: text, Words: words}).Text); c != "" {
+	u := correction.Utterance{Text: text, Words: words, InPlay: s.cast.InPlay(s.cfg.Controls.PresentNPCs(), s.cfg.Clock.Now())}
+	if c := strings.TrimSpace(s.cast.Pipeline().Correct(u).Text); c != "" {
 		text = c
 	}
 	d := s.addr.Peek(npc.AddressInput{Text: text, SpeakerID: l.user, At: s.cfg.Clock.Now(),

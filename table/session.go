@@ -92,6 +92,7 @@ type Session struct {
 
 	queue   chan utterance // utterances waiting for speech-to-text
 	lines   chan line      // recorded lines waiting for the NPCs
+	refines chan refineJob // recorded lines waiting for the LLM correction
 	stopped sync.Once
 	stopErr error
 	ended   atomic.Bool
@@ -140,8 +141,8 @@ type replyState struct {
 func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, agent Responder, log *slog.Logger) (*Session, error) {
 	s := &Session{cfg: cfg, camp: cfg.Campaign.ID(), id: cfg.SessionID, start: cfg.Clock.Now(), cast: cast, mem: mem,
 		agent: agent, voice: cfg.Voice, log: log, recorded: map[string]string{}, talking: map[string]bool{},
-		queue: make(chan utterance, 256), lines: make(chan line, 64), listening: map[string]*listening{},
-		startedAt: map[string]time.Time{}, droppedAt: map[string]time.Time{}}
+		queue: make(chan utterance, 256), lines: make(chan line, 64), refines: make(chan refineJob, maxRefines),
+		listening: map[string]*listening{}, startedAt: map[string]time.Time{}, droppedAt: map[string]time.Time{}}
 	s.addr = npc.NewAddresser(cast, cast.IsNPC, cfg.Controls.Muted, 0)
 	if !s.addr.UseLanguage(cfg.Providers.Language) {
 		log.Warn("no addressing rules for the table's language; the English rules decide who is spoken to",
@@ -179,7 +180,14 @@ func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, ag
 			s.log.Warn("audio lanes stopped", "err", err)
 		}
 	}()
-	go func() { defer s.wg.Done(); defer close(s.lines); s.transcribeLoop() }()
+	go func() {
+		defer s.wg.Done()
+		defer close(s.lines)
+		defer close(s.refines)
+		s.transcribeLoop()
+	}()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.refineLoop() }()
 	go func() { defer s.wg.Done(); s.turnLoop() }()
 	go func() { defer s.wg.Done(); s.watch() }()
 	cfg.Observer.SessionStarted()
@@ -423,11 +431,11 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 		s.report(rep)
 		return line{}, false
 	}
-	cu := correction.Utterance{Text: raw, Words: t.Words}
-	res, err := s.cast.Pipeline().CorrectHeard(ctx, cu)
-	if err != nil {
-		s.log.Warn("name correction failed in part", "err", err)
-	}
+	// Stage 1 only: the table answers on the phonetic correction; the LLM
+	// pass (refineLoop) amends the recorded line afterwards.
+	cu := correction.Utterance{Text: raw, Words: t.Words,
+		InPlay: s.cast.InPlay(s.cfg.Controls.PresentNPCs(), s.cfg.Clock.Now())}
+	res := s.cast.Pipeline().Correct(cu)
 	text := raw
 	if c := strings.TrimSpace(res.Text); c != "" {
 		text = c
@@ -444,6 +452,7 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 		return line{}, false
 	}
 	tm.Recorded = s.cfg.Clock.Now().Sub(u.detected)
+	s.refineLater(refineJob{u: cu, res: res, key: e.IdempotencyKey, speaker: u.UserID})
 	s.cast.NoteMentions(s.cast.FindNames(text), s.cfg.Clock.Now())
 	s.mu.Lock()
 	s.recorded[u.UserID] = name

@@ -178,7 +178,10 @@ type Config struct {
 	OnEnd func(reason string)
 	// OnLine receives a report of every line once the table is done with
 	// it (nil: none): the demo prints them, tests read them.
-	OnLine   func(LineReport)
+	OnLine func(LineReport)
+	// OnAmend receives each recorded line the LLM name correction amended
+	// after the table answered it (nil: none; the log says it too).
+	OnAmend  func(Amendment)
 	Observer Observer
 	Clock    clock.Clock
 	Logger   *slog.Logger
@@ -302,7 +305,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err := camp.Ping(ctx); err != nil {
 		return nil, fmt.Errorf("starting a session of campaign %q: %w", camp.ID(), err)
 	}
-	pipe, err := newPipeline(st, cfg.Providers.LLMCorrector, log)
+	pipe, err := newPipeline(st, cfg.Providers.LLMCorrector, cfg.Providers.Language, log)
 	if err != nil {
 		return nil, err
 	}
@@ -373,8 +376,16 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 }
 
 // newPipeline builds name correction.
-func newPipeline(st Settings, lc *correction.LLMCorrector, log *slog.Logger) (*correction.Pipeline, error) {
-	var mopts []correction.MatcherOption
+// The word lists of the correction guard follow the speech-to-text
+// language; a language without lists gets the English ones, with a
+// warning.
+func newPipeline(st Settings, lc *correction.LLMCorrector, language string, log *slog.Logger) (*correction.Pipeline, error) {
+	lang, err := correction.ParseLanguage(language)
+	if err != nil {
+		log.Warn("name correction uses the English word lists", "err", err)
+		lang = correction.English
+	}
+	mopts := []correction.MatcherOption{correction.WithLanguage(lang)}
 	if st.PhoneticThreshold > 0 {
 		mopts = append(mopts, correction.WithPhoneticThreshold(st.PhoneticThreshold))
 	}

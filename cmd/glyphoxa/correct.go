@@ -62,7 +62,12 @@ func cmdCorrect(ctx context.Context, e *env, args []string) error {
 	if len(es) == 0 {
 		printf(e.stderr, "glyphoxa correct: campaign %q has no entities; text passes through unchanged\n", *campaign)
 	}
-	m, err := correction.NewMatcher(
+	lang, err := correction.ParseLanguage(cfg.Providers.STT.Language)
+	if err != nil {
+		printf(e.stderr, "glyphoxa correct: %v; using the English word lists\n", err)
+		lang = correction.English
+	}
+	m, err := correction.NewMatcher(correction.WithLanguage(lang),
 		correction.WithPhoneticThreshold(cfg.Correction.PhoneticThreshold),
 		correction.WithFuzzyThreshold(cfg.Correction.FuzzyThreshold))
 	if err != nil {

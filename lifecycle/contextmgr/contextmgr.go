@@ -184,6 +184,24 @@ func (m *Manager) overLocked() bool {
 	return float64(m.tokens) >= m.cfg.Threshold*float64(m.cfg.MaxTokens) && len(m.msgs) >= 2
 }
 
+// Amend replaces the text of the message recorded from the entry with
+// idempotency key key, if it is not yet summarised, and reports whether it
+// did: a name corrected in the background after the line was heard.
+func (m *Manager) Amend(key, text string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.msgs {
+		msg := &m.msgs[i]
+		if key == "" || msg.Entry.IdempotencyKey != key || msg.Content == text {
+			continue
+		}
+		m.tokens += Tokens(text) - Tokens(msg.Content)
+		msg.Content, msg.Entry.Text = text, text
+		return true
+	}
+	return false
+}
+
 // Messages returns the conversation as it goes to the LLM: one system
 // message per summary, oldest first, then the messages not yet summarised.
 func (m *Manager) Messages() []Message {

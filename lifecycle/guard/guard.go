@@ -873,3 +873,28 @@ func (g *Guard) Sessions(ctx context.Context) ([]memory.Session, error) {
 		return g.cfg.Store.Sessions(ctx)
 	})
 }
+
+// AmendEntry corrects the text of a recorded entry (memory.EntryAmender)
+// when the guarded store can. While degraded, or when the entry still
+// waits in the outage spool, it fails (memory.ErrUnavailable,
+// memory.ErrNotFound): an amendment is not spooled, and the line keeps the
+// text it was recorded with.
+func (g *Guard) AmendEntry(ctx context.Context, sessionID, key, text string) (bool, error) {
+	a, ok := g.cfg.Store.(memory.EntryAmender)
+	if !ok {
+		return false, fmt.Errorf("amending entry %q: the session log cannot amend entries: %w", key, errors.ErrUnsupported)
+	}
+	if g.degraded.Load() {
+		return false, fmt.Errorf("amending entry %q: %w", key, memory.ErrUnavailable)
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.WriteTimeout)
+	defer cancel()
+	changed, err := a.AmendEntry(ctx, sessionID, key, text)
+	if err != nil {
+		if g.cfg.IsOutage(err) && !errors.Is(err, context.Canceled) {
+			g.degrade(err)
+		}
+		return false, err
+	}
+	return changed, nil
+}

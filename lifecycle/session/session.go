@@ -312,6 +312,26 @@ func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
 	return nil
 }
 
+// Amend corrects the text of a line recorded in this session, found by
+// its idempotency key, keeping its raw text: in the conversation (unless
+// already summarised) and in the session log (memory.EntryAmender). It is
+// idempotent. The session's chunks follow at the next consolidation beat.
+// It reports whether the session log changed.
+func (s *Session) Amend(ctx context.Context, key, text string) (bool, error) {
+	if strings.TrimSpace(key) == "" || strings.TrimSpace(text) == "" {
+		return false, fmt.Errorf("%w: amending a line needs its key and a text", memory.ErrInvalid)
+	}
+	s.cm.Amend(key, text)
+	changed, err := s.guard.AmendEntry(ctx, s.cfg.SessionID, key, text)
+	if err != nil {
+		return false, fmt.Errorf("amending a line of session %q: %w", s.cfg.SessionID, err)
+	}
+	if changed {
+		s.cons.Noted()
+	}
+	return changed, nil
+}
+
 // forgotten reports whether e was said by a speaker forgotten after e was
 // said (it was on its way while Forget ran).
 func (s *Session) forgotten(e memory.TranscriptEntry) bool {

@@ -17,7 +17,8 @@ import (
 // Each Update splits the whole session again (Split is deterministic and a
 // chunk's id derives from the lines it spans), embeds and indexes only the
 // chunks it has not indexed yet (usually the one still growing at the end,
-// and whatever a scene break or a topic shift closed since), and removes
+// and whatever a scene break or a topic shift closed since) or whose text
+// changed (a line amended by the background name correction), and removes
 // the chunks that no longer exist (the earlier shape of the growing one, or
 // chunks that held a forgotten speaker's lines). At the end of the session
 // its result is the same as [Process]'s. A Live is safe for concurrent use;
@@ -30,7 +31,7 @@ type Live struct {
 	matcher func(ctx context.Context) (*mention.Matcher, error)
 
 	mu      sync.Mutex
-	indexed map[string]bool // chunk ids known to be in the index
+	indexed map[string]string // chunk id → content known to be in the index
 	loaded  bool
 }
 
@@ -42,7 +43,7 @@ func NewLive(c Campaign, e embed.Embedder, o Options, sessionID string, matcher 
 	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
 		return nil, err
 	}
-	return &Live{camp: c, emb: e, opts: o, session: sessionID, matcher: matcher, indexed: map[string]bool{}}, nil
+	return &Live{camp: c, emb: e, opts: o, session: sessionID, matcher: matcher, indexed: map[string]string{}}, nil
 }
 
 // LiveReport says what an Update did.
@@ -67,7 +68,7 @@ func (l *Live) Update(ctx context.Context) (LiveReport, error) {
 		// A chunk's id derives from the lines it spans, so a chunk an
 		// earlier run indexed (before a restart) is the same chunk.
 		for _, c := range have {
-			l.indexed[c.ID] = true
+			l.indexed[c.ID] = c.Content
 		}
 		l.loaded = true
 	}
@@ -86,7 +87,9 @@ func (l *Live) Update(ctx context.Context) (LiveReport, error) {
 	var fresh []int
 	for i, c := range chunks {
 		keep[i] = c.ID
-		if !l.indexed[c.ID] {
+		// A chunk whose line was amended (a name corrected after the
+		// fact) keeps its id and is indexed again with its new text.
+		if have, ok := l.indexed[c.ID]; !ok || have != c.Content {
 			fresh = append(fresh, i)
 		}
 	}
@@ -112,9 +115,9 @@ func (l *Live) Update(ctx context.Context) (LiveReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	now := make(map[string]bool, len(keep))
-	for _, id := range keep {
-		now[id] = true
+	now := make(map[string]string, len(chunks))
+	for _, c := range chunks {
+		now[c.ID] = c.Content
 	}
 	l.indexed = now
 	return LiveReport{Chunks: len(chunks), Added: len(fresh), Removed: n}, nil

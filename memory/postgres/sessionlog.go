@@ -302,3 +302,32 @@ func nullTime(t time.Time) *time.Time {
 
 // isNoRows reports whether err is pgx's "no rows".
 func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// AmendEntry replaces the corrected text of one entry, found by its
+// session and idempotency key, keeping its raw text (memory.EntryAmender).
+// The text-search vector follows the text.
+func (l *SessionLog) AmendEntry(ctx context.Context, sessionID, key, text string) (bool, error) {
+	switch {
+	case strings.TrimSpace(sessionID) == "" || strings.TrimSpace(key) == "":
+		return false, fmt.Errorf("%w: amending an entry needs a session id and an idempotency key", memory.ErrInvalid)
+	case strings.TrimSpace(text) == "":
+		return false, fmt.Errorf("%w: amending entry %q of session %q to empty text", memory.ErrInvalid, key, sessionID)
+	}
+	var changed bool
+	err := l.db.QueryRow(ctx, `
+WITH e AS (
+  SELECT id, text FROM transcript_entries
+  WHERE campaign_id = $1 AND session_id = $2 AND idempotency_key = $3
+), u AS (
+  UPDATE transcript_entries t SET text = $4 FROM e WHERE t.campaign_id = $1 AND t.id = e.id AND e.text <> $4
+  RETURNING t.id
+)
+SELECT EXISTS (SELECT 1 FROM u) FROM e`, l.campaign, sessionID, key, text).Scan(&changed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, fmt.Errorf("amending entry %q of session %q: %w", key, sessionID, memory.ErrNotFound)
+	}
+	if err != nil {
+		return false, fmt.Errorf("amending entry %q of session %q: %w", key, sessionID, err)
+	}
+	return changed, nil
+}

@@ -22,6 +22,7 @@ func main() {
 	dirs := flag.String("corpus", "correction/testdata,correction/testdata/holdout,correction/testdata/holdout2,correction/testdata/holdout3,correction/testdata/holdout4,correction/testdata/holdout5",
 		"comma-separated corpus directories")
 	verbose := flag.Bool("v", false, "list every miss and wrong substitution")
+	mode = flag.Int("evidence", 0, "evidence given with each line: 0 none, 1 scene (the line's names in play), 2 all names in play, 3 all in play + word confidences")
 	flag.Parse()
 	for i, dir := range strings.Split(*dirs, ",") {
 		if i > 0 {
@@ -34,21 +35,28 @@ func main() {
 	}
 }
 
+// mode is the -evidence flag.
+var mode = new(int)
+
 func run(w io.Writer, dir string, verbose bool) error {
 	c, err := evalcorpus.Load(dir)
 	if err != nil {
 		return err
 	}
-	m, err := correction.NewMatcher()
+	lang, err := correction.ParseLanguage(c.Language)
 	if err != nil {
 		return err
 	}
-	r, err := evalcorpus.Run(m, c)
+	m, err := correction.NewMatcher(correction.WithLanguage(lang))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s: %d entities, %d misheard utterances (%d names), %d entity-free utterances\n",
-		dir, len(c.Entities), len(c.Misheard), r.Names, len(c.TableTalk))
+	r, err := evalcorpus.RunMode(m, c, evalcorpus.Mode(*mode))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s (%s, evidence: %s): %d entities, %d misheard utterances (%d names), %d entity-free utterances\n",
+		dir, lang, evalcorpus.Mode(*mode), len(c.Entities), len(c.Misheard), r.Names, len(c.TableTalk))
 	fmt.Fprintf(w, "recall:     %6.2f%%  (%d of %d misheard names restored; target >= 95%%)\n", 100*r.Recall(), r.Restored, r.Names)
 	fmt.Fprintf(w, "precision:  %6.2f%%  (%d of %d substitutions correct; target >= 99%%)\n", 100*r.Precision(), r.CorrectSubs, r.Substitutions)
 	fmt.Fprintf(w, "altered:    %6.2f%%  (%d of %d entity-free utterances changed; target <= 0.5%%)\n", 100*r.AlteredShare(), r.EntityFreeAltered, r.EntityFree)

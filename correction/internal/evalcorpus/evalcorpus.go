@@ -2,14 +2,17 @@
 // scores a matcher on it.
 //
 // The corpus is a directory holding entities.yaml (a campaign file),
-// misheard.txt (utterances with names misheard, marked [heard|entity-id])
-// and tabletalk.txt (utterances without names). Lines starting with # are
-// comments.
+// misheard.txt (utterances with names misheard, marked [heard|entity-id]),
+// tabletalk.txt (utterances without names) and, optionally, language.txt
+// (the corpus's language, a BCP-47 code such as "de"; English without it).
+// Lines starting with # are comments.
 package evalcorpus
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +39,8 @@ type Case struct {
 
 // Corpus is a loaded corpus.
 type Corpus struct {
+	// Language is the corpus's language ("" for English).
+	Language  string
 	Entities  []correction.Entity
 	Misheard  []Case
 	TableTalk []Case
@@ -53,6 +58,12 @@ func Load(dir string) (*Corpus, error) {
 		return nil, err
 	}
 	c := &Corpus{Entities: correction.FromMemory(cf.MemoryEntities())}
+	switch lang, err := os.ReadFile(filepath.Join(dir, "language.txt")); {
+	case err == nil:
+		c.Language = strings.TrimSpace(string(lang))
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("reading the corpus language: %w", err)
+	}
 	ids := map[string]bool{}
 	for _, e := range c.Entities {
 		ids[e.ID] = true
@@ -180,16 +191,71 @@ func ratio(a, b int) float64 {
 	return float64(a) / float64(b)
 }
 
-// Run scores a matcher on the corpus. A substitution is correct when it
-// covers exactly a misheard name's words and names the right entity.
-func Run(m *correction.Matcher, c *Corpus) (Report, error) {
+// Mode is the evidence the matcher is given with each utterance.
+type Mode int
+
+// Evidence modes.
+const (
+	// NoEvidence: the words alone ([correction.Matcher.MatchPrepared]).
+	NoEvidence Mode = iota
+	// Scene: the misheard names of a line are in play (the table is
+	// talking to or about them); for entity-free lines no name is.
+	Scene
+	// AllInPlay: every name of the corpus is in play, for every line
+	// (the worst case for entity-free lines).
+	AllInPlay
+	// Confident: every name is in play and the recogniser reports word
+	// confidences: 0.4 for the words of a misheard name, 0.95 for the rest.
+	Confident
+)
+
+func (md Mode) String() string {
+	return [...]string{"no evidence", "scene", "all names in play", "all in play + confidences"}[md]
+}
+
+// evidence is the evidence of mode md for case tc.
+func evidence(md Mode, tc Case, c *Corpus) *correction.Evidence {
+	ev := &correction.Evidence{InPlay: map[string]bool{}}
+	switch md {
+	case NoEvidence:
+		return nil
+	case Scene:
+		for _, g := range tc.Golds {
+			ev.InPlay[g.EntityID] = true
+		}
+		return ev
+	}
+	for _, e := range c.Entities {
+		ev.InPlay[e.ID] = true
+	}
+	if md == Confident {
+		for _, sp := range correction.WordSpans(tc.Heard) {
+			conf := 0.95
+			for _, g := range tc.Golds {
+				if sp[0] < g.End && sp[1] > g.Start {
+					conf = 0.4
+				}
+			}
+			ev.Confidences = append(ev.Confidences, conf)
+		}
+	}
+	return ev
+}
+
+// Run scores a matcher on the corpus without evidence. A substitution is
+// correct when it covers exactly a misheard name's words and names the
+// right entity.
+func Run(m *correction.Matcher, c *Corpus) (Report, error) { return RunMode(m, c, NoEvidence) }
+
+// RunMode scores a matcher on the corpus, giving it the evidence of md.
+func RunMode(m *correction.Matcher, c *Corpus, md Mode) (Report, error) {
 	p, err := m.PrepareEntities(c.Entities)
 	if err != nil {
 		return Report{}, err
 	}
 	var r Report
 	for _, tc := range c.Misheard {
-		res := m.MatchPrepared(tc.Heard, p)
+		res := m.MatchEvidence(tc.Heard, p, evidence(md, tc, c))
 		used := make([]bool, len(res.Substitutions))
 		for _, g := range tc.Golds {
 			r.Names++
@@ -216,7 +282,7 @@ func Run(m *correction.Matcher, c *Corpus) (Report, error) {
 	}
 	for _, tc := range c.TableTalk {
 		r.EntityFree++
-		res := m.MatchPrepared(tc.Heard, p)
+		res := m.MatchEvidence(tc.Heard, p, evidence(md, tc, c))
 		if res.Changed() {
 			r.EntityFreeAltered++
 		}

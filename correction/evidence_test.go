@@ -1,0 +1,98 @@
+package correction
+
+import (
+	"errors"
+	"testing"
+)
+
+var guardEntities = []Entity{
+	{ID: "guild", Name: "Smiths' Guild", Aliases: []string{"the Guild"}},
+	{ID: "sela", Name: "Sela"},
+	{ID: "wendry", Name: "Wendry"},
+	{ID: "eldrinax", Name: "Eldrinax", Aliases: []string{"the Undying"}},
+	{ID: "holger", Name: "Holger"},
+}
+
+func TestEvidenceGuard(t *testing.T) {
+	m := mustMatcher(t)
+	p := mustPrepare(t, m, guardEntities)
+	inPlay := func(ids ...string) map[string]bool {
+		out := map[string]bool{}
+		for _, id := range ids {
+			out[id] = true
+		}
+		return out
+	}
+	// confs gives every word 0.95 but the k-th, 0.3.
+	confs := func(n, k int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = 0.95
+		}
+		out[k] = 0.3
+		return out
+	}
+	for _, tc := range []struct {
+		name, text string
+		ev         *Evidence
+		want       string
+	}{
+		{"one plain word never becomes a name", "let us split the gold evenly", nil, "let us split the gold evenly"},
+		{"not even in play", "let us split the gold evenly", &Evidence{InPlay: inPlay("guild")}, "let us split the gold evenly"},
+		{"a word heard with low confidence may", "the gild will pay us", &Evidence{InPlay: inPlay("guild"), Confidences: confs(5, 1)}, "the Guild will pay us"},
+		{"a word capitalised inside a sentence may", "we report to the Gild tonight", nil, "we report to the Guild tonight"},
+		{"a capital at the start of a sentence is no evidence", "Gold is heavy. Gold is heavy", nil, "Gold is heavy. Gold is heavy"},
+		{"a word and a function word", "we could sell a horse", &Evidence{InPlay: inPlay("sela")}, "we could sell a horse"},
+		{"plain words, name not in play", "the well went dry", &Evidence{InPlay: inPlay("sela")}, "the well went dry"},
+		{"plain words, name in play", "ask went dry for a lantern", &Evidence{InPlay: inPlay("wendry")}, "ask Wendry for a lantern"},
+		{"plain words, in play unknown: thresholds decide", "ask went dry for a lantern", nil, "ask Wendry for a lantern"},
+		{"plain words, low confidence", "ask went dry for a lantern", &Evidence{InPlay: inPlay(), Confidences: confs(6, 2)}, "ask Wendry for a lantern"},
+		{"an alias of one plain word keeps the speaker's case", "the undying fire", &Evidence{InPlay: inPlay("eldrinax")}, "the undying fire"},
+		{"a word that is no English word is left to the thresholds", "I trust elder nacks", &Evidence{InPlay: inPlay()}, "I trust Eldrinax"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := m.MatchEvidence(tc.text, p, tc.ev).Text; got != tc.want {
+				t.Errorf("%q → %q, want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGermanWordLists(t *testing.T) {
+	en := mustMatcher(t)
+	de := mustMatcher(t, WithLanguage(German))
+	pen, pde := mustPrepare(t, en, guardEntities), mustPrepare(t, de, guardEntities)
+	for _, tc := range []struct{ text, wantEN, wantDE string }{
+		// German words are no English words: the English lists let them
+		// become names, the German ones do not.
+		{"holt er das Schwert", "Holger das Schwert", "holt er das Schwert"},
+		{"frag holga nach dem Weg", "frag Holger nach dem Weg", "frag Holger nach dem Weg"},
+	} {
+		if got := en.MatchEvidence(tc.text, pen, &Evidence{InPlay: map[string]bool{}}).Text; got != tc.wantEN {
+			t.Errorf("en: %q → %q, want %q", tc.text, got, tc.wantEN)
+		}
+		if got := de.MatchEvidence(tc.text, pde, &Evidence{InPlay: map[string]bool{}}).Text; got != tc.wantDE {
+			t.Errorf("de: %q → %q, want %q", tc.text, got, tc.wantDE)
+		}
+	}
+	if !de.words.isCommon("wendet") || !de.words.isCommon("teilen") || de.words.isCommon("holger") {
+		t.Error("German inflections")
+	}
+}
+
+func TestParseLanguage(t *testing.T) {
+	for _, tc := range []struct {
+		code string
+		want Language
+	}{{"", English}, {"en", English}, {"en-US", English}, {"de", German}, {"de-AT", German}, {"DE_ch", German}} {
+		if got, err := ParseLanguage(tc.code); err != nil || got != tc.want {
+			t.Errorf("ParseLanguage(%q) = %q, %v; want %q", tc.code, got, err, tc.want)
+		}
+	}
+	if _, err := ParseLanguage("fr"); !errors.Is(err, ErrLanguage) {
+		t.Errorf("ParseLanguage(fr): %v, want ErrLanguage", err)
+	}
+	if _, err := NewMatcher(WithLanguage("xx")); !errors.Is(err, ErrLanguage) {
+		t.Errorf("NewMatcher(WithLanguage(xx)): %v, want ErrLanguage", err)
+	}
+}
