@@ -151,6 +151,10 @@ func (s *Session) ID() string { return s.id }
 // Cast is the session's names and personas.
 func (s *Session) Cast() *Cast { return s.cast }
 
+// Witness is what each NPC witnessed of the session (its lines, digest and
+// recall); it stays readable after the session ended.
+func (s *Session) Witness() *witness.Log { return s.wit }
+
 // Memory is the session's lifecycle (its conversation, summary and guarded
 // memory).
 func (s *Session) Memory() *session.Session { return s.mem }
