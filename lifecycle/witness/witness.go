@@ -402,6 +402,9 @@ type Query struct {
 	Exclude string
 	// Limit bounds the lines returned (default 4).
 	Limit int
+	// Ignore are the NPC's own name and aliases: naming it in the question
+	// ("Brannoc, …") says nothing of what the question is about.
+	Ignore []string
 }
 
 // Recalled is a line recall found, with its score.
@@ -418,8 +421,8 @@ const (
 	stemWeight    = 1.0
 	entityWeight  = 0.45
 	speakerWeight = 0.3
-	toBonus       = 0.15
-	minScore      = 0.3
+	toBonus       = 0.2
+	minScore      = 0.35
 )
 
 // Recall returns the lines npcID witnessed from others that bear on
@@ -429,17 +432,35 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 	if q.Limit <= 0 {
 		q.Limit = 4
 	}
-	qs := stems(q.Text)
+	ignore := map[string]bool{}
+	for _, n := range q.Ignore {
+		ignore[strings.ToLower(n)] = true
+		for _, w := range embed.Words(n) {
+			ignore[w] = true
+		}
+	}
+	var qs []string
+	for _, w := range stems(q.Text) {
+		if !ignore[w] {
+			qs = append(qs, w)
+		}
+	}
 	var qn []string
 	if l.cfg.Names != nil {
 		for _, n := range l.cfg.Names(q.Text) {
-			qn = appendUnique(qn, strings.ToLower(n))
+			if n = strings.ToLower(n); !ignore[n] {
+				qn = appendUnique(qn, n)
+			}
 		}
 	}
-	qn = append(qn, properWords(q.Text, qn)...)
+	for _, w := range properWords(q.Text, qn) {
+		if !ignore[w] {
+			qn = append(qn, w)
+		}
+	}
 	qwords := map[string]bool{}
 	for _, w := range strings.FieldsFunc(strings.ToLower(q.Text), notWord) {
-		qwords[w] = true
+		qwords[strings.TrimSuffix(w, "'s")] = true
 	}
 
 	l.mu.Lock()
@@ -481,12 +502,14 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 		if who := strings.ToLower(firstWord(ln.e.SpeakerName)); who != "" && qwords[who] {
 			s += speakerWeight
 		}
-		if s < minScore {
-			continue
-		}
+		// What was said to the NPC clears a lower bar than what it
+		// overheard.
 		to := ln.to == q.NPCID
 		if to {
 			s += toBonus
+		}
+		if s < minScore {
+			continue
 		}
 		out = append(out, Recalled{Entry: ln.e, To: to, Score: s})
 	}
@@ -497,10 +520,21 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 		}
 		return out[i].Entry.At.After(out[j].Entry.At)
 	})
-	if len(out) > q.Limit {
-		out = out[:q.Limit]
+	// The same words said again are one memory (the best scored, newest).
+	seen := map[string]bool{}
+	kept := out[:0]
+	for _, r := range out {
+		k := strings.ToLower(strings.TrimSpace(r.Entry.Text))
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		kept = append(kept, r)
+		if len(kept) == q.Limit {
+			break
+		}
 	}
-	return out
+	return kept
 }
 
 // embed embeds the question and the lines not embedded yet, in one call
@@ -637,23 +671,35 @@ func isPromise(text string) bool {
 // stems are the content-word stems of text, sorted and unique.
 func stems(text string) []string {
 	ws := embed.Words(text)
+	for _, w := range ws {
+		if c, ok := concepts[w]; ok {
+			ws = append(ws, c)
+		}
+	}
 	slices.Sort(ws)
 	return slices.Compact(ws)
 }
 
-// overlap is the cosine of two stem sets.
-func overlap(a, b []string) float64 {
-	if len(a) == 0 || len(b) == 0 {
+// overlap scores the stems question q shares with line b: the cosine of
+// the two sets, or, for a long line (a monologue, whose many words dilute
+// the cosine), most of the share of the question's stems it holds.
+func overlap(q, b []string) float64 {
+	if len(q) == 0 || len(b) == 0 {
 		return 0
 	}
 	n := 0
-	for _, w := range a {
+	for _, w := range q {
 		if _, ok := slices.BinarySearch(b, w); ok {
 			n++
 		}
 	}
-	return float64(n) / math.Sqrt(float64(len(a)*len(b)))
+	cos := float64(n) / math.Sqrt(float64(len(q)*len(b)))
+	return max(cos, coverageWeight*float64(n)/float64(len(q)))
 }
+
+// coverageWeight discounts the share of the question a line covers
+// against the cosine.
+const coverageWeight = 0.6
 
 func shares(a, b []string) bool {
 	for _, x := range a {
