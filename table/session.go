@@ -422,8 +422,12 @@ const maxSaid = 4
 func (s *Session) memoryOf(ctx context.Context, answering memory.TranscriptEntry, npcID string) (history []npc.Message, digest string, said []npc.Message) {
 	from := s.cfg.Clock.Now().Add(-s.cfg.Settings.RecentWindow)
 	said = []npc.Message{}
+	var ignore []string
+	if p, ok := s.cast.Persona(npcID); ok {
+		ignore = append([]string{p.Name}, p.Aliases...)
+	}
 	for _, r := range s.wit.Recall(ctx, witness.Query{NPCID: npcID, Text: answering.Text, Before: from,
-		Exclude: answering.IdempotencyKey, Limit: maxSaid}) {
+		Exclude: answering.IdempotencyKey, Limit: maxSaid, Ignore: ignore}) {
 		e := r.Entry
 		said = append(said, npc.Message{SpeakerID: e.SpeakerID, Speaker: e.SpeakerName, NPCID: e.NPCID, Text: e.Text, At: e.At})
 	}
