@@ -37,8 +37,8 @@ func TestTurnSendsWhatTheNPCWitnessed(t *testing.T) {
 		unwanted []string
 	}{
 		{name: "digest and said", tokens: 1500, digest: "Said to you:\n- Kael: the Gull is moored at the south pier.",
-			said: []npc.Message{{Speaker: "Lyra", Text: "My boat, the Gull, has a red sail.", At: at}},
-			want: []string{npc.DigestTitle, "the Gull is moored", npc.SaidTitle, "Lyra (19:05): My boat, the Gull"},
+			said:     []npc.Message{{Speaker: "Lyra", Text: "My boat, the Gull, has a red sail.", At: at}},
+			want:     []string{npc.DigestTitle, "the Gull is moored", npc.SaidTitle, "Lyra (19:05): My boat, the Gull"},
 			unwanted: []string{"the log says"}},
 		{name: "said cut to its share of a small budget", tokens: 100, said: []npc.Message{
 			{Speaker: "Lyra", Text: "The shipment is in the cellar.", At: at},

@@ -149,7 +149,7 @@ func playCorpus(tb testing.TB, path string, filler []string) []probeResult {
 		evs = append(evs, event{at: at, order: 1, line: &e, to: l.To})
 		if cf.Echo && l.To != "" {
 			r := memory.TranscriptEntry{SpeakerID: l.To, SpeakerName: l.To, NPCID: l.To, At: t0.Add(at + 5*time.Second),
-				Text: "I don't know anything about " + strings.ToLower(strings.TrimSuffix(l.Text, ".")) + ", sorry.",
+				Text:           "I don't know anything about " + strings.ToLower(strings.TrimSuffix(l.Text, ".")) + ", sorry.",
 				IdempotencyKey: fmt.Sprintf("%s:%d:reply", name, i)}
 			evs = append(evs, event{at: at + 5*time.Second, order: 1, line: &r})
 		}
