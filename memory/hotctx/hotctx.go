@@ -108,7 +108,9 @@ type Context struct {
 	Traces []Trace
 	Recent []memory.TranscriptEntry
 	// Earlier are lines of this session older than the recent window that
-	// share words with what the NPC is answering, best first.
+	// share words with what the NPC is answering, best first; never the
+	// NPC's own lines. Empty when the request is Witnessed (a running
+	// table sends those lines itself, from what the NPC witnessed).
 	Earlier []memory.TranscriptEntry
 	Scene   Scene
 	// Text is the prompt text, at most budget×4 characters.
