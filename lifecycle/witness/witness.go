@@ -423,6 +423,8 @@ const (
 	speakerWeight = 0.3
 	toBonus       = 0.2
 	minScore      = 0.35
+	// minMeaning is the cosine that counts as evidence on its own.
+	minMeaning = 0.5
 )
 
 // Recall returns the lines npcID witnessed from others that bear on
@@ -492,15 +494,24 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 	var out []Recalled
 	l.mu.Lock()
 	for _, ln := range cands {
-		s := stemWeight * overlap(qs, ln.stems)
+		lex := overlap(qs, ln.stems)
+		s := stemWeight * lex
+		sem := 0.0
 		if qv != nil && ln.vec != nil {
-			s += meaningWeight * max(0, cosine(qv, ln.vec))
+			sem = max(0, cosine(qv, ln.vec))
+			s += meaningWeight * sem
 		}
+		evidence := lex > 0 || sem >= minMeaning
 		if shares(qn, ln.names) || shares(qn, ln.proper) {
 			s += entityWeight
+			evidence = true
 		}
 		if who := strings.ToLower(firstWord(ln.e.SpeakerName)); who != "" && qwords[who] {
 			s += speakerWeight
+			evidence = true
+		}
+		if !evidence {
+			continue // closeness of vectors alone, below minMeaning, is noise
 		}
 		// What was said to the NPC clears a lower bar than what it
 		// overheard.
