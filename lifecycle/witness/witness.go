@@ -101,7 +101,9 @@ type line struct {
 	stems   []string // content word stems, sorted, unique
 	names   []string // campaign names mentioned, lower case
 	proper  []string // other capitalised words (names the campaign lacks)
+	who     string   // the speaker's first name, lower case
 	vec     []float32
+	norm    float64 // of vec
 }
 
 func (l *line) witnessedBy(npcID string) bool {
@@ -188,6 +190,7 @@ func (l *Log) Heard(e memory.TranscriptEntry, present []string) {
 		}
 	}
 	ln.proper = properWords(e.Text, ln.names)
+	ln.who = strings.ToLower(firstWord(e.SpeakerName))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.IdempotencyKey != "" {
@@ -491,6 +494,13 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 		qv = l.embed(ctx, q.Text, missing)
 	}
 
+	qn2 := 0.0
+	if qv != nil {
+		qn2 = math.Sqrt(dot(qv, qv))
+		if qn2 == 0 {
+			qv = nil
+		}
+	}
 	var out []Recalled
 	l.mu.Lock()
 	for _, ln := range cands {
@@ -498,7 +508,7 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 		s := stemWeight * lex
 		sem := 0.0
 		if qv != nil && ln.vec != nil {
-			sem = max(0, cosine(qv, ln.vec))
+			sem = max(0, dot(qv, ln.vec)/(qn2*ln.norm))
 			s += meaningWeight * sem
 		}
 		evidence := lex > 0 || sem >= minMeaning
@@ -506,7 +516,7 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 			s += entityWeight
 			evidence = true
 		}
-		if who := strings.ToLower(firstWord(ln.e.SpeakerName)); who != "" && qwords[who] {
+		if ln.who != "" && qwords[ln.who] {
 			s += speakerWeight
 			evidence = true
 		}
@@ -566,7 +576,9 @@ func (l *Log) embed(ctx context.Context, q string, missing []*line) []float32 {
 	}
 	l.mu.Lock()
 	for i, ln := range missing {
-		ln.vec = vs[i+1]
+		if n := math.Sqrt(dot(vs[i+1], vs[i+1])); n > 0 {
+			ln.vec, ln.norm = vs[i+1], n
+		}
 	}
 	l.mu.Unlock()
 	return vs[0]
@@ -721,20 +733,16 @@ func shares(a, b []string) bool {
 	return false
 }
 
-func cosine(a, b []float32) float64 {
+// dot is the dot product of two vectors (0 when their lengths differ).
+func dot(a, b []float32) float64 {
 	if len(a) != len(b) {
 		return 0
 	}
-	var dot, na, nb float64
+	var d float32
 	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
+		d += a[i] * b[i]
 	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
+	return float64(d)
 }
 
 func notWord(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' }

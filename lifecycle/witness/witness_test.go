@@ -251,3 +251,35 @@ func waitDigest(t *testing.T, l *witness.Log, npc, want string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// BenchmarkRecallMinute45 is the witness part of a live turn at minute
+// 45: the lines said to the NPC that bear on the question, among 540 it
+// witnessed (a quarter said to it), and its digest.
+func BenchmarkRecallMinute45(b *testing.B) {
+	emb, err := embed.NewOffline(384)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := t0.Add(45 * time.Minute)
+	l := witness.New(witness.Config{Embedder: emb, Now: func() time.Time { return now }})
+	defer l.Close()
+	words := []string{"hammer", "tower", "secret", "gold", "dragon", "guild", "map", "debt"}
+	for i := range 540 {
+		key := fmt.Sprintf("k%d", i)
+		l.Heard(memory.TranscriptEntry{SpeakerID: fmt.Sprintf("p%d", i%4), SpeakerName: fmt.Sprintf("Player %d", i%4),
+			Text: fmt.Sprintf("the %s of Entity %d is kept near the %s, we will bring it back tomorrow", words[i%len(words)], i*37,
+				words[(i/3)%len(words)]), At: t0.Add(time.Duration(i) * 5 * time.Second), IdempotencyKey: key}, []string{"npc"})
+		if i%4 == 0 {
+			l.SaidTo(key, "npc")
+		}
+	}
+	ctx := context.Background()
+	l.Recall(ctx, witness.Query{NPCID: "npc", Text: "warm-up"}) // embeds the lines once, as the first turn does
+	i := 0
+	for b.Loop() {
+		i++
+		q := "what do you know about the " + words[i%len(words)] + " and the " + words[(i*3)%len(words)] + "?"
+		l.Recall(ctx, witness.Query{NPCID: "npc", Text: q, Before: now.Add(-5 * time.Minute)})
+		l.Digest("npc")
+	}
+}
