@@ -63,6 +63,15 @@ type TurnInput struct {
 	// (/npc direct): it steers what the NPC does without scripting its
 	// words. Empty: none.
 	Direction string
+	// Digest is the NPC's digest of this session as it witnessed it
+	// (lifecycle/witness), sent ahead of the conversation.
+	Digest string
+	// Said are earlier lines of this session, older than History, that
+	// the NPC heard from others and that bear on Text (those said to it
+	// first); never its own replies. A non-nil Said (even empty) means
+	// the caller chose them: the hot context then searches no earlier
+	// lines of its own.
+	Said []Message
 }
 
 // TurnTimings marks a turn's progress, measured from its start.
@@ -244,8 +253,8 @@ func (a *Agent) hotContext(ctx context.Context, p Persona, in TurnInput) (HotCon
 			return HotContext{}, false, true
 		}
 	}
-	req := hotctx.Request{NPCID: in.NPCID, SessionID: in.SessionID, Budget: a.cfg.ContextTokens, Query: in.Text,
-		Live: in.Live, Scope: p.KnowledgeScope}
+	req := hotctx.Request{NPCID: in.NPCID, SessionID: in.SessionID, Budget: a.hotBudget(in), Query: in.Text,
+		Live: in.Live, Scope: p.KnowledgeScope, Witnessed: in.Said != nil}
 	for _, m := range in.History {
 		if !m.Summary {
 			req.Recent = append(req.Recent, memory.TranscriptEntry{SessionID: in.SessionID, SpeakerID: m.SpeakerID,
@@ -281,6 +290,7 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 	if err != nil {
 		return res, err
 	}
+	in = a.fitWitness(in)
 	hc, spec, degraded := a.hotContext(ctx, persona, in)
 	res.Timings.ContextReady, res.Timings.Speculative = since(), spec
 	res.Context, res.Degraded = hc, degraded || stale
@@ -377,11 +387,84 @@ func (a *Agent) fallback(ctx context.Context, _ Persona, _ HotContext, in TurnIn
 	return fb, nil
 }
 
-// buildMessages lays out the request: the system prompt, the conversation
-// so far (its summary, then its lines, each labelled with its speaker; only
-// the NPC's own lines as its own) and the utterance to answer.
+// Shares of the hot context budget the witness parts may take.
+const (
+	digestShare = 4 // a quarter for the digest
+	saidShare   = 5 // a fifth for the lines said earlier
+)
+
+// fitWitness cuts in's digest and earlier lines to their shares of the hot
+// context budget: the digest to a quarter, the earlier lines (best first)
+// to a fifth.
+func (a *Agent) fitWitness(in TurnInput) TurnInput {
+	room := a.cfg.ContextTokens * hotctx.CharsPerToken
+	if d := strings.TrimSpace(in.Digest); len(d) > room/digestShare {
+		in.Digest = clipText(d, room/digestShare)
+	}
+	if in.Said == nil {
+		return in
+	}
+	used, kept := 0, make([]Message, 0, len(in.Said))
+	for _, m := range in.Said {
+		n := len(saidLine(m))
+		if used+n > room/saidShare {
+			break
+		}
+		used += n
+		kept = append(kept, m)
+	}
+	in.Said = kept
+	return in
+}
+
+// hotBudget is the hot context's budget once the witness parts have theirs.
+func (a *Agent) hotBudget(in TurnInput) int {
+	used := len(in.Digest)
+	for _, m := range in.Said {
+		used += len(saidLine(m))
+	}
+	return max(a.cfg.ContextTokens-(used+hotctx.CharsPerToken-1)/hotctx.CharsPerToken, a.cfg.ContextTokens/4)
+}
+
+func saidLine(m Message) string {
+	return fmt.Sprintf("- %s (%s): %s\n", m.Speaker, m.At.UTC().Format("15:04"), strings.TrimSpace(m.Text))
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	r := []rune(s[:n])
+	if len(r) > 0 && r[len(r)-1] == '\uFFFD' {
+		r = r[:len(r)-1]
+	}
+	return string(r)
+}
+
+// Titles of the witness parts of the request.
+const (
+	DigestTitle = "What you witnessed this session (your notes):"
+	SaidTitle   = "Said to you or before you earlier this session, which may bear on this:"
+)
+
+// buildMessages lays out the request: the system prompt, the NPC's digest
+// of the session and the earlier lines that bear on the question, the
+// conversation so far (its summary, then its lines, each labelled with its
+// speaker; only the NPC's own lines as its own) and the utterance to
+// answer.
 func buildMessages(p Persona, hc HotContext, in TurnInput) []llm.Message {
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: systemPrompt(p, hc) + direction(in.Direction)}}
+	if d := strings.TrimSpace(in.Digest); d != "" {
+		msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: DigestTitle + "\n" + d})
+	}
+	if len(in.Said) > 0 {
+		var b strings.Builder
+		b.WriteString(SaidTitle + "\n")
+		for _, m := range in.Said {
+			b.WriteString(saidLine(m))
+		}
+		msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: strings.TrimRight(b.String(), "\n")})
+	}
 	for _, m := range in.History {
 		switch {
 		case m.Summary:
@@ -430,6 +513,7 @@ func (a *Agent) Prepare(ctx context.Context, in TurnInput) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
+	in = a.fitWitness(in)
 	hc, _, degraded := a.hotContext(ctx, persona, in)
 	return Prepared{Persona: persona, Context: hc, Messages: buildMessages(persona, hc, in), Degraded: degraded || stale}, nil
 }

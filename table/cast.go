@@ -96,6 +96,30 @@ func (c *Cast) Refresh(ctx context.Context) (bool, error) {
 // FindNames finds the campaign's names in text (correction.Pipeline).
 func (c *Cast) FindNames(text string) []npc.Mention { return c.pipe.FindNames(text) }
 
+// MentionedNames are the names of the campaign's entities mentioned in
+// text, as the campaign spells them (an alias heard gives the entity's
+// name).
+func (c *Cast) MentionedNames(text string) []string {
+	ms := c.pipe.FindNames(text)
+	if len(ms) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		name := text[m.Start:m.End]
+		for _, e := range c.ents {
+			if e.ID == m.EntityID {
+				name = e.Name
+				break
+			}
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
 // IsNPC tells NPC entities from the others.
 func (c *Cast) IsNPC(id string) bool {
 	c.mu.Lock()

@@ -23,13 +23,19 @@
 // that what was said five minutes ago is known now: to the NPCs' hot
 // context and tools, to /memory search, to MCP agents.
 //
-// An NPC is sent one conversation: the running summary, then the lines of
-// the last Settings.RecentWindow measured from now, within
+// Each NPC remembers the session as it witnessed it (lifecycle/witness,
+// in the process's memory): the lines said to it (by name or as a
+// follow-up), the lines said while it was in the scene (the DM's scene at
+// the time of the line; every NPC when none is set) and its own. An NPC is
+// sent its digest of what it witnessed (npc.TurnInput.Digest), the earlier
+// lines it heard from others that bear on what it was asked
+// (npc.TurnInput.Said, never its own replies), then the lines of the last
+// Settings.RecentWindow measured from now that it witnessed, within
 // Settings.HistoryTokens, each labelled with its speaker (other NPCs by
 // name; only its own lines as its own). Its hot context (memory/hotctx)
-// holds what it knows through its persona's knowledge scope and the lines
-// from earlier in the session that bear on what it was asked. During a
-// database outage it answers from its persona and the conversation.
+// holds what it knows through its persona's knowledge scope. During a
+// database outage it answers from its persona, what it witnessed and the
+// conversation.
 //
 // # Names
 //

@@ -65,6 +65,7 @@ func (s *Session) refine(j refineJob) {
 			"heard", j.u.Text, "was", j.res.Text, "corrected", res.Text, "err", err)
 		return
 	}
+	s.wit.Amend(j.key, res.Text)
 	s.log.Info("the LLM name correction amended a recorded line", "user", j.speaker,
 		"heard", j.u.Text, "was", j.res.Text, "corrected", res.Text, "stored", changed)
 	if s.cfg.OnAmend != nil {

@@ -169,7 +169,8 @@ func instructions(msgs []llm.Message) string {
 }
 
 // answerS2S lets a speech-to-speech model hear the line and answer it.
-func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history []npc.Message, rep *LineReport) {
+func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history []npc.Message, digest string, said []npc.Message,
+	rep *LineReport) {
 	ag := s.agent.(s2sAgent)
 	obs := s.cfg.Observer
 	eo, _ := obs.(engineObserver)
@@ -180,7 +181,7 @@ func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history [
 		}
 	}
 	in := npc.TurnInput{NPCID: npcID, SessionID: s.id, SpeakerID: l.entry.SpeakerID, SpeakerName: l.entry.SpeakerName,
-		Text: l.text(), History: history, Live: true, Direction: l.direction}
+		Text: l.text(), History: history, Live: true, Direction: l.direction, Digest: digest, Said: said}
 	prep, err := ag.Prepare(ctx, in)
 	if err != nil {
 		rep.Error = err.Error()

@@ -18,6 +18,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
+	"github.com/glyphoxa/glyphoxa/lifecycle/witness"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
@@ -76,6 +77,7 @@ type Session struct {
 	start time.Time
 	cast  *Cast
 	mem   *session.Session
+	wit   *witness.Log // what each NPC witnessed of the session
 	agent Responder
 	voice Voice
 	log   *slog.Logger
@@ -151,6 +153,9 @@ func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, ag
 	if err := s.refreshOptOuts(ctx); err != nil {
 		return nil, err
 	}
+	s.wit = witness.New(witness.Config{Embedder: cfg.Providers.Embedder, Names: cast.MentionedNames,
+		Summarizer: cfg.Providers.Summarizer, DigestEvery: cfg.Settings.DigestEvery, DigestLines: cfg.Settings.DigestLines,
+		Now: cfg.Clock.Now, Logger: log})
 	acfg := cfg.Settings.Audio
 	acfg.Logger = log
 	acfg.OnUtterance = s.onUtterance
@@ -201,6 +206,10 @@ func (s *Session) ID() string { return s.id }
 // Cast is the session's names and personas.
 func (s *Session) Cast() *Cast { return s.cast }
 
+// Witness is what each NPC witnessed of the session (its lines, digest and
+// recall); it stays readable after the session ended.
+func (s *Session) Witness() *witness.Log { return s.wit }
+
 // Memory is the session's lifecycle (its conversation, summary and guarded
 // memory).
 func (s *Session) Memory() *session.Session { return s.mem }
@@ -224,6 +233,7 @@ func (s *Session) End(ctx context.Context) error {
 			<-done
 		}
 		s.stopAll()
+		s.wit.Close()
 		var errs []error
 		if err := s.closeS2S(); err != nil {
 			errs = append(errs, fmt.Errorf("closing the speech-to-speech sessions: %w", err))
@@ -452,6 +462,7 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 		return line{}, false
 	}
 	tm.Recorded = s.cfg.Clock.Now().Sub(u.detected)
+	s.wit.Heard(e, s.scene())
 	s.refineLater(refineJob{u: cu, res: res, key: e.IdempotencyKey, speaker: u.UserID})
 	s.cast.NoteMentions(s.cast.FindNames(text), s.cfg.Clock.Now())
 	s.mu.Lock()
@@ -460,20 +471,44 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 	return line{entry: e, heard: raw, endOfTalk: u.End, detected: u.detected, timing: tm, audio: u.Audio}, true
 }
 
-// history is the conversation an NPC is sent: the running summary, then
-// the lines of the last RecentWindow (measured from now) within
-// HistoryTokens, newest kept; the line being answered is left out.
-func (s *Session) history(answering memory.TranscriptEntry) []npc.Message {
+// maxSaid bounds the earlier lines an NPC is sent with a turn.
+const maxSaid = 4
+
+// memoryOf is what npcID is sent of the session as it witnessed it (see
+// lifecycle/witness): its digest, the earlier lines it heard from others
+// that bear on the line it answers (never its own), and the conversation,
+// the lines of the last RecentWindow (measured from now) it witnessed
+// within HistoryTokens, newest kept; the line being answered is left out.
+// It reads only the process's memory, so it holds during a database
+// outage.
+func (s *Session) memoryOf(ctx context.Context, answering memory.TranscriptEntry, npcID string) (history []npc.Message, digest string, said []npc.Message) {
+	from := s.cfg.Clock.Now().Add(-s.cfg.Settings.RecentWindow)
+	said = []npc.Message{}
+	var ignore []string
+	if p, ok := s.cast.Persona(npcID); ok {
+		ignore = append([]string{p.Name}, p.Aliases...)
+	}
+	for _, r := range s.wit.Recall(ctx, witness.Query{NPCID: npcID, Text: answering.Text, Before: from,
+		Exclude: answering.IdempotencyKey, Limit: maxSaid, Ignore: ignore}) {
+		e := r.Entry
+		said = append(said, npc.Message{SpeakerID: e.SpeakerID, Speaker: e.SpeakerName, NPCID: e.NPCID, Text: e.Text, At: e.At})
+	}
+	return s.history(answering, npcID), s.wit.Digest(npcID), said
+}
+
+// history is the conversation npcID is sent: the lines of the last
+// RecentWindow (measured from now) it witnessed, within HistoryTokens,
+// newest kept; the line being answered is left out. Older lines reach it
+// through its digest and the lines that bear on the question (memoryOf).
+func (s *Session) history(answering memory.TranscriptEntry, npcID string) []npc.Message {
 	msgs := s.mem.Messages()
 	from := s.cfg.Clock.Now().Add(-s.cfg.Settings.RecentWindow)
-	var sums []npc.Message
 	var lines []contextmgr.Message
 	for _, m := range msgs {
 		switch {
 		case m.Summary:
-			sums = append(sums, npc.Message{Summary: true, Text: strings.TrimPrefix(strings.TrimPrefix(m.Content, contextmgr.SummaryPrefix), "\n")})
 		case m.Entry.IdempotencyKey == answering.IdempotencyKey:
-		case !m.Entry.At.Before(from):
+		case !m.Entry.At.Before(from) && s.wit.Witnessed(npcID, m.Entry.IdempotencyKey):
 			lines = append(lines, m)
 		}
 	}
@@ -487,7 +522,7 @@ func (s *Session) history(answering memory.TranscriptEntry) []npc.Message {
 		budget -= n
 		first--
 	}
-	out := sums
+	var out []npc.Message
 	for _, m := range lines[first:] {
 		out = append(out, npc.Message{SpeakerID: m.Entry.SpeakerID, Speaker: m.Entry.SpeakerName, NPCID: m.Entry.NPCID,
 			Text: m.Entry.Text, At: m.Entry.At})
@@ -685,7 +720,8 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	}
 	defer release()
 	obs := s.cfg.Observer
-	history := s.history(l.entry)
+	s.wit.SaidTo(l.entry.IdempotencyKey, npcID)
+	history, digest, said := s.memoryOf(ctx, l.entry, npcID)
 	if l.said != "" {
 		// The name said alone is part of the turn, not of the history.
 		history = slices.DeleteFunc(history, func(m npc.Message) bool {
@@ -705,7 +741,7 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 		s.mu.Unlock()
 	}()
 	if s.s2sEngine(npcID) {
-		s.answerS2S(ctx, l, npcID, history, rep)
+		s.answerS2S(ctx, l, npcID, history, digest, said, rep)
 		return
 	}
 	sentences := make(chan string, 16)
@@ -724,12 +760,14 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	})
 	turnStart := s.cfg.Clock.Now()
 	res, err := s.agent.Turn(ctx, npc.TurnInput{NPCID: npcID, SessionID: s.id, SpeakerID: l.entry.SpeakerID,
-		SpeakerName: l.entry.SpeakerName, Text: l.text(), History: history, Live: true, Direction: l.direction}, func(sentence string) {
-		select {
-		case sentences <- sentence:
-		case <-ctx.Done():
-		}
-	})
+		SpeakerName: l.entry.SpeakerName, Text: l.text(), History: history, Live: true, Direction: l.direction,
+		Digest: digest, Said: said},
+		func(sentence string) {
+			select {
+			case sentences <- sentence:
+			case <-ctx.Done():
+			}
+		})
 	close(sentences)
 	heard := <-spoken
 	if err := <-speakErr; err != nil && !errors.Is(err, context.Canceled) {
@@ -856,6 +894,7 @@ func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) (time.
 		s.log.Error("recording the NPC's line failed", "npc", npcID, "err", err)
 		return time.Time{}, false
 	}
+	s.wit.Heard(e, s.scene())
 	return e.At, true
 }
 
@@ -903,6 +942,7 @@ func (s *Session) Undo(ctx context.Context) (Undone, error) {
 	s.mu.Unlock()
 	s.addr.Withdraw(r.npcID)
 	s.mem.Withdraw(r.key)
+	s.wit.Withdraw(r.key)
 	u := Undone{NPCID: r.npcID, Reply: r.text}
 	// The reply's instant names it in the session log (lines are stored
 	// to the microsecond; no other line of the session shares it).
@@ -954,6 +994,9 @@ func (s *Session) Say(ctx context.Context, npcID, text string) error {
 // summaries lose them and the session's chunks are rebuilt at once (see
 // lifecycle/session.Session.Forget).
 func (s *Session) Forget(ctx context.Context, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {
+	// What the NPCs witnessed lives only here: it loses the player first,
+	// whatever happens to the database.
+	s.wit.Forget(userID)
 	return s.mem.Forget(ctx, userID, erase)
 }
 

@@ -91,8 +91,16 @@ type Settings struct {
 	RecentWindow  time.Duration
 	HistoryTokens int
 	// MaxContextTokens is the conversation's budget before it is
-	// summarised (lifecycle/session's default when zero).
+	// summarised (lifecycle/session's default when zero); SummarizeAt is
+	// the fraction of it at which summarising starts (contextmgr's
+	// default, 0.75, when zero).
 	MaxContextTokens int
+	SummarizeAt      float64
+	// DigestEvery and DigestLines are the cadence of each NPC's digest of
+	// what it witnessed (lifecycle/witness's defaults, 3 min and 12
+	// lines, when zero).
+	DigestEvery time.Duration
+	DigestLines int
 	// StateDir holds each campaign's outage spool, in a directory named
 	// after it (required).
 	StateDir string
@@ -334,6 +342,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		StateDir:         filepath.Join(st.StateDir, camp.ID()), // its spool: SpoolDir
 		Summarizer:       summarizerOrNone(cfg.Providers.Summarizer),
 		MaxTokens:        st.MaxContextTokens,
+		SummarizeAt:      st.SummarizeAt,
 		ConsolidateEvery: st.ConsolidateEvery,
 		IndexEvery:       st.IndexEvery,
 		IndexChunks: func(ctx context.Context, _ string) error {

@@ -110,6 +110,7 @@ func tableSettings(cfg config.Config) table.Settings {
 		HotContextTokens:  cfg.Memory.HotContextTokens,
 		RecentWindow:      cfg.Memory.RecentWindow.Std(),
 		MaxContextTokens:  lc.MaxContextTokens,
+		SummarizeAt:       lc.SummarizeAt,
 		StateDir:          lc.SpoolDir,
 		ConsolidateEvery:  lc.ConsolidateEvery.Std(),
 		Probe:             reconnect.Backoff{Initial: lc.Reconnect.Initial.Std(), Max: lc.Reconnect.Max.Std()},

@@ -103,6 +103,9 @@ type Config struct {
 	Summarizer contextmgr.Summarizer
 	// MaxTokens is the conversation's context budget (default 8000).
 	MaxTokens int
+	// SummarizeAt is the fraction of MaxTokens at which the oldest half is
+	// summarised (contextmgr's default, 0.75, when zero).
+	SummarizeAt float64
 	// ConsolidateEvery is the beat of incremental fact extraction
 	// (default 30 min).
 	ConsolidateEvery time.Duration
@@ -240,7 +243,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		s.guard.Close()
 		return nil, err
 	}
-	s.cm, err = contextmgr.New(contextmgr.Config{MaxTokens: cfg.MaxTokens, Summarizer: cfg.Summarizer,
+	s.cm, err = contextmgr.New(contextmgr.Config{MaxTokens: cfg.MaxTokens, Threshold: cfg.SummarizeAt, Summarizer: cfg.Summarizer,
 		Clock: cfg.Clock, Logger: s.log})
 	if err != nil {
 		s.guard.Close()

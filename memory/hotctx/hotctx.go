@@ -108,7 +108,9 @@ type Context struct {
 	Traces []Trace
 	Recent []memory.TranscriptEntry
 	// Earlier are lines of this session older than the recent window that
-	// share words with what the NPC is answering, best first.
+	// share words with what the NPC is answering, best first; never the
+	// NPC's own lines. Empty when the request is Witnessed (a running
+	// table sends those lines itself, from what the NPC witnessed).
 	Earlier []memory.TranscriptEntry
 	Scene   Scene
 	// Text is the prompt text, at most budget×4 characters.
@@ -133,6 +135,11 @@ type Request struct {
 	// recent window come from Recent, measured from Config.Now.
 	Live   bool
 	Recent []memory.TranscriptEntry
+	// Witnessed is set when the caller sends the NPC the earlier lines
+	// that bear on Query itself (a running table, from what the NPC
+	// witnessed; see lifecycle/witness): the session log is then not
+	// searched for Earlier.
+	Witnessed bool
 }
 
 // Assemble builds the hot context of npcID for a turn in sessionID within
@@ -213,17 +220,22 @@ func (a *Assembler) Complete(ctx context.Context, p *Prepared, req Request) (Con
 			return hc, fmt.Errorf("hot context of %q: %w", npcID, err)
 		}
 	}
-	if sessionID != "" && strings.TrimSpace(req.Query) != "" {
+	if sessionID != "" && strings.TrimSpace(req.Query) != "" && !req.Witnessed {
 		before := now.Add(-a.cfg.Recent)
 		if !req.Live && len(recent) > 0 {
 			before = recent[0].At
 		}
 		hits, err := a.camp.Sessions().Search(ctx, req.Query, memory.SearchOpts{SessionID: sessionID, Before: before,
-			Limit: maxEarlier, Any: true})
+			Limit: 2 * maxEarlier, Any: true})
 		if err != nil {
 			return hc, fmt.Errorf("hot context of %q: earlier lines: %w", npcID, err)
 		}
 		for _, h := range hits {
+			// Never the NPC's own replies: they would crowd out what
+			// others said and make it quote itself.
+			if h.Entry.NPCID == npcID || h.Entry.SpeakerID == npcID || len(hc.Earlier) == maxEarlier {
+				continue
+			}
 			hc.Earlier = append(hc.Earlier, h.Entry)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/lifecycle/witness"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/live"
@@ -94,6 +95,9 @@ type Result struct {
 	Report postsession.Report
 	// Took is the scene's virtual length.
 	Took time.Duration
+	// Witness is what each NPC witnessed of the scene (readable after it
+	// ended).
+	Witness *witness.Log
 }
 
 // instant is the system clock whose timers fire at once: NPC speech plays
@@ -206,6 +210,7 @@ func Play(ctx context.Context, f *File, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	res.Witness = s.Witness()
 	p := &player{f: f, o: o, clk: clk, tr: tr, rec: rec, s: s, controls: controls, reports: reports}
 	playErr := p.run(ctx, &res)
 	res.Took = clk.Now().Sub(f.Start)

@@ -15,6 +15,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
+	"github.com/glyphoxa/glyphoxa/lifecycle/witness"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -271,6 +272,22 @@ func TestLongNight(t *testing.T) {
 	for _, l := range lines {
 		if !l.At.Before(forgotAt) && (strings.Contains(texts(l.Context, ""), secret) || strings.Contains(texts(l.Context, ""), "Mira:")) {
 			t.Fatalf("a turn after forget-me still saw Mira's words:\n%s", texts(l.Context, ""))
+		}
+	}
+	// Nor in what the NPCs witnessed: their lines, digests and recall.
+	for _, id := range []string{"brannoc", "grimjaw", "korrin"} {
+		for _, e := range res.Witness.Lines(id) {
+			if e.SpeakerID == mira || strings.Contains(strings.ToLower(e.Text), strings.ToLower(secret)) {
+				t.Errorf("%s's witnessed lines still hold Mira's words: %+v", id, e)
+			}
+		}
+		if d := res.Witness.Digest(id); strings.Contains(strings.ToLower(d), strings.ToLower(secret)) || strings.Contains(d, "Mira") {
+			t.Errorf("%s's digest still holds Mira's words:\n%s", id, d)
+		}
+		for _, r := range res.Witness.Recall(ctx, witness.Query{NPCID: id, Text: "Who is " + secret + "?"}) {
+			if r.Entry.SpeakerID == mira || strings.Contains(strings.ToLower(r.Entry.Text), strings.ToLower(secret)) {
+				t.Errorf("%s still recalls Mira's words: %+v", id, r.Entry)
+			}
 		}
 	}
 	es, err := h.camp.Sessions().Entries(ctx, sc.Session)
