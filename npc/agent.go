@@ -59,6 +59,15 @@ type TurnInput struct {
 	// Live is set by a running table: History holds the recent lines, so
 	// the hot context does not repeat them.
 	Live bool
+	// Digest is the NPC's digest of this session as it witnessed it
+	// (lifecycle/witness), sent ahead of the conversation.
+	Digest string
+	// Said are earlier lines of this session, older than History, that
+	// the NPC heard from others and that bear on Text (those said to it
+	// first); never its own replies. A non-nil Said (even empty) means
+	// the caller chose them: the hot context then searches no earlier
+	// lines of its own.
+	Said []Message
 }
 
 // TurnTimings marks a turn's progress, measured from its start.
