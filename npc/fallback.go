@@ -318,8 +318,16 @@ func knownSentences(p Persona, q question, ents []memory.Entity, rels []memory.R
 		return id
 	}
 	var out []candidate
+	whereAmI := q.you && q.asks == "where"
 	for _, r := range rels {
-		if secret(r) || (ment[r.SourceID] == 0 && ment[r.TargetID] == 0) {
+		if secret(r) {
+			continue
+		}
+		if ment[r.SourceID] == 0 && ment[r.TargetID] == 0 {
+			if whereAmI && r.SourceID == p.ID && slices.Contains(askRelations["where"], r.Type) {
+				// "Where do you live?": where the NPC is.
+				out = append(out, candidate{factSpoken(r, p.ID, name), 2.5})
+			}
 			continue
 		}
 		s := factSpoken(r, p.ID, name)
@@ -335,7 +343,11 @@ func knownSentences(p Persona, q question, ents []memory.Entity, rels []memory.R
 		}
 		for _, a := range attributeSentences(e) {
 			if m := ment[e.ID]; m > 0 {
-				out = append(out, candidate{a.text, 2*m + 0.5 + float64(q.overlap(a.value))*0.5})
+				score := 2*m + 0.5 + float64(q.overlap(a.value))*0.5
+				if q.says(attrAsks[a.key]) {
+					score += 1.5 // "what does the Guild want?": its goals
+				}
+				out = append(out, candidate{a.text, score})
 			} else if n := q.overlap(a.value); n >= 2 {
 				// Not named, but what the question asks about is what
 				// the NPC knows of it ("where did the steel vanish?").
@@ -382,6 +394,16 @@ var selfAsks = map[string]map[string]bool{
 	"occupation":  wordSet("job trade work occupation living craft"),
 	"description": wordSet("who"),
 	"goals":       wordSet("want wants goal goals plan plans"),
+}
+
+// attrAsks are the words with which a question asks for an attribute of
+// what it names ("what does the Guild want?").
+var attrAsks = map[string]map[string]bool{
+	"goals":       wordSet("want wants wanted goal goals after plan plans aim"),
+	"occupation":  wordSet("job trade work occupation do does"),
+	"description": wordSet("who what like"),
+	"properties":  wordSet("do does power powers special"),
+	"reward":      wordSet("reward pay pays paid gold"),
 }
 
 // says reports whether the line holds one of words.
@@ -750,6 +772,7 @@ func factSpoken(r memory.Relationship, self string, name func(string) string) st
 
 // attribute is one public attribute of an entity, said as a sentence.
 type attribute struct {
+	key   string // the attribute
 	text  string // the sentence
 	value string // what the attribute says, for relevance
 }
@@ -782,7 +805,7 @@ func attributeSentences(e memory.Entity) []attribute {
 		default:
 			s = fmt.Sprintf("The %s of %s is %s", strings.ReplaceAll(k, "_", " "), e.Name, v)
 		}
-		out = append(out, attribute{text: ensureStop(s), value: strings.ReplaceAll(k, "_", " ") + " " + v})
+		out = append(out, attribute{key: k, text: ensureStop(s), value: strings.ReplaceAll(k, "_", " ") + " " + v})
 	}
 	return out
 }
@@ -894,7 +917,8 @@ func undouble(w string) string {
 var irregular = map[string]string{
 	"hidden": "hid", "hid": "hid", "hide": "hid", "stole": "steal", "stolen": "steal", "took": "tak", "taken": "tak",
 	"sold": "sell", "bought": "buy", "went": "go", "gone": "go", "men": "man", "women": "woman", "children": "child",
-	"forged": "forg", "forge": "forg", "smith": "smith", "smiths": "smith",
+	"forged": "forg", "forge": "forg", "left": "leav", "leave": "leav", "leaving": "leav", "found": "find",
+	"told": "tell", "brought": "bring", "kept": "keep", "lost": "lose", "fled": "flee", "ran": "run",
 }
 
 // askWords are the question words a fallback distinguishes.

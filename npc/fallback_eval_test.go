@@ -3,6 +3,8 @@ package npc_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -64,7 +66,8 @@ func TestFallbackEval(t *testing.T) {
 	}
 	c := sampleCampaign(t)
 	var knew bool
-	f, err := npc.NewFallback(npc.FallbackConfig{Graph: c.Graph(), Heard: c.Sessions(), OnReply: func(_ string, k bool) { knew = k }})
+	f, err := npc.NewFallback(npc.FallbackConfig{Graph: c.Graph(), Heard: c.Sessions(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), OnReply: func(_ string, k bool) { knew = k }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +179,11 @@ func TestFallbackEval(t *testing.T) {
 	}
 }
 
-// The floors of TestFallbackEval, below the scores measured (see the
-// commit that set them).
+// The floors of TestFallbackEval, below the scores measured when they were
+// set (0.93 and 1.00 on 27 and 19 questions).
 const (
-	fallbackEvalMinKnown  = 0.0
-	fallbackEvalMinHonest = 0.0
+	fallbackEvalMinKnown  = 0.85
+	fallbackEvalMinHonest = 0.9
 )
 
 func ratio(a, b int) float64 {
@@ -240,7 +243,9 @@ func quoted(reply string, replies, npcLines, playerLines []string) string {
 	if !ok {
 		return ""
 	}
-	words := func(s string) string { return " " + strings.Join(strings.FieldsFunc(strings.ToLower(s), notLetter), " ") + " " }
+	words := func(s string) string {
+		return " " + strings.Join(strings.FieldsFunc(strings.ToLower(s), notLetter), " ") + " "
+	}
 	told = words(told)
 	players := words(strings.Join(playerLines, " | "))
 	for _, x := range npcLines {
