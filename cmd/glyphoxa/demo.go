@@ -16,6 +16,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
+	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/scene"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
@@ -104,7 +105,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if prov.LLM == nil && !*asJSON {
-		printf(e.stdout, "  no LLM configured: NPCs answer from their memory, without a model (set GLYPHOXA_LLM_BASE_URL, GLYPHOXA_LLM_API_KEY and GLYPHOXA_LLM_MODEL for real replies)\n")
+		printf(e.stdout, "  no LLM configured. %s Set GLYPHOXA_LLM_BASE_URL, GLYPHOXA_LLM_API_KEY and GLYPHOXA_LLM_MODEL for real replies.\n", npc.OfflineBehaviour)
 	}
 	provider := cfg.Providers.STT.Provider
 	if provider == "" {
