@@ -39,7 +39,8 @@ db:
 	@scripts/devdb.sh
 
 ## demo: the main job on local defaults, without Discord or API keys: a scripted
-## scene of synthesised speech through the voice pipeline into memory
+## scene of synthesised speech through the voice pipeline into memory, in a fresh
+## copy of the sample campaign each run (ironhold-saga-demo-N)
 demo: build
 	@scripts/testdeps.sh --voice-only
 	@export GLYPHOXA_DSN="$(DEVDSN)" && $(BIN) demo

@@ -11,7 +11,9 @@
 // know, and can only propose facts for the DM's review.
 //
 // Without a language model, or when it fails before saying anything, a
-// [Fallback] answers instead (set [Config.Fallback]): an extractive reply
-// from what the NPC itself knows and heard, or "I don't know", never a
-// secret, marked in [TurnResult.Fallback], logged and counted.
+// [Fallback] answers instead (set [Config.Fallback]): a short extractive
+// reply from what the NPC itself knows and heard others say, or a brief
+// in-character "I don't know" that never repeats the question; never a
+// secret, never a retold NPC reply; marked in [TurnResult.Fallback],
+// logged and counted. [OfflineBehaviour] says it in one sentence.
 package npc

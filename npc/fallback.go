@@ -16,18 +16,31 @@ import (
 
 // Fallback answers an addressed NPC's line without a language model: when
 // no LLM is configured, or the LLM fails before saying anything, the NPC
-// still answers, from memory, and honestly.
+// still answers, briefly, from what it knows, and honestly.
 //
-// The reply is extractive. Fallback looks for what the question names (the
-// entities the NPC can know, by name or alias) and what it asks about (its
-// content words), and answers with at most [FallbackMaxSentences] sentences
-// taken from the NPC's own knowledge: the facts of its visible subgraph
-// rendered as plain sentences (in the first person where the fact is about
-// the NPC), the public descriptions of what it knows, and the lines it
-// heard, quoted with who said them. It never reveals the NPC's
+// [OfflineBehaviour] is what the product says about it, everywhere.
+//
+// The reply is extractive. Fallback reads what the line names (the
+// entities the NPC can know, by name or alias) and what it is about (its
+// meaningful words, stemmed, without stop words), and answers with at most
+// [FallbackMaxSentences] short sentences taken from the NPC's own
+// knowledge: the facts of its visible subgraph rendered as plain sentences
+// (in the first person where the fact is about the NPC), the public
+// attributes of what it knows, and the lines others said to it or near it
+// ([TurnInput.Said], [TurnInput.History], the session log, recall), told
+// with who said them. A line bears on the question when it names what the
+// question names or shares at least two meaningful words with it, and
+// tells something the question does not already say.
+//
+// It never quotes a reply of an NPC (its own or another's: lines with an
+// NPC id or an NPC's name as speaker, and any line that reads like a
+// fallback reply, such as "I remember this: …", are skipped), never a
+// question, never the line it answers. It never reveals the NPC's
 // secret_knowledge nor a secret fact, because it cannot judge, as a model
-// told to guard them can, when the character would. When nothing matches,
-// the NPC says it does not know — it never invents.
+// told to guard them can, when the character would. When nothing bears on
+// the question, the NPC says briefly, in its own manner, that it does not
+// know or cannot help, in words that never repeat the question's: it never
+// invents, and it cannot hold a conversation.
 //
 // Every fallback reply is marked ([TurnResult.Fallback]), logged at Warn
 // level with its reason, and counted ([Fallback.Stats]).
@@ -38,15 +51,22 @@ type Fallback struct {
 	didNotKnow atomic.Int64
 }
 
+// OfflineBehaviour is the one statement of what NPCs do without an LLM:
+// the README, config.example.yaml, `glyphoxa config check`, `glyphoxa
+// init`, the demo, `chat` and `serve` all say it in these words.
+const OfflineBehaviour = "Without an LLM, NPCs answer from what they know in short sentences taken from memory, " +
+	"and say so when they do not know; they cannot hold a conversation."
+
 // FallbackConfig configures a [Fallback].
 type FallbackConfig struct {
 	// Graph is the knowledge graph; required.
 	Graph Graph
-	// Heard finds the lines the NPC heard; nil answers from the graph only.
+	// Heard finds the lines the NPC heard; nil answers from the graph and
+	// the turn's own lines only.
 	Heard HeardSearcher
-	// Recall, when set, is asked when neither the graph nor what the NPC
-	// heard has an answer; the best matching sentence of its results is
-	// used.
+	// Recall, when set, is asked when nothing else bears on the question;
+	// the lines others said in its transcript results are used (never its
+	// facts or summaries, which the graph already gives).
 	Recall Recaller
 	// Logger receives one Warn line per fallback reply (default
 	// slog.Default()).
@@ -98,29 +118,34 @@ func (f *Fallback) Turn(ctx context.Context, in TurnInput, reason string, onSent
 		return res, fmt.Errorf("loading NPC %q: %w", in.NPCID, err)
 	}
 	p := PersonaFromEntity(ent)
+	p.ID = in.NPCID
 	q := parseQuestion(in.Text, p)
 
 	ents, rels, err := g.VisibleSubgraph(ctx, p.ID, memory.VisibilityScope{RelTypes: p.KnowledgeScope})
 	if err != nil && !errors.Is(err, memory.ErrNotFound) {
 		return res, fmt.Errorf("reading what %s knows: %w", p.Name, err)
 	}
+	ents = append(ents, ent)
+	src := newHearing(p, q, in, ents)
 	cands := knownSentences(p, q, ents, rels)
+	cands = append(cands, ownSentences(p, q, ent)...)
+	cands = append(cands, src.lines(turnLines(in))...)
 	if f.cfg.Heard != nil && len(q.terms) > 0 {
-		hits, err := f.cfg.Heard.SearchHeard(ctx, p.ID, strings.Join(q.terms, " or "), 10)
+		hits, err := f.cfg.Heard.SearchHeard(ctx, p.ID, strings.Join(q.words(), " or "), 10)
 		if err != nil {
 			// What the NPC heard is one source among others: answer
 			// from the rest.
 			f.cfg.Logger.Warn("npc fallback: searching what the NPC heard", "npc", p.ID, "err", err)
 		}
-		cands = append(cands, heardSentences(p, q, in, hits)...)
+		cands = append(cands, src.lines(entryLines(hits))...)
 	}
 	best := pick(cands)
 	if len(best) == 0 && f.cfg.Recall != nil && len(q.terms) > 0 {
-		rs, err := f.cfg.Recall.Recall(ctx, p.ID, strings.Join(q.terms, " "), 5)
+		rs, err := f.cfg.Recall.Recall(ctx, p.ID, strings.Join(q.words(), " "), 5)
 		if err != nil {
 			f.cfg.Logger.Warn("npc fallback: recall", "npc", p.ID, "err", err)
 		}
-		best = pick(recalledSentences(q, rs))
+		best = pick(src.lines(recalledLines(rs)))
 	}
 
 	knew := len(best) > 0
@@ -128,8 +153,8 @@ func (f *Fallback) Turn(ctx context.Context, in TurnInput, reason string, onSent
 		res.Sentences = append([]string{opener(p, in)}, best...)
 		f.answered.Add(1)
 	} else {
-		res.Sentences = []string{dontKnow(p, q)}
-		f.didNotKnow.Add(1)
+		n := f.didNotKnow.Add(1)
+		res.Sentences = []string{dontKnow(p, q, in.Text, uint32(n))}
 	}
 	for _, s := range res.Sentences {
 		if onSentence != nil {
@@ -145,43 +170,61 @@ func (f *Fallback) Turn(ctx context.Context, in TurnInput, reason string, onSent
 	return res, nil
 }
 
-// question is what a line asks: its content words and what it names.
+// question is what a line asks: its meaningful words and what it names.
 type question struct {
-	terms []string        // content words, lower case, in order, deduplicated
+	terms []string        // meaningful words, lower case, in order, deduplicated
 	set   map[string]bool // terms as a set
+	stems map[string]bool // the stems of terms
 	norm  string          // the normalised line, " word word "
-	topic string          // the content words as spoken ("the Ashen Circle")
 	asks  string          // "where", "who", "what", … or ""
+	isAsk bool            // a question rather than a request or a remark
+	you   bool            // asks about the NPC itself ("you", "your")
 }
 
 func parseQuestion(text string, p Persona) question {
 	words := wordsOf(text)
-	q := question{set: map[string]bool{}, norm: " " + strings.Join(words, " ") + " "}
+	q := question{set: map[string]bool{}, stems: map[string]bool{}, norm: " " + strings.Join(words, " ") + " "}
+	self := selfWords(p)
+	q.isAsk = strings.Contains(text, "?")
+	for i, w := range words {
+		if askWords[w] {
+			if q.asks == "" {
+				q.asks = w
+			}
+			if i <= 2 {
+				q.isAsk = true
+			}
+		}
+		if w == "you" || w == "your" || w == "yours" || w == "yourself" {
+			q.you = true
+		}
+		if !meaningful(w) || self[w] || q.set[w] {
+			continue
+		}
+		q.set[w] = true
+		q.stems[stem(w)] = true
+		q.terms = append(q.terms, w)
+	}
+	return q
+}
+
+// words is what a search is asked for: the question's meaningful words.
+func (q question) words() []string { return q.terms }
+
+// selfWords are the words of the NPC's own names: a vocative is not a topic.
+func selfWords(p Persona) map[string]bool {
 	self := map[string]bool{}
 	for _, n := range p.Names() {
 		for _, w := range wordsOf(n) {
 			self[w] = true
 		}
 	}
-	var topic []string
-	for _, w := range strings.Fields(text) {
-		lw := wordsOf(w)
-		if len(lw) == 1 && !stopWords[lw[0]] && !self[lw[0]] && len(lw[0]) >= 3 {
-			topic = append(topic, strings.Trim(w, ",.;:!?\"'()"))
-		}
-	}
-	q.topic = strings.Join(topic, " ")
-	for _, w := range words {
-		if q.asks == "" && askWords[w] {
-			q.asks = w
-		}
-		if stopWords[w] || self[w] || len(w) < 3 || q.set[w] {
-			continue
-		}
-		q.set[w] = true
-		q.terms = append(q.terms, w)
-	}
-	return q
+	return self
+}
+
+// meaningful reports whether a lower-case word can carry a topic.
+func meaningful(w string) bool {
+	return len(w) >= 3 && !stopWords[w]
 }
 
 // candidate is one sentence the NPC could say, with how well it answers.
@@ -191,8 +234,8 @@ type candidate struct {
 }
 
 // mentioned scores how much of an entity's name or aliases the question
-// names: 1 when a whole name is in it, the share of a name's content words
-// otherwise.
+// names: 1 when a whole name is in it, the share of a name's meaningful
+// words otherwise.
 func (q question) mentioned(e memory.Entity) float64 {
 	best := 0.0
 	for _, n := range append([]string{e.Name}, e.Aliases...) {
@@ -205,11 +248,11 @@ func (q question) mentioned(e memory.Entity) float64 {
 		}
 		content, hit := 0, 0
 		for _, w := range ws {
-			if stopWords[w] || len(w) < 3 {
+			if !meaningful(w) {
 				continue
 			}
 			content++
-			if q.set[w] {
+			if q.set[w] || q.stems[stem(w)] {
 				hit++
 			}
 		}
@@ -220,14 +263,36 @@ func (q question) mentioned(e memory.Entity) float64 {
 	return best
 }
 
-// overlap counts the question's content words in text.
+// overlap counts the question's meaningful words in text, by stem.
 func (q question) overlap(text string) int {
 	n := 0
 	seen := map[string]bool{}
 	for _, w := range wordsOf(text) {
-		if q.set[w] && !seen[w] {
+		if !meaningful(w) {
+			continue
+		}
+		st := stem(w)
+		if q.stems[st] && !seen[st] {
 			n++
-			seen[w] = true
+			seen[st] = true
+		}
+	}
+	return n
+}
+
+// novelty counts the meaningful words of text the question does not
+// already say: a line that only repeats the question tells nothing.
+func (q question) novelty(text string, skip map[string]bool) int {
+	n := 0
+	seen := map[string]bool{}
+	for _, w := range wordsOf(text) {
+		if !meaningful(w) || skip[w] {
+			continue
+		}
+		st := stem(w)
+		if !q.stems[st] && !seen[st] {
+			n++
+			seen[st] = true
 		}
 	}
 	return n
@@ -253,8 +318,16 @@ func knownSentences(p Persona, q question, ents []memory.Entity, rels []memory.R
 		return id
 	}
 	var out []candidate
+	whereAmI := q.you && q.asks == "where"
 	for _, r := range rels {
-		if secret(r) || (ment[r.SourceID] == 0 && ment[r.TargetID] == 0) {
+		if secret(r) {
+			continue
+		}
+		if ment[r.SourceID] == 0 && ment[r.TargetID] == 0 {
+			if whereAmI && r.SourceID == p.ID && slices.Contains(askRelations["where"], r.Type) {
+				// "Where do you live?": where the NPC is.
+				out = append(out, candidate{factSpoken(r, p.ID, name), 2.5})
+			}
 			continue
 		}
 		s := factSpoken(r, p.ID, name)
@@ -265,74 +338,311 @@ func knownSentences(p Persona, q question, ents []memory.Entity, rels []memory.R
 		out = append(out, candidate{s, score})
 	}
 	for _, e := range ents {
-		if e.ID == p.ID || ment[e.ID] == 0 {
+		if e.ID == p.ID {
 			continue
 		}
-		for _, s := range attributeSentences(e) {
-			out = append(out, candidate{s, 2*ment[e.ID] + 0.5 + float64(q.overlap(s))*0.5})
+		for _, a := range attributeSentences(e) {
+			if m := ment[e.ID]; m > 0 {
+				score := 2*m + 0.5 + float64(q.overlap(a.value))*0.5
+				if q.says(attrAsks[a.key]) {
+					score += 1.5 // "what does the Guild want?": its goals
+				}
+				out = append(out, candidate{a.text, score})
+			} else if n := q.overlap(a.value); n >= 2 {
+				// Not named, but what the question asks about is what
+				// the NPC knows of it ("where did the steel vanish?").
+				out = append(out, candidate{a.text, float64(n)})
+			}
 		}
 	}
 	return out
 }
 
-// heardSentences quotes the lines the NPC heard that answer the question;
-// questions and the line being answered are not answers.
-func heardSentences(p Persona, q question, in TurnInput, hits []memory.EntryHit) []candidate {
+// ownSentences are what the NPC says of itself, in the first person, when
+// the question bears on it: its occupation, description and goals.
+func ownSentences(p Persona, q question, self memory.Entity) []candidate {
 	var out []candidate
-	for _, h := range hits {
-		t := strings.TrimSpace(h.Entry.Text)
-		own := h.Entry.NPCID == p.ID || h.Entry.SpeakerID == p.ID
-		// What the NPC itself just said in this conversation is not news,
-		// and quoting an earlier fallback reply would echo it.
-		if t == "" || strings.HasSuffix(t, "?") || strings.EqualFold(t, strings.TrimSpace(in.Text)) ||
-			(own && in.SessionID != "" && h.Entry.SessionID == in.SessionID) {
+	for _, k := range []string{"occupation", "description", "goals"} {
+		v := strings.TrimSpace(str(self.Attributes[k]))
+		if v == "" || strings.HasPrefix(v, "map[") || strings.HasPrefix(v, "[") {
 			continue
 		}
-		n := q.overlap(t)
-		if n < 2 && !(n == 1 && len(q.terms) == 1) {
+		n := q.overlap(v)
+		if q.you && (q.asks == "who" || q.asks == "what") && q.says(selfAsks[k]) {
+			n += 2
+		}
+		if n == 0 {
 			continue
 		}
-		who := h.Entry.SpeakerName
 		var s string
-		switch {
-		case own:
-			s = "As I said before: " + t
-		case who == "":
-			s = "I heard it said: " + t
+		switch k {
+		case "occupation":
+			s = fmt.Sprintf("I am %s %s", article(v), v)
+		case "description":
+			s = "I am " + lowerArticle(v)
 		default:
-			s = fmt.Sprintf("I heard %s say: %s", who, t)
+			s = "I want to " + v
 		}
 		out = append(out, candidate{ensureStop(s), 1 + float64(n)})
 	}
 	return out
 }
 
-// recalledSentences takes the best matching sentence of each recollection.
-func recalledSentences(q question, rs []Recollection) []candidate {
-	var out []candidate
+// selfAsks are the words with which a question asks the NPC about itself,
+// per attribute ("what is your trade?", "who are you?").
+var selfAsks = map[string]map[string]bool{
+	"occupation":  wordSet("job trade work occupation living craft"),
+	"description": wordSet("who"),
+	"goals":       wordSet("want wants goal goals plan plans"),
+}
+
+// attrAsks are the words with which a question asks for an attribute of
+// what it names ("what does the Guild want?").
+var attrAsks = map[string]map[string]bool{
+	"goals":       wordSet("want wants wanted goal goals after plan plans aim"),
+	"occupation":  wordSet("job trade work occupation do does"),
+	"description": wordSet("who what like"),
+	"properties":  wordSet("do does power powers special"),
+	"reward":      wordSet("reward pay pays paid gold"),
+}
+
+// says reports whether the line holds one of words.
+func (q question) says(words map[string]bool) bool {
+	for _, w := range strings.Fields(q.norm) {
+		if words[w] {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerArticle(v string) string {
+	if v == "" {
+		return v
+	}
+	ws := strings.Fields(v)
+	if len(ws) > 0 && (strings.EqualFold(ws[0], "a") || strings.EqualFold(ws[0], "an") || strings.EqualFold(ws[0], "the")) {
+		return strings.ToLower(ws[0]) + v[len(ws[0]):]
+	}
+	return v
+}
+
+// heardLine is one line someone said that the NPC may retell.
+type heardLine struct {
+	speaker   string // as the NPC names them
+	speakerID string
+	npcID     string // set when an NPC said it
+	text      string
+	toNPC     bool // said to the NPC (TurnInput.Said)
+}
+
+// turnLines are the lines the turn brings: those said to the NPC earlier
+// this session, and the recent conversation.
+func turnLines(in TurnInput) []heardLine {
+	var out []heardLine
+	for _, m := range in.Said {
+		out = append(out, heardLine{speaker: m.Speaker, speakerID: m.SpeakerID, npcID: m.NPCID, text: m.Text, toNPC: true})
+	}
+	for _, m := range in.History {
+		if m.Summary {
+			continue
+		}
+		out = append(out, heardLine{speaker: m.Speaker, speakerID: m.SpeakerID, npcID: m.NPCID, text: m.Text})
+	}
+	return out
+}
+
+// entryLines are the session log's lines the NPC heard.
+func entryLines(hits []memory.EntryHit) []heardLine {
+	out := make([]heardLine, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, heardLine{speaker: h.Entry.SpeakerName, speakerID: h.Entry.SpeakerID, npcID: h.Entry.NPCID, text: h.Entry.Text})
+	}
+	return out
+}
+
+// recalledLines are the transcript lines of recalled chunks ("Speaker:
+// text" per line). Facts and entities are the graph's, which the NPC
+// already reads; a line without a speaker cannot be told apart from an
+// NPC's and is left out.
+func recalledLines(rs []Recollection) []heardLine {
+	var out []heardLine
 	for _, r := range rs {
-		best, bestN := "", 0
-		for _, s := range splitSentences(r.Content) {
-			if strings.HasSuffix(s, "?") {
+		if r.Kind == "fact" || r.Kind == "entity" {
+			continue
+		}
+		for _, l := range strings.Split(r.Content, "\n") {
+			who, text, ok := strings.Cut(l, ": ")
+			if !ok || strings.TrimSpace(who) == "" || len(who) > 60 {
 				continue
 			}
-			if n := q.overlap(s); n > bestN {
-				best, bestN = s, n
-			}
-		}
-		if bestN >= 2 {
-			out = append(out, candidate{ensureStop("I remember this: " + best), float64(bestN)})
+			out = append(out, heardLine{speaker: strings.TrimSpace(who), text: text})
 		}
 	}
 	return out
 }
 
-// pick returns the best distinct sentences that answer at all, best first.
+// hearing judges heard lines against a question, for one NPC.
+type hearing struct {
+	p        Persona
+	q        question
+	in       TurnInput
+	npcNames map[string]bool // lower-case names and aliases of NPCs
+	npcIDs   map[string]bool
+	names    map[string]bool // words of every entity name: not news
+	entities []memory.Entity
+}
+
+func newHearing(p Persona, q question, in TurnInput, ents []memory.Entity) hearing {
+	h := hearing{p: p, q: q, in: in, npcNames: map[string]bool{}, npcIDs: map[string]bool{p.ID: true}, names: selfWords(p), entities: ents}
+	for _, n := range p.Names() {
+		h.npcNames[strings.ToLower(strings.TrimSpace(n))] = true
+	}
+	for _, e := range ents {
+		if e.Type == "npc" || e.ID == p.ID {
+			h.npcIDs[e.ID] = true
+			for _, n := range append([]string{e.Name}, e.Aliases...) {
+				h.npcNames[strings.ToLower(strings.TrimSpace(n))] = true
+			}
+		}
+	}
+	for _, w := range []string{"dm", "gm", "narrator", "dungeon master", "game master"} {
+		h.npcNames[w] = true
+	}
+	return h
+}
+
+// lines scores the sentences of heard lines that answer the question.
+func (h hearing) lines(ls []heardLine) []candidate {
+	var out []candidate
+	asked := strings.Join(wordsOf(h.in.Text), " ")
+	seen := map[string]bool{}
+	for _, l := range ls {
+		if !h.quotable(l) {
+			continue
+		}
+		for _, s := range splitSentences(l.text) {
+			s = trimLead(s, h.names)
+			ws := strings.Join(wordsOf(s), " ")
+			if ws == "" || seen[ws] || strings.HasSuffix(strings.TrimSpace(s), "?") || ws == asked ||
+				strings.Contains(asked, ws) || readsLikeReply(s) {
+				continue
+			}
+			n := h.q.overlap(s)
+			named := 0.0
+			for _, e := range h.entities {
+				if e.ID != h.p.ID && h.q.mentioned(e) >= 0.5 && mentions(s, e) {
+					named = 1
+					break
+				}
+			}
+			if n < 2 && !(n == 1 && (named > 0 || len(h.q.terms) == 1)) {
+				continue
+			}
+			if h.q.novelty(s, h.names) < 2 {
+				continue
+			}
+			seen[ws] = true
+			score := 1 + float64(n) + named
+			if l.toNPC {
+				score += 0.5
+			}
+			out = append(out, candidate{tell(l.speaker, s), score})
+		}
+	}
+	return out
+}
+
+// quotable reports whether the NPC may retell a line: never an NPC's
+// reply (its own or another's), never the DM's narration, never a line
+// that reads like a fallback reply.
+func (h hearing) quotable(l heardLine) bool {
+	t := strings.TrimSpace(l.text)
+	who := strings.ToLower(strings.TrimSpace(l.speaker))
+	switch {
+	case t == "", who == "", l.npcID != "", h.npcIDs[l.speakerID], h.npcNames[who]:
+		return false
+	}
+	return !readsLikeReply(t)
+}
+
+// replyMarks are the phrases of fallback replies, earlier versions
+// included: a line holding one is a reply, however it was recorded.
+var replyMarks = []string{"i remember this:", "as i said before", "i heard it said:", "know anything about",
+	"know nothing about", " say: ", " said: ", " told me: ", "here is what i know", "this much i know", "i can tell you this"}
+
+func readsLikeReply(s string) bool {
+	l := " " + strings.ToLower(s)
+	for _, m := range replyMarks {
+		if strings.Contains(l, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// mentions reports whether s names e.
+func mentions(s string, e memory.Entity) bool {
+	norm := " " + strings.Join(wordsOf(s), " ") + " "
+	for _, n := range append([]string{e.Name}, e.Aliases...) {
+		ws := wordsOf(n)
+		if len(ws) > 0 && !allStop(ws) && strings.Contains(norm, " "+strings.Join(ws, " ")+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// trimLead drops a sentence's leading interjection and vocative ("Listen,
+// the key…", "Brannoc, the key…").
+func trimLead(s string, self map[string]bool) string {
+	s = strings.TrimSpace(s)
+	for range 3 {
+		head, rest, ok := strings.Cut(s, ",")
+		if !ok {
+			break
+		}
+		hw := wordsOf(head)
+		lead := len(hw) > 0 && len(hw) <= 2
+		for _, w := range hw {
+			if !leadWords[w] && !self[w] {
+				lead = false
+			}
+		}
+		if !lead {
+			break
+		}
+		s = strings.TrimSpace(rest)
+	}
+	return s
+}
+
+// leadWords open a sentence without saying anything.
+var leadWords = wordSet("listen look well so hey oh ah now okay ok right friend friends yes no aye see alright")
+
+// tell retells a heard sentence with who said it.
+func tell(who, s string) string {
+	s = strings.TrimSpace(s)
+	if s != "" {
+		r := []rune(s)
+		if unicode.IsUpper(r[0]) && !(len(r) > 1 && unicode.IsUpper(r[1])) && !strings.HasPrefix(s, "I ") {
+			// Lower-case a sentence's first word unless it is a name.
+			first := strings.Fields(s)[0]
+			if stopWords[strings.ToLower(strings.Trim(first, ",.;:!"))] {
+				s = strings.ToLower(string(r[0])) + string(r[1:])
+			}
+		}
+	}
+	return ensureStop(fmt.Sprintf("%s said %s", who, s))
+}
+
+// pick returns the best distinct sentences that answer at all, best first;
+// a sentence far weaker than the best is left out.
 func pick(cs []candidate) []string {
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].score > cs[j].score })
 	var out []string
 	for _, c := range cs {
-		if c.score < 1.5 || slices.Contains(out, c.text) {
+		if c.score < 1.5 || (len(cs) > 0 && c.score < cs[0].score/2) || slices.Contains(out, c.text) {
 			continue
 		}
 		out = append(out, c.text)
@@ -343,34 +653,75 @@ func pick(cs []candidate) []string {
 	return out
 }
 
+// manner is how an NPC speaks, for its few set phrases.
+type manner int
+
+const (
+	plain manner = iota
+	gruff
+	formal
+	jovial
+)
+
+func mannerOf(p Persona) manner {
+	s := strings.ToLower(p.SpeakingStyle + " " + p.Personality)
+	switch {
+	case strings.Contains(s, "formal") || strings.Contains(s, "riddle") || strings.Contains(s, "precise"):
+		return formal
+	case strings.Contains(s, "gruff") || strings.Contains(s, "short") || strings.Contains(s, "terse") ||
+		strings.Contains(s, "cold") || strings.Contains(s, "blunt"):
+		return gruff
+	case strings.Contains(s, "jovial") || strings.Contains(s, "gossip") || strings.Contains(s, "cheer") ||
+		strings.Contains(s, "friendly") || strings.Contains(s, "warm"):
+		return jovial
+	}
+	return plain
+}
+
 // opener starts a reply in the NPC's voice, to whoever asked.
 func opener(p Persona, in TurnInput) string {
-	who := strings.TrimSpace(in.SpeakerName)
-	lines := []string{"Here is what I know.", "Let me think, this much I know.", "Aye, I can tell you this."}
-	if strings.Contains(strings.ToLower(p.SpeakingStyle+" "+p.Personality), "formal") {
-		lines = []string{"Allow me to tell you what I know.", "This much I can tell you."}
-	}
-	s := lines[hashString(in.Text)%uint32(len(lines))]
-	if who != "" {
-		s = who + ", " + strings.ToLower(s[:1]) + s[1:]
+	lines := map[manner][]string{
+		plain:  {"Let me think.", "I can tell you this.", "Here is what I know."},
+		gruff:  {"Hmph.", "Aye.", "Listen."},
+		formal: {"Very well.", "Let me see.", "Allow me."},
+		jovial: {"Oh, that I know!", "Ha, now then.", "Well, well."},
+	}[mannerOf(p)]
+	s := lines[hashString(in.NPCID+"\x00"+in.Text)%uint32(len(lines))]
+	if who := strings.TrimSpace(in.SpeakerName); who != "" {
+		s = strings.TrimRight(s, ".!,") + ", " + who + "."
 	}
 	return s
 }
 
-// dontKnow says, in character, that the NPC does not know, naming what was
-// asked about when the question names it.
-func dontKnow(p Persona, q question) string {
-	about := "that"
-	if n := len(strings.Fields(q.topic)); n > 0 && n <= 4 {
-		about = q.topic
-		if n == 1 && !unicode.IsUpper([]rune(q.topic)[0]) {
-			about = "the " + q.topic
+// dontKnow says, briefly and in the NPC's manner, that it does not know
+// (to a question) or cannot help (to anything else). It never repeats
+// the line's words: the phrases rotate with n and skip any that shares a
+// meaningful word with what was said.
+func dontKnow(p Persona, q question, said string, n uint32) string {
+	type pool struct{ ask, other []string }
+	pools := map[manner]pool{
+		plain: {ask: []string{"I don't know, sorry.", "I couldn't tell you.", "No idea, I'm afraid.", "That I don't know."},
+			other: []string{"I can't help you there.", "Not something I can do, sorry.", "I'm afraid not."}},
+		gruff: {ask: []string{"Don't know.", "No idea. Ask elsewhere.", "Couldn't say.", "Not a thing I know."},
+			other: []string{"Can't help you.", "Not my business.", "Can't do that."}},
+		formal: {ask: []string{"I am afraid I cannot say.", "That, I do not know.", "I have no answer for you there."},
+			other: []string{"I am afraid I cannot help you there.", "That is beyond me, I fear."}},
+		jovial: {ask: []string{"Ha, you've got me there!", "Haven't heard a thing, sorry.", "Beats me, friend.", "Not a whisper of it, I'm afraid."},
+			other: []string{"Ah, can't help you there, friend.", "Wish I could help, truly.", "I'm no help there, sorry."}},
+	}
+	pl := pools[mannerOf(p)]
+	lines := pl.other
+	if q.isAsk || strings.TrimSpace(said) == "" {
+		lines = pl.ask
+	}
+	start := (hashString(p.ID+"\x00"+said) + n) % uint32(len(lines))
+	for i := range uint32(len(lines)) {
+		s := lines[(start+i)%uint32(len(lines))]
+		if q.overlap(s) == 0 {
+			return s
 		}
 	}
-	if strings.Contains(strings.ToLower(p.SpeakingStyle+" "+p.Personality), "formal") {
-		return fmt.Sprintf("I am afraid I know nothing about %s.", about)
-	}
-	return fmt.Sprintf("I don't know anything about %s, sorry.", about)
+	return "Hm."
 }
 
 // relationPhrase is how a relationship type is said: the verb for a third
@@ -419,8 +770,15 @@ func factSpoken(r memory.Relationship, self string, name func(string) string) st
 	return ensureStop(fmt.Sprintf("%s %s %s", src, verb, dst))
 }
 
+// attribute is one public attribute of an entity, said as a sentence.
+type attribute struct {
+	key   string // the attribute
+	text  string // the sentence
+	value string // what the attribute says, for relevance
+}
+
 // attributeSentences renders an entity's public attributes.
-func attributeSentences(e memory.Entity) []string {
+func attributeSentences(e memory.Entity) []attribute {
 	keys := make([]string, 0, len(e.Attributes))
 	for k := range e.Attributes {
 		if !privateAttr[k] {
@@ -428,24 +786,26 @@ func attributeSentences(e memory.Entity) []string {
 		}
 	}
 	sort.Strings(keys)
-	var out []string
+	var out []attribute
 	for _, k := range keys {
 		v := strings.TrimSpace(str(e.Attributes[k]))
 		if v == "" || strings.HasPrefix(v, "map[") || strings.HasPrefix(v, "[") {
 			continue
 		}
+		var s string
 		switch k {
 		case "description":
-			out = append(out, ensureStop(fmt.Sprintf("%s is %s", e.Name, v)))
+			s = fmt.Sprintf("%s is %s", e.Name, v)
 		case "occupation", "class":
-			out = append(out, ensureStop(fmt.Sprintf("%s is %s %s", e.Name, article(v), v)))
+			s = fmt.Sprintf("%s is %s %s", e.Name, article(v), v)
 		case "goals":
-			out = append(out, ensureStop(fmt.Sprintf("%s wants to %s", e.Name, v)))
+			s = fmt.Sprintf("%s wants to %s", e.Name, v)
 		case "properties":
-			out = append(out, ensureStop(fmt.Sprintf("About %s: %s", e.Name, v)))
+			s = fmt.Sprintf("About %s: %s", e.Name, v)
 		default:
-			out = append(out, ensureStop(fmt.Sprintf("The %s of %s is %s", strings.ReplaceAll(k, "_", " "), e.Name, v)))
+			s = fmt.Sprintf("The %s of %s is %s", strings.ReplaceAll(k, "_", " "), e.Name, v)
 		}
+		out = append(out, attribute{key: k, text: ensureStop(s), value: strings.ReplaceAll(k, "_", " ") + " " + v})
 	}
 	return out
 }
@@ -516,6 +876,51 @@ func hashString(s string) uint32 {
 	return h
 }
 
+// stem reduces an English word to a crude stem, so that "hidden",
+// "hides" and "hide", or "vanished" and "vanish", meet. It only has to
+// be consistent, not a word.
+func stem(w string) string {
+	if n, ok := irregular[w]; ok {
+		return n
+	}
+	switch {
+	case len(w) > 4 && strings.HasSuffix(w, "ies"):
+		w = w[:len(w)-3] + "y"
+	case len(w) > 4 && strings.HasSuffix(w, "sses"):
+		w = w[:len(w)-2]
+	case len(w) > 5 && strings.HasSuffix(w, "ing"):
+		w = undouble(w[:len(w)-3])
+	case len(w) > 4 && strings.HasSuffix(w, "ed"):
+		w = undouble(w[:len(w)-2])
+	case len(w) > 4 && (strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "xes")):
+		w = w[:len(w)-2]
+	case len(w) > 5 && strings.HasSuffix(w, "ly"):
+		w = w[:len(w)-2]
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		w = w[:len(w)-1]
+	}
+	if len(w) > 4 && strings.HasSuffix(w, "e") {
+		w = w[:len(w)-1]
+	}
+	return w
+}
+
+// undouble drops a doubled final consonant ("stopp" → "stop").
+func undouble(w string) string {
+	if n := len(w); n > 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeiouls", rune(w[n-1])) {
+		return w[:n-1]
+	}
+	return w
+}
+
+// irregular maps irregular forms to a common stem.
+var irregular = map[string]string{
+	"hidden": "hid", "hid": "hid", "hide": "hid", "stole": "steal", "stolen": "steal", "took": "tak", "taken": "tak",
+	"sold": "sell", "bought": "buy", "went": "go", "gone": "go", "men": "man", "women": "woman", "children": "child",
+	"forged": "forg", "forge": "forg", "left": "leav", "leave": "leav", "leaving": "leav", "found": "find",
+	"told": "tell", "brought": "bring", "kept": "keep", "lost": "lose", "fled": "flee", "ran": "run",
+}
+
 // askWords are the question words a fallback distinguishes.
 var askWords = map[string]bool{"where": true, "who": true, "what": true, "when": true, "why": true, "how": true}
 
@@ -524,8 +929,13 @@ var stopWords = wordSet(`a an the and or but if of to in on at by for with from 
 	is are was were be been being am do does did doing have has had having will would shall should can could may might must
 	i me my mine you your yours he him his she her hers it its we us our they them their this that these those there here
 	what who whom whose which where when why how not no yes so too very just also still any some all
-	tell know knows knew think say said ask heard hear anything something nothing anyone someone please well now then
-	hey hello hi oh ah friend again really good`)
+	tell know knows knew think say said says ask asked heard hear anything something nothing anyone someone please well now then
+	hey hello hi oh ah friend friends again really good evening morning night tonight today tomorrow yesterday week
+	want need like get got go going come came take give make let see look way thing things lot much many more most
+	other another every each own same such only even back out off down than because while until after before
+	news new sure thanks thank sorry everyone anybody somebody everybody nobody yourself myself ourselves
+	can't don't won't isn't aren't wasn't i'm you're it's that's there's let's we're they're i've i'll you'll
+	listen remember maybe perhaps yeah yep nope okay ok right`)
 
 func wordSet(list string) map[string]bool {
 	m := map[string]bool{}

@@ -41,6 +41,10 @@ func FuzzFallbackQuestion(f *testing.F) {
 				t.Errorf("%q tells a secret: %q", text, s)
 			}
 		}
-		_ = dontKnow(p, q)
+		for n := range uint32(4) {
+			if d := dontKnow(p, q, text, n); q.overlap(d) > 0 || d == "" {
+				t.Errorf("the don't-know %q to %q repeats its words", d, text)
+			}
+		}
 	})
 }

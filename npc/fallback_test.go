@@ -18,42 +18,50 @@ import (
 func TestFallbackAnswersFromWhatTheNPCKnows(t *testing.T) {
 	c := sampleCampaign(t)
 	var replies []string
+	var knewLast bool
 	f, err := npc.NewFallback(npc.FallbackConfig{Graph: c.Graph(), Heard: c.Sessions(),
-		OnReply: func(id string, knew bool) { replies = append(replies, id) }})
+		OnReply: func(id string, knew bool) { replies = append(replies, id); knewLast = knew }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	lyra := npc.Message{SpeakerID: "u2", Speaker: "Lyra", Text: "Listen, the vault key is hidden under the third stone of the old mill."}
 	tests := []struct {
 		name, npc, text string
+		said            []npc.Message
 		knew            bool
 		want            []string // in the reply
 		never           []string // never in the reply
 	}{
 		{name: "a fact about a known person, asked where", npc: "grimjaw", text: "Grimjaw, where is Elara?", knew: true,
-			want: []string{"Thorin, ", "Elara Moonwhisper is at Tower of Whispers."}},
-		{name: "its own words, heard", npc: "grimjaw", text: "Grimjaw, will the Guild still pay us two hundred gold?", knew: true,
-			want: []string{"As I said before: Lost? Stolen! Two hundred gold from the Guild"}},
-		{name: "what it heard another say", npc: "brannoc", text: "Brannoc, where was the lost cart headed?", knew: true,
-			want: []string{"lost cart of steel"}},
+			want: []string{"Thorin.", "Elara Moonwhisper is at Tower of Whispers."}},
+		{name: "its own earlier replies are never quoted", npc: "grimjaw", text: "Grimjaw, will the Guild still pay us two hundred gold?", knew: true,
+			want: []string{"I am a member of Smiths' Guild."}, never: []string{"Lost? Stolen!", "As I said before", "said"}},
+		{name: "what a player told it", npc: "brannoc", text: "Brannoc, where is the vault key hidden?", knew: true,
+			said: []npc.Message{lyra,
+				{SpeakerID: "grimjaw", NPCID: "grimjaw", Speaker: "Grimjaw", Text: "The vault key went to a hooded man by the river."},
+				{SpeakerID: "u1", Speaker: "Thorin", Text: "I remember this: Brannoc: the vault key is hidden in the cellar stones."}},
+			want:  []string{"Lyra said the vault key is hidden under the third stone of the old mill."},
+			never: []string{"hooded", "river", "cellar", "I remember this"}},
 		{name: "a fact about itself, in the first person", npc: "elara", text: "Elara, who are the Ashen Circle?", knew: true,
 			want: []string{"I am hostile to Ashen Circle.", "Ashen Circle wants to wake Eldrinax"}},
+		{name: "its occupation, asked", npc: "grimjaw", text: "Grimjaw, what is your trade?", knew: true,
+			want: []string{"I am a blacksmith."}},
 		{name: "a secret fact is never told", npc: "grimjaw", text: "Grimjaw, who made the vault key?", knew: true,
 			want: []string{"About Vault Key: iron key with a drowned rune."}, never: []string{"forged", "hooded stranger"}},
 		{name: "its secret knowledge is never told", npc: "grimjaw", text: "Grimjaw, did you sell a key to a hooded stranger?", knew: true,
 			never: []string{"Sunken Vault", "sold it"}},
 		{name: "another NPC's knowledge is out of reach", npc: "brannoc", text: "Brannoc, what do you know about the Ashen Circle?",
-			want: []string{"I don't know anything about Ashen Circle"}, never: []string{"Eldrinax"}},
-		{name: "nothing matches", npc: "vexa", text: "Vexa, what about the weather?",
-			want: []string{"I don't know anything about the weather"}},
-		{name: "a formal speaker does not know", npc: "elara", text: "Elara, where is the dragon?",
-			want: []string{"I am afraid I know nothing about the dragon."}},
-		{name: "a blank line", npc: "vexa", text: "  ", want: []string{"I don't know anything about that"}},
+			never: []string{"Eldrinax", "Ashen", "Circle"}},
+		{name: "nothing matches", npc: "vexa", text: "Vexa, what about the weather?", never: []string{"weather"}},
+		{name: "a request it cannot serve", npc: "grimjaw", text: "Grimjaw, my sword needs a new edge.", never: []string{"sword", "edge"}},
+		{name: "a formal speaker does not know", npc: "elara", text: "Elara, where is the dragon?", never: []string{"dragon", "know anything"}},
+		{name: "a blank line", npc: "vexa", text: "  "},
 	}
 	knew := 0
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var spoken []string
-			res, err := f.Turn(context.Background(), npc.TurnInput{NPCID: tt.npc, SessionID: "s3", SpeakerName: "Thorin", Text: tt.text},
+			res, err := f.Turn(context.Background(), npc.TurnInput{NPCID: tt.npc, SessionID: "s3", SpeakerName: "Thorin", Text: tt.text, Said: tt.said},
 				"no LLM configured", func(s string) { spoken = append(spoken, s) })
 			if err != nil {
 				t.Fatal(err)
@@ -68,9 +76,11 @@ func TestFallbackAnswersFromWhatTheNPCKnows(t *testing.T) {
 			if len(res.Sentences) > npc.FallbackMaxSentences {
 				t.Errorf("%d sentences, want at most %d", len(res.Sentences), npc.FallbackMaxSentences)
 			}
-			dont := strings.Contains(res.Text, "know anything") || strings.Contains(res.Text, "know nothing")
-			if dont == tt.knew {
-				t.Errorf("knew = %v, want %v", !dont, tt.knew)
+			if knewLast != tt.knew {
+				t.Errorf("knew = %v, want %v", knewLast, tt.knew)
+			}
+			if !tt.knew && len(res.Sentences) != 1 {
+				t.Errorf("a don't-know of %d sentences, want 1", len(res.Sentences))
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(res.Text, w) {
@@ -95,40 +105,62 @@ func TestFallbackAnswersFromWhatTheNPCKnows(t *testing.T) {
 	}
 }
 
-func TestFallbackDoesNotEchoItself(t *testing.T) {
+// TestFallbackNeverQuotesReplies replays the long-night failure: an NPC
+// asked the same thing again and again, with its replies in the session
+// log, answers without ever quoting a reply, nested or not.
+func TestFallbackNeverQuotesReplies(t *testing.T) {
 	c := sampleCampaign(t)
 	f, err := npc.NewFallback(npc.FallbackConfig{Graph: c.Graph(), Heard: c.Sessions()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	in := npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", SpeakerName: "Kael", Text: "Grimjaw, will the Guild pay us two hundred gold?"}
-	first, err := f.Turn(ctx, in, "test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	at := time.Date(2026, 3, 15, 19, 0, 0, 0, time.UTC)
 	if err := c.Sessions().StartSession(ctx, "s3", at); err != nil {
 		t.Fatal(err)
 	}
-	for i, e := range []memory.TranscriptEntry{
-		{SessionID: "s3", SpeakerID: "u3", SpeakerName: "Kael", Text: in.Text, At: at},
-		{SessionID: "s3", SpeakerID: "grimjaw", NPCID: "grimjaw", SpeakerName: "Grimjaw", Text: first.Text, At: at.Add(time.Second)},
-	} {
-		e.IdempotencyKey = fmt.Sprintf("echo:%d", i)
+	var replies []string
+	write := func(i int, e memory.TranscriptEntry) {
+		e.SessionID, e.At, e.IdempotencyKey = "s3", at.Add(time.Duration(i)*time.Second), fmt.Sprintf("echo:%d", i)
 		if _, err := c.Sessions().WriteEntry(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-	again, err := f.Turn(ctx, in, "test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(again.Text, "As I said before: Kael") || strings.Count(again.Text, "Kael,") > 1 {
-		t.Errorf("the NPC quotes its own reply of this session: %q", again.Text)
-	}
-	if !strings.Contains(again.Text, "Two hundred gold from the Guild") {
-		t.Errorf("the NPC forgot what it said in an earlier session: %q", again.Text)
+	// An earlier version's replies, as they were recorded.
+	write(0, memory.TranscriptEntry{SpeakerID: "grimjaw", NPCID: "grimjaw", SpeakerName: "Grimjaw",
+		Text: "Kael, here is what I know. I remember this: I remember this: Grimjaw: I don't know anything about mend dent shield, sorry."})
+	lines := []string{"Grimjaw, can you mend the dent in my shield?", "Grimjaw, will the Guild pay us two hundred gold?",
+		"Grimjaw, is your forge open tomorrow?", "Grimjaw, where is Elara?"}
+	for round := range 3 {
+		for i, text := range lines {
+			n := 1 + 2*(round*len(lines)+i)
+			write(n, memory.TranscriptEntry{SpeakerID: "u3", SpeakerName: "Kael", Text: text})
+			var hist []npc.Message
+			for _, r := range replies {
+				hist = append(hist, npc.Message{SpeakerID: "grimjaw", NPCID: "grimjaw", Speaker: "Grimjaw", Text: r})
+			}
+			res, err := f.Turn(ctx, npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", SpeakerName: "Kael", Text: text, History: hist}, "test", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range replies {
+				// The same question may get the same answer; an answer
+				// holding an earlier one and more is a quote.
+				if len(res.Text) > len(r) && strings.Contains(res.Text, r) {
+					t.Errorf("%q quotes the earlier reply %q", res.Text, r)
+				}
+			}
+			if len(res.Sentences) > npc.FallbackMaxSentences {
+				t.Errorf("%q: %d sentences", res.Text, len(res.Sentences))
+			}
+			for _, bad := range []string{"I remember this", "As I said before", "know anything about", "Grimjaw said", "Kael said"} {
+				if strings.Contains(res.Text, bad) {
+					t.Errorf("reply %q holds %q", res.Text, bad)
+				}
+			}
+			replies = append(replies, res.Text)
+			write(n+1, memory.TranscriptEntry{SpeakerID: "grimjaw", NPCID: "grimjaw", SpeakerName: "Grimjaw", Text: res.Text})
+		}
 	}
 }
 

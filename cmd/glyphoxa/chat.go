@@ -40,7 +40,7 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if err := cfg.Require(config.NeedLLM); err != nil {
-		printf(e.stderr, "%v\nWithout a language model the NPC answers from its memory only (an extractive fallback). For a local model: ollama serve, then GLYPHOXA_LLM_BASE_URL=http://localhost:11434/v1 GLYPHOXA_LLM_MODEL=llama3.1\n", err)
+		printf(e.stderr, "%v\n%s For a local model: ollama serve, then GLYPHOXA_LLM_BASE_URL=http://localhost:11434/v1 GLYPHOXA_LLM_MODEL=llama3.1\n", err, npc.OfflineBehaviour)
 	}
 	store, cfg, err := sf.openStore(ctx, e)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/npc"
 )
 
 func cmdConfig(ctx context.Context, e *env, args []string) error {
@@ -37,7 +38,7 @@ func cmdConfig(ctx context.Context, e *env, args []string) error {
 	if err := errors.Join(cfg.Require(config.NeedDSN), cfg.Preflight()); err != nil {
 		return err
 	}
-	llm := "none (NPCs cannot answer until providers.llm is set)"
+	llm := "none (" + npc.OfflineBehaviour + ")"
 	if p := cfg.Providers.LLM; p.Configured() {
 		llm = fmt.Sprintf("%s at %s", cfg.Show("providers.llm.model", p.Model), cfg.Show("providers.llm.base_url", config.Redact(p.BaseURL)))
 	}

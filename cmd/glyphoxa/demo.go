@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
+	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/scene"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
@@ -34,7 +37,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	scenePath := fs.String("scene", "testdata/scenes/rusty-tankard.yaml", "the scene to play (see README: Scenes)")
-	campaign := fs.String("campaign", "", "the campaign to play it in (default: the sample campaign, imported from --file)")
+	campaign := fs.String("campaign", "", "the campaign to play it in (default: a fresh copy of the sample campaign, imported from --file as <id>-demo-N)")
 	file := fs.String("file", "testdata/campaigns/ironhold-saga.yaml", "the sample campaign file, imported when --campaign is not given")
 	out := fs.String("out", "demo-out", "where the NPCs' spoken replies are written as WAV files")
 	asJSON := fs.Bool("json", false, "print one JSON object per line or command of the scene, and nothing else")
@@ -67,11 +70,26 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	// the log shows errors only.
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 
+	// The outage spool lives where serve keeps it (or in --state-dir), never
+	// in a directory removed on exit: lines the database did not take wait
+	// there for the next run.
+	if *stateDir != "" {
+		cfg.Lifecycle.SpoolDir = *stateDir
+	}
 	var camp *postgres.Campaign
 	if *campaign == "" {
-		step("importing the sample campaign %s", *file)
-		if camp, err = demoImport(ctx, store, *file); err != nil {
+		// Each run plays in a fresh copy of the sample campaign, so what
+		// one run said is not what the next one's NPCs remember; a run
+		// whose lines still wait in the outage spool is continued, so
+		// they reach its session log.
+		var resumed bool
+		if camp, resumed, err = demoImport(ctx, store, *file, cfg.Lifecycle.SpoolDir); err != nil {
 			return err
+		}
+		if resumed {
+			step("continuing the demo campaign %s: lines of its last run wait in the outage spool", camp.ID())
+		} else {
+			step("imported the sample campaign %s as the fresh demo campaign %s", *file, camp.ID())
 		}
 	} else if camp, err = store.Campaign(ctx, *campaign); err != nil {
 		return err
@@ -79,12 +97,6 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	sc.Session, err = freeSession(ctx, camp, sc.Session)
 	if err != nil {
 		return err
-	}
-	// The outage spool lives where serve keeps it (or in --state-dir), never
-	// in a directory removed on exit: lines the database did not take wait
-	// there for the next run.
-	if *stateDir != "" {
-		cfg.Lifecycle.SpoolDir = *stateDir
 	}
 	if *drain <= 0 {
 		return usagef("--drain-timeout must be positive, got %s", *drain)
@@ -104,7 +116,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if prov.LLM == nil && !*asJSON {
-		printf(e.stdout, "  no LLM configured: NPCs answer from their memory, without a model (set GLYPHOXA_LLM_BASE_URL, GLYPHOXA_LLM_API_KEY and GLYPHOXA_LLM_MODEL for real replies)\n")
+		printf(e.stdout, "  no LLM configured. %s Set GLYPHOXA_LLM_BASE_URL, GLYPHOXA_LLM_API_KEY and GLYPHOXA_LLM_MODEL for real replies.\n", npc.OfflineBehaviour)
 	}
 	provider := cfg.Providers.STT.Provider
 	if provider == "" {
@@ -301,24 +313,47 @@ func freeSession(ctx context.Context, camp *postgres.Campaign, id string) (strin
 	return out, nil
 }
 
-// demoImport imports the sample campaign (idempotent) and returns it.
-func demoImport(ctx context.Context, store *postgres.Store, path string) (*postgres.Campaign, error) {
+// demoImport returns the campaign a demo run plays in: the sample
+// campaign imported afresh as the file's id with -demo-N (N one more than
+// any before), or, when lines of the latest earlier demo campaign wait in
+// its outage spool under spoolDir, that campaign (resumed).
+func demoImport(ctx context.Context, store *postgres.Store, path, spoolDir string) (camp *postgres.Campaign, resumed bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("the sample campaign: %w (run the demo from the repository, or pass --file)", err)
+		return nil, false, fmt.Errorf("the sample campaign: %w (run the demo from the repository, or pass --file)", err)
 	}
 	defer f.Close()
 	cf, err := campaignfile.Parse(f, path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	ids, err := store.Campaigns(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	prefix := cf.Campaign + "-demo-"
+	last := 0
+	for _, id := range ids {
+		if n, err := strconv.Atoi(strings.TrimPrefix(id, prefix)); err == nil && strings.HasPrefix(id, prefix) && n > last {
+			last = n
+		}
+	}
+	if last > 0 {
+		id := fmt.Sprintf("%s%d", prefix, last)
+		if st, err := os.Stat(filepath.Join(spoolDir, id, "spool", "spool.log")); err == nil && st.Size() > 0 {
+			camp, err := store.Campaign(ctx, id)
+			return camp, true, err
+		}
+	}
+	cf.Campaign = fmt.Sprintf("%s%d", prefix, last+1)
 	if err := store.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
 		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
 		return err
 	}); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return store.Campaign(ctx, cf.Campaign)
+	camp, err = store.Campaign(ctx, cf.Campaign)
+	return camp, false, err
 }
 
 // campaignCorpus is the campaign's transcript, as sentences.

@@ -40,7 +40,8 @@ func (w *watchedOutput) Write(p []byte) (int, error) {
 // demo's scene and leaves it down: the demo exits non-zero, says on stderr
 // how many lines wait and where, and leaves the spool in its state
 // directory; the next demo, with the database back, replays it into the
-// first session's log.
+// first session's log (the next demo continues the first one's campaign
+// instead of importing a fresh one).
 func TestDemoEndsWithTheDatabaseDown(t *testing.T) {
 	cl := pgcluster.Start(t)
 	scene := filepath.Join(t.TempDir(), "scene.yaml")
@@ -73,7 +74,7 @@ func TestDemoEndsWithTheDatabaseDown(t *testing.T) {
 		t.Fatalf("the demo exited 0 with the database down; stderr:\n%s", errb.String())
 	}
 	t.Logf("the demo's stderr:\n%s", errb.String())
-	spoolDir := filepath.Join(state, "ironhold-saga", "spool")
+	spoolDir := filepath.Join(state, "ironhold-saga-demo-1", "spool")
 	m := regexp.MustCompile(`(\d+) lines wait in the outage spool (\S+):`).FindAllStringSubmatch(errb.String(), -1)
 	if len(m) != 1 || m[0][1] != "3" || m[0][2] != spoolDir {
 		t.Fatalf("stderr does not say that 3 lines wait in %s:\n%s", spoolDir, errb.String())
@@ -96,7 +97,7 @@ func TestDemoEndsWithTheDatabaseDown(t *testing.T) {
 	defer conn.Close(context.Background())
 	var lines, distinct int
 	if err := conn.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT text) FROM transcript_entries
-		WHERE campaign_id = 'ironhold-saga' AND session_id = 'spool-demo' AND npc_id = ''`).Scan(&lines, &distinct); err != nil {
+		WHERE campaign_id = 'ironhold-saga-demo-1' AND session_id = 'spool-demo' AND npc_id = ''`).Scan(&lines, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	if lines != 5 || distinct != 5 {

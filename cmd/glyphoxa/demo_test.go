@@ -31,7 +31,13 @@ func TestDemoSpoken(t *testing.T) {
 		t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
 	}
 	for _, want := range []string{
-		"importing the sample campaign",
+		"as the fresh demo campaign ironhold-saga-demo-1",
+		// The main moment: a name misheard and restored, the NPC
+		// addressed answering in voice from what it knows.
+		`heard  "bran knock, where can we find grim jaw?"`,
+		`fixed  "Brannoc, where can we find Grimjaw?"`,
+		"Grimjaw is at Ironhold.",
+		"01-brannoc.wav",
 		`Thorin said   "Brannoc, what do you know about the Ashen Circle?"`,
 		"heard  ",
 		"the session ended after",
@@ -45,13 +51,24 @@ func TestDemoSpoken(t *testing.T) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
 		}
 	}
-	// Again: the scene plays in a session of its own, nothing doubles.
+	// Again: the scene plays in a fresh campaign of its own, so the first
+	// run's replies are not the second's memory; both runs answer alike.
 	code, out2, errs := runCLI(t, vars, "demo", "--state-dir", t.TempDir(), "--file", sampleCampaignFile, "--scene", demoScene, "--out", t.TempDir())
 	if code != 0 {
 		t.Fatalf("second demo exited %d: %s", code, errs)
 	}
-	if !strings.Contains(out2, "[chunk s3-demo") {
-		t.Errorf("the second run's memory lacks the scene:\n%s", out2)
+	for _, want := range []string{"as the fresh demo campaign ironhold-saga-demo-2", "[chunk s3-demo", "memory now holds 3 sessions"} {
+		if !strings.Contains(out2, want) {
+			t.Errorf("the second run's output lacks %q:\n%s", want, out2)
+		}
+	}
+	first := func(out string) string {
+		_, after, _ := strings.Cut(out, `fixed  "Brannoc, where can we find Grimjaw?"`)
+		reply, _, _ := strings.Cut(after, "\n            (spoken")
+		return reply
+	}
+	if a, b := first(out), first(out2); a == "" || a != b {
+		t.Errorf("the two runs answer the first line differently:\n%s\n%s", a, b)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
+	"github.com/glyphoxa/glyphoxa/npc"
 )
 
 // Invite is what the bot asks for when it is added to a server: the scopes
@@ -317,6 +318,7 @@ func initConfigYAML(token string, tokenFromEnv bool, guild, campaign, dsn string
 # Environment variables override keys: GLYPHOXA_DSN, GLYPHOXA_DISCORD_TOKEN,
 # GLYPHOXA_LLM_BASE_URL, GLYPHOXA_LLM_API_KEY, GLYPHOXA_LLM_MODEL, …
 # Check it with: glyphoxa config check
+# providers.llm: ` + npc.OfflineBehaviour + `
 `
 	return append([]byte(head), b...), nil
 }

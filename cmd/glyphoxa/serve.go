@@ -24,6 +24,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/npc"
 )
 
 // cmdServe runs the Discord bot with its HTTP endpoints until interrupted.
@@ -71,6 +72,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		deps.RecapLLM = client
+	} else {
+		logger.Warn("no LLM configured (providers.llm). " + npc.OfflineBehaviour)
 	}
 	bcfg := bot.Config{Token: cfg.Discord.Token, ShardID: cfg.Discord.ShardID, ShardCount: cfg.Discord.ShardCount, Logger: logger}
 	var bound []string
