@@ -37,6 +37,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	listen := fs.String("listen", "", "address of /healthz, /readyz, /metrics and /mcp/<campaign> (default server.listen)")
+	consoleListen := fs.String("console-listen", "", "address of the DM console (default console.listen; a container listens on 0.0.0.0)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -45,6 +46,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	setListen(&cfg, *listen)
+	setConsoleListen(&cfg, *consoleListen)
 	// Every check of the configuration, the same config check runs.
 	if err := cfg.Preflight(); err != nil {
 		return err
@@ -59,6 +61,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	defer store.Close()
 	setListen(&cfg, *listen)
+	setConsoleListen(&cfg, *consoleListen)
 
 	if err := applyPersonas(ctx, store, cfg, logger); err != nil {
 		return err
@@ -320,6 +323,15 @@ func setListen(cfg *config.Config, listen string) {
 	if listen != "" {
 		cfg.Server.Listen = listen
 		cfg.SetLiteral("server.listen")
+	}
+}
+
+// setConsoleListen applies serve's --console-listen flag (if set) to
+// console.listen.
+func setConsoleListen(cfg *config.Config, listen string) {
+	if listen != "" {
+		cfg.Console.Listen = listen
+		cfg.SetLiteral("console.listen")
 	}
 }
 
