@@ -75,6 +75,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	logger = logger.With("process", leases.Owner())
 	ctx, stopServe := context.WithCancelCause(ctx)
 	defer stopServe(nil)
+	var shardLost atomic.Pointer[error] // why serve stops by itself
 	if cfg.Discord.ShardCount > 1 {
 		name := shardClaim(cfg.Discord.ShardID, cfg.Discord.ShardCount)
 		ls, err := leases.AcquireWait(ctx, name, "")
@@ -82,7 +83,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("discord.shard_id %d of discord.shard_count %d: %w", cfg.Discord.ShardID, cfg.Discord.ShardCount, err)
 		}
 		shard := leases.Keep(ls, func(err error) {
-			stopServe(fmt.Errorf("discord shard %d of %d: %w", cfg.Discord.ShardID, cfg.Discord.ShardCount, err))
+			err = fmt.Errorf("discord shard %d of %d: %w", cfg.Discord.ShardID, cfg.Discord.ShardCount, err)
+			shardLost.Store(&err)
+			stopServe(err)
 		})
 		defer func() {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -227,8 +230,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		go func() { defer close(tookOver); claims.run(takeover) }()
 		select {
 		case <-ctx.Done():
-			if cause := context.Cause(ctx); cause != context.Canceled && cause != ctx.Err() {
-				runErr = cause
+			if err := shardLost.Load(); err != nil {
+				runErr = *err
 			}
 			logger.Info("shutting down", "timeout", cfg.Lifecycle.ShutdownTimeout.Std(), "drain_timeout", cfg.Lifecycle.DrainTimeout.Std())
 		case err := <-httpErr:
