@@ -223,7 +223,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	var runErr error
 	takeover, stopTakeover := context.WithCancel(ctx)
 	tookOver := make(chan struct{})
-	if err := openDiscord(ctx, b, cfg.Lifecycle.Reconnect, nil, rand.Float64, logger); err != nil {
+	if err := openDiscord(ctx, b.Open, cfg.Lifecycle.Reconnect, nil, rand.Float64, logger); err != nil {
 		runErr = err
 		close(tookOver)
 	} else {
@@ -408,11 +408,11 @@ func applyPersonas(ctx context.Context, store *postgres.Store, cfg config.Config
 // (lifecycle.reconnect) while Discord cannot be reached, and saying so in
 // the logs; it gives up after lifecycle.reconnect.attempts tries (none:
 // until ctx ends).
-func openDiscord(ctx context.Context, b *bot.Bot, rc config.Reconnect, clk clock.Clock, rnd func() float64, log *slog.Logger) error {
+func openDiscord(ctx context.Context, open func(context.Context) error, rc config.Reconnect, clk clock.Clock, rnd func() float64, log *slog.Logger) error {
 	clk = clock.OrReal(clk)
 	bo := reconnect.Backoff{Initial: rc.Initial.Std(), Max: rc.Max.Std()}
 	for n := 1; ; n++ {
-		err := b.Open(ctx)
+		err := open(ctx)
 		if err == nil {
 			if n > 1 {
 				log.Info("connected to Discord after retrying", "attempts", n)
