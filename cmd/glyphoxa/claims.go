@@ -77,9 +77,36 @@ func (c *guildClaims) theBot() *bot.Bot {
 	return c.bot
 }
 
-// Claim implements bot.GuildClaims.
+// Claim implements bot.GuildClaims. A guild it takes from a process that
+// stopped while a session ran there (before the takeover loop came to it)
+// has that session resumed first.
 func (c *guildClaims) Claim(ctx context.Context, guildID string) (bool, error) {
-	return c.set.Claim(ctx, guildClaim(guildID))
+	ok, state, err := c.set.Take(ctx, guildClaim(guildID))
+	if ok && state != "" {
+		c.resume(ctx, guildID, "", state)
+	}
+	return ok, err
+}
+
+// resume resumes the session a taken claim carries; one it cannot resume
+// is dropped from the claim (so that nobody retries it forever) and
+// reported.
+func (c *guildClaims) resume(ctx context.Context, guildID, previous, state string) error {
+	b := c.theBot()
+	if b == nil {
+		return errors.New("the bot is not running yet")
+	}
+	s, err := bot.ParseClaimedSession(state)
+	if err == nil {
+		c.log.Info("taking over the session of a stopped process", "guild", guildID, "session", s.SessionID, "previous_owner", previous)
+		err = b.Resume(ctx, guildID, s)
+	}
+	if err != nil {
+		_ = c.Running(ctx, guildID, nil)
+		err = fmt.Errorf("guild %s: %w", guildID, err)
+		c.log.Warn("could not resume the session of a stopped process", "err", err)
+	}
+	return err
 }
 
 // Running implements bot.GuildClaims.
@@ -133,18 +160,8 @@ func (c *guildClaims) takeOver(ctx context.Context) (int, error) {
 		if !ok || state == "" {
 			continue // another process was quicker
 		}
-		s, err := bot.ParseClaimedSession(state)
-		if err == nil {
-			c.log.Info("taking over the session of a stopped process", "guild", guildID, "session", s.SessionID,
-				"previous_owner", o.Owner, "expired_at", o.Expires)
-			err = b.Resume(ctx, guildID, s)
-		}
-		if err != nil {
-			// Keep the guild (this process answers it now) but drop the
-			// session it could not resume, so nobody retries it forever.
-			errs = append(errs, fmt.Errorf("guild %s: %w", guildID, err))
-			_ = c.Running(ctx, guildID, nil)
-			continue
+		if c.resume(ctx, guildID, o.Owner, state) != nil {
+			continue // logged
 		}
 		n++
 	}

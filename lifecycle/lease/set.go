@@ -36,8 +36,9 @@ func (s *Set) Claim(ctx context.Context, name string) (bool, error) {
 	return ok, err
 }
 
-// Take is Claim that also returns the work the claim carries (the state
-// its previous holder left, when it is taken over).
+// Take is Claim that also returns the work a claim carries when this call
+// took it (the state its previous holder left); it is empty when the set
+// held the claim already.
 func (s *Set) Take(ctx context.Context, name string) (ok bool, state string, err error) {
 	return s.claim(ctx, name)
 }
@@ -48,8 +49,8 @@ func (s *Set) claim(ctx context.Context, name string) (bool, string, error) {
 	if s.closed {
 		return false, "", errors.New("lease: the claims are closed (shutting down)")
 	}
-	if k, ok := s.held[name]; ok {
-		return true, k.Lease().State, nil
+	if _, ok := s.held[name]; ok {
+		return true, "", nil
 	}
 	ls, err := s.l.Acquire(ctx, name, "")
 	var held *HeldError
