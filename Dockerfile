@@ -22,10 +22,10 @@ RUN apt-get update \
 COPY --from=build /out/glyphoxa /usr/local/bin/glyphoxa
 USER glyphoxa
 WORKDIR /var/lib/glyphoxa
-EXPOSE 9464
-# glyphoxa checks itself: no curl or wget in the image. (docker-compose.yml
-# passes the address it listens on.)
+EXPOSE 9464 9465
+# glyphoxa checks itself (ready: database and Discord connected): no curl or
+# wget in the image. (docker-compose.yml passes the address it listens on.)
 HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
-  CMD ["glyphoxa", "health"]
+  CMD ["glyphoxa", "health", "--ready"]
 ENTRYPOINT ["/usr/local/bin/glyphoxa"]
 CMD ["serve"]

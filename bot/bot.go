@@ -52,6 +52,9 @@ type Deps struct {
 	RecapLLM llm.Streamer
 	Searcher SemanticSearcher
 	Voice    VoiceSessions
+	// Claims decides which process answers a guild when several share the
+	// database (nil: this one answers every guild it is bound to).
+	Claims GuildClaims
 	// Reprocess rebuilds a session's chunks after lines were deleted or
 	// declared non-canon.
 	Reprocess func(ctx context.Context, campaign, sessionID string) error
@@ -156,6 +159,7 @@ func (b *Bot) Close(ctx context.Context) error {
 			if err := b.deps.Voice.End(ctx, g); err != nil {
 				errs = append(errs, fmt.Errorf("ending the session of guild %s: %w", g, err))
 			}
+			b.running(g, nil)
 		}
 	}
 	done := make(chan struct{})

@@ -86,6 +86,11 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 		b.reply(i, true, "glyphoxa works inside a server that runs a campaign.")
 		return
 	}
+	// Among several processes, only the guild's owner answers; a guild
+	// nobody owns yet is claimed first (a /session start included).
+	if !b.owns(ctx, i.GuildID) {
+		return
+	}
 	g, ok := b.guild(i.GuildID)
 	if !ok {
 		b.reply(i, true, errUnbound.Error())

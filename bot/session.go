@@ -35,24 +35,12 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 		if text == "" {
 			text = i.ChannelID
 		}
-		announce := func(msg string) {
-			if _, err := b.sess.ChannelMessageSendComplex(text, &discordgo.MessageSend{Content: truncate(msg, maxContent),
-				AllowedMentions: &discordgo.MessageAllowedMentions{}}); err != nil {
-				b.log.Warn("announcing in the session channel", "channel", text, "err", err)
-			}
-		}
-		err = b.deps.Voice.Start(ctx, StartRequest{GuildID: g.ID, VoiceChannelID: vs.ChannelID, TextChannelID: text,
-			Campaign: g.Campaign, StartedBy: user(i).ID, Controls: b.state.controlsFor(g.ID), Announce: announce,
-			Ended: func(reason string) {
-				b.state.setSession(g.ID, false)
-				announce("⏹️ The session ended by itself: " + reason + ". Its memory is being processed in the background.")
-			}})
-		if err != nil {
+		s := ClaimedSession{Campaign: g.Campaign, VoiceChannelID: vs.ChannelID, TextChannelID: text, StartedBy: user(i).ID}
+		if err := b.startVoice(ctx, g, s); err != nil {
 			b.finishErr(i, fmt.Errorf("starting the session: %w", err))
 			return
 		}
-		b.state.setSession(g.ID, true)
-		announce(fmt.Sprintf("🎙️ **This session is being transcribed** by glyphoxa for the campaign's memory (%s). "+
+		b.announce(text, fmt.Sprintf("🎙️ **This session is being transcribed** by glyphoxa for the campaign's memory (%s). "+
 			"Your NPCs will remember what is said. Don't want to be recorded? `/privacy opt-out`.", g.Campaign))
 		b.finish(i, true, fmt.Sprintf("Recording in <#%s>. `/session end` when you are done.", vs.ChannelID), nil, nil)
 	case "session end":
@@ -67,6 +55,7 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 			return
 		}
 		b.state.setSession(g.ID, false)
+		b.running(g.ID, nil)
 		b.finish(i, true, fmt.Sprintf("Session %s ended and saved. Its memory is being processed in the background; "+
 			"`/memory pending` shows the facts waiting for your review.", st.SessionID), nil, nil)
 	case "session status":

@@ -63,7 +63,10 @@ type StartRequest struct {
 	TextChannelID  string
 	Campaign       string
 	StartedBy      string
-	Controls       *live.Controls
+	// SessionID is the session to resume (another process ran it until it
+	// stopped); empty starts a new one.
+	SessionID string
+	Controls  *live.Controls
 	// Announce posts a message in the session's text channel.
 	Announce func(text string)
 	// Ended is called when the session ends by itself (its channel stayed

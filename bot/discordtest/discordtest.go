@@ -10,11 +10,13 @@ package discordtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,8 +59,9 @@ type Server struct {
 	seq      atomic.Int64
 	waiters  []waiter
 
-	voiceEndpoint string
-	voiceSeq      int
+	voiceEndpoint  string
+	voiceEndpoints map[string]string // by guild, over voiceEndpoint
+	voiceSeq       int
 
 	oauthApp    OAuthApp
 	oauthUsers  []oauthGrant
@@ -388,10 +391,20 @@ func (s *Server) Dispatch(t string, d any) error {
 	if len(conns) == 0 {
 		return fmt.Errorf("no gateway connection to dispatch %s to", t)
 	}
+	// A client that went away (a killed process) does not keep the others
+	// from getting the event.
+	var errs []error
 	for _, c := range conns {
 		if err := s.dispatchTo(c, t, d); err != nil {
-			return err
+			errs = append(errs, err)
+			c.close()
+			s.mu.Lock()
+			s.conns = slices.DeleteFunc(s.conns, func(x *gwConn) bool { return x == c })
+			s.mu.Unlock()
 		}
+	}
+	if len(errs) == len(conns) {
+		return errors.Join(errs...)
 	}
 	return nil
 }
@@ -419,6 +432,18 @@ func (s *Server) SetVoiceEndpoint(endpoint string) {
 	s.mu.Unlock()
 }
 
+// SetGuildVoiceEndpoint sets the voice server one guild's joins are sent
+// to (a fake voice server serves one guild's channels), over the endpoint
+// of SetVoiceEndpoint.
+func (s *Server) SetGuildVoiceEndpoint(guildID, endpoint string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.voiceEndpoints == nil {
+		s.voiceEndpoints = map[string]string{}
+	}
+	s.voiceEndpoints[guildID] = endpoint
+}
+
 func (s *Server) answerVoiceState(d json.RawMessage) {
 	var v struct {
 		GuildID   string  `json:"guild_id"`
@@ -429,6 +454,9 @@ func (s *Server) answerVoiceState(d json.RawMessage) {
 	}
 	s.mu.Lock()
 	endpoint := s.voiceEndpoint
+	if e, ok := s.voiceEndpoints[v.GuildID]; ok {
+		endpoint = e
+	}
 	s.voiceSeq++
 	n := s.voiceSeq
 	s.mu.Unlock()

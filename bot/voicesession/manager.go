@@ -2,6 +2,8 @@ package voicesession
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,8 +37,13 @@ type Config struct {
 	// UserName is a user's display name in a guild; nil uses the id.
 	UserName func(guildID, userID string) string
 	Observer table.Observer
-	Logger   *slog.Logger
-	Clock    clock.Clock
+	// Owns reports whether this process still owns a guild (its claim, see
+	// lifecycle/lease); nil: always. The bot user is one for every process,
+	// so leaving a voice channel would disconnect the session of whichever
+	// process runs it: a manager leaves only a guild it owns.
+	Owns   func(guildID string) bool
+	Logger *slog.Logger
+	Clock  clock.Clock
 }
 
 // Manager runs the voice sessions of every guild. It implements
@@ -83,8 +90,22 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// sessionID names a session after its start time.
-func sessionID(t time.Time) string { return t.UTC().Format("2006-01-02T1504") }
+// sessionID names a session after its start time, with a random suffix:
+// two starts in one minute (in one process or two) are two sessions.
+func sessionID(t time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return t.UTC().Format("2006-01-02T1504") + "-" + hex.EncodeToString(b[:])
+}
+
+// leave leaves the guild's voice channel if this process owns the guild.
+func (m *Manager) leave(guildID string) error {
+	if m.cfg.Owns != nil && !m.cfg.Owns(guildID) {
+		m.log.Info("not leaving the voice channel: another glyphoxa process owns the guild", "guild", guildID)
+		return nil
+	}
+	return m.cfg.Link.Leave(guildID)
+}
 
 // Start joins the voice channel and starts the table's session.
 func (m *Manager) Start(ctx context.Context, req bot.StartRequest) error {
@@ -121,7 +142,11 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, err
 	if err != nil {
 		return nil, fmt.Errorf("joining the voice channel: %w", err)
 	}
-	tcfg := table.Config{Campaign: camp, SessionID: sessionID(m.clk.Now()), Voice: v,
+	id := req.SessionID
+	if id == "" {
+		id = sessionID(m.clk.Now())
+	}
+	tcfg := table.Config{Campaign: camp, SessionID: id, Voice: v,
 		Providers: m.cfg.Providers, Settings: m.cfg.Settings, Announce: req.Announce,
 		UserName: func(userID string) string { return m.cfg.UserName(req.GuildID, userID) },
 		OnEnd:    func(reason string) { m.endLater(req.GuildID, reason) },
@@ -132,7 +157,7 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, err
 	}
 	s, err := table.Open(ctx, tcfg)
 	if err != nil {
-		if lerr := m.cfg.Link.Leave(req.GuildID); lerr != nil {
+		if lerr := m.leave(req.GuildID); lerr != nil {
 			m.log.Warn("leaving the voice channel after a failed start", "err", lerr)
 		}
 		_ = v.Close()
@@ -160,7 +185,7 @@ func (m *Manager) end(ctx context.Context, guildID, reason string) error {
 	m.mu.Unlock()
 
 	err := r.s.End(ctx)
-	if lerr := m.cfg.Link.Leave(guildID); lerr != nil {
+	if lerr := m.leave(guildID); lerr != nil {
 		err = errors.Join(err, fmt.Errorf("leaving the voice channel: %w", lerr))
 	}
 	if reason != "" && r.req.Ended != nil {

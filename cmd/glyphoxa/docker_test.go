@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 )
 
 // composeFile is the part of docker-compose.yml the checks read.
@@ -20,6 +22,7 @@ type composeFile struct {
 
 type composeService struct {
 	Image       string            `yaml:"image"`
+	User        string            `yaml:"user"`
 	Profiles    []string          `yaml:"profiles"`
 	Command     []string          `yaml:"command"`
 	Entrypoint  []string          `yaml:"entrypoint"`
@@ -148,8 +151,61 @@ func TestDockerFiles(t *testing.T) {
 		}
 		listen := bot.Command[slices.Index(bot.Command, "--listen")+1]
 		_, port, _ := strings.Cut(listen, ":")
-		if !slices.ContainsFunc(bot.Healthcheck.Test, func(a string) bool { return strings.Contains(a, "127.0.0.1:"+port+"/healthz") }) {
-			t.Errorf("healthcheck %v does not check the port serve listens on (%s)", bot.Healthcheck.Test, listen)
+		if !slices.ContainsFunc(bot.Healthcheck.Test, func(a string) bool { return strings.Contains(a, "127.0.0.1:"+port+"/readyz") }) {
+			t.Errorf("healthcheck %v does not check readiness (/readyz) on the port serve listens on (%s)", bot.Healthcheck.Test, listen)
+		}
+	})
+	t.Run("the console listens on every interface and its port is published", func(t *testing.T) {
+		i := slices.Index(bot.Command, "--console-listen")
+		if i < 0 || i+1 >= len(bot.Command) {
+			t.Fatalf("serve %v has no --console-listen: the console would listen on the container's loopback", bot.Command)
+		}
+		host, port, _ := strings.Cut(bot.Command[i+1], ":")
+		if host != "0.0.0.0" {
+			t.Errorf("the console listens on %q, want 0.0.0.0 inside the container", bot.Command[i+1])
+		}
+		if !slices.ContainsFunc(bot.Ports, func(p string) bool { return strings.HasSuffix(p, ":"+port+":"+port) }) {
+			t.Errorf("ports %v do not publish the console's port %s", bot.Ports, port)
+		}
+	})
+	t.Run("every secret passes through the environment", func(t *testing.T) {
+		for _, o := range config.Overrides() {
+			if _, ok := bot.Environment[o.Env]; !ok {
+				t.Errorf("the glyphoxa service does not pass %s (%s)", o.Env, o.Key)
+			}
+		}
+		if _, ok := bot.Environment["DISCORD_TOKEN"]; !ok {
+			t.Error("the glyphoxa service does not pass DISCORD_TOKEN (init writes token: ${DISCORD_TOKEN})")
+		}
+	})
+	t.Run("the bot reads the config.yaml init writes", func(t *testing.T) {
+		// init writes it 0600 as its user: the bot must run as the same.
+		if bot.User == "" || bot.User != init.User {
+			t.Errorf("the bot runs as %q, init as %q: the bot cannot read the 0600 file init writes", bot.User, init.User)
+		}
+		owner := c.Services["spool-owner"]
+		if bot.DependsOn["spool-owner"].Condition != "service_completed_successfully" ||
+			len(owner.Entrypoint) < 3 || owner.Entrypoint[0] != "chown" || owner.Entrypoint[1] != bot.User {
+			t.Errorf("spool-owner %v (bot depends on it: %+v): want the spool volume chowned to the bot's user %q first",
+				owner.Entrypoint, bot.DependsOn["spool-owner"], bot.User)
+		}
+		spool := slices.IndexFunc(bot.mounts(t), func(m mount) bool { return m.Source == "spool" })
+		if spool < 0 || !slices.ContainsFunc(owner.mounts(t), func(m mount) bool {
+			return m.Source == "spool" && m.Target == bot.mounts(t)[spool].Target && m.Target == owner.Entrypoint[2]
+		}) {
+			t.Errorf("spool-owner does not chown the bot's spool volume: %+v", owner.mounts(t))
+		}
+	})
+	t.Run(".dockerignore keeps secrets and local state out of the build", func(t *testing.T) {
+		b, err := os.ReadFile("../../.dockerignore")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Fields(string(b))
+		for _, want := range []string{".env", "config.yaml", "campaigns/", "spool/", ".cache", ".git"} {
+			if !slices.Contains(lines, want) {
+				t.Errorf(".dockerignore does not exclude %s", want)
+			}
 		}
 	})
 	t.Run("config.yaml is a file that must exist", func(t *testing.T) {
@@ -195,8 +251,14 @@ func TestDockerFiles(t *testing.T) {
 		if !slices.Contains(pull.Profiles, "ollama") || pull.DependsOn["ollama"].Condition != "service_healthy" {
 			t.Fatalf("ollama-pull %+v: want profile ollama, after ollama is healthy", pull)
 		}
-		if len(pull.Entrypoint) != 3 || pull.Entrypoint[1] != "pull" || !strings.Contains(pull.Entrypoint[2], "GLYPHOXA_LLM_MODEL") {
-			t.Errorf("ollama-pull runs %v, want ollama pull ${GLYPHOXA_LLM_MODEL…}", pull.Entrypoint)
+		// It pulls the model the bot asks for: the same variable, with the
+		// same default.
+		script := strings.Join(pull.Entrypoint, " ")
+		if !strings.Contains(script, `ollama pull "$$GLYPHOXA_LLM_MODEL"`) {
+			t.Errorf("ollama-pull runs %v, want ollama pull \"$$GLYPHOXA_LLM_MODEL\"", pull.Entrypoint)
+		}
+		if got, want := pull.Environment["GLYPHOXA_LLM_MODEL"], bot.Environment["GLYPHOXA_LLM_MODEL"]; got != want {
+			t.Errorf("ollama-pull's GLYPHOXA_LLM_MODEL is %q, the bot's %q: Ollama would pull another model than the one asked for", got, want)
 		}
 		if c.Services["ollama"].Healthcheck == nil {
 			t.Error("ollama has no healthcheck to wait for")

@@ -53,7 +53,7 @@ func commands() []command {
 		{"mcp", "--campaign ID [--http ADDR]", "serve a campaign's memory to AI agents over MCP (stdio or HTTP)", cmdMCP},
 		{"config", "check [--config FILE]", "run every check serve runs on the configuration, connecting to nothing", cmdConfig},
 		{"demo", "[--scene FILE.yaml] [--campaign ID] [--json] [--out DIR]", "play a scene through the table's turn loop, without Discord, on a virtual clock", cmdDemo},
-		{"serve", "[--config FILE] [--listen ADDR]", "run the Discord bot with /healthz, /readyz and /metrics", cmdServe},
+		{"serve", "[--config FILE] [--listen ADDR] [--console-listen ADDR]", "run the Discord bot with /healthz, /readyz and /metrics", cmdServe},
 		{"bench", "[--scale 1k,100k]", "benchmark the memory store on generated campaigns", cmdBench},
 		{"health", "[--url URL] [--ready]", "check that a running `glyphoxa serve` is alive or ready (the container's health check)", cmdHealth},
 		{"init", "[--non-interactive --token T --guild ID --campaign ID --import FILE.yaml] [--config FILE]", "guided set-up: write config.yaml, check the Discord token, print the invite URL, bind a server to a campaign, import it", cmdInit},

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,9 +19,12 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/metrics"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
+	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
@@ -33,6 +38,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	listen := fs.String("listen", "", "address of /healthz, /readyz, /metrics and /mcp/<campaign> (default server.listen)")
+	consoleListen := fs.String("console-listen", "", "address of the DM console (default console.listen; a container listens on 0.0.0.0)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -41,6 +47,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	setListen(&cfg, *listen)
+	setConsoleListen(&cfg, *consoleListen)
 	// Every check of the configuration, the same config check runs.
 	if err := cfg.Preflight(); err != nil {
 		return err
@@ -55,9 +62,37 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	defer store.Close()
 	setListen(&cfg, *listen)
+	setConsoleListen(&cfg, *consoleListen)
 
 	if err := applyPersonas(ctx, store, cfg, logger); err != nil {
 		return err
+	}
+	// Claims among the processes sharing the database: this process's
+	// shard, its guilds, the campaigns' background work.
+	leases, err := lease.New(lease.Config{DB: store.Pool(), Owner: lease.NewOwner(), TTL: cfg.Lifecycle.LeaseTime.Std()})
+	if err != nil {
+		return err
+	}
+	logger = logger.With("process", leases.Owner())
+	ctx, stopServe := context.WithCancelCause(ctx)
+	defer stopServe(nil)
+	var shardLost atomic.Pointer[error] // why serve stops by itself
+	if cfg.Discord.ShardCount > 1 {
+		name := shardClaim(cfg.Discord.ShardID, cfg.Discord.ShardCount)
+		ls, err := leases.AcquireWait(ctx, name, "")
+		if err != nil {
+			return fmt.Errorf("discord.shard_id %d of discord.shard_count %d: %w", cfg.Discord.ShardID, cfg.Discord.ShardCount, err)
+		}
+		shard := leases.Keep(ls, func(err error) {
+			err = fmt.Errorf("discord shard %d of %d: %w", cfg.Discord.ShardID, cfg.Discord.ShardCount, err)
+			shardLost.Store(&err)
+			stopServe(err)
+		})
+		defer func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			_ = shard.Release(rctx, false)
+		}()
 	}
 	door, closeDoor, err := openDoor(ctx, store, cfg, logger)
 	if err != nil {
@@ -99,7 +134,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	voice, err := voiceManager(door, cfg, providers, sess, m, logger)
+	claims := newGuildClaims(leases, nil, bcfg.Guilds, cfg.Discord.ShardID, cfg.Discord.ShardCount, logger)
+	deps.Claims = claims
+	voice, err := voiceManager(door, cfg, providers, sess, m, claims.owns, logger)
 	if err != nil {
 		return err
 	}
@@ -108,6 +145,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	claims.attach(b)
 	var connected atomic.Bool
 	b.Session().AddHandler(func(*discordgo.Session, *discordgo.Ready) { connected.Store(true) })
 	b.Session().AddHandler(func(*discordgo.Session, *discordgo.Disconnect) { connected.Store(false) })
@@ -122,6 +160,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	// The kg_* view of every campaign served over MCP: its token budget
 	// and the compactor that keeps it under it.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	defer func() { stopBackground(); background.Wait() }()
 	compacting := map[string]bool{}
 	for _, g := range cfg.Discord.Guilds {
 		if g.MCPToken == "" && g.MCPDMToken == "" && len(g.MCPPlayerTokens) == 0 && cfg.Server.MCPToken == "" && cfg.Server.MCPDMToken == "" ||
@@ -138,27 +179,39 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 				return fmt.Errorf("discord.guilds: kg_token_limit of campaign %q: %w", g.Campaign, err)
 			}
 		}
-		comp := &mcpserver.Compactor{Door: door, Campaign: g.Campaign, Logger: logger}
-		if err := comp.Start(ctx); err != nil {
-			return err
-		}
-		defer comp.Close()
+		// One process compacts a campaign: whichever holds its claim.
+		background.Add(1)
+		go func() {
+			defer background.Done()
+			claimed(bgCtx, leases, nil, backgroundClaimPrefix+g.Campaign, false, logger, func(ctx context.Context) {
+				comp := &mcpserver.Compactor{Door: door, Campaign: g.Campaign, Logger: logger}
+				if err := comp.Start(ctx); err != nil {
+					logger.Error("starting the compactor", "campaign", g.Campaign, "err", err)
+					<-ctx.Done()
+					return
+				}
+				<-ctx.Done()
+				comp.Close()
+			})
+		}()
 	}
 	// Finish the session processing (extraction) a crash or a shutdown cut
-	// short, in the background.
-	resumeCtx, stopResume := context.WithCancel(ctx)
-	resumed := make(chan struct{})
-	go func() {
-		defer close(resumed)
-		var campaigns []string
-		for _, g := range cfg.Discord.Guilds {
-			if !slices.Contains(campaigns, g.Campaign) {
-				campaigns = append(campaigns, g.Campaign)
-			}
+	// short, in the background: one process per campaign, by its claim.
+	var campaigns []string
+	for _, g := range cfg.Discord.Guilds {
+		if !slices.Contains(campaigns, g.Campaign) {
+			campaigns = append(campaigns, g.Campaign)
 		}
-		resumeExtraction(resumeCtx, store, cfg, campaigns, logger) //nolint:errcheck // ResumePending logs each failure
-	}()
-	defer func() { stopResume(); <-resumed }()
+	}
+	for _, c := range campaigns {
+		background.Add(1)
+		go func() {
+			defer background.Done()
+			claimed(bgCtx, leases, nil, extractionClaimPrefix+c, true, logger, func(ctx context.Context) {
+				resumeExtraction(ctx, store, cfg, []string{c}, logger) //nolint:errcheck // ResumePending logs each failure
+			})
+		}()
+	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return listenError(cfg, "server.listen", cfg.Server.Listen, err)
@@ -171,16 +224,25 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	stopConsole := startConsole(door, cfg, logger, bcfg.Guilds, voice)
 
 	var runErr error
-	if err := b.Open(ctx); err != nil {
+	takeover, stopTakeover := context.WithCancel(ctx)
+	tookOver := make(chan struct{})
+	if err := openDiscord(ctx, b.Open, cfg.Lifecycle.Reconnect, nil, rand.Float64, logger); err != nil {
 		runErr = err
+		close(tookOver)
 	} else {
+		go func() { defer close(tookOver); claims.run(takeover) }()
 		select {
 		case <-ctx.Done():
+			if err := shardLost.Load(); err != nil {
+				runErr = *err
+			}
 			logger.Info("shutting down", "timeout", cfg.Lifecycle.ShutdownTimeout.Std(), "drain_timeout", cfg.Lifecycle.DrainTimeout.Std())
 		case err := <-httpErr:
 			runErr = fmt.Errorf("the HTTP server stopped: %w", err)
 		}
 	}
+	stopTakeover()
+	<-tookOver
 
 	// Ending a voice session waits up to lifecycle.drain_timeout for the
 	// database to take the outage spool; the shutdown budget covers both.
@@ -202,6 +264,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	if err := stopConsole(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the DM console: %w", err))
+	}
+	if err := claims.close(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("giving the guilds' claims up: %w", err))
 	}
 	return errors.Join(append([]error{runErr}, errs...)...)
 }
@@ -264,6 +329,15 @@ func setListen(cfg *config.Config, listen string) {
 	if listen != "" {
 		cfg.Server.Listen = listen
 		cfg.SetLiteral("server.listen")
+	}
+}
+
+// setConsoleListen applies serve's --console-listen flag (if set) to
+// console.listen.
+func setConsoleListen(cfg *config.Config, listen string) {
+	if listen != "" {
+		cfg.Console.Listen = listen
+		cfg.SetLiteral("console.listen")
 	}
 }
 
@@ -331,4 +405,34 @@ func applyPersonas(ctx context.Context, store *postgres.Store, cfg config.Config
 		}
 	}
 	return nil
+}
+
+// openDiscord connects the bot, retrying with the reconnect backoff
+// (lifecycle.reconnect) while Discord cannot be reached, and saying so in
+// the logs; it gives up after lifecycle.reconnect.attempts tries (none:
+// until ctx ends).
+func openDiscord(ctx context.Context, open func(context.Context) error, rc config.Reconnect, clk clock.Clock, rnd func() float64, log *slog.Logger) error {
+	clk = clock.OrReal(clk)
+	bo := reconnect.Backoff{Initial: rc.Initial.Std(), Max: rc.Max.Std()}
+	for n := 1; ; n++ {
+		err := open(ctx)
+		if err == nil {
+			if n > 1 {
+				log.Info("connected to Discord after retrying", "attempts", n)
+			}
+			return nil
+		}
+		if rc.Attempts > 0 && n >= rc.Attempts {
+			return fmt.Errorf("%w (gave up after %d attempts, lifecycle.reconnect.attempts)", err, n)
+		}
+		d := bo.Delay(n, rnd())
+		log.Warn("cannot reach Discord; retrying with backoff", "attempt", n, "retry_in", d, "err", err)
+		t := clk.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (stopped while retrying)", err)
+		case <-t.C():
+		}
+	}
 }

@@ -153,8 +153,13 @@ type Lifecycle struct {
 	// DrainTimeout bounds how long ending a session waits for the database
 	// to take what the outage spool holds; what it did not take stays in
 	// spool_dir for the next run, and serve exits non-zero.
-	DrainTimeout Duration  `yaml:"drain_timeout"`
-	Reconnect    Reconnect `yaml:"reconnect"`
+	DrainTimeout Duration `yaml:"drain_timeout"`
+	// LeaseTime is how long a process's claim on a guild (its commands and
+	// voice session), a shard or a campaign's background work lasts without
+	// a heartbeat: when a process dies, another takes its sessions over
+	// within it.
+	LeaseTime Duration  `yaml:"lease_time"`
+	Reconnect Reconnect `yaml:"reconnect"`
 }
 
 // Reconnect configures reconnect backoff.
@@ -303,8 +308,8 @@ func Default() Config {
 		Correction: Correction{PhoneticThreshold: 0.70, FuzzyThreshold: 0.85, LowConfidence: 0.5},
 		Lifecycle: Lifecycle{MaxContextTokens: 8000, SummarizeAt: 0.75, ConsolidateEvery: Duration(30 * time.Minute),
 			SpoolDir: "spool", SpoolMaxBytes: 64 << 20, ShutdownTimeout: Duration(20 * time.Second),
-			DrainTimeout: Duration(30 * time.Second),
-			Reconnect:    Reconnect{Initial: Duration(time.Second), Max: Duration(30 * time.Second), Attempts: 10}},
+			DrainTimeout: Duration(30 * time.Second), LeaseTime: Duration(15 * time.Second),
+			Reconnect: Reconnect{Initial: Duration(time.Second), Max: Duration(30 * time.Second), Attempts: 10}},
 		Voice: Voice{EndOfTurn: Duration(600 * time.Millisecond), MaxUtterance: Duration(30 * time.Second),
 			BargeIn: Duration(250 * time.Millisecond)},
 		Providers: Providers{
@@ -777,6 +782,7 @@ func (c Config) Validate() error {
 		in("lifecycle.spool_max_bytes", float64(c.Lifecycle.SpoolMaxBytes), 1<<16, 1<<40),
 		positive("lifecycle.shutdown_timeout", c.Lifecycle.ShutdownTimeout),
 		positive("lifecycle.drain_timeout", c.Lifecycle.DrainTimeout),
+		positive("lifecycle.lease_time", c.Lifecycle.LeaseTime),
 		positive("lifecycle.reconnect.initial", c.Lifecycle.Reconnect.Initial),
 		positive("lifecycle.reconnect.max", c.Lifecycle.Reconnect.Max),
 		in("lifecycle.reconnect.attempts", float64(c.Lifecycle.Reconnect.Attempts), 1, 1000),

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
+)
+
+// Names of serve's claims (lifecycle/lease).
+const (
+	guildClaimPrefix      = "guild/"      // a guild: its commands and its voice session
+	backgroundClaimPrefix = "background/" // a campaign's compaction
+	extractionClaimPrefix = "extraction/" // a campaign's unfinished extraction
+)
+
+func guildClaim(guildID string) string { return guildClaimPrefix + guildID }
+
+func shardClaim(id, count int) string { return fmt.Sprintf("shard/%dof%d", id, count) }
+
+// guildShard is the Discord shard that receives a guild's events.
+func guildShard(guildID string, count int) (int, bool) {
+	id, err := strconv.ParseUint(guildID, 10, 64)
+	if err != nil || count <= 1 {
+		return 0, err == nil
+	}
+	return int((id >> 22) % uint64(count)), true
+}
+
+// guildClaims are serve's claims on its guilds among the processes
+// sharing the database. It implements bot.GuildClaims; its takeover loop
+// resumes the sessions of guilds whose owner stopped renewing its claim.
+type guildClaims struct {
+	set   *lease.Set
+	clk   clock.Clock
+	log   *slog.Logger
+	mine  map[string]bool // guilds bound here (and on this process's shard)
+	every time.Duration
+
+	mu  sync.Mutex
+	bot *bot.Bot
+}
+
+var _ bot.GuildClaims = (*guildClaims)(nil)
+
+// newGuildClaims claims the guilds of guilds that land on shard shardID of
+// shardCount; lost is told of a guild another process took over.
+func newGuildClaims(l *lease.Leases, clk clock.Clock, guilds []bot.Guild, shardID, shardCount int, log *slog.Logger) *guildClaims {
+	c := &guildClaims{clk: clock.OrReal(clk), log: log, mine: map[string]bool{}, every: l.TTL() / 3}
+	for _, g := range guilds {
+		if s, ok := guildShard(g.ID, shardCount); ok && (shardCount <= 1 || s == shardID) {
+			c.mine[g.ID] = true
+		}
+	}
+	c.set = l.NewSet(c.lost)
+	return c
+}
+
+// attach gives the claims the bot they resume sessions in.
+func (c *guildClaims) attach(b *bot.Bot) {
+	c.mu.Lock()
+	c.bot = b
+	c.mu.Unlock()
+}
+
+func (c *guildClaims) theBot() *bot.Bot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bot
+}
+
+// Claim implements bot.GuildClaims. A guild it takes from a process that
+// stopped while a session ran there (before the takeover loop came to it)
+// has that session resumed first.
+func (c *guildClaims) Claim(ctx context.Context, guildID string) (bool, error) {
+	ok, state, err := c.set.Take(ctx, guildClaim(guildID))
+	if ok && state != "" {
+		c.resume(ctx, guildID, "", state)
+	}
+	return ok, err
+}
+
+// resume resumes the session a taken claim carries; one it cannot resume
+// is dropped from the claim (so that nobody retries it forever) and
+// reported.
+func (c *guildClaims) resume(ctx context.Context, guildID, previous, state string) error {
+	b := c.theBot()
+	if b == nil {
+		return errors.New("the bot is not running yet")
+	}
+	s, err := bot.ParseClaimedSession(state)
+	if err == nil {
+		c.log.Info("taking over the session of a stopped process", "guild", guildID, "session", s.SessionID, "previous_owner", previous)
+		err = b.Resume(ctx, guildID, s)
+	}
+	if err != nil {
+		_ = c.Running(ctx, guildID, nil)
+		err = fmt.Errorf("guild %s: %w", guildID, err)
+		c.log.Warn("could not resume the session of a stopped process", "err", err)
+	}
+	return err
+}
+
+// Running implements bot.GuildClaims.
+func (c *guildClaims) Running(ctx context.Context, guildID string, s *bot.ClaimedSession) error {
+	state := ""
+	if s != nil {
+		state = s.Marshal()
+	}
+	return c.set.SetState(ctx, guildClaim(guildID), state)
+}
+
+// owns reports whether this process holds the guild's claim.
+func (c *guildClaims) owns(guildID string) bool { return c.set.Holds(guildClaim(guildID)) }
+
+// lost stops the session of a guild another process took over.
+func (c *guildClaims) lost(name string, err error) {
+	guildID := strings.TrimPrefix(name, guildClaimPrefix)
+	c.log.Warn("lost the claim on a guild to another process", "guild", guildID, "err", err)
+	if b := c.theBot(); b != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := b.Lost(ctx, guildID); err != nil {
+			c.log.Warn("stopping the session of a lost guild", "guild", guildID, "err", err)
+		}
+	}
+}
+
+// takeOver claims the guilds whose owner stopped renewing while a session
+// ran there, and resumes those sessions. It reports how many it resumed.
+func (c *guildClaims) takeOver(ctx context.Context) (int, error) {
+	b := c.theBot()
+	if b == nil {
+		return 0, nil
+	}
+	orphans, err := c.set.Leases().Orphans(ctx, guildClaimPrefix)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, o := range orphans {
+		guildID := strings.TrimPrefix(o.Name, guildClaimPrefix)
+		if !c.mine[guildID] {
+			continue
+		}
+		ok, state, err := c.set.Take(ctx, o.Name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok || state == "" {
+			continue // another process was quicker
+		}
+		if c.resume(ctx, guildID, o.Owner, state) != nil {
+			continue // logged
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// run takes over orphaned sessions every third of the lease time until ctx
+// ends.
+func (c *guildClaims) run(ctx context.Context) {
+	for {
+		if _, err := c.takeOver(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("taking over the sessions of stopped processes", "err", err)
+		}
+		t := c.clk.NewTimer(c.every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// close gives the guilds up. Their sessions were ended (serve's shutdown
+// ends them), so no work stays to resume.
+func (c *guildClaims) close(ctx context.Context) error { return c.set.Close(ctx, false) }
+
+// claimed runs job while this process holds the claim name, and leaves it
+// to another process otherwise: it tries to take the claim every third of
+// the lease time; job's context ends when the claim is lost or ctx ends.
+// once says job is done for good when it returns (the claim is then
+// released); otherwise it is started again the next time the claim is
+// taken. It returns when ctx ends.
+func claimed(ctx context.Context, l *lease.Leases, clk clock.Clock, name string, once bool, log *slog.Logger, job func(ctx context.Context)) {
+	clk = clock.OrReal(clk)
+	for ctx.Err() == nil {
+		ls, err := l.Acquire(ctx, name, "")
+		var held *lease.HeldError
+		switch {
+		case errors.As(err, &held):
+		case err != nil:
+			log.Warn("claiming background work", "claim", name, "err", err)
+		default:
+			jctx, cancel := context.WithCancel(ctx)
+			k := l.Keep(ls, func(err error) {
+				log.Warn("lost the claim on background work to another process", "claim", name, "err", err)
+				cancel()
+			})
+			job(jctx)
+			cut := jctx.Err() != nil // lost, or ctx ended
+			cancel()
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = k.Release(rctx, false)
+			rcancel()
+			if once && !cut {
+				return
+			}
+		}
+		t := clk.NewTimer(l.TTL() / 3)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C():
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// Set holds the claims a process took, each renewed by its own Keeper:
+// the guilds it answers, for instance. Its methods are safe for concurrent
+// use; Close stops every heartbeat.
+type Set struct {
+	l    *Leases
+	lost func(name string, err error)
+
+	mu     sync.Mutex
+	held   map[string]*Keeper
+	closed bool
+}
+
+// NewSet returns an empty set of claims of l. lost (which may be nil) is
+// called, once per loss and on no lock of the set, when a held claim is
+// lost to another process; the claim is out of the set by then.
+func (l *Leases) NewSet(lost func(name string, err error)) *Set {
+	return &Set{l: l, lost: lost, held: map[string]*Keeper{}}
+}
+
+// Leases are the claims the set takes from.
+func (s *Set) Leases() *Leases { return s.l }
+
+// Claim reports whether this process holds name, taking it when nobody
+// does (or its holder let it expire). It is false, with no error, when
+// another process holds it.
+func (s *Set) Claim(ctx context.Context, name string) (bool, error) {
+	ok, _, err := s.claim(ctx, name)
+	return ok, err
+}
+
+// Take is Claim that also returns the work a claim carries when this call
+// took it (the state its previous holder left); it is empty when the set
+// held the claim already.
+func (s *Set) Take(ctx context.Context, name string) (ok bool, state string, err error) {
+	return s.claim(ctx, name)
+}
+
+func (s *Set) claim(ctx context.Context, name string) (bool, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, "", errors.New("lease: the claims are closed (shutting down)")
+	}
+	if _, ok := s.held[name]; ok {
+		return true, "", nil
+	}
+	ls, err := s.l.Acquire(ctx, name, "")
+	var held *HeldError
+	if errors.As(err, &held) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	var k *Keeper
+	k = s.l.Keep(ls, func(err error) {
+		s.mu.Lock()
+		mine := s.held[name] == k
+		if mine {
+			delete(s.held, name)
+		}
+		s.mu.Unlock()
+		if mine && s.lost != nil {
+			s.lost(name, err)
+		}
+	})
+	s.held[name] = k
+	return true, ls.State, nil
+}
+
+// Holds reports whether the set holds name (as far as its heartbeat
+// knows).
+func (s *Set) Holds(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.held[name]
+	return ok
+}
+
+// SetState records the work a held claim resumes; it returns ErrLost when
+// the set does not hold it.
+func (s *Set) SetState(ctx context.Context, name, state string) error {
+	s.mu.Lock()
+	k, ok := s.held[name]
+	s.mu.Unlock()
+	if !ok {
+		return ErrLost
+	}
+	return k.SetState(ctx, state)
+}
+
+// Release gives a claim up (see Keeper.Release); a claim not held is
+// nothing to release.
+func (s *Set) Release(ctx context.Context, name string, keepState bool) error {
+	s.mu.Lock()
+	k, ok := s.held[name]
+	delete(s.held, name)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return k.Release(ctx, keepState)
+}
+
+// Close releases every claim, keeping their work for another process to
+// resume when keepState is true, and refuses new ones.
+func (s *Set) Close(ctx context.Context, keepState bool) error {
+	s.mu.Lock()
+	s.closed = true
+	held := s.held
+	s.held = map[string]*Keeper{}
+	s.mu.Unlock()
+	var errs []error
+	for _, k := range held {
+		errs = append(errs, k.Release(ctx, keepState))
+	}
+	return errors.Join(errs...)
+}

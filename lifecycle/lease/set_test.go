@@ -1,0 +1,65 @@
+package lease_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
+)
+
+func TestSetClaimsTakesOverAndReportsLoss(t *testing.T) {
+	a, b, clk := pair(t)
+	ctx := hangGuard(t)
+	lost := make(chan string, 1)
+	sa := a.NewSet(func(name string, err error) {
+		if errors.Is(err, lease.ErrLost) {
+			lost <- name
+		}
+	})
+	sb := b.NewSet(nil)
+
+	// a claims the guild and records its session; b stays out.
+	if ok, state, err := sa.Take(ctx, "guild/7"); !ok || state != "" || err != nil {
+		t.Fatalf("first take = %v %q %v", ok, state, err)
+	}
+	if err := sa.SetState(ctx, "guild/7", "session s7"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, state, _ := sa.Take(ctx, "guild/7"); !ok || state != "" {
+		t.Errorf("take of a held claim = %v %q, want held, no work handed over", ok, state)
+	}
+	if ok, err := sb.Claim(ctx, "guild/7"); ok || err != nil {
+		t.Fatalf("b claimed a held guild: %v %v", ok, err)
+	}
+	if err := sb.SetState(ctx, "guild/7", "x"); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("b's state write on a claim it does not hold = %v, want ErrLost", err)
+	}
+
+	// a stalls (its heartbeat does not run: the fake clock jumps past the
+	// lease time at once); b takes the guild with its session.
+	clk.Advance(ttl + 1)
+	ok, state, err := sb.Take(ctx, "guild/7")
+	if !ok || state != "session s7" || err != nil {
+		t.Fatalf("takeover = %v %q %v, want the session to resume", ok, state, err)
+	}
+	select {
+	case name := <-lost:
+		if name != "guild/7" {
+			t.Errorf("lost %s", name)
+		}
+	case <-ctx.Done():
+		t.Fatal("a was not told it lost the guild")
+	}
+	if sa.Holds("guild/7") || !sb.Holds("guild/7") {
+		t.Errorf("after the takeover a holds %v, b %v", sa.Holds("guild/7"), sb.Holds("guild/7"))
+	}
+	if err := sb.Close(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := sb.Claim(ctx, "guild/8"); ok || err == nil {
+		t.Errorf("a closed set claimed: %v %v", ok, err)
+	}
+	if err := sa.Close(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+}
