@@ -106,6 +106,7 @@ func (m *manualNow) advance(d time.Duration) {
 // and after MaxRecoveries gives up with EventE2EEFailed; then it sends
 // nothing more.
 func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t, chanID)
 	sp := &spoiler{gw: gw, victim: botID}
 	tap := &wireTap{byUser: map[string][][]byte{}}
@@ -207,6 +208,7 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 // EventE2EEFailed (dave.ErrRecoveryUnanswered), the same clear end state
 // as after too many refusals, and a rejoin puts it back in the group.
 func TestDAVEGivesUpWhenTheGatewayIgnoresARecovery(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t, chanID)
 	sp := &spoiler{gw: gw, victim: botID}
 	tap := &wireTap{byUser: map[string][][]byte{}}
@@ -274,6 +276,7 @@ func TestDAVEGivesUpWhenTheGatewayIgnoresARecovery(t *testing.T) {
 // member's do, does not make the bot re-key the call: no op 31, the same
 // epoch and privacy code, and the good member is still heard.
 func TestDAVEOneBrokenSenderAmongGoodOnesStartsNoRecovery(t *testing.T) {
+	t.Parallel()
 	call := newDAVECall(t)
 	bot := call.dial(t, botID)
 	player := call.dial(t, playerID)
@@ -337,6 +340,7 @@ func TestDAVEOneBrokenSenderAmongGoodOnesStartsNoRecovery(t *testing.T) {
 // re-added (op 31 and a new key package); the gateway removes and adds it
 // again, the group has a new privacy code, and speech flows again.
 func TestDAVERecoversAfterUndecryptableFrames(t *testing.T) {
+	t.Parallel()
 	call := newDAVECall(t)
 	bot := call.dial(t, botID)
 	player := call.dial(t, playerID)
