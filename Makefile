@@ -43,11 +43,16 @@ demo: build
 	@scripts/testdeps.sh --voice-only
 	@export GLYPHOXA_DSN="$(DEVDSN)" && $(BIN) demo
 
+# Tests marked parallel mostly wait (real-time audio streams, fake servers,
+# the database), not compute: more of them run at once than there are
+# cores (go test's default is GOMAXPROCS).
+TESTPARALLEL ?= 8
+
 ## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set)
 test: vet
 	@scripts/testdeps.sh
 	@export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
-	  $(GO) test -race -count=1 -timeout 25m ./...
+	  $(GO) test -race -count=1 -parallel $(TESTPARALLEL) -timeout 25m ./...
 
 ## bench: memory-store latency at 1k and 100k entities (generated once, then reused)
 bench: build

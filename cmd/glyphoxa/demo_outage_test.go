@@ -42,6 +42,7 @@ func (w *watchedOutput) Write(p []byte) (int, error) {
 // directory; the next demo, with the database back, replays it into the
 // first session's log.
 func TestDemoEndsWithTheDatabaseDown(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
 	scene := filepath.Join(t.TempDir(), "scene.yaml")
 	var b strings.Builder
