@@ -25,6 +25,7 @@ func importFile(ctx context.Context, s *postgres.Store, f *campaignfile.File) (c
 }
 
 func TestImportIsIdempotentAndInspectable(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	raw, err := os.ReadFile("../../testdata/campaigns/ironhold-saga.yaml")
@@ -84,6 +85,7 @@ func TestImportIsIdempotentAndInspectable(t *testing.T) {
 // A file that fails half-way (here: the database refuses a relationship to a
 // missing entity) changes nothing.
 func TestImportIsTransactional(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	good := `campaign: c
@@ -116,6 +118,7 @@ sessions:
 
 // A session's game_date is imported, listed and kept across re-imports.
 func TestImportGameDate(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	const file = `campaign: dated
@@ -169,6 +172,7 @@ func streamLayouts(entries int) map[string]string {
 }
 
 func TestStreamingImportStoresWhatParseDoes(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	dump := func() string {
