@@ -49,8 +49,12 @@ demo: build
 TESTPARALLEL ?= 8
 
 ## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set)
-test: vet
-	@scripts/testdeps.sh
+# The test programs install (apt, npm: mostly waiting on the network and the
+# dpkg lock) while go vet compiles.
+test:
+	@scripts/testdeps.sh & deps=$$!; \
+	  $(MAKE) --no-print-directory vet; vetted=$$?; \
+	  wait $$deps || exit 1; exit $$vetted
 	@export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
 	  $(GO) test -race -count=1 -parallel $(TESTPARALLEL) -timeout 25m ./...
 
