@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 
 	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
@@ -202,63 +201,50 @@ func TestEverySingleByteCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	// The bytes of each record (the first with the file's header) are a
-	// subtest of their own, in a directory of their own: they run in
-	// parallel.
-	var cases atomic.Int64
-	t.Run("records", func(t *testing.T) {
-		for damaged := range ends {
-			start := 0
-			if damaged > 0 {
-				start = ends[damaged-1]
-			}
-			t.Run(fmt.Sprintf("record %d", damaged), func(t *testing.T) {
-				t.Parallel()
-				dir := filepath.Join(base, fmt.Sprintf("case-%d", damaged))
-				expect := fmt.Sprint(append(append([]string(nil), want[:damaged]...), want[damaged+1:]...))
-				for off := start; off < ends[damaged]; off++ {
-					for v := range 256 {
-						if byte(v) == clean[off] {
-							continue
-						}
-						cases.Add(1)
-						b := append([]byte(nil), clean...)
-						b[off] = byte(v)
-						os.RemoveAll(dir)
-						if err := os.MkdirAll(dir, 0o700); err != nil {
-							t.Fatal(err)
-						}
-						if err := os.WriteFile(filepath.Join(dir, "spool.log"), b, 0o600); err != nil {
-							t.Fatal(err)
-						}
-						reports := 0
-						s, err := spool.Open(dir, spool.Options{Logger: quiet, OnCorrupt: func(spool.Corruption) { reports++ }})
-						if err != nil {
-							t.Fatalf("byte %d set to %#x: Open: %v", off, v, err)
-						}
-						recs, err := s.Peek(0)
-						if err != nil {
-							t.Fatal(err)
-						}
-						got := make([]string, len(recs))
-						for i, r := range recs {
-							got[i] = string(r)
-						}
-						if fmt.Sprint(got) != expect || s.Quarantined() != 1 || reports != 1 {
-							t.Fatalf("byte %d (record %d) set to %#x: replayed %v, quarantined %d, reported %d; want %s, 1, 1",
-								off, damaged, v, got, s.Quarantined(), reports, expect)
-						}
-						s.Close()
-					}
-				}
-			})
+	dir := filepath.Join(base, "case")
+	cases := 0
+	for off := range clean {
+		damaged := 0
+		for ends[damaged] <= off {
+			damaged++
 		}
-	})
-	if ends[len(ends)-1] != len(clean) {
-		t.Fatalf("the records end at byte %d of %d", ends[len(ends)-1], len(clean))
+		expect := fmt.Sprint(append(append([]string(nil), want[:damaged]...), want[damaged+1:]...))
+		for v := range 256 {
+			if byte(v) == clean[off] {
+				continue
+			}
+			cases++
+			b := append([]byte(nil), clean...)
+			b[off] = byte(v)
+			os.RemoveAll(dir)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "spool.log"), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			reports := 0
+			s, err := spool.Open(dir, spool.Options{Logger: quiet, OnCorrupt: func(spool.Corruption) { reports++ }})
+			if err != nil {
+				t.Fatalf("byte %d set to %#x: Open: %v", off, v, err)
+			}
+			recs, err := s.Peek(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]string, len(recs))
+			for i, r := range recs {
+				got[i] = string(r)
+			}
+			if fmt.Sprint(got) != expect || s.Quarantined() != 1 || reports != 1 {
+				t.Fatalf("byte %d (record %d) set to %#x: replayed %v, quarantined %d, reported %d; want %s, 1, 1",
+					off, damaged, v, got, s.Quarantined(), reports, expect)
+			}
+			s.Close()
+		}
 	}
-	if cases.Load() != int64(len(clean)*255) {
-		t.Fatalf("%d cases, want %d", cases.Load(), len(clean)*255)
+	if cases != len(clean)*255 {
+		t.Fatalf("%d cases, want %d", cases, len(clean)*255)
 	}
 }
 
