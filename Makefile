@@ -45,11 +45,20 @@ demo: build
 	@scripts/testdeps.sh --voice-only
 	@export GLYPHOXA_DSN="$(DEVDSN)" && $(BIN) demo
 
+# Tests marked parallel mostly wait (real-time audio streams, fake servers,
+# the database), not compute: more of them run at once than there are
+# cores (go test's default is GOMAXPROCS).
+TESTPARALLEL ?= 8
+
 ## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set)
-test: vet
-	@scripts/testdeps.sh
+# The test programs install (apt, npm: mostly waiting on the network and the
+# dpkg lock) while go vet compiles.
+test:
+	@scripts/testdeps.sh & deps=$$!; \
+	  $(MAKE) --no-print-directory vet; vetted=$$?; \
+	  wait $$deps || exit 1; exit $$vetted
 	@export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
-	  $(GO) test -race -count=1 -timeout 25m ./...
+	  $(GO) test -race -count=1 -parallel $(TESTPARALLEL) -timeout 25m ./...
 
 ## bench: memory-store latency at 1k and 100k entities (generated once, then reused)
 bench: build

@@ -79,6 +79,7 @@ func TestLargeBodiesAreRefusedBeforeParsing(t *testing.T) {
 // TestBadTextIsRefusedWith400 sends NUL bytes, invalid UTF-8 and a
 // 100,000-word search: each is a 400 that says what is wrong, never a 500.
 func TestBadTextIsRefusedWith400(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.signInLink(t)
 	csrf := b.csrf()
@@ -119,6 +120,7 @@ func TestBadTextIsRefusedWith400(t *testing.T) {
 // keeps: the count stays at the bound, the oldest is forgotten first, and
 // a sign-in started last still completes.
 func TestOAuthStatesAreBounded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	noFollow := func(b *browser) *browser {
 		b.c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

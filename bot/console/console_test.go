@@ -17,6 +17,7 @@ import (
 )
 
 func TestDiscordSignInAppliesTheDMRule(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	tests := []struct {
 		name    string
@@ -54,6 +55,7 @@ func TestDiscordSignInAppliesTheDMRule(t *testing.T) {
 }
 
 func TestCallbackRefusesAForeignState(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.browser(t)
 	// A callback this browser did not start (a login CSRF attempt).
@@ -64,6 +66,7 @@ func TestCallbackRefusesAForeignState(t *testing.T) {
 }
 
 func TestSessionCookieIsHttpOnlyAndSameSite(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	link, err := f.console.OneTimeLink(campaign)
 	if err != nil {
@@ -82,6 +85,7 @@ func TestSessionCookieIsHttpOnlyAndSameSite(t *testing.T) {
 }
 
 func TestOneTimeLinkWorksOnceAndExpires(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	link, err := f.console.OneTimeLink(campaign)
 	if err != nil {
@@ -104,6 +108,7 @@ func TestOneTimeLinkWorksOnceAndExpires(t *testing.T) {
 }
 
 func TestEveryWriteNeedsTheCSRFToken(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.signInLink(t)
 	g := f.camp.Graph()
@@ -146,6 +151,7 @@ func TestEveryWriteNeedsTheCSRFToken(t *testing.T) {
 }
 
 func TestReviewActionsChangeTheStore(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	b := f.signInLink(t)
@@ -235,6 +241,7 @@ func TestReviewActionsChangeTheStore(t *testing.T) {
 }
 
 func TestPersonaEditAndAskAs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	b := f.signInLink(t)
@@ -272,6 +279,7 @@ func TestPersonaEditAndAskAs(t *testing.T) {
 }
 
 func TestGraphAndEntityJSON(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.signInLink(t)
 	var all, seen struct {
@@ -338,6 +346,7 @@ func TestGraphAndEntityJSON(t *testing.T) {
 }
 
 func TestRecapSentencesCiteLinesOnThePage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.signInLink(t)
 	_, body := b.get("/sessions/s1")
@@ -360,6 +369,7 @@ func TestRecapSentencesCiteLinesOnThePage(t *testing.T) {
 }
 
 func TestPlayerSeesNoSecret(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b, resp, _ := f.signInDiscord(t, player)
 	if resp.Request.URL.Path != "/graph" {
@@ -398,6 +408,7 @@ func TestPlayerSeesNoSecret(t *testing.T) {
 }
 
 func TestSignedOutIsSentToSignIn(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.browser(t)
 	for _, p := range []string{"/", "/review", "/graph", "/sessions/s1"} {
@@ -419,6 +430,7 @@ func TestSignedOutIsSentToSignIn(t *testing.T) {
 }
 
 func TestMessagesCannotBeInjectedThroughTheURL(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.signInLink(t)
 	for _, p := range []string{"/review?m=Visit+evil.example", "/npc/grimjaw?m=Visit+evil.example", "/signin?m=Visit+evil.example"} {
@@ -429,6 +441,7 @@ func TestMessagesCannotBeInjectedThroughTheURL(t *testing.T) {
 }
 
 func TestSecureCookieOverTLS(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	srv := httptest.NewTLSServer(f.console)
 	t.Cleanup(srv.Close)
@@ -446,6 +459,7 @@ func TestSecureCookieOverTLS(t *testing.T) {
 }
 
 func TestReviewFiltersBySession(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.signInLink(t)
 	_, all := b.get("/review")

@@ -16,6 +16,7 @@ import (
 // A player's page reads through a player's handle: no DM-only attribute
 // in any spelling, no object marked secret, while the DM sees them all.
 func TestPlayerEntityHasNoDMOnlyAttribute(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	markers := map[string]any{"gm_notes": "GMNOTE-MARKER", "DM_Plan": "DMPLAN-MARKER", "hidden_door": "HIDDEN-MARKER",
 		"notes_gm": "NOTESGM-MARKER", "rumour": map[string]any{"secret": true, "text": "OBJECT-MARKER"}}

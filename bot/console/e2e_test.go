@@ -82,6 +82,7 @@ type e2eStep struct {
 // sentence followed to its line, every page at 360 px, and a player who is
 // never sent a secret. Screenshots go to .cache/console-shots.
 func TestConsoleInChromium(t *testing.T) {
+	t.Parallel()
 	node, chromium, modules, root := browserTools(t)
 	f := newFixture(t)
 	ctx := context.Background()
@@ -205,6 +206,7 @@ func TestConsoleInChromium(t *testing.T) {
 // while it runs, and it settles. The longest frame gap and main-thread task
 // are reported (a measurement, not a pass/fail budget).
 func TestGraphOf1000Entities(t *testing.T) {
+	t.Parallel()
 	node, chromium, modules, root := browserTools(t)
 	spec := benchdata.Spec{Name: "graph1k", Entities: 1000, Relationships: 5000, Entries: 500, Chunks: 50,
 		EntriesPerSession: 250, Dims: 8, Seed: 1}

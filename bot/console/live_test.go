@@ -21,6 +21,7 @@ type liveFeed map[string]console.LiveStatus
 func (l liveFeed) Live(campaign string) console.LiveStatus { return l[campaign] }
 
 func TestLivePageShowsTheFeed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	feed := liveFeed{campaign: {Running: true, SessionID: "s3", Speaking: []string{"Thorin"}, SpoolBytes: 4096, PendingWrites: 2,
 		MemoryDegraded: true, Turns: []console.Turn{{NPC: "Grimjaw", At: time.Date(2026, 3, 15, 19, 4, 5, 0, time.UTC),
@@ -73,6 +74,7 @@ func TestLivePageShowsTheFeed(t *testing.T) {
 }
 
 func TestRecapperSentencesLinkToVisibleLines(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	es, err := f.camp.Sessions().Entries(ctx, "s1")

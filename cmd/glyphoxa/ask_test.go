@@ -42,6 +42,7 @@ func askJSON(t *testing.T, vars map[string]string, args ...string) []askResult {
 }
 
 func TestImportProcessesAndAskAnswers(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
 	code, out, errs := runCLI(t, vars, "import", sample)
 	if code != 0 || !strings.Contains(out, "processed 2 sessions into") {
@@ -120,6 +121,7 @@ func TestImportProcessesAndAskAnswers(t *testing.T) {
 }
 
 func TestProcessIsIdempotent(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
 	if code, out, errs := runCLI(t, vars, "import", "--no-process", sample); code != 0 || strings.Contains(out, "processed") {
 		t.Fatalf("import --no-process: %d %q %q", code, out, errs)

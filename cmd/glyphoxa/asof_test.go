@@ -19,6 +19,7 @@ import (
 // gives each session's location, and each contradicting write left a
 // conflict.
 func TestAskAsOfThreeSessions(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
 	if code, _, errs := runCLI(t, vars, "import", "--no-process", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {

@@ -43,6 +43,7 @@ func (w *watchedOutput) Write(p []byte) (int, error) {
 // first session's log (the next demo continues the first one's campaign
 // instead of importing a fresh one).
 func TestDemoEndsWithTheDatabaseDown(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
 	scene := filepath.Join(t.TempDir(), "scene.yaml")
 	var b strings.Builder

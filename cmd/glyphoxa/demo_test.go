@@ -23,6 +23,7 @@ const (
 // TestDemoSpoken plays the demo's scene for real: synthesised speech,
 // Opus, the lanes and the offline speech-to-text engine.
 func TestDemoSpoken(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	audiotest.Need(t, "pocketsphinx_continuous")
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
@@ -75,6 +76,7 @@ func TestDemoSpoken(t *testing.T) {
 // TestDemoJSON plays the long scene offline (heard text given) and reads
 // the documented --json objects.
 func TestDemoJSON(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
 	code, out, errs := runCLI(t, vars, "demo", "--state-dir", t.TempDir(), "--file", sampleCampaignFile, "--scene", longScene, "--json", "--out", t.TempDir())
 	if code != 0 {
@@ -115,6 +117,7 @@ func TestDemoJSON(t *testing.T) {
 
 // TestDemoWithAnLLM gives the NPC a (fake) LLM: it answers in voice.
 func TestDemoWithAnLLM(t *testing.T) {
+	t.Parallel()
 	llm := llmtest.New(func(_ int, req llmtest.Request) llmtest.Reply {
 		if strings.Contains(req.Messages[0].Content, "extract a knowledge graph") {
 			return llmtest.Reply{Text: `{"entities":[{"name":"Brannoc","type":"npc"},{"name":"Ashen Circle","type":"faction"}],

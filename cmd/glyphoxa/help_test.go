@@ -27,6 +27,7 @@ func TestSubcommandHelp(t *testing.T) {
 }
 
 func TestReadCommandsNeverCreateACampaign(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn, "GLYPHOXA_LLM_BASE_URL": "http://127.0.0.1:1/v1", "GLYPHOXA_LLM_MODEL": "m"}
 	if code, _, errs := runCLI(t, vars, "ask", "--campaign", "nothing-yet", "where?"); code != 1 ||

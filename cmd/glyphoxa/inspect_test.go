@@ -13,6 +13,7 @@ import (
 )
 
 func TestInspectCountsOpenConflicts(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
 	if code, out, errs := runCLI(t, vars, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {

@@ -22,6 +22,7 @@ func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, std
 }
 
 func TestImportAndInspect(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
 	sample := "../../testdata/campaigns/ironhold-saga.yaml"
 

@@ -15,6 +15,7 @@ import (
 // standard error; running it again does nothing, and re-extracting one
 // session reuses the model's answers and duplicates nothing.
 func TestProcessExtract(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
 	if code, _, errs := runCLI(t, vars, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {

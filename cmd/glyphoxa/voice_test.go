@@ -41,6 +41,7 @@ import (
 // (speech-to-text, LLM, speech synthesis) and speech-to-speech (a fake
 // Realtime model that calls his recall tool and speaks the answer).
 func TestVoiceSessionThroughServe(t *testing.T) {
+	t.Parallel()
 	for _, s2s := range []bool{false, true} {
 		name := "cascaded"
 		if s2s {

@@ -43,6 +43,7 @@ func seed(t *testing.T, s *postgres.Store, id string) {
 }
 
 func TestHandlesAreBoundToTheirViewer(t *testing.T) {
+	t.Parallel()
 	s, _ := pgtest.NewStore(t, 8)
 	seed(t, s, "bound")
 	d := newDoor(t, s, reconnect.Backoff{})
@@ -126,6 +127,7 @@ func TestHandlesAreBoundToTheirViewer(t *testing.T) {
 }
 
 func TestOpenRefusesUnknownCampaignsToReaders(t *testing.T) {
+	t.Parallel()
 	s, _ := pgtest.NewStore(t, 8)
 	seed(t, s, "known")
 	d := newDoor(t, s, reconnect.Backoff{})
@@ -160,6 +162,7 @@ func TestOpenRefusesUnknownCampaignsToReaders(t *testing.T) {
 // once without reaching for the dead server, and the door opens again when
 // the database answers (by Ping, then by the probe).
 func TestOutageDegradesTheDoor(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
 	ctx := context.Background()
 	s, err := postgres.NewStore(ctx, cl.DSN(), 8)
@@ -247,6 +250,7 @@ func TestOutageDegradesTheDoor(t *testing.T) {
 // TestRefusalsDoNotDegrade: a statement the database refuses is not an
 // outage.
 func TestRefusalsDoNotDegrade(t *testing.T) {
+	t.Parallel()
 	s, _ := pgtest.NewStore(t, 8)
 	seed(t, s, "refusal")
 	d := newDoor(t, s, reconnect.Backoff{})
@@ -275,6 +279,7 @@ func TestRefusalsDoNotDegrade(t *testing.T) {
 // checks the database itself, at most once per RecheckEvery, so what
 // starts after the database is back works at once.
 func TestOpenRechecksADegradedDoor(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
 	ctx := context.Background()
 	s, err := postgres.NewStore(ctx, cl.DSN(), 8)

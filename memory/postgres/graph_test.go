@@ -11,6 +11,7 @@ import (
 )
 
 func TestEntityCRUD(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")
@@ -61,6 +62,7 @@ func TestEntityCRUD(t *testing.T) {
 }
 
 func TestRelationshipUpsertAndReview(t *testing.T) {
+	t.Parallel()
 	s := newStore(t) // review threshold 0.7
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")
@@ -138,6 +140,7 @@ func TestRelationshipUpsertAndReview(t *testing.T) {
 }
 
 func TestTraversals(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")
@@ -199,6 +202,7 @@ func TestTraversals(t *testing.T) {
 }
 
 func TestIdentityAndVisibility(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")

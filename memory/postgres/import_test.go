@@ -25,6 +25,7 @@ func importFile(ctx context.Context, s *postgres.Store, f *campaignfile.File) (c
 }
 
 func TestImportIsIdempotentAndInspectable(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	raw, err := os.ReadFile("../../testdata/campaigns/ironhold-saga.yaml")
@@ -84,6 +85,7 @@ func TestImportIsIdempotentAndInspectable(t *testing.T) {
 // A file that fails half-way (here: the database refuses a relationship to a
 // missing entity) changes nothing.
 func TestImportIsTransactional(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	good := `campaign: c
@@ -116,6 +118,7 @@ sessions:
 
 // A session's game_date is imported, listed and kept across re-imports.
 func TestImportGameDate(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	const file = `campaign: dated
@@ -169,7 +172,21 @@ func streamLayouts(entries int) map[string]string {
 }
 
 func TestStreamingImportStoresWhatParseDoes(t *testing.T) {
-	s := newStore(t)
+	t.Parallel()
+	for name, doc := range streamLayouts(2*campaignfile.BatchItems + 17) {
+		// Each layout has a store of its own: they run in parallel.
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			streamingImportMatchesParse(t, s, name, doc)
+		})
+	}
+}
+
+// streamingImportMatchesParse imports doc into s whole (Parse), then
+// streaming (Check and Apply), and compares what each stored.
+func streamingImportMatchesParse(t *testing.T, s *postgres.Store, name, doc string) {
+	t.Helper()
 	ctx := ctxT(t)
 	dump := func() string {
 		var b strings.Builder
@@ -190,40 +207,36 @@ func TestStreamingImportStoresWhatParseDoes(t *testing.T) {
 		_, err := s.Pool().Exec(ctx, `DELETE FROM campaigns WHERE id = 'streamy'`)
 		check(t, err)
 	}
-	for name, doc := range streamLayouts(2*campaignfile.BatchItems + 17) {
-		t.Run(name, func(t *testing.T) {
-			reset()
-			f, err := campaignfile.Parse(strings.NewReader(doc), "f.yaml")
-			check(t, err)
-			want := must[campaignfile.Applied](t)(importFile(ctx, s, f))
-			wantDump := dump()
-			reset()
+	reset()
+	f, err := campaignfile.Parse(strings.NewReader(doc), "f.yaml")
+	check(t, err)
+	want := must[campaignfile.Applied](t)(importFile(ctx, s, f))
+	wantDump := dump()
+	reset()
 
-			var progress []campaignfile.Progress
-			sum, err := campaignfile.Check(strings.NewReader(doc), "f.yaml", campaignfile.Options{})
-			check(t, err)
-			if sum.Counts != f.Counts() || sum.Campaign != "streamy" {
-				t.Fatalf("Check counts %+v, Parse %+v", sum.Counts, f.Counts())
-			}
-			var got campaignfile.Applied
-			check(t, s.InTx(ctx, sum.Campaign, func(c *postgres.Campaign) error {
-				var err error
-				// The batch timeout is the test's hang guard (ctxT), not the
-				// product's 2-minute default: a loaded machine may be slow.
-				got, err = sum.Apply(ctx, strings.NewReader(doc), c.Sessions(), c.Graph(), campaignfile.Options{
-					Size: int64(len(doc)), Progress: func(p campaignfile.Progress) { progress = append(progress, p) },
-					BatchTimeout: hangGuard})
-				return err
-			}))
-			if got != want {
-				t.Fatalf("streaming import %+v, whole %+v", got, want)
-			}
-			if d := dump(); d != wantDump {
-				t.Fatalf("the streaming import stored something else (%d vs %d bytes)", len(d), len(wantDump))
-			}
-			if !strings.HasPrefix(name, "flow") && (len(progress) < 5 || progress[len(progress)-1].Bytes != int64(len(doc))) {
-				t.Fatalf("progress %+v", progress)
-			}
-		})
+	var progress []campaignfile.Progress
+	sum, err := campaignfile.Check(strings.NewReader(doc), "f.yaml", campaignfile.Options{})
+	check(t, err)
+	if sum.Counts != f.Counts() || sum.Campaign != "streamy" {
+		t.Fatalf("Check counts %+v, Parse %+v", sum.Counts, f.Counts())
+	}
+	var got campaignfile.Applied
+	check(t, s.InTx(ctx, sum.Campaign, func(c *postgres.Campaign) error {
+		var err error
+		// The batch timeout is the test's hang guard (ctxT), not the
+		// product's 2-minute default: a loaded machine may be slow.
+		got, err = sum.Apply(ctx, strings.NewReader(doc), c.Sessions(), c.Graph(), campaignfile.Options{
+			Size: int64(len(doc)), Progress: func(p campaignfile.Progress) { progress = append(progress, p) },
+			BatchTimeout: hangGuard})
+		return err
+	}))
+	if got != want {
+		t.Fatalf("streaming import %+v, whole %+v", got, want)
+	}
+	if d := dump(); d != wantDump {
+		t.Fatalf("the streaming import stored something else (%d vs %d bytes)", len(d), len(wantDump))
+	}
+	if !strings.HasPrefix(name, "flow") && (len(progress) < 5 || progress[len(progress)-1].Bytes != int64(len(doc))) {
+		t.Fatalf("progress %+v", progress)
 	}
 }

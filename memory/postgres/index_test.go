@@ -10,6 +10,7 @@ import (
 )
 
 func TestSemanticIndexUpsertAndSearch(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")
@@ -63,6 +64,7 @@ func TestSemanticIndexUpsertAndSearch(t *testing.T) {
 // A filter that selects one session among hundreds must still return topK
 // rows, although HNSW's first candidates mostly belong to other sessions.
 func TestSemanticIndexSelectiveFilterReturnsTopK(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	x := pgtest.Campaign(t, s, "camp").Index()

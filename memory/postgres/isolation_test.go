@@ -14,6 +14,7 @@ import (
 // identical ids and names. Every read method of every layer, opened for one
 // campaign, returns only that campaign's rows.
 func TestCampaignsAreIsolated(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	a := pgtest.Campaign(t, s, "campaign-a")

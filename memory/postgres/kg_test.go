@@ -42,6 +42,7 @@ func seedKG(tb testing.TB, s *postgres.Store, c *postgres.Campaign, n, recent in
 }
 
 func TestKGCompaction2000(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStore(t)
 	c := pgtest.Campaign(t, s, "kg-compaction")
@@ -107,6 +108,7 @@ func TestKGCompaction2000(t *testing.T) {
 }
 
 func TestKGDMLevelAndGrace(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStore(t)
 	c := pgtest.Campaign(t, s, "kg-dm")

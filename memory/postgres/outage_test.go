@@ -13,6 +13,7 @@ import (
 )
 
 func TestIsOutage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -43,6 +44,7 @@ func TestIsOutage(t *testing.T) {
 // TestClassify: every driver error leaves the store carrying its class,
 // with the driver's message and the driver's error still reachable.
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	refused := &pgconn.PgError{Code: "23505", Message: "duplicate key"}
 	err := classify(refused)
 	var pgErr *pgconn.PgError

@@ -9,6 +9,7 @@ import (
 )
 
 func TestForgetSpeaker(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")
@@ -57,6 +58,7 @@ func TestForgetSpeaker(t *testing.T) {
 }
 
 func TestOptOutAndNonCanon(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")

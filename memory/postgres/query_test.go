@@ -19,6 +19,7 @@ import (
 // otherwise run out of stack on 100,000 words, and whose driver refuses a
 // NUL byte. A query at the bounds still reaches the database and answers.
 func TestSearchQueryBounds(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")

@@ -15,6 +15,7 @@ import (
 // A fact waiting for review, or rejected, is the DM's business: no player
 // or NPC read returns it, the NPC's own included (issue 25).
 func TestViewerHidesPendingAndRejectedFacts(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	c := pgtest.Campaign(t, s, "camp")
 	seedWorld(t, c)
@@ -73,6 +74,7 @@ func TestViewerHidesPendingAndRejectedFacts(t *testing.T) {
 // without their DM-only keys; a secret fact the NPC may see keeps its
 // public attributes and its marker.
 func TestNPCPathsStripDMOnlyFactAttributes(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	c := pgtest.Campaign(t, s, "camp")
 	seedWorld(t, c)
@@ -111,6 +113,7 @@ func TestNPCPathsStripDMOnlyFactAttributes(t *testing.T) {
 // secret, under any of those keys or in touches, is not shown; edge notes
 // likewise. The DM's view is the raw text.
 func TestKGReadsThroughTheViewer(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	c := pgtest.Campaign(t, s, "camp")
 	ctx := ctxT(t)

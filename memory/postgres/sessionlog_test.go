@@ -16,6 +16,7 @@ func entry(session, speaker, text string, at time.Duration) memory.TranscriptEnt
 }
 
 func TestSessionLogWritesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	l := pgtest.Campaign(t, s, "camp").Sessions()
@@ -55,6 +56,7 @@ func TestSessionLogWritesExactlyOnce(t *testing.T) {
 }
 
 func TestSessionLogRecentWindow(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	l := pgtest.Campaign(t, s, "camp").Sessions()
@@ -74,6 +76,7 @@ func TestSessionLogRecentWindow(t *testing.T) {
 }
 
 func TestSessionLogSearch(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	l := pgtest.Campaign(t, s, "camp").Sessions()
@@ -137,6 +140,7 @@ func sameSet(a, b []string) bool {
 }
 
 func TestSearchHeardOnlyFindsWhatTheNPCHeard(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	l := pgtest.Campaign(t, s, "camp").Sessions()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	ctx := ctxT(t)
 	var wg sync.WaitGroup
@@ -53,6 +54,7 @@ func TestMigrateIsIdempotentAndConcurrent(t *testing.T) {
 }
 
 func TestDimensionMismatchIsRefusedWithTheFix(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewStore(t, testDims)
 	ctx := ctxT(t)
 	_, err := postgres.NewStore(ctx, dsn, 16)
@@ -71,6 +73,7 @@ func TestDimensionMismatchIsRefusedWithTheFix(t *testing.T) {
 }
 
 func TestReembedRebuildsTheIndexForANewDimension(t *testing.T) {
+	t.Parallel()
 	s, dsn := pgtest.NewStore(t, testDims)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")
@@ -103,6 +106,7 @@ func TestReembedRebuildsTheIndexForANewDimension(t *testing.T) {
 }
 
 func TestBadInputIsRefusedWithoutWriting(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")

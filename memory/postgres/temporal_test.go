@@ -10,6 +10,7 @@ import (
 )
 
 func TestFactsOverTime(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, newStore(t), "timeline")
 	seedWorld(t, c)
@@ -116,6 +117,7 @@ func TestFactsOverTime(t *testing.T) {
 }
 
 func TestLinkFactsErrors(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, newStore(t), "links")
 	seedWorld(t, c)

@@ -44,6 +44,7 @@ func checkTextStats(t *testing.T, s *postgres.Store, when string) {
 }
 
 func TestTextStatsFollowChunkWrites(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	a := pgtest.Campaign(t, s, "a")
@@ -119,6 +120,7 @@ func referenceTextSearch(t *testing.T, s *postgres.Store, campaign, query string
 }
 
 func TestTextSearchMatchesFullScoring(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")
@@ -180,6 +182,7 @@ func TestTextSearchMatchesFullScoring(t *testing.T) {
 }
 
 func TestTextStatsConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "camp")

@@ -56,6 +56,7 @@ func leaks(v any) []string {
 }
 
 func TestViewerFiltersEveryReadPath(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	base := pgtest.Campaign(t, s, "camp")
 	seedWorld(t, base)
@@ -176,6 +177,7 @@ func TestViewerFiltersEveryReadPath(t *testing.T) {
 func jsonNum(id int64) string { b, _ := json.Marshal(id); return string(b) }
 
 func TestViewerRefusesNoRole(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	c := pgtest.Campaign(t, s, "camp")
 	for _, v := range []memory.Viewer{{}, {Role: memory.RoleNPC}, {Role: memory.RolePlayer, NPCID: "x"}, memory.NPCViewer("a\x00b")} {
@@ -191,6 +193,7 @@ func TestViewerRefusesNoRole(t *testing.T) {
 
 // An NPC id with a quote is quoted, not run.
 func TestViewerQuotesNPCID(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	c := pgtest.Campaign(t, s, "camp")
 	seedWorld(t, c)
@@ -210,6 +213,7 @@ func TestViewerQuotesNPCID(t *testing.T) {
 // The SQL definition of secrecy (migration 0010) and the Go one
 // (memory.PublicValue) agree.
 func TestSecrecyAgreesWithGo(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := ctxT(t)
 	for _, in := range []string{
@@ -238,6 +242,7 @@ func TestSecrecyAgreesWithGo(t *testing.T) {
 // its public attributes only (no secret_plan, gm_notes, hidden_*, nested
 // secret objects), the NPC itself with all of them.
 func TestNPCPathsStripEverySecretAttribute(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	c := pgtest.Campaign(t, s, "camp")
 	seedWorld(t, c)

@@ -51,6 +51,7 @@ func openConflicts(t *testing.T, g *postgres.Graph) []string {
 // Every writer goes through WriteFact; each row is one write path and what
 // the store must make of it.
 func TestWriteFactPerWriter(t *testing.T) {
+	t.Parallel()
 	moveTo := func(session string) memory.Relationship {
 		return memory.Relationship{SourceID: "grimjaw", TargetID: "tower", Type: "LOCATED_AT",
 			Provenance: memory.Provenance{SessionID: session, Confidence: 0.9, Source: memory.SourceStated}}
@@ -135,6 +136,7 @@ func TestWriteFactPerWriter(t *testing.T) {
 // secrecy and learns nothing: the answer is the same as for a triple that
 // does not exist (issue 17, item 1).
 func TestProposalNeverMergesIntoCanon(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	_, c := timelineCampaign(t, "no-merge")
 	g := c.Graph()
@@ -195,6 +197,7 @@ func TestProposalNeverMergesIntoCanon(t *testing.T) {
 // gives the location of that time; every contradicting write path leaves a
 // conflict.
 func TestThreeSessionsAsOf(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	s := newStore(t)
 	c := pgtest.Campaign(t, s, "three-sessions")
@@ -261,6 +264,7 @@ sessions:
 // An NPC's hot context (its identity snapshot) holds the facts valid now:
 // after a move it knows the new place only; proposals about it stay out.
 func TestHotContextUsesFactsValidNow(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	_, c := timelineCampaign(t, "hot-now")
 	g := c.Graph()
@@ -283,6 +287,7 @@ func TestHotContextUsesFactsValidNow(t *testing.T) {
 // A low-confidence extraction of a later session retires nothing: the old
 // location stays canon until the DM keeps the new one.
 func TestPendingSupersessionRetiresNothing(t *testing.T) {
+	t.Parallel()
 	ctx := ctxT(t)
 	_, c := timelineCampaign(t, "pending-move")
 	g := c.Graph()

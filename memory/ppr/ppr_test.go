@@ -116,6 +116,7 @@ func reference(edges []postgres.GraphEdge, seeds map[string]float64, d float64) 
 }
 
 func TestRankMatchesReference(t *testing.T) {
+	t.Parallel()
 	c := world(t)
 	ctx := ctxT(t)
 	g, err := New(c, Config{Tolerance: 1e-12, MaxIterations: 1000})
@@ -144,6 +145,7 @@ func TestRankMatchesReference(t *testing.T) {
 }
 
 func TestRankReachesThreeHops(t *testing.T) {
+	t.Parallel()
 	c := world(t)
 	ctx := ctxT(t)
 	g, err := New(c, Config{})
@@ -165,6 +167,7 @@ func TestRankReachesThreeHops(t *testing.T) {
 }
 
 func TestRefreshMatchesReload(t *testing.T) {
+	t.Parallel()
 	c := world(t)
 	ctx := ctxT(t)
 	g, err := New(c, Config{Tolerance: 1e-12, MaxIterations: 500})
@@ -207,6 +210,7 @@ func TestRefreshMatchesReload(t *testing.T) {
 // The chunks one transaction writes share its timestamp: the cursor's id
 // keeps a refresh from reading them again.
 func TestRefreshWithoutWritesAppliesNothing(t *testing.T) {
+	t.Parallel()
 	c := world(t)
 	ctx := ctxT(t)
 	g, err := New(c, Config{})
@@ -233,6 +237,7 @@ func TestRefreshWithoutWritesAppliesNothing(t *testing.T) {
 }
 
 func TestLooseChunkSeedsRank(t *testing.T) {
+	t.Parallel()
 	c := world(t)
 	ctx := ctxT(t)
 	g, err := New(c, Config{Tolerance: 1e-9})
@@ -259,6 +264,7 @@ func TestLooseChunkSeedsRank(t *testing.T) {
 }
 
 func TestSpecificity(t *testing.T) {
+	t.Parallel()
 	c := world(t)
 	ctx := ctxT(t)
 	g, err := New(c, Config{})
@@ -281,6 +287,7 @@ func TestSpecificity(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	for _, c := range []Config{{Damping: 1}, {Damping: -0.5}, {MaxIterations: -1}, {Tolerance: -1}} {
 		if _, err := New(nil, c); err == nil {
 			t.Errorf("New(%+v): no error", c)
@@ -289,6 +296,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestChunkEntities(t *testing.T) {
+	t.Parallel()
 	c := world(t)
 	ctx := ctxT(t)
 	g, err := New(c, Config{})

@@ -139,6 +139,7 @@ func waitUser(t *testing.T, c *conn.Conn, user string) {
 }
 
 func TestFramesArriveInOrderInBothModes(t *testing.T) {
+	t.Parallel()
 	for _, modes := range [][]string{{rtp.ModeXChaCha20, rtp.ModeAES256GCM}, {rtp.ModeXChaCha20}} {
 		t.Run(modes[len(modes)-1], func(t *testing.T) {
 			srv := server(t, voicetest.Config{Modes: modes})
@@ -169,6 +170,7 @@ func TestFramesArriveInOrderInBothModes(t *testing.T) {
 }
 
 func TestResumeAfterDroppedWebSocketLosesNothing(t *testing.T) {
+	t.Parallel()
 	srv := server(t, voicetest.Config{})
 	bot := dial(t, srv, botID, nil)
 	player := dial(t, srv, playerID, nil)
@@ -201,6 +203,7 @@ func TestResumeAfterDroppedWebSocketLosesNothing(t *testing.T) {
 }
 
 func TestUDPOutageIsSurvived(t *testing.T) {
+	t.Parallel()
 	srv := server(t, voicetest.Config{})
 	bot := dial(t, srv, botID, nil)
 	player := dial(t, srv, playerID, nil)
@@ -233,6 +236,7 @@ func TestUDPOutageIsSurvived(t *testing.T) {
 }
 
 func TestBadPacketsAreCountedAndDropped(t *testing.T) {
+	t.Parallel()
 	srv := server(t, voicetest.Config{})
 	bot := dial(t, srv, botID, nil)
 	player := dial(t, srv, playerID, nil)
@@ -273,6 +277,7 @@ func TestBadPacketsAreCountedAndDropped(t *testing.T) {
 }
 
 func TestReorderingAndGaps(t *testing.T) {
+	t.Parallel()
 	srv := server(t, voicetest.Config{})
 	bot := dial(t, srv, botID, func(c *conn.Config) { c.ReorderDelay = 80 * time.Millisecond })
 	const fake = 7777
@@ -306,6 +311,7 @@ func TestReorderingAndGaps(t *testing.T) {
 }
 
 func TestCloseCodes(t *testing.T) {
+	t.Parallel()
 	t.Run("rate limited stops without an error", func(t *testing.T) {
 		srv := server(t, voicetest.Config{})
 		bot := dial(t, srv, botID, nil)
@@ -369,6 +375,7 @@ func waitEvent(t *testing.T, c *conn.Conn, kind conn.EventKind) conn.Event {
 }
 
 func TestCloseStopsEverything(t *testing.T) {
+	t.Parallel()
 	srv := server(t, voicetest.Config{})
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {

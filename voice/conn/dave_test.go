@@ -261,6 +261,7 @@ func sameFrames(t *testing.T, what string, got, want [][]byte) {
 }
 
 func TestDAVESpeechBothWays(t *testing.T) {
+	t.Parallel()
 	d := newDAVECall(t)
 	bot := d.dial(t, botID)
 	player := d.dial(t, playerID)
@@ -308,6 +309,7 @@ func parseID(t *testing.T, s string) uint64 {
 }
 
 func TestDAVEResumeKeepsTheGroup(t *testing.T) {
+	t.Parallel()
 	d := newDAVECall(t)
 	bot := d.dial(t, botID)
 	player := d.dial(t, playerID)
@@ -353,6 +355,7 @@ func TestDAVEResumeKeepsTheGroup(t *testing.T) {
 }
 
 func TestDAVEUDPOutageIsSurvived(t *testing.T) {
+	t.Parallel()
 	d := newDAVECall(t)
 	bot := d.dial(t, botID)
 	player := d.dial(t, playerID)
@@ -385,6 +388,7 @@ func TestDAVEUDPOutageIsSurvived(t *testing.T) {
 }
 
 func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
+	t.Parallel()
 	d := newDAVECall(t)
 	bot := d.dial(t, botID)
 	player := d.dial(t, playerID)
@@ -474,6 +478,7 @@ func TestDAVEThirdMemberJoinsMidStream(t *testing.T) {
 }
 
 func TestDAVERequiredButNotOffered(t *testing.T) {
+	t.Parallel()
 	d := newDAVECall(t)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
@@ -490,6 +495,7 @@ func TestDAVERequiredButNotOffered(t *testing.T) {
 }
 
 func TestDAVEReidentifyFormsANewGroup(t *testing.T) {
+	t.Parallel()
 	d := newDAVECall(t)
 	bot := dial(t, d.srv, botID, func(c *conn.Config) {
 		daveConfig(c)

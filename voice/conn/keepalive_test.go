@@ -58,6 +58,7 @@ func listenOnly(t *testing.T, keepalive, length time.Duration) (sent, received, 
 }
 
 func TestListenOnlyTenMinutesKeepsTheNATMapping(t *testing.T) {
+	t.Parallel()
 	sent, received, lost, srv, bot := listenOnly(t, 5*time.Second, 10*time.Minute)
 	t.Logf("10 simulated minutes listening: the player sent %d frames, the bot received %d (%d lost); the bot sent %d keepalives, the server counted %d; NAT drops %d",
 		sent, received, lost, bot.Stats().Keepalives, srv.Keepalives(botID), srv.NATDropped())
@@ -75,6 +76,7 @@ func TestListenOnlyTenMinutesKeepsTheNATMapping(t *testing.T) {
 // Without keepalives the same session loses the mapping: the test above
 // measures something.
 func TestListenOnlyWithoutKeepaliveLosesTheNATMapping(t *testing.T) {
+	t.Parallel()
 	sent, received, _, srv, _ := listenOnly(t, -1, 2*time.Minute)
 	t.Logf("without keepalives: the player sent %d frames, the bot received %d; NAT drops %d", sent, received, srv.NATDropped())
 	if received >= sent || srv.NATDropped() == 0 || srv.Keepalives(botID) != 0 {

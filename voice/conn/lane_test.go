@@ -13,6 +13,7 @@ import (
 // reports (issue 29: restarts instead of dropping the stream, no huge Lost
 // on a restart, a short window at the start).
 func TestLaneRestartsAndStartWindow(t *testing.T) {
+	t.Parallel()
 	type in struct {
 		seq uint16
 		at  time.Duration // arrival, from the start

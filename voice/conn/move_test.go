@@ -38,6 +38,7 @@ func kickThenSwitch(srv *voicetest.Server, bot *conn.Conn, events *eventLog, t *
 }
 
 func TestMoveClosedWith4014FollowsTheBot(t *testing.T) {
+	t.Parallel()
 	clk := clocktest.NewFake(time.Unix(1_800_000_000, 0))
 	srv, a, b := twoChannels(t)
 	bot := dialAt(t, params(srv, botID), moveClock(clk))
@@ -94,6 +95,7 @@ func TestMoveClosedWith4014FollowsTheBot(t *testing.T) {
 }
 
 func TestServerChangeClosedWith4022FollowsTheBot(t *testing.T) {
+	t.Parallel()
 	clk := clocktest.NewFake(time.Unix(1_800_000_000, 0))
 	old, next := newDAVECall(t), newDAVECall(t)
 	bot := dialAt(t, params(old.srv, botID), moveClock(clk))
@@ -130,6 +132,7 @@ func waitPending(t *testing.T, clk *clocktest.Fake, d time.Duration) {
 }
 
 func TestKickWithoutANewSessionEndsWithAReason(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		code int
@@ -200,6 +203,7 @@ func waitPacketsClosed(t *testing.T, c *conn.Conn) {
 }
 
 func TestModeratorDisconnectEndsAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name         string
 		removedFirst bool // the main gateway's news arrives before the close

@@ -24,8 +24,9 @@ type spoiler struct {
 
 	mu       sync.Mutex
 	on       bool
-	invalid  int // op 31 from the victim
-	packages int // op 26 from the victim
+	deaf     bool // drop the victim's op 31 and key packages: never re-add it
+	invalid  int  // op 31 from the victim
+	packages int  // op 26 from the victim
 }
 
 func (s *spoiler) spoil(ds []voicetest.Delivery) []voicetest.Delivery {
@@ -52,15 +53,28 @@ func (s *spoiler) Left(u string) []voicetest.Delivery   { return s.spoil(s.gw.Le
 func (s *spoiler) FromClient(u string, op gateway.Op, p []byte) []voicetest.Delivery {
 	if u == s.victim {
 		s.mu.Lock()
+		recovery := false
 		switch op {
 		case gateway.OpDAVEInvalidCommitWelcome:
 			s.invalid++
+			recovery = true
 		case gateway.OpDAVEKeyPackage:
 			s.packages++
+			recovery = true
 		}
+		deaf := s.deaf
 		s.mu.Unlock()
+		if deaf && recovery {
+			return nil
+		}
 	}
 	return s.spoil(s.gw.FromClient(u, op, p))
+}
+
+func (s *spoiler) set(on, deaf bool) {
+	s.mu.Lock()
+	s.on, s.deaf = on, deaf
+	s.mu.Unlock()
 }
 
 func (s *spoiler) counts() (invalid, packages int) {
@@ -92,6 +106,7 @@ func (m *manualNow) advance(d time.Duration) {
 // and after MaxRecoveries gives up with EventE2EEFailed; then it sends
 // nothing more.
 func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
+	t.Parallel()
 	gw := newGateway(t, chanID)
 	sp := &spoiler{gw: gw, victim: botID}
 	tap := &wireTap{byUser: map[string][][]byte{}}
@@ -130,10 +145,15 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 		}
 		inv, _ := sp.counts()
 		if inv > seen {
-			// Each refusal's key package waits for the backoff: let the
-			// session's clock run past it.
+			// The key package of refusal inv waits for its backoff (the
+			// first goes out at once, then 1, 2, 4, 8 s): let the
+			// session's clock run to its end, no further. The clock
+			// then stands still while the gateway answers, so the
+			// answer is never late (dave.RecoveryTimeout).
 			seen = inv
-			clk.advance(dave.MaxRecoveryBackoff)
+			if inv > 1 {
+				clk.advance(min(dave.RecoveryBackoff<<(inv-2), dave.MaxRecoveryBackoff))
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -178,68 +198,85 @@ func TestDAVEGivesUpOnAGatewayThatKeepsSendingInvalidCommits(t *testing.T) {
 		t.Fatalf("%d EventE2EEFailed", n)
 	}
 
-	// Issue 29: the NPC speaks after the session gave up: no key, no
-	// frame. Nothing of it reaches the wire, least of all plain Opus.
-	onWire := len(tap.frames(botID))
-	const frames = 20
-	for i := 0; i < frames; i++ {
-		if err := bot.WriteOpus(frame(i)); !errors.Is(err, dave.ErrNoSendKey) {
-			t.Fatalf("frame %d after giving up: %v, want dave.ErrNoSendKey", i, err)
-		}
-	}
-	// The silence frames that end a stream carry no speech and pass.
-	if err := bot.SetSpeaking(false); err != nil {
-		t.Fatal(err)
-	}
-	if err := voicetest.Wait(wctx, func() bool { return len(tap.frames(botID)) >= onWire+5 }); err != nil {
-		t.Fatalf("the closing silence frames did not arrive: %d frames on the wire", len(tap.frames(botID))-onWire)
-	}
-	wire := tap.frames(botID)[onWire:]
-	for i, w := range wire {
-		if !bytes.Equal(w, conn.SilenceFrame()) {
-			t.Fatalf("after giving up, frame %d went on the wire: %x", i, w[:min(len(w), 16)])
-		}
-	}
-	if st := bot.Stats(); st.NotEncrypted != frames {
-		t.Fatalf("NotEncrypted %d, want %d", st.NotEncrypted, frames)
-	}
+	endsClearly(t, bot, events, tap, sp, player, playerB, gw)
+}
 
-	// What the table does on EventE2EEFailed: rejoin, with a new voice
-	// session and a new DAVE session; the gateway behaves again.
-	sp.mu.Lock()
-	sp.on = false
-	sp.mu.Unlock()
-	if err := bot.Rejoin(wctx); err != nil {
-		t.Fatalf("rejoin: %v", err)
+// Issue 29: a gateway that ignores the bot's recovery (op 31 and its
+// fresh key package) never re-adds it; without a timeout the bot would
+// wait for ever, out of the group and silent. dave.RecoveryTimeout after
+// the key package went out, on the session's clock, the bot gives up:
+// EventE2EEFailed (dave.ErrRecoveryUnanswered), the same clear end state
+// as after too many refusals, and a rejoin puts it back in the group.
+func TestDAVEGivesUpWhenTheGatewayIgnoresARecovery(t *testing.T) {
+	t.Parallel()
+	gw := newGateway(t, chanID)
+	sp := &spoiler{gw: gw, victim: botID}
+	tap := &wireTap{byUser: map[string][][]byte{}}
+	srv := server(t, voicetest.Config{DAVEVersion: dave.ProtocolVersion, DAVE: sp, RequireDAVE: true, Observe: tap.observe})
+	clk := &manualNow{t: time.Unix(1_800_000_000, 0)}
+	bot := dial(t, srv, botID, func(c *conn.Config) {
+		c.NewE2EE = dave.NewE2EE(quiet(), dave.WithClock(clk.now))
+		c.Rejoin = func(ctx context.Context) (conn.Params, error) {
+			p := params(srv, botID)
+			p.SessionID, p.Token = "sess-rejoined", "tok-rejoined"
+			return p, nil
+		}
+	})
+	events := recordEvents(bot)
+	player := dial(t, srv, playerID, daveConfig)
+	call := &daveCall{srv: srv, gw: gw}
+	call.settle(t, 1, bot, player)
+
+	// The bot gets a spoilt commit (a third member joins) and refuses it;
+	// the gateway takes no notice of its op 31 and key package.
+	sp.set(true, true)
+	playerB := dial(t, srv, playerBID, daveConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if err := voicetest.Wait(ctx, func() bool { inv, kps := sp.counts(); return inv == 1 && kps == 2 }); err != nil {
+		inv, kps := sp.counts()
+		t.Fatalf("the bot sent %d op 31 and %d key packages; want its first recovery (1 and 2)", inv, kps)
 	}
-	if err := voicetest.Wait(wctx, func() bool {
-		s := session(bot)
-		return s.Ready() && s.Failed() == nil && s.PrivacyCode() != "" && s.PrivacyCode() == session(player).PrivacyCode() &&
-			session(playerB).PrivacyCode() == s.PrivacyCode() && gw.Settled()
-	}); err != nil {
-		t.Fatalf("after rejoining the bot is not in the group: bot epoch %d, gateway epoch %d, members %v", session(bot).Epoch(), gw.Epoch(), gw.Members())
-	}
-	speech := framesUpTo(20)
-	sent := streamFrames(t, bot, speech, nil)
-	heard, lost := collect(player, botID, sent+5)
-	var got [][]byte // the closing silence before the rejoin aside
-	for _, f := range heard {
-		if !bytes.Equal(f, conn.SilenceFrame()) {
-			got = append(got, f)
+	// Just short of the timeout the bot still waits (the receive loop
+	// polls the session every few tens of milliseconds; give it many).
+	clk.advance(dave.RecoveryTimeout - time.Millisecond)
+	for i := 0; i < 20; i++ {
+		time.Sleep(10 * time.Millisecond)
+		if f := session(bot).Failed(); f != nil {
+			t.Fatalf("gave up before dave.RecoveryTimeout: %v", f)
 		}
 	}
-	if sent != len(speech) || len(got) != sent || lost != 0 {
-		t.Fatalf("after rejoining: sent %d of %d, the player heard %d, %d lost", sent, len(speech), len(got), lost)
+	clk.advance(time.Millisecond)
+	e := events.wait(t, "e2ee failed", kind(conn.EventE2EEFailed, ""))
+	if !errors.Is(e.Err, dave.ErrRecoveryGaveUp) || !errors.Is(e.Err, dave.ErrRecoveryUnanswered) {
+		t.Fatalf("EventE2EEFailed with %v; want dave.ErrRecoveryGaveUp and dave.ErrRecoveryUnanswered", e.Err)
 	}
-	sameFrames(t, "after rejoining", got, speech)
-	all := tap.frames(botID)
-	checkProtected(t, all[len(all)-len(speech):], speech)
+	t.Logf("a gateway ignoring op 31: the bot gave up %v after its key package: %v", dave.RecoveryTimeout, e.Err)
+	inv, kps := sp.counts()
+	// The end is final: nothing more from the bot's DAVE session, one
+	// event.
+	clk.advance(time.Hour)
+	time.Sleep(300 * time.Millisecond)
+	if inv2, kps2 := sp.counts(); inv2 != inv || kps2 != kps {
+		t.Fatalf("after giving up the bot sent %d op 31 and %d key packages more", inv2-inv, kps2-kps)
+	}
+	n := 0
+	for _, e := range events.snapshot() {
+		if e.Kind == conn.EventE2EEFailed {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d EventE2EEFailed", n)
+	}
+	endsClearly(t, bot, events, tap, sp, player, playerB, gw)
 }
 
 // Issue 29: one member whose frames never decrypt, while another
 // member's do, does not make the bot re-key the call: no op 31, the same
 // epoch and privacy code, and the good member is still heard.
 func TestDAVEOneBrokenSenderAmongGoodOnesStartsNoRecovery(t *testing.T) {
+	t.Parallel()
 	call := newDAVECall(t)
 	bot := call.dial(t, botID)
 	player := call.dial(t, playerID)
@@ -303,6 +340,7 @@ func TestDAVEOneBrokenSenderAmongGoodOnesStartsNoRecovery(t *testing.T) {
 // re-added (op 31 and a new key package); the gateway removes and adds it
 // again, the group has a new privacy code, and speech flows again.
 func TestDAVERecoversAfterUndecryptableFrames(t *testing.T) {
+	t.Parallel()
 	call := newDAVECall(t)
 	bot := call.dial(t, botID)
 	player := call.dial(t, playerID)
@@ -353,4 +391,69 @@ func TestDAVERecoversAfterUndecryptableFrames(t *testing.T) {
 		t.Fatalf("after the recovery the bot heard %d of %d frames, %d lost", len(got), sent, lost)
 	}
 	sameFrames(t, "after the recovery", got, framesUpTo(sent))
+}
+
+// endsClearly checks the state after the bot's DAVE session gave up, and
+// what the table does then (EventE2EEFailed: rejoin): the NPC's speech
+// after the end never reaches the wire, least of all as plain Opus; a
+// rejoin with the gateway behaving again puts the bot back in the group,
+// heard by the player.
+func endsClearly(t *testing.T, bot *conn.Conn, events *eventLog, tap *wireTap, sp *spoiler, player, playerB *conn.Conn, gw *davetest.Gateway) {
+	t.Helper()
+	wctx, wcancel := context.WithTimeout(context.Background(), hangGuard)
+	defer wcancel()
+	// Issue 29: the NPC speaks after the session gave up: no key, no
+	// frame. Nothing of it reaches the wire, least of all plain Opus.
+	onWire := len(tap.frames(botID))
+	const frames = 20
+	for i := 0; i < frames; i++ {
+		if err := bot.WriteOpus(frame(i)); !errors.Is(err, dave.ErrNoSendKey) {
+			t.Fatalf("frame %d after giving up: %v, want dave.ErrNoSendKey", i, err)
+		}
+	}
+	// The silence frames that end a stream carry no speech and pass.
+	if err := bot.SetSpeaking(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := voicetest.Wait(wctx, func() bool { return len(tap.frames(botID)) >= onWire+5 }); err != nil {
+		t.Fatalf("the closing silence frames did not arrive: %d frames on the wire", len(tap.frames(botID))-onWire)
+	}
+	wire := tap.frames(botID)[onWire:]
+	for i, w := range wire {
+		if !bytes.Equal(w, conn.SilenceFrame()) {
+			t.Fatalf("after giving up, frame %d went on the wire: %x", i, w[:min(len(w), 16)])
+		}
+	}
+	if st := bot.Stats(); st.NotEncrypted != frames {
+		t.Fatalf("NotEncrypted %d, want %d", st.NotEncrypted, frames)
+	}
+
+	// What the table does on EventE2EEFailed: rejoin, with a new voice
+	// session and a new DAVE session; the gateway behaves again.
+	sp.set(false, false)
+	if err := bot.Rejoin(wctx); err != nil {
+		t.Fatalf("rejoin: %v", err)
+	}
+	if err := voicetest.Wait(wctx, func() bool {
+		s := session(bot)
+		return s.Ready() && s.Failed() == nil && s.PrivacyCode() != "" && s.PrivacyCode() == session(player).PrivacyCode() &&
+			session(playerB).PrivacyCode() == s.PrivacyCode() && gw.Settled()
+	}); err != nil {
+		t.Fatalf("after rejoining the bot is not in the group: bot epoch %d, gateway epoch %d, members %v", session(bot).Epoch(), gw.Epoch(), gw.Members())
+	}
+	speech := framesUpTo(20)
+	sent := streamFrames(t, bot, speech, nil)
+	heard, lost := collect(player, botID, sent+5)
+	var got [][]byte // the closing silence before the rejoin aside
+	for _, f := range heard {
+		if !bytes.Equal(f, conn.SilenceFrame()) {
+			got = append(got, f)
+		}
+	}
+	if sent != len(speech) || len(got) != sent || lost != 0 {
+		t.Fatalf("after rejoining: sent %d of %d, the player heard %d, %d lost", sent, len(speech), len(got), lost)
+	}
+	sameFrames(t, "after rejoining", got, speech)
+	all := tap.frames(botID)
+	checkProtected(t, all[len(all)-len(speech):], speech)
 }

@@ -19,6 +19,7 @@ import (
 // SSRC to the bot and hear the rest of the turn instead of dropping it as
 // an unknown source.
 func TestSpeakingIsAnnouncedForEveryNewSSRC(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// renew starts the new session; the bot keeps writing meanwhile.
@@ -113,6 +114,7 @@ func waitPacketFrom(t *testing.T, c *conn.Conn, user string, ssrc uint32) audio.
 // comes back, its SSRC is reused with lower sequence numbers at once. The
 // stream goes on through all of it, in order, with no loss reported.
 func TestReceiveLaneSurvivesJumpsAndSSRCReuse(t *testing.T) {
+	t.Parallel()
 	srv := server(t, voicetest.Config{})
 	bot := dial(t, srv, botID, nil)
 	events := recordEvents(bot)

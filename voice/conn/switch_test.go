@@ -157,6 +157,7 @@ func talkAcross(t *testing.T, mover, talker *conn.Conn, talkerID string, frames 
 	var r moveReport
 	var rx [][]byte
 	var lost int
+	var heard atomic.Int64 // frames from the talker so far
 	collected := make(chan struct{})
 	stopCollect := make(chan struct{})
 	go func() {
@@ -170,6 +171,7 @@ func talkAcross(t *testing.T, mover, talker *conn.Conn, talkerID string, frames 
 				if pk.UserID == talkerID {
 					rx = append(rx, pk.Opus)
 					lost += pk.Lost
+					heard.Add(1)
 				}
 			case <-stopCollect:
 				return
@@ -181,6 +183,14 @@ func talkAcross(t *testing.T, mover, talker *conn.Conn, talkerID string, frames 
 	r.sent = streamFrames(t, talker, frames, func(i int) {
 		if i == at {
 			r.before = i
+			// The move starts once what was said before it arrived (on
+			// a loaded machine a frame can take a while): the check is
+			// that the old channel stops at the move, not how fast.
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			if err := voicetest.Wait(ctx, func() bool { return heard.Load() >= int64(at) }); err != nil {
+				t.Fatalf("before the move the bot received %d of the %d frames sent", heard.Load(), at)
+			}
 			go func() {
 				defer close(switched)
 				ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
@@ -231,6 +241,7 @@ func checkOldChannelStops(t *testing.T, what string, r moveReport, frames [][]by
 }
 
 func TestSwitchToAnotherChannelOnTheSameServer(t *testing.T) {
+	t.Parallel()
 	srv, a, b := twoChannels(t)
 	bot := dialAt(t, params(srv, botID), daveConfig)
 	events := recordEvents(bot)
@@ -302,6 +313,7 @@ func TestSwitchToAnotherChannelOnTheSameServer(t *testing.T) {
 }
 
 func TestSwitchToANewVoiceServer(t *testing.T) {
+	t.Parallel()
 	old, next := newDAVECall(t), newDAVECall(t)
 	bot := dialAt(t, params(old.srv, botID), daveConfig)
 	events := recordEvents(bot)
@@ -365,6 +377,7 @@ func closedEndpoint(t *testing.T) string {
 }
 
 func TestSwitchToARefusingServerRejoins(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		endpoint func(t *testing.T) string
@@ -450,6 +463,7 @@ func framesUpTo(n int) [][]byte {
 }
 
 func TestSwitchGivesUpWhenRejoinKeepsFailing(t *testing.T) {
+	t.Parallel()
 	home := server(t, voicetest.Config{})
 	const attempts = 3
 	var rejoins atomic.Int32
@@ -520,6 +534,7 @@ func TestSwitchGivesUpWhenRejoinKeepsFailing(t *testing.T) {
 }
 
 func TestCloseInterruptsASwitch(t *testing.T) {
+	t.Parallel()
 	home := server(t, voicetest.Config{})
 	bot := dial(t, home, botID, nil)
 	// A server that accepts TCP and never answers.

@@ -45,5 +45,8 @@
 // last executed transition, and no recovery for that transition yet. Only
 // a frame from the sender that started a recovery ends the run of
 // attempts; after [MaxRecoveries] in a row the session gives up
-// ([ErrRecoveryGaveUp]) and voice/conn reports EventE2EEFailed.
+// ([ErrRecoveryGaveUp]) and voice/conn reports EventE2EEFailed. A
+// gateway that ignores a recovery (no transition re-adds the session
+// within [RecoveryTimeout] of its key package) ends it the same way, with
+// [ErrRecoveryUnanswered].
 package dave

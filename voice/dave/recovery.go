@@ -31,6 +31,12 @@ import (
 //     (the attempt count); frames from others do not, so a sender whose
 //     frames never decrypt leads to at most MaxRecoveries recoveries and
 //     then the clear end state of ErrRecoveryGaveUp, never to a loop.
+//   - A recovery is answered by an executed transition that gives us a
+//     group again (the gateway's re-add: a commit or welcome, then op 22).
+//     A gateway that ignores op 31 and the key package would leave the
+//     session without a send key for ever: RecoveryTimeout after the key
+//     package went out with no such transition, the session gives up
+//     (ErrRecoveryGaveUp, ErrRecoveryUnanswered) and the owner rejoins.
 const (
 	// RecoveryThreshold is the number of consecutive undecryptable frames
 	// from one sender, with no transition pending, after which the session
@@ -44,6 +50,14 @@ const (
 	// MaxRecoveryBackoff. The first recovery is immediate.
 	RecoveryBackoff    = time.Second
 	MaxRecoveryBackoff = 30 * time.Second
+	// RecoveryTimeout is how long after a recovery's key package went out
+	// the session waits for the gateway's answer (an executed transition
+	// that re-adds it) before giving up. A re-add is one proposal and
+	// commit round and one transition, as a join is, which a gateway
+	// completes in a second or two; the wait is generous so that slow
+	// members holding up the transition (op 23) do not end the session,
+	// while a call is not left silent for minutes.
+	RecoveryTimeout = 30 * time.Second
 )
 
 // ErrRecoveryGaveUp: the session failed to rejoin its group MaxRecoveries
@@ -51,6 +65,11 @@ const (
 // longer end-to-end encrypted for this client, so it cannot hear or be
 // heard until a new voice session starts.
 var ErrRecoveryGaveUp = errors.New("dave: gave up rejoining the end-to-end encryption group")
+
+// ErrRecoveryUnanswered: the gateway did not re-add the session within
+// RecoveryTimeout of its request (op 31 and a fresh key package). The
+// session's error wraps it beside ErrRecoveryGaveUp.
+var ErrRecoveryUnanswered = errors.New("dave: the voice gateway did not answer the request to be re-added")
 
 // recovery is the session's recovery state; Session.mu guards it.
 type recovery struct {
@@ -68,6 +87,9 @@ type recovery struct {
 	heldAt    time.Time // when held may go out
 	outbox    []conn.Outbound
 	gaveUp    error
+	// answerBy is when a recovery whose key package went out must have
+	// been answered by an executed transition (zero: none awaited).
+	answerBy time.Time
 }
 
 func recoveryDelay(attempt int) time.Duration {
@@ -90,11 +112,7 @@ func (s *Session) failed(tid uint16, cause error) ([]conn.Outbound, error) {
 	r.suspect = 0
 	out := []conn.Outbound{{Op: gateway.OpDAVEInvalidCommitWelcome, JSON: map[string]int{"transition_id": int(tid)}}}
 	if r.attempts > MaxRecoveries {
-		r.gaveUp = fmt.Errorf("%w after %d attempts; last: %v", ErrRecoveryGaveUp, MaxRecoveries, cause)
-		s.log.Error("dave: giving up on the group", "transition_id", tid, "err", r.gaveUp)
-		s.pending, s.group, s.ownCommit, s.ownCommitB, s.kp = nil, nil, nil, nil, nil
-		s.sender, s.nextSender = nil, nil
-		r.held, r.heldAt = nil, time.Time{}
+		s.giveUp(fmt.Errorf("%w after %d attempts; last: %v", ErrRecoveryGaveUp, MaxRecoveries, cause), tid)
 		return out, nil
 	}
 	s.log.Warn("dave: rejecting commit or welcome; asking to be re-added", "transition_id", tid, "attempt", r.attempts, "err", cause)
@@ -103,10 +121,35 @@ func (s *Session) failed(tid uint16, cause error) ([]conn.Outbound, error) {
 		return out, err
 	}
 	if d := recoveryDelay(r.attempts); d > 0 {
-		r.held, r.heldAt = kp, s.now().Add(d)
+		// The wait for the answer starts when the key package goes out
+		// (TakeOutbound).
+		r.held, r.heldAt, r.answerBy = kp, s.now().Add(d), time.Time{}
 		return out, nil
 	}
+	r.answerBy = s.now().Add(RecoveryTimeout)
 	return append(out, kp...), nil
+}
+
+// giveUp is the clear end state: no group, no send key (so no frame goes
+// out: no key, no frame), nothing more sent; Failed reports err.
+func (s *Session) giveUp(err error, tid uint16) {
+	r := &s.rec
+	r.gaveUp = err
+	s.log.Error("dave: giving up on the group", "transition_id", tid, "err", err)
+	s.pending, s.group, s.ownCommit, s.ownCommitB, s.kp = nil, nil, nil, nil, nil
+	s.sender, s.nextSender = nil, nil
+	r.held, r.heldAt, r.answerBy = nil, time.Time{}, time.Time{}
+}
+
+// checkAnswer gives up on a recovery the gateway has not answered within
+// RecoveryTimeout.
+func (s *Session) checkAnswer(now time.Time) {
+	r := &s.rec
+	if r.answerBy.IsZero() || r.gaveUp != nil || now.Before(r.answerBy) {
+		return
+	}
+	s.giveUp(fmt.Errorf("%w: %w: no transition re-added us within %v of the key package (attempt %d)",
+		ErrRecoveryGaveUp, ErrRecoveryUnanswered, RecoveryTimeout, r.attempts), r.lastTID)
 }
 
 // decryptFailed counts a frame from userID that no key opened; past the
@@ -172,29 +215,44 @@ func (s *Session) transitionExecuted(tid uint16) {
 	r.recovered = false
 	clear(r.working)
 	clear(r.failures)
+	if s.group != nil {
+		// The gateway answered a recovery (if one was awaited).
+		r.answerBy = time.Time{}
+	}
 }
 
 // TakeOutbound returns the messages the session wants sent on its own (a
 // recovery started by decrypt failures, a key package held back by the
-// recovery backoff). The connection polls it.
+// recovery backoff), and gives up on a recovery the gateway did not
+// answer within RecoveryTimeout. The connection polls it.
 func (s *Session) TakeOutbound() []conn.Outbound {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := &s.rec
-	if r.held != nil && !s.now().Before(r.heldAt) {
+	now := s.now()
+	if r.held != nil && !now.Before(r.heldAt) {
 		r.outbox = append(r.outbox, r.held...)
 		r.held, r.heldAt = nil, time.Time{}
 	}
 	out := r.outbox
 	r.outbox = nil
+	for _, o := range out {
+		if o.Op == gateway.OpDAVEKeyPackage {
+			// The wait for the answer starts as the key package leaves.
+			r.answerBy = now.Add(RecoveryTimeout)
+		}
+	}
+	s.checkAnswer(now)
 	return out
 }
 
 // Failed returns the error that ended the session's recoveries
-// (ErrRecoveryGaveUp), or nil.
+// (ErrRecoveryGaveUp, with ErrRecoveryUnanswered when the gateway did
+// not answer one in time), or nil.
 func (s *Session) Failed() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.checkAnswer(s.now())
 	return s.rec.gaveUp
 }
 

@@ -333,3 +333,111 @@ func TestRecoveryIgnoresOldEpochFramesAsProof(t *testing.T) {
 		t.Fatalf("%d op 31, %d key packages; want a recovery", inv, kps)
 	}
 }
+
+// Issue 29: a gateway that ignores a recovery (op 31 and the fresh key
+// package) would leave the session without a send key for ever. The
+// session waits RecoveryTimeout from when the key package went out (the
+// connection took it) and then gives up: ErrRecoveryGaveUp and
+// ErrRecoveryUnanswered, no send key, nothing more sent. A re-add in time
+// ends the wait.
+func TestRecoveryGivesUpWhenTheGatewayDoesNotAnswer(t *testing.T) {
+	bad := []byte{0, 1, 0, 1, 0xff}
+	refuse := func(t *testing.T, gw *fakeGateway, b *Session) (invalid, kps int) {
+		t.Helper()
+		gw.tid++
+		out, err := b.HandleBinary(gateway.OpDAVEAnnounceCommit, TransitionPayload{gw.tid, bad}.Marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		invalid, kps, _ = ops(out)
+		return invalid, kps
+	}
+	for _, tc := range []struct {
+		name string
+		// start makes b ask to be re-added; it returns once the key
+		// package went out.
+		start    func(t *testing.T, gw *fakeGateway, a, b *Session)
+		answered bool
+	}{
+		{"a refused commit, unanswered", func(t *testing.T, gw *fakeGateway, a, b *Session) {
+			if inv, kps := refuse(t, gw, b); inv != 1 || kps != 1 {
+				t.Fatalf("%d op 31, %d key packages; want both at once", inv, kps)
+			}
+		}, false},
+		{"decrypt failures, unanswered", func(t *testing.T, gw *fakeGateway, a, b *Session) {
+			badFrames(t, a, b, RecoveryThreshold+1)
+			// The wait starts when the connection takes the key package,
+			// however long it sat in the session.
+			gw.clock = gw.clock.Add(10 * RecoveryTimeout)
+			if inv, kps, _ := ops(b.TakeOutbound()); inv != 1 || kps != 1 {
+				t.Fatalf("%d op 31, %d key packages; want one of each", inv, kps)
+			}
+		}, false},
+		{"a held key package, unanswered", func(t *testing.T, gw *fakeGateway, a, b *Session) {
+			refuse(t, gw, b)
+			// Re-added by a welcome it cannot open: the second refusal in
+			// a row holds its key package back for RecoveryBackoff; no
+			// answer is due while it waits.
+			gw.tid++
+			out, err := b.HandleBinary(gateway.OpDAVEWelcome, TransitionPayload{gw.tid, []byte{0, 2, 0, 0}}.Marshal())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inv, kps, _ := ops(out); inv != 1 || kps != 0 {
+				t.Fatalf("second refusal: %d op 31, %d key packages; want the key package held", inv, kps)
+			}
+			gw.clock = gw.clock.Add(RecoveryBackoff - time.Millisecond)
+			if out := b.TakeOutbound(); len(out) != 0 || b.Failed() != nil {
+				t.Fatalf("during the backoff: %v, %v", out, b.Failed())
+			}
+			gw.clock = gw.clock.Add(time.Millisecond)
+			if _, kps, _ := ops(b.TakeOutbound()); kps != 1 {
+				t.Fatalf("after the backoff %d key packages", kps)
+			}
+		}, false},
+		{"a refused commit, re-added in time", func(t *testing.T, gw *fakeGateway, a, b *Session) {
+			refuse(t, gw, b)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw, a, b := pair(t)
+			tc.start(t, gw, a, b)
+			if tc.answered {
+				gw.clock = gw.clock.Add(RecoveryTimeout - time.Millisecond)
+				reAdd(t, gw, a, b) // the clock moves on a minute
+				gw.clock = gw.clock.Add(10 * RecoveryTimeout)
+				if out := b.TakeOutbound(); len(out) != 0 || b.Failed() != nil || !b.Ready() {
+					t.Fatalf("re-added in time: sends %v, failed %v, ready %v", out, b.Failed(), b.Ready())
+				}
+				goodFrame(t, a, b)
+				goodFrame(t, b, a)
+				return
+			}
+			gw.clock = gw.clock.Add(RecoveryTimeout - time.Millisecond)
+			if out := b.TakeOutbound(); len(out) != 0 || b.Failed() != nil {
+				t.Fatalf("before RecoveryTimeout: sends %v, failed %v", out, b.Failed())
+			}
+			gw.clock = gw.clock.Add(time.Millisecond)
+			err := b.Failed()
+			if !errors.Is(err, ErrRecoveryGaveUp) || !errors.Is(err, ErrRecoveryUnanswered) {
+				t.Fatalf("RecoveryTimeout after the key package: %v; want ErrRecoveryGaveUp and ErrRecoveryUnanswered", err)
+			}
+			// The clear end state: no key, no frame; nothing more sent,
+			// nothing taken from the gateway.
+			if out, err := b.Encrypt([]byte("an opus frame of the NPC")); !errors.Is(err, ErrNoSendKey) || out != nil {
+				t.Fatalf("after giving up Encrypt returned %q, %v; want no frame and ErrNoSendKey", out, err)
+			}
+			gw.clock = gw.clock.Add(time.Hour)
+			if out := b.TakeOutbound(); len(out) != 0 {
+				t.Fatalf("after giving up: %v", out)
+			}
+			gw.tid++
+			if out, err := b.HandleBinary(gateway.OpDAVEWelcome, TransitionPayload{gw.tid, []byte{0, 2, 0, 0}}.Marshal()); err != nil || len(out) != 0 {
+				t.Fatalf("after giving up, a welcome got %v, %v", out, err)
+			}
+			if b.Failed() != err {
+				t.Fatalf("the end state changed: %v, was %v", b.Failed(), err)
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 // every scenario, in both transport modes, with discord.js winning and
 // losing the first commit race.
 func TestDiscordJS(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, mode, favour string
 	}{
@@ -22,7 +23,12 @@ func TestDiscordJS(t *testing.T) {
 		{"aead_xchacha20_poly1305_rtpsize, discord.js wins the commit race", rtp.ModeXChaCha20, djsID},
 		{"aead_xchacha20_poly1305_rtpsize, glyphoxa wins the commit race", rtp.ModeXChaCha20, botID},
 	} {
-		t.Run(tc.name, func(t *testing.T) { scenario(t, tc.mode, tc.favour) })
+		// Each scenario has its own fake voice server and discord.js
+		// process; they mostly wait on real-time streams.
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			scenario(t, tc.mode, tc.favour)
+		})
 	}
 }
 

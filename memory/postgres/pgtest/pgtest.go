@@ -9,10 +9,14 @@ package pgtest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +52,13 @@ func DSN(tb testing.TB) string {
 // DSN. The database is dropped when the test ends.
 func NewDatabase(tb testing.TB) string {
 	tb.Helper()
+	return newDatabase(tb, "")
+}
+
+// newDatabase creates a database, a copy of template (empty: PostgreSQL's
+// default), dropped when the test ends, and returns its DSN.
+func newDatabase(tb testing.TB, template string) string {
+	tb.Helper()
 	admin := DSN(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -60,7 +71,11 @@ func NewDatabase(tb testing.TB) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := "glyphoxa_t_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + template
+	}
+	if _, err := conn.Exec(ctx, create); err != nil {
 		tb.Fatalf("creating test database: %v", err)
 	}
 	tb.Cleanup(func() {
@@ -100,10 +115,12 @@ func withDatabase(dsn, name string) (string, error) {
 }
 
 // NewStore opens a store with dims-dimensional embeddings on a fresh
-// database; it is closed when the test ends.
+// database; it is closed when the test ends. The database is a copy of a
+// template migrated once for this schema and dimension (see
+// migratedTemplate), so the test does not run every migration again.
 func NewStore(tb testing.TB, dims int, opts ...postgres.Option) (*postgres.Store, string) {
 	tb.Helper()
-	dsn := NewDatabase(tb)
+	dsn := newDatabase(tb, migratedTemplate(tb, dims))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := postgres.NewStore(ctx, dsn, dims, opts...)
@@ -169,4 +186,118 @@ func Open(tb testing.TB, s *postgres.Store, id string, v memory.Viewer) *access.
 		tb.Fatalf("opening campaign %q as %s: %v", id, v, err)
 	}
 	return c
+}
+
+// templateLockKey serialises building a template database across test
+// processes (packages run in parallel against one server).
+const templateLockKey = 0x67_6c_74_6d_70 // "gltmp"
+
+// migratedTemplate returns the name of a database holding the schema of
+// this tree's migrations for dims-dimensional embeddings, building it on
+// first use. Its name carries a hash of the migrations (and of the code
+// that applies them) and dims, so a changed schema gets a template of its
+// own and a template is never changed once built; nobody connects to it
+// after it is built, as CREATE DATABASE ... TEMPLATE requires. Without the
+// source files (a test binary run elsewhere) it returns "": the test
+// migrates a fresh database itself.
+func migratedTemplate(tb testing.TB, dims int) string {
+	tb.Helper()
+	key, ok := schemaKey(dims)
+	if !ok {
+		return ""
+	}
+	name := "glyphoxa_tmpl_" + key
+	admin := DSN(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		tb.Fatalf("connecting to the test server (%s): %v", EnvDSN, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLockKey); err != nil {
+		tb.Fatalf("locking the template database: %v", err)
+	}
+	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", templateLockKey)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		tb.Fatalf("looking for the template database: %v", err)
+	}
+	if exists {
+		return name
+	}
+	// Built under another name and renamed once complete: a template
+	// half-built by a test process that died is never used.
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	building := "glyphoxa_tmpb_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		tb.Fatalf("creating the template database: %v", err)
+	}
+	built := false
+	defer func() {
+		if !built {
+			conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)")
+		}
+	}()
+	dsn, err := withDatabase(admin, building)
+	if err != nil {
+		tb.Fatalf("%s: %v", EnvDSN, err)
+	}
+	s, err := postgres.NewStore(ctx, dsn, dims)
+	if err != nil {
+		tb.Fatalf("migrating the template database: %v", err)
+	}
+	s.Close()
+	// The server ends a closed session's backend a moment later;
+	// FORCE-free rename needs it gone, and so does every copy.
+	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", building); err != nil {
+		tb.Fatalf("closing the template database's sessions: %v", err)
+	}
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", building).Scan(&n); err != nil {
+			tb.Fatalf("waiting for the template database's sessions to end: %v", err)
+		}
+		if n == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("the template database's sessions did not end: %v", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+		tb.Fatalf("naming the template database: %v", err)
+	}
+	built = true
+	return name
+}
+
+// schemaKey hashes what decides a migrated database's contents: the
+// migrations, the code applying them (memory/postgres/migrate.go) and
+// dims. ok is false when the source files cannot be read.
+func schemaKey(dims int) (key string, ok bool) {
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", false
+	}
+	dir := filepath.Join(filepath.Dir(self), "..")
+	files, err := filepath.Glob(filepath.Join(dir, "migrations", "*.sql"))
+	if err != nil || len(files) == 0 {
+		return "", false
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	fmt.Fprintf(h, "dims %d\n", dims)
+	for _, f := range append([]string{filepath.Join(dir, "migrate.go")}, files...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", false
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), true
 }
