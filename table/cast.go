@@ -165,8 +165,9 @@ func (c *Cast) NoteMentions(ms []npc.Mention, at time.Time) {
 }
 
 // InPlay is the set of entities in play at now, for the correction guard:
-// the NPCs present in the scene and the entities named in the last
-// minutes.
+// the NPCs present in the scene (the table passes every NPC of the cast
+// when the DM has set no scene, as addressing does) and the entities named
+// in the last minutes.
 func (c *Cast) InPlay(present []string, now time.Time) map[string]bool {
 	out := make(map[string]bool, len(present))
 	for _, id := range present {

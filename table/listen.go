@@ -206,7 +206,7 @@ func (s *Session) heardSoFar(l *listening, text string, words []stt.Word) {
 	if !ok || text == "" {
 		return
 	}
-	u := correction.Utterance{Text: text, Words: words, InPlay: s.cast.InPlay(s.cfg.Controls.PresentNPCs(), s.cfg.Clock.Now())}
+	u := correction.Utterance{Text: text, Words: words, InPlay: s.cast.InPlay(s.scene(), s.cfg.Clock.Now())}
 	if c := strings.TrimSpace(s.cast.Pipeline().Correct(u).Text); c != "" {
 		text = c
 	}

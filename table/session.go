@@ -444,7 +444,7 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 	// Stage 1 only: the table answers on the phonetic correction; the LLM
 	// pass (refineLoop) amends the recorded line afterwards.
 	cu := correction.Utterance{Text: raw, Words: t.Words,
-		InPlay: s.cast.InPlay(s.cfg.Controls.PresentNPCs(), s.cfg.Clock.Now())}
+		InPlay: s.cast.InPlay(s.scene(), s.cfg.Clock.Now())}
 	res := s.cast.Pipeline().Correct(cu)
 	text := raw
 	if c := strings.TrimSpace(res.Text); c != "" {
