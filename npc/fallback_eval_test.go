@@ -186,7 +186,6 @@ const (
 	fallbackEvalMinHonest = 0.9
 )
 
-
 func containsAny(s string, subs []string) bool {
 	l := strings.ToLower(s)
 	for _, x := range subs {
