@@ -205,6 +205,41 @@ func (m *Manager) end(ctx context.Context, guildID, reason string) error {
 	return err
 }
 
+var _ bot.VoiceReleaser = (*Manager)(nil)
+
+// dropper is an optional capability of a Link: it stops following a
+// guild's voice session without leaving the channel (GatewayLink.Drop).
+type dropper interface {
+	Drop(guildID string)
+}
+
+// Release hands a guild's session over to the process that took the
+// guild's claim (see table.Session.Release): the session stops here at once
+// (no line is recorded from the moment Release is called), what was
+// acknowledged is drained into the session log, and the voice connection
+// closes; the session is not marked ended and no post-session processing
+// runs. It does not leave the voice channel: the bot user is one for every
+// process, so leaving would disconnect the new owner. The session's Ended
+// callback is not called.
+func (m *Manager) Release(ctx context.Context, guildID string) error {
+	m.mu.Lock()
+	r := m.sessions[guildID]
+	if r == nil {
+		m.mu.Unlock()
+		return errors.New("no session is running in this server")
+	}
+	delete(m.sessions, guildID)
+	m.mu.Unlock()
+
+	err := r.s.Release(ctx)
+	if d, ok := m.cfg.Link.(dropper); ok {
+		d.Drop(guildID)
+	}
+	m.log.Info("handed the session over to another glyphoxa process", "guild", guildID, "campaign", r.req.Campaign,
+		"session", r.s.ID(), "err", err)
+	return err
+}
+
 // endLater ends a session from one of its own goroutines.
 func (m *Manager) endLater(guildID, reason string) {
 	m.bg.Add(1)
