@@ -41,9 +41,17 @@ type Config struct {
 	// lifecycle/lease); nil: always. The bot user is one for every process,
 	// so leaving a voice channel would disconnect the session of whichever
 	// process runs it: a manager leaves only a guild it owns.
-	Owns   func(guildID string) bool
-	Logger *slog.Logger
-	Clock  clock.Clock
+	Owns func(guildID string) bool
+	// Confirm, if set, asks the database whether this process still owns
+	// a guild (its claim's fencing token is current; lifecycle/lease
+	// Set.Check). A session that ends by itself (its channel emptied, its
+	// voice connection ended: what a process that stalled past its lease
+	// sees when it wakes up) is confirmed first: a guild lost to another
+	// process has its session handed over (Release) rather than ended.
+	// An error (the database cannot tell) ends it as without Confirm.
+	Confirm func(ctx context.Context, guildID string) (bool, error)
+	Logger  *slog.Logger
+	Clock   clock.Clock
 }
 
 // Manager runs the voice sessions of every guild. It implements
@@ -240,13 +248,28 @@ func (m *Manager) Release(ctx context.Context, guildID string) error {
 	return err
 }
 
-// endLater ends a session from one of its own goroutines.
+// endLater ends a session from one of its own goroutines; one whose guild
+// another process took over is handed over instead (see Config.Confirm).
 func (m *Manager) endLater(guildID, reason string) {
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(m.ctx), time.Minute)
 		defer cancel()
+		if m.cfg.Confirm != nil {
+			owned, err := m.cfg.Confirm(ctx, guildID)
+			switch {
+			case err != nil:
+				m.log.Warn("could not confirm the guild's claim before ending its session; ending it", "guild", guildID, "err", err)
+			case !owned:
+				m.log.Warn("the session stopped by itself, but another glyphoxa process owns the guild now: handing it over",
+					"guild", guildID, "reason", reason)
+				if err := m.Release(ctx, guildID); err != nil {
+					m.log.Warn("handing a session over", "guild", guildID, "err", err)
+				}
+				return
+			}
+		}
 		if err := m.end(ctx, guildID, reason); err != nil {
 			m.log.Warn("ending a session", "guild", guildID, "reason", reason, "err", err)
 		}

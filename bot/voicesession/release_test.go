@@ -36,7 +36,7 @@ func (v closingVoice) Close() error {
 // handoverLink joins any channel and counts joins, leaves, drops and
 // closes of its connections.
 type handoverLink struct {
-	mu                            sync.Mutex
+	mu                           sync.Mutex
 	joins, leaves, drops, closes int
 }
 
@@ -238,4 +238,81 @@ func waitFor(ctx context.Context, cond func() bool) error {
 		}
 	}
 	return nil
+}
+
+// A session that stops by itself (here its channel stayed empty; after a
+// stall, its voice connection taken by the new owner) is confirmed against
+// the guild's claim first: lost to another process, it is handed over, not
+// ended, and the channel is not left.
+func TestSessionStoppingByItselfIsHandedOverWhenTheGuildWasLost(t *testing.T) {
+	store, _ := pgtest.NewStore(t, 16)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	emb, err := embed.NewOffline(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		owned     bool
+		wantEnded bool
+		want      [4]int // joins, leaves, drops, closes
+	}{
+		{"the guild is still ours: ended", true, true, [4]int{1, 1, 0, 1}},
+		{"another process took the guild: handed over", false, false, [4]int{1, 0, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			link := &handoverLink{}
+			confirmed := make(chan string, 1)
+			m, err := voicesession.New(voicesession.Config{Door: pgtest.Door(t, store), Link: link,
+				Providers: table.Providers{STT: &scriptedSTT{}, Embedder: emb},
+				Settings:  table.Settings{StateDir: t.TempDir(), LeaveWhenEmpty: 200 * time.Millisecond},
+				Owns:      func(string) bool { return true }, // the heartbeat has not noticed yet
+				Confirm: func(_ context.Context, g string) (bool, error) {
+					confirmed <- g
+					return tc.owned, nil
+				},
+				Logger: quiet()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close(context.Background())
+			ended := make(chan string, 1)
+			ctx := ctxFor(t)
+			if err := m.Start(ctx, bot.StartRequest{GuildID: guildID, VoiceChannelID: channel, Campaign: "ironhold-saga",
+				Controls: live.NewControls(), Announce: func(string) {}, Ended: func(r string) { ended <- r }}); err != nil {
+				t.Fatal(err)
+			}
+			st, _ := m.Status(guildID)
+			select {
+			case g := <-confirmed:
+				if g != guildID {
+					t.Errorf("confirmed guild %s", g)
+				}
+			case <-ctx.Done():
+				t.Fatal("the empty channel's session did not stop")
+			}
+			// The counts settle when the session has stopped (a leave or a
+			// drop is the last step of either path).
+			if err := waitFor(ctx, func() bool { _, ok := m.Status(guildID); return !ok && link.counts() == tc.want }); err != nil {
+				t.Fatalf("joins, leaves, drops, closes = %v, want %v: %v", link.counts(), tc.want, err)
+			}
+			if tc.wantEnded {
+				select {
+				case <-ended:
+				case <-ctx.Done():
+					t.Fatal("the Ended callback did not run")
+				}
+			}
+			if s := sessionRow(t, camp, st.SessionID); s.EndedAt.IsZero() == tc.wantEnded {
+				t.Errorf("session %+v: ended %v, want %v", s, !s.EndedAt.IsZero(), tc.wantEnded)
+			}
+			if !tc.wantEnded {
+				select {
+				case r := <-ended:
+					t.Errorf("the Ended callback ran for a session handed over: %s", r)
+				default:
+				}
+			}
+		})
+	}
 }
