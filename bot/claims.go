@@ -110,13 +110,21 @@ func (b *Bot) Resume(ctx context.Context, guildID string, s ClaimedSession) erro
 	return nil
 }
 
-// Lost stops, without leaving the voice channel, the session of a guild
-// whose claim another process took: that process runs it now.
+// Lost hands over the session of a guild whose claim another process
+// took: that process runs it now, under the same session id. The session
+// stops here without being ended (VoiceReleaser: no end is recorded, no
+// post-session processing runs) and without leaving the voice channel.
+// Voice sessions that cannot be released are ended (the fallback of
+// implementations without VoiceReleaser).
 func (b *Bot) Lost(ctx context.Context, guildID string) error {
 	if b.deps.Voice == nil || !b.state.hasSession(guildID) {
 		return nil
 	}
 	b.state.setSession(guildID, false)
+	if r, ok := b.deps.Voice.(VoiceReleaser); ok {
+		b.log.Warn("another glyphoxa process took the guild over: handing its session over", "guild", guildID)
+		return r.Release(ctx, guildID)
+	}
 	b.log.Warn("another glyphoxa process took the guild over: stopping its session here", "guild", guildID)
 	return b.deps.Voice.End(ctx, guildID)
 }

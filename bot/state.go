@@ -30,6 +30,15 @@ type VoiceSessions interface {
 	Forget(ctx context.Context, guildID, userID string, erase func(ctx context.Context) error) (r memory.ForgetReport, ok bool, err error)
 }
 
+// VoiceReleaser is an optional capability of VoiceSessions: it hands a
+// guild's running session over to the process that took the guild's claim,
+// without ending it (no end is recorded, no post-session processing runs)
+// and without leaving the voice channel (the bot user's voice state is the
+// new owner's). Bot.Lost uses it; without it, Lost ends the session.
+type VoiceReleaser interface {
+	Release(ctx context.Context, guildID string) error
+}
+
 // Undoer is an optional capability of VoiceSessions: it withdraws the last
 // NPC reply in the guild's running session (/npc undo, "that wasn't for
 // you"). ok is false when no session is running.

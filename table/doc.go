@@ -11,7 +11,9 @@
 //
 // [Open] starts a [Session] on a joined voice channel ([Voice]) with the
 // table's [Providers] and [Settings]; [Session.End] stops it and starts
-// post-session processing, [Session.Finish] waits for it.
+// post-session processing, [Session.Finish] waits for it. [Session.Release]
+// stops it without ending it, for another process that took the guild over
+// (lifecycle/lease) and goes on with the same session.
 //
 // # Live memory
 //

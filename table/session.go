@@ -98,6 +98,9 @@ type Session struct {
 	stopped sync.Once
 	stopErr error
 	ended   atomic.Bool
+	// released says the session was handed over to another process
+	// (Release), not ended.
+	released atomic.Bool
 
 	optedOut atomic.Pointer[map[string]bool]
 
@@ -218,8 +221,12 @@ func (s *Session) Memory() *session.Session { return s.mem }
 // are transcribed and recorded, the last consolidation runs, the voice
 // connection is closed and post-session processing starts in the
 // background (Finish waits for it). Calling it again returns the first
-// result.
+// result; after Release it does nothing and returns an error wrapping
+// lifecycle/session.ErrReleased.
 func (s *Session) End(ctx context.Context) error {
+	if s.released.Load() {
+		return fmt.Errorf("ending session %s: %w", s.id, session.ErrReleased)
+	}
 	s.stopped.Do(func() {
 		s.ended.Store(true)
 		s.stopCap()
@@ -250,6 +257,65 @@ func (s *Session) End(ctx context.Context) error {
 	})
 	return s.stopErr
 }
+
+// Release hands the session over to another process (it took the guild's
+// claim over) without ending it. At once, before anything else, the
+// session's memory is fenced: no line is recorded or amended from now on
+// (lifecycle/session.Session.Fence), so a Release called from the claim's
+// heartbeat stops the writes as soon as the loss is noticed. Then audio
+// capture, transcription, the turn loop and the NPC speaking now stop
+// (utterances not yet recorded are dropped: the new owner hears the table
+// now), the witness log and the speech-to-speech sessions close, the lines
+// already acknowledged are drained from the outage spool into the session
+// log (bounded, lifecycle/session.Session.Release), and the voice connection
+// closes. The session is not marked ended and no post-session processing
+// runs: the new owner goes on with the same session id. Release does not
+// leave the voice channel (the caller must not either: the bot user's
+// voice state is the new owner's). After End it returns an error; calling
+// it again returns the first result.
+func (s *Session) Release(ctx context.Context) error {
+	s.mem.Fence()
+	ran := false
+	s.stopped.Do(func() {
+		ran = true
+		s.released.Store(true)
+		s.ended.Store(true)
+		s.stopCap()
+		s.stopAll()
+		s.interrupt()
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			// Everything is cancelled; what still runs is a provider call
+			// that ignores its context, and whatever it yields is refused.
+			s.log.Warn("releasing the session: waiting for its goroutines", "err", ctx.Err())
+			<-done
+		}
+		s.wit.Close()
+		var errs []error
+		if err := s.closeS2S(); err != nil {
+			errs = append(errs, fmt.Errorf("closing the speech-to-speech sessions: %w", err))
+		}
+		if err := s.mem.Release(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("handing the session's memory over: %w", err))
+		}
+		if err := s.voice.Close(); err != nil && !errors.Is(err, conn.ErrClosed) {
+			errs = append(errs, fmt.Errorf("closing the voice connection: %w", err))
+		}
+		s.cfg.Observer.SessionEnded()
+		s.stopErr = errors.Join(errs...)
+		s.log.Info("session handed over to another process", "err", s.stopErr)
+	})
+	if !ran && !s.released.Load() {
+		return fmt.Errorf("releasing session %s: %w", s.id, session.ErrEnded)
+	}
+	return s.stopErr
+}
+
+// Released reports whether the session was handed over (Release).
+func (s *Session) Released() bool { return s.released.Load() }
 
 // Finish waits for post-session processing (started by End) and releases
 // the session's memory. Without End it ends the session first. Its error
@@ -381,7 +447,7 @@ func (s *Session) interrupt() {
 // were spoken.
 func (s *Session) transcribeLoop() {
 	for u := range s.queue {
-		if (*s.optedOut.Load())[u.UserID] {
+		if (*s.optedOut.Load())[u.UserID] || s.released.Load() {
 			continue
 		}
 		l, ok := s.transcribe(u)

@@ -86,6 +86,20 @@ func (l *GatewayLink) Join(ctx context.Context, guildID, channelID string) (tabl
 	return c, nil
 }
 
+// Drop stops following the guild's voice session without leaving the
+// channel: another glyphoxa process, with the same bot user, owns it now.
+func (l *GatewayLink) Drop(guildID string) {
+	l.mu.Lock()
+	f := l.follows[guildID]
+	delete(l.follows, guildID)
+	l.mu.Unlock()
+	if f != nil {
+		f.stop()
+		<-f.done
+	}
+	l.joiner.Unwatch(guildID)
+}
+
 // Leave stops following the guild's voice session and leaves the channel.
 func (l *GatewayLink) Leave(guildID string) error {
 	l.mu.Lock()

@@ -41,9 +41,17 @@ type Config struct {
 	// lifecycle/lease); nil: always. The bot user is one for every process,
 	// so leaving a voice channel would disconnect the session of whichever
 	// process runs it: a manager leaves only a guild it owns.
-	Owns   func(guildID string) bool
-	Logger *slog.Logger
-	Clock  clock.Clock
+	Owns func(guildID string) bool
+	// Confirm, if set, asks the database whether this process still owns
+	// a guild (its claim's fencing token is current; lifecycle/lease
+	// Set.Check). A session that ends by itself (its channel emptied, its
+	// voice connection ended: what a process that stalled past its lease
+	// sees when it wakes up) is confirmed first: a guild lost to another
+	// process has its session handed over (Release) rather than ended.
+	// An error (the database cannot tell) ends it as without Confirm.
+	Confirm func(ctx context.Context, guildID string) (bool, error)
+	Logger  *slog.Logger
+	Clock   clock.Clock
 }
 
 // Manager runs the voice sessions of every guild. It implements
@@ -205,13 +213,63 @@ func (m *Manager) end(ctx context.Context, guildID, reason string) error {
 	return err
 }
 
-// endLater ends a session from one of its own goroutines.
+var _ bot.VoiceReleaser = (*Manager)(nil)
+
+// dropper is an optional capability of a Link: it stops following a
+// guild's voice session without leaving the channel (GatewayLink.Drop).
+type dropper interface {
+	Drop(guildID string)
+}
+
+// Release hands a guild's session over to the process that took the
+// guild's claim (see table.Session.Release): the session stops here at once
+// (no line is recorded from the moment Release is called), what was
+// acknowledged is drained into the session log, and the voice connection
+// closes; the session is not marked ended and no post-session processing
+// runs. It does not leave the voice channel: the bot user is one for every
+// process, so leaving would disconnect the new owner. The session's Ended
+// callback is not called.
+func (m *Manager) Release(ctx context.Context, guildID string) error {
+	m.mu.Lock()
+	r := m.sessions[guildID]
+	if r == nil {
+		m.mu.Unlock()
+		return errors.New("no session is running in this server")
+	}
+	delete(m.sessions, guildID)
+	m.mu.Unlock()
+
+	err := r.s.Release(ctx)
+	if d, ok := m.cfg.Link.(dropper); ok {
+		d.Drop(guildID)
+	}
+	m.log.Info("handed the session over to another glyphoxa process", "guild", guildID, "campaign", r.req.Campaign,
+		"session", r.s.ID(), "err", err)
+	return err
+}
+
+// endLater ends a session from one of its own goroutines; one whose guild
+// another process took over is handed over instead (see Config.Confirm).
 func (m *Manager) endLater(guildID, reason string) {
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(m.ctx), time.Minute)
 		defer cancel()
+		if m.cfg.Confirm != nil {
+			owned, err := m.cfg.Confirm(ctx, guildID)
+			switch {
+			case err != nil:
+				m.log.Warn("could not confirm the guild's claim before ending its session; ending it", "guild", guildID, "err", err)
+			case !owned:
+				m.log.Warn("the session stopped by itself, but another glyphoxa process owns the guild now: handing it over",
+					"guild", guildID, "reason", reason)
+				if err := m.Release(ctx, guildID); err != nil {
+					m.log.Warn("handing a session over", "guild", guildID, "err", err)
+				}
+				return
+			}
+		}
 		if err := m.end(ctx, guildID, reason); err != nil {
 			m.log.Warn("ending a session", "guild", guildID, "reason", reason, "err", err)
 		}

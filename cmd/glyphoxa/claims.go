@@ -121,7 +121,17 @@ func (c *guildClaims) Running(ctx context.Context, guildID string, s *bot.Claime
 // owns reports whether this process holds the guild's claim.
 func (c *guildClaims) owns(guildID string) bool { return c.set.Holds(guildClaim(guildID)) }
 
-// lost stops the session of a guild another process took over.
+// confirm asks the database whether this process still holds the guild's
+// claim (voicesession.Config.Confirm).
+func (c *guildClaims) confirm(ctx context.Context, guildID string) (bool, error) {
+	err := c.set.Check(ctx, guildClaim(guildID))
+	if errors.Is(err, lease.ErrLost) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// lost hands over the session of a guild another process took over.
 func (c *guildClaims) lost(name string, err error) {
 	guildID := strings.TrimPrefix(name, guildClaimPrefix)
 	c.log.Warn("lost the claim on a guild to another process", "guild", guildID, "err", err)

@@ -136,7 +136,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	}
 	claims := newGuildClaims(leases, nil, bcfg.Guilds, cfg.Discord.ShardID, cfg.Discord.ShardCount, logger)
 	deps.Claims = claims
-	voice, err := voiceManager(door, cfg, providers, sess, m, claims.owns, logger)
+	voice, err := voiceManager(door, cfg, providers, sess, m, claims.owns, claims.confirm, logger)
 	if err != nil {
 		return err
 	}

@@ -239,6 +239,24 @@ func (c *Consolidator) failed(what string, err error) error {
 // ConsolidateNow runs every step now: indexing, the summary and extraction.
 func (c *Consolidator) ConsolidateNow(ctx context.Context) error { return c.pass(ctx, true) }
 
+// Stop stops the beats, with no last pass: the session goes on in another
+// process (it was handed over), which consolidates it from then on. A pass
+// under way is cancelled. It is idempotent, and Close after it does nothing.
+func (c *Consolidator) Stop() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	cancel, done := c.cancel, c.done
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
 // Close stops the beats and runs a last pass of indexing and summary
 // saving; extraction of the tail is left to post-session processing, which
 // runs it once for the whole session. It is idempotent.

@@ -203,3 +203,31 @@ func TestSummaryStepsGoTogether(t *testing.T) {
 		t.Fatal("a summary source without a saver was accepted")
 	}
 }
+
+// Stop (a session handed over to another process) stops the beats with no
+// last pass, unlike Close; Close after Stop does nothing.
+func TestStopRunsNoLastPass(t *testing.T) {
+	leakcheck.Check(t)
+	clk := clocktest.NewFake(t0)
+	s := newSteps()
+	c, err := consolidate.New(s.config(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c.Start(ctx)
+	clk.WaitTimers(ctx, 2)
+	c.Noted()
+	s.mu.Lock()
+	s.summary = "The party met Brannoc."
+	s.mu.Unlock()
+	c.Stop()
+	c.Stop()
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour) // no beat runs either
+	if st := c.Stats(); st.Indexed != 0 || st.SummariesSaved != 0 || st.Extractions != 0 || len(s.called) != 0 {
+		t.Errorf("stats %+v, %d steps called after Stop; want none", st, len(s.called))
+	}
+}

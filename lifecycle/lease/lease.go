@@ -21,6 +21,32 @@
 //
 // There is no home-made consensus: every decision is one conditional
 // statement on the row, which PostgreSQL serialises.
+//
+// # Fencing, and its window
+//
+// Only the claim's own statements (Renew, SetState, Check, Release) carry
+// the fencing token. A guild's voice session writes its lines through the
+// memory guard (lifecycle/guard), which does not: those writes are fenced
+// by the process, not by the database. When a process notices that it
+// lost a guild's claim (its Keeper's lost function, on the first renewal
+// that fails with [ErrLost]), serve hands the session over at once
+// (bot.Bot.Lost, table.Session.Release): the session's memory is fenced
+// before anything else (no line is recorded or amended from then on), the
+// lines it had acknowledged are drained into the session log, and it is
+// neither marked ended nor processed; the new holder goes on writing it
+// under the same id.
+//
+// The window that remains: a process notices a loss only at its next
+// renewal, and renewals come every third of the lease time ([DefaultTTL]
+// 15 s: up to 5 s, plus one renewal's round trip). A process that stalls
+// (a long pause, a frozen VM) past its lease and wakes up after another
+// process took the claim over may record lines in the taken-over session
+// until its heartbeat ticks, up to a third of the lease time. Such lines
+// are not lost and break nothing (each line has its own idempotency key),
+// but an utterance both processes heard in that window may be stored
+// twice, and a reply may be spoken by both. The expiry is not used as a
+// local fence on purpose: during a database outage no process can renew,
+// and the session must go on spooling its lines rather than stop.
 package lease
 
 import (

@@ -85,6 +85,20 @@ func (s *Set) Holds(name string) bool {
 	return ok
 }
 
+// Check asks the database whether the set still holds name: nil when its
+// token is current and it has not expired, an error wrapping ErrLost when
+// it does not (or the set never held it), another error when the database
+// cannot tell. Unlike Holds, it sees a loss before the heartbeat does.
+func (s *Set) Check(ctx context.Context, name string) error {
+	s.mu.Lock()
+	k, ok := s.held[name]
+	s.mu.Unlock()
+	if !ok {
+		return ErrLost
+	}
+	return s.l.Check(ctx, k.Lease())
+}
+
 // SetState records the work a held claim resumes; it returns ErrLost when
 // the set does not hold it.
 func (s *Set) SetState(ctx context.Context, name, state string) error {

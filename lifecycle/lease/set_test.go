@@ -63,3 +63,31 @@ func TestSetClaimsTakesOverAndReportsLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Check sees a loss the heartbeat has not noticed yet (the claim was taken
+// behind the holder's back; its next renewal is a third of the lease time
+// away), and names a claim the set never held as lost.
+func TestSetCheckSeesALossBeforeTheHeartbeat(t *testing.T) {
+	a, _, _ := pair(t)
+	ctx := hangGuard(t)
+	sa := a.NewSet(nil)
+	defer sa.Close(ctx, false)
+	if ok, err := sa.Claim(ctx, "guild/9"); !ok || err != nil {
+		t.Fatalf("claim = %v %v", ok, err)
+	}
+	if err := sa.Check(ctx, "guild/9"); err != nil {
+		t.Fatalf("check of a held claim = %v", err)
+	}
+	if err := sa.Check(ctx, "guild/10"); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("check of a claim never held = %v, want ErrLost", err)
+	}
+	if _, err := a.DB().Exec(ctx, `UPDATE leases SET owner = 'proc-b', token = token + 1 WHERE name = 'guild/9'`); err != nil {
+		t.Fatal(err)
+	}
+	if !sa.Holds("guild/9") {
+		t.Fatal("the heartbeat noticed the loss already: the test does not test Check")
+	}
+	if err := sa.Check(ctx, "guild/9"); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("check of a claim taken behind the holder's back = %v, want ErrLost", err)
+	}
+}

@@ -41,6 +41,17 @@
 // where. Close stops everything, the background processing included,
 // and returns within the deadline of its context; Run does the same when its
 // context ends, such as on SIGTERM.
+//
+// # Hand-over
+//
+// A session another process goes on with (it took the guild's claim over,
+// see lifecycle/lease) is released, not ended: Fence refuses every later
+// write at once (Record and Amend return [ErrReleased]), and Release stops
+// the consolidator with no last pass, waits (within Config.DrainTimeout)
+// for the outage spool to be replayed, so that every line Record
+// acknowledged is in the session log, and stops the guard. It does not
+// record the end of the session and runs no post-session processing: the
+// session is still running, in the other process, under the same id.
 package session
 
 import (
@@ -56,6 +67,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/internal/clock"
@@ -164,16 +176,23 @@ type Session struct {
 	report   postsession.Report
 	bgErr    error
 
-	endMu  sync.Mutex // serialises End
+	endMu  sync.Mutex  // serialises End and Release
+	fenced atomic.Bool // no more writes: the session was handed over
 	mu     sync.Mutex
 	forgot map[string]time.Time // speaker id → when Forget ran
-	ended  bool
-	closed bool
-	endErr error
+	ended  bool                 // End or Release ran
+	// released says the session was handed over (Release), not ended.
+	released bool
+	closed   bool
+	endErr   error
 }
 
 // ErrEnded is returned by Record after End.
 var ErrEnded = errors.New("session has ended")
+
+// ErrReleased is returned by Record and Amend after Fence or Release: the
+// session was handed over to another process, which writes it now.
+var ErrReleased = errors.New("session was handed over to another process")
 
 func (c *Config) validate() error {
 	var missing []string
@@ -278,6 +297,9 @@ func (s *Session) abort(context.Context) {
 // outage spool cannot take it (a full or broken disk). A line of a speaker
 // forgotten (Forget) after it was said is dropped without error.
 func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
+	if s.fenced.Load() {
+		return fmt.Errorf("recording in session %q: %w", s.cfg.SessionID, ErrReleased)
+	}
 	s.mu.Lock()
 	ended := s.ended
 	s.mu.Unlock()
@@ -323,6 +345,9 @@ func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
 func (s *Session) Amend(ctx context.Context, key, text string) (bool, error) {
 	if strings.TrimSpace(key) == "" || strings.TrimSpace(text) == "" {
 		return false, fmt.Errorf("%w: amending a line needs its key and a text", memory.ErrInvalid)
+	}
+	if s.fenced.Load() {
+		return false, fmt.Errorf("amending a line of session %q: %w", s.cfg.SessionID, ErrReleased)
 	}
 	s.cm.Amend(key, text)
 	changed, err := s.guard.AmendEntry(ctx, s.cfg.SessionID, key, text)
@@ -429,14 +454,73 @@ func (s *Session) Consolidation() consolidate.Stats { return s.cons.Stats() }
 // facts up to date now.
 func (s *Session) ConsolidateNow(ctx context.Context) error { return s.cons.ConsolidateNow(ctx) }
 
+// Fence refuses every later write of the session (Record and Amend return
+// ErrReleased): another process took it over. It does no I/O and returns at
+// once, so it may run on the claim's heartbeat as soon as the loss is
+// noticed; Release does the rest. A write already under way finishes.
+func (s *Session) Fence() { s.fenced.Store(true) }
+
+// Release hands the session over to another process without ending it:
+// it fences it (see Fence), stops the consolidator and the context manager
+// (no last pass: the new owner consolidates from now on), waits within
+// Config.DrainTimeout for the outage spool to be replayed into the session
+// log, and stops the guard. It does not mark the session ended and starts
+// no post-session processing. When the database stays unreachable, the
+// spool stays on disk (the next run on the same state directory replays
+// it) and Release returns an error wrapping a *guard.PendingError. After
+// End it returns an error wrapping ErrEnded; calling it again returns the
+// first result.
+func (s *Session) Release(ctx context.Context) error {
+	s.Fence()
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	s.mu.Lock()
+	if s.ended {
+		err, released := s.endErr, s.released
+		s.mu.Unlock()
+		if !released {
+			return fmt.Errorf("releasing session %q: %w", s.cfg.SessionID, ErrEnded)
+		}
+		return err
+	}
+	s.ended, s.released = true, true
+	s.mu.Unlock()
+
+	s.cons.Stop()
+	s.cm.Close()
+	var errs []error
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
+	drained := s.guard.Drain(dctx)
+	cancel()
+	if drained != nil {
+		s.log.Warn("the database is still unreachable; the outage spool stays for the next run",
+			"spool", s.SpoolDir(), "pending", s.guard.Stats().Pending, "err", drained)
+		errs = append(errs, fmt.Errorf("releasing session %q: %w", s.cfg.SessionID, drained))
+	}
+	if err := s.guard.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	err := errors.Join(errs...)
+	s.mu.Lock()
+	s.endErr = err
+	s.mu.Unlock()
+	close(s.bgDone)
+	s.log.Info("session handed over to another process", "err", err)
+	return err
+}
+
 // End ends the session: final flush, stop, then post-session processing in
-// the background (see Wait). Calling it again returns the first result.
+// the background (see Wait). Calling it again returns the first result;
+// after Release it returns an error wrapping ErrReleased and does nothing.
 func (s *Session) End(ctx context.Context) error {
 	s.endMu.Lock()
 	defer s.endMu.Unlock()
 	s.mu.Lock()
 	if s.ended {
 		err := s.endErr
+		if s.released {
+			err = fmt.Errorf("ending session %q: %w", s.cfg.SessionID, ErrReleased)
+		}
 		s.mu.Unlock()
 		return err
 	}
@@ -484,13 +568,17 @@ func (s *Session) End(ctx context.Context) error {
 }
 
 // Wait waits for post-session processing (started by End) and returns its
-// report, or ctx's error.
+// report, or ctx's error; after Release it returns an error wrapping
+// ErrReleased (there is none).
 func (s *Session) Wait(ctx context.Context) (postsession.Report, error) {
 	s.mu.Lock()
-	ended := s.ended
+	ended, released := s.ended, s.released
 	s.mu.Unlock()
 	if !ended {
 		return postsession.Report{}, errors.New("session: Wait before End")
+	}
+	if released {
+		return postsession.Report{}, fmt.Errorf("session %q has no post-session processing here: %w", s.cfg.SessionID, ErrReleased)
 	}
 	select {
 	case <-s.bgDone:
@@ -500,9 +588,9 @@ func (s *Session) Wait(ctx context.Context) (postsession.Report, error) {
 	}
 }
 
-// Close ends the session if End was not called, stops post-session
-// processing (it resumes at the next run) and waits for every goroutine,
-// at most until ctx ends. It is idempotent.
+// Close ends the session if neither End nor Release was called, stops
+// post-session processing (it resumes at the next run) and waits for every
+// goroutine, at most until ctx ends. It is idempotent.
 func (s *Session) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -510,8 +598,14 @@ func (s *Session) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	released, relErr := s.released, s.endErr
 	s.mu.Unlock()
-	err := s.End(ctx)
+	var err error
+	if released {
+		err = relErr
+	} else {
+		err = s.End(ctx)
+	}
 	s.bgCancel()
 	select {
 	case <-s.bgDone:
