@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,9 +80,17 @@ func TestServeProcessesShareGuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three serve processes")
 	}
+	// GLYPHOXA_MULTIPROC_GUILDS runs it with more guilds (make test: 6).
+	guilds := 6
+	if v := os.Getenv("GLYPHOXA_MULTIPROC_GUILDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2 {
+			t.Fatalf("GLYPHOXA_MULTIPROC_GUILDS=%q: want a number of guilds, at least 2", v)
+		}
+		guilds = n
+	}
 	const (
 		procs     = 3
-		guilds    = 6
 		leaseTime = 3 * time.Second
 		dmID      = "200000000000000001"
 	)
