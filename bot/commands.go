@@ -11,13 +11,12 @@ const (
 	cmdPrivacy = "privacy"
 )
 
-// oneReply is the least replies a direction is kept for.
-var oneReply = 1.0
 
 // commandSpecs are the guild commands glyphoxa registers. They are
 // registered with a bulk overwrite, so commands that are no longer here
 // disappear from Discord.
 func commandSpecs() []*discordgo.ApplicationCommand {
+	oneReply := 1.0 // the least replies a direction is kept for
 	str := func(name, desc string, required, auto bool) *discordgo.ApplicationCommandOption {
 		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name,
 			Description: desc, Required: required, Autocomplete: auto}

@@ -8,7 +8,7 @@ import (
 
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(&out, "../../testdata/holdout", true); err != nil {
+	if err := run(&out, "../../testdata/holdout", true, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"recall:", "precision:", "altered:", "miss  line"} {
@@ -16,7 +16,7 @@ func TestRun(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if err := run(&out, t.TempDir(), false); err == nil {
+	if err := run(&out, t.TempDir(), false, 0); err == nil {
 		t.Error("empty directory accepted")
 	}
 }
