@@ -11,7 +11,6 @@ const (
 	cmdPrivacy = "privacy"
 )
 
-
 // commandSpecs are the guild commands glyphoxa registers. They are
 // registered with a bulk overwrite, so commands that are no longer here
 // disappear from Discord.
