@@ -92,6 +92,11 @@ func (s *Session) onAudio(c audio.Chunk) {
 	if !ok {
 		return
 	}
+	if (*s.optedOut.Load())[c.UserID] {
+		// A player who opted out is not transcribed: none of their audio
+		// leaves the process (transcribeLoop drops their utterance).
+		return
+	}
 	s.mu.Lock()
 	l := s.listening[c.UserID]
 	if c.Start {
