@@ -488,25 +488,32 @@ func (s *Session) Release(ctx context.Context) error {
 
 	s.cons.Stop()
 	s.cm.Close()
-	var errs []error
-	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
-	drained := s.guard.Drain(dctx)
-	cancel()
-	if drained != nil {
-		s.log.Warn("the database is still unreachable; the outage spool stays for the next run",
-			"spool", s.SpoolDir(), "pending", s.guard.Stats().Pending, "err", drained)
-		errs = append(errs, fmt.Errorf("releasing session %q: %w", s.cfg.SessionID, drained))
-	}
-	if err := s.guard.Close(); err != nil {
-		errs = append(errs, err)
-	}
-	err := errors.Join(errs...)
+	_, err := s.drainAndClose(ctx, "releasing", "the database is still unreachable; the outage spool stays for the next run")
 	s.mu.Lock()
 	s.endErr = err
 	s.mu.Unlock()
 	close(s.bgDone)
 	s.log.Info("session handed over to another process", "err", err)
 	return err
+}
+
+// drainAndClose replays the outage spool into the database, within
+// DrainTimeout, and closes the guard. drained is the replay's error (the
+// spool stays for the next run, and warn is logged); err joins it, wrapped
+// with verb ("ending", "releasing"), and the guard's closing error.
+func (s *Session) drainAndClose(ctx context.Context, verb, warn string) (drained, err error) {
+	var errs []error
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
+	drained = s.guard.Drain(dctx)
+	cancel()
+	if drained != nil {
+		s.log.Warn(warn, "spool", s.SpoolDir(), "pending", s.guard.Stats().Pending, "err", drained)
+		errs = append(errs, fmt.Errorf("%s session %q: %w", verb, s.cfg.SessionID, drained))
+	}
+	if cerr := s.guard.Close(); cerr != nil {
+		errs = append(errs, cerr)
+	}
+	return drained, errors.Join(errs...)
 }
 
 // End ends the session: final flush, stop, then post-session processing in
@@ -537,18 +544,9 @@ func (s *Session) End(ctx context.Context) error {
 	if err := s.guard.EndSession(ctx, s.cfg.SessionID, s.cfg.Clock.Now()); err != nil {
 		errs = append(errs, err)
 	}
-	dctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
-	drained := s.guard.Drain(dctx)
-	cancel()
-	if drained != nil {
-		s.log.Warn("the database is still unreachable; the outage spool stays for the next run and processing waits",
-			"spool", s.SpoolDir(), "pending", s.guard.Stats().Pending, "err", drained)
-		errs = append(errs, fmt.Errorf("ending session %q: %w", s.cfg.SessionID, drained))
-	}
-	if err := s.guard.Close(); err != nil {
-		errs = append(errs, err)
-	}
-	err := errors.Join(errs...)
+	drained, derr := s.drainAndClose(ctx, "ending",
+		"the database is still unreachable; the outage spool stays for the next run and processing waits")
+	err := errors.Join(append(errs, derr)...)
 	s.mu.Lock()
 	s.endErr = err
 	s.mu.Unlock()
