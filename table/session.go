@@ -240,22 +240,36 @@ func (s *Session) End(ctx context.Context) error {
 			<-done
 		}
 		s.stopAll()
-		s.wit.Close()
-		var errs []error
-		if err := s.closeS2S(); err != nil {
-			errs = append(errs, fmt.Errorf("closing the speech-to-speech sessions: %w", err))
-		}
-		if err := s.mem.End(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("ending the session's memory: %w", err))
-		}
-		if err := s.voice.Close(); err != nil && !errors.Is(err, conn.ErrClosed) {
-			errs = append(errs, fmt.Errorf("closing the voice connection: %w", err))
-		}
-		s.cfg.Observer.SessionEnded()
-		s.stopErr = errors.Join(errs...)
-		s.log.Info("session ended", "err", s.stopErr)
+		s.stopErr = s.closeDown("session ended", func() error {
+			if err := s.mem.End(ctx); err != nil {
+				return fmt.Errorf("ending the session's memory: %w", err)
+			}
+			return nil
+		})
 	})
 	return s.stopErr
+}
+
+// closeDown closes what a stopped session holds, once its goroutines are
+// done: the witness log, the speech-to-speech sessions, its memory (by
+// closeMemory: ending it or handing it over) and the voice connection; it
+// logs done and returns every error joined.
+func (s *Session) closeDown(done string, closeMemory func() error) error {
+	s.wit.Close()
+	var errs []error
+	if err := s.closeS2S(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the speech-to-speech sessions: %w", err))
+	}
+	if err := closeMemory(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.voice.Close(); err != nil && !errors.Is(err, conn.ErrClosed) {
+		errs = append(errs, fmt.Errorf("closing the voice connection: %w", err))
+	}
+	s.cfg.Observer.SessionEnded()
+	err := errors.Join(errs...)
+	s.log.Info(done, "err", err)
+	return err
 }
 
 // Release hands the session over to another process (it took the guild's
@@ -293,20 +307,12 @@ func (s *Session) Release(ctx context.Context) error {
 			s.log.Warn("releasing the session: waiting for its goroutines", "err", ctx.Err())
 			<-done
 		}
-		s.wit.Close()
-		var errs []error
-		if err := s.closeS2S(); err != nil {
-			errs = append(errs, fmt.Errorf("closing the speech-to-speech sessions: %w", err))
-		}
-		if err := s.mem.Release(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("handing the session's memory over: %w", err))
-		}
-		if err := s.voice.Close(); err != nil && !errors.Is(err, conn.ErrClosed) {
-			errs = append(errs, fmt.Errorf("closing the voice connection: %w", err))
-		}
-		s.cfg.Observer.SessionEnded()
-		s.stopErr = errors.Join(errs...)
-		s.log.Info("session handed over to another process", "err", s.stopErr)
+		s.stopErr = s.closeDown("session handed over to another process", func() error {
+			if err := s.mem.Release(ctx); err != nil {
+				return fmt.Errorf("handing the session's memory over: %w", err)
+			}
+			return nil
+		})
 	})
 	if !ran && !s.released.Load() {
 		return fmt.Errorf("releasing session %s: %w", s.id, session.ErrEnded)
