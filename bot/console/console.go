@@ -63,7 +63,9 @@ type Config struct {
 	PublicURL string
 	// Asker answers "ask as this NPC"; nil hides the box.
 	Asker Asker
-	// Live feeds the Live page; nil shows that nothing is wired.
+	// Live is the status of the tables this process runs; nil for none.
+	// The Live page also shows tables of other processes on the database
+	// (see LivePublisher).
 	Live LiveSource
 	// Recaps writes session recaps; nil makes extractive ones.
 	Recaps Recapper
