@@ -220,6 +220,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /review/fact/{id}/edit", s.need(dmOnly, s.editFact))
 	m.HandleFunc("POST /review/conflict/{id}", s.need(dmOnly, s.resolveConflict))
 	m.HandleFunc("GET /graph", s.need(anyone, s.graphPage))
+	m.HandleFunc("GET /graph/{id}", s.need(anyone, s.graphPage))
 	m.HandleFunc("GET /api/graph", s.need(anyone, s.graphJSON))
 	m.HandleFunc("GET /api/entity/{id}", s.need(anyone, s.entityJSON))
 	m.HandleFunc("GET /npc", s.need(dmOnly, s.npcList))
