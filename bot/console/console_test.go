@@ -368,6 +368,92 @@ func TestRecapSentencesCiteLinesOnThePage(t *testing.T) {
 	}
 }
 
+// TestGraphAroundAnEntity: the local view holds what is within its depth
+// of the focus and nothing else; bad parameters are named.
+func TestGraphAroundAnEntity(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	b := f.signInLink(t)
+	type view struct {
+		Nodes []struct {
+			ID      string
+			Hops    int
+			Aliases []string
+		}
+		Edges []struct{ S, T string }
+		All   []struct{ ID string }
+		Focus string
+		Depth int
+		Total int
+	}
+	get := func(path string) view {
+		t.Helper()
+		resp, body := b.get(path)
+		var v view
+		if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &v) != nil {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+		return v
+	}
+	whole := get("/api/graph")
+	if whole.Focus != "" || len(whole.Nodes) != 19 || whole.Total != 19 {
+		t.Fatalf("a small campaign opens whole: focus %q, %d nodes, total %d", whole.Focus, len(whole.Nodes), whole.Total)
+	}
+	near := map[string]bool{"brannoc": true}
+	for _, e := range whole.Edges {
+		if e.S == "brannoc" {
+			near[e.T] = true
+		}
+		if e.T == "brannoc" {
+			near[e.S] = true
+		}
+	}
+	one := get("/api/graph?focus=brannoc&depth=1")
+	if one.Focus != "brannoc" || one.Depth != 1 || len(one.Nodes) != len(near) || len(one.All) != 19 {
+		t.Fatalf("1 step around brannoc: focus %q depth %d, %d nodes (want %d), %d searchable", one.Focus, one.Depth, len(one.Nodes), len(near), len(one.All))
+	}
+	for _, n := range one.Nodes {
+		if !near[n.ID] || (n.ID == "brannoc") != (n.Hops == 0) {
+			t.Errorf("1 step around brannoc holds %s (hops %d)", n.ID, n.Hops)
+		}
+	}
+	for _, e := range one.Edges {
+		if !near[e.S] || !near[e.T] {
+			t.Errorf("1 step around brannoc holds the fact %s→%s", e.S, e.T)
+		}
+	}
+	if two := get("/api/graph?focus=brannoc&depth=2"); len(two.Nodes) <= len(one.Nodes) {
+		t.Errorf("2 steps around brannoc: %d entities, 1 step: %d", len(two.Nodes), len(one.Nodes))
+	}
+	var aliased bool
+	for _, n := range get("/api/graph?focus=grimjaw&depth=1").Nodes {
+		aliased = aliased || (n.ID == "grimjaw" && len(n.Aliases) > 0)
+	}
+	if !aliased {
+		t.Error("the graph's entities carry no aliases to search")
+	}
+	if all := get("/api/graph?focus=brannoc&depth=all"); all.Focus != "" || len(all.Nodes) != 19 {
+		t.Errorf("the whole graph: focus %q, %d nodes", all.Focus, len(all.Nodes))
+	}
+	for _, c := range []struct {
+		path, want string
+		code       int
+	}{
+		{"/api/graph?focus=brannoc&depth=9", "depth must be 1 to 4", http.StatusBadRequest},
+		{"/api/graph?focus=brannoc&depth=x", "depth must be 1 to 4", http.StatusBadRequest},
+		{"/api/graph?focus=nobody", "nobody", http.StatusNotFound},
+		{"/graph/nobody", "nobody", http.StatusNotFound},
+	} {
+		resp, body := b.get(c.path)
+		if resp.StatusCode != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("GET %s: %d %q; want %d naming %q", c.path, resp.StatusCode, body, c.code, c.want)
+		}
+	}
+	if resp, body := b.get("/graph/brannoc"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-focus="brannoc"`) {
+		t.Errorf("/graph/brannoc: %d", resp.StatusCode)
+	}
+}
+
 func TestPlayerSeesNoSecret(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -379,7 +465,7 @@ func TestPlayerSeesNoSecret(t *testing.T) {
 		"/sessions/s1?q=key", "/api/graph?type=npc"}
 	ents, _ := f.camp.Graph().FindEntities(context.Background(), memory.EntityFilter{})
 	for _, e := range ents {
-		paths = append(paths, "/api/entity/"+e.ID)
+		paths = append(paths, "/api/entity/"+e.ID, "/graph/"+e.ID, "/api/graph?depth=4&focus="+e.ID)
 	}
 	for _, p := range paths {
 		resp, body := b.get(p)
