@@ -554,3 +554,41 @@ func TestReviewFiltersBySession(t *testing.T) {
 		t.Errorf("the sample's pending facts are from s2: the s1 filter should show none")
 	}
 }
+
+// TestSessionSearchPagesItsMatches: a search matching more lines than fit
+// on a page says how many match and pages through them; nothing past the
+// first page is dropped silently.
+func TestSessionSearchPagesItsMatches(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	const n = 120
+	start := time.Date(2026, 4, 2, 19, 0, 0, 0, time.UTC)
+	if err := f.camp.Sessions().StartSession(ctx, "s-long", start); err != nil {
+		t.Fatal(err)
+	}
+	var es []memory.TranscriptEntry
+	for i := range n {
+		es = append(es, memory.TranscriptEntry{SessionID: "s-long", SpeakerID: "u1", SpeakerName: "Thorin",
+			Text: fmt.Sprintf("another round of ale number %d", i), At: start.Add(time.Duration(i) * time.Second)})
+	}
+	if _, err := f.camp.Sessions().WriteEntries(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	b := f.signInLink(t)
+	seen := map[string]bool{}
+	for p := range 3 {
+		_, page := b.get(fmt.Sprintf("/sessions/s-long?q=ale&hits=%d", p))
+		if !strings.Contains(page, "120 lines match") {
+			t.Fatalf("page %d of the matches does not give their number", p)
+		}
+		for i := range n {
+			if strings.Contains(page, fmt.Sprintf("ale number %d</li>", i)) {
+				seen[fmt.Sprint(i)] = true
+			}
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("three pages of matches show %d of %d lines", len(seen), n)
+	}
+}
