@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -590,5 +593,59 @@ func TestSessionSearchPagesItsMatches(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Errorf("three pages of matches show %d of %d lines", len(seen), n)
+	}
+}
+
+// TestSignInOutlivesTheConsole: a console restarted on the same database
+// (or a second one beside it) keeps its browsers signed in, with their
+// roles; signing out in one signs out of all; a console serving another
+// campaign does not take the sign-in.
+func TestSignInOutlivesTheConsole(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dm := f.signInLink(t)
+	pl, resp, _ := f.signInDiscord(t, player)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("player sign-in: %d", resp.StatusCode)
+	}
+	restarted := func(campaigns ...bot.Guild) *httptest.Server {
+		c, err := console.New(console.Config{Door: f.door, Campaigns: campaigns,
+			OAuth: console.OAuth{ClientID: "app-1", ClientSecret: "shh", DiscordURL: f.discord.URL()},
+			Clock: f.clock, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(c)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	again := restarted(bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}, DMUserIDs: []string{dmUser}})
+	first := dm.base
+	dm.base, pl.base = again.URL, again.URL
+	if resp, _ := dm.get("/review"); resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/review" {
+		t.Fatalf("the DM after a restart: %d at %s", resp.StatusCode, resp.Request.URL.Path)
+	}
+	if resp, _ := pl.get("/graph"); resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/graph" {
+		t.Fatalf("the player after a restart: %d at %s", resp.StatusCode, resp.Request.URL.Path)
+	}
+	if resp, _ := pl.get("/review"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("the player reached the DM's review after a restart: %d", resp.StatusCode)
+	}
+
+	// Another campaign's console does not take it.
+	other := restarted(bot.Guild{ID: "g-other", Campaign: "other-campaign"})
+	dm.base = other.URL
+	if resp, _ := dm.get("/api/graph"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a console of another campaign took the sign-in: %d", resp.StatusCode)
+	}
+
+	// Signing out on the restarted console signs out of the first too.
+	dm.base = again.URL
+	if resp, _ := dm.post("/signout", url.Values{"csrf": {dm.csrf()}}, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-out: %d", resp.StatusCode)
+	}
+	dm.base = first
+	if resp, _ := dm.get("/api/graph"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the first console still takes a sign-in signed out on the other: %d", resp.StatusCode)
 	}
 }
