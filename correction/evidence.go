@@ -2,11 +2,10 @@ package correction
 
 import (
 	"slices"
-
-	"github.com/antzucaro/matchr"
-
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/antzucaro/matchr"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 )
@@ -20,10 +19,22 @@ import (
 //     Sela) becomes a name only when a word of it was heard with low
 //     confidence or is capitalised inside an English sentence ("the Gold");
 //   - a window of several ordinary content words ("went dry" for Wendry,
-//     "grim jaw" for Grimjaw) becomes a name only when the name is in play
-//     (mentioned recently or present in the scene), a word of it was heard
-//     with low confidence or is capitalised; when in-play names are not
-//     known (InPlay nil), the thresholds alone decide, as without evidence.
+//     "grim jaw" for Grimjaw) becomes a name when a word of it was heard
+//     with low confidence or is capitalised; else only when the name is in
+//     play (mentioned recently or present in the scene; with InPlay nil,
+//     unknown, the thresholds decide) and the words do not read as plain
+//     English around them: after a determiner, subject pronoun or
+//     auxiliary for a person's name ("open the hall door"), starting with
+//     one of the commonest verbs ("went dry", "go rear"), or with an ending
+//     the name lacks ("salt reached" for Saltreach);
+//   - the name's own words in lower case ("the red lantern"), or with
+//     another article or, in German, other endings ("den Kessel"), stay
+//     unless a word is capitalised or uncertain.
+//
+// In German, a capitalised word among several is a noun, an ordinary word
+// ("Korb in" is not Korbin). German has no general dictionary, so a window
+// with a word its common list lacks becomes a name not in play only when a
+// word was heard uncertainly.
 //
 // A recogniser's high confidence is no evidence against a name: it is as
 // sure of "iron" and "hold" when the speaker said Ironhold.
