@@ -32,7 +32,9 @@ func (v *replyVoice) Start(_ context.Context, req bot.StartRequest) error {
 	return nil
 }
 
-func (v *replyVoice) Status(string) (bot.SessionStatus, bool) { return bot.SessionStatus{SessionID: "s1"}, true }
+func (v *replyVoice) Status(string) (bot.SessionStatus, bool) {
+	return bot.SessionStatus{SessionID: "s1"}, true
+}
 
 func (v *replyVoice) End(context.Context, string) error { return nil }
 
