@@ -195,6 +195,12 @@ func (b *Bot) onComponent(ctx context.Context, i *discordgo.Interaction, g Guild
 		b.conflictButton(ctx, i, g, rest)
 	case "forgetme":
 		b.forgetMeButton(ctx, i, g, rest)
+	case undoPrefix:
+		if !isDM(g, i.Member) {
+			b.refuse(i, "Only the DM can withdraw an NPC's reply.")
+			return
+		}
+		b.undoButton(ctx, i, g, rest)
 	default:
 		b.reply(i, true, "This button has expired.")
 	}

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -46,6 +47,32 @@ type Undoer interface {
 	Undo(ctx context.Context, guildID string) (u Undone, ok bool, err error)
 }
 
+// ReplyUndoer is an optional capability of VoiceSessions: it withdraws
+// one NPC reply, named by NPCReply.ID, if it is still the latest (the
+// "Undo" button under a reply). ok is false when no session of the guild is
+// running; the error wraps ErrReplyNotLatest when a later reply came since,
+// ErrReplyGone when it was withdrawn already.
+type ReplyUndoer interface {
+	UndoReply(ctx context.Context, guildID, replyID string) (u Undone, ok bool, err error)
+}
+
+// Errors of ReplyUndoer.
+var (
+	ErrReplyNotLatest = errors.New("a later reply came since; only the latest NPC reply can be withdrawn")
+	ErrReplyGone      = errors.New("the reply is withdrawn already")
+)
+
+// NPCReply is an NPC reply the voice session reports (StartRequest.Replied).
+type NPCReply struct {
+	// ID names the reply for ReplyUndoer.UndoReply.
+	ID      string
+	NPCName string
+	Text    string
+	// Voiced is false when the reply was posted in the text channel
+	// rather than spoken.
+	Voiced bool
+}
+
 // Undone is the NPC reply withdrawn.
 type Undone struct {
 	NPCName string
@@ -78,6 +105,9 @@ type StartRequest struct {
 	Controls  *live.Controls
 	// Announce posts a message in the session's text channel.
 	Announce func(text string)
+	// Replied posts an NPC reply in the session's text channel with the
+	// DM's Undo button (nil: none). It must not block for long.
+	Replied func(NPCReply)
 	// Ended is called when the session ends by itself (its channel stayed
 	// empty, it ran too long, or the voice connection failed), with why.
 	Ended func(reason string)

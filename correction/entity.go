@@ -13,6 +13,10 @@ type Entity struct {
 	ID      string   `json:"id" yaml:"id"`
 	Name    string   `json:"name" yaml:"name"`
 	Aliases []string `json:"aliases,omitempty" yaml:"aliases"`
+	// Type is the entity's kind ("npc", "player", "location", ...), or
+	// "" when unknown. The common-word guard reads it: a person's name
+	// does not follow an article.
+	Type string `json:"type,omitempty" yaml:"type"`
 }
 
 // EntityLister lists a campaign's entities. *postgres.Graph (a campaign's
@@ -34,7 +38,7 @@ func LoadEntities(ctx context.Context, l EntityLister) ([]Entity, error) {
 func FromMemory(es []memory.Entity) []Entity {
 	out := make([]Entity, len(es))
 	for i, e := range es {
-		out[i] = Entity{ID: e.ID, Name: e.Name, Aliases: append([]string(nil), e.Aliases...)}
+		out[i] = Entity{ID: e.ID, Name: e.Name, Aliases: append([]string(nil), e.Aliases...), Type: e.Type}
 	}
 	return out
 }

@@ -60,14 +60,27 @@ func TestParseCase(t *testing.T) {
 
 // TestNearNames holds the common-word guard to issue 26 on the near-names
 // corpora: plain sentences whose words sit near the campaign's names are
-// never altered when the names near them are not in play, and misheard
+// never altered when the names near them are not in play, nor on the tuning
+// corpora with every name in play (a table with no scene set), and misheard
 // names are restored at least as often as before the guard (the first
-// scores, measured before tuning: 33 of 37 English names, 14 of 14 German).
+// scores, measured before tuning: 33 of 37 English names, 14 of 14 German;
+// on the held-out corpora 17 of 20 and 11 of 11). The held-out corpora,
+// written before the second round of tuning, are held to their final
+// scores with every name in play (see correction/README.md): one English
+// plain sentence is still altered ("the old brook" for Oldbrook, a place,
+// which takes an article), nine German ones (German has no general
+// dictionary: "halt dies", "Gewinn" are unknown words to it).
 func TestNearNames(t *testing.T) {
 	for _, tc := range []struct {
-		dir      string
-		restored int
-	}{{"testdata/nearnames", 33}, {"testdata/nearnames-de", 14}} {
+		dir       string
+		restored  int
+		allInPlay int // plain sentences altered at most with every name in play
+	}{
+		{"testdata/nearnames", 33, 0},
+		{"testdata/nearnames-de", 14, 0},
+		{"testdata/nearnames-heldout", 17, 1},
+		{"testdata/nearnames-heldout-de", 11, 9},
+	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			c, err := evalcorpus.Load(tc.dir)
 			if err != nil {
@@ -88,9 +101,16 @@ func TestNearNames(t *testing.T) {
 				}
 				t.Logf("%s, %s: plain sentences altered %d of %d, names restored %d of %d",
 					lang, md, r.EntityFreeAltered, r.EntityFree, r.Restored, r.Names)
-				if md == evalcorpus.Scene && r.EntityFreeAltered != 0 {
+				limit := r.EntityFreeAltered
+				switch md {
+				case evalcorpus.Scene:
+					limit = 0
+				case evalcorpus.AllInPlay:
+					limit = tc.allInPlay
+				}
+				if r.EntityFreeAltered > limit {
 					for _, w := range r.Wrongs {
-						t.Errorf("line %d: %q became %q", w.Case.Line, w.Sub.Original, w.Sub.Replacement)
+						t.Errorf("%s, line %d: %q became %q", md, w.Case.Line, w.Sub.Original, w.Sub.Replacement)
 					}
 				}
 				if (md == evalcorpus.Scene || md == evalcorpus.Confident) && r.Restored < tc.restored {

@@ -4,6 +4,10 @@ import (
 	"slices"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/antzucaro/matchr"
+
+	"github.com/glyphoxa/glyphoxa/memory"
 )
 
 // Evidence is what the caller knows of an utterance beyond its words. The
@@ -15,10 +19,22 @@ import (
 //     Sela) becomes a name only when a word of it was heard with low
 //     confidence or is capitalised inside an English sentence ("the Gold");
 //   - a window of several ordinary content words ("went dry" for Wendry,
-//     "grim jaw" for Grimjaw) becomes a name only when the name is in play
-//     (mentioned recently or present in the scene), a word of it was heard
-//     with low confidence or is capitalised; when in-play names are not
-//     known (InPlay nil), the thresholds alone decide, as without evidence.
+//     "grim jaw" for Grimjaw) becomes a name when a word of it was heard
+//     with low confidence or is capitalised; else only when the name is in
+//     play (mentioned recently or present in the scene; with InPlay nil,
+//     unknown, the thresholds decide) and the words do not read as plain
+//     English around them: after a determiner, subject pronoun or
+//     auxiliary for a person's name ("open the hall door"), starting with
+//     one of the commonest verbs ("went dry", "go rear"), or with an ending
+//     the name lacks ("salt reached" for Saltreach);
+//   - the name's own words in lower case ("the red lantern"), or with
+//     another article or, in German, other endings ("den Kessel"), stay
+//     unless a word is capitalised or uncertain.
+//
+// In German, a capitalised word among several is a noun, an ordinary word
+// ("Korb in" is not Korbin). German has no general dictionary, so a window
+// with a word its common list lacks becomes a name not in play only when a
+// word was heard uncertainly.
 //
 // A recogniser's high confidence is no evidence against a name: it is as
 // sure of "iron" and "hold" when the speaker said Ironhold.
@@ -46,17 +62,34 @@ type guardState struct {
 }
 
 // evidenced reports whether the evidence lets window w become term t of
-// entity id (see Evidence).
-func (m *Matcher) evidenced(w *window, t *term, id string, g *guardState) bool {
-	if !w.allKnown {
-		return true
-	}
+// entity e (see Evidence).
+func (m *Matcher) evidenced(w *window, t *term, e *Entity, g *guardState) bool {
+	id := e.ID
 	content, shared := 0, false
 	var low, caps bool
-	for k, x := range w.words {
+	for k := range w.words {
 		inf := &w.info[k]
 		low = low || (inf.conf >= 0 && inf.conf < g.low)
 		caps = caps || inf.caps
+	}
+	if articleSwap(w, t, m.words) {
+		// The name's words with another article ("den Kessel" for der
+		// Kessel): the grammar of the sentence, not a mishearing.
+		return low
+	}
+	if !w.allKnown {
+		// A word that is no word of the language may be the name
+		// misheard. Only a language with a general dictionary knows
+		// that; without one (German), an unknown word may as well be
+		// an ordinary word missing from the common list ("Gewinn"),
+		// and a name not in play needs a word heard uncertainly.
+		if m.words.dict == "" && g.inPlay != nil {
+			return g.inPlay[id] || low
+		}
+		return true
+	}
+	for k, x := range w.words {
+		inf := &w.info[k]
 		if inf.stop {
 			continue
 		}
@@ -67,13 +100,15 @@ func (m *Matcher) evidenced(w *window, t *term, id string, g *guardState) bool {
 		content++
 	}
 	if w.joined == t.joined && slices.Equal(w.words, t.words) {
-		// The name as written, in other case: a name that is one ordinary
-		// word with function words ("the guild" for the Guild) keeps
-		// the speaker's case unless it is in play.
+		// The name's own words, in other case: nothing was misheard.
+		// A name that is one ordinary word with function words ("the
+		// guild" for the Guild) keeps the speaker's case; a phrase of
+		// ordinary words ("the red lantern") does unless a word of it
+		// was capitalised or uncertain.
 		if content == 0 && countContent(t, m.words) == 1 {
 			return false
 		}
-		return true
+		return low || caps
 	}
 	if shared {
 		return true
@@ -81,10 +116,120 @@ func (m *Matcher) evidenced(w *window, t *term, id string, g *guardState) bool {
 	if content <= 1 {
 		return low || caps
 	}
+	if low || caps {
+		return true
+	}
+	// Several ordinary words and no sign but the name being in play
+	// (with no scene set, every name is): the plain reading stands
+	// when it reads as English around the window.
+	if m.plainReading(w, t, e.Type == memory.EntityNPC || e.Type == memory.EntityPlayer) {
+		return false
+	}
 	if g.inPlay == nil {
 		return true
 	}
-	return g.inPlay[id] || low || caps
+	return g.inPlay[id]
+}
+
+// Closed word classes the plain-reading test reads (English).
+var (
+	// leadsNounPhrase are words after which the next words form a noun
+	// phrase or a verb phrase, where a bare name (one without an
+	// article of its own) does not stand: determiners, subject pronouns,
+	// auxiliaries ("the hall door", "you go rear", "the salt reached").
+	// Object pronouns ("tell her") and prepositions ("to") are not
+	// among them: a name follows those.
+	leadsNounPhrase = wordSet("the", "a", "an", "this", "that", "these", "those", "my", "your", "our", "their",
+		"its", "every", "each", "some", "any", "no", "i", "you", "we", "they", "he", "she", "it",
+		"will", "would", "can", "could", "shall", "should", "may", "might", "must", "do", "does", "did",
+		"is", "are", "was", "were", "am", "be", "been", "have", "has", "had")
+	// clauseVerbs are the commonest English verbs: a window that begins
+	// with one is a clause ("go rear guard", "went dry") unless the name
+	// begins with it.
+	clauseVerbs = wordSet("go", "goes", "went", "gone", "get", "gets", "got", "come", "comes", "came",
+		"take", "takes", "took", "make", "makes", "made", "give", "gives", "gave", "let", "lets", "put",
+		"see", "sees", "saw", "say", "says", "said", "keep", "keeps", "kept", "run", "runs", "ran",
+		"is", "are", "was", "were", "be", "been", "have", "has", "had", "do", "does", "did")
+	// articles are the words a swap between which is grammar, not
+	// mishearing (English and German).
+	articles = wordSet("the", "a", "an", "der", "die", "das", "den", "dem", "des",
+		"ein", "eine", "einen", "einem", "einer", "eines")
+)
+
+func wordSet(ws ...string) map[string]bool {
+	m := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		m[w] = true
+	}
+	return m
+}
+
+// plainReading reports whether window w, all of whose words are ordinary
+// words of an English sentence, reads as ordinary English rather than as
+// name t: it follows a determiner, subject pronoun or auxiliary and t is a
+// person's name (places, items and factions take articles: "the
+// Tideglass"); it begins
+// with one of the commonest verbs; or one of its words sounds like its
+// piece of the name only with an ending the name lacks ("went dry" for
+// Wendry, "salt reached" for Saltreach). A name misheard as ordinary words
+// sounds like them piece by piece ("grim jaw", "tie rule").
+func (m *Matcher) plainReading(w *window, t *term, person bool) bool {
+	if m.lang != English {
+		return false
+	}
+	if person && w.before != "" && leadsNounPhrase[w.before] {
+		return true
+	}
+	if clauseVerbs[w.words[0]] && w.words[0] != t.words[0] {
+		return true
+	}
+	if w.joined == t.joined {
+		return false
+	}
+	pieces := t.words
+	if len(w.words) != len(t.words) {
+		if pieces = bestCut(w, t.joined); pieces == nil {
+			return true
+		}
+	}
+	for k, x := range w.words {
+		y := pieces[k]
+		if x == y {
+			continue
+		}
+		var b [2]string
+		b[0], b[1] = matchr.DoubleMetaphone(y)
+		if !soundsAlike(w.info[k].codes, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// articleSwap reports whether w is t's words with one article in place of
+// another ("den Kessel" for der Kessel, "a lantern" for the Lantern) or, in
+// German, with other endings ("schwarze Kessel" for Schwarzer Kessel).
+func articleSwap(w *window, t *term, wl *wordList) bool {
+	if len(w.words) != len(t.words) || len(t.words) < 2 {
+		return false
+	}
+	swapped, same := false, false
+	for k, x := range w.words {
+		y := t.words[k]
+		switch {
+		case x == y:
+			same = true
+		case articles[x] && articles[y]:
+			swapped = true
+		case wl.lang == German && (inflects(x, y) || inflects(y, x)):
+			// German inflects the adjectives of a name ("im
+			// schwarzen Kessel").
+			swapped = true
+		default:
+			return false
+		}
+	}
+	return swapped && same
 }
 
 // countContent counts the words of t that are not function words.

@@ -11,6 +11,10 @@ var guardEntities = []Entity{
 	{ID: "wendry", Name: "Wendry"},
 	{ID: "eldrinax", Name: "Eldrinax", Aliases: []string{"the Undying"}},
 	{ID: "holger", Name: "Holger"},
+	{ID: "tyrul", Name: "Tyrul", Type: "npc"},
+	{ID: "haldor", Name: "Haldor", Type: "npc"},
+	{ID: "kessel", Name: "Schwarzer Kessel", Aliases: []string{"der Kessel"}, Type: "location"},
+	{ID: "lantern", Name: "The Red Lantern", Type: "location"},
 }
 
 func TestEvidenceGuard(t *testing.T) {
@@ -44,8 +48,19 @@ func TestEvidenceGuard(t *testing.T) {
 		{"a capital at the start of a sentence is no evidence", "Gold is heavy. Gold is heavy", nil, "Gold is heavy. Gold is heavy"},
 		{"a word and a function word", "we could sell a horse", &Evidence{InPlay: inPlay("sela")}, "we could sell a horse"},
 		{"plain words, name not in play", "the well went dry", &Evidence{InPlay: inPlay("sela")}, "the well went dry"},
-		{"plain words, name in play", "ask went dry for a lantern", &Evidence{InPlay: inPlay("wendry")}, "ask Wendry for a lantern"},
-		{"plain words, in play unknown: thresholds decide", "ask went dry for a lantern", nil, "ask Wendry for a lantern"},
+		{"plain words, name in play", "ask tie rule for a lantern", &Evidence{InPlay: inPlay("tyrul")}, "ask Tyrul for a lantern"},
+		{"plain words, in play unknown: thresholds decide", "ask tie rule for a lantern", nil, "ask Tyrul for a lantern"},
+		{"plain words, name not in play", "ask tie rule for a lantern", &Evidence{InPlay: inPlay()}, "ask tie rule for a lantern"},
+		// Issue 26: with every name in play (no scene set), ordinary
+		// words that read as English stay.
+		{"a clause verb begins the words", "ask went dry for a lantern", &Evidence{InPlay: inPlay("wendry")}, "ask went dry for a lantern"},
+		{"an ending the name lacks", "the salt reached the fields", &Evidence{InPlay: inPlay("wendry", "tyrul")}, "the salt reached the fields"},
+		{"after an article, not a person", "open the hall door", &Evidence{InPlay: inPlay("haldor")}, "open the hall door"},
+		{"after a subject pronoun, not a person", "you go rear and I take the front", nil, "you go rear and I take the front"},
+		{"a person's name after a verb", "ask hall door about the key", &Evidence{InPlay: inPlay("haldor")}, "ask Haldor about the key"},
+		{"the name's words in lower case stay", "light the red lantern", &Evidence{InPlay: inPlay("lantern")}, "light the red lantern"},
+		{"the name's words capitalised are the name", "we meet at the Red lantern", &Evidence{InPlay: inPlay("lantern")}, "we meet at The Red Lantern"},
+		{"another article is grammar", "a red lantern hangs there", &Evidence{InPlay: inPlay("lantern")}, "a red lantern hangs there"},
 		{"plain words, low confidence", "ask went dry for a lantern", &Evidence{InPlay: inPlay(), Confidences: confs(6, 2)}, "ask Wendry for a lantern"},
 		{"an alias of one plain word keeps the speaker's case", "the undying fire", &Evidence{InPlay: inPlay("eldrinax")}, "the undying fire"},
 		{"a word that is no English word is left to the thresholds", "I trust elder nacks", &Evidence{InPlay: inPlay()}, "I trust Eldrinax"},
@@ -67,13 +82,24 @@ func TestGermanWordLists(t *testing.T) {
 		// become names, the German ones do not.
 		{"holt er das Schwert", "Holger das Schwert", "holt er das Schwert"},
 		{"frag holga nach dem Weg", "frag Holger nach dem Weg", "frag Holger nach dem Weg"},
+		// A capitalised German word among others is a noun ("Korb in"
+		// is not Korbin); an article or an ending of the name's words
+		// is grammar.
+		{"stell den Kessel auf den Herd", "stell den Kessel auf den Herd", "stell den Kessel auf den Herd"},
+		{"der schwarze Kessel hängt dort", "der Schwarzer Kessel hängt dort", "der schwarze Kessel hängt dort"},
 	} {
-		if got := en.MatchEvidence(tc.text, pen, &Evidence{InPlay: map[string]bool{}}).Text; got != tc.wantEN {
+		ev := &Evidence{InPlay: map[string]bool{"holger": true, "kessel": true}}
+		if got := en.MatchEvidence(tc.text, pen, ev).Text; got != tc.wantEN {
 			t.Errorf("en: %q → %q, want %q", tc.text, got, tc.wantEN)
 		}
-		if got := de.MatchEvidence(tc.text, pde, &Evidence{InPlay: map[string]bool{}}).Text; got != tc.wantDE {
+		if got := de.MatchEvidence(tc.text, pde, ev).Text; got != tc.wantDE {
 			t.Errorf("de: %q → %q, want %q", tc.text, got, tc.wantDE)
 		}
+	}
+	// German has no general dictionary: a word missing from its common
+	// list may be an ordinary word, so a name not in play stays unmade.
+	if got := de.MatchEvidence("frag holga nach dem Weg", pde, &Evidence{InPlay: map[string]bool{}}).Text; got != "frag holga nach dem Weg" {
+		t.Errorf("de, Holger not in play: %q", got)
 	}
 	if !de.words.isCommon("wendet") || !de.words.isCommon("teilen") || de.words.isCommon("holger") {
 		t.Error("German inflections")

@@ -251,7 +251,9 @@ func (m *Matcher) MatchEvidence(text string, p *PreparedEntities, ev *Evidence) 
 		if confs {
 			info[k].conf = ev.Confidences[k]
 		}
-		info[k].caps = m.lang == English && !info[k].stop && capitalised(text, t.start)
+		caps := !info[k].stop && capitalised(text, t.start)
+		info[k].caps = m.lang == English && caps
+		info[k].noun = m.lang == German && caps
 	}
 	var g guardState
 	if ev != nil {
@@ -274,6 +276,10 @@ func (m *Matcher) MatchEvidence(text string, p *PreparedEntities, ev *Evidence) 
 		for j := maxJ; j > i; j-- {
 			if !w.set(m, toks[i:j], info[i:j], p.maxLen) {
 				continue
+			}
+			w.before = ""
+			if i > 0 && joinable(text[toks[i-1].suffixEnd:toks[i].start]) {
+				w.before = toks[i-1].norm
 			}
 			cands = m.candidates(cands, &w, i, j, p, &g)
 		}
@@ -391,6 +397,10 @@ type wordInfo struct {
 	// caps is true when the word is capitalised inside a sentence.
 	conf float64
 	caps bool
+	// noun is true when the word is capitalised inside a German
+	// sentence: German writes its nouns so, and a recogniser that split
+	// a name into words wrote this one as the noun it heard ("Korb in").
+	noun bool
 }
 
 // window is the words [i, j) of an utterance in the forms the scores use.
@@ -408,8 +418,11 @@ type window struct {
 	// anyKnown is true when a word of the window is an English word,
 	// allKnown when all are.
 	anyKnown, allKnown bool
-	firstStop          bool
-	lastStop           bool
+	// before is the word just before the window in the same phrase
+	// (normalized), "" at the start or after punctuation.
+	before    string
+	firstStop bool
+	lastStop  bool
 }
 
 // set fills w for toks and reports whether the window is worth matching.
@@ -427,8 +440,12 @@ func (w *window) set(m *Matcher, toks []token, info []wordInfo, maxLen int) bool
 	w.allCommon, w.anyCommon, w.anyKnown, w.allKnown = true, false, false, true
 	allStop := true
 	for _, x := range info {
-		w.anyKnown = w.anyKnown || x.known
-		w.allKnown = w.allKnown && x.known
+		// A German noun among several words is a word of the
+		// language; alone, it may be a name the recogniser wrote
+		// capitalised ("Holga").
+		known := x.known || (x.noun && len(info) > 1)
+		w.anyKnown = w.anyKnown || known
+		w.allKnown = w.allKnown && known
 		if x.common {
 			w.anyCommon = true
 		} else {
@@ -565,7 +582,7 @@ func (m *Matcher) tryFolded(out []match, w *window, i, j int, ti int32, p *Prepa
 	if len(w.words) > len(t.words) && w.anyKnown && !piecewise(w, t, false) {
 		return out, false
 	}
-	if !w.edgesSound(t) || !m.evidenced(w, t, p.entities[t.entity].ID, g) {
+	if !w.edgesSound(t) || !m.evidenced(w, t, &p.entities[t.entity], g) {
 		return out, false
 	}
 	return append(out, match{i: i, j: j, wlen: len(w.joined), edge: w.edgeStop(t), term: ti, score: s, method: MethodPhonetic}), true
@@ -603,7 +620,7 @@ func (m *Matcher) try(out []match, w *window, i, j int, ti int32, p *PreparedEnt
 	if len(w.words) > len(t.words) && w.anyKnown && !piecewise(w, t, false) {
 		return out, false
 	}
-	if !w.edgesSound(t) || !m.evidenced(w, t, p.entities[t.entity].ID, g) {
+	if !w.edgesSound(t) || !m.evidenced(w, t, &p.entities[t.entity], g) {
 		return out, false
 	}
 	method := MethodFuzzy

@@ -54,6 +54,7 @@ const (
 	ReasonPlayerTalk = "players talking among themselves"
 	ReasonMuted      = "the NPC is muted"
 	ReasonNotPresent = "the NPC is not in the scene"
+	ReasonSeveral    = "spoken to together (plural you)"
 )
 
 // maxGarbledWords is the longest line a name that starts it, without a
@@ -254,6 +255,11 @@ func (a *Addresser) decide(r *rules, in AddressInput, lastNPC string, lastAt tim
 		}
 		return Decision{NPCID: npcs[0], NPCIDs: npcs, Reason: ReasonNamed}, false
 	}
+	if !inExchange && !mentionsPlayer(mentions, a.isNPC) && r.speaksToSeveral(in.Text, words) {
+		if npcs := a.several(r, in, words, mentions, lastNPC, lastAt); len(npcs) > 0 {
+			return Decision{NPCID: npcs[0], NPCIDs: npcs, Reason: ReasonSeveral}, false
+		}
+	}
 	addressed := r.secondPerson(in.Text, words) || r.isQuestion(in.Text, words) || r.isImperative(words)
 	// An NPC named in the third person is talked about, not to ("did
 	// Tyrul say ten or twelve?"); a mention of another NPC ("do you
@@ -287,6 +293,38 @@ func (a *Addresser) decide(r *rules, in AddressInput, lastNPC string, lastAt tim
 	// A line that names a player, or comes soon after such a line, is
 	// part of an exchange between players.
 	return Decision{Reason: ReasonPlayerTalk}, inExchange || mentionsPlayer(mentions, a.isNPC)
+}
+
+// several resolves a plural "you" ("was wisst ihr…?", "you both"): the NPCs
+// named in the line, other than as an object ("was haltet ihr von
+// Tyrul?"), in the order named; else, while a conversation with an NPC of
+// the scene goes on, every NPC of the scene, that one first. Without a
+// scene set, or a conversation, it resolves to none (the usual rules
+// decide): the players may be speaking to each other.
+func (a *Addresser) several(r *rules, in AddressInput, words []word, mentions []Mention, lastNPC string, lastAt time.Time) []string {
+	present := func(id string) bool { return len(in.Present) == 0 || slices.Contains(in.Present, id) }
+	var npcs []string
+	add := func(id string) {
+		if a.isNPC(id) && present(id) && !a.muted(id) && !slices.Contains(npcs, id) {
+			npcs = append(npcs, id)
+		}
+	}
+	for _, g := range r.groups(in.Text, words, mentions) {
+		if g.first > 0 && r.objectTakers[words[g.first-1].text] {
+			continue
+		}
+		for _, m := range g.names {
+			add(m.EntityID)
+		}
+	}
+	if len(npcs) > 0 || len(in.Present) < 2 || lastNPC == "" || in.At.Sub(lastAt) > a.follow || !present(lastNPC) {
+		return npcs
+	}
+	add(lastNPC)
+	for _, id := range in.Present {
+		add(id)
+	}
+	return npcs
 }
 
 func mentionsPlayer(ms []Mention, isNPC func(string) bool) bool {
@@ -498,7 +536,20 @@ func (r *rules) secondPersonNext(words []word, last int) bool {
 // forms of address are told from their homonyms by case ("Sie" is "you",
 // "sie" is "she" or "they").
 func (r *rules) secondPerson(text string, ws []word) bool {
+	several := -1 // unknown
 	for _, w := range ws {
+		if w.text == r.pluralYou && r.pluralYou != "" {
+			// "ihr" is "you" beside a verb of yours, else "her".
+			if several < 0 {
+				several = 0
+				if r.speaksToSeveral(text, tokenize(text)) {
+					several = 1
+				}
+			}
+			if several == 0 {
+				continue
+			}
+		}
 		if r.secondPersonWords[w.text] {
 			return true
 		}

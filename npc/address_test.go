@@ -289,3 +289,48 @@ func TestAddresserConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPluralYou: German "ihr" (you, several) speaks to the NPCs named in
+// the line, or, in a conversation under way, to every NPC of the scene;
+// "ihr" for "her" and the formal "Ihr" of one person do not.
+func TestPluralYou(t *testing.T) {
+	finder := newExactNames(map[string][]string{"goryr": {"Goryr"}, "tyrul": {"Tyrul"}, "sela": {"Sela"}, "lyra": {"Lyra"}})
+	isNPC := func(id string) bool { return id != "lyra" }
+	now := time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+	scene := []string{"tyrul", "goryr", "sela"}
+	for _, tc := range []struct {
+		name, lang, text string
+		present          []string
+		last             string // the NPC that answered u1 5 s ago
+		muted            string
+		want             []string
+		reason           string
+	}{
+		{"named, no commas", "de", "was wisst ihr Tyrul und Goryr über das Schiff", scene, "", "", []string{"tyrul", "goryr"}, npc.ReasonSeveral},
+		{"in conversation: the scene, the last speaker first", "de", "Und was meint ihr dazu?", scene, "goryr", "", []string{"goryr", "tyrul", "sela"}, npc.ReasonSeveral},
+		{"verb after ihr", "de", "Ihr habt doch sicher etwas gehört?", scene, "tyrul", "", []string{"tyrul", "goryr", "sela"}, npc.ReasonSeveral},
+		{"a muted NPC stays silent", "de", "Und was meint ihr dazu?", scene, "goryr", "sela", []string{"goryr", "tyrul"}, npc.ReasonSeveral},
+		{"named as an object, in conversation", "de", "Was haltet ihr von Sela?", []string{"tyrul", "goryr"}, "tyrul", "", []string{"tyrul", "goryr"}, npc.ReasonSeveral},
+		{"ihr beide", "de", "Ihr beide, was sagt ihr?", scene, "sela", "", []string{"sela", "tyrul", "goryr"}, npc.ReasonSeveral},
+		{"no conversation, no name: the players among themselves", "de", "Habt ihr noch Heiltränke?", scene, "", "", nil, npc.ReasonPlayerTalk},
+		{"no scene set: the usual follow-up", "de", "Und was meint ihr dazu?", nil, "goryr", "", []string{"goryr"}, npc.ReasonFollowUp},
+		{"a player named: an exchange between players", "de", "Lyra, habt ihr das gehört?", scene, "goryr", "", nil, npc.ReasonPlayerTalk},
+		{"ihr for her", "de", "Gib ihr das Gold, Tyrul.", scene, "", "", []string{"tyrul"}, npc.ReasonNamed},
+		{"her sword", "de", "ihr Schwert ist zerbrochen", scene, "goryr", "", nil, npc.ReasonPlayerTalk},
+		{"formal Ihr of one person", "de", "Goryr, habt Ihr das Schiff gesehen?", scene, "", "", []string{"goryr"}, npc.ReasonNamed},
+		{"English: you both", "en", "And what do you both think?", scene, "tyrul", "", []string{"tyrul", "goryr", "sela"}, npc.ReasonSeveral},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			muted := func(id string) bool { return id == tc.muted }
+			a := npc.NewAddresser(finder, isNPC, muted, 0)
+			a.UseLanguage(tc.lang)
+			if tc.last != "" {
+				a.NoteReply(tc.last, "u1", now.Add(-5*time.Second))
+			}
+			got := a.Decide(npc.AddressInput{Text: tc.text, SpeakerID: "u1", At: now, Present: tc.present})
+			if !slices.Equal(got.NPCIDs, tc.want) || got.Reason != tc.reason {
+				t.Errorf("%q: got %v (%s), want %v (%s)", tc.text, got.NPCIDs, got.Reason, tc.want, tc.reason)
+			}
+		})
+	}
+}

@@ -30,6 +30,17 @@ type rules struct {
 	// address told apart by case ("Sie", "Ihnen").
 	secondPersonWords map[string]bool
 	formalYou         []string
+	// pluralYou is the plural "you" that is also another word ("ihr":
+	// you all, her, to her); it speaks to several only beside a verb of
+	// the second person plural: pluralVerbs, or a lower-case word with
+	// pluralVerbEnding that is none of notPluralVerbs ("hat ihr", "gab
+	// ihr": to her). pluralYouPhrases speak to several on their own
+	// ("you both", "ihr beide").
+	pluralYou        string
+	pluralVerbs      map[string]bool
+	pluralVerbEnding string
+	notPluralVerbs   map[string]bool
+	pluralYouPhrases []string
 	// secondPersonNextWords, right after a name without a comma, make it
 	// a vocative ("Grimjaw do you…").
 	secondPersonNextWords map[string]bool
@@ -95,6 +106,7 @@ var english = rules{
 		"please", "i", "we", "is", "any", "got"),
 	imperatives: set("tell", "show", "give", "sell", "take", "help", "wait", "stop", "listen", "explain", "describe",
 		"follow", "lead", "open"),
+	pluralYouPhrases: []string{"you both", "both of you", "you two", "all of you", "you all", "y'all"},
 	shortReplies: set("yes", "no", "yeah", "nope", "okay", "ok", "thanks", "sure", "deal", "agreed", "fine",
 		"alright", "really", "hmm", "aye", "nay", "please"),
 }
@@ -133,10 +145,74 @@ var german = rules{
 	secondPersonNextWords: set("du", "ihr", "kannst", "könnt", "können", "hast", "habt", "haben", "bist", "seid",
 		"weißt", "wisst", "wissen", "gibt", "gibt's", "gib", "sag", "zeig", "hilf", "bitte", "ich", "wir", "würdest",
 		"würden", "willst", "wollt", "darf", "dürfen", "verkaufst", "verkauft", "hättest", "hätten"),
-	needsYou: set("können", "haben", "wissen", "würden", "dürfen", "hätten"),
+	needsYou:  set("können", "haben", "wissen", "würden", "dürfen", "hätten"),
+	pluralYou: "ihr",
+	pluralVerbs: set("seid", "habt", "wisst", "könnt", "wollt", "sollt", "dürft", "müsst", "werdet", "wart",
+		"hättet", "würdet", "könntet", "solltet", "möchtet", "mögt", "tut", "gebt", "nehmt", "seht", "lest"),
+	pluralVerbEnding: "t",
+	notPluralVerbs: set("hat", "ist", "wird", "weiß", "nicht", "nichts", "jetzt", "gut", "erst", "selbst", "mit",
+		"heut", "bitte", "recht", "fast", "bist", "hast", "kannst", "musst", "sollst", "willst", "darfst", "gibt",
+		"weißt", "gerät", "halt", "dort", "sicht", "acht", "nacht", "welt", "zeit", "stadt", "gast", "rast"),
+	pluralYouPhrases: []string{"ihr beide", "ihr zwei", "ihr alle", "euch beide", "euch allen", "euch beiden"},
 	imperatives: set("sag", "erzähl", "erzähle", "erzählt", "zeig", "zeige", "gib", "verkauf", "hilf", "warte",
 		"wartet", "halt", "hör", "hört", "erklär", "erkläre", "beschreib", "folge", "folgt", "führ", "öffne", "komm",
 		"bring", "nimm"),
 	shortReplies: set("ja", "nein", "jo", "ne", "nö", "okay", "ok", "danke", "klar", "gut", "einverstanden",
 		"abgemacht", "sicher", "genau", "wirklich", "hm", "bitte", "gerne", "gern", "na"),
+}
+
+// speaksToSeveral reports whether text (with words ws) speaks to several
+// people: a phrase of pluralYouPhrases, or pluralYou beside a verb of the
+// second person plural ("wisst ihr", "ihr habt", "was meint ihr"), not
+// the formal "Ihr" of one person inside a sentence ("Habt Ihr…"), nor
+// "ihr" for her ("gib ihr das Gold", "ihr Schwert").
+func (r *rules) speaksToSeveral(text string, ws []word) bool {
+	joined := " " + joinWords(ws) + " "
+	for _, p := range r.pluralYouPhrases {
+		if strings.Contains(joined, " "+p+" ") {
+			return true
+		}
+	}
+	if r.pluralYou == "" {
+		return false
+	}
+	for k, w := range ws {
+		if w.text != r.pluralYou {
+			continue
+		}
+		if raw := text[w.start:w.end]; k > 0 && raw != w.text && !sentenceOpens(text, w.start) {
+			continue // "Ihr" inside a sentence: formal, one person
+		}
+		if k > 0 && r.pluralVerb(text, ws[k-1]) || k+1 < len(ws) && r.pluralVerb(text, ws[k+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// pluralVerb reports whether w reads as a verb of the second person
+// plural: written in lower case (a capitalised word is a German noun:
+// "ihr Schwert") and a known plural form or a regular one.
+func (r *rules) pluralVerb(text string, w word) bool {
+	if text[w.start:w.end] != w.text {
+		return false
+	}
+	if r.pluralVerbs[w.text] {
+		return true
+	}
+	return r.pluralVerbEnding != "" && len(w.text) > 3 && strings.HasSuffix(w.text, r.pluralVerbEnding) &&
+		!strings.HasSuffix(w.text, "te") && !r.notPluralVerbs[w.text]
+}
+
+// sentenceOpens reports whether the word at byte i opens a sentence.
+func sentenceOpens(text string, i int) bool {
+	return strings.TrimSpace(text[sentenceStart(text, i):i]) == ""
+}
+
+func joinWords(ws []word) string {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = w.text
+	}
+	return strings.Join(parts, " ")
 }

@@ -259,9 +259,7 @@ func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history [
 	if text != "" {
 		key := fmt.Sprintf("voice:%s:%s:reply:%d", s.id, npcID, l.entry.At.UnixNano())
 		if at, ok := s.recordNPC(ctx, npcID, text, key); ok {
-			s.mu.Lock()
-			s.lastReply = &replyState{npcID: npcID, key: key, text: text, at: at}
-			s.mu.Unlock()
+			s.noteReply(&replyState{npcID: npcID, key: key, text: text, at: at}, l.entry.SpeakerID, true)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -901,9 +902,35 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	}
 	key := fmt.Sprintf("voice:%s:%s:reply:%d", s.id, npcID, l.entry.At.UnixNano())
 	if at, ok := s.recordNPC(ctx, npcID, rep.Reply, key); ok {
-		s.mu.Lock()
-		s.lastReply = &replyState{npcID: npcID, key: key, text: rep.Reply, at: at}
-		s.mu.Unlock()
+		s.noteReply(&replyState{npcID: npcID, key: key, text: rep.Reply, at: at}, l.entry.SpeakerID, s.cfg.Providers.Speaker != nil)
+	}
+}
+
+// Reply is an NPC reply as recorded, for OnReply.
+type Reply struct {
+	// ID names the reply for UndoReply.
+	ID      string
+	NPCID   string
+	NPCName string
+	Text    string
+	// To is the user the NPC answered.
+	To string
+	// Voiced is false when the reply was posted in the text channel (no
+	// voice) rather than spoken.
+	Voiced bool
+}
+
+// id names a reply: its instant, which no other line of the session shares.
+func (r *replyState) id() string { return strconv.FormatInt(r.at.UnixNano(), 36) }
+
+// noteReply makes r the reply Undo withdraws and reports it to OnReply.
+func (s *Session) noteReply(r *replyState, to string, voiced bool) {
+	s.mu.Lock()
+	s.lastReply = r
+	s.mu.Unlock()
+	if s.cfg.OnReply != nil {
+		s.cfg.OnReply(Reply{ID: r.id(), NPCID: r.npcID, NPCName: s.cast.NPCName(r.npcID), Text: r.text, To: to,
+			Voiced: voiced})
 	}
 }
 
@@ -1010,6 +1037,36 @@ func (s *Session) Undo(ctx context.Context) (Undone, error) {
 		s.mu.Unlock()
 		return Undone{}, ErrNothingToUndo
 	}
+	return s.withdrawLocked(ctx, r)
+}
+
+// ErrNotLastReply is returned by UndoReply for a reply that is no longer
+// the NPCs' latest: only the latest can be withdrawn.
+var ErrNotLastReply = errors.New("that reply is no longer the latest; only the latest NPC reply can be withdrawn")
+
+// UndoReply withdraws the reply named id (Reply.ID) as Undo does, if it is
+// still the latest NPC reply and no NPC is answering now: ErrNothingToUndo
+// when it was withdrawn already, ErrNotLastReply when a later reply (or
+// one under way) came since.
+func (s *Session) UndoReply(ctx context.Context, id string) (Undone, error) {
+	s.mu.Lock()
+	r := s.lastReply
+	switch {
+	case r == nil:
+		s.mu.Unlock()
+		return Undone{}, ErrNothingToUndo
+	case r.id() != id || (s.turn != nil && !s.turn.withdrawn):
+		s.mu.Unlock()
+		return Undone{}, ErrNotLastReply
+	case r.withdrawn:
+		s.mu.Unlock()
+		return Undone{NPCID: r.npcID}, ErrNothingToUndo
+	}
+	return s.withdrawLocked(ctx, r)
+}
+
+// withdrawLocked withdraws reply r; s.mu is held and released.
+func (s *Session) withdrawLocked(ctx context.Context, r *replyState) (Undone, error) {
 	r.withdrawn = true
 	s.mu.Unlock()
 	s.addr.Withdraw(r.npcID)

@@ -178,6 +178,10 @@ type Config struct {
 	Controls Controls
 	// Announce posts in the session's text channel (nil: nowhere).
 	Announce func(text string)
+	// OnReply receives each NPC reply once it is recorded (nil: none):
+	// the bot posts it with a button for the DM to withdraw it
+	// (Session.UndoReply). It must not block.
+	OnReply func(Reply)
 	// UserName is a player's display name (nil: the user id).
 	UserName func(userID string) string
 	// OnEnd is called when the session ends by itself (its channel stayed

@@ -163,6 +163,11 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, err
 	if req.Controls != nil {
 		tcfg.Controls = req.Controls
 	}
+	if req.Replied != nil {
+		tcfg.OnReply = func(r table.Reply) {
+			req.Replied(bot.NPCReply{ID: r.ID, NPCName: r.NPCName, Text: r.Text, Voiced: r.Voiced})
+		}
+	}
 	s, err := table.Open(ctx, tcfg)
 	if err != nil {
 		if lerr := m.leave(req.GuildID); lerr != nil {
@@ -376,6 +381,28 @@ func (m *Manager) Undo(ctx context.Context, guildID string) (bot.Undone, bool, e
 		return bot.Undone{}, false, nil
 	}
 	u, err := r.s.Undo(ctx)
+	if u.NPCID == "" {
+		return bot.Undone{}, true, err
+	}
+	return bot.Undone{NPCName: r.s.Cast().NPCName(u.NPCID), Reply: u.Reply, Interrupted: u.Interrupted}, true, err
+}
+
+var _ bot.ReplyUndoer = (*Manager)(nil)
+
+// UndoReply withdraws the reply named replyID in the guild's running
+// session if it is still the latest (see table.Session.UndoReply).
+func (m *Manager) UndoReply(ctx context.Context, guildID, replyID string) (bot.Undone, bool, error) {
+	r := m.get(guildID)
+	if r == nil {
+		return bot.Undone{}, false, nil
+	}
+	u, err := r.s.UndoReply(ctx, replyID)
+	switch {
+	case errors.Is(err, table.ErrNotLastReply):
+		err = fmt.Errorf("%w: %w", bot.ErrReplyNotLatest, err)
+	case errors.Is(err, table.ErrNothingToUndo):
+		err = fmt.Errorf("%w: %w", bot.ErrReplyGone, err)
+	}
 	if u.NPCID == "" {
 		return bot.Undone{}, true, err
 	}

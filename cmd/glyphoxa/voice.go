@@ -120,6 +120,9 @@ func tableSettings(cfg config.Config) table.Settings {
 		DrainTimeout:      lc.DrainTimeout.Std(),
 		LeaveWhenEmpty:    cfg.Discord.LeaveWhenEmptyAfter.Std(),
 		MaxLength:         cfg.Discord.MaxSessionLength.Std(),
+		MergeWait:         cfg.Voice.MergeWait.Std(),
+		DigestEvery:       lc.DigestEvery.Std(),
+		DigestLines:       lc.DigestLines,
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -296,5 +297,22 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTableSettingsFromConfig: voice.merge_wait and the digest cadence
+// (lifecycle.digest_every, digest_lines) reach the table.
+func TestTableSettingsFromConfig(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader("voice:\n  merge_wait: 1500ms\nlifecycle:\n  digest_every: 90s\n  digest_lines: 5\n"),
+		"c.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tableSettings(cfg)
+	if s.MergeWait != 1500*time.Millisecond || s.DigestEvery != 90*time.Second || s.DigestLines != 5 {
+		t.Fatalf("merge wait %s, digest every %s, digest lines %d", s.MergeWait, s.DigestEvery, s.DigestLines)
+	}
+	if d := tableSettings(config.Default()); d.MergeWait != 2*time.Second || d.DigestEvery != 3*time.Minute || d.DigestLines != 12 {
+		t.Fatalf("defaults: merge wait %s, digest every %s, digest lines %d", d.MergeWait, d.DigestEvery, d.DigestLines)
 	}
 }

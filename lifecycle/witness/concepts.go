@@ -1,6 +1,8 @@
 package witness
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/memory/embed"
@@ -74,3 +76,65 @@ var concepts = func() map[string]string {
 	}
 	return m
 }()
+
+// conceptParts are the words of the concept groups long enough to be part
+// of a compound, longest first.
+var conceptParts = func() []string {
+	var out []string
+	for w := range concepts {
+		if len(w) >= minCompoundPart {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), cmp.Compare(a, b)) })
+	return out
+}()
+
+// compoundConcepts appends to out the concepts of a compound whose start or
+// end is a word of a group ("dockmaster": docks and master), the longest
+// part at each end.
+func compoundConcepts(out []string, w string) []string {
+	var start, end bool
+	for _, p := range conceptParts {
+		if len(w) < len(p)+minCompoundPart-1 {
+			continue
+		}
+		if !start && strings.HasPrefix(w, p) {
+			out, start = append(out, concepts[p]), true
+		}
+		if !end && strings.HasSuffix(w, p) {
+			out, end = append(out, concepts[p]), true
+		}
+	}
+	return out
+}
+
+// focusPhrases are question words that say what kind of answer is wanted
+// without naming it: "how much…?" asks for a price or a sum, whatever the
+// line that holds it calls the money ("forty crowns"). Each adds its
+// concept's token to the question's stems. English and German.
+var focusPhrases = []struct{ phrase, concept string }{
+	{"how much", "~money"},
+	{"what price", "~money"},
+	{"what does it cost", "~money"},
+	{"wie viel", "~money"},
+	{"wieviel", "~money"},
+	{"was kostet", "~money"},
+}
+
+// appendFocus adds the concept tokens of the focus phrases of question q
+// to its stems qs (sorted), keeping them sorted and unique.
+func appendFocus(qs []string, q string) []string {
+	lq := " " + strings.Join(strings.FieldsFunc(strings.ToLower(q), notWord), " ") + " "
+	added := false
+	for _, f := range focusPhrases {
+		if strings.Contains(lq, " "+f.phrase+" ") && !slices.Contains(qs, f.concept) {
+			qs = append(qs, f.concept)
+			added = true
+		}
+	}
+	if added {
+		slices.Sort(qs)
+	}
+	return qs
+}

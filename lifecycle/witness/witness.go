@@ -496,6 +496,7 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 			qs = append(qs, w)
 		}
 	}
+	qs = appendFocus(qs, q.Text)
 	var qn []string
 	if l.cfg.Names != nil {
 		for _, n := range l.cfg.Names(q.Text) {
@@ -746,6 +747,8 @@ func stems(text string) []string {
 	for _, w := range ws {
 		if c, ok := concepts[w]; ok {
 			ws = append(ws, c)
+		} else {
+			ws = compoundConcepts(ws, w)
 		}
 	}
 	slices.Sort(ws)
@@ -759,14 +762,52 @@ func overlap(q, b []string) float64 {
 	if len(q) == 0 || len(b) == 0 {
 		return 0
 	}
-	n := 0
+	n := 0.0
 	for _, w := range q {
 		if _, ok := slices.BinarySearch(b, w); ok {
 			n++
+		} else if compounds(w, b) {
+			n += compoundWeight
 		}
 	}
-	cos := float64(n) / math.Sqrt(float64(len(q)*len(b)))
-	return max(cos, coverageWeight*float64(n)/float64(len(q)))
+	cos := n / math.Sqrt(float64(len(q)*len(b)))
+	return max(cos, coverageWeight*n/float64(len(q)))
+}
+
+// Compounds: a word that holds another whole at its start or end
+// ("dockmaster" and "docks", "Waffenschmied" and "Schmied") shares most of
+// its meaning with it, in English and even more in German.
+const (
+	// minCompoundPart is the shortest word counted as part of a compound:
+	// shorter ones are syllables ("ring" in "during" is none).
+	minCompoundPart = 4
+	// compoundWeight is what a compound match counts against an equal
+	// stem.
+	compoundWeight = 0.8
+)
+
+// compounds reports whether stem w is the start or end of a longer stem of
+// b, or one of b's stems is of w; concept tokens ("~boat") are no words.
+func compounds(w string, b []string) bool {
+	if strings.HasPrefix(w, "~") {
+		return false
+	}
+	for _, x := range b {
+		if strings.HasPrefix(x, "~") {
+			continue
+		}
+		long, short := x, w
+		if len(short) > len(long) {
+			long, short = short, long
+		}
+		if len(short) < minCompoundPart || len(long) < len(short)+minCompoundPart-1 {
+			continue
+		}
+		if strings.HasPrefix(long, short) || strings.HasSuffix(long, short) {
+			return true
+		}
+	}
+	return false
 }
 
 // coverageWeight discounts the share of the question a line covers

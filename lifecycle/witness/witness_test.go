@@ -2,6 +2,7 @@ package witness_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -137,6 +138,44 @@ func TestRecallByMeaningEntityAndSpeaker(t *testing.T) {
 		t.Errorf("Before did not leave out the recent line: %+v", got)
 	}
 }
+
+// TestRecallCompoundsAndFocus: a compound shares its parts' meaning
+// ("dockmaster" and "docks", "Waffenschmied" and "Schmied"), and "how
+// much…?" asks for money whatever the line calls it. Lines said to the NPC,
+// without an embedder.
+func TestRecallCompoundsAndFocus(t *testing.T) {
+	for _, tc := range []struct{ line, other, q, want string }{
+		{"The dockmaster says the ferry is late.", "The stew tastes of old socks.",
+			"What did the man at the docks say?", "dockmaster"},
+		{"Der Schmied hat uns ein Schwert versprochen.", "Die Suppe ist kalt.",
+			"Was bekommen wir vom Waffenschmied?", "Schwert"},
+		{"She wants forty crowns, not a copper less.", "The stew tastes of old socks.",
+			"How much will it set us back?", "forty crowns"},
+	} {
+		f := newFixture(t, witness.Config{Embedder: noEmbedder{}})
+		f.log.SaidTo(f.say(1, "Kael", "", tc.line, "brannoc"), "brannoc")
+		f.log.SaidTo(f.say(2, "Mira", "", tc.other, "brannoc"), "brannoc")
+		got := f.log.Recall(context.Background(), witness.Query{NPCID: "brannoc", Text: tc.q, Limit: 1})
+		if len(got) == 0 || !strings.Contains(got[0].Entry.Text, tc.want) {
+			t.Errorf("Recall(%q) = %+v, want the line with %q", tc.q, got, tc.want)
+		}
+	}
+	// A short word inside a longer one is no part of it.
+	f := newFixture(t, witness.Config{Embedder: noEmbedder{}})
+	f.log.SaidTo(f.say(1, "Kael", "", "During the storm we stayed inside.", "brannoc"), "brannoc")
+	if got := f.log.Recall(context.Background(), witness.Query{NPCID: "brannoc", Text: "Where is the ring?"}); len(got) > 0 {
+		t.Errorf("Recall(ring) = %+v, want nothing", got)
+	}
+}
+
+// noEmbedder fails every embedding: recall by words and names alone.
+type noEmbedder struct{}
+
+func (noEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	return nil, errors.New("no embedder")
+}
+
+func (noEmbedder) Dimensions() int { return 64 }
 
 func TestExtractiveDigest(t *testing.T) {
 	now := t0

@@ -160,6 +160,11 @@ type Lifecycle struct {
 	// within it.
 	LeaseTime Duration  `yaml:"lease_time"`
 	Reconnect Reconnect `yaml:"reconnect"`
+	// DigestEvery and DigestLines are the cadence of each NPC's digest of
+	// the session as it witnessed it: refreshed once either has passed
+	// since the last refresh (defaults 3m and 12 lines).
+	DigestEvery Duration `yaml:"digest_every"`
+	DigestLines int      `yaml:"digest_lines"`
 }
 
 // Reconnect configures reconnect backoff.
@@ -174,6 +179,10 @@ type Voice struct {
 	EndOfTurn    Duration `yaml:"end_of_turn"`
 	MaxUtterance Duration `yaml:"max_utterance"`
 	BargeIn      Duration `yaml:"barge_in"`
+	// MergeWait is how long a name said alone ("Goryr…") waits for its
+	// speaker to go on, the two lines becoming one turn (default 2s; at
+	// most 10s). No other line waits.
+	MergeWait Duration `yaml:"merge_wait"`
 }
 
 // Providers are the remote (or local) models glyphoxa uses.
@@ -299,6 +308,9 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 // Std returns the value as a time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
+// maxMergeWait bounds voice.merge_wait.
+const maxMergeWait = 10 * time.Second
+
 // Default returns the configuration with every default filled in.
 func Default() Config {
 	return Config{
@@ -309,9 +321,10 @@ func Default() Config {
 		Lifecycle: Lifecycle{MaxContextTokens: 8000, SummarizeAt: 0.75, ConsolidateEvery: Duration(30 * time.Minute),
 			SpoolDir: "spool", SpoolMaxBytes: 64 << 20, ShutdownTimeout: Duration(20 * time.Second),
 			DrainTimeout: Duration(30 * time.Second), LeaseTime: Duration(15 * time.Second),
-			Reconnect: Reconnect{Initial: Duration(time.Second), Max: Duration(30 * time.Second), Attempts: 10}},
+			Reconnect:   Reconnect{Initial: Duration(time.Second), Max: Duration(30 * time.Second), Attempts: 10},
+			DigestEvery: Duration(3 * time.Minute), DigestLines: 12},
 		Voice: Voice{EndOfTurn: Duration(600 * time.Millisecond), MaxUtterance: Duration(30 * time.Second),
-			BargeIn: Duration(250 * time.Millisecond)},
+			BargeIn: Duration(250 * time.Millisecond), MergeWait: Duration(2 * time.Second)},
 		Providers: Providers{
 			LLM:        LLM{Temperature: 0.8, Timeout: Duration(60 * time.Second)},
 			Embeddings: Embeddings{Provider: "offline"},
@@ -789,6 +802,9 @@ func (c Config) Validate() error {
 		positive("voice.end_of_turn", c.Voice.EndOfTurn),
 		positive("voice.max_utterance", c.Voice.MaxUtterance),
 		positive("voice.barge_in", c.Voice.BargeIn),
+		positive("voice.merge_wait", c.Voice.MergeWait),
+		positive("lifecycle.digest_every", c.Lifecycle.DigestEvery),
+		in("lifecycle.digest_lines", float64(c.Lifecycle.DigestLines), 1, 10000),
 		positive("discord.leave_when_empty_after", c.Discord.LeaveWhenEmptyAfter),
 		positive("discord.max_session_length", c.Discord.MaxSessionLength),
 		in("providers.llm.temperature", c.Providers.LLM.Temperature, 0, 2),
@@ -812,6 +828,10 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(c.Lifecycle.SpoolDir) == "" {
 		errs = append(errs, invalid("lifecycle.spool_dir", "is required: the directory of the outage spool (default spool)"))
+	}
+	if c.Voice.MergeWait > Duration(maxMergeWait) {
+		errs = append(errs, invalidGot("voice.merge_wait", c.Voice.MergeWait.Std().String(),
+			"must be at most %s: a name said alone would hold its question back that long", maxMergeWait))
 	}
 	if c.Lifecycle.Reconnect.Max < c.Lifecycle.Reconnect.Initial {
 		errs = append(errs, invalid("lifecycle.reconnect.max", "must not be shorter than lifecycle.reconnect.initial"))

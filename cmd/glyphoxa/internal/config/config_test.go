@@ -28,7 +28,8 @@ func TestExampleConfigIsValidAndDocumentsEveryKey(t *testing.T) {
 		"postgres_dsn", "embedding_dimensions", "review_threshold", "recent_window", "hot_context_tokens",
 		"phonetic_threshold", "fuzzy_threshold", "low_confidence", "llm",
 		"max_context_tokens", "summarize_at", "consolidate_every", "spool_dir", "spool_max_bytes", "shutdown_timeout", "drain_timeout",
-		"reconnect", "initial", "max", "attempts", "end_of_turn", "max_utterance", "barge_in",
+		"reconnect", "initial", "max", "attempts", "end_of_turn", "max_utterance", "barge_in", "merge_wait",
+		"digest_every", "digest_lines",
 		"base_url", "api_key", "model", "temperature", "timeout", "provider", "language", "streaming", "voice",
 		"npcs", "knowledge_scope", "secret_knowledge", "listen", "mcp_token", "mcp_dm_token", "level", "format"} {
 		if !strings.Contains(string(raw), key+":") {
@@ -45,7 +46,8 @@ func TestDefaultsAndOverrides(t *testing.T) {
 	}
 	if cfg.Memory.PostgresDSN != "postgres://x" || cfg.Discord.Token != "t" || cfg.Providers.LLM.Model != "gpt-4o-mini" ||
 		cfg.Lifecycle.ConsolidateEvery.Std() != 30*time.Minute || cfg.Voice.EndOfTurn.Std() != 600*time.Millisecond ||
-		cfg.Providers.STT.Provider != "pocketsphinx" {
+		cfg.Providers.STT.Provider != "pocketsphinx" || cfg.Voice.MergeWait.Std() != 2*time.Second ||
+		cfg.Lifecycle.DigestEvery.Std() != 3*time.Minute || cfg.Lifecycle.DigestLines != 12 {
 		t.Fatalf("%+v", cfg)
 	}
 	if err := cfg.Require(config.NeedDSN, config.NeedLLM); err != nil {
@@ -69,6 +71,11 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"bad guild", "discord:\n  guilds:\n    - {guild_id: abc, campaign: c}\n", `discord.guilds[0].guild_id: must be a Discord guild id`},
 		{"npc without name", "npcs:\n  - {id: grimjaw}\n", "npcs[0]: invalid persona: NPC \"grimjaw\" needs a name"},
 		{"negative kg limit", "discord:\n  guilds:\n    - {guild_id: \"123456\", campaign: c, kg_token_limit: -5}\n", "discord.guilds[0].kg_token_limit: must be positive"},
+		{"merge wait zero", "voice:\n  merge_wait: 0s\n", "voice.merge_wait: must be a positive duration, got 0s"},
+		{"merge wait too long", "voice:\n  merge_wait: 1m\n", "voice.merge_wait: must be at most 10s: a name said alone would hold its question back that long, got 1m0s"},
+		{"merge wait not a duration", "voice:\n  merge_wait: 2\n", "voice.merge_wait (line 2): not a duration"},
+		{"digest every negative", "lifecycle:\n  digest_every: -3m\n", "lifecycle.digest_every: must be a positive duration, got -3m0s"},
+		{"digest lines zero", "lifecycle:\n  digest_lines: 0\n", "lifecycle.digest_lines: must be between 1 and 10000, got 0"},
 		{"not yaml", "memory: [\n", "invalid configuration"},
 	}
 	for _, tc := range cases {
