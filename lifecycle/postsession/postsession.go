@@ -407,6 +407,11 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 		if xr.Evidence != "" {
 			attrs["evidence"] = xr.Evidence
 		}
+		for _, k := range LedgerAttributes {
+			if v, ok := xr.Attributes[k].(string); ok && strings.TrimSpace(v) != "" {
+				attrs[k] = strings.TrimSpace(v)
+			}
+		}
 		fact := memory.Relationship{
 			SourceID: src, TargetID: dst, Type: typ, Attributes: attrs,
 			Provenance: memory.Provenance{SessionID: sessionID, Timestamp: at, Confidence: xr.Confidence, Source: basis},
