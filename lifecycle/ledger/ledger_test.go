@@ -11,6 +11,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/hotctx"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -100,5 +101,32 @@ func TestLedgerAfterTheSession(t *testing.T) {
 	got, err := ledger.List(ctx, player.Graph())
 	if err != nil || len(got) != 1 || got[0].Kind != ledger.Promise || got[0].Status != memory.StatusActive {
 		t.Fatalf("after the DM confirmed the promise, a player sees %+v (%v)", got, err)
+	}
+
+	// Grimjaw, who is owed, knows it once the DM confirms the debt (in a
+	// later session: not from the lines he heard, from memory).
+	var debt int64
+	for _, it := range items {
+		if it.Kind == ledger.Debt {
+			debt = it.FactID
+		}
+	}
+	npc := pgtest.Open(t, store, camp.ID(), memory.NPCViewer("grimjaw"))
+	before, err := hotctx.New(npc, hotctx.Config{}).Assemble(ctx, "grimjaw", "s-later", 4000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(before.Text, "OWES") {
+		t.Error("Grimjaw knows of a debt the DM has not confirmed")
+	}
+	if _, err := camp.Graph().ConfirmFact(ctx, debt); err != nil {
+		t.Fatal(err)
+	}
+	after, err := hotctx.New(npc, hotctx.Config{}).Assemble(ctx, "grimjaw", "s-later", 4000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(after.Text, "Thorin OWES Grimjaw") || !strings.Contains(after.Text, "ten gold") {
+		t.Errorf("Grimjaw's hot context does not hold the debt owed him:\n%s", after.Text)
 	}
 }
