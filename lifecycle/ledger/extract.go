@@ -21,7 +21,7 @@ type Extractor struct {
 	Next postsession.Extractor
 }
 
-var _ postsession.Extractor = Extractor{}
+var _ postsession.StagedExtractor = Extractor{}
 
 // Extract implements postsession.Extractor.
 func (x Extractor) Extract(ctx context.Context, known []memory.Entity, entries []memory.TranscriptEntry) (postsession.Extraction, error) {
@@ -76,4 +76,17 @@ func (x Extractor) Extract(ctx context.Context, known []memory.Entity, entries [
 // quote is a line as the ledger quotes it.
 func quote(l memory.TranscriptEntry) string {
 	return fmt.Sprintf("%s: %s", l.SpeakerName, l.Text)
+}
+
+// StageLedger is the progress stage of the explicit forms found without
+// an LLM: a session processed so is not marked as extracted, and the LLM
+// extracts it when one is configured (glyphoxa process --extract).
+const StageLedger = "ledger"
+
+// Stage implements postsession.StagedExtractor.
+func (x Extractor) Stage() string {
+	if x.Next == nil {
+		return StageLedger
+	}
+	return postsession.StageExtract
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,11 @@ func TestLedgerAfterTheSession(t *testing.T) {
 	}
 	if rep.Pending != 3 || rep.Accepted != 0 {
 		t.Fatalf("report: %+v; want 3 entries waiting for review", rep)
+	}
+	// Found without an LLM, the session is not marked extracted: an LLM
+	// configured later still extracts it.
+	if unf, err := postsession.NewStoredProgress(camp.Processing()).Unfinished(ctx); err != nil || !slices.Contains(unf, sid) {
+		t.Errorf("after the ledger's pass, sessions waiting for extraction: %v (%v); want %s among them", unf, err, sid)
 	}
 	dm := pgtest.Open(t, store, camp.ID(), memory.DMViewer())
 	items, err := ledger.List(ctx, dm.Graph())
