@@ -9,6 +9,7 @@ const (
 	cmdMemory  = "memory"
 	cmdRecap   = "recap"
 	cmdPrivacy = "privacy"
+	cmdLedger  = "ledger"
 )
 
 // commandSpecs are the guild commands glyphoxa registers. They are
@@ -55,6 +56,9 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 			sub("undo", "Withdraw the last NPC reply: that wasn't for it (DM)"),
 			sub("scene", "Set where the scene is and who is present (DM)", str("location", "where the scene is", false, true),
 				str("present", "NPCs present, comma-separated", false, true)),
+		}},
+		{Name: cmdLedger, Description: "Promises, debts and handovers heard at the table", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
+			str("who", "only those naming this character", false, false),
 		}},
 		{Name: cmdMemory, Description: "Review and edit the campaign's memory (DM)", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
 			sub("pending", "Facts waiting for your review, with buttons", str("session", "only facts from this session", false, true)),

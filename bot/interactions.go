@@ -153,7 +153,10 @@ func commandHandlers() map[string]handler {
 		// which every player heard.
 		"memory search": all(mem),
 		// Recaps are player-safe for players (recapCommand).
-		"recap":           all(rec),
+		"recap": all(rec),
+		// The ledger reads through the member's handle: players see what
+		// the DM confirmed.
+		"ledger":          all((*Bot).ledgerCommand),
 		"privacy opt-out": all(priv), "privacy opt-in": all(priv), "privacy forget-me": all(priv),
 	}
 }

@@ -23,6 +23,8 @@ func commandExamples(name string) []string {
 			"docker compose run --rm glyphoxa import /campaigns/my-campaign.yaml"}
 	case "inspect":
 		return []string{"glyphoxa inspect --campaign ironhold-saga", "glyphoxa inspect --campaign ironhold-saga --json | jq .Counts"}
+	case "ledger":
+		return []string{"glyphoxa ledger --campaign ironhold-saga", "glyphoxa ledger --campaign ironhold-saga --as player --json"}
 	case "process":
 		return []string{"glyphoxa process --campaign ironhold-saga", "glyphoxa process --campaign ironhold-saga --session s2"}
 	case "ask":

@@ -46,6 +46,7 @@ func commands() []command {
 		{"migrate", "[--reembed]", "create or upgrade the database schema", cmdMigrate},
 		{"import", "--campaign ID [--no-process] FILE.yaml", "import a campaign file (entities, facts, transcripts)", cmdImport},
 		{"inspect", "--campaign ID", "show what a campaign's memory holds", cmdInspect},
+		{"ledger", "--campaign ID [--as dm|player] [--json]", "list the promises, debts and handovers heard at the table", cmdLedger},
 		{"process", "--campaign ID [--session ID] [--extract]", "chunk and embed a campaign's sessions for retrieval; --extract also extracts their facts", cmdProcess},
 		{"ask", "--campaign ID [--npc ID] [--mode vector|fts|graphrag|ppr|hybrid] [--k N] [--json] QUESTION", "answer a question from a campaign's memory", cmdAsk},
 		{"correct", "--campaign ID [--json] [--llm] [--entities FILE.yaml] [TEXT]", "restore misheard entity names in transcript text (stdin: one utterance per line)", cmdCorrect},

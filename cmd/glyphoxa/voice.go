@@ -17,6 +17,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
+	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/table"
@@ -77,6 +78,9 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock, onUsag
 		p.Realtime.MaxAudio = time.Duration(rc.MaxMinutes * float64(time.Minute))
 	}
 	if !cfg.Providers.LLM.Configured() {
+		// Without an LLM, the promises, debts and handovers said outright
+		// are still found after the session (waiting for the DM's review).
+		p.Extractor = ledger.Extractor{}
 		return p, release, nil
 	}
 	client, err := newLLM(cfg, onUsage)
@@ -85,7 +89,7 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock, onUsag
 	}
 	p.LLM = client
 	p.Summarizer = contextmgr.NewOpenAISummarizer(client, client.Model())
-	p.Extractor = postsession.NewOpenAIExtractor(client, client.Model())
+	p.Extractor = ledger.Extractor{Next: postsession.NewOpenAIExtractor(client, client.Model())}
 	if cfg.Correction.LLM {
 		if p.LLMCorrector, err = newLLMCorrector(cfg, correction.WithHTTPClient(llm.CountingHTTPClient(nil, onUsage))); err != nil {
 			return p, release, err

@@ -38,7 +38,15 @@ type ExtractedRelationship struct {
 	Basis string `json:"basis"`
 	// Evidence quotes or paraphrases the line it rests on.
 	Evidence string `json:"evidence,omitempty"`
+	// Attributes are the fact's details: of a promise, debt or handover
+	// (lifecycle/ledger) what, due and said_at. Only LedgerAttributes are
+	// kept.
+	Attributes map[string]any `json:"attributes,omitempty"`
 }
+
+// LedgerAttributes are the attributes an extracted fact keeps: what was
+// promised, owed or given, by when, and when the line was said.
+var LedgerAttributes = []string{"what", "due", "said_at"}
 
 // Extractor finds entities and relationships in transcript entries. known
 // lists the campaign's entities so that it can use their names.
@@ -56,7 +64,10 @@ Rules:
 - Every relationship's source and target must be listed in entities or be known entities.
 - basis is "stated" when somebody says the fact outright, "inferred" when you deduce it.
 - confidence is your probability (0..1) that the fact holds in the game world. Be honest: guesses stay below 0.7.
-- Leave out table talk about the real world and rules discussions.`
+- Leave out table talk about the real world and rules discussions.
+- Promises, debts and handovers get these types, from who promised, owes or gave to whom:
+  PROMISED, OWES, GAVE, with "attributes":{"what":"<what, in the line's words>","due":"<by when, if said>"} and the line quoted in evidence.
+  Only what the table treats as real: not a promise said in jest, not a handover the DM takes back.`
 
 // extractionTimeout bounds one extraction request: a window of transcript
 // and up to MaxTokens of JSON take a slow local model minutes.

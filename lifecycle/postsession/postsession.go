@@ -98,6 +98,19 @@ type Config struct {
 	Cache ExtractionCache
 	// OnStep, if set, is told of each window done (for progress reports).
 	OnStep func(Step)
+	// Stage names the extraction's progress (default: the Extractor's, if
+	// it implements StagedExtractor, else StageExtract). Under any other
+	// stage than StageExtract no answer is cached, so that a later run
+	// through the LLM, under StageExtract, extracts the session afresh.
+	Stage string
+}
+
+// StagedExtractor is an extractor that keeps its progress under its own
+// stage: the ledger's explicit forms, found without an LLM, must not mark
+// a session as extracted.
+type StagedExtractor interface {
+	Extractor
+	Stage() string
 }
 
 // Step is one window of a session's extraction, done.
@@ -164,7 +177,15 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Cache == nil {
+	if cfg.Stage == "" {
+		cfg.Stage = StageExtract
+		if x, ok := cfg.Extractor.(StagedExtractor); ok && x.Stage() != "" {
+			cfg.Stage = x.Stage()
+		}
+	}
+	if cfg.Stage != StageExtract {
+		cfg.Cache = nil
+	} else if cfg.Cache == nil {
 		if c, ok := cfg.Progress.(ExtractionCache); ok {
 			cfg.Cache = c
 		}
@@ -232,7 +253,7 @@ func (p *Processor) ExtractLive(ctx context.Context, sessionID string) (Report, 
 // extractFrom extracts the session's windows from where the last run
 // stopped: all of them, or, live, those the lines fill completely.
 func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Report, live bool) error {
-	pos, done, err := p.cfg.Progress.Load(ctx, sessionID, StageExtract)
+	pos, done, err := p.cfg.Progress.Load(ctx, sessionID, p.cfg.Stage)
 	if err != nil || done {
 		return err
 	}
@@ -256,7 +277,7 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 			return nil
 		}
 		// Live runs extracted every window: the session is done.
-		return p.cfg.Progress.Save(ctx, sessionID, StageExtract, pos, true)
+		return p.cfg.Progress.Save(ctx, sessionID, p.cfg.Stage, pos, true)
 	}
 	known, err := p.cfg.Graph.FindEntities(ctx, memory.EntityFilter{})
 	if err != nil {
@@ -273,7 +294,7 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		if err := p.apply(ctx, sessionID, span, x, res, rep); err != nil {
 			return fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
-		if err := p.cfg.Progress.Save(ctx, sessionID, StageExtract, w+1, !live && w+1 == windows); err != nil {
+		if err := p.cfg.Progress.Save(ctx, sessionID, p.cfg.Stage, w+1, !live && w+1 == windows); err != nil {
 			return err
 		}
 		rep.Windows++
@@ -406,6 +427,11 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 		attrs := map[string]any{"extracted": true}
 		if xr.Evidence != "" {
 			attrs["evidence"] = xr.Evidence
+		}
+		for _, k := range LedgerAttributes {
+			if v, ok := xr.Attributes[k].(string); ok && strings.TrimSpace(v) != "" {
+				attrs[k] = strings.TrimSpace(v)
+			}
 		}
 		fact := memory.Relationship{
 			SourceID: src, TargetID: dst, Type: typ, Attributes: attrs,

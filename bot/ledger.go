@@ -1,0 +1,85 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// maxLedgerShown bounds the entries /ledger lists (the newest).
+const maxLedgerShown = 40
+
+// ledgerCommand lists the campaign's promises, debts and handovers: for a
+// player the ones the DM confirmed, for the DM those waiting for review
+// too. Optionally only those naming one person.
+func (b *Bot) ledgerCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
+	b.deferReply(i, true)
+	camp, err := b.campaignFor(ctx, g, i)
+	if err != nil {
+		b.finishErr(i, err)
+		return
+	}
+	items, err := ledger.List(ctx, camp.Graph())
+	if err != nil {
+		b.finishErr(i, err)
+		return
+	}
+	who := strings.TrimSpace(c.str("who"))
+	if who != "" {
+		kept := items[:0]
+		for _, it := range items {
+			if strings.EqualFold(it.From, who) || strings.EqualFold(it.To, who) {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
+	}
+	b.finish(i, true, ledgerText(items, who, camp.DM()), nil, nil)
+}
+
+// ledgerText is the ledger as /ledger shows it, newest last.
+func ledgerText(items []ledger.Item, who string, dm bool) string {
+	if len(items) == 0 {
+		switch {
+		case who != "":
+			return fmt.Sprintf("No promise, debt or handover names %s.", who)
+		case dm:
+			return "No promises, debts or handovers yet: they are found when a session is processed, after `/session end`."
+		default:
+			return "No promises, debts or handovers yet (the DM confirms each before players see it)."
+		}
+	}
+	var out strings.Builder
+	out.WriteString("**Ledger**")
+	if who != "" {
+		out.WriteString(" of " + who)
+	}
+	if len(items) > maxLedgerShown {
+		fmt.Fprintf(&out, " (the newest %d of %d)", maxLedgerShown, len(items))
+		items = items[len(items)-maxLedgerShown:]
+	}
+	out.WriteString("\n")
+	for _, it := range items {
+		verb := map[ledger.Kind]string{ledger.Promise: "promised", ledger.Debt: "owes", ledger.Handover: "gave"}[it.Kind]
+		fmt.Fprintf(&out, "• %s %s %s: %s", it.From, verb, it.To, it.What)
+		if it.Due != "" {
+			fmt.Fprintf(&out, " (due %s)", it.Due)
+		}
+		if it.Quote != "" {
+			fmt.Fprintf(&out, " — “%s”", it.Quote)
+		}
+		if !it.SaidAt.IsZero() {
+			fmt.Fprintf(&out, " <t:%d:f>", it.SaidAt.Unix())
+		}
+		if it.Status == memory.StatusPending {
+			fmt.Fprintf(&out, " *(waiting for your review: fact #%d)*", it.FactID)
+		}
+		out.WriteString("\n")
+	}
+	return out.String()
+}

@@ -1,0 +1,60 @@
+package bot_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// TestLedgerCommand: /ledger lists the promises, debts and handovers; the
+// DM sees those waiting for review, marked, and a player only those the
+// DM confirmed; "who" narrows it to one character.
+func TestLedgerCommand(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	at := time.Date(2026, 4, 2, 19, 5, 0, 0, time.UTC)
+	write := func(src, dst, rel, what string) int64 {
+		t.Helper()
+		f, err := h.camp.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: src, TargetID: dst, Type: rel,
+			Attributes: map[string]any{"what": what, "evidence": "Grimjaw: " + what, "said_at": at.Format(time.RFC3339)},
+			Provenance: memory.Provenance{SessionID: "s1", Timestamp: at, Confidence: ledger.RulesConfidence, Source: memory.SourceStated}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.ID
+	}
+	debt := write("elara", "grimjaw", ledger.RelOwes, "ten gold for the blade")
+	write("grimjaw", "brannoc", ledger.RelGave, "a hammer")
+
+	run := func(who discordtest.Member, opts ...discordtest.Opt) string {
+		t.Helper()
+		i := h.fake.Command(guildID, channelID, who, "ledger", opts...)
+		h.send(i)
+		content, _ := h.original(i)["content"].(string)
+		return content
+	}
+	dm := run(theDM)
+	if !strings.Contains(dm, "owes Grimjaw: ten gold for the blade") || !strings.Contains(dm, "gave Brannoc: a hammer") ||
+		!strings.Contains(dm, "waiting for your review") {
+		t.Fatalf("the DM's ledger: %s", dm)
+	}
+	if p := run(player); strings.Contains(p, "ten gold") || strings.Contains(p, "hammer") {
+		t.Fatalf("a player sees unreviewed entries: %s", p)
+	}
+	if _, err := h.camp.Graph().ConfirmFact(ctx, debt); err != nil {
+		t.Fatal(err)
+	}
+	p := run(player)
+	if !strings.Contains(p, "owes Grimjaw: ten gold") || strings.Contains(p, "hammer") || strings.Contains(p, "review") {
+		t.Fatalf("a player's ledger after the DM confirmed the debt: %s", p)
+	}
+	if only := run(theDM, discordtest.Str("who", "Brannoc")); !strings.Contains(only, "hammer") || strings.Contains(only, "ten gold") {
+		t.Fatalf("the ledger of Brannoc: %s", only)
+	}
+}

@@ -1,0 +1,138 @@
+package ledger_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
+	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/hotctx"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// TestLedgerAfterTheSession: a session's lines, processed after it ends
+// without an LLM, put its promises, debts and handovers in the ledger,
+// waiting for the DM; players see them once the DM confirms them, and each
+// quotes its line and keeps its time.
+func TestLedgerAfterTheSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	start := time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC)
+	const sid = "s-ledger"
+	if err := camp.Sessions().StartSession(ctx, sid, start); err != nil {
+		t.Fatal(err)
+	}
+	lines := []memory.TranscriptEntry{
+		{SpeakerID: "u-lyra", SpeakerName: "Lyra", Text: "Brannoc, I promise we'll bring back your brother's ring before the new moon."},
+		{SpeakerID: "brannoc", NPCID: "brannoc", SpeakerName: "Brannoc", Text: "Then the rooms are yours, lass."},
+		{SpeakerID: "grimjaw", NPCID: "grimjaw", SpeakerName: "Grimjaw", Text: "Thorin, take this hammer. You owe me ten gold for the edge on it."},
+		{SpeakerID: "u-thorin", SpeakerName: "Thorin", Text: "Thank you, Grimjaw. Take this seriously, though: the mine is dangerous."},
+	}
+	for i := range lines {
+		lines[i].SessionID, lines[i].At, lines[i].IdempotencyKey = sid, start.Add(time.Duration(i)*time.Minute), sid+"-"+string(rune('a'+i))
+	}
+	if _, err := camp.Sessions().WriteEntries(ctx, lines); err != nil {
+		t.Fatal(err)
+	}
+	if err := camp.Sessions().EndSession(ctx, sid, start.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(), Extractor: ledger.Extractor{},
+		Progress: postsession.NewStoredProgress(camp.Processing()), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Run(ctx, sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pending != 3 || rep.Accepted != 0 {
+		t.Fatalf("report: %+v; want 3 entries waiting for review", rep)
+	}
+	// Found without an LLM, the session is not marked extracted: an LLM
+	// configured later still extracts it.
+	if unf, err := postsession.NewStoredProgress(camp.Processing()).Unfinished(ctx); err != nil || !slices.Contains(unf, sid) {
+		t.Errorf("after the ledger's pass, sessions waiting for extraction: %v (%v); want %s among them", unf, err, sid)
+	}
+	dm := pgtest.Open(t, store, camp.ID(), memory.DMViewer())
+	items, err := ledger.List(ctx, dm.Graph())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		kind           ledger.Kind
+		from, to, what string
+		line           int
+	}{
+		{ledger.Promise, "Lyra", "Brannoc", "ring", 0},
+		{ledger.Handover, "Grimjaw", "Thorin", "hammer", 2},
+		{ledger.Debt, "Thorin", "Grimjaw", "ten gold", 2},
+	}
+	if len(items) != len(want) {
+		t.Fatalf("the ledger: %+v; want %d entries", items, len(want))
+	}
+	for i, w := range want {
+		var it ledger.Item
+		for _, x := range items {
+			if x.Kind == w.kind {
+				it = x
+			}
+		}
+		if it.Kind != w.kind || it.From != w.from || it.To != w.to || !strings.Contains(it.What, w.what) ||
+			it.Status != memory.StatusPending || it.Session != sid || !it.SaidAt.Equal(lines[w.line].At) ||
+			!strings.Contains(it.Quote, lines[w.line].Text) {
+			t.Errorf("entry %d: %+v; want %s %s→%s %q said at %s", i, it, w.kind, w.from, w.to, w.what, lines[w.line].At)
+		}
+	}
+	if items[0].Due != "before the new moon" {
+		t.Errorf("the promise is due %q; want before the new moon", items[0].Due)
+	}
+
+	// Players see nothing the DM has not confirmed; then the confirmed one.
+	player := pgtest.Open(t, store, camp.ID(), memory.PlayerViewer())
+	if got, err := ledger.List(ctx, player.Graph()); err != nil || len(got) != 0 {
+		t.Fatalf("a player sees %d unreviewed entries (%v)", len(got), err)
+	}
+	if _, err := camp.Graph().ConfirmFact(ctx, items[0].FactID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ledger.List(ctx, player.Graph())
+	if err != nil || len(got) != 1 || got[0].Kind != ledger.Promise || got[0].Status != memory.StatusActive {
+		t.Fatalf("after the DM confirmed the promise, a player sees %+v (%v)", got, err)
+	}
+
+	// Grimjaw, who is owed, knows it once the DM confirms the debt (in a
+	// later session: not from the lines he heard, from memory).
+	var debt int64
+	for _, it := range items {
+		if it.Kind == ledger.Debt {
+			debt = it.FactID
+		}
+	}
+	npc := pgtest.Open(t, store, camp.ID(), memory.NPCViewer("grimjaw"))
+	before, err := hotctx.New(npc, hotctx.Config{}).Assemble(ctx, "grimjaw", "s-later", 4000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(before.Text, "OWES") {
+		t.Error("Grimjaw knows of a debt the DM has not confirmed")
+	}
+	if _, err := camp.Graph().ConfirmFact(ctx, debt); err != nil {
+		t.Fatal(err)
+	}
+	after, err := hotctx.New(npc, hotctx.Config{}).Assemble(ctx, "grimjaw", "s-later", 4000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(after.Text, "Thorin OWES Grimjaw") || !strings.Contains(after.Text, "ten gold") {
+		t.Errorf("Grimjaw's hot context does not hold the debt owed him:\n%s", after.Text)
+	}
+}

@@ -1,0 +1,72 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
+)
+
+// Item is one entry of a campaign's ledger, as the knowledge graph holds it.
+type Item struct {
+	FactID int64  `json:"fact_id"`
+	Kind   Kind   `json:"kind"`
+	From   string `json:"from"`
+	To     string `json:"to"`
+	What   string `json:"what,omitempty"`
+	Due    string `json:"due,omitempty"`
+	// Quote is the line it rests on ("Lyra: I promise…"), SaidAt when.
+	Quote  string    `json:"quote,omitempty"`
+	SaidAt time.Time `json:"said_at,omitzero"`
+	// Session is the session it was said in; Status its review state
+	// (pending entries wait for the DM).
+	Session string            `json:"session,omitempty"`
+	Status  memory.FactStatus `json:"status"`
+}
+
+// Facts finds facts; an *access.Graph does, as its viewer may see them.
+type Facts interface {
+	FindFacts(ctx context.Context, q access.FactQuery) ([]access.FactWithNames, error)
+}
+
+// List is the campaign's ledger as g's viewer may see it: its promises,
+// debts and handovers in the statuses asked for (default: canon and
+// waiting for review), in the order they were said.
+func List(ctx context.Context, g Facts, statuses ...memory.FactStatus) ([]Item, error) {
+	if len(statuses) == 0 {
+		statuses = []memory.FactStatus{memory.StatusActive, memory.StatusPending}
+	}
+	var out []Item
+	for _, rel := range []string{RelPromised, RelOwes, RelGave} {
+		fs, err := g.FindFacts(ctx, access.FactQuery{Text: rel, Statuses: statuses, Limit: 10_000})
+		if err != nil {
+			return nil, fmt.Errorf("reading the ledger: %w", err)
+		}
+		for _, f := range fs {
+			if f.Type != rel {
+				continue // the text matched a name
+			}
+			it := Item{FactID: f.ID, Kind: KindOf(f.Type), From: f.SourceName, To: f.TargetName, Session: f.Provenance.SessionID,
+				Status: f.Status, SaidAt: f.Provenance.Timestamp}
+			it.What, _ = f.Attributes["what"].(string)
+			it.Due, _ = f.Attributes["due"].(string)
+			it.Quote, _ = f.Attributes["evidence"].(string)
+			if s, ok := f.Attributes["said_at"].(string); ok {
+				if t, err := time.Parse(time.RFC3339, s); err == nil {
+					it.SaidAt = t
+				}
+			}
+			out = append(out, it)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].SaidAt.Equal(out[j].SaidAt) {
+			return out[i].SaidAt.Before(out[j].SaidAt)
+		}
+		return out[i].FactID < out[j].FactID
+	})
+	return out, nil
+}
