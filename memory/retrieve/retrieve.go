@@ -64,7 +64,6 @@ package retrieve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -292,30 +291,23 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 	if err != nil {
 		return nil, err
 	}
-	// The graph and the name index load side by side: on a cold start at
-	// 100k entities each takes over half a second.
-	var graphErr error
-	var wg sync.WaitGroup
-	if withGraph || r.graphLoaded {
-		wg.Go(func() {
-			if !r.graphLoaded {
-				graphErr = r.graph.Load(ctx)
-			} else if !fresh {
-				_, graphErr = r.graph.Refresh(ctx)
-			}
-		})
-	}
-	var namesErr error
+	// The name index and the graph load one after the other, on one
+	// connection: side by side they took a second connection, which costs
+	// a short-lived process (`glyphoxa ask`) more than the overlap saves.
 	if r.matcher == nil || last != r.lastChange {
 		ents, err := r.camp.Graph().EntityNames(ctx)
 		if err != nil {
-			namesErr = fmt.Errorf("loading entities for retrieval: %w", err)
-		} else {
-			r.matcher = mention.NewMatcher(ents)
+			return nil, fmt.Errorf("loading entities for retrieval: %w", err)
 		}
+		r.matcher = mention.NewMatcher(ents)
 	}
-	wg.Wait()
-	if err := errors.Join(graphErr, namesErr); err != nil {
+	switch {
+	case withGraph && !r.graphLoaded:
+		err = r.graph.Load(ctx)
+	case r.graphLoaded && !fresh:
+		_, err = r.graph.Refresh(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if withGraph {
