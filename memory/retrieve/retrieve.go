@@ -216,7 +216,7 @@ type Retriever struct {
 	graph       *ppr.Graph
 	graphLoaded bool
 	matcher     *mention.Matcher
-	lastChange  int64
+	lastNames   int64 // the entity change the name index was loaded at
 	lastRefresh time.Time
 }
 
@@ -225,7 +225,9 @@ type Retriever struct {
 // writers' own tools, a campaign of the store.
 type Campaign interface {
 	ppr.Source
-	LastChange(ctx context.Context) (int64, error)
+	// LastEntityChange tells when the names the retriever matches
+	// questions against last changed.
+	LastEntityChange(ctx context.Context) (int64, error)
 	Graph() *postgres.Graph
 	Sessions() *postgres.SessionLog
 	Index() *postgres.SemanticIndex
@@ -287,19 +289,21 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 	if r.matcher != nil && (r.graphLoaded || !withGraph) && fresh {
 		return r.matcher, nil
 	}
-	last, err := r.camp.LastChange(ctx)
+	last, err := r.camp.LastEntityChange(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// The name index and the graph load one after the other, on one
 	// connection: side by side they took a second connection, which costs
 	// a short-lived process (`glyphoxa ask`) more than the overlap saves.
-	if r.matcher == nil || last != r.lastChange {
+	// Only an entity's change changes the names: new facts, which arrive
+	// all through a live session, do not reload them.
+	if r.matcher == nil || last != r.lastNames {
 		ents, err := r.camp.Graph().EntityNames(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("loading entities for retrieval: %w", err)
 		}
-		r.matcher = mention.NewMatcher(ents)
+		r.matcher, r.lastNames = mention.NewMatcher(ents), last
 	}
 	switch {
 	case withGraph && !r.graphLoaded:
@@ -314,7 +318,7 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 		r.graphLoaded = true
 	}
 	if r.lastRefresh.IsZero() || !fresh {
-		r.lastChange, r.lastRefresh = last, now
+		r.lastRefresh = now
 	}
 	return r.matcher, nil
 }
