@@ -96,40 +96,9 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 
 // benchScale generates (or reuses) the scale's database and measures it.
 func benchScale(ctx context.Context, e *env, serverDSN string, spec benchdata.Spec, iters int, regen bool) ([]benchResult, time.Duration, error) {
-	dbName := spec.DatabaseName()
-	dsn, err := dsnWithDatabase(serverDSN, dbName)
+	dsn, err := benchDatabase(ctx, e, serverDSN, spec, regen)
 	if err != nil {
 		return nil, 0, err
-	}
-	fresh, err := ensureBenchDatabase(ctx, serverDSN, dbName, spec, regen)
-	if err != nil {
-		return nil, 0, err
-	}
-	if fresh {
-		printf(e.stderr, "generating the %s-entity benchmark campaign (once; reused by later runs)\n", spec.Name)
-		s, err := postgres.NewStore(ctx, dsn, spec.Dims)
-		if err != nil {
-			return nil, 0, err
-		}
-		s.Close()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return nil, 0, err
-		}
-		defer conn.Close(context.WithoutCancel(ctx))
-		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
-			return nil, 0, err
-		}
-		t := time.Now()
-		err = benchdata.Generate(ctx, conn, "bench", spec, func(f string, a ...any) { printf(e.stderr, f+"\n", a...) })
-		if err != nil {
-			return nil, 0, err
-		}
-		if _, err := conn.Exec(ctx, `INSERT INTO glyphoxa_meta (key, value) VALUES ('bench_key', $1)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, spec.Key()); err != nil {
-			return nil, 0, err
-		}
-		printf(e.stderr, "  generated in %s\n", time.Since(t).Round(time.Second))
 	}
 	store, err := postgres.NewStore(ctx, dsn, spec.Dims, postgres.WithMaxConns(4))
 	if err != nil {
@@ -196,6 +165,46 @@ func measuredDensity(ctx context.Context, s *postgres.Store, campaign string) (s
 	ents = max(ents, 1)
 	return fmt.Sprintf("%.0f entities; per entity %.1f facts, %.1f lines, %.1f chunks, %.1f chunk links",
 		ents, facts/ents, lines/ents, chunks/ents, links/ents), nil
+}
+
+// benchDatabase returns the DSN of the database holding spec's campaign
+// ("bench") on the server at serverDSN, generating it first when it is
+// missing, holds another spec's campaign, or regen is set.
+func benchDatabase(ctx context.Context, e *env, serverDSN string, spec benchdata.Spec, regen bool) (string, error) {
+	dbName := spec.DatabaseName()
+	dsn, err := dsnWithDatabase(serverDSN, dbName)
+	if err != nil {
+		return "", err
+	}
+	fresh, err := ensureBenchDatabase(ctx, serverDSN, dbName, spec, regen)
+	if err != nil || !fresh {
+		return dsn, err
+	}
+	printf(e.stderr, "generating the %s-entity benchmark campaign (once; reused by later runs)\n", spec.Name)
+	s, err := postgres.NewStore(ctx, dsn, spec.Dims)
+	if err != nil {
+		return "", err
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+		return "", err
+	}
+	t := time.Now()
+	err = benchdata.Generate(ctx, conn, "bench", spec, func(f string, a ...any) { printf(e.stderr, f+"\n", a...) })
+	if err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO glyphoxa_meta (key, value) VALUES ('bench_key', $1)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, spec.Key()); err != nil {
+		return "", err
+	}
+	printf(e.stderr, "  generated in %s\n", time.Since(t).Round(time.Second))
+	return dsn, nil
 }
 
 // ensureBenchDatabase creates the scale's database if it is missing or holds
