@@ -96,40 +96,9 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 
 // benchScale generates (or reuses) the scale's database and measures it.
 func benchScale(ctx context.Context, e *env, serverDSN string, spec benchdata.Spec, iters int, regen bool) ([]benchResult, time.Duration, error) {
-	dbName := "glyphoxa_bench_" + spec.Name
-	dsn, err := dsnWithDatabase(serverDSN, dbName)
+	dsn, err := benchDatabase(ctx, e, serverDSN, spec, regen)
 	if err != nil {
 		return nil, 0, err
-	}
-	fresh, err := ensureBenchDatabase(ctx, serverDSN, dbName, spec, regen)
-	if err != nil {
-		return nil, 0, err
-	}
-	if fresh {
-		printf(e.stderr, "generating the %s-entity benchmark campaign (once; reused by later runs)\n", spec.Name)
-		s, err := postgres.NewStore(ctx, dsn, spec.Dims)
-		if err != nil {
-			return nil, 0, err
-		}
-		s.Close()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return nil, 0, err
-		}
-		defer conn.Close(context.WithoutCancel(ctx))
-		if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
-			return nil, 0, err
-		}
-		t := time.Now()
-		err = benchdata.Generate(ctx, conn, "bench", spec, func(f string, a ...any) { printf(e.stderr, f+"\n", a...) })
-		if err != nil {
-			return nil, 0, err
-		}
-		if _, err := conn.Exec(ctx, `INSERT INTO glyphoxa_meta (key, value) VALUES ('bench_key', $1)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, spec.Key()); err != nil {
-			return nil, 0, err
-		}
-		printf(e.stderr, "  generated in %s\n", time.Since(t).Round(time.Second))
 	}
 	store, err := postgres.NewStore(ctx, dsn, spec.Dims, postgres.WithMaxConns(4))
 	if err != nil {
@@ -140,7 +109,29 @@ func benchScale(ctx context.Context, e *env, serverDSN string, spec benchdata.Sp
 	if err != nil {
 		return nil, 0, err
 	}
-	printf(e.stderr, "measuring %s scale: %d calls per operation\n", spec.Name, iters)
+	// The write operations' rows go again after the run (and any left by
+	// an interrupted one before it): every run measures the campaign as
+	// generated.
+	restore := func(ctx context.Context) error {
+		ents, facts, err := benchdata.Restore(ctx, store.Pool(), c.ID())
+		if err == nil && ents+facts > 0 {
+			printf(e.stderr, "  removed what the benchmark wrote: %d entities, %d facts\n", ents, facts)
+		}
+		return err
+	}
+	if err := restore(ctx); err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if err := restore(context.WithoutCancel(ctx)); err != nil {
+			printf(e.stderr, "  restoring the %s campaign: %v\n", spec.Name, err)
+		}
+	}()
+	d, err := measuredDensity(ctx, store, c.ID())
+	if err != nil {
+		return nil, 0, err
+	}
+	printf(e.stderr, "measuring %s scale (%s): %d calls per operation\n", spec.Name, d, iters)
 	var out []benchResult
 	var rtt time.Duration
 	ops, err := benchOps(store, c, spec)
@@ -158,6 +149,62 @@ func benchScale(ctx context.Context, e *env, serverDSN string, spec benchdata.Sp
 		out = append(out, res)
 	}
 	return out, rtt, nil
+}
+
+// measuredDensity describes what a campaign holds per entity, counted: the
+// bench campaigns of every scale must read alike (benchdata's Density).
+func measuredDensity(ctx context.Context, s *postgres.Store, campaign string) (string, error) {
+	var ents, facts, lines, chunks, links float64
+	err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM entities WHERE campaign_id = $1),
+		(SELECT count(*) FROM relationships WHERE campaign_id = $1), (SELECT count(*) FROM transcript_entries WHERE campaign_id = $1),
+		(SELECT count(*) FROM chunks WHERE campaign_id = $1), (SELECT count(*) FROM chunk_entities WHERE campaign_id = $1)`, campaign).
+		Scan(&ents, &facts, &lines, &chunks, &links)
+	if err != nil {
+		return "", fmt.Errorf("counting the bench campaign: %w", err)
+	}
+	ents = max(ents, 1)
+	return fmt.Sprintf("%.0f entities; per entity %.1f facts, %.1f lines, %.1f chunks, %.1f chunk links",
+		ents, facts/ents, lines/ents, chunks/ents, links/ents), nil
+}
+
+// benchDatabase returns the DSN of the database holding spec's campaign
+// ("bench") on the server at serverDSN, generating it first when it is
+// missing, holds another spec's campaign, or regen is set.
+func benchDatabase(ctx context.Context, e *env, serverDSN string, spec benchdata.Spec, regen bool) (string, error) {
+	dbName := spec.DatabaseName()
+	dsn, err := dsnWithDatabase(serverDSN, dbName)
+	if err != nil {
+		return "", err
+	}
+	fresh, err := ensureBenchDatabase(ctx, serverDSN, dbName, spec, regen)
+	if err != nil || !fresh {
+		return dsn, err
+	}
+	printf(e.stderr, "generating the %s-entity benchmark campaign (once; reused by later runs)\n", spec.Name)
+	s, err := postgres.NewStore(ctx, dsn, spec.Dims)
+	if err != nil {
+		return "", err
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+		return "", err
+	}
+	t := time.Now()
+	err = benchdata.Generate(ctx, conn, "bench", spec, func(f string, a ...any) { printf(e.stderr, f+"\n", a...) })
+	if err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO glyphoxa_meta (key, value) VALUES ('bench_key', $1)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, spec.Key()); err != nil {
+		return "", err
+	}
+	printf(e.stderr, "  generated in %s\n", time.Since(t).Round(time.Second))
+	return dsn, nil
 }
 
 // ensureBenchDatabase creates the scale's database if it is missing or holds
@@ -306,13 +353,13 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) ([]b
 		}},
 		{name: "entity upsert", target: 2 * time.Millisecond, run: func(ctx context.Context, _ int) error {
 			newEntity++
-			return g.UpsertEntity(ctx, memory.Entity{ID: fmt.Sprintf("new-%d", newEntity), Type: "npc",
+			return g.UpsertEntity(ctx, memory.Entity{ID: fmt.Sprintf("%s%d", benchdata.WrittenEntityPrefix, newEntity), Type: "npc",
 				Name: fmt.Sprintf("Newcomer %d", newEntity), Attributes: map[string]any{"mood": "curious"}})
 		}},
 		{name: "relationship upsert", target: 2 * time.Millisecond, run: func(ctx context.Context, _ int) error {
 			a := r.IntN(spec.Entities)
 			_, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: benchdata.EntityID(a), TargetID: benchdata.EntityID(near(a)),
-				Type: "RUMOURED", Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceInferred}})
+				Type: benchdata.WrittenRelType, Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceInferred}})
 			return err
 		}},
 		{name: "hot context (NPC turn)", hot: true, target: 50 * time.Millisecond, run: func(ctx context.Context, _ int) error {

@@ -129,6 +129,11 @@ func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude strin
 // LastChange is the newest change-log cursor.
 func (c *Campaign) LastChange(ctx context.Context) (int64, error) { return c.pc.LastChange(ctx) }
 
+// LastEntityChange is the newest change-log cursor of an entity.
+func (c *Campaign) LastEntityChange(ctx context.Context) (int64, error) {
+	return c.pc.LastEntityChange(ctx)
+}
+
 // Propose records a change proposal by actor for the DM to review.
 func (c *Campaign) Propose(ctx context.Context, kind string, payload any, actor string) (int64, error) {
 	return c.pc.Propose(ctx, kind, payload, actor)

@@ -79,6 +79,19 @@ func (c *Campaign) LastChange(ctx context.Context) (int64, error) {
 	return id, err
 }
 
+// LastEntityChange is the newest change id of the campaign's entities (0
+// if none): what the names of its entities last changed with, so that a
+// reader of names (retrieval's name index) reloads them when an entity
+// changes, not with every new fact.
+func (c *Campaign) LastEntityChange(ctx context.Context) (int64, error) {
+	var id int64
+	err := c.l1.db.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM graph_changes WHERE campaign_id = $1 AND kind = 'entity'`, c.id).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("reading the last entity change: %w", err)
+	}
+	return id, nil
+}
+
 // Proposal is a change an agent without DM rights asked for.
 type Proposal struct {
 	ID        int64           `json:"id"`

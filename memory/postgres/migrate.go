@@ -77,6 +77,9 @@ func Migrate(ctx context.Context, conn *pgx.Conn, dims int) error {
 	if dims <= 0 {
 		return fmt.Errorf("%w: embedding dimensions must be positive, got %d", memory.ErrInvalid, dims)
 	}
+	if current, err := upToDate(ctx, conn, dims); err != nil || current {
+		return err
+	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockKey); err != nil {
 		return fmt.Errorf("taking the migration lock: %w", err)
 	}
@@ -86,6 +89,49 @@ func Migrate(ctx context.Context, conn *pgx.Conn, dims int) error {
 		return err
 	}
 	return ensureDimensions(ctx, conn, dims)
+}
+
+// upToDate reports whether the database at conn has every migration and
+// dims-dimensional embeddings already, in one round trip and without the
+// migration lock: what every start of a process finds after the first. It
+// returns a *memory.DimensionMismatchError for a database of another
+// dimension, and false (with no error) when it cannot tell, for a new
+// database or one being migrated; [Migrate] then takes the lock and looks
+// again.
+func upToDate(ctx context.Context, conn *pgx.Conn, dims int) (bool, error) {
+	ms, err := migrations()
+	if err != nil {
+		return false, err
+	}
+	var applied []int32
+	var stored *string
+	// The simple protocol sends the query once, without preparing it first.
+	err = conn.QueryRow(ctx, `SELECT coalesce((SELECT array_agg(version) FROM schema_migrations), '{}'),
+		(SELECT value FROM glyphoxa_meta WHERE key = '`+metaEmbeddingDimensions+`')`, pgx.QueryExecModeSimpleProtocol).
+		Scan(&applied, &stored)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table: a new database
+			return false, nil
+		}
+		return false, fmt.Errorf("reading schema_migrations: %w", err)
+	}
+	have := make(map[int]bool, len(applied))
+	for _, v := range applied {
+		have[int(v)] = true
+	}
+	for _, m := range ms {
+		if !have[m.version] {
+			return false, nil
+		}
+	}
+	if stored == nil {
+		return false, nil
+	}
+	if n, err := strconv.Atoi(*stored); err == nil && n != dims {
+		return false, &memory.DimensionMismatchError{Database: n, Configured: dims}
+	}
+	return *stored == strconv.Itoa(dims), nil
 }
 
 func applyMigrations(ctx context.Context, conn *pgx.Conn) error {

@@ -336,35 +336,43 @@ type GraphCursor struct {
 
 // LoadGraph streams the campaign's retrieval graph to fn: every active
 // relationship and every chunk-entity link. The cursor it returns lets
-// [Campaign.GraphChanges] pick up later writes.
+// [Campaign.GraphChanges] pick up later writes. Its three queries go to the
+// database together, in one round trip.
 func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (GraphCursor, error) {
 	var cur GraphCursor
-	db := c.l1.db
+	b := &pgx.Batch{}
 	// Read the cursor first: a write racing with the load shows up again
 	// in the next refresh, and applying an edge twice is harmless.
-	if err := db.QueryRow(ctx, `SELECT coalesce((SELECT max(id) FROM graph_changes WHERE campaign_id = $1), 0),
+	b.Queue(`SELECT coalesce((SELECT max(id) FROM graph_changes WHERE campaign_id = $1), 0),
 		coalesce(l.updated_at, 'epoch'), coalesce(l.id, '')
 		FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT updated_at, id FROM chunks WHERE campaign_id = $1
-		    ORDER BY updated_at DESC, id DESC LIMIT 1) l ON true`, c.id).Scan(&cur.Change, &cur.ChunksAt, &cur.ChunkID); err != nil {
+		    ORDER BY updated_at DESC, id DESC LIMIT 1) l ON true`, c.id)
+	b.Queue(`SELECT r.id, r.source_id, r.target_id, r.confidence FROM relationships r
+		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r"), c.id)
+	b.Queue(`SELECT entity_id, chunk_id FROM chunk_entities WHERE campaign_id = $1`, c.id)
+	res := c.l1.db.SendBatch(ctx, b)
+	defer res.Close()
+	if err := res.QueryRow().Scan(&cur.Change, &cur.ChunksAt, &cur.ChunkID); err != nil {
 		return cur, fmt.Errorf("reading the graph cursor: %w", err)
 	}
-	var e GraphEdge
-	rows, err := db.Query(ctx, `SELECT r.id, r.source_id, r.target_id, r.confidence FROM relationships r
-		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r"), c.id)
+	rows, err := res.Query()
 	if err != nil {
 		return cur, fmt.Errorf("loading relationships: %w", err)
 	}
-	e.Kind = EdgeFact
+	e := GraphEdge{Kind: EdgeFact}
 	if _, err := pgx.ForEachRow(rows, []any{&e.FactID, &e.From, &e.To, &e.Weight}, func() error { return fn(e) }); err != nil {
 		return cur, fmt.Errorf("loading relationships: %w", err)
 	}
-	rows, err = db.Query(ctx, `SELECT entity_id, chunk_id FROM chunk_entities WHERE campaign_id = $1`, c.id)
+	rows, err = res.Query()
 	if err != nil {
 		return cur, fmt.Errorf("loading chunk links: %w", err)
 	}
 	e = GraphEdge{Kind: EdgeMention, Weight: 1}
 	if _, err := pgx.ForEachRow(rows, []any{&e.From, &e.To}, func() error { return fn(e) }); err != nil {
 		return cur, fmt.Errorf("loading chunk links: %w", err)
+	}
+	if err := res.Close(); err != nil {
+		return cur, fmt.Errorf("loading the retrieval graph: %w", err)
 	}
 	return cur, nil
 }
@@ -375,15 +383,25 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 // ones. Chunks deleted outright are not reported; readers drop them when
 // they fail to load. It returns the new cursor.
 //
-// With nothing written since cur it costs three index lookups. A chunk
-// written by a transaction that began before cur's newest chunk was
+// With nothing written since cur it costs one round trip of three index
+// lookups (a second one reads the relationships that changed, if any). A
+// chunk written by a transaction that began before cur's newest chunk was
 // written but committed after it was read is not seen (its timestamp
 // sorts before the cursor); the next [Campaign.LoadGraph] sees it.
 func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(GraphEdge) error) (GraphCursor, error) {
-	db := c.l1.db
 	next := cur
-	rows, err := db.Query(ctx, `SELECT id, ref FROM graph_changes WHERE campaign_id = $1 AND id > $2 AND kind = 'fact' ORDER BY id`,
+	b := &pgx.Batch{}
+	b.Queue(`SELECT id, ref FROM graph_changes WHERE campaign_id = $1 AND id > $2 AND kind = 'fact' ORDER BY id`,
 		c.id, cur.Change)
+	b.Queue(`SELECT coalesce(max(id), $2) FROM graph_changes WHERE campaign_id = $1`, c.id, cur.Change)
+	b.Queue(`SELECT c.id, c.updated_at,
+		    coalesce((SELECT array_agg(ce.entity_id) FROM chunk_entities ce WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')
+		FROM chunks c
+		WHERE c.campaign_id = $1 AND (c.updated_at, c.id) > ($2, $3)
+		ORDER BY c.updated_at, c.id`, c.id, cur.ChunksAt, cur.ChunkID)
+	res := c.l1.db.SendBatch(ctx, b)
+	defer res.Close()
+	rows, err := res.Query()
 	if err != nil {
 		return cur, fmt.Errorf("reading graph changes: %w", err)
 	}
@@ -401,12 +419,32 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	}); err != nil {
 		return cur, fmt.Errorf("reading graph changes: %w", err)
 	}
-	if err := db.QueryRow(ctx, `SELECT coalesce(max(id), $2) FROM graph_changes WHERE campaign_id = $1`, c.id, next.Change).
-		Scan(&next.Change); err != nil {
+	if err := res.QueryRow().Scan(&next.Change); err != nil {
+		return cur, fmt.Errorf("reading graph changes: %w", err)
+	}
+	type changedChunk struct {
+		id   string
+		at   time.Time
+		ents []string
+	}
+	var chunks []changedChunk
+	rows, err = res.Query()
+	if err != nil {
+		return cur, fmt.Errorf("reading changed chunks: %w", err)
+	}
+	var ch changedChunk
+	if _, err := pgx.ForEachRow(rows, []any{&ch.id, &ch.at, &ch.ents}, func() error {
+		chunks = append(chunks, ch)
+		ch.ents = nil
+		return nil
+	}); err != nil {
+		return cur, fmt.Errorf("reading changed chunks: %w", err)
+	}
+	if err := res.Close(); err != nil {
 		return cur, fmt.Errorf("reading graph changes: %w", err)
 	}
 	if len(facts) > 0 {
-		rows, err := db.Query(ctx, `SELECT f.id, coalesce(r.source_id, ''), coalesce(r.target_id, ''), coalesce(r.confidence, 0),
+		rows, err := c.l1.db.Query(ctx, `SELECT f.id, coalesce(r.source_id, ''), coalesce(r.target_id, ''), coalesce(r.confidence, 0),
 			coalesce(r.status = 'active' AND `+c.view.factVisible("r")+`, false)
 			FROM unnest($2::bigint[]) f(id) LEFT JOIN relationships r ON r.campaign_id = $1 AND r.id = f.id`, c.id, facts)
 		if err != nil {
@@ -421,30 +459,16 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 			return cur, fmt.Errorf("reading changed relationships: %w", err)
 		}
 	}
-	rows, err = db.Query(ctx, `SELECT c.id, c.updated_at,
-		    coalesce((SELECT array_agg(ce.entity_id) FROM chunk_entities ce WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')
-		FROM chunks c
-		WHERE c.campaign_id = $1 AND (c.updated_at, c.id) > ($2, $3)
-		ORDER BY c.updated_at, c.id`, c.id, cur.ChunksAt, cur.ChunkID)
-	if err != nil {
-		return cur, fmt.Errorf("reading changed chunks: %w", err)
-	}
-	var chunkID string
-	var at time.Time
-	var ents []string
-	if _, err := pgx.ForEachRow(rows, []any{&chunkID, &at, &ents}, func() error {
-		next.ChunksAt, next.ChunkID = at, chunkID
-		if err := fn(GraphEdge{Kind: EdgeMention, To: chunkID, Removed: true}); err != nil {
-			return err
+	for _, x := range chunks {
+		next.ChunksAt, next.ChunkID = x.at, x.id
+		if err := fn(GraphEdge{Kind: EdgeMention, To: x.id, Removed: true}); err != nil {
+			return cur, fmt.Errorf("reading changed chunks: %w", err)
 		}
-		for _, ent := range ents {
-			if err := fn(GraphEdge{Kind: EdgeMention, From: ent, To: chunkID, Weight: 1}); err != nil {
-				return err
+		for _, ent := range x.ents {
+			if err := fn(GraphEdge{Kind: EdgeMention, From: ent, To: x.id, Weight: 1}); err != nil {
+				return cur, fmt.Errorf("reading changed chunks: %w", err)
 			}
 		}
-		return nil
-	}); err != nil {
-		return cur, fmt.Errorf("reading changed chunks: %w", err)
 	}
 	return next, nil
 }

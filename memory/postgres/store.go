@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -64,22 +65,60 @@ func NewStore(ctx context.Context, dsn string, dims int, opts ...Option) (*Store
 		cfg.MaxConns = o.maxConns
 	}
 
-	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
-	if err != nil {
-		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", describeTarget(cfg.ConnConfig), err)
+	// The first connection of the pool migrates the schema (a process that
+	// finds it current spends one round trip on it) and stays in the pool
+	// for the queries that follow: a short-lived process such as `glyphoxa
+	// ask` opens one connection, not one to migrate and another to work.
+	m := &migrator{dims: dims}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if err := m.migrate(ctx, c); err != nil {
+			return err
+		}
+		return pgxvec.RegisterTypes(ctx, c)
 	}
-	err = Migrate(ctx, conn, dims)
-	conn.Close(context.WithoutCancel(ctx))
-	if err != nil {
-		return nil, err
-	}
-
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error { return pgxvec.RegisterTypes(ctx, c) }
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("opening the connection pool: %w", err)
 	}
+	first, err := pool.Acquire(ctx) // connects, migrates, and goes back to the pool
+	if err != nil {
+		pool.Close()
+		if merr := m.failed(); merr != nil {
+			return nil, merr
+		}
+		return nil, fmt.Errorf("connecting to PostgreSQL at %s: %w", describeTarget(cfg.ConnConfig), err)
+	}
+	first.Release()
 	return &Store{pool: pool, dims: dims, opts: o}, nil
+}
+
+// migrator runs [Migrate] on the first connection a store's pool opens;
+// connections opened after it succeeded skip it.
+type migrator struct {
+	dims int
+	mu   sync.Mutex
+	done bool
+	err  error // the last failure, for NewStore's error
+}
+
+func (m *migrator) migrate(ctx context.Context, c *pgx.Conn) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done {
+		return nil
+	}
+	if err := Migrate(ctx, c, m.dims); err != nil {
+		m.err = err
+		return err
+	}
+	m.done, m.err = true, nil
+	return nil
+}
+
+func (m *migrator) failed() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
 }
 
 // Close closes the pool; it waits for connections in use to be released.

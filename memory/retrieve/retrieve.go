@@ -64,7 +64,6 @@ package retrieve
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -217,7 +216,7 @@ type Retriever struct {
 	graph       *ppr.Graph
 	graphLoaded bool
 	matcher     *mention.Matcher
-	lastChange  int64
+	lastNames   int64 // the entity change the name index was loaded at
 	lastRefresh time.Time
 }
 
@@ -226,7 +225,9 @@ type Retriever struct {
 // writers' own tools, a campaign of the store.
 type Campaign interface {
 	ppr.Source
-	LastChange(ctx context.Context) (int64, error)
+	// LastEntityChange tells when the names the retriever matches
+	// questions against last changed.
+	LastEntityChange(ctx context.Context) (int64, error)
 	Graph() *postgres.Graph
 	Sessions() *postgres.SessionLog
 	Index() *postgres.SemanticIndex
@@ -288,41 +289,36 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 	if r.matcher != nil && (r.graphLoaded || !withGraph) && fresh {
 		return r.matcher, nil
 	}
-	last, err := r.camp.LastChange(ctx)
+	last, err := r.camp.LastEntityChange(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The graph and the name index load side by side: on a cold start at
-	// 100k entities each takes over half a second.
-	var graphErr error
-	var wg sync.WaitGroup
-	if withGraph || r.graphLoaded {
-		wg.Go(func() {
-			if !r.graphLoaded {
-				graphErr = r.graph.Load(ctx)
-			} else if !fresh {
-				_, graphErr = r.graph.Refresh(ctx)
-			}
-		})
-	}
-	var namesErr error
-	if r.matcher == nil || last != r.lastChange {
+	// The name index and the graph load one after the other, on one
+	// connection: side by side they took a second connection, which costs
+	// a short-lived process (`glyphoxa ask`) more than the overlap saves.
+	// Only an entity's change changes the names: new facts, which arrive
+	// all through a live session, do not reload them.
+	if r.matcher == nil || last != r.lastNames {
 		ents, err := r.camp.Graph().EntityNames(ctx)
 		if err != nil {
-			namesErr = fmt.Errorf("loading entities for retrieval: %w", err)
-		} else {
-			r.matcher = mention.NewMatcher(ents)
+			return nil, fmt.Errorf("loading entities for retrieval: %w", err)
 		}
+		r.matcher, r.lastNames = mention.NewMatcher(ents), last
 	}
-	wg.Wait()
-	if err := errors.Join(graphErr, namesErr); err != nil {
+	switch {
+	case withGraph && !r.graphLoaded:
+		err = r.graph.Load(ctx)
+	case r.graphLoaded && !fresh:
+		_, err = r.graph.Refresh(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if withGraph {
 		r.graphLoaded = true
 	}
 	if r.lastRefresh.IsZero() || !fresh {
-		r.lastChange, r.lastRefresh = last, now
+		r.lastRefresh = now
 	}
 	return r.matcher, nil
 }

@@ -6,10 +6,21 @@
 //
 // The same Spec and seed always produce the same rows, so runs at different
 // times or on different machines measure the same work.
+//
+// # Density
+//
+// [Scale1k] and [Scale100k] differ in size only, not in shape: per entity
+// both hold 5 relationships, 10 transcript lines (half of which name an
+// entity: 5 line mentions per entity) and 1 chunk, and each chunk links 3
+// entities (3 chunk links per entity); a session is 5,000 lines and 500
+// chunks at both scales. An operation that costs the same at both scales
+// is therefore flat in the campaign's size, not helped by a denser small
+// campaign ([Spec.Density]; `glyphoxa bench` prints it as measured).
 package benchdata
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -17,6 +28,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pgvector/pgvector-go"
 )
 
@@ -32,12 +44,19 @@ type Spec struct {
 	EntriesPerSession int
 	Dims              int
 	Seed              uint64
+	// Database is the database `glyphoxa bench` keeps the campaign in
+	// (default glyphoxa_bench_<Name>).
+	Database string
 }
 
-// Scale1k and Scale100k are the two scales the memory benchmark runs.
+// Scale1k and Scale100k are the two scales the memory benchmark runs, of
+// equal density (see the package doc).
 var (
-	Scale1k = Spec{Name: "1k", Entities: 1_000, Relationships: 5_000, Entries: 50_000, Chunks: 10_000,
-		EntriesPerSession: 5_000, Dims: 384, Seed: 1}
+	Scale1k = Spec{Name: "1k", Entities: 1_000, Relationships: 5_000, Entries: 10_000, Chunks: 1_000,
+		EntriesPerSession: 5_000, Dims: 384, Seed: 1,
+		// Not glyphoxa_bench_1k, which held the denser 1k campaign of
+		// earlier versions: a run of one does not drop the other's.
+		Database: "glyphoxa_bench_1k_even"}
 	Scale100k = Spec{Name: "100k", Entities: 100_000, Relationships: 500_000, Entries: 1_000_000, Chunks: 100_000,
 		EntriesPerSession: 5_000, Dims: 384, Seed: 1}
 )
@@ -46,6 +65,37 @@ var (
 func (s Spec) Key() string {
 	return fmt.Sprintf("e%d-r%d-t%d-c%d-p%d-d%d-s%d-v2", s.Entities, s.Relationships, s.Entries, s.Chunks,
 		s.EntriesPerSession, s.Dims, s.Seed)
+}
+
+// Density is a spec's shape per entity: what a campaign of its size holds
+// around each entity.
+type Density struct {
+	// Relationships, Lines and Chunks are per entity; ChunkLinks is the
+	// chunk–entity links per entity, LinesPerSession and ChunksPerSession
+	// the length of a session.
+	Relationships, Lines, Chunks, ChunkLinks float64
+	LinesPerSession, ChunksPerSession        float64
+}
+
+// Density returns the spec's density as generated: every chunk links
+// [ChunkEntities] of them (3).
+func (s Spec) Density() Density {
+	e := float64(max(s.Entities, 1))
+	return Density{Relationships: float64(s.Relationships) / e, Lines: float64(s.Entries) / e,
+		Chunks: float64(s.Chunks) / e, ChunkLinks: float64(s.Chunks*chunkLinks) / e,
+		LinesPerSession:  float64(s.EntriesPerSession),
+		ChunksPerSession: float64(s.Chunks) / float64(s.Sessions())}
+}
+
+// chunkLinks is how many entities a chunk links.
+const chunkLinks = 3
+
+// DatabaseName is the database `glyphoxa bench` keeps the campaign in.
+func (s Spec) DatabaseName() string {
+	if s.Database != "" {
+		return s.Database
+	}
+	return "glyphoxa_bench_" + s.Name
 }
 
 // Sessions is the number of sessions the spec generates.
@@ -169,7 +219,7 @@ func ChunkEntities(c, entities int, seed uint64) []int {
 	r := rand.New(rand.NewPCG(seed^0xc4, uint64(c)))
 	a := r.IntN(entities)
 	out := []int{a}
-	for len(out) < 3 {
+	for len(out) < chunkLinks {
 		b := neighbour(r, a, entities)
 		dup := false
 		for _, x := range out {
@@ -178,7 +228,7 @@ func ChunkEntities(c, entities int, seed uint64) []int {
 		if !dup {
 			out = append(out, b)
 		}
-		if entities < 3 {
+		if entities < chunkLinks {
 			break
 		}
 	}
@@ -386,8 +436,69 @@ func Generate(ctx context.Context, conn *pgx.Conn, campaign string, s Spec, prog
 	if err != nil {
 		return err
 	}
+	// What the generation logged marks where the benchmark's own writes
+	// begin (see Restore).
+	if _, err := conn.Exec(ctx, `INSERT INTO glyphoxa_meta (key, value)
+		SELECT $1, coalesce(max(id), 0)::text FROM graph_changes WHERE campaign_id = $2
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, changesKey(campaign), campaign); err != nil {
+		return fmt.Errorf("recording the generated change log: %w", err)
+	}
 	_, err = conn.Exec(ctx, "ANALYZE")
 	return err
+}
+
+// The benchmark's write operations write only these: entities whose id
+// starts with WrittenEntityPrefix and facts of type WrittenRelType (no
+// generated fact has it), so that [Restore] can take them out again.
+const (
+	WrittenEntityPrefix = "new-"
+	WrittenRelType      = "RUMOURED"
+)
+
+func changesKey(campaign string) string { return "bench_changes:" + campaign }
+
+// DB is what Restore needs of a connection or pool.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Restore takes out of a generated campaign what a benchmark run wrote
+// (entities named by WrittenEntityPrefix, facts of WrittenRelType and the
+// change log entries after the generation's), so that repeated runs measure
+// the campaign as generated instead of one that grows with every run. It
+// reports how many entities and facts it removed. A campaign generated
+// before the change log's end was recorded has it worked out once, from
+// the rows the benchmark writes, and recorded.
+func Restore(ctx context.Context, db DB, campaign string) (entities, facts int64, err error) {
+	var mark int64
+	err = db.QueryRow(ctx, "SELECT value::bigint FROM glyphoxa_meta WHERE key = $1", changesKey(campaign)).Scan(&mark)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = db.QueryRow(ctx, `SELECT coalesce(max(g.id), 0) FROM graph_changes g WHERE g.campaign_id = $1 AND g.op = 'insert'
+			AND NOT (g.kind = 'entity' AND starts_with(g.ref, $2))
+			AND NOT (g.kind = 'fact' AND g.ref IN (SELECT r.id::text FROM relationships r WHERE r.campaign_id = $1 AND r.rel_type = $3))`,
+			campaign, WrittenEntityPrefix, WrittenRelType).Scan(&mark)
+		if err == nil {
+			_, err = db.Exec(ctx, "INSERT INTO glyphoxa_meta (key, value) VALUES ($1, $2)", changesKey(campaign), fmt.Sprint(mark))
+		}
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("finding the generated change log's end: %w", err)
+	}
+	tag, err := db.Exec(ctx, "DELETE FROM relationships WHERE campaign_id = $1 AND rel_type = $2", campaign, WrittenRelType)
+	if err != nil {
+		return 0, 0, fmt.Errorf("removing the benchmark's facts: %w", err)
+	}
+	facts = tag.RowsAffected()
+	tag, err = db.Exec(ctx, "DELETE FROM entities WHERE campaign_id = $1 AND starts_with(id, $2)", campaign, WrittenEntityPrefix)
+	if err != nil {
+		return 0, facts, fmt.Errorf("removing the benchmark's entities: %w", err)
+	}
+	entities = tag.RowsAffected()
+	if _, err := db.Exec(ctx, "DELETE FROM graph_changes WHERE campaign_id = $1 AND id > $2", campaign, mark); err != nil {
+		return entities, facts, fmt.Errorf("removing the benchmark's change log: %w", err)
+	}
+	return entities, facts, nil
 }
 
 // SessionStart is when synthetic session i starts: weekly game nights.
