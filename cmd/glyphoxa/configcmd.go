@@ -12,6 +12,10 @@ import (
 
 func cmdConfig(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet("config check", e)
+	// The flags are registered before any help is printed, so that
+	// `config --help` lists them.
+	var sf storeFlags
+	sf.register(fs)
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 		fs.Usage()
 		return flag.ErrHelp
@@ -19,8 +23,6 @@ func cmdConfig(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] != "check" {
 		return usagef("the only config subcommand is check")
 	}
-	var sf storeFlags
-	sf.register(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
