@@ -48,8 +48,22 @@ func cmdConfig(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	printf(e.stdout, "configuration OK: %d guild(s), %d NPC(s); LLM: %s; STT: %s; TTS: %s; embeddings: %s (%d dimensions); MCP endpoints: %d\n",
-		len(cfg.Discord.Guilds), len(cfg.NPCs), llm, cfg.Providers.STT.Provider, cfg.Providers.TTS.Provider,
+	printf(e.stdout, "configuration OK: %d guild(s), %s; LLM: %s; STT: %s; TTS: %s; embeddings: %s (%d dimensions); MCP endpoints: %d\n",
+		len(cfg.Discord.Guilds), personaCount(len(cfg.NPCs)), llm, cfg.Providers.STT.Provider, cfg.Providers.TTS.Provider,
 		cfg.Providers.Embeddings.Provider, cfg.Memory.EmbeddingDimensions, len(eps))
 	return nil
+}
+
+// personaCount says how many NPC personas the configuration adds. The NPCs
+// who play are the campaigns' own (entities of type npc in their memory,
+// which config check does not read) plus these, so "0 NPCs" would be
+// wrong for a campaign that has some.
+func personaCount(n int) string {
+	switch n {
+	case 0:
+		return "NPCs from the campaigns' memory (no personas under npcs:)"
+	case 1:
+		return "1 NPC persona under npcs: (beside the campaigns' own NPCs)"
+	}
+	return fmt.Sprintf("%d NPC personas under npcs: (beside the campaigns' own NPCs)", n)
 }
