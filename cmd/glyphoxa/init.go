@@ -18,8 +18,8 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"gopkg.in/yaml.v3"
 
-	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/npc"
 )
 
