@@ -66,10 +66,16 @@ func TestLivePageShowsTheFeed(t *testing.T) {
 		t.Fatalf("/api/live: %s", body)
 	}
 
-	// Without a feed the page says so.
+	// Without a feed the page says so, and claims neither that no session
+	// runs nor that a table's memory is healthy.
 	_, page = f.signInLink(t).get("/live")
 	if !strings.Contains(page, "No live feed is connected") {
 		t.Error("the live page without a feed does not say so")
+	}
+	for _, claim := range []string{"No session is running", "healthy", "No NPC turns yet"} {
+		if strings.Contains(page, claim) {
+			t.Errorf("the live page without a feed says %q", claim)
+		}
 	}
 }
 

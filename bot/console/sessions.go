@@ -146,7 +146,8 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, "session.html", page{Title: "Session " + id, Nav: "sessions", Data: map[string]any{
 		"Session": info, "Lines": shown, "Recap": sentences, "Extractive": rc.Extractive, "PlayerSafe": !sess.DM,
-		"Page": pg, "Pages": pageLinks, "Q": search, "Hits": hits, "PageOf": pageOf, "Total": len(entries)}})
+		"Page": pg, "Pages": pageLinks, "Q": search, "Hits": hits, "PageOf": pageOf, "Total": len(entries),
+		"Colours": sessionColours(entries)}})
 }
 
 // recap returns the session's recap from the Recapper, or an extractive
