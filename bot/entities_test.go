@@ -168,6 +168,12 @@ func TestDMMergesAndRetiresEntitiesFromDiscord(t *testing.T) {
 	if len(r.Data.Choices) != 0 {
 		t.Fatalf("a retired entity is still suggested: %v", choiceValues(r.Data.Choices))
 	}
+	// Its name still finds it, and retiring it again says it is retired.
+	i = h.fake.Command(guildID, channelID, theDM, "memory", entityCmd("retire", discordtest.Str("entity", "Dawn Hammer")))
+	h.send(i)
+	if c, _ := h.original(i)["content"].(string); !strings.Contains(c, "nothing was retired") || !strings.Contains(c, "it was retired on") {
+		t.Fatalf("retiring twice answered %q", c)
+	}
 
 	// Players are refused both.
 	for _, sub := range []string{"merge", "retire"} {

@@ -213,6 +213,11 @@ func resolveEntity(ctx context.Context, g *memaccess.Graph, s string) (memory.En
 		return e, nil
 	}
 	cands, err := g.FindEntities(ctx, memory.EntityFilter{Name: s, Limit: 10})
+	if err == nil && len(cands) == 0 {
+		// A retired entity is out of the name lists, but its name still
+		// finds it.
+		cands, err = g.FindEntities(ctx, memory.EntityFilter{Name: s, Limit: 10, IncludeRetired: true})
+	}
 	if err != nil {
 		return memory.Entity{}, err
 	}

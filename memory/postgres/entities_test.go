@@ -36,7 +36,7 @@ func TestAddEntity(t *testing.T) {
 	before := must[int64](t)(c.LastChange(ctx))
 
 	e := must[memory.Entity](t)(g.AddEntity(ctx, memory.Entity{Name: "Old Mill Tower", Type: " Location ",
-		Aliases: []string{"the mill", " ", "Old Mill Tower", "The Mill"},
+		Aliases:    []string{"the mill", " ", "Old Mill Tower", "The Mill"},
 		Attributes: map[string]any{"description": "a ruin by the river", "dm_notes": "the cult meets here"}}))
 	if e.ID != "old-mill-tower" || e.Type != "location" || !slices.Equal(e.Aliases, []string{"the mill"}) {
 		t.Fatalf("stored %+v", e)
