@@ -85,8 +85,10 @@ func (b *Bot) suggest(ctx context.Context, camp *memaccess.Campaign, path, optio
 		return out
 	case "location":
 		return entities(memory.EntityLocation)
-	case "entity", "subject", "object":
+	case "entity", "subject", "object", "into":
 		return entities("")
+	case "kind":
+		return kindChoices(ctx, g, typed)
 	case "fact":
 		if path == "memory confirm" || path == "memory reject" {
 			return facts(memory.StatusPending)

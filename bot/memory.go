@@ -81,6 +81,8 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 			return
 		}
 		b.finish(i, true, fmt.Sprintf("%s %s", verb, b.describeFact(ctx, graph, f)), nil, nil)
+	case "memory entity add", "memory entity merge", "memory entity retire":
+		b.entityCommand(ctx, i, g, camp, c)
 	case "memory entity show":
 		embed, err := b.entityEmbedAsOf(ctx, graph, c.str("entity"), c.str("as_of"))
 		if err != nil {
@@ -211,6 +213,11 @@ func resolveEntity(ctx context.Context, g *memaccess.Graph, s string) (memory.En
 		return e, nil
 	}
 	cands, err := g.FindEntities(ctx, memory.EntityFilter{Name: s, Limit: 10})
+	if err == nil && len(cands) == 0 {
+		// A retired entity is out of the name lists, but its name still
+		// finds it.
+		cands, err = g.FindEntities(ctx, memory.EntityFilter{Name: s, Limit: 10, IncludeRetired: true})
+	}
 	if err != nil {
 		return memory.Entity{}, err
 	}
@@ -525,46 +532,22 @@ func (b *Bot) entityEditModal(ctx context.Context, i *discordgo.Interaction, g G
 		Title:    truncate("Edit "+e.Name, 45),
 		Components: []discordgo.MessageComponent{
 			textInput("name", "Name", e.Name, discordgo.TextInputShort, true, 100),
+			textInput("kind", "Kind (npc, location, faction, item, …)", e.Type, discordgo.TextInputShort, false, 50),
 			textInput("aliases", "Aliases, comma-separated", strings.Join(e.Aliases, ", "), discordgo.TextInputShort, false, 400),
 			textInput("attributes", "Attributes (YAML: key: value)", attrs, discordgo.TextInputParagraph, false, 4000),
 		},
 	}})
 }
 
-// entityEditSubmit applies the modal; invalid YAML changes nothing.
+// entityEditSubmit applies the modal through EditEntity; invalid input
+// changes nothing.
 func (b *Bot) entityEditSubmit(ctx context.Context, i *discordgo.Interaction, g Guild, id string, v map[string]string) {
 	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
 		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
-	attrs := map[string]any{}
-	if strings.TrimSpace(v["attributes"]) != "" {
-		if err := yaml.Unmarshal([]byte(v["attributes"]), &attrs); err != nil {
-			b.reply(i, true, fmt.Sprintf("⚠️ Nothing was changed: the attributes are not valid YAML (%v). Write one `key: value` per line.", err))
-			return
-		}
-	}
-	old, err := camp.Graph().Entity(ctx, id)
-	if err != nil {
-		b.reply(i, true, "⚠️ "+errText(err))
-		return
-	}
-	var del []string
-	for k := range old.Attributes {
-		if _, ok := attrs[k]; !ok {
-			del = append(del, k)
-		}
-	}
-	name := strings.TrimSpace(v["name"])
-	var aliases []string
-	for _, a := range strings.Split(v["aliases"], ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			aliases = append(aliases, a)
-		}
-	}
-	e, err := camp.Graph().UpdateEntity(ctx, id, memory.EntityUpdate{Name: &name, Aliases: &aliases,
-		SetAttributes: attrs, DeleteAttributes: del})
+	e, err := EditEntity(ctx, camp, id, v["name"], v["kind"], v["aliases"], v["attributes"], user(i).ID)
 	if err != nil {
 		b.reply(i, true, "⚠️ Nothing was changed: "+errText(err))
 		return

@@ -60,6 +60,9 @@ type EntityFilter struct {
 	IDs []string
 	// Limit caps the results; 0 means no limit.
 	Limit int
+	// IncludeRetired finds the entities the DM retired too (a search by
+	// IDs always does).
+	IncludeRetired bool
 }
 
 // EntityUpdate changes part of an entity. Nil fields are left alone.

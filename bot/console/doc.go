@@ -14,13 +14,18 @@
 //     in a canvas, filtered by type, by an NPC's visibility and by session;
 //     secret facts are marked; an entity's attributes, facts over time and
 //     mentions open beside it.
+//   - Entities: every entity with an add form, and a page per entity with
+//     forms to edit, merge and retire it: the operations of `/memory entity
+//     add|edit|merge|retire` ([bot.AddEntity], [bot.EditEntity],
+//     [bot.MergeEntity], [bot.RetireEntity]).
 //   - NPC: what the NPC can see, what it heard, its memory traces, its
 //     editable persona and an "ask as this NPC" box.
 //   - Sessions: a speaker-coloured timeline per session, raw next to
 //     corrected text, search, and a recap whose sentences link to the lines
 //     they cite.
 //   - Live: who is speaking, NPC turns with latency per stage, memory health
-//     and spool size, from a [LiveSource].
+//     and spool size, from a [LiveSource]; without one the page says that no
+//     feed is connected, and nothing about a session.
 //
 // # Sign-in and roles
 //
@@ -35,8 +40,8 @@
 // so the store decides in SQL what a player sees: facts neither secret nor
 // waiting for review, entities without their secret attributes; the console
 // adds canon transcript lines and player-safe recaps. While the database
-// cannot be reached, pages answer 503 in plain words. Review, NPC and Live
-// pages are DM-only, and every handler states the role it needs.
+// cannot be reached, pages answer 503 in plain words. Review, Entities, NPC
+// and Live pages are DM-only, and every handler states the role it needs.
 //
 // Assets (templates, CSS, JavaScript) are embedded; the console needs no
 // network beyond Discord's sign-in.

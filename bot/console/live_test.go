@@ -160,6 +160,11 @@ func TestLiveFeedCrossesProcesses(t *testing.T) {
 	if err := player.PublishLive(context.Background(), "x", []byte(`{}`)); !errors.Is(err, memory.ErrForbidden) {
 		t.Errorf("a player wrote the live feed: %v", err)
 	}
+	for _, claim := range []string{"No session is running", "healthy", "No NPC turns yet"} {
+		if strings.Contains(page, claim) {
+			t.Errorf("the live page without a feed says %q", claim)
+		}
+	}
 }
 
 func TestRecapperSentencesLinkToVisibleLines(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
 )
 
 // page is what every template gets.
@@ -33,12 +35,31 @@ var funcs = template.FuncMap{
 	"ms":      func(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) },
 }
 
-// speakerClass gives each speaker one of eight colours, the same on every
-// page.
+// speakerColours is the number of speaker colours (spk0… in
+// console.css).
+const speakerColours = 12
+
+// speakerClass gives a speaker one of the speaker colours by a hash of the
+// name, the same on every page: for lines from many sessions (evidence,
+// what an NPC heard), where two speakers may share a colour. A session's
+// own page uses sessionColours.
 func speakerClass(name string) string {
 	h := fnv.New32a()
 	h.Write([]byte(strings.ToLower(name)))
-	return fmt.Sprintf("spk%d", h.Sum32()%8)
+	return fmt.Sprintf("spk%d", h.Sum32()%speakerColours)
+}
+
+// sessionColours gives each speaker of a session a colour of its own, in
+// the order they first speak: stable for the session, and distinct for up
+// to speakerColours speakers (then the colours repeat, as few as possible).
+func sessionColours(entries []memory.TranscriptEntry) map[string]string {
+	out := map[string]string{}
+	for _, e := range entries {
+		if _, ok := out[e.SpeakerName]; !ok {
+			out[e.SpeakerName] = fmt.Sprintf("spk%d", len(out)%speakerColours)
+		}
+	}
+	return out
 }
 
 // parsePages parses each page template together with the layout.

@@ -169,7 +169,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		"Session": info, "Lines": shown, "Recap": sentences, "Extractive": rc.Extractive, "PlayerSafe": !sess.DM,
 		"Page": pg, "Pages": pageLinks, "Q": search, "Hits": shownHits, "HitCount": len(hits), "HitFrom": hp*hitsPerPage + 1,
 		"HitTo": hp*hitsPerPage + len(shownHits), "HitPage": hp, "HitPages": hitLinks, "MoreHits": more, "MaxHits": maxHits,
-		"PageOf": pageOf, "Total": len(entries)}})
+		"PageOf": pageOf, "Total": len(entries), "Colours": sessionColours(entries)}})
 }
 
 // recap returns the session's recap from the Recapper, or an extractive

@@ -62,6 +62,11 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *npcID != "" {
+		if err := checkNPC(ctx, camp, *npcID); err != nil {
+			return err
+		}
+	}
 	var rc retrieve.Config
 	if *decompose {
 		if err := cfg.Require(config.NeedLLM); err != nil {

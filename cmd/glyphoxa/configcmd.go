@@ -12,6 +12,10 @@ import (
 
 func cmdConfig(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet("config check", e)
+	// The flags are registered before any help is printed, so that
+	// `config --help` lists them.
+	var sf storeFlags
+	sf.register(fs)
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 		fs.Usage()
 		return flag.ErrHelp
@@ -19,8 +23,6 @@ func cmdConfig(ctx context.Context, e *env, args []string) error {
 	if len(args) == 0 || args[0] != "check" {
 		return usagef("the only config subcommand is check")
 	}
-	var sf storeFlags
-	sf.register(fs)
 	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
@@ -46,8 +48,22 @@ func cmdConfig(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	printf(e.stdout, "configuration OK: %d guild(s), %d NPC(s); LLM: %s; STT: %s; TTS: %s; embeddings: %s (%d dimensions); MCP endpoints: %d\n",
-		len(cfg.Discord.Guilds), len(cfg.NPCs), llm, cfg.Providers.STT.Provider, cfg.Providers.TTS.Provider,
+	printf(e.stdout, "configuration OK: %d guild(s), %s; LLM: %s; STT: %s; TTS: %s; embeddings: %s (%d dimensions); MCP endpoints: %d\n",
+		len(cfg.Discord.Guilds), personaCount(len(cfg.NPCs)), llm, cfg.Providers.STT.Provider, cfg.Providers.TTS.Provider,
 		cfg.Providers.Embeddings.Provider, cfg.Memory.EmbeddingDimensions, len(eps))
 	return nil
+}
+
+// personaCount says how many NPC personas the configuration adds. The NPCs
+// who play are the campaigns' own (entities of type npc in their memory,
+// which config check does not read) plus these, so "0 NPCs" would be
+// wrong for a campaign that has some.
+func personaCount(n int) string {
+	switch n {
+	case 0:
+		return "NPCs from the campaigns' memory (no personas under npcs:)"
+	case 1:
+		return "1 NPC persona under npcs: (beside the campaigns' own NPCs)"
+	}
+	return fmt.Sprintf("%d NPC personas under npcs: (beside the campaigns' own NPCs)", n)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -44,6 +45,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	scenePath := fs.String("scene", "testdata/scenes/rusty-tankard.yaml", "the scene to play (see README: Scenes)")
 	campaign := fs.String("campaign", "", "the campaign to play it in (default: a fresh copy of the sample campaign, imported from --file as <id>-demo-N)")
 	file := fs.String("file", "testdata/campaigns/ironhold-saga.yaml", "the sample campaign file, imported when --campaign is not given")
+	create := fs.Bool("create", false, "with --campaign: create that campaign, empty, when it does not exist yet (without it, an unknown --campaign is refused)")
 	out := fs.String("out", "demo-out", "where the NPCs' spoken replies are written as WAV files")
 	asJSON := fs.Bool("json", false, "print one JSON object per line or command of the scene, and nothing else")
 	stateDir := fs.String("state-dir", "", "where lines wait while the database is unreachable (default: lifecycle.spool_dir, as serve); a later run replays what is left there")
@@ -96,8 +98,10 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		} else {
 			step("imported the sample campaign %s as the fresh demo campaign %s", *file, camp.ID())
 		}
-	} else if camp, err = store.Campaign(ctx, *campaign); err != nil {
+	} else if camp, err = playCampaign(ctx, store, *campaign, *file, *create); err != nil {
 		return err
+	} else {
+		step("playing in campaign %s", camp.ID())
 	}
 	sc.Session, err = freeSession(ctx, camp, sc.Session)
 	if err != nil {
@@ -331,6 +335,46 @@ func freeSession(ctx context.Context, camp *postgres.Campaign, id string) (strin
 		out = fmt.Sprintf("%s-%d", id, n)
 	}
 	return out, nil
+}
+
+// playCampaign returns the campaign --campaign names. A campaign that does
+// not exist is created only when asked (--create), or when it is the
+// sample file's own campaign, which is imported: a mistyped id is refused
+// with the known campaigns and the nearest one, not played in empty.
+func playCampaign(ctx context.Context, store *postgres.Store, id, path string, create bool) (*postgres.Campaign, error) {
+	if err := memory.ValidateCampaignID(id); err != nil {
+		return nil, usagef("--campaign: %v", err)
+	}
+	known, err := store.Campaigns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(known, id) || create {
+		return store.Campaign(ctx, id)
+	}
+	if f, err := os.Open(path); err == nil {
+		cf, err := campaignfile.Parse(f, path)
+		f.Close()
+		if err == nil && cf.Campaign == id {
+			if err := store.InTx(ctx, id, func(c *postgres.Campaign) error {
+				_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
+				return err
+			}); err != nil {
+				return nil, err
+			}
+			return store.Campaign(ctx, id)
+		}
+	}
+	msg := fmt.Sprintf("campaign %q does not exist", id)
+	if len(known) > 0 {
+		if near := nearest(id, known, 1); len(near) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", near[0])
+		}
+		msg += " Known campaigns: " + strings.Join(known, ", ") + "."
+	} else {
+		msg += "; the database has no campaigns yet."
+	}
+	return nil, fmt.Errorf("%s Without --campaign the demo plays in a fresh copy of the sample campaign; add --create to play in a new, empty campaign %q", msg, id)
 }
 
 // demoImport returns the campaign a demo run plays in: the sample

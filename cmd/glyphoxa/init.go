@@ -18,6 +18,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"gopkg.in/yaml.v3"
 
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/npc"
 )
@@ -198,7 +199,14 @@ func cmdInit(ctx context.Context, e *env, args []string) error {
 		}
 		fileCampaign = cf.Campaign
 		c := cf.Counts()
-		printf(e.stdout, "✓ %s: campaign %q, %d entities, %d relationships, %d sessions\n", file, cf.Campaign, c.Entities, c.Relationships, c.Sessions)
+		npcs := 0
+		for _, en := range cf.Entities {
+			if en.Type == memory.EntityNPC {
+				npcs++
+			}
+		}
+		printf(e.stdout, "✓ %s: campaign %q, %d entities (%d NPCs), %d relationships, %d sessions\n", file, cf.Campaign, c.Entities, npcs,
+			c.Relationships, c.Sessions)
 	}
 	camp := strings.TrimSpace(*campaign)
 	if camp == "" {

@@ -38,7 +38,15 @@ type (
 	GraphEdge      = postgres.GraphEdge
 	GraphCursor    = postgres.GraphCursor
 	Processing     = postgres.Processing
+	// The DM's entity operations (Graph.AddEntity, MergeEntities,
+	// RetireEntity, EntityKinds).
+	EntityMerge      = postgres.EntityMerge
+	EntityRetirement = postgres.EntityRetirement
+	EntityKind       = postgres.EntityKind
 )
+
+// EntityID derives an entity id from a name (see postgres.EntityID).
+func EntityID(name string) string { return postgres.EntityID(name) }
 
 // The memory-tool levels (see postgres.KGLevel).
 const (

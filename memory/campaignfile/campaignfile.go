@@ -34,6 +34,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/glyphoxa/glyphoxa/internal/yamlkeys"
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -143,6 +144,11 @@ func Parse(r io.Reader, name string) (*File, error) {
 	}
 	if err := checkValues(&root, map[*yaml.Node]bool{}); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	// Unknown keys first, each by its line with the keys meant: the strict
+	// decoder below would name a Go type instead.
+	if unknown := yamlkeys.Check(&root, File{}); len(unknown) > 0 {
+		return nil, fmt.Errorf("%s: %w", name, unknownKeys(unknown, ""))
 	}
 	var f File
 	strict := yaml.NewDecoder(bytes.NewReader(data))
@@ -282,6 +288,22 @@ func recordLines(root *yaml.Node, f *File) {
 			}
 		}
 	}
+}
+
+// unknownKeys is the error for the unknown keys of a file or a chunk of
+// it, one line each. A chunk's items are named item ("entity") instead of
+// by their index in the chunk.
+func unknownKeys(us []*yamlkeys.UnknownKeyError, item string) error {
+	errs := make([]error, len(us))
+	for i, u := range us {
+		if item != "" && strings.HasPrefix(u.Path, "[") {
+			if k := strings.IndexByte(u.Path, ']'); k > 0 {
+				u.Path = item + u.Path[k+1:]
+			}
+		}
+		errs[i] = lineErr(u.Line, "%s", u.Detail())
+	}
+	return errors.Join(errs...)
 }
 
 func lineErr(line int, format string, args ...any) error {

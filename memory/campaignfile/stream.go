@@ -14,6 +14,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/glyphoxa/glyphoxa/internal/yamlkeys"
+
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -50,6 +52,23 @@ const (
 	chunkSessionsInline // a whole "sessions:" section in flow style
 	chunkInline         // "entities: [...]" or "relationships: [...]"
 )
+
+// item names one item of a chunk of kind k in errors: a chunk's items are
+// numbered from its start, not the file's, so errors name the item's kind
+// (and line) instead of an index.
+func (k chunkKind) item() string {
+	switch k {
+	case chunkEntities:
+		return "entity"
+	case chunkRelationships:
+		return "relationship"
+	case chunkEntries:
+		return "transcript entry"
+	case chunkSessionHeader:
+		return "session"
+	}
+	return ""
+}
 
 // chunk is a run of whole lines of the file.
 type chunk struct {
@@ -410,6 +429,9 @@ func decodeChunk(c chunk, v any) (*yaml.Node, error) {
 	}
 	if err := checkValues(&root, map[*yaml.Node]bool{}); err != nil {
 		return nil, err
+	}
+	if unknown := yamlkeys.Check(&root, v); len(unknown) > 0 {
+		return nil, unknownKeys(unknown, c.kind.item())
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(c.text))
 	dec.KnownFields(true)

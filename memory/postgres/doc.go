@@ -27,6 +27,16 @@
 // queued for the DM, never overwritten. Graph.FactsAsOf answers what held
 // in a session. UpsertRelationship is the bare upsert beneath, for seeding.
 //
+// # The DM's entity operations
+//
+// Graph.AddEntity (a taken id or name is refused, naming the entity that
+// has it), UpdateEntity, MergeEntities (facts, chunk mentions and NPC lines
+// move; the merged names become aliases; a repeated fact is retired with
+// its evidence kept) and RetireEntity (its canon facts retired, kept for
+// "as of"; it leaves FindEntities' name lists) are the DM's alone. Discord's
+// /memory entity commands and the console's entity pages call them; every
+// change lands in the change log.
+//
 // # The memory-tool view
 //
 // Campaign.KGRead, KGSync, KGPutNode, CompactKG and their kin serve the

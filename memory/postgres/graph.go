@@ -179,7 +179,9 @@ func (g *Graph) DeleteEntity(ctx context.Context, id string) error {
 	return nil
 }
 
-// FindEntities lists entities matching f, ordered by name.
+// FindEntities lists entities matching f, ordered by name. Retired
+// entities (see [Graph.RetireEntity]) are left out of a search by name or
+// type unless f.IncludeRetired; a search by ids finds them.
 func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memory.Entity, error) {
 	if err := memory.CheckQuery(f.Name); err != nil {
 		return nil, fmt.Errorf("finding entities by name: %w", err)
@@ -210,8 +212,9 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		  AND ($3 = '' OR strpos(lower(name), lower($3)) > 0
 		       OR EXISTS (SELECT 1 FROM unnest(aliases) a WHERE strpos(lower(a), lower($3)) > 0))
 		  AND ($4::text[] IS NULL OR id = ANY($4))
+		  AND ($6 OR e.retired_at IS NULL)
 		ORDER BY lower(e.name), e.id
-		LIMIT $5`, g.campaign, f.Type, f.Name, ids, limit)
+		LIMIT $5`, g.campaign, f.Type, f.Name, ids, limit, f.IncludeRetired || ids != nil)
 	if err != nil {
 		return nil, fmt.Errorf("finding entities: %w", err)
 	}

@@ -22,7 +22,7 @@ var Commands = []string{
 	"/npc say NPC text:WORDS    (DM) the NPC says exactly these words",
 	"/npc direct NPC [instruction:WORDS] [replies:N]   (DM) steer the NPC's next replies (all until cleared, or N); no instruction clears it",
 	"/npc undo                  (DM) withdraw the last NPC reply (\"that wasn't for you\")",
-	"/memory entity add name:NAME type:TYPE [aliases:A, B] [description:TEXT] [id:ID]   (DM) add or replace an entity",
+	"/memory entity add name:NAME kind:KIND [aliases:A, B] [description:TEXT] [dm_notes:TEXT] [id:ID]   (DM) add an entity (type: is kind:)",
 	"/privacy forget-me         (player) delete everything they said",
 	"/privacy opt-out | opt-in  (player) stop or resume recording them",
 }
@@ -164,12 +164,13 @@ func (p *player) run1(ctx context.Context, st Step) (string, error) {
 			return "", fmt.Errorf("/memory entity %s: the scene player runs /memory entity add", sub)
 		}
 		o := options(args)
-		e := memory.Entity{ID: o["id"], Type: o["type"], Name: o["name"], Attributes: map[string]any{}}
-		if e.Name == "" || e.Type == "" {
-			return "", errors.New("/memory entity add needs name: and type:")
+		kind := o["kind"]
+		if kind == "" {
+			kind = o["type"]
 		}
-		if e.ID == "" {
-			e.ID = strings.ToLower(strings.Join(strings.Fields(e.Name), "-"))
+		e := memory.Entity{ID: o["id"], Type: kind, Name: o["name"], Attributes: map[string]any{}}
+		if e.Name == "" || e.Type == "" {
+			return "", errors.New("/memory entity add needs name: and kind:")
 		}
 		for _, a := range strings.Split(o["aliases"], ",") {
 			if a = strings.TrimSpace(a); a != "" {
@@ -179,10 +180,16 @@ func (p *player) run1(ctx context.Context, st Step) (string, error) {
 		if d := o["description"]; d != "" {
 			e.Attributes["description"] = d
 		}
-		if err := camp.Graph().UpsertEntity(ctx, e); err != nil {
+		if d := o["dm_notes"]; d != "" {
+			e.Attributes["dm_notes"] = d
+		}
+		// The store operation of Discord's /memory entity add: a taken id
+		// or name is refused, naming the entity that has it.
+		e, err := camp.Graph().AddEntity(ctx, e)
+		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("entity %s (%s) saved", e.ID, e.Type), nil
+		return fmt.Sprintf("entity %s (%s) added", e.ID, e.Type), nil
 	case "/privacy forget-me":
 		pl := p.f.player(st.By)
 		var erased string

@@ -39,6 +39,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/glyphoxa/glyphoxa/internal/yamlkeys"
 )
 
 // File is a scene.
@@ -121,6 +123,15 @@ func Parse(r io.Reader, name string) (*File, error) {
 			return nil, fmt.Errorf("%s: the scene is empty", name)
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	// Decoding a node ignores unknown keys: name each misspelt one, with
+	// its line and the keys meant.
+	if unknown := yamlkeys.Check(&root, File{}); len(unknown) > 0 {
+		errs := make([]error, len(unknown))
+		for i, u := range unknown {
+			errs[i] = fmt.Errorf("%s: %w", name, u)
+		}
+		return nil, errors.Join(errs...)
 	}
 	var f File
 	if err := root.Decode(&f); err != nil {

@@ -13,17 +13,29 @@ import (
 var durationType = reflect.TypeOf(Duration(0))
 
 // checkSchema walks the YAML tree against the Config type and reports the
-// first unknown key or wrongly typed value by its dotted path and line, in
+// unknown keys and wrongly typed values, each by its dotted path and line, in
 // words a self-hoster reads: "memory.embedding_dimension (line 5): unknown
 // key; did you mean embedding_dimensions?".
 //
 // subst holds the original text of values substituted from the
 // environment: an error names its variables, never the value.
 func checkSchema(n *yaml.Node, v any, subst map[*yaml.Node]string) error {
-	return walk(n, reflect.TypeOf(v), "", subst)
+	ps := walk(n, reflect.TypeOf(v), "", subst)
+	switch len(ps) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%w: %s", ErrInvalid, ps[0])
+	}
+	return fmt.Errorf("%w: %d problems:\n  %s", ErrInvalid, len(ps), strings.Join(ps, "\n  "))
 }
 
-func walk(n *yaml.Node, t reflect.Type, path string, subst map[*yaml.Node]string) error {
+// problem is one finding of walk.
+func problem(format string, args ...any) []string { return []string{fmt.Sprintf(format, args...)} }
+
+// walk returns every problem of n against t: each unknown key and each
+// wrongly typed value, so that one run names them all.
+func walk(n *yaml.Node, t reflect.Type, path string, subst map[*yaml.Node]string) []string {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -47,16 +59,17 @@ func walk(n *yaml.Node, t reflect.Type, path string, subst map[*yaml.Node]string
 	switch {
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode {
-			return fmt.Errorf("%w: %s: expected a duration such as 30s or 5m", ErrInvalid, where())
+			return problem("%s: expected a duration such as 30s or 5m", where())
 		}
 		if _, err := time.ParseDuration(n.Value); err != nil {
-			return fmt.Errorf("%w: %s: not a duration (write 600ms, 30s, 5m or 1h30m)%s", ErrInvalid, where(), got())
+			return problem("%s: not a duration (write 600ms, 30s, 5m or 1h30m)%s", where(), got())
 		}
 		return nil
 	case t.Kind() == reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			return fmt.Errorf("%w: %s: expected a section of keys", ErrInvalid, where())
+			return problem("%s: expected a section of keys", where())
 		}
+		var ps []string
 		fields := map[string]reflect.Type{}
 		var names []string
 		for i := 0; i < t.NumField(); i++ {
@@ -80,41 +93,39 @@ func walk(n *yaml.Node, t reflect.Type, path string, subst map[*yaml.Node]string
 				if s := closest(k.Value, names); s != "" {
 					hint = "; did you mean " + s + "?"
 				}
-				return fmt.Errorf("%w: %s (line %d): unknown key%s", ErrInvalid, sub, k.Line, hint)
+				ps = append(ps, problem("%s (line %d): unknown key%s", sub, k.Line, hint)...)
+				continue
 			}
-			if err := walk(val, ft, sub, subst); err != nil {
-				return err
-			}
+			ps = append(ps, walk(val, ft, sub, subst)...)
 		}
-		return nil
+		return ps
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			return fmt.Errorf("%w: %s: expected a list", ErrInvalid, where())
+			return problem("%s: expected a list", where())
 		}
+		var ps []string
 		for i, c := range n.Content {
-			if err := walk(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), subst); err != nil {
-				return err
-			}
+			ps = append(ps, walk(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i), subst)...)
 		}
-		return nil
+		return ps
 	case t.Kind() == reflect.Map || t.Kind() == reflect.Interface:
 		return nil
 	}
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("%w: %s: expected a single value, not a list or section", ErrInvalid, where())
+		return problem("%s: expected a single value, not a list or section", where())
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		if n.ShortTag() != "!!int" {
-			return fmt.Errorf("%w: %s: expected a whole number%s", ErrInvalid, where(), got())
+			return problem("%s: expected a whole number%s", where(), got())
 		}
 	case reflect.Float32, reflect.Float64:
 		if tag := n.ShortTag(); tag != "!!int" && tag != "!!float" {
-			return fmt.Errorf("%w: %s: expected a number%s", ErrInvalid, where(), got())
+			return problem("%s: expected a number%s", where(), got())
 		}
 	case reflect.Bool:
 		if n.ShortTag() != "!!bool" {
-			return fmt.Errorf("%w: %s: expected true or false%s", ErrInvalid, where(), got())
+			return problem("%s: expected true or false%s", where(), got())
 		}
 	}
 	return nil

@@ -1,0 +1,346 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// The DM's entity operations: add, merge and retire. Editing is
+// [Graph.UpdateEntity]. Discord's /memory entity commands and the console's
+// entity pages both call these, through a DM-bound handle of memory/access;
+// a handle bound to a player or an NPC is refused. Every change they make
+// lands in the change log (graph_changes, by trigger), which kg_sync and
+// the console read.
+
+// EntityID derives an entity id from a name: lower-case letters and digits
+// joined by hyphens ("Old Mill Tower" → "old-mill-tower"). It is "" for a
+// name without letters or digits.
+func EntityID(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		dash = true
+	}
+	return b.String()
+}
+
+// AddEntity creates a new entity and returns it as stored. An empty ID is
+// derived from the name (see [EntityID]). It refuses, with an error
+// wrapping memory.ErrInvalid that names the entity in the way, an id that
+// is taken and a name (or alias) that another entity already has by name
+// or alias: the DM edits or merges that one instead.
+func (g *Graph) AddEntity(ctx context.Context, e memory.Entity) (memory.Entity, error) {
+	if err := g.dmOnly("adding an entity"); err != nil {
+		return memory.Entity{}, err
+	}
+	e.Name = strings.TrimSpace(e.Name)
+	e.Type = strings.ToLower(strings.TrimSpace(e.Type))
+	e.ID = strings.TrimSpace(e.ID)
+	if e.ID == "" {
+		e.ID = EntityID(e.Name)
+	}
+	if err := validEntity(e); err != nil {
+		return memory.Entity{}, err
+	}
+	e.Aliases = cleanAliases(e.Name, e.Aliases)
+	var out memory.Entity
+	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
+		var id, name string
+		err := tx.QueryRow(ctx, `
+			SELECT id, name FROM entities
+			WHERE campaign_id = $1 AND (id = $2 OR lower(name) = ANY($3) OR EXISTS (
+			      SELECT 1 FROM unnest(aliases) a WHERE lower(a) = ANY($3)))
+			ORDER BY id = $2 DESC LIMIT 1`, g.campaign, e.ID, lowerAll(append([]string{e.Name}, e.Aliases...))).Scan(&id, &name)
+		switch {
+		case err == nil && id == e.ID:
+			return fmt.Errorf("%w: an entity with id %q already exists (%s); edit it, or give the new one another id", memory.ErrInvalid, id, name)
+		case err == nil:
+			return fmt.Errorf("%w: %q (id %s) already has that name or alias; edit it, or merge the two", memory.ErrInvalid, name, id)
+		case !isNoRows(err):
+			return err
+		}
+		rows, err := tx.Query(ctx, `INSERT INTO entities (campaign_id, id, type, name, aliases, attributes)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+entityColumns, entityArgs(g.campaign, e)...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectExactlyOneRow(rows, scanEntity)
+		return err
+	})
+	if err != nil {
+		return memory.Entity{}, fmt.Errorf("adding entity %q: %w", e.Name, err)
+	}
+	return out, nil
+}
+
+// cleanAliases trims aliases and drops empty ones, duplicates and the name
+// itself, case-insensitively, keeping the first spelling.
+func cleanAliases(name string, aliases []string) []string {
+	seen := map[string]bool{strings.ToLower(strings.TrimSpace(name)): true}
+	out := []string{}
+	for _, a := range aliases {
+		a = strings.TrimSpace(a)
+		if k := strings.ToLower(a); a != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func lowerAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.ToLower(s)
+	}
+	return out
+}
+
+// EntityMerge is what merging one entity into another did.
+type EntityMerge struct {
+	// Into is the surviving entity as it now stands.
+	Into memory.Entity
+	// From is the id of the entity merged away.
+	From string
+	// FactsMoved counts the facts (of any status) that now name Into.
+	FactsMoved int
+	// FactsRetired are the live facts that would have repeated one of
+	// Into's or pointed from Into to itself: retired, their evidence moved
+	// to the fact they repeat.
+	FactsRetired []int64
+	// Mentions counts the transcript chunks linked to From that now link
+	// to Into; Lines the NPC lines spoken as From that are now Into's.
+	Mentions, Lines int
+}
+
+// MergeEntities merges entity fromID into entity intoID in one
+// transaction: every fact of fromID (active, pending, retired or rejected)
+// now names intoID; a live fact that would repeat one of intoID's (or tie
+// intoID to itself) is retired as of sessionID, its evidence kept on the
+// fact it repeats; chunk mentions and the NPC lines spoken as fromID move
+// to intoID; fromID's name and aliases become aliases of intoID, and its
+// attributes fill the keys intoID lacks. Then fromID is deleted.
+func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID string) (EntityMerge, error) {
+	out := EntityMerge{From: fromID}
+	if err := g.dmOnly("merging entities"); err != nil {
+		return out, err
+	}
+	if fromID == intoID {
+		return out, fmt.Errorf("%w: cannot merge %q into itself", memory.ErrInvalid, fromID)
+	}
+	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+entityColumns+` FROM entities WHERE campaign_id = $1 AND id = ANY($2)
+			ORDER BY id FOR UPDATE`, g.campaign, []string{fromID, intoID})
+		if err != nil {
+			return err
+		}
+		es, err := pgx.CollectRows(rows, scanEntity)
+		if err != nil {
+			return err
+		}
+		var from, into *memory.Entity
+		for k := range es {
+			switch es[k].ID {
+			case fromID:
+				from = &es[k]
+			case intoID:
+				into = &es[k]
+			}
+		}
+		if from == nil {
+			return fmt.Errorf("entity %q: %w", fromID, memory.ErrNotFound)
+		}
+		if into == nil {
+			return fmt.Errorf("entity %q: %w", intoID, memory.ErrNotFound)
+		}
+		// $2 from, $3 into, $4 the session. The fact's ends after the merge:
+		const src, dst = `CASE WHEN r.source_id = $2 THEN $3 ELSE r.source_id END`, `CASE WHEN r.target_id = $2 THEN $3 ELSE r.target_id END`
+		rows, err = tx.Query(ctx, `
+			WITH dup AS (
+			    SELECT r.id, (SELECT o.id FROM relationships o
+			                  WHERE o.campaign_id = $1 AND o.status IN ('active', 'pending') AND o.id <> r.id
+			                    AND o.source_id = `+src+` AND o.target_id = `+dst+`
+			                    AND o.rel_type = r.rel_type AND o.proposed_by = r.proposed_by
+			                    AND o.source_id <> $2 AND o.target_id <> $2
+			                  ORDER BY o.id LIMIT 1) AS kept
+			    FROM relationships r
+			    WHERE r.campaign_id = $1 AND r.status IN ('active', 'pending') AND (r.source_id = $2 OR r.target_id = $2)
+			), gone AS (
+			    UPDATE relationships r SET status = 'retired', valid_until_session = $4, updated_at = now()
+			    FROM dup WHERE r.id = dup.id AND (dup.kept IS NOT NULL OR `+src+` = `+dst+`)
+			    RETURNING r.id, dup.kept
+			), ev AS (
+			    INSERT INTO fact_evidence (fact_id, entry_id)
+			    SELECT gone.kept, fe.entry_id FROM gone JOIN fact_evidence fe ON fe.fact_id = gone.id
+			    WHERE gone.kept IS NOT NULL
+			    ON CONFLICT DO NOTHING
+			)
+			SELECT id FROM gone ORDER BY id`, g.campaign, fromID, intoID, sessionID)
+		if err != nil {
+			return fmt.Errorf("retiring repeated facts: %w", err)
+		}
+		if out.FactsRetired, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			return fmt.Errorf("retiring repeated facts: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE relationships r SET source_id = `+src+`, target_id = `+dst+`, updated_at = now()
+			WHERE r.campaign_id = $1 AND (r.source_id = $2 OR r.target_id = $2)`, g.campaign, fromID, intoID)
+		if err != nil {
+			return fmt.Errorf("moving facts: %w", err)
+		}
+		out.FactsMoved = int(tag.RowsAffected())
+		tag, err = tx.Exec(ctx, `INSERT INTO chunk_entities (campaign_id, chunk_id, entity_id)
+			SELECT campaign_id, chunk_id, $3 FROM chunk_entities WHERE campaign_id = $1 AND entity_id = $2
+			ON CONFLICT DO NOTHING`, g.campaign, fromID, intoID)
+		if err != nil {
+			return fmt.Errorf("moving mentions: %w", err)
+		}
+		out.Mentions = int(tag.RowsAffected())
+		tag, err = tx.Exec(ctx, `UPDATE transcript_entries SET npc_id = $3,
+			speaker_id = CASE WHEN speaker_id = $2 THEN $3 ELSE speaker_id END
+			WHERE campaign_id = $1 AND npc_id = $2`, g.campaign, fromID, intoID)
+		if err != nil {
+			return fmt.Errorf("moving the lines spoken as %s: %w", fromID, err)
+		}
+		out.Lines = int(tag.RowsAffected())
+		aliases := cleanAliases(into.Name, slices.Concat(into.Aliases, []string{from.Name}, from.Aliases))
+		attrs := make(map[string]any, len(into.Attributes)+len(from.Attributes))
+		for k, v := range from.Attributes {
+			attrs[k] = v
+		}
+		for k, v := range into.Attributes {
+			attrs[k] = v
+		}
+		rows, err = tx.Query(ctx, `UPDATE entities SET aliases = $3, attributes = $4, updated_at = now()
+			WHERE campaign_id = $1 AND id = $2 RETURNING `+entityColumns, g.campaign, intoID, aliases, attrs)
+		if err != nil {
+			return fmt.Errorf("adding %s's names to %s: %w", fromID, intoID, err)
+		}
+		if out.Into, err = pgx.CollectExactlyOneRow(rows, scanEntity); err != nil {
+			return fmt.Errorf("adding %s's names to %s: %w", fromID, intoID, err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM entities WHERE campaign_id = $1 AND id = $2`, g.campaign, fromID); err != nil {
+			return fmt.Errorf("deleting %s: %w", fromID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return EntityMerge{From: fromID}, fmt.Errorf("merging entity %q into %q: %w", fromID, intoID, err)
+	}
+	return out, nil
+}
+
+// EntityRetirement records that the DM retired an entity.
+type EntityRetirement struct {
+	// At is when; Session the session running then ("" outside play).
+	At      time.Time
+	Session string
+	Reason  string
+	// Facts are the canon facts that were retired with it.
+	Facts []int64
+}
+
+// RetireEntity records that entity id no longer takes part in the game
+// (the NPC died, the tower fell), as of sessionID ("" outside play) and
+// for reason: it leaves FindEntities' name lists (unless asked for) and
+// its active canon facts are retired as of sessionID, kept for "as of".
+// Pending facts stay for review. Retiring a retired entity is an error
+// wrapping memory.ErrInvalid.
+func (g *Graph) RetireEntity(ctx context.Context, id, sessionID, reason string) (EntityRetirement, error) {
+	if err := g.dmOnly("retiring an entity"); err != nil {
+		return EntityRetirement{}, err
+	}
+	out := EntityRetirement{Session: sessionID, Reason: strings.TrimSpace(reason)}
+	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
+		var at *time.Time
+		err := tx.QueryRow(ctx, `SELECT retired_at FROM entities WHERE campaign_id = $1 AND id = $2 FOR UPDATE`,
+			g.campaign, id).Scan(&at)
+		if isNoRows(err) {
+			return fmt.Errorf("entity %q: %w", id, memory.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if at != nil {
+			return fmt.Errorf("%w: it was retired on %s", memory.ErrInvalid, at.UTC().Format("2006-01-02 15:04 UTC"))
+		}
+		if err := tx.QueryRow(ctx, `UPDATE entities SET retired_at = now(), retired_session = $3, retired_reason = $4, updated_at = now()
+			WHERE campaign_id = $1 AND id = $2 RETURNING retired_at`, g.campaign, id, sessionID, out.Reason).Scan(&out.At); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT r.id FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'active'
+			AND r.proposed_by = '' AND (r.source_id = $2 OR r.target_id = $2) ORDER BY r.id`, g.campaign, id)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		// Through the fact timeline's own retirement, so a retired fact of
+		// an entity reads like any other.
+		tg := &Graph{db: tx, campaign: g.campaign, threshold: g.threshold}
+		for _, fid := range ids {
+			if _, err := tg.RetireFact(ctx, fid, sessionID); err != nil {
+				return err
+			}
+		}
+		out.Facts = ids
+		return nil
+	})
+	if err != nil {
+		return EntityRetirement{}, fmt.Errorf("retiring entity %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// Retirement reports whether entity id is retired, and when and why.
+func (g *Graph) Retirement(ctx context.Context, id string) (EntityRetirement, bool, error) {
+	var r EntityRetirement
+	var at *time.Time
+	err := g.db.QueryRow(ctx, `SELECT retired_at, retired_session, retired_reason FROM entities WHERE campaign_id = $1 AND id = $2`,
+		g.campaign, id).Scan(&at, &r.Session, &r.Reason)
+	if isNoRows(err) {
+		return r, false, fmt.Errorf("entity %q: %w", id, memory.ErrNotFound)
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("reading entity %q: %w", id, err)
+	}
+	if at == nil {
+		return EntityRetirement{}, false, nil
+	}
+	r.At = *at
+	return r, true, nil
+}
+
+// EntityKind is an entity type in use and how many entities have it.
+type EntityKind struct {
+	Type  string
+	Count int
+}
+
+// EntityKinds lists the entity types in use, most used first: what the
+// DM's kind suggestions offer beside the well-known ones.
+func (g *Graph) EntityKinds(ctx context.Context) ([]EntityKind, error) {
+	rows, err := g.db.Query(ctx, `SELECT type, count(*)::int FROM entities WHERE campaign_id = $1
+		GROUP BY type ORDER BY count(*) DESC, type`, g.campaign)
+	if err != nil {
+		return nil, fmt.Errorf("listing entity kinds: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[EntityKind])
+}
