@@ -1,0 +1,221 @@
+package postgres_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// reviewWorld is seedWorld with three sessions a week apart and the Sunken
+// Vault; Elara is at the Tower (canon, entered outside play).
+func reviewWorld(t *testing.T, name string) (*postgres.Campaign, *postgres.Graph) {
+	t.Helper()
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, newStore(t), name)
+	seedWorld(t, c)
+	for i, s := range []string{"s1", "s2", "s3"} {
+		check(t, c.Sessions().StartSession(ctx, s, t0.Add(time.Duration(i)*7*24*time.Hour)))
+	}
+	check(t, c.Graph().UpsertEntity(ctx, memory.Entity{ID: "sunken", Type: memory.EntityLocation, Name: "Sunken Vault"}))
+	return c, c.Graph()
+}
+
+// canonLocations lists where src is, in canon.
+func canonLocations(t *testing.T, g *postgres.Graph, src string) []memory.Relationship {
+	t.Helper()
+	return must[[]memory.Relationship](t)(g.Relationships(ctxT(t), src, memory.TraversalOpts{
+		RelTypes: []string{"LOCATED_AT"}, Direction: memory.Outgoing}))
+}
+
+func openConflictIDs(t *testing.T, g *postgres.Graph) []int64 {
+	t.Helper()
+	var out []int64
+	for _, c := range must[[]memory.Conflict](t)(g.Conflicts(ctxT(t))) {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+// TestConfirmSettlesTheConflict is the bug of issue 30: confirming a pending
+// fact that is in an open conflict left both facts active (Elara at the
+// Tower and in the Sunken Vault) and the conflict open.
+func TestConfirmSettlesTheConflict(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		session string // of the new fact: s1 contradicts, s2 supersedes (a guess)
+		confirm bool   // confirm the pending fact, else reject it
+		want    string // Elara's canon location afterwards
+		old     memory.FactStatus
+		kept    string
+	}{
+		{"contradiction confirmed", "", true, "sunken", memory.StatusRetired, "kept_new"},
+		{"later guess confirmed", "s2", true, "sunken", memory.StatusRetired, "kept_new"},
+		{"contradiction rejected", "", false, "tower", memory.StatusActive, "kept_old"},
+		{"later guess rejected", "s2", false, "tower", memory.StatusActive, "kept_old"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			_, g := reviewWorld(t, "settle"+string(rune('a'+i)))
+			tower := canonLocations(t, g, "elara")
+			if len(tower) != 1 || tower[0].TargetID != "tower" {
+				t.Fatalf("seed: Elara at %+v", tower)
+			}
+			// A guess below the review threshold: pending, in a conflict.
+			nf, cs, err := g.RecordFact(ctx, memory.Relationship{SourceID: "elara", TargetID: "sunken", Type: "LOCATED_AT",
+				Provenance: memory.Provenance{SessionID: tc.session, Confidence: 0.5, Source: memory.SourceInferred}})
+			check(t, err)
+			if nf.Status != memory.StatusPending || len(cs) != 1 {
+				t.Fatalf("new fact %+v, conflicts %+v", nf, cs)
+			}
+			open := must[map[int64][]int64](t)(g.OpenConflictsOf(ctx, []int64{nf.ID}))
+			if len(open[nf.ID]) != 1 || open[nf.ID][0] != cs[0].ID {
+				t.Fatalf("the pending fact's open conflicts: %v, want [%d]", open, cs[0].ID)
+			}
+			if tc.confirm {
+				check(t, errOf(g.ConfirmFact(ctx, nf.ID)))
+			} else {
+				check(t, errOf(g.RejectFact(ctx, nf.ID)))
+			}
+			where := canonLocations(t, g, "elara")
+			if len(where) != 1 || where[0].TargetID != tc.want {
+				t.Fatalf("Elara's canon locations: %+v, want only %s", where, tc.want)
+			}
+			if open := openConflictIDs(t, g); len(open) != 0 {
+				t.Fatalf("conflicts still open: %v", open)
+			}
+			old := must[memory.Relationship](t)(g.Fact(ctx, tower[0].ID))
+			if old.Status != tc.old {
+				t.Fatalf("the old fact is %s, want %s", old.Status, tc.old)
+			}
+			ret := must[postgres.Retirement](t)(g.Retirement(ctx, old.ID))
+			if tc.old == memory.StatusRetired {
+				if ret.At.IsZero() || !strings.Contains(ret.Reason, "superseded by fact") {
+					t.Fatalf("retirement of the old fact: %+v, want a time and a reason", ret)
+				}
+				if tc.session != "" && old.ValidUntilSession != tc.session {
+					t.Fatalf("old fact held until %q, want %q", old.ValidUntilSession, tc.session)
+				}
+			} else if !ret.At.IsZero() {
+				t.Fatalf("a canon fact has a retirement: %+v", ret)
+			}
+			if _, err := g.ResolveConflict(ctx, cs[0].ID, true); !errors.Is(err, memory.ErrInvalid) {
+				t.Fatalf("settling the settled conflict again: %v", err)
+			}
+		})
+	}
+}
+
+func errOf[T any](_ T, err error) error { return err }
+
+// TestConfirmingTheOldFactKeepsIt: confirming the canon side of an open
+// conflict keeps it and rejects the new one.
+func TestConfirmingTheOldFactKeepsIt(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	_, g := reviewWorld(t, "keepold")
+	tower := canonLocations(t, g, "elara")[0]
+	nf, _, err := g.RecordFact(ctx, memory.Relationship{SourceID: "elara", TargetID: "sunken", Type: "LOCATED_AT",
+		Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceStated}})
+	check(t, err)
+	check(t, errOf(g.ConfirmFact(ctx, tower.ID)))
+	if got := must[memory.Relationship](t)(g.Fact(ctx, nf.ID)); got.Status != memory.StatusRejected {
+		t.Fatalf("the new fact is %s, want rejected", got.Status)
+	}
+	if open := openConflictIDs(t, g); len(open) != 0 {
+		t.Fatalf("conflicts still open: %v", open)
+	}
+}
+
+// TestSingleValuedUnderConcurrency: two pending locations of one source
+// confirmed at once leave exactly one canon location, whichever wins.
+func TestSingleValuedUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	_, g := reviewWorld(t, "single")
+	// Two player proposals (no conflict row between them: proposals are
+	// apart from canon), then the DM confirms both at once.
+	var ids []int64
+	for _, dst := range []string{"sunken", "ironhold"} {
+		w, err := g.WriteFact(ctx, memory.Writer{Role: memory.WriterPlayer, ID: "p" + dst}, memory.Relationship{
+			SourceID: "elara", TargetID: dst, Type: "LOCATED_AT",
+			Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceStated}}, "")
+		check(t, err)
+		ids = append(ids, w.Fact.ID)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	for i, id := range ids {
+		wg.Go(func() { errs[i] = errOf(g.ConfirmFact(ctx, id)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		check(t, err)
+	}
+	where := canonLocations(t, g, "elara")
+	if len(where) != 1 {
+		t.Fatalf("Elara is in %d places: %+v", len(where), where)
+	}
+	// The others are retired with the reason.
+	for _, id := range append(ids, 0) {
+		if id == 0 || id == where[0].ID {
+			continue
+		}
+		if f := must[memory.Relationship](t)(g.Fact(ctx, id)); f.Status != memory.StatusRetired {
+			t.Fatalf("fact %d is %s, want retired", id, f.Status)
+		}
+	}
+	// A non-DM upsert of a second canon location is refused.
+	_, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: "elara", TargetID: "tower", Type: "LOCATED_AT",
+		Provenance: memory.Provenance{Confidence: 0.95, Source: memory.SourceStated}})
+	if !errors.Is(err, memory.ErrInvalid) {
+		t.Fatalf("a second canon location: %v, want ErrInvalid", err)
+	}
+	if n := len(canonLocations(t, g, "elara")); n != 1 {
+		t.Fatalf("after a refused upsert Elara is in %d places", n)
+	}
+}
+
+// TestFactsAsOfDate: "as of" by date reads the recorded retirement time.
+func TestFactsAsOfDate(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	_, g := reviewWorld(t, "asofdate")
+	tower := canonLocations(t, g, "elara")[0]
+	before := time.Now()
+	// The DM moves her outside play: the Tower held until now.
+	w, err := g.WriteFact(ctx, memory.DM(""), memory.Relationship{SourceID: "elara", TargetID: "sunken", Type: "LOCATED_AT"}, "she fled")
+	check(t, err)
+	after := time.Now()
+	at := func(ts time.Time) string {
+		var out []string
+		for _, f := range must[[]memory.Relationship](t)(g.FactsAsOfTime(ctx, "elara", ts)) {
+			if f.Type == "LOCATED_AT" && f.SourceID == "elara" {
+				out = append(out, f.TargetID)
+			}
+		}
+		return strings.Join(out, ",")
+	}
+	if got := at(before.Add(-time.Second)); got != "tower" {
+		t.Errorf("before the move Elara is at %q, want tower", got)
+	}
+	if got := at(after.Add(time.Second)); got != "sunken" {
+		t.Errorf("after the move Elara is at %q, want sunken", got)
+	}
+	ret := must[postgres.Retirement](t)(g.Retirement(ctx, tower.ID))
+	if ret.At.Before(before.Add(-time.Minute)) || !strings.Contains(ret.Reason, "she fled") ||
+		!strings.Contains(ret.Reason, "superseded by fact") {
+		t.Errorf("retirement %+v (new fact %d)", ret, w.Fact.ID)
+	}
+	if _, err := g.FactsAsOfTime(ctx, "elara", time.Time{}); !errors.Is(err, memory.ErrInvalid) {
+		t.Errorf("as of the zero time: %v", err)
+	}
+}
