@@ -88,7 +88,9 @@ func (g *Graph) Evidence(ctx context.Context, factID int64) ([]memory.Transcript
 
 // ReplaceFact records the DM's correction of a fact in one transaction: the
 // old fact is rejected (kept for the audit trail) and the corrected one is
-// stored as DM canon with the old one's provenance session.
+// stored as DM canon with the old one's provenance session, the transcript
+// evidence it rests on, and a supersedes link to it saying it corrects it
+// (even when the triple is unchanged).
 func (g *Graph) ReplaceFact(ctx context.Context, oldID int64, corrected memory.Relationship) (memory.Relationship, error) {
 	if err := g.dmOnly("correcting a fact"); err != nil {
 		return memory.Relationship{}, err
@@ -114,9 +116,20 @@ func (g *Graph) ReplaceFact(ctx context.Context, oldID int64, corrected memory.R
 		if corrected.Provenance.Source == "" {
 			corrected.Provenance.Source = old.Provenance.Source
 		}
-		w, err := tg.WriteFact(ctx, memory.DM(""), corrected, fmt.Sprintf("corrects fact %d", oldID))
+		reason := fmt.Sprintf("corrects fact %d", oldID)
+		w, err := tg.WriteFact(ctx, memory.DM(""), corrected, reason)
+		if err != nil {
+			return err
+		}
 		out = w.Fact
-		return err
+		if out.ID == oldID {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO fact_evidence (fact_id, entry_id)
+			SELECT $2, entry_id FROM fact_evidence WHERE fact_id = $1 ON CONFLICT DO NOTHING`, oldID, out.ID); err != nil {
+			return fmt.Errorf("keeping the evidence of fact %d: %w", oldID, err)
+		}
+		return tg.linkFacts(ctx, memory.FactLink{FromFact: out.ID, ToFact: oldID, Kind: memory.LinkSupersedes, Weight: 1}, reason)
 	})
 	if err != nil {
 		return memory.Relationship{}, fmt.Errorf("correcting fact %d: %w", oldID, err)

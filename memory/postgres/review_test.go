@@ -219,3 +219,55 @@ func TestFactsAsOfDate(t *testing.T) {
 		t.Errorf("as of the zero time: %v", err)
 	}
 }
+
+// TestEditKeepsEvidenceAndHistory: "Save and confirm" of an edited fact
+// keeps the transcript evidence of the fact it corrects and records that it
+// supersedes it, even when the triple is unchanged.
+func TestEditKeepsEvidenceAndHistory(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		dst  string
+	}{
+		{"triple unchanged", "sunken"},
+		{"target corrected", "ironhold"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			c, g := reviewWorld(t, "edit"+string(rune('a'+i)))
+			must[int](t)(c.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{
+				entry("s2", "u1", "Elara dove into the Sunken Vault", time.Minute)}))
+			es := must[[]memory.TranscriptEntry](t)(c.Sessions().Entries(ctx, "s2"))
+			old, _, err := g.RecordFact(ctx, memory.Relationship{SourceID: "elara", TargetID: "sunken", Type: "LOCATED_AT",
+				Provenance: memory.Provenance{SessionID: "s2", Confidence: 0.5, Source: memory.SourceInferred}})
+			check(t, err)
+			check(t, g.AddEvidence(ctx, old.ID, []int64{es[0].ID}))
+			nf := must[memory.Relationship](t)(g.ReplaceFact(ctx, old.ID, memory.Relationship{SourceID: "elara", TargetID: tc.dst, Type: "LOCATED_AT"}))
+			if nf.ID == old.ID || nf.Status != memory.StatusActive || nf.Provenance.SessionID != "s2" {
+				t.Fatalf("corrected fact %+v", nf)
+			}
+			ev := must[[]memory.TranscriptEntry](t)(g.Evidence(ctx, nf.ID))
+			if len(ev) != 1 || ev[0].ID != es[0].ID {
+				t.Fatalf("evidence of the corrected fact: %+v, want line %d", ev, es[0].ID)
+			}
+			var supersedes bool
+			for _, l := range must[[]memory.FactLink](t)(g.FactLinks(ctx, nf.ID)) {
+				supersedes = supersedes || (l.FromFact == nf.ID && l.ToFact == old.ID && l.Kind == memory.LinkSupersedes)
+			}
+			if !supersedes {
+				t.Fatalf("no supersedes link from %d to the fact it corrects, %d", nf.ID, old.ID)
+			}
+			if got := must[memory.Relationship](t)(g.Fact(ctx, old.ID)); got.Status != memory.StatusRejected {
+				t.Fatalf("the corrected fact is %s, want rejected", got.Status)
+			}
+			if where := canonLocations(t, g, "elara"); len(where) != 1 || where[0].ID != nf.ID {
+				t.Fatalf("Elara's canon locations: %+v", where)
+			}
+			if open := openConflictIDs(t, g); len(open) != 0 {
+				t.Fatalf("conflicts still open: %v", open)
+			}
+		})
+	}
+}
