@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -269,5 +270,144 @@ func TestEditKeepsEvidenceAndHistory(t *testing.T) {
 				t.Fatalf("conflicts still open: %v", open)
 			}
 		})
+	}
+}
+
+// reviewState is everything a review can change about a source's facts.
+func reviewState(t *testing.T, g *postgres.Graph, ids ...int64) string {
+	t.Helper()
+	ctx := ctxT(t)
+	var b strings.Builder
+	for _, id := range ids {
+		f, err := g.Fact(ctx, id)
+		if errors.Is(err, memory.ErrNotFound) {
+			fmt.Fprintf(&b, "#%d gone\n", id)
+			continue
+		}
+		check(t, err)
+		ret := must[postgres.Retirement](t)(g.Retirement(ctx, id))
+		ev := must[[]memory.TranscriptEntry](t)(g.Evidence(ctx, id))
+		fmt.Fprintf(&b, "#%d %s %s %s %s dm=%v until=%q retired=%v %q ev=%d links=%d\n", id, f.SourceID, f.Type, f.TargetID, f.Status,
+			f.Provenance.DMConfirmed, f.ValidUntilSession, ret.At.IsZero(), ret.Reason, len(ev),
+			len(must[[]memory.FactLink](t)(g.FactLinks(ctx, id))))
+	}
+	for _, c := range must[[]memory.Conflict](t)(g.Conflicts(ctx)) {
+		fmt.Fprintf(&b, "open conflict %d: %d vs %d\n", c.ID, c.NewFact.ID, c.OldFact.ID)
+	}
+	return b.String()
+}
+
+// TestBulkReviewAndUndo: a bulk confirm settles each fact as ConfirmFact
+// does, in one transaction; undo restores every previous state.
+func TestBulkReviewAndUndo(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	c, g := reviewWorld(t, "bulk")
+	must[int](t)(c.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{
+		entry("s2", "u1", "Elara hid in the Sunken Vault", time.Minute),
+		entry("s2", "u1", "Grimjaw knows Elara", 2*time.Minute)}))
+	es := must[[]memory.TranscriptEntry](t)(c.Sessions().Entries(ctx, "s2"))
+	tower := canonLocations(t, g, "elara")[0]
+	// A pending location in a conflict with the Tower.
+	moved, _, err := g.RecordFact(ctx, memory.Relationship{SourceID: "elara", TargetID: "sunken", Type: "LOCATED_AT",
+		Provenance: memory.Provenance{SessionID: "s2", Confidence: 0.5, Source: memory.SourceInferred}})
+	check(t, err)
+	check(t, g.AddEvidence(ctx, moved.ID, []int64{es[0].ID}))
+	// A plain pending fact.
+	knows, _, err := g.RecordFact(ctx, memory.Relationship{SourceID: "grimjaw", TargetID: "elara", Type: "HOSTILE_TO",
+		Provenance: memory.Provenance{SessionID: "s2", Confidence: 0.5, Source: memory.SourceInferred}})
+	check(t, err)
+	// A player's proposal of the Tower fact canon already holds (dropped
+	// on confirm; undo brings it back with its evidence).
+	prop, err := g.WriteFact(ctx, memory.Writer{Role: memory.WriterPlayer, ID: "u9"}, memory.Relationship{SourceID: "elara",
+		TargetID: "tower", Type: "LOCATED_AT", Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceStated}}, "")
+	check(t, err)
+	check(t, g.AddEvidence(ctx, prop.Fact.ID, []int64{es[1].ID}))
+	all := []int64{tower.ID, moved.ID, knows.ID, prop.Fact.ID}
+	before := reviewState(t, g, all...)
+
+	b := must[postgres.ReviewBatch](t)(g.ReviewFacts(ctx, postgres.ReviewConfirm, []int64{moved.ID, knows.ID, prop.Fact.ID}, "dm1"))
+	if len(b.Done) != 3 || b.ID == 0 {
+		t.Fatalf("batch %+v", b)
+	}
+	// The move was confirmed first (the Tower retired), then the Tower
+	// proposal: it confirms the Tower fact, which retires the Vault. In
+	// any order, Elara is in one place.
+	if where := canonLocations(t, g, "elara"); len(where) != 1 {
+		t.Fatalf("after the bulk confirm Elara is in %d places: %+v", len(where), where)
+	}
+	if open := openConflictIDs(t, g); len(open) != 0 {
+		t.Fatalf("conflicts still open: %v", open)
+	}
+	last, ok, err := g.LastReviewBatch(ctx)
+	check(t, err)
+	if !ok || last.ID != b.ID || len(last.Facts) != 3 {
+		t.Fatalf("last batch %+v %v", last, ok)
+	}
+	mid := reviewState(t, g, all...)
+	if mid == before {
+		t.Fatal("the bulk confirm changed nothing")
+	}
+
+	must[postgres.ReviewBatch](t)(g.UndoReview(ctx, b.ID))
+	if got := reviewState(t, g, all...); got != before {
+		t.Fatalf("after undo:\n%s\nwant:\n%s", got, before)
+	}
+	if _, err := g.UndoReview(ctx, b.ID); !errors.Is(err, memory.ErrInvalid) {
+		t.Fatalf("undoing twice: %v", err)
+	}
+	if _, ok, _ := g.LastReviewBatch(ctx); ok {
+		t.Fatal("an undone batch is still offered for undo")
+	}
+
+	// A bulk reject, then a change by hand: undo refuses and changes nothing.
+	rb := must[postgres.ReviewBatch](t)(g.ReviewFacts(ctx, postgres.ReviewReject, []int64{knows.ID}, "dm1"))
+	check(t, errOf(g.ConfirmFact(ctx, knows.ID)))
+	changed := reviewState(t, g, all...)
+	if _, err := g.UndoReview(ctx, rb.ID); !errors.Is(err, memory.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprint(knows.ID)) {
+		t.Fatalf("undo after a later change: %v", err)
+	}
+	if got := reviewState(t, g, all...); got != changed {
+		t.Fatalf("a refused undo changed:\n%s\nwant:\n%s", got, changed)
+	}
+}
+
+func TestBulkReviewBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	c, g := reviewWorld(t, "bulkbad")
+	knows, _, err := g.RecordFact(ctx, memory.Relationship{SourceID: "grimjaw", TargetID: "elara", Type: "HOSTILE_TO",
+		Provenance: memory.Provenance{SessionID: "s2", Confidence: 0.5, Source: memory.SourceInferred}})
+	check(t, err)
+	cases := []struct {
+		name   string
+		action postgres.ReviewAction
+		ids    []int64
+		want   error
+	}{
+		{"no facts", postgres.ReviewConfirm, nil, memory.ErrInvalid},
+		{"twice", postgres.ReviewConfirm, []int64{knows.ID, knows.ID}, memory.ErrInvalid},
+		{"unknown action", "approve", []int64{knows.ID}, memory.ErrInvalid},
+		{"missing fact", postgres.ReviewConfirm, []int64{knows.ID, 99999999}, memory.ErrNotFound},
+	}
+	for _, tc := range cases {
+		if _, err := g.ReviewFacts(ctx, tc.action, tc.ids, ""); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// The failed batch left nothing half-done.
+	if f := must[memory.Relationship](t)(g.Fact(ctx, knows.ID)); f.Status != memory.StatusPending {
+		t.Fatalf("fact %d is %s after failed batches", knows.ID, f.Status)
+	}
+	// A player can neither review nor undo.
+	pg := must[*postgres.Campaign](t)(c.As(memory.PlayerViewer())).Graph()
+	if _, err := pg.ReviewFacts(ctx, postgres.ReviewConfirm, []int64{knows.ID}, "u1"); !errors.Is(err, memory.ErrForbidden) {
+		t.Fatalf("a player's bulk confirm: %v", err)
+	}
+	if _, err := pg.UndoReview(ctx, 1); !errors.Is(err, memory.ErrForbidden) {
+		t.Fatalf("a player's undo: %v", err)
+	}
+	if _, _, err := pg.LastReviewBatch(ctx); !errors.Is(err, memory.ErrForbidden) {
+		t.Fatalf("a player's last batch: %v", err)
 	}
 }
