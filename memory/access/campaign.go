@@ -9,6 +9,12 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
+// Bulk review actions (see [Graph]'s ReviewFacts).
+const (
+	ReviewConfirm = postgres.ReviewConfirm
+	ReviewReject  = postgres.ReviewReject
+)
+
 // The store's types a reader names, so that readers need not import the
 // driver package.
 type (
@@ -38,6 +44,12 @@ type (
 	GraphEdge      = postgres.GraphEdge
 	GraphCursor    = postgres.GraphCursor
 	Processing     = postgres.Processing
+	// ReviewBatch is one bulk confirm or reject, undoable.
+	ReviewBatch = postgres.ReviewBatch
+	// ReviewAction is what a bulk review does.
+	ReviewAction = postgres.ReviewAction
+	// Retirement is when and why a fact left canon.
+	Retirement = postgres.Retirement
 )
 
 // The memory-tool levels (see postgres.KGLevel).
