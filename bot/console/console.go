@@ -217,6 +217,8 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /review/fact/{id}", s.need(dmOnly, s.reviewFact))
 	m.HandleFunc("POST /review/fact/{id}/edit", s.need(dmOnly, s.editFact))
 	m.HandleFunc("POST /review/conflict/{id}", s.need(dmOnly, s.resolveConflict))
+	m.HandleFunc("POST /review/bulk", s.need(dmOnly, s.bulkReview))
+	m.HandleFunc("POST /review/undo/{id}", s.need(dmOnly, s.undoReview))
 	m.HandleFunc("GET /graph", s.need(anyone, s.graphPage))
 	m.HandleFunc("GET /api/graph", s.need(anyone, s.graphJSON))
 	m.HandleFunc("GET /api/entity/{id}", s.need(anyone, s.entityJSON))
