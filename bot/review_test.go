@@ -8,6 +8,8 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -129,4 +131,40 @@ func decodeMessageMap(t *testing.T, m map[string]any) wireMessage {
 		t.Fatal(err)
 	}
 	return decodeMessage(t, raw)
+}
+
+// TestRecapOfAnOldSessionAsItStoodThen: a recap of s1 is told what s1
+// established, including a fact retired since (Brannoc visited Duskwood in
+// s1; the DM retired it in s2), not only what is canon now.
+func TestRecapOfAnOldSessionAsItStoodThen(t *testing.T) {
+	p := &paraphraser{}
+	srv := llmtest.New(p.handle)
+	t.Cleanup(srv.Close)
+	client, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "fake", Retries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, bot.Deps{RecapLLM: client})
+	ctx := context.Background()
+	g := h.camp.Graph()
+	f, _, err := g.RecordFact(ctx, memory.Relationship{SourceID: "brannoc", TargetID: "duskwood", Type: "VISITED",
+		Provenance: memory.Provenance{SessionID: "s1", Confidence: 0.95, Source: memory.SourceStated}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.RetireFact(ctx, f.ID, "s2"); err != nil {
+		t.Fatal(err)
+	}
+	i := h.fake.Command(guildID, channelID, theDM, "recap", discordtest.Str("scope", "session"), discordtest.Str("session", "s1"))
+	h.send(i)
+	content, _ := h.original(i)["content"].(string) // waits for the recap
+	p.mu.Lock()
+	prompts := strings.Join(p.prompts, "\n")
+	p.mu.Unlock()
+	if prompts == "" {
+		t.Fatalf("the model was not asked: %s", content)
+	}
+	if !strings.Contains(prompts, "Brannoc visited Duskwood") {
+		t.Fatalf("the recap of s1 was not told what s1 established (since retired):\n%s", prompts)
+	}
 }

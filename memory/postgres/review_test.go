@@ -411,3 +411,45 @@ func TestBulkReviewBadInput(t *testing.T) {
 		t.Fatalf("a player's last batch: %v", err)
 	}
 }
+
+// TestSessionFactsAsTheCampaignStoodThen: a recap of an old session gets
+// the facts it established as they stood at its end, whatever happened
+// since and however many facts the campaign has gained.
+func TestSessionFactsAsTheCampaignStoodThen(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	_, g := reviewWorld(t, "sessfacts")
+	// In s2 Elara goes to the Sunken Vault; in s3 she leaves for Ironhold.
+	vault, _, err := g.RecordFact(ctx, memory.Relationship{SourceID: "elara", TargetID: "sunken", Type: "LOCATED_AT",
+		Provenance: memory.Provenance{SessionID: "s2", Confidence: 0.9, Source: memory.SourceStated}})
+	check(t, err)
+	// A fact of s2 the same session took back: not part of how s2 ended.
+	oops, _, err := g.RecordFact(ctx, memory.Relationship{SourceID: "grimjaw", TargetID: "tower", Type: "VISITED",
+		Provenance: memory.Provenance{SessionID: "s2", Confidence: 0.9, Source: memory.SourceStated}})
+	check(t, err)
+	check(t, errOf(g.RetireFact(ctx, oops.ID, "s2")))
+	_, _, err = g.RecordFact(ctx, memory.Relationship{SourceID: "elara", TargetID: "ironhold", Type: "LOCATED_AT",
+		Provenance: memory.Provenance{SessionID: "s3", Confidence: 0.9, Source: memory.SourceStated}})
+	check(t, err)
+	// The campaign gains 600 newer facts in s3.
+	for i := range 600 {
+		id := fmt.Sprintf("npc%d", i)
+		check(t, g.UpsertEntity(ctx, memory.Entity{ID: id, Type: memory.EntityNPC, Name: "Extra " + id}))
+		_, _, err := g.RecordFact(ctx, memory.Relationship{SourceID: id, TargetID: "ironhold", Type: "VISITED",
+			Provenance: memory.Provenance{SessionID: "s3", Confidence: 0.9, Source: memory.SourceStated}})
+		check(t, err)
+	}
+	got := must[[]postgres.FactWithNames](t)(g.SessionFacts(ctx, "s2", true))
+	if len(got) != 1 || got[0].ID != vault.ID || got[0].SourceName != "Elara" || got[0].TargetName != "Sunken Vault" {
+		t.Fatalf("s2's facts: %+v, want only Elara in the Sunken Vault (since retired)", got)
+	}
+	if got[0].Status != memory.StatusRetired {
+		t.Fatalf("Elara in the Vault is %s now, want retired (she left in s3)", got[0].Status)
+	}
+	if s3 := must[[]postgres.FactWithNames](t)(g.SessionFacts(ctx, "s3", true)); len(s3) != 601 {
+		t.Fatalf("s3 established %d facts, want 601 (no cap)", len(s3))
+	}
+	if _, err := g.SessionFacts(ctx, "nope", true); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("facts of an unknown session: %v", err)
+	}
+}
