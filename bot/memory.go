@@ -598,8 +598,9 @@ func (b *Bot) entityEmbedAsOf(ctx context.Context, g *memaccess.Graph, ref, asOf
 	embed.Description = strings.Join(desc, "\n")
 	var rels []memory.Relationship
 	if asOf != "" {
-		embed.Title += " as of session " + asOf
-		rels, err = g.FactsAsOf(ctx, e.ID, asOf)
+		var label string
+		rels, label, err = g.FactsAsOfRef(ctx, e.ID, asOf)
+		embed.Title += " as of " + label
 		rels = rels[:min(len(rels), 20)]
 	} else {
 		rels, err = g.Relationships(ctx, e.ID, memory.TraversalOpts{Limit: 20})

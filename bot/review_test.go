@@ -168,3 +168,26 @@ func TestRecapOfAnOldSessionAsItStoodThen(t *testing.T) {
 		t.Fatalf("the recap of s1 was not told what s1 established (since retired):\n%s", prompts)
 	}
 }
+
+// TestFactListAsOfDate: /memory fact list and entity show take a date for
+// as_of beside a session.
+func TestFactListAsOfDate(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	reply := func(i discordtest.Interaction) string {
+		t.Helper()
+		h.send(i)
+		return decodeMessageMap(t, h.original(i)).text()
+	}
+	h.send(h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Group("fact", discordtest.Sub("add",
+		discordtest.Str("subject", "grimjaw"), discordtest.Str("relation", "located at"), discordtest.Str("object", "duskwood")))))
+	list := reply(h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Group("fact", discordtest.Sub("list",
+		discordtest.Str("entity", "grimjaw"), discordtest.Str("as_of", "2026-03-05")))))
+	if !strings.Contains(list, "as of 2026-03-05") || !strings.Contains(list, "Ironhold") || strings.Contains(list, "Duskwood") {
+		t.Errorf("fact list as of 2026-03-05: %s", list)
+	}
+	show := reply(h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Group("entity", discordtest.Sub("show",
+		discordtest.Str("entity", "grimjaw"), discordtest.Str("as_of", "2026-03-05")))))
+	if !strings.Contains(show, "as of 2026-03-05") || !strings.Contains(show, "Ironhold") {
+		t.Errorf("entity show as of 2026-03-05: %s", show)
+	}
+}

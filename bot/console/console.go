@@ -219,6 +219,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /review/conflict/{id}", s.need(dmOnly, s.resolveConflict))
 	m.HandleFunc("POST /review/bulk", s.need(dmOnly, s.bulkReview))
 	m.HandleFunc("POST /review/undo/{id}", s.need(dmOnly, s.undoReview))
+	m.HandleFunc("GET /asof", s.need(anyone, s.asOfPage))
 	m.HandleFunc("GET /graph", s.need(anyone, s.graphPage))
 	m.HandleFunc("GET /api/graph", s.need(anyone, s.graphJSON))
 	m.HandleFunc("GET /api/entity/{id}", s.need(anyone, s.entityJSON))

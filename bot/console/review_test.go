@@ -142,3 +142,47 @@ func TestPlayerCannotBulkReview(t *testing.T) {
 		}
 	}
 }
+
+// TestAsOfBySessionAndDate: the "As of" page shows what held at a session
+// or a date, says why it cannot, and never shows a player a secret fact.
+func TestAsOfBySessionAndDate(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dm := f.signInLink(t)
+	cases := []struct {
+		asOf      string
+		want, not []string
+	}{
+		{"s1", []string{"Grimjaw as of session s1", "LOCATED_AT", "Ironhold", "FORGED"}, nil},
+		{"2026-03-05", []string{"Grimjaw as of 2026-03-05", "LOCATED_AT", "Ironhold"}, nil},
+		// Before the first session only what was entered outside play.
+		{"2026-02-01", []string{"Grimjaw as of 2026-02-01", "FORGED"}, []string{"LOCATED_AT"}},
+		{"next tuesday", []string{"neither a session", "next tuesday"}, []string{"Grimjaw as of"}},
+	}
+	for _, tc := range cases {
+		resp, body := dm.get("/asof?entity=Grimjaw&as_of=" + url.QueryEscape(tc.asOf))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("as of %s: %d", tc.asOf, resp.StatusCode)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("as of %s: the page lacks %q", tc.asOf, w)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(body, w) {
+				t.Errorf("as of %s: the page shows %q", tc.asOf, w)
+			}
+		}
+	}
+	b, _, _ := f.signInDiscord(t, player)
+	resp, body := b.get("/asof?entity=grimjaw&as_of=s2")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "as of session s2") {
+		t.Fatalf("a player's as of: %d", resp.StatusCode)
+	}
+	for _, s := range secrets {
+		if strings.Contains(body, s) {
+			t.Errorf("the player's As of page shows the secret %q", s)
+		}
+	}
+}

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -143,6 +145,39 @@ func (g *Graph) FactsAsOfTime(ctx context.Context, entityID string, t time.Time)
 		return nil, fmt.Errorf("facts of %q as of %s: %w", entityID, t.UTC().Format(time.RFC3339), err)
 	}
 	return facts, nil
+}
+
+// FactsAsOfRef is FactsAsOf when ref names a session of the campaign, else
+// FactsAsOfTime when it is a date (see ParseAsOfDate). It also returns how
+// to say the moment ("session s2", "2026-03-08").
+func (g *Graph) FactsAsOfRef(ctx context.Context, entityID, ref string) ([]memory.Relationship, string, error) {
+	ref = strings.TrimSpace(ref)
+	_, err := g.sessionStart(ctx, ref)
+	switch {
+	case err == nil:
+		facts, err := g.FactsAsOf(ctx, entityID, ref)
+		return facts, "session " + ref, err
+	case !errors.Is(err, memory.ErrNotFound):
+		return nil, "", fmt.Errorf("facts as of %q: %w", ref, err)
+	}
+	t, ok := ParseAsOfDate(ref)
+	if !ok {
+		return nil, "", fmt.Errorf("%w: %q is neither a session of this campaign nor a date (2006-01-02 or RFC 3339)", memory.ErrNotFound, ref)
+	}
+	facts, err := g.FactsAsOfTime(ctx, entityID, t)
+	return facts, ref, err
+}
+
+// ParseAsOfDate reads an "as of" date: 2006-01-02 is the end of that day
+// (UTC), or an RFC 3339 moment.
+func ParseAsOfDate(s string) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, true
+	}
+	if d, err := time.Parse("2006-01-02", s); err == nil {
+		return d.Add(24*time.Hour - time.Nanosecond), true
+	}
+	return time.Time{}, false
 }
 
 // sessionStart returns when session id started.
