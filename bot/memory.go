@@ -394,7 +394,7 @@ func (b *Bot) bulkReview(ctx context.Context, i *discordgo.Interaction, camp *me
 	if err != nil {
 		return "", nil, err
 	}
-	note := fmt.Sprintf("%s %d facts in one batch (#%d); their conflicts are settled with them.", verb, len(batch.Done), batch.ID)
+	note := fmt.Sprintf("%s %d fact(s) in one batch (#%d); their conflicts are settled with them.", verb, len(batch.Done), batch.ID)
 	if more {
 		note += fmt.Sprintf(" More than %d were waiting: press again for the rest.", maxBulk)
 	}
@@ -464,7 +464,7 @@ func (b *Bot) pendingButton(ctx context.Context, i *discordgo.Interaction, g Gui
 			b.reply(i, true, "⚠️ "+errText(err))
 			return
 		}
-		note = fmt.Sprintf("↩️ Undid batch #%d: %d facts are back as they were before it.", batch.ID, len(batch.Facts))
+		note = fmt.Sprintf("↩️ Undid batch #%d: %d fact(s) are back as they were before it.", batch.ID, len(batch.Facts))
 	case "p":
 	default:
 		b.reply(i, true, "This button has expired.")

@@ -58,7 +58,7 @@ func TestBulkReviewWithUndo(t *testing.T) {
 	}
 
 	r := h.send(h.fake.Button(guildID, channelID, theDM, all))
-	if !strings.Contains(r.Data.Content, "Confirmed "+itoa(int64(len(pending)))+" facts in one batch") {
+	if !strings.Contains(r.Data.Content, "Confirmed "+itoa(int64(len(pending)))+" fact(s) in one batch") {
 		t.Fatalf("bulk confirm: %s", r.raw)
 	}
 	for _, p := range pending {

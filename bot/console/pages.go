@@ -353,7 +353,7 @@ func (s *Server) bulkReview(w http.ResponseWriter, r *http.Request) {
 	if action == access.ReviewReject {
 		verb = "Rejected"
 	}
-	s.back(w, r, back, fmt.Sprintf("%s %d facts in batch #%d; their conflicts were settled with them.", verb, len(batch.Done), batch.ID))
+	s.back(w, r, back, fmt.Sprintf("%s %s in batch #%d; their conflicts were settled with them.", verb, nFacts(len(batch.Done)), batch.ID))
 }
 
 // maxBulk bounds one bulk review (the store's batch limit).
@@ -378,7 +378,15 @@ func (s *Server) undoReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("review batch undone", "batch", batch.ID, "by", sessionOf(ctx).UserID)
-	s.back(w, r, "/review", fmt.Sprintf("Undid batch #%d: %d facts are back as they were.", batch.ID, len(batch.Facts)))
+	s.back(w, r, "/review", fmt.Sprintf("Undid batch #%d: %s back as they were.", batch.ID, nFacts(len(batch.Facts))))
+}
+
+// nFacts is "1 fact" or "n facts".
+func nFacts(n int) string {
+	if n == 1 {
+		return "1 fact"
+	}
+	return fmt.Sprintf("%d facts", n)
 }
 
 // resolveConflict keeps the new or the old fact: the store operation of
