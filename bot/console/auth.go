@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // Cookie names. The session cookie holds only a random id; everything else
@@ -37,6 +39,8 @@ type session struct {
 	Expires      time.Time
 	// flash is a message for the next page the session sees.
 	flash string
+	// saved is set once the sign-in is in the database.
+	saved bool
 }
 
 type oneTime struct {
@@ -105,6 +109,7 @@ func (s *Server) newSession(w http.ResponseWriter, r *http.Request, sess session
 	}
 	s.sessions[id] = &sess
 	s.mu.Unlock()
+	s.saveSignIn(r.Context(), id, sess)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, Secure: s.secure(r),
 		SameSite: http.SameSiteLaxMode, MaxAge: int(s.cfg.SessionTTL.Seconds())})
 	s.log.Info("signed in", "user", sess.UserID, "campaign", sess.Campaign, "dm", sess.DM)
@@ -116,23 +121,78 @@ func (s *Server) secure(r *http.Request) bool {
 	return r.TLS != nil || strings.HasPrefix(s.cfg.PublicURL, "https://")
 }
 
-// current returns the request's live session.
+// current returns the request's live session. The database decides when
+// it answers: a sign-in made by another console on it counts, one signed
+// out there does not; while it is unreachable, the sign-ins this process
+// made still work.
 func (s *Server) current(r *http.Request) (session, bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return session{}, false
 	}
+	now := s.clk.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, ok := s.sessions[c.Value]
-	if !ok {
+	mem, inMem := s.sessions[c.Value]
+	var local session
+	if inMem {
+		local = *mem
+		if now.After(local.Expires) {
+			delete(s.sessions, c.Value)
+			inMem = false
+		}
+	}
+	s.mu.Unlock()
+	in, found, err := s.cfg.Door.SignInByHash(r.Context(), cookieHash(c.Value), now)
+	switch {
+	case err != nil:
+		s.log.Warn("reading a sign-in from the database", "err", err)
+		return local, inMem
+	case !found && inMem && !local.saved:
+		// Made while the database was down: keep it there now.
+		s.saveSignIn(r.Context(), c.Value, local)
+		return local, true
+	case !found:
+		if inMem { // signed out through another console
+			s.mu.Lock()
+			delete(s.sessions, c.Value)
+			s.mu.Unlock()
+		}
 		return session{}, false
 	}
-	if s.clk.Now().After(sess.Expires) {
-		delete(s.sessions, c.Value)
+	if _, served := s.campaign(in.Campaign); !served {
 		return session{}, false
 	}
-	return *sess, true
+	if inMem {
+		return local, true
+	}
+	restored := &session{UserID: in.UserID, Name: in.Name, Campaign: in.Campaign, DM: in.DM, CSRF: in.CSRF, Expires: in.Expires, saved: true}
+	s.mu.Lock()
+	s.sessions[c.Value] = restored
+	s.mu.Unlock()
+	return *restored, true
+}
+
+// saveSignIn keeps a sign-in in the database, so that a restart (or
+// another console on it) does not sign the browser out; without the
+// database it lasts as long as this process.
+func (s *Server) saveSignIn(ctx context.Context, id string, sess session) {
+	err := s.cfg.Door.SaveSignIn(ctx, access.SignIn{IDHash: cookieHash(id), Campaign: sess.Campaign, UserID: sess.UserID,
+		Name: sess.Name, DM: sess.DM, CSRF: sess.CSRF, Expires: sess.Expires}, s.clk.Now())
+	if err != nil {
+		s.log.Warn("the sign-in is not kept in the database yet; it lasts as long as this process until it is", "user", sess.UserID, "err", err)
+		return
+	}
+	s.mu.Lock()
+	if m, ok := s.sessions[id]; ok {
+		m.saved = true
+	}
+	s.mu.Unlock()
+}
+
+// cookieHash is what the database keeps of a session cookie.
+func cookieHash(id string) []byte {
+	h := sha256.Sum256([]byte(id))
+	return h[:]
 }
 
 // setFlash keeps msg for the session's next page.
@@ -426,6 +486,9 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		delete(s.sessions, c.Value)
 		s.mu.Unlock()
+		if err := s.cfg.Door.DeleteSignIn(r.Context(), cookieHash(c.Value)); err != nil {
+			s.log.Warn("the sign-out did not reach the database; the sign-in stays valid there until it expires", "err", err)
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, "/signin?out", http.StatusSeeOther)

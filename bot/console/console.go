@@ -63,7 +63,9 @@ type Config struct {
 	PublicURL string
 	// Asker answers "ask as this NPC"; nil hides the box.
 	Asker Asker
-	// Live feeds the Live page; nil shows that nothing is wired.
+	// Live is the status of the tables this process runs; nil for none.
+	// The Live page also shows tables of other processes on the database
+	// (see LivePublisher).
 	Live LiveSource
 	// Recaps writes session recaps; nil makes extractive ones.
 	Recaps Recapper
@@ -221,6 +223,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /review/undo/{id}", s.need(dmOnly, s.undoReview))
 	m.HandleFunc("GET /asof", s.need(anyone, s.asOfPage))
 	m.HandleFunc("GET /graph", s.need(anyone, s.graphPage))
+	m.HandleFunc("GET /graph/{id}", s.need(anyone, s.graphPage))
 	m.HandleFunc("GET /api/graph", s.need(anyone, s.graphJSON))
 	m.HandleFunc("GET /api/entity/{id}", s.need(anyone, s.entityJSON))
 	m.HandleFunc("GET /npc", s.need(dmOnly, s.npcList))

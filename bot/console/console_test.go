@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -368,6 +371,92 @@ func TestRecapSentencesCiteLinesOnThePage(t *testing.T) {
 	}
 }
 
+// TestGraphAroundAnEntity: the local view holds what is within its depth
+// of the focus and nothing else; bad parameters are named.
+func TestGraphAroundAnEntity(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	b := f.signInLink(t)
+	type view struct {
+		Nodes []struct {
+			ID      string
+			Hops    int
+			Aliases []string
+		}
+		Edges []struct{ S, T string }
+		All   []struct{ ID string }
+		Focus string
+		Depth int
+		Total int
+	}
+	get := func(path string) view {
+		t.Helper()
+		resp, body := b.get(path)
+		var v view
+		if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &v) != nil {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+		return v
+	}
+	whole := get("/api/graph")
+	if whole.Focus != "" || len(whole.Nodes) != 19 || whole.Total != 19 {
+		t.Fatalf("a small campaign opens whole: focus %q, %d nodes, total %d", whole.Focus, len(whole.Nodes), whole.Total)
+	}
+	near := map[string]bool{"brannoc": true}
+	for _, e := range whole.Edges {
+		if e.S == "brannoc" {
+			near[e.T] = true
+		}
+		if e.T == "brannoc" {
+			near[e.S] = true
+		}
+	}
+	one := get("/api/graph?focus=brannoc&depth=1")
+	if one.Focus != "brannoc" || one.Depth != 1 || len(one.Nodes) != len(near) || len(one.All) != 19 {
+		t.Fatalf("1 step around brannoc: focus %q depth %d, %d nodes (want %d), %d searchable", one.Focus, one.Depth, len(one.Nodes), len(near), len(one.All))
+	}
+	for _, n := range one.Nodes {
+		if !near[n.ID] || (n.ID == "brannoc") != (n.Hops == 0) {
+			t.Errorf("1 step around brannoc holds %s (hops %d)", n.ID, n.Hops)
+		}
+	}
+	for _, e := range one.Edges {
+		if !near[e.S] || !near[e.T] {
+			t.Errorf("1 step around brannoc holds the fact %s→%s", e.S, e.T)
+		}
+	}
+	if two := get("/api/graph?focus=brannoc&depth=2"); len(two.Nodes) <= len(one.Nodes) {
+		t.Errorf("2 steps around brannoc: %d entities, 1 step: %d", len(two.Nodes), len(one.Nodes))
+	}
+	var aliased bool
+	for _, n := range get("/api/graph?focus=grimjaw&depth=1").Nodes {
+		aliased = aliased || (n.ID == "grimjaw" && len(n.Aliases) > 0)
+	}
+	if !aliased {
+		t.Error("the graph's entities carry no aliases to search")
+	}
+	if all := get("/api/graph?focus=brannoc&depth=all"); all.Focus != "" || len(all.Nodes) != 19 {
+		t.Errorf("the whole graph: focus %q, %d nodes", all.Focus, len(all.Nodes))
+	}
+	for _, c := range []struct {
+		path, want string
+		code       int
+	}{
+		{"/api/graph?focus=brannoc&depth=9", "depth must be 1 to 4", http.StatusBadRequest},
+		{"/api/graph?focus=brannoc&depth=x", "depth must be 1 to 4", http.StatusBadRequest},
+		{"/api/graph?focus=nobody", "nobody", http.StatusNotFound},
+		{"/graph/nobody", "nobody", http.StatusNotFound},
+	} {
+		resp, body := b.get(c.path)
+		if resp.StatusCode != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("GET %s: %d %q; want %d naming %q", c.path, resp.StatusCode, body, c.code, c.want)
+		}
+	}
+	if resp, body := b.get("/graph/brannoc"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-focus="brannoc"`) {
+		t.Errorf("/graph/brannoc: %d", resp.StatusCode)
+	}
+}
+
 func TestPlayerSeesNoSecret(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -379,7 +468,7 @@ func TestPlayerSeesNoSecret(t *testing.T) {
 		"/sessions/s1?q=key", "/api/graph?type=npc"}
 	ents, _ := f.camp.Graph().FindEntities(context.Background(), memory.EntityFilter{})
 	for _, e := range ents {
-		paths = append(paths, "/api/entity/"+e.ID)
+		paths = append(paths, "/api/entity/"+e.ID, "/graph/"+e.ID, "/api/graph?depth=4&focus="+e.ID)
 	}
 	for _, p := range paths {
 		resp, body := b.get(p)
@@ -466,5 +555,97 @@ func TestReviewFiltersBySession(t *testing.T) {
 	_, s1 := b.get("/review?session=s1")
 	if !strings.Contains(all, "Vexa Thorn") || strings.Contains(s1, "Confirm #") {
 		t.Errorf("the sample's pending facts are from s2: the s1 filter should show none")
+	}
+}
+
+// TestSessionSearchPagesItsMatches: a search matching more lines than fit
+// on a page says how many match and pages through them; nothing past the
+// first page is dropped silently.
+func TestSessionSearchPagesItsMatches(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	const n = 120
+	start := time.Date(2026, 4, 2, 19, 0, 0, 0, time.UTC)
+	if err := f.camp.Sessions().StartSession(ctx, "s-long", start); err != nil {
+		t.Fatal(err)
+	}
+	var es []memory.TranscriptEntry
+	for i := range n {
+		es = append(es, memory.TranscriptEntry{SessionID: "s-long", SpeakerID: "u1", SpeakerName: "Thorin",
+			Text: fmt.Sprintf("another round of ale number %d", i), At: start.Add(time.Duration(i) * time.Second)})
+	}
+	if _, err := f.camp.Sessions().WriteEntries(ctx, es); err != nil {
+		t.Fatal(err)
+	}
+	b := f.signInLink(t)
+	seen := map[string]bool{}
+	for p := range 3 {
+		_, page := b.get(fmt.Sprintf("/sessions/s-long?q=ale&hits=%d", p))
+		if !strings.Contains(page, "120 lines match") {
+			t.Fatalf("page %d of the matches does not give their number", p)
+		}
+		for i := range n {
+			if strings.Contains(page, fmt.Sprintf("ale number %d</li>", i)) {
+				seen[fmt.Sprint(i)] = true
+			}
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("three pages of matches show %d of %d lines", len(seen), n)
+	}
+}
+
+// TestSignInOutlivesTheConsole: a console restarted on the same database
+// (or a second one beside it) keeps its browsers signed in, with their
+// roles; signing out in one signs out of all; a console serving another
+// campaign does not take the sign-in.
+func TestSignInOutlivesTheConsole(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	dm := f.signInLink(t)
+	pl, resp, _ := f.signInDiscord(t, player)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("player sign-in: %d", resp.StatusCode)
+	}
+	restarted := func(campaigns ...bot.Guild) *httptest.Server {
+		c, err := console.New(console.Config{Door: f.door, Campaigns: campaigns,
+			OAuth: console.OAuth{ClientID: "app-1", ClientSecret: "shh", DiscordURL: f.discord.URL()},
+			Clock: f.clock, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(c)
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	again := restarted(bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}, DMUserIDs: []string{dmUser}})
+	first := dm.base
+	dm.base, pl.base = again.URL, again.URL
+	if resp, _ := dm.get("/review"); resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/review" {
+		t.Fatalf("the DM after a restart: %d at %s", resp.StatusCode, resp.Request.URL.Path)
+	}
+	if resp, _ := pl.get("/graph"); resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/graph" {
+		t.Fatalf("the player after a restart: %d at %s", resp.StatusCode, resp.Request.URL.Path)
+	}
+	if resp, _ := pl.get("/review"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("the player reached the DM's review after a restart: %d", resp.StatusCode)
+	}
+
+	// Another campaign's console does not take it.
+	other := restarted(bot.Guild{ID: "g-other", Campaign: "other-campaign"})
+	dm.base = other.URL
+	if resp, _ := dm.get("/api/graph"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a console of another campaign took the sign-in: %d", resp.StatusCode)
+	}
+
+	// Signing out on the restarted console signs out of the first too.
+	dm.base = again.URL
+	if resp, _ := dm.post("/signout", url.Values{"csrf": {dm.csrf()}}, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("sign-out: %d", resp.StatusCode)
+	}
+	dm.base = first
+	if resp, _ := dm.get("/api/graph"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the first console still takes a sign-in signed out on the other: %d", resp.StatusCode)
 	}
 }

@@ -75,6 +75,9 @@ type e2eStep struct {
 	DM       []string
 	Entities int
 	Review   string
+	AliasHit string
+	Legend   string
+	Nodes    int
 }
 
 // TestConsoleInChromium drives the console in a real headless Chromium:
@@ -165,6 +168,13 @@ func TestConsoleInChromium(t *testing.T) {
 	if s := steps["graph"]; !strings.Contains(s.Status, "19 entities") || !strings.HasPrefix(s.Entity, "Grimjaw") || s.Facts == 0 {
 		t.Errorf("graph: %+v", s)
 	}
+	// Found by an alias; a legend of the types in view; an entity's page
+	// is the graph around it, the depth and focus kept in the URL.
+	if s := steps["graph-local"]; !strings.Contains(s.AliasHit, "also called the blacksmith") || !strings.Contains(s.Legend, "npc") ||
+		!strings.Contains(s.URL, "/graph/brannoc?") || !strings.Contains(s.URL, "depth=1") || !strings.Contains(s.URL, "focus=brannoc") ||
+		s.Nodes == 0 || s.Nodes >= 19 {
+		t.Errorf("graph around an entity: %+v", s)
+	}
 	if s := steps["recap"]; s.Line == "" || s.Hash != "#line-"+s.Line || !s.Target || !s.Visible || s.Text == "" {
 		t.Errorf("following a recap sentence: %+v", s)
 	}
@@ -252,12 +262,24 @@ func TestGraphOf1000Entities(t *testing.T) {
 		Picked, Status       string
 		Tasks                [][2]int
 		Error                string
+		FirstDraw, Fetched   float64
+		Local                struct {
+			Nodes              int
+			Focus              string
+			FirstDraw, Fetched float64
+			URL                string
+		}
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &got); err != nil || got.Error != "" || runErr != nil {
 		t.Fatalf("the browser script failed (%v, %v): %s\n%s", runErr, err, got.Error, stderr.String())
 	}
 	if got.Nodes != 1000 || !strings.HasPrefix(got.Picked, find) {
 		t.Fatalf("graph of 1,000: %+v", got)
+	}
+	// A campaign this large opens on the view around one entity, named in
+	// the URL.
+	if got.Local.Nodes == 0 || got.Local.Nodes >= 1000 || got.Local.Focus == "" || !strings.Contains(got.Local.URL, "focus=") {
+		t.Errorf("the default view of 1,000 entities: %+v", got.Local)
 	}
 	// The layout yields to the browser: it ran over many frames.
 	if got.Frames < 10 {
@@ -266,4 +288,6 @@ func TestGraphOf1000Entities(t *testing.T) {
 	t.Logf("1,000 entities, %s: layout %d steps over %d frames; longest frame gap %.0f ms, longest task %.0f ms; picked %q while the layout ran: %v",
 		got.Status, got.Ticks, got.Frames, got.MaxGap, got.Longest, got.Picked, got.During)
 	t.Logf("long tasks [start ms, duration ms]: %v", got.Tasks)
+	t.Logf("first draw, from the graph request (of which the answer): around %s (%d entities) %.0f ms (%.0f ms); the whole graph %.0f ms (%.0f ms)",
+		got.Local.Focus, got.Local.Nodes, got.Local.FirstDraw, got.Local.Fetched, got.FirstDraw, got.Fetched)
 }

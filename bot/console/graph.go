@@ -1,12 +1,14 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
@@ -16,9 +18,12 @@ import (
 // graphNode and graphEdge are the graph page's JSON: no attributes, which
 // are fetched per entity.
 type graphNode struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Type string `json:"type"`
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Type    string   `json:"type"`
+	Aliases []string `json:"aliases,omitempty"`
+	// Hops is the distance from the focus in a local view.
+	Hops int `json:"hops,omitempty"`
 }
 
 type graphEdge struct {
@@ -34,6 +39,51 @@ type graphEdge struct {
 type graphData struct {
 	Nodes []graphNode `json:"nodes"`
 	Edges []graphEdge `json:"edges"`
+	// Focus and Depth describe a local view (Focus empty: the whole
+	// graph); Total is how many entities the filters let through before
+	// the local view cut them to Depth steps around Focus.
+	Focus string `json:"focus,omitempty"`
+	Depth int    `json:"depth,omitempty"`
+	Total int    `json:"total"`
+	// All, in a local view, are every entity the filters let through
+	// (without their facts), for the page's search.
+	All []graphNode `json:"all,omitempty"`
+}
+
+// Local views of the graph page.
+const (
+	// localAbove is the size above which the graph page opens on a local
+	// view (around the best-connected entity) rather than the whole
+	// graph: a thousand entities at once is a hairball, and slow to draw.
+	localAbove = 300
+	// defaultDepth and maxDepth bound a local view's steps.
+	defaultDepth = 2
+	maxDepth     = 4
+)
+
+// depths are the choices of a local view's depth.
+func depths() []int {
+	out := make([]int, maxDepth)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
+
+// parseDepth reads a local view's depth: "all" (or a focus-less request)
+// is the whole graph, otherwise 1..maxDepth, defaultDepth when absent.
+func parseDepth(v string) (int, error) {
+	switch v {
+	case "":
+		return defaultDepth, nil
+	case "all":
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxDepth {
+		return 0, fmt.Errorf("%w: depth must be 1 to %d or \"all\", got %q", memory.ErrInvalid, maxDepth, v)
+	}
+	return n, nil
 }
 
 func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
@@ -70,8 +120,19 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 	if !sessionOf(ctx).DM {
 		npcs = nil // what an NPC can see is the DM's business
 	}
-	s.render(w, r, http.StatusOK, "graph.html", page{Title: "Graph", Nav: "graph", Data: map[string]any{
-		"Types": tl, "NPCs": npcs, "Sessions": sessions, "Count": len(ents)}})
+	// /graph/{id} is the entity's page: the graph around it, its panel open.
+	focus, title := r.PathValue("id"), "Graph"
+	if focus != "" {
+		i, ok := sn.byID[focus]
+		if !ok {
+			s.failErr(w, r, fmt.Errorf("entity %q: %w", focus, memory.ErrNotFound))
+			return
+		}
+		title = ents[i].Name
+	}
+	s.render(w, r, http.StatusOK, "graph.html", page{Title: title, Nav: "graph", Data: map[string]any{
+		"Types": tl, "NPCs": npcs, "Sessions": sessions, "Count": len(ents), "Focus": focus,
+		"Depths": depths(), "DefaultDepth": defaultDepth, "LocalAbove": localAbove}})
 }
 
 // graphJSON returns the entities and facts of the graph view, filtered by
@@ -92,13 +153,37 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	dm := sessionOf(ctx).DM
-	key := fmt.Sprintf("%t\x00%s\x00%s\x00%s", dm, q.Get("type"), q.Get("npc"), q.Get("session"))
+	focus := q.Get("focus")
+	depth, err := parseDepth(q.Get("depth"))
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	if focus != "" {
+		if _, ok := sn.byID[focus]; !ok {
+			s.failErr(w, r, fmt.Errorf("entity %q: %w", focus, memory.ErrNotFound))
+			return
+		}
+	}
+	if depth == 0 {
+		focus = ""
+	}
+	// No focus and no depth asked for: the whole graph, unless it is large;
+	// then the view around its best-connected entity.
+	auto := focus == "" && q.Get("depth") == ""
+	key := fmt.Sprintf("%t\x00%s\x00%s\x00%s\x00%s\x00%d", dm, q.Get("type"), q.Get("npc"), q.Get("session"), focus, depth)
 	body, ok := sn.cachedJSON(key)
 	if !ok {
 		d, err := loadGraph(ctx, camp.Graph(), sn, dm, q.Get("type"), q.Get("npc"), q.Get("session"))
 		if err != nil {
 			s.failErr(w, r, err)
 			return
+		}
+		if auto && d.Total > localAbove {
+			focus = d.hub()
+		}
+		if focus != "" {
+			d = d.around(focus, depth)
 		}
 		if body, err = json.Marshal(d); err != nil {
 			s.failErr(w, r, err)
@@ -150,11 +235,68 @@ func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ,
 	}
 	for _, e := range ents {
 		if keep[e.ID] && (session == "" || touched[e.ID]) {
-			d.Nodes = append(d.Nodes, graphNode{ID: e.ID, Name: e.Name, Type: e.Type})
+			d.Nodes = append(d.Nodes, graphNode{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases})
 		}
 	}
-	slices.SortFunc(d.Edges, func(a, b graphEdge) int { return int(a.ID - b.ID) })
+	slices.SortFunc(d.Edges, func(a, b graphEdge) int { return cmp.Compare(a.ID, b.ID) })
+	d.Total = len(d.Nodes)
 	return d, nil
+}
+
+// hub is the entity with the most facts (the first by id on a tie).
+func (d graphData) hub() string {
+	deg := map[string]int{}
+	for _, e := range d.Edges {
+		deg[e.Source]++
+		deg[e.Target]++
+	}
+	best := ""
+	for _, n := range d.Nodes {
+		if best == "" || deg[n.ID] > deg[best] || (deg[n.ID] == deg[best] && n.ID < best) {
+			best = n.ID
+		}
+	}
+	return best
+}
+
+// around cuts d to the entities within depth facts of focus (either
+// direction) and the facts between them; nothing when the filters left
+// the focus out.
+func (d graphData) around(focus string, depth int) graphData {
+	adj := map[string][]string{}
+	for _, e := range d.Edges {
+		adj[e.Source] = append(adj[e.Source], e.Target)
+		adj[e.Target] = append(adj[e.Target], e.Source)
+	}
+	hops := map[string]int{focus: 0}
+	frontier := []string{focus}
+	for h := 1; h <= depth && len(frontier) > 0; h++ {
+		var next []string
+		for _, id := range frontier {
+			for _, n := range adj[id] {
+				if _, seen := hops[n]; !seen {
+					hops[n] = h
+					next = append(next, n)
+				}
+			}
+		}
+		frontier = next
+	}
+	out := graphData{Nodes: []graphNode{}, Edges: []graphEdge{}, Focus: focus, Depth: depth, Total: d.Total, All: d.Nodes}
+	for _, n := range d.Nodes {
+		if h, ok := hops[n.ID]; ok {
+			n.Hops = h
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	for _, e := range d.Edges {
+		_, a := hops[e.Source]
+		_, b := hops[e.Target]
+		if a && b {
+			out.Edges = append(out.Edges, e)
+		}
+	}
+	return out
 }
 
 // entityFact is one fact of an entity's history.

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -13,6 +14,8 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/bot/recap"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // liveFeed is a LiveSource with a fixed snapshot per campaign.
@@ -45,7 +48,10 @@ func TestLivePageShowsTheFeed(t *testing.T) {
 	}
 	_, body := b.get("/api/live")
 	var got struct {
-		Wired  bool
+		Feed struct {
+			Connected bool
+			Source    string
+		}
 		Status struct {
 			Running bool
 			Turns   []struct {
@@ -61,15 +67,98 @@ func TestLivePageShowsTheFeed(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatal(err)
 	}
-	if !got.Wired || !got.Status.Running || got.Status.SpoolBytes != 4096 || len(got.Status.Turns) != 1 ||
+	if !got.Feed.Connected || got.Feed.Source != "this process" || !got.Status.Running || got.Status.SpoolBytes != 4096 || len(got.Status.Turns) != 1 ||
 		got.Status.Turns[0].Stages[1].MS != 640 {
 		t.Fatalf("/api/live: %s", body)
 	}
 
-	// Without a feed the page says so.
+	// Without a feed the page says so, and does not call memory healthy.
 	_, page = f.signInLink(t).get("/live")
-	if !strings.Contains(page, "No live feed is connected") {
-		t.Error("the live page without a feed does not say so")
+	for _, want := range []string{"No live feed: no glyphoxa serve or demo on this database has reported", "Unknown: no table is reporting"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the live page without a feed lacks %q", want)
+		}
+	}
+	if strings.Contains(page, ">healthy<") {
+		t.Error("the live page without a feed says memory is healthy")
+	}
+}
+
+// TestLiveFeedCrossesProcesses: a table in one process (its console's
+// LiveSource) publishes through the database; a console in another
+// process, with no source of its own, shows it, and shows no feed once the
+// publisher stops.
+func TestLiveFeedCrossesProcesses(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	table := liveFeed{campaign: {Running: true, SessionID: "s9", Speaking: []string{"Lyra"},
+		Turns: []console.Turn{{NPC: "Brannoc", At: time.Date(2026, 3, 15, 19, 4, 5, 0, time.UTC), Heard: "Brannoc, any news?"}}}}
+	pub := &console.LivePublisher{Source: table, Campaigns: []*access.Campaign{f.camp}, Owner: "host-a/812/beef",
+		Describe: "glyphoxa demo on host-a (pid 812)", Logger: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); pub.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	b := f.signInLink(t)
+	type live struct {
+		Feed struct {
+			Connected bool
+			Source    string
+		}
+		Status struct {
+			Running   bool
+			SessionID string `json:"session_id"`
+			Speaking  []string
+			Source    string
+		}
+	}
+	read := func() live {
+		t.Helper()
+		_, body := b.get("/api/live")
+		var got live
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			t.Fatalf("/api/live: %v: %s", err, body)
+		}
+		return got
+	}
+	var got live
+	for got = read(); !got.Status.Running; got = read() {
+		select {
+		case <-done:
+			t.Fatal("the publisher stopped")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if !got.Feed.Connected || got.Feed.Source != "glyphoxa demo on host-a (pid 812)" || got.Status.SessionID != "s9" ||
+		len(got.Status.Speaking) != 1 || got.Status.Speaking[0] != "Lyra" {
+		t.Fatalf("the other process's table: %+v", got)
+	}
+	_, page := b.get("/live")
+	for _, want := range []string{"Live feed: glyphoxa demo on host-a (pid 812).", "Session s9 is running", "Lyra", "Brannoc"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the live page lacks %q", want)
+		}
+	}
+
+	// The publisher stops (the process ends its table): the report is
+	// withdrawn at once, not left to age out.
+	cancel()
+	<-done
+	if got := read(); got.Feed.Connected || got.Status.Running {
+		t.Fatalf("after the publisher stopped: %+v", got)
+	}
+
+	// A player's handle cannot read or write the feed.
+	player, err := f.camp.As(memory.PlayerViewer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := player.LiveFeeds(context.Background(), console.LiveFresh); !errors.Is(err, memory.ErrForbidden) {
+		t.Errorf("a player read the live feed: %v", err)
+	}
+	if err := player.PublishLive(context.Background(), "x", []byte(`{}`)); !errors.Is(err, memory.ErrForbidden) {
+		t.Errorf("a player wrote the live feed: %v", err)
 	}
 }
 

@@ -50,6 +50,13 @@ type citation struct {
 	Page int
 }
 
+// A session's search shows hitsPerPage matching lines at a time, up to
+// maxHits by rank.
+const (
+	hitsPerPage = 50
+	maxHits     = 500
+)
+
 func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	sess := sessionOf(ctx)
@@ -75,7 +82,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			found, errQ = camp.Sessions().Search(ctx, search, memory.SearchOpts{SessionID: id, Limit: 50})
+			found, errQ = camp.Sessions().Search(ctx, search, memory.SearchOpts{SessionID: id, Limit: maxHits + 1})
 		}()
 	}
 	wg.Wait()
@@ -140,13 +147,29 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 			hits = append(hits, h)
 		}
 	}
+	// Matches show hitsPerPage at a time; past maxHits the page says the
+	// search must narrow instead of stopping silently.
+	more := len(found) > maxHits
+	hits = hits[:min(len(hits), maxHits)]
+	hitPages := max(1, (len(hits)+hitsPerPage-1)/hitsPerPage)
+	hp, _ := strconv.Atoi(q.Get("hits"))
+	hp = min(max(hp, 0), hitPages-1)
+	shownHits := hits[hp*hitsPerPage : min((hp+1)*hitsPerPage, len(hits))]
+	var hitLinks []int
+	if hitPages > 1 {
+		for i := range hitPages {
+			hitLinks = append(hitLinks, i)
+		}
+	}
 	var pageLinks []int
 	for i := range pages {
 		pageLinks = append(pageLinks, i)
 	}
 	s.render(w, r, http.StatusOK, "session.html", page{Title: "Session " + id, Nav: "sessions", Data: map[string]any{
 		"Session": info, "Lines": shown, "Recap": sentences, "Extractive": rc.Extractive, "PlayerSafe": !sess.DM,
-		"Page": pg, "Pages": pageLinks, "Q": search, "Hits": hits, "PageOf": pageOf, "Total": len(entries)}})
+		"Page": pg, "Pages": pageLinks, "Q": search, "Hits": shownHits, "HitCount": len(hits), "HitFrom": hp*hitsPerPage + 1,
+		"HitTo": hp*hitsPerPage + len(shownHits), "HitPage": hp, "HitPages": hitLinks, "MoreHits": more, "MaxHits": maxHits,
+		"PageOf": pageOf, "Total": len(entries)}})
 }
 
 // recap returns the session's recap from the Recapper, or an extractive

@@ -321,11 +321,18 @@ func (m *Manager) Live(campaign string) console.LiveStatus {
 	if r == nil {
 		return console.LiveStatus{}
 	}
-	ts := r.s.Status()
+	return LiveOf(r.s, func(u string) string { return m.cfg.UserName(r.req.GuildID, u) })
+}
+
+// LiveOf is the console's view of a running table session: who is
+// speaking (named by userName), the latest NPC turns with their stage
+// latencies, and the session's memory health.
+func LiveOf(s *table.Session, userName func(userID string) string) console.LiveStatus {
+	ts := s.Status()
 	st := console.LiveStatus{Running: true, SessionID: ts.SessionID, StartedAt: ts.StartedAt,
 		MemoryDegraded: ts.Degraded, PendingWrites: ts.SpoolPending}
 	for _, u := range ts.Speaking {
-		st.Speaking = append(st.Speaking, m.cfg.UserName(r.req.GuildID, u))
+		st.Speaking = append(st.Speaking, userName(u))
 	}
 	for _, t := range ts.Turns {
 		outcome := "answered"
@@ -335,7 +342,7 @@ func (m *Manager) Live(campaign string) console.LiveStatus {
 		case t.Fallback:
 			outcome = "fallback"
 		}
-		turn := console.Turn{NPC: r.s.Cast().NPCName(t.Addressee), At: t.At, Heard: t.Corrected, Outcome: outcome}
+		turn := console.Turn{NPC: s.Cast().NPCName(t.Addressee), At: t.At, Heard: t.Corrected, Outcome: outcome}
 		for _, sg := range []struct {
 			name string
 			d    time.Duration

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
@@ -159,4 +161,33 @@ func startConsole(door *access.Door, cfg config.Config, logger *slog.Logger, gui
 		<-done
 		return err
 	}
+}
+
+// publishLive reports the live status of the tables this process runs for
+// campaigns to the database, so that a console in any process on it shows
+// them (see console.LivePublisher). kind names the command ("serve",
+// "demo"). The returned function stops the reports and withdraws them.
+func publishLive(ctx context.Context, door *access.Door, campaigns []string, source console.LiveSource, owner, kind string, logger *slog.Logger) func() {
+	var handles []*access.Campaign
+	for _, id := range campaigns {
+		c, err := door.Open(ctx, id, memory.DMViewer())
+		if err != nil {
+			logger.Warn("consoles in other processes will not see this table", "campaign", id, "err", err)
+			continue
+		}
+		handles = append(handles, c)
+	}
+	if len(handles) == 0 {
+		return func() {}
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "this host"
+	}
+	p := &console.LivePublisher{Source: source, Campaigns: handles, Owner: owner,
+		Describe: fmt.Sprintf("glyphoxa %s on %s (pid %d)", kind, host, os.Getpid()), Logger: logger}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(ctx) }()
+	return func() { cancel(); <-done }
 }

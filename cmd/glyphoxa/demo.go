@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,11 +10,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/bot/recap"
+	"github.com/glyphoxa/glyphoxa/bot/voicesession"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -157,7 +162,22 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		}
 		printEvent(e, ev)
 	}
+	// The table shows on the Live page of a console on the same database.
+	var running atomic.Pointer[table.Session]
+	opts.OnOpen = running.Store
+	names := map[string]string{}
+	for _, p := range sc.Players {
+		names[p.ID] = p.Name
+	}
+	stopLive := publishLive(ctx, door, []string{camp.ID()}, console.LiveFunc(func(string) console.LiveStatus {
+		s := running.Load()
+		if s == nil {
+			return console.LiveStatus{}
+		}
+		return voicesession.LiveOf(s, func(id string) string { return cmp.Or(names[id], id) })
+	}), lease.NewOwner(), "demo", log)
 	res, err := scene.Play(ctx, sc, opts)
+	stopLive()
 	if waiting := spoolWaiting(err); len(waiting) > 0 {
 		lines := 0
 		for _, pe := range waiting {

@@ -222,6 +222,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	logger.Info("serving health and metrics", "addr", cfg.Show("server.listen", "http://"+ln.Addr().String()), "guilds", len(bcfg.Guilds))
 
 	stopConsole := startConsole(door, cfg, logger, bcfg.Guilds, voice)
+	stopLive := publishLive(ctx, door, campaigns, voice, leases.Owner(), "serve", logger)
 
 	var runErr error
 	takeover, stopTakeover := context.WithCancel(ctx)
@@ -259,6 +260,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		}
 		errs = append(errs, fmt.Errorf("stopping voice sessions: %w", err))
 	}
+	stopLive()
 	if err := hs.Shutdown(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
 	}

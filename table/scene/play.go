@@ -47,6 +47,9 @@ type Options struct {
 	OutDir string
 	// OnEvent receives every line and command as it is done.
 	OnEvent func(Event)
+	// OnOpen, if set, receives the table session once it is open (the
+	// demo shows it on the console's Live page); it must not block.
+	OnOpen func(*table.Session)
 	// LineTimeout bounds, in real time, the wait for the table to finish
 	// one line (default 3 min).
 	LineTimeout time.Duration
@@ -211,6 +214,9 @@ func Play(ctx context.Context, f *File, o Options) (Result, error) {
 		return res, err
 	}
 	res.Witness = s.Witness()
+	if o.OnOpen != nil {
+		o.OnOpen(s)
+	}
 	p := &player{f: f, o: o, clk: clk, tr: tr, rec: rec, s: s, controls: controls, reports: reports}
 	playErr := p.run(ctx, &res)
 	res.Took = clk.Now().Sub(f.Start)

@@ -21,15 +21,21 @@
   focusLine();
 
   var live = document.getElementById("live");
-  if (live && live.dataset.wired === "true") {
+  if (live) {
+    var fresh = live.dataset.fresh || "10";
     var text = function (id, v) { var el = document.getElementById(id); if (el) el.textContent = v; };
     var refresh = function () {
       fetch("/api/live", { credentials: "same-origin" }).then(function (r) { return r.ok ? r.json() : null; }).then(function (j) {
         if (!j) return;
-        var s = j.status;
-        text("live-session", s.running ? "Session " + s.session_id + " is running." : "No session is running.");
+        var s = j.status, f = j.feed;
+        text("live-feed", (f.connected ? "Live feed: " + f.source + "." :
+          "No live feed: no glyphoxa serve or demo on this database has reported for this campaign in the last " + fresh +
+          " seconds. A table started on the same database shows here within a few seconds.") +
+          (f.problem ? " The feed cannot be read: " + f.problem : ""));
+        text("live-session", s.running ? "Session " + s.session_id + " is running." : (f.connected ? "No session is running." : "Unknown: no table is reporting."));
         text("live-speaking", s.speaking.length ? s.speaking.join(", ") : "nobody");
-        text("live-memory", s.memory_degraded ? "degraded: the database cannot be reached (a running session keeps its lines in the spool)" : "healthy");
+        text("live-memory", s.memory_degraded ? "degraded: the database cannot be reached (a running session keeps its lines in the spool)" :
+          (f.connected ? "healthy" : "this console reaches the database; no table reports its own"));
         text("live-pending", String(s.pending_writes));
         text("live-spool", String(s.spool_bytes));
         var body = document.querySelector("#live-turns tbody");

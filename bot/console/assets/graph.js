@@ -2,7 +2,10 @@
 // stays responsive with thousands of entities: repulsion is computed only
 // between entities in neighbouring cells of a grid (O(n) per step instead of
 // O(n²)), and the simulation runs in slices of about 6 ms per animation
-// frame, so the tab never freezes; it cools down and stops.
+// frame, so the tab never freezes; it cools down and stops. A large campaign
+// opens on the view around its best-connected entity (the server picks it);
+// every filter, the focus and the depth are in the page's URL, and
+// /graph/ID is an entity's own page.
 "use strict";
 (function () {
   var canvas = document.getElementById("graph");
@@ -13,25 +16,40 @@
   var list = document.getElementById("entity-list");
   var search = document.getElementById("entity-search");
   var panel = document.getElementById("entity");
+  var typesLegend = document.getElementById("graph-types");
 
   var COLORS = { npc: "#c0392b", player: "#2e86c1", location: "#27ae60", item: "#b7950b", faction: "#8e44ad",
     event: "#d35400", quest: "#16a085", concept: "#7f8c8d" };
   var color = function (t) { return COLORS[t] || "#555"; };
 
-  var nodes = [], edges = [], byId = {}, selected = null, neighbours = {};
+  var nodes = [], edges = [], byId = {}, selected = null, neighbours = {}, all = [], focus = null, firstDraw = 0, drawn = false;
   var view = { x: 0, y: 0, k: 1 }, alpha = 0, ticks = 0, running = false, moved = false, follow = false;
 
   // Seeded placement: the same entity starts in the same place every time.
   function hash(s) { var h = 2166136261; for (var i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 16777619); } return h >>> 0; }
 
+  // query is the form's state without its empty fields: the page's URL
+  // and the graph request.
+  function query() {
+    var q = new URLSearchParams();
+    new URLSearchParams(new FormData(form)).forEach(function (v, k) { if (v) q.set(k, v); });
+    if (form.elements.depth.value === "all") q.delete("focus");
+    return q;
+  }
+
   function load() {
-    var q = new URLSearchParams(new FormData(form));
+    var q = query();
     status.textContent = "Loading…";
+    var t0 = performance.now();
     fetch("/api/graph?" + q.toString(), { credentials: "same-origin" }).then(function (r) {
-      if (!r.ok) throw new Error(r.status + " " + r.statusText);
+      if (!r.ok) return r.text().then(function (t) { throw new Error(r.status + " " + (t.trim() || r.statusText)); });
       return r.json();
     }).then(function (d) {
-      nodes = d.nodes; edges = d.edges; byId = {};
+      fetched = performance.now() - t0;
+      nodes = d.nodes; edges = d.edges; byId = {}; all = d.all || d.nodes; focus = d.focus || null;
+      form.elements.focus.value = focus || "";
+      var url = query();
+      history.replaceState(null, "", location.pathname + (url.toString() ? "?" + url.toString() : ""));
       var r = 40 * Math.sqrt(nodes.length + 1);
       nodes.forEach(function (n) {
         var h = hash(n.id), a = (h % 3600) / 3600 * 2 * Math.PI, rr = r * Math.sqrt(((h >>> 12) % 1000) / 1000);
@@ -39,13 +57,35 @@
       });
       edges = edges.filter(function (e) { return byId[e.s] && byId[e.t]; });
       edges.forEach(function (e) { e.a = byId[e.s]; e.b = byId[e.t]; e.a.deg++; e.b.deg++; });
-      status.textContent = nodes.length + " entities, " + edges.length + " facts";
-      selected = null; neighbours = {}; moved = false; follow = false;
+      if (focus && byId[focus]) {
+        status.textContent = nodes.length + " entities and " + edges.length + " facts within " + d.depth + " step" + (d.depth > 1 ? "s" : "") +
+          " of " + byId[focus].name + " (of " + d.total + " entities; choose “the whole graph” to see all)";
+      } else if (focus) {
+        status.textContent = "The filters leave out the entity this view is around; change them, or choose “the whole graph”.";
+      } else {
+        status.textContent = nodes.length + " entities, " + edges.length + " facts";
+      }
+      selected = null; neighbours = {}; moved = false; follow = false; drawn = false; loadStart = t0;
+      legend();
       fillList();
       fit(r);
       alpha = 1; ticks = 0;
+      if (focus && byId[focus]) { var f = byId[focus]; f.x = 0; f.y = 0; select(f, false); }
       if (!running) { running = true; requestAnimationFrame(frame); }
     }).catch(function (err) { status.textContent = "Could not load the graph: " + err.message; });
+  }
+
+  var loadStart = 0, fetched = 0;
+
+  // legend shows the colour of each type of entity in view.
+  function legend() {
+    var seen = {};
+    nodes.forEach(function (n) { seen[n.type] = true; });
+    typesLegend.textContent = "";
+    Object.keys(seen).sort().forEach(function (t) {
+      var sp = el("span", t, "l-type"); sp.style.setProperty("--c", color(t));
+      typesLegend.appendChild(sp); typesLegend.appendChild(document.createTextNode(" "));
+    });
   }
 
   // cellKey packs a grid cell into one number: no string per lookup.
@@ -92,6 +132,7 @@
     if (follow && selected) { view.x = selected.x; view.y = selected.y; }
     else if (!moved && (alpha <= 0.02 || ticks % 20 === 0)) fitBounds();
     draw();
+    if (!drawn && nodes.length) { drawn = true; firstDraw = performance.now() - loadStart; }
     if (alpha > 0.02) requestAnimationFrame(frame); else running = false;
   }
 
@@ -145,6 +186,19 @@
       ctx.stroke();
     });
     ctx.setLineDash([]);
+    // Relation names: on every fact when few are in view, else on the
+    // picked entity's.
+    var allLabels = edges.length <= 120 || view.k > 2;
+    ctx.font = "10px system-ui, sans-serif"; ctx.fillStyle = "#555"; ctx.textAlign = "center";
+    for (i = 0; i < edges.length; i++) {
+      var ed = edges[i];
+      if (!(allLabels || (selected && (ed.a === selected || ed.b === selected)))) continue;
+      var ax = cw + (ed.a.x - vx) * k, ay = ch + (ed.a.y - vy) * k, bx = cw + (ed.b.x - vx) * k, by = ch + (ed.b.y - vy) * k;
+      var mx = (ax + bx) / 2, my = (ay + by) / 2;
+      if (mx < 0 || my < 0 || mx > w || my > h || Math.abs(bx - ax) + Math.abs(by - ay) < 40) continue;
+      ctx.fillText(ed.type.toLowerCase().replace(/_/g, " "), mx, my - 2);
+    }
+    ctx.textAlign = "start";
     // Entities, one path per colour.
     var byColor = {};
     for (i = 0; i < nodes.length; i++) {
@@ -178,19 +232,34 @@
     }
   }
 
+  // fillList lists the entities whose name or alias holds the search,
+  // from the whole filtered campaign: one outside the view is shown by
+  // moving the view around it.
   function fillList() {
     var q = search.value.trim().toLowerCase();
     list.textContent = "";
     var shown = 0;
-    for (var i = 0; i < nodes.length && shown < 100; i++) {
-      var n = nodes[i];
-      if (q && n.name.toLowerCase().indexOf(q) < 0) continue;
+    for (var i = 0; i < all.length && shown < 100; i++) {
+      var n = all[i], via = "";
+      if (q && n.name.toLowerCase().indexOf(q) < 0) {
+        via = (n.aliases || []).filter(function (a) { return a.toLowerCase().indexOf(q) >= 0; })[0];
+        if (!via) continue;
+      }
       var li = document.createElement("li"), b = document.createElement("button");
-      b.type = "button"; b.textContent = n.name + " (" + n.type + ")"; b.dataset.id = n.id;
-      b.addEventListener("click", function () { select(byId[this.dataset.id], true); });
+      b.type = "button"; b.textContent = n.name + " (" + n.type + ")" + (via ? " — also called " + via : ""); b.dataset.id = n.id;
+      b.addEventListener("click", function () {
+        if (byId[this.dataset.id]) select(byId[this.dataset.id], true); else refocus(this.dataset.id);
+      });
       li.appendChild(b); list.appendChild(li); shown++;
     }
     if (shown === 100) list.appendChild(el("li", "Showing the first 100; type to narrow.", "prov"));
+  }
+
+  // refocus shows the view around an entity.
+  function refocus(id) {
+    form.elements.focus.value = id;
+    if (form.elements.depth.value === "all") form.elements.depth.value = "";
+    load();
   }
 
   function select(n, center) {
@@ -212,6 +281,15 @@
   function showEntity(d) {
     panel.textContent = "";
     var h = el("h2", d.name + " "); h.appendChild(el("span", d.type, "tag")); panel.appendChild(h);
+    var nav = el("p"), own = el("a", "Its page");
+    own.href = "/graph/" + encodeURIComponent(d.id);
+    nav.appendChild(own);
+    if (focus !== d.id) {
+      var around = el("button", "Show the graph around " + d.name); around.type = "button";
+      around.addEventListener("click", function () { refocus(d.id); });
+      nav.appendChild(document.createTextNode(" · ")); nav.appendChild(around);
+    }
+    panel.appendChild(nav);
     if (d.aliases.length) panel.appendChild(el("p", "Also called: " + d.aliases.join(", ")));
     var dl = el("dl", null, "attrs");
     d.attributes.forEach(function (a) {
@@ -280,8 +358,10 @@
   window.addEventListener("resize", resize);
 
   var params = new URLSearchParams(location.search);
-  ["type", "npc", "session"].forEach(function (k) { var f = form.elements[k]; if (f && params.get(k)) f.value = params.get(k); });
+  ["type", "npc", "session", "depth", "focus"].forEach(function (k) { var f = form.elements[k]; if (f && params.get(k)) f.value = params.get(k); });
+  if (form.dataset.focus) form.elements.focus.value = form.dataset.focus;
   resize();
   load();
-  window.glyphoxaGraph = { nodes: function () { return nodes.length; }, settled: function () { return !running; }, ticks: function () { return ticks; } };
+  window.glyphoxaGraph = { nodes: function () { return nodes.length; }, settled: function () { return !running; }, ticks: function () { return ticks; },
+    firstDraw: function () { return firstDraw; }, fetched: function () { return fetched; }, focus: function () { return focus; } };
 })();

@@ -101,6 +101,21 @@ async function overflow(page) {
   step("graph", { status: await page.locator("#graph-status").innerText(), entity: await page.locator("#entity h2").innerText(),
     facts: await page.locator("#entity .facts li").count(), secretTags: await page.locator("#entity .tag.secret").count() });
   await shot(page, "graph");
+  // Search by alias; the legend names the types in view.
+  await page.getByLabel("Find an entity").fill("the blacksmith");
+  await page.getByLabel("Find an entity").press("Enter");
+  await page.waitForFunction(() => { const h = document.querySelector("#entity h2"); return h && h.textContent.startsWith("Grimjaw"); });
+  const aliasHit = await page.locator("#entity-list button").first().innerText();
+  const legend = await page.locator("#graph-types").innerText();
+  // An entity's own page: the graph around it, its panel open, the view in the URL.
+  await page.goto(cfg.base + "/graph/brannoc");
+  await page.waitForFunction(() => /within 2 steps of Brannoc/.test(document.getElementById("graph-status").textContent));
+  await page.waitForFunction(() => { const h = document.querySelector("#entity h2"); return h && h.textContent.startsWith("Brannoc"); });
+  await page.selectOption("select[name=depth]", "1");
+  await page.getByRole("button", { name: "Show" }).click();
+  await page.waitForFunction(() => /within 1 step of Brannoc/.test(document.getElementById("graph-status").textContent));
+  step("graph-local", { aliasHit, legend, status: await page.locator("#graph-status").innerText(), url: page.url(),
+    nodes: await page.evaluate(() => window.glyphoxaGraph.nodes()) });
 
   // Follow a recap sentence to the line it cites.
   await page.goto(cfg.base + "/sessions/s1");

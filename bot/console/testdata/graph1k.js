@@ -31,7 +31,15 @@ const cfg = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
         .observe({ type: "longtask", buffered: true });
     } catch (e) { /* no Long Tasks API */ }
   });
+  // The default view of a large campaign: the graph around its
+  // best-connected entity.
   await page.goto(cfg.base + "/graph");
+  await page.waitForFunction(() => window.glyphoxaGraph && window.glyphoxaGraph.firstDraw() > 0);
+  const local = await page.evaluate(() => ({ nodes: window.glyphoxaGraph.nodes(), focus: window.glyphoxaGraph.focus(),
+    firstDraw: window.glyphoxaGraph.firstDraw(), fetched: window.glyphoxaGraph.fetched(), fetched: window.glyphoxaGraph.fetched(), url: location.href }));
+  await page.screenshot({ path: path.join(cfg.shots, "graph-1k-local.png") });
+  // The whole graph.
+  await page.goto(cfg.base + "/graph?depth=all");
   await page.waitForFunction(() => window.glyphoxaGraph && window.glyphoxaGraph.nodes() > 0);
   // Pick an entity while the layout is still running.
   const during = await page.evaluate(() => !window.glyphoxaGraph.settled());
@@ -41,9 +49,10 @@ const cfg = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
   const picked = await page.locator("#entity h2").innerText();
   await page.waitForFunction(() => window.glyphoxaGraph.settled());
   const probe = await page.evaluate(() => Object.assign({ nodes: window.glyphoxaGraph.nodes(), ticks: window.glyphoxaGraph.ticks(),
+    firstDraw: window.glyphoxaGraph.firstDraw(), fetched: window.glyphoxaGraph.fetched(),
     status: document.getElementById("graph-status").textContent }, window.__probe));
   await page.screenshot({ path: path.join(cfg.shots, "graph-1k.png") });
   await ctx.close();
   fs.rmSync(dir, { recursive: true, force: true });
-  process.stdout.write(JSON.stringify(Object.assign(probe, { during, picked })) + "\n");
+  process.stdout.write(JSON.stringify(Object.assign(probe, { during, picked, local })) + "\n");
 })().catch((e) => { process.stdout.write(JSON.stringify({ error: String(e && e.stack || e) }) + "\n"); process.exit(1); });
