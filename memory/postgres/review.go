@@ -165,9 +165,13 @@ type Retirement struct {
 }
 
 // Retirement returns when and why a retired fact left canon (zero time and
-// empty reason for a fact that is not retired).
+// empty reason for a fact that is not retired). It is for the DM: a reason
+// may name the DM's note or a fact a player may not see.
 func (g *Graph) Retirement(ctx context.Context, id int64) (Retirement, error) {
 	var out Retirement
+	if !g.view.system() {
+		return out, fmt.Errorf("%w: why a fact was retired is for the DM", memory.ErrForbidden)
+	}
 	var at *time.Time
 	err := g.db.QueryRow(ctx, `SELECT r.retired_at, r.retire_reason FROM relationships r
 		WHERE r.campaign_id = $1 AND r.id = $2 AND `+g.view.factVisible("r"), g.campaign, id).Scan(&at, &out.Reason)

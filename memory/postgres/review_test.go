@@ -410,6 +410,12 @@ func TestBulkReviewBadInput(t *testing.T) {
 	if _, _, err := pg.LastReviewBatch(ctx); !errors.Is(err, memory.ErrForbidden) {
 		t.Fatalf("a player's last batch: %v", err)
 	}
+	if _, err := pg.OpenConflictsOf(ctx, []int64{knows.ID}); !errors.Is(err, memory.ErrForbidden) {
+		t.Fatalf("a player's open conflicts: %v", err)
+	}
+	if _, err := pg.Retirement(ctx, knows.ID); !errors.Is(err, memory.ErrForbidden) {
+		t.Fatalf("a player's retirement reasons: %v", err)
+	}
 }
 
 // TestSessionFactsAsTheCampaignStoodThen: a recap of an old session gets
