@@ -66,18 +66,45 @@ func (b *Bot) conflictPage(ctx context.Context, camp *memaccess.Campaign, page i
 	return "", embed, comps, nil
 }
 
-// conflictExplanation says what the conflict is and what each button does.
+// conflictExplanation says what the conflict is, where each fact stands
+// now (read from their statuses, never assumed) and what each button does.
 func conflictExplanation(c memory.Conflict) string {
+	var b strings.Builder
 	if c.Kind == memory.LinkSupersedes {
-		until := "the new fact's session"
+		b.WriteString("🔁 **supersedes**: a later session says otherwise. ")
+	} else {
+		b.WriteString("⚔️ **contradicts**: both cannot hold. ")
+	}
+	switch c.OldFact.Status {
+	case memory.StatusRetired:
+		until := "when the new fact was recorded"
 		if s := c.OldFact.ValidUntilSession; s != "" {
 			until = "session " + s
 		}
-		return fmt.Sprintf("🔁 **supersedes**: a later session says otherwise, so the old fact was retired as of %s. "+
-			"**Keep new** confirms the change; **Keep old** rejects the new fact and makes the old one canon again.", until)
+		b.WriteString("The old fact was retired as of " + until + "; ")
+	case memory.StatusActive:
+		b.WriteString("The old fact is still canon; ")
+	default:
+		b.WriteString("The old fact is " + string(c.OldFact.Status) + "; ")
 	}
-	return "⚔️ **contradicts**: both cannot hold. The old fact stays canon and the new one waits. " +
-		"**Keep new** confirms it and retires the old one; **Keep old** rejects the new one."
+	switch c.NewFact.Status {
+	case memory.StatusActive:
+		b.WriteString("the new one is canon. ")
+	case memory.StatusPending:
+		b.WriteString("the new one waits for you. ")
+	default:
+		b.WriteString("the new one is " + string(c.NewFact.Status) + ". ")
+	}
+	b.WriteString("**Keep new** confirms the new fact")
+	if c.OldFact.Status == memory.StatusActive {
+		b.WriteString(" and retires the old one")
+	}
+	b.WriteString("; **Keep old** rejects the new fact")
+	if c.OldFact.Status == memory.StatusRetired {
+		b.WriteString(" and makes the old one canon again")
+	}
+	b.WriteString(". Confirming or rejecting the new fact in the review list settles this conflict the same way.")
+	return b.String()
 }
 
 // factDetail is a fact's provenance, its standing, and its evidence: the

@@ -10,7 +10,7 @@ import (
 )
 
 // factList lists an entity's facts in force now, or those that held in a
-// session, with when each started and stopped holding.
+// session or at a date, with when each started and stopped holding.
 func (b *Bot) factList(ctx context.Context, g *memaccess.Graph, ref, asOf string) (string, error) {
 	e, err := resolveEntity(ctx, g, ref)
 	if err != nil {
@@ -19,8 +19,9 @@ func (b *Bot) factList(ctx context.Context, g *memaccess.Graph, ref, asOf string
 	var rels []memory.Relationship
 	head := fmt.Sprintf("**%s** now", e.Name)
 	if asOf != "" {
-		head = fmt.Sprintf("**%s** as of session %s", e.Name, asOf)
-		rels, err = g.FactsAsOf(ctx, e.ID, asOf)
+		var label string
+		rels, label, err = g.FactsAsOfRef(ctx, e.ID, asOf)
+		head = fmt.Sprintf("**%s** as of %s", e.Name, label)
 	} else {
 		rels, err = g.Relationships(ctx, e.ID, memory.TraversalOpts{})
 	}
@@ -87,4 +88,17 @@ func (b *Bot) changes(ctx context.Context, camp *memaccess.Campaign, since strin
 		lines = append(lines, fmt.Sprintf("%d proposals from agents (MCP resolve_proposal)", ch.Proposals))
 	}
 	return truncate(strings.Join(lines, "\n"), 1900), nil
+}
+
+// FactsAsOf resolves ref (an entity's id, name or alias) and returns its
+// facts as they held at asOf, a session id or a date (see
+// [memaccess.Graph]'s FactsAsOfRef), with how to say the moment: what the
+// Discord as_of option and the console's "As of" page show.
+func FactsAsOf(ctx context.Context, g *memaccess.Graph, ref, asOf string) (memory.Entity, string, []memory.Relationship, error) {
+	e, err := resolveEntity(ctx, g, ref)
+	if err != nil {
+		return memory.Entity{}, "", nil, err
+	}
+	facts, label, err := g.FactsAsOfRef(ctx, e.ID, asOf)
+	return e, label, facts, err
 }

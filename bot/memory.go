@@ -295,6 +295,14 @@ func (b *Bot) pendingPage(ctx context.Context, camp *memaccess.Campaign, session
 		ids = append(ids, f.SourceID, f.TargetID)
 	}
 	n := names(ctx, g, ids...)
+	shownIDs := make([]int64, len(shown))
+	for k, f := range shown {
+		shownIDs[k] = f.ID
+	}
+	inConflict, err := g.OpenConflictsOf(ctx, shownIDs)
+	if err != nil {
+		return "", nil, nil, err
+	}
 	embed := &discordgo.MessageEmbed{
 		Title:  fmt.Sprintf("Facts waiting for your review (%d)", len(facts)),
 		Color:  0xE0A526,
@@ -303,6 +311,9 @@ func (b *Bot) pendingPage(ctx context.Context, camp *memaccess.Campaign, session
 	var comps []discordgo.MessageComponent
 	for _, f := range shown {
 		value := provenanceLine(f)
+		if cs := inConflict[f.ID]; len(cs) > 0 {
+			value += "\n" + conflictNote(cs)
+		}
 		if ev, err := g.Evidence(ctx, f.ID); err == nil && len(ev) > 0 {
 			e := ev[0]
 			value += fmt.Sprintf("\n> %s — %s, %s", truncate(e.Text, 300), e.SpeakerName, e.At.UTC().Format("15:04"))
@@ -318,15 +329,96 @@ func (b *Bot) pendingPage(ctx context.Context, camp *memaccess.Campaign, session
 			discordgo.Button{Label: fmt.Sprintf("Edit #%d", f.ID), Style: discordgo.SecondaryButton, CustomID: "pend:e:" + suffix},
 		}})
 	}
+	// One row: paging, then the bulk review of every pending fact the page
+	// lists (of its session, if one was asked for).
+	var row []discordgo.MessageComponent
 	if pages > 1 {
-		comps = append(comps, discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+		row = append(row,
 			discordgo.Button{Label: "◀ Previous", Style: discordgo.SecondaryButton, Disabled: page == 0,
 				CustomID: fmt.Sprintf("pend:p:0:%d:%s", page-1, session)},
 			discordgo.Button{Label: "Next ▶", Style: discordgo.SecondaryButton, Disabled: page == pages-1,
-				CustomID: fmt.Sprintf("pend:p:0:%d:%s", page+1, session)},
-		}})
+				CustomID: fmt.Sprintf("pend:p:0:%d:%s", page+1, session)})
 	}
+	scope := "all"
+	if session != "" {
+		scope = "all from " + truncate(session, 40)
+	}
+	row = append(row,
+		discordgo.Button{Label: fmt.Sprintf("Confirm %s (%d)", scope, min(len(facts), maxBulk)), Style: discordgo.SuccessButton,
+			CustomID: fmt.Sprintf("pend:a:0:%d:%s", page, session)},
+		discordgo.Button{Label: fmt.Sprintf("Reject %s (%d)", scope, min(len(facts), maxBulk)), Style: discordgo.DangerButton,
+			CustomID: fmt.Sprintf("pend:x:0:%d:%s", page, session)})
+	comps = append(comps, discordgo.ActionsRow{Components: row})
 	return "", embed, comps, nil
+}
+
+// lastRow is the last row of comps, if it is a row.
+func lastRow(comps []discordgo.MessageComponent) (discordgo.ActionsRow, bool) {
+	if len(comps) == 0 {
+		return discordgo.ActionsRow{}, false
+	}
+	r, ok := comps[len(comps)-1].(discordgo.ActionsRow)
+	return r, ok
+}
+
+// maxBulk bounds one bulk review (the store's batch limit).
+const maxBulk = 1000
+
+// conflictNote tells a pending fact's card that the fact is in open
+// conflicts and how reviewing it settles them.
+func conflictNote(conflicts []int64) string {
+	ids := make([]string, len(conflicts))
+	for k, c := range conflicts {
+		ids[k] = fmt.Sprintf("%d", c)
+	}
+	return "⚔️ in open conflict " + strings.Join(ids, ", ") + " (`/memory conflicts`): confirming it keeps it and retires the " +
+		"other fact; rejecting it keeps the other."
+}
+
+// bulkReview confirms (or rejects) every pending fact of session (all when
+// empty), up to maxBulk, in one batch, and returns the note and an Undo
+// button for it.
+func (b *Bot) bulkReview(ctx context.Context, i *discordgo.Interaction, camp *memaccess.Campaign, session string, confirm bool, page int) (string, []discordgo.MessageComponent, error) {
+	g := camp.Graph()
+	facts, err := g.PendingFacts(ctx, memory.FactFilter{SessionID: session, Limit: maxBulk + 1})
+	if err != nil {
+		return "", nil, err
+	}
+	if len(facts) == 0 {
+		return "Nothing is waiting for review.", nil, nil
+	}
+	more := len(facts) > maxBulk
+	facts = facts[:min(len(facts), maxBulk)]
+	ids := make([]int64, len(facts))
+	for k, f := range facts {
+		ids[k] = f.ID
+	}
+	action, verb := memaccess.ReviewConfirm, "✅ Confirmed"
+	if !confirm {
+		action, verb = memaccess.ReviewReject, "✖ Rejected"
+	}
+	batch, err := g.ReviewFacts(ctx, action, ids, userOf(i))
+	if err != nil {
+		return "", nil, err
+	}
+	note := fmt.Sprintf("%s %d fact(s) in one batch (#%d); their conflicts are settled with them.", verb, len(batch.Done), batch.ID)
+	if more {
+		note += fmt.Sprintf(" More than %d were waiting: press again for the rest.", maxBulk)
+	}
+	undo := discordgo.Button{Label: fmt.Sprintf("↩ Undo batch #%d", batch.ID),
+		Style: discordgo.SecondaryButton, CustomID: fmt.Sprintf("pend:u:%d:%d:%s", batch.ID, page, session)}
+	return note, []discordgo.MessageComponent{undo}, nil
+}
+
+// userOf is the Discord user id behind an interaction.
+func userOf(i *discordgo.Interaction) string {
+	switch {
+	case i.Member != nil && i.Member.User != nil:
+		return i.Member.User.ID
+	case i.User != nil:
+		return i.User.ID
+	}
+	return ""
 }
 
 // pendingButton handles Confirm / Reject / Edit / page buttons. The
@@ -364,6 +456,22 @@ func (b *Bot) pendingButton(ctx context.Context, i *discordgo.Interaction, g Gui
 	case "e":
 		b.factEditModal(ctx, i, camp, id, page, session)
 		return
+	case "a", "x":
+		var undo []discordgo.MessageComponent
+		note, undo, err = b.bulkReview(ctx, i, camp, session, action == "a", page)
+		if err != nil {
+			b.reply(i, true, "⚠️ "+errText(err))
+			return
+		}
+		b.updatePending(ctx, i, camp, session, page, note, undo...)
+		return
+	case "u":
+		batch, err := camp.Graph().UndoReview(ctx, id)
+		if err != nil {
+			b.reply(i, true, "⚠️ "+errText(err))
+			return
+		}
+		note = fmt.Sprintf("↩️ Undid batch #%d: %d fact(s) are back as they were before it.", batch.ID, len(batch.Facts))
 	case "p":
 	default:
 		b.reply(i, true, "This button has expired.")
@@ -373,11 +481,20 @@ func (b *Bot) pendingButton(ctx context.Context, i *discordgo.Interaction, g Gui
 }
 
 // updatePending replaces the message the button was on with the fresh page.
-func (b *Bot) updatePending(ctx context.Context, i *discordgo.Interaction, camp *memaccess.Campaign, session string, page int, note string) {
+func (b *Bot) updatePending(ctx context.Context, i *discordgo.Interaction, camp *memaccess.Campaign, session string, page int, note string, extra ...discordgo.MessageComponent) {
 	content, embed, comps, err := b.pendingPage(ctx, camp, session, page)
 	if err != nil {
 		b.reply(i, true, "⚠️ "+errText(err))
 		return
+	}
+	// Extra buttons (Undo) join the last row, the bulk row, which has room.
+	if len(extra) > 0 {
+		if last, ok := lastRow(comps); ok && len(last.Components)+len(extra) <= 5 {
+			last.Components = append(last.Components, extra...)
+			comps[len(comps)-1] = last
+		} else {
+			comps = append(comps, discordgo.ActionsRow{Components: extra})
+		}
 	}
 	if note != "" {
 		content = strings.TrimSpace(note + "\n" + content)
@@ -488,8 +605,9 @@ func (b *Bot) entityEmbedAsOf(ctx context.Context, g *memaccess.Graph, ref, asOf
 	embed.Description = strings.Join(desc, "\n")
 	var rels []memory.Relationship
 	if asOf != "" {
-		embed.Title += " as of session " + asOf
-		rels, err = g.FactsAsOf(ctx, e.ID, asOf)
+		var label string
+		rels, label, err = g.FactsAsOfRef(ctx, e.ID, asOf)
+		embed.Title += " as of " + label
 		rels = rels[:min(len(rels), 20)]
 	} else {
 		rels, err = g.Relationships(ctx, e.ID, memory.TraversalOpts{Limit: 20})

@@ -16,6 +16,10 @@ import (
 // maxRecapLines bounds the transcript handed to one recap.
 const maxRecapLines = 600
 
+// maxRecapFacts bounds the facts of one session a recap is given; beyond it
+// the recap is told how many were left out.
+const maxRecapFacts = 500
+
 func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
 	dm := isDM(g, i.Member)
 	safe, set := c.boolean("player_safe")
@@ -180,24 +184,25 @@ func recapInput(ctx context.Context, camp, dm *memaccess.Campaign, sessionID str
 		in.Lines = in.Lines[len(in.Lines)-maxRecapLines:]
 	}
 	view := camp
-	statuses := []memory.FactStatus{memory.StatusActive, memory.StatusPending}
-	if safe {
-		if camp.DM() {
-			if view, err = camp.As(memory.PlayerViewer()); err != nil {
-				return in, err
-			}
+	if safe && camp.DM() {
+		if view, err = camp.As(memory.PlayerViewer()); err != nil {
+			return in, err
 		}
-		statuses = statuses[:1]
 	}
 	g := view.Graph()
-	facts, err := g.FindFacts(ctx, memaccess.FactQuery{Statuses: statuses, Limit: 500})
+	// The session's facts as the campaign stood at its end, however old
+	// it is (not the newest facts of the campaign now).
+	facts, err := g.SessionFacts(ctx, sessionID, !safe)
 	if err != nil {
 		return in, err
 	}
+	if len(facts) > maxRecapFacts {
+		// The prompt holds so many: say how many are left out.
+		in.Facts = append(in.Facts, fmt.Sprintf("(this session established %d facts; the recap was given its first %d)",
+			len(facts), maxRecapFacts))
+		facts = facts[:maxRecapFacts]
+	}
 	for _, f := range facts {
-		if f.Provenance.SessionID != sessionID {
-			continue
-		}
 		sentence := factSentence(f)
 		if f.Status == memory.StatusPending {
 			sentence += " (unconfirmed)"

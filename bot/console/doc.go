@@ -6,10 +6,12 @@
 // # Pages
 //
 //   - Review: pending facts and open conflicts with their provenance and the
-//     transcript lines behind them; confirm, reject, edit, keep old, keep new.
+//     transcript lines behind them; confirm, reject, edit, keep old, keep new,
+//     and many at once (ticked, or all from a session) with an undo banner.
 //     The buttons call the same store operations as the Discord buttons
-//     ([access.Graph]'s ConfirmFact, RejectFact, ResolveConflict and
-//     [bot.EditFact]).
+//     ([access.Graph]'s ConfirmFact, RejectFact, ResolveConflict,
+//     ReviewFacts, UndoReview and [bot.EditFact]).
+//   - As of: an entity's facts as they held at a session or a date.
 //   - Graph: the campaign's entities and facts, drawn by a small force layout
 //     in a canvas, filtered by type, by an NPC's visibility and by session;
 //     secret facts are marked; an entity's attributes, facts over time and

@@ -149,6 +149,12 @@ func TestConsoleInChromium(t *testing.T) {
 	if err != nil || got.Status != memory.StatusActive || !got.Provenance.DMConfirmed {
 		t.Errorf("fact #%d after the browser confirmed it: %s, confirmed %v, %v", fact.ID, got.Status, got.Provenance.DMConfirmed, err)
 	}
+	if s := steps["bulk"]; s.Facts == 0 || !strings.Contains(s.Message, "in batch #") || !strings.Contains(s.Text, "Undid batch") || s.Shown {
+		t.Errorf("bulk confirm and undo: %+v", s)
+	}
+	if left, err := g.PendingFacts(ctx, memory.FactFilter{}); err != nil || len(left) != steps["bulk"].Facts {
+		t.Errorf("after the browser's bulk confirm and undo %d facts wait, want %d: %v", len(left), steps["bulk"].Facts, err)
+	}
 	if s := steps["persona"]; !strings.Contains(s.Message, "Saved Grimjaw") || s.Field != personality {
 		t.Errorf("persona: %+v", s)
 	}
@@ -180,7 +186,7 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Errorf("%s is %d px wider than a 360 px screen", page, px)
 		}
 	}
-	if len(steps["narrow"].Overflow) != 5 {
+	if len(steps["narrow"].Overflow) != 6 {
 		t.Errorf("narrow pages checked: %v", steps["narrow"].Overflow)
 	}
 	if errs := steps["errors"].DM; len(errs) > 0 {

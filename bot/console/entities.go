@@ -107,7 +107,7 @@ func (s *Server) entityPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	ret, retired, err := g.Retirement(ctx, id)
+	ret, retired, err := g.RetiredEntity(ctx, id)
 	if err != nil {
 		s.failErr(w, r, err)
 		return

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -79,6 +81,9 @@ type factView struct {
 	Evidence       []memory.TranscriptEntry
 	// EvidenceMore counts the lines beyond those shown.
 	EvidenceMore int
+	// Conflicts are the open conflicts the fact is in (pending cards say
+	// so: reviewing it settles them).
+	Conflicts []int64
 }
 
 // evidenceShown is how many transcript lines a fact shows.
@@ -131,6 +136,23 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
+	ids := make([]int64, len(pending))
+	for i, f := range pending {
+		ids[i] = f.ID
+	}
+	inConflict, err := g.OpenConflictsOf(ctx, ids)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	for i := range pv {
+		pv[i].Conflicts = inConflict[pv[i].ID]
+	}
+	lastBatch, hasBatch, err := g.LastReviewBatch(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
 	conflicts, err := g.Conflicts(ctx)
 	if err != nil {
 		s.failErr(w, r, err)
@@ -139,6 +161,8 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
 	type conflictView struct {
 		memory.Conflict
 		Old, New factView
+		// Standing says where each fact stands now, from its status.
+		Standing string
 	}
 	cv := make([]conflictView, 0, len(conflicts))
 	for _, c := range conflicts {
@@ -147,7 +171,7 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
 			s.failErr(w, r, err)
 			return
 		}
-		cv = append(cv, conflictView{Conflict: c, Old: fv[0], New: fv[1]})
+		cv = append(cv, conflictView{Conflict: c, Old: fv[0], New: fv[1], Standing: conflictStanding(c)})
 	}
 	sessions, err := camp.Sessions().Sessions(ctx)
 	if err != nil {
@@ -167,9 +191,13 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
 			names[i] = e.Name
 		}
 	}
-	s.render(w, r, http.StatusOK, "review.html", page{Title: "Review", Nav: "review", Data: map[string]any{
+	data := map[string]any{
 		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Sessions": sessions, "Names": names,
-		"Message": s.takeFlash(r)}})
+		"Message": s.takeFlash(r)}
+	if hasBatch {
+		data["Batch"] = lastBatch
+	}
+	s.render(w, r, http.StatusOK, "review.html", page{Title: "Review", Nav: "review", Data: data})
 }
 
 func pathID(r *http.Request) (int64, error) {
@@ -236,6 +264,129 @@ func (s *Server) editFact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.back(w, r, "/review", fmt.Sprintf("Corrected fact #%d and confirmed it as #%d (%s %s %s).", id, f.ID, f.SourceID, f.Type, f.TargetID))
+}
+
+// conflictStanding says, from the facts' statuses, where the pair of a
+// conflict stands now and what each choice does.
+func conflictStanding(c memory.Conflict) string {
+	var b strings.Builder
+	if c.Kind == memory.LinkSupersedes {
+		b.WriteString("Supersedes: a later session says otherwise. ")
+	} else {
+		b.WriteString("Contradicts: both cannot hold. ")
+	}
+	switch c.OldFact.Status {
+	case memory.StatusRetired:
+		until := "when the new fact was recorded"
+		if s := c.OldFact.ValidUntilSession; s != "" {
+			until = "session " + s
+		}
+		b.WriteString("The old fact was retired as of " + until + "; ")
+	case memory.StatusActive:
+		b.WriteString("The old fact is still canon; ")
+	default:
+		b.WriteString("The old fact is " + string(c.OldFact.Status) + "; ")
+	}
+	switch c.NewFact.Status {
+	case memory.StatusActive:
+		b.WriteString("the new one is canon.")
+	case memory.StatusPending:
+		b.WriteString("the new one waits for you.")
+	default:
+		b.WriteString("the new one is " + string(c.NewFact.Status) + ".")
+	}
+	return b.String()
+}
+
+// bulkReview confirms or rejects many facts in one batch: the ticked ones
+// (fact=ID, repeated) or, with all=1, every pending fact of the session
+// filter (any session when empty). The review page then offers Undo.
+func (s *Server) bulkReview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	action := access.ReviewAction(r.PostFormValue("action"))
+	if action != access.ReviewConfirm && action != access.ReviewReject {
+		s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown review action %q: want confirm or reject.", action))
+		return
+	}
+	g := camp.Graph()
+	session := r.PostFormValue("session")
+	back := "/review"
+	if session != "" {
+		back += "?session=" + url.QueryEscape(session)
+	}
+	var ids []int64
+	if r.PostFormValue("all") == "1" {
+		pending, err := g.PendingFacts(ctx, memory.FactFilter{SessionID: session, Limit: maxBulk})
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		for _, f := range pending {
+			ids = append(ids, f.ID)
+		}
+	} else {
+		for _, v := range r.PostForm["fact"] {
+			id, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || id <= 0 {
+				s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("%q is not a fact number.", v))
+				return
+			}
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		s.back(w, r, back, "⚠ Nothing was selected: tick the facts to review, or use the buttons for the whole session.")
+		return
+	}
+	batch, err := g.ReviewFacts(ctx, action, ids, sessionOf(ctx).UserID)
+	if err != nil {
+		s.back(w, r, back, "⚠ Nothing was changed: "+flashErr(err))
+		return
+	}
+	s.log.Info("facts reviewed in bulk", "batch", batch.ID, "action", action, "facts", len(ids), "by", sessionOf(ctx).UserID)
+	verb := "Confirmed"
+	if action == access.ReviewReject {
+		verb = "Rejected"
+	}
+	s.back(w, r, back, fmt.Sprintf("%s %s in batch #%d; their conflicts were settled with them.", verb, nFacts(len(batch.Done)), batch.ID))
+}
+
+// maxBulk bounds one bulk review (the store's batch limit).
+const maxBulk = 1000
+
+// undoReview undoes a bulk review batch.
+func (s *Server) undoReview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := pathID(r)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	batch, err := camp.Graph().UndoReview(ctx, id)
+	if err != nil {
+		s.back(w, r, "/review", "⚠ "+flashErr(err))
+		return
+	}
+	s.log.Info("review batch undone", "batch", batch.ID, "by", sessionOf(ctx).UserID)
+	s.back(w, r, "/review", fmt.Sprintf("Undid batch #%d: %s back as they were.", batch.ID, nFacts(len(batch.Facts))))
+}
+
+// nFacts is "1 fact" or "n facts".
+func nFacts(n int) string {
+	if n == 1 {
+		return "1 fact"
+	}
+	return fmt.Sprintf("%d facts", n)
 }
 
 // resolveConflict keeps the new or the old fact: the store operation of

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
 )
 
@@ -19,8 +21,8 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	campaign := fs.String("campaign", "", "campaign id")
 	npcID := fs.String("npc", "", "answer only from what this NPC heard (entity id)")
 	mode := fs.String("mode", "hybrid", "retrieval mode: vector, fts, graphrag, ppr or hybrid")
-	asOf := fs.String("as-of", "", "answer as the campaign stood at this session (id): from it and earlier sessions only, "+
-		"with the facts that held then about the entities the question names")
+	asOf := fs.String("as-of", "", "answer as the campaign stood at this session (id) or date (2006-01-02, the end of that day UTC, "+
+		"or RFC 3339): from it and earlier sessions only, with the facts that held then about the entities the question names")
 	decompose := fs.Bool("decompose", false, "hybrid mode: have the LLM (providers.llm) split the question into simpler ones, searched beside it")
 	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
 	as := fs.String("as", "dm", "read as dm (everything) or player (what the players may see; the DM's preview); --npc reads as that NPC")
@@ -86,18 +88,29 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := r.Search(ctx, retrieve.Query{Text: question, Mode: m, K: *k, NPCID: *npcID, AsOf: *asOf})
+	at, err := resolveAsOf(ctx, camp, *asOf)
 	if err != nil {
 		return err
 	}
+	var res []retrieve.Result
+	if at.none {
+		// A date before the first session: nothing was said yet.
+	} else if res, err = r.Search(ctx, retrieve.Query{Text: question, Mode: m, K: *k, NPCID: *npcID, AsOf: at.session}); err != nil {
+		return err
+	}
 	if *asOf != "" {
-		facts, err := camp.Graph().NamedFactsAsOf(ctx, question, *asOf, true) // the viewer filters
+		var facts []access.FactWithNames
+		if at.date.IsZero() {
+			facts, err = camp.Graph().NamedFactsAsOf(ctx, question, at.session, true) // the viewer filters
+		} else {
+			facts, err = camp.Graph().NamedFactsAsOfTime(ctx, question, at.date, true)
+		}
 		if err != nil {
 			return err
 		}
 		for _, f := range facts {
-			res = append(res, retrieve.Result{Kind: "fact", ID: fmt.Sprint(f.ID), SessionID: *asOf, EntityIDs: []string{f.SourceID, f.TargetID},
-				Content: fmt.Sprintf("as of session %s: %s %s %s", *asOf, f.SourceName, f.Type, f.TargetName)})
+			res = append(res, retrieve.Result{Kind: "fact", ID: fmt.Sprint(f.ID), SessionID: at.session, EntityIDs: []string{f.SourceID, f.TargetID},
+				Content: fmt.Sprintf("as of %s: %s %s %s", at.label, f.SourceName, f.Type, f.TargetName)})
 		}
 	}
 	if *asJSON {
@@ -126,4 +139,59 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return nil
+}
+
+// asOf is what `ask --as-of` resolved to: a session, or a date and the
+// session under way then.
+type asOf struct {
+	// session is the session the search is restricted to (empty: none).
+	session string
+	// date is set when --as-of was a date.
+	date time.Time
+	// none: a date before the first session.
+	none  bool
+	label string
+}
+
+// resolveAsOf reads --as-of: a session id of the campaign, else a date
+// (2006-01-02 means the end of that day, UTC; or RFC 3339), searched as of
+// the last session started by then.
+func resolveAsOf(ctx context.Context, camp *access.Campaign, v string) (asOf, error) {
+	if v == "" {
+		return asOf{}, nil
+	}
+	sessions, err := camp.Sessions().Sessions(ctx)
+	if err != nil {
+		return asOf{}, err
+	}
+	for _, s := range sessions {
+		if s.ID == v {
+			return asOf{session: v, label: "session " + v}, nil
+		}
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		d, derr := time.Parse("2006-01-02", v)
+		if derr != nil {
+			return asOf{}, usagef("--as-of %q is neither a session of campaign %q nor a date (2006-01-02 or RFC 3339)", v, camp.ID())
+		}
+		t = d.Add(24*time.Hour - time.Nanosecond)
+	}
+	out := asOf{date: t, none: true, label: v}
+	for _, s := range sessions {
+		if !s.StartedAt.After(t) && (out.none || s.StartedAt.After(startOf(sessions, out.session))) {
+			out.session, out.none = s.ID, false
+		}
+	}
+	return out, nil
+}
+
+// startOf is when session id of ss started.
+func startOf(ss []memory.Session, id string) time.Time {
+	for _, s := range ss {
+		if s.ID == id {
+			return s.StartedAt
+		}
+	}
+	return time.Time{}
 }

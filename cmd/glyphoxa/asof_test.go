@@ -78,6 +78,22 @@ sessions:
 			t.Errorf("ask --as-of %s: %d\n%s%s\nwant exactly %q", session, code, out, errs, want)
 		}
 	}
+	// By date: the end of that day (UTC), or an RFC 3339 moment.
+	for date, want := range map[string]string{"2026-03-05": "Grimjaw LOCATED_AT Ironhold", "2026-03-08": "Grimjaw LOCATED_AT The Rusty Tankard",
+		"2026-03-08T18:59:00Z": "Grimjaw LOCATED_AT Ironhold", "2026-03-15": "Grimjaw LOCATED_AT Sunken Vault"} {
+		code, out, errs := runCLI(t, vars, "ask", "--campaign", "ironhold-saga", "--mode", "fts", "--as-of", date, "Where is Grimjaw?")
+		if code != 0 || strings.Count(out, "LOCATED_AT") != 1 || !strings.Contains(out, "as of "+date+": "+want) {
+			t.Errorf("ask --as-of %s: %d\n%s%s\nwant exactly %q", date, code, out, errs, want)
+		}
+	}
+	if code, out, errs := runCLI(t, vars, "ask", "--campaign", "ironhold-saga", "--mode", "fts", "--as-of", "2026-02-01", "Where is Grimjaw?"); code != 0 ||
+		strings.Contains(out, "LOCATED_AT") || strings.Contains(out, "Duskwood road") {
+		t.Errorf("ask --as-of a date before the first session: %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, vars, "ask", "--campaign", "ironhold-saga", "--as-of", "2026-13-45", "Where is Grimjaw?"); code == 0 ||
+		!strings.Contains(errs, "2026-13-45") || !strings.Contains(errs, "date") {
+		t.Errorf("ask --as-of a bad date: %d %s", code, errs)
+	}
 	if code, _, errs := runCLI(t, vars, "ask", "--campaign", "ironhold-saga", "--as-of", "s9", "Where is Grimjaw?"); code == 0 || !strings.Contains(errs, "s9") {
 		t.Errorf("ask --as-of an unknown session: %d %s", code, errs)
 	}

@@ -9,6 +9,12 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
+// Bulk review actions (see [Graph]'s ReviewFacts).
+const (
+	ReviewConfirm = postgres.ReviewConfirm
+	ReviewReject  = postgres.ReviewReject
+)
+
 // The store's types a reader names, so that readers need not import the
 // driver package.
 type (
@@ -43,6 +49,12 @@ type (
 	EntityMerge      = postgres.EntityMerge
 	EntityRetirement = postgres.EntityRetirement
 	EntityKind       = postgres.EntityKind
+	// ReviewBatch is one bulk confirm or reject, undoable.
+	ReviewBatch = postgres.ReviewBatch
+	// ReviewAction is what a bulk review does.
+	ReviewAction = postgres.ReviewAction
+	// Retirement is when and why a fact left canon.
+	Retirement = postgres.Retirement
 )
 
 // EntityID derives an entity id from a name (see postgres.EntityID).

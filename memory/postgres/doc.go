@@ -24,8 +24,14 @@
 // (memory.Writer: the DM, an import, extraction, a player, an NPC) and
 // decides from it what the write may do: the DM supersedes, players and
 // NPCs only propose, and a fact that conflicts with canon is linked and
-// queued for the DM, never overwritten. Graph.FactsAsOf answers what held
-// in a session. UpsertRelationship is the bare upsert beneath, for seeding.
+// queued for the DM, never overwritten. Review (ConfirmFact, RejectFact,
+// ResolveConflict, ReviewFacts in bulk with UndoReview) settles a fact's
+// open conflicts with it in one transaction, and a single-valued relation
+// (ExclusiveTypes) never has two active facts for one source. Graph.FactsAsOf
+// answers what held in a session, FactsAsOfTime at a moment (retirement
+// times are recorded), SessionFacts what a session established as it
+// stood at its end. UpsertRelationship is the bare upsert beneath, for
+// seeding.
 //
 // # The DM's entity operations
 //

@@ -309,8 +309,8 @@ func (g *Graph) RetireEntity(ctx context.Context, id, sessionID, reason string) 
 	return out, nil
 }
 
-// Retirement reports whether entity id is retired, and when and why.
-func (g *Graph) Retirement(ctx context.Context, id string) (EntityRetirement, bool, error) {
+// RetiredEntity reports whether entity id is retired, and when and why.
+func (g *Graph) RetiredEntity(ctx context.Context, id string) (EntityRetirement, bool, error) {
 	var r EntityRetirement
 	var at *time.Time
 	err := g.db.QueryRow(ctx, `SELECT retired_at, retired_session, retired_reason FROM entities WHERE campaign_id = $1 AND id = $2`,

@@ -241,7 +241,7 @@ func TestRetireEntity(t *testing.T) {
 
 func mustRetirement(t *testing.T, g *postgres.Graph, id string) (postgres.EntityRetirement, bool) {
 	t.Helper()
-	r, ok, err := g.Retirement(ctxT(t), id)
+	r, ok, err := g.RetiredEntity(ctxT(t), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -58,16 +59,53 @@ func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, er
 	if err != nil {
 		return nil, fmt.Errorf("finding facts: %w", err)
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (FactWithNames, error) {
-		var f FactWithNames
-		r := &f.Relationship
-		var src, status string
-		err := row.Scan(&r.ID, &r.SourceID, &r.TargetID, &r.Type, &r.Attributes, &r.Provenance.SessionID,
-			&r.Provenance.Timestamp, &r.Provenance.Confidence, &src, &r.Provenance.DMConfirmed, &status,
-			&r.ValidUntilSession, &r.CreatedAt, &r.UpdatedAt, &f.SourceName, &f.TargetName)
-		r.Provenance.Source, r.Status = memory.FactSource(src), memory.FactStatus(status)
-		return f, err
-	})
+	return pgx.CollectRows(rows, scanFactWithNames)
+}
+
+// scanFactWithNames scans relColumns and the names of the fact's ends.
+func scanFactWithNames(row pgx.CollectableRow) (FactWithNames, error) {
+	var f FactWithNames
+	r := &f.Relationship
+	var src, status string
+	err := row.Scan(&r.ID, &r.SourceID, &r.TargetID, &r.Type, &r.Attributes, &r.Provenance.SessionID,
+		&r.Provenance.Timestamp, &r.Provenance.Confidence, &src, &r.Provenance.DMConfirmed, &status,
+		&r.ValidUntilSession, &r.CreatedAt, &r.UpdatedAt, &f.SourceName, &f.TargetName)
+	r.Provenance.Source, r.Status = memory.FactSource(src), memory.FactStatus(status)
+	return f, err
+}
+
+// SessionFacts returns the facts a session established as the campaign
+// stood at its end (when it ended, else when the next one started, else
+// now), oldest first: canon then, whether canon still or since retired,
+// and, with withPending, those still waiting for review. A fact retired in
+// the session itself is left out. What a recap of that session tells.
+func (g *Graph) SessionFacts(ctx context.Context, sessionID string, withPending bool) ([]FactWithNames, error) {
+	var at time.Time
+	err := g.db.QueryRow(ctx, `SELECT coalesce(x.ended_at, (SELECT min(n.started_at) FROM sessions n
+		WHERE n.campaign_id = x.campaign_id AND n.started_at > x.started_at), now())
+		FROM sessions x WHERE x.campaign_id = $1 AND x.id = $2`, g.campaign, sessionID).Scan(&at)
+	if isNoRows(err) {
+		return nil, fmt.Errorf("facts of session %q: %w", sessionID, memory.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("facts of session %q: %w", sessionID, err)
+	}
+	rows, err := g.db.Query(ctx, `
+		SELECT `+g.view.relCols()+`, s.name, t.name
+		FROM relationships r
+		JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
+		JOIN entities t ON t.campaign_id = r.campaign_id AND t.id = r.target_id
+		LEFT JOIN sessions us ON us.campaign_id = r.campaign_id AND us.id = r.valid_until_session
+		WHERE r.campaign_id = $1 AND r.session_id = $2 AND `+g.view.factVisible("r")+`
+		  AND (r.status = 'active' OR ($4 AND r.status = 'pending')
+		       OR (r.status = 'retired' AND r.valid_until_session <> $2
+		           AND ((r.valid_until_session <> '' AND us.started_at >= $3)
+		                OR (r.valid_until_session = '' AND coalesce(r.retired_at, r.updated_at) > $3))))
+		ORDER BY r.established_at, r.id`, g.campaign, sessionID, at, withPending)
+	if err != nil {
+		return nil, fmt.Errorf("facts of session %q: %w", sessionID, err)
+	}
+	return pgx.CollectRows(rows, scanFactWithNames)
 }
 
 // Evidence returns the transcript lines a fact was extracted from, in order.
@@ -88,7 +126,9 @@ func (g *Graph) Evidence(ctx context.Context, factID int64) ([]memory.Transcript
 
 // ReplaceFact records the DM's correction of a fact in one transaction: the
 // old fact is rejected (kept for the audit trail) and the corrected one is
-// stored as DM canon with the old one's provenance session.
+// stored as DM canon with the old one's provenance session, the transcript
+// evidence it rests on, and a supersedes link to it saying it corrects it
+// (even when the triple is unchanged).
 func (g *Graph) ReplaceFact(ctx context.Context, oldID int64, corrected memory.Relationship) (memory.Relationship, error) {
 	if err := g.dmOnly("correcting a fact"); err != nil {
 		return memory.Relationship{}, err
@@ -114,9 +154,20 @@ func (g *Graph) ReplaceFact(ctx context.Context, oldID int64, corrected memory.R
 		if corrected.Provenance.Source == "" {
 			corrected.Provenance.Source = old.Provenance.Source
 		}
-		w, err := tg.WriteFact(ctx, memory.DM(""), corrected, fmt.Sprintf("corrects fact %d", oldID))
+		reason := fmt.Sprintf("corrects fact %d", oldID)
+		w, err := tg.WriteFact(ctx, memory.DM(""), corrected, reason)
+		if err != nil {
+			return err
+		}
 		out = w.Fact
-		return err
+		if out.ID == oldID {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO fact_evidence (fact_id, entry_id)
+			SELECT $2, entry_id FROM fact_evidence WHERE fact_id = $1 ON CONFLICT DO NOTHING`, oldID, out.ID); err != nil {
+			return fmt.Errorf("keeping the evidence of fact %d: %w", oldID, err)
+		}
+		return tg.linkFacts(ctx, memory.FactLink{FromFact: out.ID, ToFact: oldID, Kind: memory.LinkSupersedes, Weight: 1}, reason)
 	})
 	if err != nil {
 		return memory.Relationship{}, fmt.Errorf("correcting fact %d: %w", oldID, err)

@@ -325,7 +325,35 @@ func (g *Graph) UpsertRelationship(ctx context.Context, r memory.Relationship) (
 	if err := validRel(r); err != nil {
 		return memory.Relationship{}, err
 	}
-	return g.upsertRel(ctx, r, "")
+	if !isExclusive(r.Type) {
+		return g.upsertRel(ctx, r, "")
+	}
+	// A single-valued relation never gets a second active fact: the check
+	// runs with the source locked, as WriteFact's does. The DM's write
+	// retires the old one; any other is refused.
+	var out memory.Relationship
+	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
+		tg := g.txGraph(tx)
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM entities WHERE campaign_id = $1 AND id = $2 FOR UPDATE`, g.campaign, r.SourceID); err != nil {
+			return fmt.Errorf("saving fact %s -%s-> %s: %w", r.SourceID, r.Type, r.TargetID, err)
+		}
+		var err error
+		if out, err = tg.upsertRel(ctx, r, ""); err != nil {
+			return err
+		}
+		switch {
+		case out.Status != memory.StatusActive:
+			return nil
+		case out.Provenance.DMConfirmed:
+			// DM canon supersedes where the source was.
+			return tg.supersedeOthers(ctx, out, "written by the DM")
+		}
+		if err := tg.exclusiveFree(ctx, out); err != nil {
+			return fmt.Errorf("saving fact %s -%s-> %s: %w (write it with WriteFact to supersede the old one)", r.SourceID, r.Type, r.TargetID, err)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // upsertRel is UpsertRelationship for a writer: proposedBy is empty for

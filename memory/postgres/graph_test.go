@@ -124,6 +124,12 @@ func TestRelationshipUpsertAndReview(t *testing.T) {
 	if dm.Status != memory.StatusActive || dm.ID == o.ID {
 		t.Fatalf("DM canon: %+v", dm)
 	}
+	// LOCATED_AT is single-valued: the DM's canon retired where Grimjaw was.
+	where := must[[]memory.Relationship](t)(g.Relationships(ctx, "grimjaw", memory.TraversalOpts{
+		RelTypes: []string{"LOCATED_AT"}, Direction: memory.Outgoing}))
+	if len(where) != 1 || where[0].ID != dm.ID {
+		t.Fatalf("Grimjaw's canon locations after the DM's write: %+v, want only fact %d", where, dm.ID)
+	}
 	// High-confidence facts are accepted directly.
 	hi := must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "elara", TargetID: "ironhold",
 		Type: "VISITED", Provenance: memory.Provenance{Confidence: 0.7, Source: memory.SourceStated}}))

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,14 +121,78 @@ func (g *Graph) FactLinks(ctx context.Context, factID int64) ([]memory.FactLink,
 // superseded another: then it holds from when it was written, and the fact
 // it replaced until then.
 func (g *Graph) FactsAsOf(ctx context.Context, entityID, sessionID string) ([]memory.Relationship, error) {
-	var at time.Time
-	err := g.db.QueryRow(ctx, `SELECT started_at FROM sessions WHERE campaign_id = $1 AND id = $2`, g.campaign, sessionID).Scan(&at)
-	if isNoRows(err) {
-		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, memory.ErrNotFound)
-	}
+	at, err := g.sessionStart(ctx, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, err)
 	}
+	facts, err := g.factsAt(ctx, entityID, at)
+	if err != nil {
+		return nil, fmt.Errorf("facts of %q as of session %q: %w", entityID, sessionID, err)
+	}
+	return facts, nil
+}
+
+// FactsAsOfTime is FactsAsOf for a moment instead of a session: the facts
+// that held at t. A fact of a session holds from that session's start; a
+// retired fact holds until the session it was retired in started or, when
+// retired outside play, until it was retired (its recorded retirement time).
+func (g *Graph) FactsAsOfTime(ctx context.Context, entityID string, t time.Time) ([]memory.Relationship, error) {
+	if t.IsZero() {
+		return nil, fmt.Errorf("%w: facts as of a date need a date", memory.ErrInvalid)
+	}
+	facts, err := g.factsAt(ctx, entityID, t)
+	if err != nil {
+		return nil, fmt.Errorf("facts of %q as of %s: %w", entityID, t.UTC().Format(time.RFC3339), err)
+	}
+	return facts, nil
+}
+
+// FactsAsOfRef is FactsAsOf when ref names a session of the campaign, else
+// FactsAsOfTime when it is a date (see ParseAsOfDate). It also returns how
+// to say the moment ("session s2", "2026-03-08").
+func (g *Graph) FactsAsOfRef(ctx context.Context, entityID, ref string) ([]memory.Relationship, string, error) {
+	ref = strings.TrimSpace(ref)
+	_, err := g.sessionStart(ctx, ref)
+	switch {
+	case err == nil:
+		facts, err := g.FactsAsOf(ctx, entityID, ref)
+		return facts, "session " + ref, err
+	case !errors.Is(err, memory.ErrNotFound):
+		return nil, "", fmt.Errorf("facts as of %q: %w", ref, err)
+	}
+	t, ok := ParseAsOfDate(ref)
+	if !ok {
+		return nil, "", fmt.Errorf("%w: %q is neither a session of this campaign nor a date (2006-01-02 or RFC 3339)", memory.ErrNotFound, ref)
+	}
+	facts, err := g.FactsAsOfTime(ctx, entityID, t)
+	return facts, ref, err
+}
+
+// ParseAsOfDate reads an "as of" date: 2006-01-02 is the end of that day
+// (UTC), or an RFC 3339 moment.
+func ParseAsOfDate(s string) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, true
+	}
+	if d, err := time.Parse("2006-01-02", s); err == nil {
+		return d.Add(24*time.Hour - time.Nanosecond), true
+	}
+	return time.Time{}, false
+}
+
+// sessionStart returns when session id started.
+func (g *Graph) sessionStart(ctx context.Context, id string) (time.Time, error) {
+	var at time.Time
+	err := g.db.QueryRow(ctx, `SELECT started_at FROM sessions WHERE campaign_id = $1 AND id = $2`, g.campaign, id).Scan(&at)
+	if isNoRows(err) {
+		return at, memory.ErrNotFound
+	}
+	return at, err
+}
+
+// factsAt returns the facts of entityID (every entity when empty) that held
+// at the moment at.
+func (g *Graph) factsAt(ctx context.Context, entityID string, at time.Time) ([]memory.Relationship, error) {
 	rows, err := g.db.Query(ctx, `
 		SELECT `+g.view.relCols()+` FROM relationships r
 		LEFT JOIN sessions fs ON fs.campaign_id = r.campaign_id AND fs.id = r.session_id
@@ -138,10 +204,10 @@ func (g *Graph) FactsAsOf(ctx context.Context, entityID, sessionID string) ([]me
 		       OR (r.session_id = '' AND (r.established_at <= $3 OR NOT EXISTS (SELECT 1 FROM fact_links l
 		           WHERE l.from_fact = r.id AND l.kind = 'supersedes'))))
 		  AND ((r.valid_until_session <> '' AND us.started_at > $3)
-		       OR (r.valid_until_session = '' AND (r.status = 'active' OR r.updated_at > $3)))
+		       OR (r.valid_until_session = '' AND (r.status = 'active' OR coalesce(r.retired_at, r.updated_at) > $3)))
 		ORDER BY r.rel_type, r.id`, g.campaign, entityID, at)
 	if err != nil {
-		return nil, fmt.Errorf("facts of %q as of session %q: %w", entityID, sessionID, err)
+		return nil, err
 	}
 	return pgx.CollectRows(rows, scanRel)
 }
@@ -184,60 +250,27 @@ func (g *Graph) Conflicts(ctx context.Context) ([]memory.Conflict, error) {
 }
 
 // ResolveConflict settles an open conflict. Keeping the new fact makes it
-// DM-confirmed canon and retires the old one as of the new fact's session;
-// keeping the old one rejects the new fact and, if the conflict had retired
-// the old one, makes it canon again.
+// DM-confirmed canon and retires the old one as of the new fact's session,
+// with the reason recorded; keeping the old one rejects the new fact and, if
+// the conflict had retired the old one, makes it canon again. Either way the
+// facts' other open conflicts are settled with them (see ConfirmFact).
 func (g *Graph) ResolveConflict(ctx context.Context, id int64, keepNew bool) (memory.Conflict, error) {
 	if err := g.dmOnly("settling a conflict"); err != nil {
 		return memory.Conflict{}, err
 	}
 	var c memory.Conflict
 	err := pgx.BeginFunc(ctx, g.db, func(tx pgx.Tx) error {
-		tg := &Graph{db: tx, campaign: g.campaign, threshold: g.threshold}
-		var newID, oldID int64
-		var kind string
-		err := tx.QueryRow(ctx, `SELECT new_fact, old_fact, kind, resolution FROM fact_conflicts
-			WHERE campaign_id = $1 AND id = $2 FOR UPDATE`, g.campaign, id).Scan(&newID, &oldID, &kind, &c.Resolution)
-		if isNoRows(err) {
-			return fmt.Errorf("conflict %d: %w", id, memory.ErrNotFound)
-		}
-		if err != nil {
+		tg := g.txGraph(tx)
+		var src string
+		if err := tx.QueryRow(ctx, `SELECT r.source_id FROM fact_conflicts c JOIN relationships r ON r.id = c.new_fact
+			WHERE c.campaign_id = $1 AND c.id = $2`, g.campaign, id).Scan(&src); err != nil && !isNoRows(err) {
 			return err
 		}
-		if c.Resolution != "" {
-			return fmt.Errorf("%w: conflict %d is already resolved (%s)", memory.ErrInvalid, id, c.Resolution)
-		}
-		c.ID, c.Kind = id, memory.LinkKind(kind)
-		if keepNew {
-			c.Resolution = "kept_new"
-			nf, err := tg.Fact(ctx, newID)
-			if err != nil {
-				return err
-			}
-			if _, err := tg.RetireFact(ctx, oldID, nf.Provenance.SessionID); err != nil {
-				return err
-			}
-			if _, err := tg.ConfirmFact(ctx, newID); err != nil {
-				return err
-			}
-		} else {
-			c.Resolution = "kept_old"
-			if _, err := tg.RejectFact(ctx, newID); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `UPDATE relationships SET status = 'active', valid_until_session = '', updated_at = now()
-				WHERE campaign_id = $1 AND id = $2 AND status = 'retired'`, g.campaign, oldID); err != nil {
-				return fmt.Errorf("restoring fact %d: %w", oldID, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE fact_conflicts SET resolution = $3, resolved_at = now() WHERE campaign_id = $1 AND id = $2`,
-			g.campaign, id, c.Resolution); err != nil {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM entities WHERE campaign_id = $1 AND id = $2 FOR UPDATE`, g.campaign, src); err != nil {
 			return err
 		}
-		if c.NewFact, err = tg.Fact(ctx, newID); err != nil {
-			return err
-		}
-		c.OldFact, err = tg.Fact(ctx, oldID)
+		var err error
+		c, err = tg.settle(ctx, id, keepNew, "settled by the DM")
 		return err
 	})
 	if err != nil {
@@ -261,6 +294,21 @@ func (g *Graph) NamedFactsAsOf(ctx context.Context, text, sessionID string, with
 	if !exists {
 		return nil, fmt.Errorf("facts as of session %q: %w", sessionID, memory.ErrNotFound)
 	}
+	return g.namedFacts(ctx, text, withSecrets, func(id string) ([]memory.Relationship, error) { return g.FactsAsOf(ctx, id, sessionID) })
+}
+
+// NamedFactsAsOfTime is NamedFactsAsOf for a moment (see FactsAsOfTime):
+// `ask --as-of 2026-11-01`.
+func (g *Graph) NamedFactsAsOfTime(ctx context.Context, text string, t time.Time, withSecrets bool) ([]FactWithNames, error) {
+	if err := memory.CheckQuery(text); err != nil {
+		return nil, fmt.Errorf("facts as of %s: %w", t.UTC().Format(time.RFC3339), err)
+	}
+	return g.namedFacts(ctx, text, withSecrets, func(id string) ([]memory.Relationship, error) { return g.FactsAsOfTime(ctx, id, t) })
+}
+
+// namedFacts returns the facts asOf gives for each entity text names, once
+// each, with the names of their ends.
+func (g *Graph) namedFacts(ctx context.Context, text string, withSecrets bool, asOf func(entityID string) ([]memory.Relationship, error)) ([]FactWithNames, error) {
 	rows, err := g.db.Query(ctx, `
 		WITH q AS (SELECT ' ' || lower(regexp_replace($2, '[^[:alnum:]]+', ' ', 'g')) || ' ' AS t)
 		SELECT e.id FROM entities e, q
@@ -279,7 +327,7 @@ func (g *Graph) NamedFactsAsOf(ctx context.Context, text, sessionID string, with
 	seen := map[int64]bool{}
 	var out []FactWithNames
 	for _, id := range ids {
-		facts, err := g.FactsAsOf(ctx, id, sessionID)
+		facts, err := asOf(id)
 		if err != nil {
 			return nil, err
 		}

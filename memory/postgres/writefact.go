@@ -118,11 +118,16 @@ func (g *Graph) WriteFact(ctx context.Context, w memory.Writer, r memory.Relatio
 				// A proposal changes no canon: the DM settles the pair.
 			case w.Role == memory.WriterDM:
 				resolution = "kept_new"
-				if old, err = tg.RetireFact(ctx, old.ID, out.Fact.Provenance.SessionID); err != nil {
+				why := fmt.Sprintf("superseded by fact %d, written by the DM", out.Fact.ID)
+				if reason != "" {
+					why += ": " + reason
+				}
+				if old, err = tg.retire(ctx, old.ID, out.Fact.Provenance.SessionID, why); err != nil {
 					return err
 				}
 			case kind == memory.LinkSupersedes && out.Fact.Status == memory.StatusActive:
-				if old, err = tg.RetireFact(ctx, old.ID, out.Fact.Provenance.SessionID); err != nil {
+				if old, err = tg.retire(ctx, old.ID, out.Fact.Provenance.SessionID,
+					fmt.Sprintf("superseded by fact %d of a later session", out.Fact.ID)); err != nil {
 					return err
 				}
 			case kind == memory.LinkSupersedes:

@@ -65,6 +65,19 @@ async function overflow(page) {
   step("confirm", { message: await page.locator("#message").innerText() });
   await shot(page, "review-after-confirm");
 
+  // Bulk review: tick every pending fact, confirm them in one batch, undo.
+  const boxes = page.locator('input[name="fact"]');
+  const ticked = await boxes.count();
+  for (let i = 0; i < ticked; i++) await boxes.nth(i).check();
+  await page.getByRole("button", { name: "Confirm selected" }).click();
+  await page.waitForSelector("#undo-banner");
+  const bulkMessage = await page.locator("#message").innerText();
+  await shot(page, "review-bulk");
+  await page.locator("#undo-banner button").click();
+  await page.waitForFunction(() => /Undid batch/.test((document.getElementById("message") || {}).textContent || ""));
+  step("bulk", { facts: ticked, message: bulkMessage, text: await page.locator("#message").innerText(),
+    shown: await page.locator("#undo-banner").count() > 0 });
+
   // Edit a persona.
   await page.goto(cfg.base + "/npc/grimjaw");
   await page.getByLabel("Personality").fill(cfg.personality);
@@ -125,7 +138,7 @@ async function overflow(page) {
   // Narrow screens: every page at 360 px, without sideways scrolling.
   await page.setViewportSize({ width: 360, height: 740 });
   const narrow = {};
-  for (const [name, p] of [["review", "/review"], ["graph", "/graph"], ["npc", "/npc/grimjaw"], ["session", "/sessions/s1"], ["live", "/live"]]) {
+  for (const [name, p] of [["review", "/review"], ["graph", "/graph"], ["npc", "/npc/grimjaw"], ["session", "/sessions/s1"], ["live", "/live"], ["asof", "/asof?entity=grimjaw&as_of=s1"]]) {
     await page.goto(cfg.base + p);
     if (name === "graph") await page.waitForFunction(() => /entities/.test(document.getElementById("graph-status").textContent));
     narrow[name] = await overflow(page);
