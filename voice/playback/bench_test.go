@@ -35,7 +35,9 @@ func BenchmarkEncodeFrame(b *testing.B) {
 // sentenceSynth returns the same sentence of audio every time.
 type sentenceSynth struct{ pcm audio.PCM }
 
-func (s sentenceSynth) Synthesize(context.Context, string, tts.Voice) (audio.PCM, error) { return s.pcm, nil }
+func (s sentenceSynth) Synthesize(context.Context, string, tts.Voice) (audio.PCM, error) {
+	return s.pcm, nil
+}
 
 // firstFrame is a Writer that notes when the first frame came and stops
 // the player.
