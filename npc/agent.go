@@ -148,6 +148,10 @@ type prefetched struct {
 	done chan struct{}
 	p    *hotctx.Prepared
 	err  error
+	// persona is the NPC's persona, read beside the hot context (ok:
+	// read from memory, not the copy kept for outages).
+	persona   Persona
+	personaOK bool
 }
 
 // NewAgent returns an agent.
@@ -171,10 +175,10 @@ func NewAgent(cfg Config) (*Agent, error) {
 	return &Agent{cfg: cfg, prefetch: map[string]*prefetched{}, personas: map[string]Persona{}}, nil
 }
 
-// Prefetch starts preparing an NPC's hot context before the player has
-// finished speaking (what the NPC can see does not depend on the words);
-// the next Turn for that NPC uses it if it is still fresh. It returns at
-// once.
+// Prefetch starts preparing an NPC's hot context and reading its persona
+// before the player has finished speaking (neither depends on the words);
+// the next Turn for that NPC uses them if they are still fresh, so its
+// reply path makes no round trip to memory for them. It returns at once.
 func (a *Agent) Prefetch(ctx context.Context, npcID, sessionID string) {
 	scope := a.scopeOf(npcID)
 	p := &prefetched{at: a.cfg.Now(), done: make(chan struct{})}
@@ -191,7 +195,14 @@ func (a *Agent) Prefetch(ctx context.Context, npcID, sessionID string) {
 	a.mu.Unlock()
 	go func() {
 		defer close(p.done)
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			persona, stale, err := a.persona(ctx, npcID)
+			p.persona, p.personaOK = persona, err == nil && !stale
+		}()
 		p.p, p.err = a.cfg.Context.Prepare(ctx, npcID, scope)
+		<-read
 	}()
 }
 
@@ -202,22 +213,33 @@ func (a *Agent) scopeOf(npcID string) []string {
 	return a.personas[npcID].KnowledgeScope
 }
 
-// takePrefetched returns a fresh prefetched context for the NPC, waiting for
-// one under way.
-func (a *Agent) takePrefetched(ctx context.Context, npcID string) (*hotctx.Prepared, bool) {
+// takePrefetched returns a fresh prefetch for the NPC, waiting for one
+// under way; nil when there is none.
+func (a *Agent) takePrefetched(ctx context.Context, npcID string) *prefetched {
 	a.mu.Lock()
 	p, ok := a.prefetch[npcID]
 	delete(a.prefetch, npcID)
 	a.mu.Unlock()
 	if !ok || a.cfg.Now().Sub(p.at) > a.cfg.PrefetchTTL {
-		return nil, false
+		return nil
 	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		return nil, false
+		return nil
 	}
-	return p.p, p.err == nil
+	return p
+}
+
+// begin takes the NPC's prefetch (nil when there is none) and its
+// persona: the prefetched one when it was read from memory, else read now.
+func (a *Agent) begin(ctx context.Context, npcID string) (Persona, bool, *prefetched, error) {
+	pre := a.takePrefetched(ctx, npcID)
+	if pre != nil && pre.personaOK {
+		return pre.persona, false, pre, nil
+	}
+	persona, stale, err := a.persona(ctx, npcID)
+	return persona, stale, pre, err
 }
 
 // persona loads an NPC's persona; during an outage the last one read
@@ -243,8 +265,12 @@ func (a *Agent) persona(ctx context.Context, npcID string) (Persona, bool, error
 
 // hotContext assembles the turn's hot context. When memory cannot be read
 // the turn goes on without it (degraded) rather than failing.
-func (a *Agent) hotContext(ctx context.Context, p Persona, in TurnInput) (HotContext, bool, bool) {
-	prep, spec := a.takePrefetched(ctx, in.NPCID)
+func (a *Agent) hotContext(ctx context.Context, p Persona, in TurnInput, pre *prefetched) (HotContext, bool, bool) {
+	var prep *hotctx.Prepared
+	spec := pre != nil && pre.err == nil
+	if spec {
+		prep = pre.p
+	}
 	var err error
 	if !spec {
 		if prep, err = a.cfg.Context.Prepare(ctx, in.NPCID, p.KnowledgeScope); err != nil {
@@ -286,12 +312,12 @@ func (a *Agent) Turn(ctx context.Context, in TurnInput, onSentence func(string))
 	since := func() time.Duration { return a.cfg.Now().Sub(start) }
 	res := TurnResult{NPCID: in.NPCID}
 
-	persona, stale, err := a.persona(ctx, in.NPCID)
+	persona, stale, pre, err := a.begin(ctx, in.NPCID)
 	if err != nil {
 		return res, err
 	}
 	in = a.fitWitness(in)
-	hc, spec, degraded := a.hotContext(ctx, persona, in)
+	hc, spec, degraded := a.hotContext(ctx, persona, in, pre)
 	res.Timings.ContextReady, res.Timings.Speculative = since(), spec
 	res.Context, res.Degraded = hc, degraded || stale
 
@@ -509,12 +535,12 @@ type Prepared struct {
 // Prepare assembles a turn's persona, hot context and messages, as Turn
 // does before it calls the LLM.
 func (a *Agent) Prepare(ctx context.Context, in TurnInput) (Prepared, error) {
-	persona, stale, err := a.persona(ctx, in.NPCID)
+	persona, stale, pre, err := a.begin(ctx, in.NPCID)
 	if err != nil {
 		return Prepared{}, err
 	}
 	in = a.fitWitness(in)
-	hc, _, degraded := a.hotContext(ctx, persona, in)
+	hc, _, degraded := a.hotContext(ctx, persona, in, pre)
 	return Prepared{Persona: persona, Context: hc, Messages: buildMessages(persona, hc, in), Degraded: degraded || stale}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,5 +224,71 @@ func TestPrefetchIsUsed(t *testing.T) {
 	}
 	if !res.Timings.Speculative {
 		t.Fatal("the prefetched context was not used")
+	}
+}
+
+// inTurn marks the context of a Turn, so the graph can tell its reads from
+// the prefetch's.
+type inTurn struct{}
+
+// turnReads is a Graph that counts the entity reads made inside a Turn.
+type turnReads struct {
+	npc.Graph
+	n *atomic.Int32
+}
+
+func (g turnReads) Entity(ctx context.Context, id string) (memory.Entity, error) {
+	if ctx.Value(inTurn{}) != nil {
+		g.n.Add(1)
+	}
+	return g.Graph.Entity(ctx, id)
+}
+
+func (g turnReads) ForNPC(npcID string) (npc.Graph, error) {
+	b, ok := g.Graph.(npc.NPCGraph)
+	if !ok {
+		return g, nil
+	}
+	ng, err := b.ForNPC(npcID)
+	if err != nil {
+		return nil, err
+	}
+	return turnReads{Graph: ng, n: g.n}, nil
+}
+
+// TestPrefetchReadsThePersona: a prefetched turn reads the NPC's persona
+// with its hot context, before the player has finished; the turn itself
+// makes no round trip to memory for it. Without a prefetch it does.
+func TestPrefetchReadsThePersona(t *testing.T) {
+	c := sampleCampaign(t)
+	srv := llmtest.New(llmtest.Script(llmtest.Reply{Text: "Aye."}, llmtest.Reply{Text: "Aye again."}))
+	defer srv.Close()
+	client, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "fake", Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int32
+	a, err := npc.NewAgent(npc.Config{LLM: client, Context: hotctx.New(c, hotctx.Config{}),
+		Graph: turnReads{Graph: c.Graph(), n: &reads}, Heard: c.Sessions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.WithValue(context.Background(), inTurn{}, true)
+	a.Prefetch(context.Background(), "grimjaw", "s3")
+	res, err := a.Turn(ctx, npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", Text: "Grimjaw?"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Timings.Speculative || !strings.Contains(res.Messages[0].Content, "Grimjaw") {
+		t.Fatalf("the prefetch was not used (speculative %v) or the persona is missing: %q", res.Timings.Speculative, res.Messages[0].Content)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Fatalf("a prefetched turn read the persona %d times itself, want 0", n)
+	}
+	if _, err := a.Turn(ctx, npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", Text: "And now?"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Fatalf("a turn without a prefetch read the persona %d times, want 1", n)
 	}
 }

@@ -4,7 +4,7 @@
 //
 //	Opus packets ─▶ lanes (decode, VAD, end of turn, one per speaker)
 //	  ─▶ speech-to-text, boosted with the campaign's names
-//	  ─▶ name correction ─▶ session log (L1), at once
+//	  ─▶ name correction ─▶ session log (L1), beside the NPC's turn
 //	  ─▶ who is addressed? ─▶ the NPC's turn (hot context, the
 //	     conversation, LLM or fallback, tools)
 //	  ─▶ sentence-by-sentence speech ─▶ Opus packets back
@@ -19,7 +19,10 @@
 //
 // Every line, a player's or an NPC's, is written to the session log as it
 // is said, through the memory guard (lifecycle/session): spooled on disk
-// while PostgreSQL is unreachable and replayed when it is back. The
+// while PostgreSQL is unreachable and replayed when it is back. A player's
+// line is recorded beside its NPC's turn (one line at a time, in order),
+// and the NPC speaks only once the line is recorded; a line that cannot be
+// recorded is dropped unanswered. The
 // consolidator indexes the session's chunks every few seconds, saves the
 // running summary and, with an LLM, extracts facts as the session goes, so
 // that what was said five minutes ago is known now: to the NPCs' hot

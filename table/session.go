@@ -50,6 +50,28 @@ type line struct {
 	said   string
 	// direction is the DM's standing instruction to the NPC answering.
 	direction string
+	// rec is the line's write to the session log, under way while the
+	// NPCs start on the line; prev is the line before's (nil for none).
+	rec, prev *recording
+}
+
+// recording is a line's write to the session log (lifecycle/session's
+// Record: the session log, or the outage spool during an outage). It runs
+// beside the NPC's turn, which reads only the process's memory until it
+// speaks: no NPC speaks to a line before it is recorded, and a line whose
+// recording failed is dropped, its turn stopped, as if it had failed
+// first. Recordings run one at a time, in the order the lines were said.
+type recording struct {
+	done chan struct{}
+	err  error
+	// took is from the lane closing the utterance to the line recorded.
+	took time.Duration
+}
+
+// wait waits for the recording and returns its error.
+func (r *recording) wait() error {
+	<-r.done
+	return r.err
 }
 
 // text is the words the NPCs answer: the line, or a name said alone
@@ -451,16 +473,23 @@ func (s *Session) interrupt() {
 }
 
 // transcribeLoop turns utterances into recorded lines, in the order they
-// were spoken.
+// were spoken. It returns once the last line's recording is done.
 func (s *Session) transcribeLoop() {
+	var prev *recording
+	defer func() {
+		if prev != nil {
+			prev.wait()
+		}
+	}()
 	for u := range s.queue {
 		if (*s.optedOut.Load())[u.UserID] || s.released.Load() {
 			continue
 		}
-		l, ok := s.transcribe(u)
+		l, ok := s.transcribe(u, prev)
 		if !ok {
 			continue
 		}
+		prev = l.rec
 		select {
 		case s.lines <- l:
 		case <-s.capture.Done():
@@ -487,7 +516,9 @@ func (s *Session) scene() []string {
 	return ids
 }
 
-func (s *Session) transcribe(u utterance) (line, bool) {
+// transcribe turns an utterance into a line and starts recording it once
+// prev (the line before, nil for none) is recorded.
+func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 	ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
 	defer cancel()
 	obs := s.cfg.Observer
@@ -528,20 +559,45 @@ func (s *Session) transcribe(u utterance) (line, bool) {
 	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: u.UserID, SpeakerName: name, Text: text, RawText: raw,
 		At: u.Start.UTC(), Duration: u.Duration(),
 		IdempotencyKey: fmt.Sprintf("voice:%s:%s:%d", s.id, u.UserID, u.Start.UnixNano())}
-	if err := s.mem.Record(ctx, e); err != nil {
-		s.log.Error("recording a line failed", "user", u.UserID, "err", err)
-		rep.Corrected, rep.Dropped = text, "recording failed: "+err.Error()
-		s.report(rep)
-		return line{}, false
-	}
-	tm.Recorded = s.cfg.Clock.Now().Sub(u.detected)
+	// The witness log takes the line at once (the NPC's turn notes it was
+	// said to it); it lets go of it if the recording fails.
 	s.wit.Heard(e, s.scene())
-	s.refineLater(refineJob{u: cu, res: res, key: e.IdempotencyKey, speaker: u.UserID})
 	s.cast.NoteMentions(s.cast.FindNames(text), s.cfg.Clock.Now())
-	s.mu.Lock()
-	s.recorded[u.UserID] = name
-	s.mu.Unlock()
-	return line{entry: e, heard: raw, endOfTalk: u.End, detected: u.detected, timing: tm, audio: u.Audio}, true
+	rec := &recording{done: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(rec.done)
+		if prev != nil {
+			prev.wait()
+		}
+		ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
+		defer cancel()
+		if rec.err = s.mem.Record(ctx, e); rec.err != nil {
+			s.log.Error("recording a line failed", "user", u.UserID, "err", rec.err)
+			s.wit.Withdraw(e.IdempotencyKey)
+			return
+		}
+		rec.took = s.cfg.Clock.Now().Sub(u.detected)
+		s.refineLater(refineJob{u: cu, res: res, key: e.IdempotencyKey, speaker: u.UserID})
+		s.mu.Lock()
+		s.recorded[u.UserID] = name
+		s.mu.Unlock()
+	}()
+	return line{entry: e, heard: raw, endOfTalk: u.End, detected: u.detected, timing: tm, audio: u.Audio, rec: rec, prev: prev}, true
+}
+
+// waitRecorded waits for l's recording and notes its time in l's timing;
+// when it failed it reports the line dropped and returns false.
+func (s *Session) waitRecorded(l *line) bool {
+	err := l.rec.wait()
+	if err == nil {
+		l.timing.Recorded = l.rec.took
+		return true
+	}
+	s.report(LineReport{At: l.entry.At, SpeakerID: l.entry.SpeakerID, Speaker: l.entry.SpeakerName, Heard: l.heard,
+		Corrected: l.entry.Text, Dropped: "recording failed: " + err.Error()})
+	return false
 }
 
 // maxSaid bounds the earlier lines an NPC is sent with a turn.
@@ -669,6 +725,10 @@ func (s *Session) turnLoop() {
 				continue
 			}
 			if _, ok := s.addr.Lone(l.entry.Text, s.cfg.Controls.PresentNPCs()); ok {
+				// A name said alone waits anyway: for its recording first.
+				if !s.waitRecorded(&l) {
+					continue
+				}
 				// The wait runs from when the name is heard (speech-to-text
 				// done), so a slow transcription does not eat it.
 				until := clk.Now().Add(s.cfg.Settings.MergeWait)
@@ -746,6 +806,10 @@ func (s *Session) take(l line, late bool) {
 		Present: s.cfg.Controls.PresentNPCs(), Directed: s.cfg.Controls.TakeNext()})
 	rep.Reason = d.Reason
 	if len(d.NPCIDs) == 0 {
+		if !s.waitRecorded(&l) {
+			return
+		}
+		rep.Timing.Recorded = l.timing.Recorded
 		if d.Reason == npc.ReasonMuted {
 			s.cfg.Observer.CountTurn("muted")
 		}
@@ -756,6 +820,12 @@ func (s *Session) take(l line, late bool) {
 		r := rep
 		r.Addressee, r.More = id, k < len(d.NPCIDs)-1
 		s.answer(l, id, &r)
+		// The NPC spoke only once the line was recorded; a line whose
+		// recording failed is dropped, whatever its turn had begun.
+		if !s.waitRecorded(&l) {
+			return
+		}
+		r.Timing.Recorded = l.timing.Recorded
 		s.report(r)
 	}
 }
@@ -794,6 +864,11 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	defer release()
 	obs := s.cfg.Observer
 	s.wit.SaidTo(l.entry.IdempotencyKey, npcID)
+	if l.prev != nil {
+		// The conversation holds every line said before this one (the
+		// recordings run in order; the one before is all but always done).
+		l.prev.wait()
+	}
 	history, digest, said := s.memoryOf(ctx, l.entry, npcID)
 	if l.said != "" {
 		// The name said alone is part of the turn, not of the history.
@@ -814,6 +889,9 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 		s.mu.Unlock()
 	}()
 	if s.s2sEngine(npcID) {
+		if l.rec.wait() != nil {
+			return // take reports the line dropped
+		}
 		s.answerS2S(ctx, l, npcID, history, digest, said, rep)
 		return
 	}
@@ -832,10 +910,23 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 		})
 	})
 	turnStart := s.cfg.Clock.Now()
+	// The first sentence is spoken once the line is recorded (it is by
+	// then, unless the session log is slower than the LLM); if the
+	// recording failed, the turn stops and nothing is said.
+	var gate sync.Once
+	var recErr error
 	res, err := s.agent.Turn(ctx, npc.TurnInput{NPCID: npcID, SessionID: s.id, SpeakerID: l.entry.SpeakerID,
 		SpeakerName: l.entry.SpeakerName, Text: l.text(), History: history, Live: true, Direction: l.direction,
 		Digest: digest, Said: said},
 		func(sentence string) {
+			gate.Do(func() {
+				if recErr = l.rec.wait(); recErr != nil {
+					cancel()
+				}
+			})
+			if recErr != nil {
+				return
+			}
 			select {
 			case sentences <- sentence:
 			case <-ctx.Done():
@@ -845,6 +936,9 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	heard := <-spoken
 	if err := <-speakErr; err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Warn("speaking the reply failed", "npc", npcID, "err", err)
+	}
+	if recErr != nil {
+		return // take reports the line dropped
 	}
 	for _, m := range res.Messages {
 		rep.Context = append(rep.Context, ContextMessage{Role: m.Role, Content: m.Content})

@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,3 +98,34 @@ func (nopObs) ObserveStage(string, time.Duration) {}
 func (nopObs) CountTurn(string)                   {}
 func (nopObs) SessionStarted()                    {}
 func (nopObs) SessionEnded()                      {}
+
+// TestNoReplyToALineNotRecorded: the NPC's turn starts while its line is
+// being recorded, but it speaks only once the line is recorded: a line the
+// session log and the spool both refuse (here: the session's memory is
+// fenced) is reported dropped, and no NPC audio is sent.
+func TestNoReplyToALineNotRecorded(t *testing.T) {
+	audiotest.Need(t, "espeak-ng")
+	r := newRig(t, 0)
+	r.s.Memory().Fence()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, p := range r.packets {
+		r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
+		r.seq++
+		r.ts += 960
+	}
+	select {
+	case l := <-r.reports:
+		if !strings.HasPrefix(l.Dropped, "recording failed") || l.Reply != "" || l.Addressee != "" {
+			t.Fatalf("a line not recorded: dropped %q, reply %q, addressee %q; want it dropped, unanswered", l.Dropped, l.Reply, l.Addressee)
+		}
+	case <-ctx.Done():
+		t.Fatal("no report")
+	}
+	r.voice.mu.Lock()
+	frames := r.voice.frames
+	r.voice.mu.Unlock()
+	if frames != 0 {
+		t.Fatalf("%d NPC frames were sent for a line that was not recorded", frames)
+	}
+}

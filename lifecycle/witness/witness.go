@@ -102,6 +102,7 @@ type line struct {
 	names   []string // campaign names mentioned, lower case
 	proper  []string // other capitalised words (names the campaign lacks)
 	who     string   // the speaker's first name, lower case
+	promise bool     // a promise or plan (isPromise)
 	vec     []float32
 	norm    float64 // of vec
 }
@@ -191,6 +192,7 @@ func (l *Log) Heard(e memory.TranscriptEntry, present []string) {
 	}
 	ln.proper = properWords(e.Text, ln.names)
 	ln.who = strings.ToLower(firstWord(e.SpeakerName))
+	ln.promise = isPromise(e.Text)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e.IdempotencyKey != "" {
@@ -410,14 +412,14 @@ func (l *Log) Amend(key, text string) bool {
 			names = appendUnique(names, strings.ToLower(n))
 		}
 	}
-	st, proper := stems(text), properWords(text, names)
+	st, proper, promise := stems(text), properWords(text, names), isPromise(text)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln, ok := l.byKey[key]
 	if !ok {
 		return false
 	}
-	ln.e.Text, ln.stems, ln.names, ln.proper, ln.vec, ln.norm = text, st, names, proper, nil, 0
+	ln.e.Text, ln.stems, ln.names, ln.proper, ln.promise, ln.vec, ln.norm = text, st, names, proper, promise, nil, 0
 	for id := range l.npcs {
 		if ln.witnessedBy(id) {
 			l.extractLocked(id)
@@ -548,7 +550,14 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 			qv = nil
 		}
 	}
-	var out []Recalled
+	// Scored lines are sorted as small records; only those kept are
+	// copied out.
+	type scored struct {
+		ln    *line
+		to    bool
+		score float64
+	}
+	var out []scored
 	l.mu.Lock()
 	for _, ln := range cands {
 		lex := overlap(qs, ln.stems)
@@ -579,29 +588,32 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 		if s < minScore {
 			continue
 		}
-		out = append(out, Recalled{Entry: ln.e, To: to, Score: s})
+		out = append(out, scored{ln: ln, to: to, score: s})
 	}
-	l.mu.Unlock()
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
+	slices.SortStableFunc(out, func(a, b scored) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
 		}
-		return out[i].Entry.At.After(out[j].Entry.At)
+		return b.ln.e.At.Compare(a.ln.e.At)
 	})
 	// The same words said again are one memory (the best scored, newest).
 	seen := map[string]bool{}
-	kept := out[:0]
+	var kept []Recalled
 	for _, r := range out {
-		k := strings.ToLower(strings.TrimSpace(r.Entry.Text))
+		k := strings.ToLower(strings.TrimSpace(r.ln.e.Text))
 		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		kept = append(kept, r)
+		kept = append(kept, Recalled{Entry: r.ln.e, To: r.to, Score: r.score})
 		if len(kept) == q.Limit {
 			break
 		}
 	}
+	l.mu.Unlock()
 	return kept
 }
 
@@ -649,15 +661,17 @@ func extractive(npcID string, seen []*line, limit int) string {
 		if ln.to == npcID {
 			to = append(to, ln)
 		}
-		if isPromise(ln.e.Text) {
+		if ln.promise {
 			promises = append(promises, ln)
 		}
-		for _, n := range append(slices.Clone(ln.names), ln.proper...) {
-			if count[n] == 0 {
-				order = append(order, n)
-				display[n] = properCase(ln.e.Text, n)
+		for _, ns := range [2][]string{ln.names, ln.proper} {
+			for _, n := range ns {
+				if count[n] == 0 {
+					order = append(order, n)
+					display[n] = properCase(ln.e.Text, n)
+				}
+				count[n]++
 			}
-			count[n]++
 		}
 	}
 	var b strings.Builder

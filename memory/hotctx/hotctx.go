@@ -18,9 +18,11 @@
 package hotctx
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -295,10 +297,20 @@ func (a *Assembler) rank(rels []memory.Relationship, byID map[string]memory.Enti
 	recency := make([]float64, n)
 	connected := make([]float64, n)
 	rich := make([]float64, n)
+	// An entity's attributes are measured once, not once per fact.
+	entLen := make(map[string]int, len(byID))
+	lenOf := func(id string) int {
+		l, ok := entLen[id]
+		if !ok {
+			l = textLen(byID[id].Attributes)
+			entLen[id] = l
+		}
+		return l
+	}
 	for i, r := range rels {
 		recency[i] = float64(r.UpdatedAt.UnixNano())
 		connected[i] = float64(degree[r.SourceID] + degree[r.TargetID])
-		rich[i] = float64(textLen(r.Attributes) + textLen(byID[r.SourceID].Attributes) + textLen(byID[r.TargetID].Attributes))
+		rich[i] = float64(textLen(r.Attributes) + lenOf(r.SourceID) + lenOf(r.TargetID))
 	}
 	pr, pc, pi := percentiles(recency), percentiles(connected), percentiles(rich)
 	now := a.cfg.Now()
@@ -307,14 +319,17 @@ func (a *Assembler) rank(rels []memory.Relationship, byID map[string]memory.Enti
 		facts[i] = Fact{Relationship: r, Text: factText(r, byID), Score: pr[i] * pc[i] * pi[i],
 			Fresh: now.Sub(r.UpdatedAt) < a.cfg.KeepFresh}
 	}
-	sort.SliceStable(facts, func(i, j int) bool {
-		if facts[i].Fresh != facts[j].Fresh {
-			return facts[i].Fresh
+	slices.SortStableFunc(facts, func(a, b Fact) int {
+		switch {
+		case a.Fresh != b.Fresh:
+			if a.Fresh {
+				return -1
+			}
+			return 1
+		case a.Score != b.Score:
+			return cmp.Compare(b.Score, a.Score)
 		}
-		if facts[i].Score != facts[j].Score {
-			return facts[i].Score > facts[j].Score
-		}
-		return facts[i].Relationship.ID < facts[j].Relationship.ID
+		return cmp.Compare(a.Relationship.ID, b.Relationship.ID)
 	})
 	return facts
 }
@@ -326,7 +341,7 @@ func percentiles(v []float64) []float64 {
 	for i := range idx {
 		idx[i] = i
 	}
-	sort.SliceStable(idx, func(a, b int) bool { return v[idx[a]] < v[idx[b]] })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(v[a], v[b]) })
 	out := make([]float64, len(v))
 	for i := 0; i < len(idx); {
 		j := i

@@ -124,65 +124,91 @@ func Resample(p PCM, rate int) PCM {
 	if p.Rate == rate || len(p.Samples) == 0 || p.Rate <= 0 || rate <= 0 {
 		return PCM{Rate: rate, Samples: append([]int16(nil), p.Samples...)}
 	}
-	in, outRate := p.Rate, rate
-	g := gcd(in, outRate)
-	up, down := outRate/g, in/g // output i sits at input position i*down/up
-	ratio := float64(outRate) / float64(in)
-	cutoff := math.Min(1, ratio) // relative to the input Nyquist
-	const half = 8               // taps each side, in input samples (scaled by 1/cutoff)
-	width := float64(half) / cutoff
-	k := int(math.Ceil(width))
-	taps := 2*k + 2
+	r := NewRangeResampler(p.Rate, rate)
+	out := make([]int16, r.Len(len(p.Samples)))
+	r.Into(out, p.Samples, 0)
+	return PCM{Rate: rate, Samples: out}
+}
+
+// RangeResampler converts audio from one rate to another a stretch of
+// output at a time, as [Resample] does (the same samples): a player can
+// resample the frame it is about to send instead of a whole sentence
+// first. Unlike [Resampler] it reads the whole input, so it has no delay and
+// keeps no history. It is not safe for concurrent use.
+type RangeResampler struct {
+	up, down, k, taps int
+	cutoff, width     float64
+	table             []float64 // weights by phase; nil with many phases
+	w                 []float64
+}
+
+// NewRangeResampler returns a resampler from rate from to rate to (both
+// positive).
+func NewRangeResampler(from, to int) *RangeResampler {
+	g := gcd(from, to)
+	r := &RangeResampler{up: to / g, down: from / g} // output i sits at input position i*down/up
+	ratio := float64(to) / float64(from)
+	r.cutoff = math.Min(1, ratio) // relative to the input Nyquist
+	const half = 8                // taps each side, in input samples (scaled by 1/cutoff)
+	r.width = float64(half) / r.cutoff
+	r.k = int(math.Ceil(r.width))
+	r.taps = 2*r.k + 2
 	// With many phases (awkward ratios) compute weights on the fly.
-	var table []float64
-	if up <= 4096 {
-		table = make([]float64, up*taps)
-		for ph := range up {
-			weights(table[ph*taps:(ph+1)*taps], float64(ph)/float64(up), k, cutoff, width)
+	if r.up <= 4096 {
+		r.table = make([]float64, r.up*r.taps)
+		for ph := range r.up {
+			weights(r.table[ph*r.taps:(ph+1)*r.taps], float64(ph)/float64(r.up), r.k, r.cutoff, r.width)
 		}
 	}
-	n := int(int64(len(p.Samples)) * int64(up) / int64(down))
-	out := make([]int16, n)
-	w := make([]float64, taps)
-	in16 := p.Samples
-	for i := range out {
+	r.w = make([]float64, r.taps)
+	return r
+}
+
+// Len is how many output samples n input samples make.
+func (r *RangeResampler) Len(n int) int { return int(int64(n) * int64(r.up) / int64(r.down)) }
+
+// Into writes output samples from to from+len(dst) of in, resampled, into
+// dst; from+len(dst) must not exceed r.Len(len(in)).
+func (r *RangeResampler) Into(dst, in []int16, from int) {
+	up, down, k, taps := r.up, r.down, r.k, r.taps
+	for o := range dst {
+		i := from + o
 		num := int64(i) * int64(down)
 		base := int(num / int64(up))
 		ph := int(num % int64(up))
 		var ws []float64
-		if table != nil {
-			ws = table[ph*taps : (ph+1)*taps]
+		if r.table != nil {
+			ws = r.table[ph*taps : (ph+1)*taps]
 		} else {
-			weights(w, float64(ph)/float64(up), k, cutoff, width)
-			ws = w
+			weights(r.w, float64(ph)/float64(up), k, r.cutoff, r.width)
+			ws = r.w
 		}
 		lo := base - k
-		if lo >= 0 && lo+taps <= len(in16) {
+		if lo >= 0 && lo+taps <= len(in) {
 			// Interior: the weights are normalised already.
-			src := in16[lo : lo+taps]
+			src := in[lo : lo+taps]
 			var acc float64
 			for j, wt := range ws[:len(src)] {
 				acc += wt * float64(src[j])
 			}
-			out[i] = clip16(acc)
+			dst[o] = clip16(acc)
 			continue
 		}
 		// Edges: renormalise over the taps that exist.
 		var acc, wsum float64
 		for j, wt := range ws {
 			idx := lo + j
-			if idx < 0 || idx >= len(in16) {
+			if idx < 0 || idx >= len(in) {
 				continue
 			}
-			acc += wt * float64(in16[idx])
+			acc += wt * float64(in[idx])
 			wsum += wt
 		}
 		if wsum != 0 {
 			acc /= wsum
 		}
-		out[i] = clip16(acc)
+		dst[o] = clip16(acc)
 	}
-	return PCM{Rate: rate, Samples: out}
 }
 
 // weights fills w with the filter taps for an output sample frac input

@@ -113,3 +113,43 @@ func TestPacketSamples(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeResamplerMatchesResample: resampling a stretch of output at a time
+// (a player resampling the frame it sends) gives the samples Resample
+// gives for the whole, edges included, with the weights tabled or computed
+// on the fly.
+func TestRangeResamplerMatchesResample(t *testing.T) {
+	cases := []struct {
+		name     string
+		from, to int
+		stretch  int
+	}{
+		{"24k to 48k by frame", 24000, 48000, 960},
+		{"16k to 48k, odd stretches", 16000, 48000, 337},
+		{"48k to 16k", 48000, 16000, 320},
+		{"44.1k to 48k", 44100, 48000, 960},
+		{"8001 Hz to 48k (weights on the fly)", 8001, 48000, 500},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := make([]int16, c.from/3+7)
+			for i := range in {
+				in[i] = int16(9000*math.Sin(2*math.Pi*440*float64(i)/float64(c.from)) + 3000*math.Sin(float64(i)*0.37))
+			}
+			want := audio.Resample(audio.PCM{Rate: c.from, Samples: in}, c.to).Samples
+			r := audio.NewRangeResampler(c.from, c.to)
+			if n := r.Len(len(in)); n != len(want) {
+				t.Fatalf("Len(%d) = %d, Resample made %d samples", len(in), n, len(want))
+			}
+			got := make([]int16, len(want))
+			for i := 0; i < len(got); i += c.stretch {
+				r.Into(got[i:min(i+c.stretch, len(got))], in, i)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("sample %d of %d: %d by stretches, %d whole", i, len(want), got[i], want[i])
+				}
+			}
+		})
+	}
+}

@@ -35,8 +35,8 @@ type Encoder struct {
 
 // NewEncoder returns an encoder at bitrate bits per second.
 func NewEncoder(bitrate int) (*Encoder, error) {
-	if bitrate < 6000 || bitrate > 510000 {
-		return nil, fmt.Errorf("opus bitrate %d is outside 6000..510000", bitrate)
+	if err := checkBitrate(bitrate); err != nil {
+		return nil, err
 	}
 	enc, err := gopus.NewEncoder(SampleRate, 2, gopus.Audio)
 	if err != nil {
@@ -44,6 +44,13 @@ func NewEncoder(bitrate int) (*Encoder, error) {
 	}
 	enc.SetBitrate(bitrate)
 	return &Encoder{enc: enc, stereo: make([]int16, 2*FrameSamples)}, nil
+}
+
+func checkBitrate(bitrate int) error {
+	if bitrate < 6000 || bitrate > 510000 {
+		return fmt.Errorf("opus bitrate %d is outside 6000..510000", bitrate)
+	}
+	return nil
 }
 
 // Frames encodes p; the last frame is padded with silence.

@@ -71,7 +71,7 @@ func New(w Writer, opts ...Option) (*Player, error) {
 	if p.prefetch < 0 {
 		return nil, fmt.Errorf("playback: prefetch %d is negative", p.prefetch)
 	}
-	if _, err := NewEncoder(p.bitrate); err != nil {
+	if err := checkBitrate(p.bitrate); err != nil {
 		return nil, fmt.Errorf("playback: %w", err)
 	}
 	return p, nil
@@ -101,13 +101,26 @@ type Result struct {
 // stops early.
 var ErrInterrupted = errors.New("playback interrupted")
 
-// chunk is one synthesised sentence, resampled to 48 kHz; frames are
-// encoded as they are sent.
+// chunk is one synthesised sentence; frames are resampled to 48 kHz and
+// encoded as they are sent, so the first frame does not wait for the
+// whole sentence to be resampled.
 type chunk struct {
 	text  string
 	pcm   []int16
+	rs    *audio.RangeResampler // nil when pcm is at SampleRate
+	n     int                   // samples at SampleRate
 	ready time.Time
 	err   error
+}
+
+// frame is frame samples from i of c at SampleRate, in buf.
+func (c *chunk) frame(buf []int16, i int) []int16 {
+	m := min(FrameSamples, c.n-i)
+	if c.rs == nil {
+		return c.pcm[i : i+m]
+	}
+	c.rs.Into(buf[:m], c.pcm, i)
+	return buf[:m]
 }
 
 // Play synthesises each sentence from sentences with synth in voice v and
@@ -160,7 +173,11 @@ func (p *Player) Play(ctx context.Context, sentences <-chan string, synth tts.Sy
 				err = fmt.Errorf("synthesizer returned audio at %d Hz", pcm.Rate)
 			}
 			if err == nil {
-				c.pcm = audio.Resample(pcm, SampleRate).Samples
+				c.pcm, c.n = pcm.Samples, len(pcm.Samples)
+				if pcm.Rate != SampleRate {
+					c.rs = audio.NewRangeResampler(pcm.Rate, SampleRate)
+					c.n = c.rs.Len(len(pcm.Samples))
+				}
 			}
 			c.err, c.ready = err, p.clk.Now()
 			select {
@@ -213,6 +230,7 @@ func (p *Player) Play(ctx context.Context, sentences <-chan string, synth tts.Sy
 
 	var werr error
 	sent := 0
+	buf := make([]int16, FrameSamples)
 play:
 	for {
 		var c chunk
@@ -236,8 +254,8 @@ play:
 		if res.FirstAudio.IsZero() {
 			res.FirstAudio = c.ready
 		}
-		for i := 0; i < len(c.pcm); i += FrameSamples {
-			f, err := enc.Frame(c.pcm[i:min(i+FrameSamples, len(c.pcm))])
+		for i := 0; i < c.n; i += FrameSamples {
+			f, err := enc.Frame(c.frame(buf, i))
 			if err != nil {
 				werr = fmt.Errorf("playback: %w", err)
 				res.Cut = c.text
