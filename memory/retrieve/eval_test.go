@@ -105,7 +105,8 @@ func corpora(t testing.TB) []corpus {
 	for _, g := range []struct {
 		name string
 		gen  func(uint64) (*campaignfile.File, []question)
-	}{{"chat", genChat}, {"names", genNames}, {"table", genTable}} {
+	}{{"chat", genChat}, {"names", genNames}, {"table", genTable},
+		{"keep", genKeep}, {"burg", genBurg}, {"heist", genHeist}} {
 		file, qs := g.gen(evalSeed)
 		// Through YAML and Parse, so that a generated corpus is checked
 		// like a hand-written one.
@@ -131,6 +132,11 @@ func evalCampaign(t testing.TB, cf *campaignfile.File) (*postgres.Campaign, embe
 	defer cancel()
 	store, _ := pgtest.NewStore(t, evalDims)
 	if err := store.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
+		if cf.Language != "" {
+			if err := c.SetLanguage(ctx, cf.Language); err != nil {
+				return err
+			}
+		}
 		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
 		return err
 	}); err != nil {
