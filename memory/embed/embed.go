@@ -89,3 +89,20 @@ func One(ctx context.Context, e Embedder, text string) ([]float32, error) {
 	}
 	return vs[0], nil
 }
+
+// Languager is implemented by embedders whose vectors depend on the
+// text's language ([Offline]: its stop words and stemming).
+type Languager interface {
+	ForLanguage(lang string) Embedder
+}
+
+// ForLanguage returns e for a campaign in language lang (a code such as
+// "de" or a text-search configuration such as "german"): e's own variant
+// for that language when it has one ([Languager]), else e itself (a
+// model's embeddings need no help with languages).
+func ForLanguage(e Embedder, lang string) Embedder {
+	if l, ok := e.(Languager); ok {
+		return l.ForLanguage(lang)
+	}
+	return e
+}
