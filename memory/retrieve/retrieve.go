@@ -219,6 +219,8 @@ type Retriever struct {
 	matcher     *mention.Matcher
 	lastChange  int64
 	lastRefresh time.Time
+	qemb        embed.Embedder // emb in the campaign's language
+	qembAt      time.Time
 }
 
 // Campaign is the memory a Retriever reads: a handle from the door
@@ -438,8 +440,30 @@ func (r *Retriever) search(ctx context.Context, q Query, dated []memory.Session)
 	return out, nil
 }
 
+// embedder returns the question embedder in the campaign's language
+// ([embed.ForLanguage]), as the chunks were embedded; the language is read
+// again at most every RefreshEvery.
+func (r *Retriever) embedder(ctx context.Context) (embed.Embedder, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.cfg.Now()
+	if r.qemb != nil && (r.cfg.RefreshEvery < 0 || now.Sub(r.qembAt) < r.cfg.RefreshEvery) {
+		return r.qemb, nil
+	}
+	lang, err := r.camp.Index().Language(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.qemb, r.qembAt = embed.ForLanguage(r.emb, lang), now
+	return r.qemb, nil
+}
+
 func (r *Retriever) vector(ctx context.Context, text string, k int, only []string) ([]postgres.ChunkHit, error) {
-	v, err := embed.One(ctx, r.emb, text)
+	e, err := r.embedder(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := embed.One(ctx, e, text)
 	if err != nil {
 		return nil, fmt.Errorf("embedding the question: %w", err)
 	}
@@ -454,7 +478,11 @@ func (r *Retriever) graphRAG(ctx context.Context, text string, k int, m *mention
 	if len(seeds) == 0 {
 		return r.vector(ctx, text, k, only)
 	}
-	v, err := embed.One(ctx, r.emb, text)
+	e, err := r.embedder(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := embed.One(ctx, e, text)
 	if err != nil {
 		return nil, fmt.Errorf("embedding the question: %w", err)
 	}
@@ -701,7 +729,7 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 	// The more confident of the two direct rankings for this question
 	// joins the walk's ranking.
 	direct, conf := fts, scoreConfidence(fts, n)
-	if c := scoreConfidence(vec, n); c > conf {
+	if c := scoreConfidence(vec, n); conf == 0 && c > 0 {
 		direct, conf = vec, c
 	}
 	r.cfg.Logger.Debug("hybrid fusion", "text", scoreConfidence(fts, n), "vector", scoreConfidence(vec, n), "entities", entConf)
@@ -721,9 +749,13 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 			fused[h.Chunk.ID] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
 		}
 	}
+	walk := r.cfg.Weights.Walk
+	if len(facts) == 0 && conf > 0 {
+		walk *= entConf
+	}
 	var missing []ppr.Result
 	for i, x := range pr {
-		fused[x.ID] += r.cfg.Weights.Walk / (r.cfg.RRFK + float64(i+1))
+		fused[x.ID] += walk / (r.cfg.RRFK + float64(i+1))
 		if _, ok := chunks[x.ID]; !ok {
 			missing = append(missing, x)
 		}
@@ -904,12 +936,13 @@ func chunkResult(h postgres.ChunkHit) Result {
 // entryFallback searches the session log line by line, for campaigns
 // without chunks.
 func (r *Retriever) entryFallback(ctx context.Context, q Query) ([]Result, error) {
-	// Any of the question's words may match.
-	words := embed.Words(q.Text)
-	if len(words) == 0 {
+	// Any of the question's words may match, stemmed in the campaign's
+	// language by the session log's search.
+	words := textQuery(q.Text)
+	if strings.TrimSpace(words) == "" {
 		return []Result{}, nil
 	}
-	hits, err := r.camp.Sessions().Search(ctx, strings.Join(words, " or "), memory.SearchOpts{Limit: q.K})
+	hits, err := r.camp.Sessions().Search(ctx, words, memory.SearchOpts{Limit: q.K, Any: true})
 	if err != nil {
 		return nil, err
 	}
