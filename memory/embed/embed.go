@@ -5,7 +5,9 @@
 //   - [Offline], the built-in default: deterministic hashed word and
 //     character n-gram features, L2-normalised, of any dimension. It needs no
 //     model download and no network, and it is good at names and lexical
-//     overlap, which is most of what players ask about.
+//     overlap, which is most of what players ask about. Its words follow
+//     the campaign's language ([ForLanguage]: English, or German with its
+//     own stop words and endings).
 //   - [OpenAI], any OpenAI-compatible /v1/embeddings endpoint (OpenAI
 //     text-embedding-3-small at 1536 dimensions, Ollama nomic-embed-text at
 //     768, …).
