@@ -21,7 +21,7 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	strict := fs.Bool("strict", false, "treat warnings (an entity type glyphoxa does not know) as errors")
 	batchTimeout := fs.Duration("batch-timeout", 2*time.Minute, "give up (importing nothing) when one batch of 1000 items takes longer")
 	language := fs.String("language", "", "the campaign's language for full-text search (stemming, stop words): a code (en, de) or a "+
-		"PostgreSQL text-search configuration (english, german); empty leaves it as it is (english for a new campaign)")
+		"PostgreSQL text-search configuration (english, german); empty takes the file's language key, else leaves it as it is (english for a new campaign)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -65,8 +65,12 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	var applied campaignfile.Applied
 	// Second pass: write batch by batch in one transaction.
 	err = s.InTx(ctx, sum.Campaign, func(c *postgres.Campaign) error {
-		if *language != "" {
-			if err := c.SetLanguage(ctx, *language); err != nil {
+		lang := *language
+		if lang == "" {
+			lang = sum.Language // the file's language key
+		}
+		if lang != "" {
+			if err := c.SetLanguage(ctx, lang); err != nil {
 				return err
 			}
 		}

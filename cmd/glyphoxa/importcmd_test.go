@@ -38,3 +38,41 @@ func TestImportWarningsStrictAndEscapes(t *testing.T) {
 		}
 	}
 }
+
+// A campaign file's language key is applied by import: the German file's
+// chunks are stemmed in German ("Kette" finds "Ketten"), and --language
+// overrides the key.
+func TestImportAppliesFileLanguage(t *testing.T) {
+	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	dir := t.TempDir()
+	doc := `campaign: %s
+language: de
+sessions:
+  - id: s1
+    started_at: 2026-01-10T19:00:00Z
+    entries:
+      - {id: s1-a, speaker_id: grog, speaker_name: Grog, at: 2026-01-10T19:00:10Z, text: "Ich reiße die silbernen Ketten vom Altar."}
+      - {id: s1-b, speaker_id: sl, speaker_name: SL, at: 2026-01-10T19:00:20Z, text: "Der Nebel hängt über den Booten."}
+`
+	for _, tc := range []struct {
+		campaign string
+		args     []string
+		found    bool
+	}{
+		{"de-file", nil, true},
+		{"de-file-en", []string{"--language", "en"}, false},
+	} {
+		path := filepath.Join(dir, tc.campaign+".yaml")
+		if err := os.WriteFile(path, []byte(strings.Replace(doc, "%s", tc.campaign, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCLI(t, vars, append(append([]string{"import"}, tc.args...), path)...)
+		if code != 0 {
+			t.Fatalf("import %s: %d %q %q", tc.campaign, code, out, errs)
+		}
+		rs := askJSON(t, vars, "--campaign", tc.campaign, "--mode", "fts", "--k", "1", "Kette")
+		if got := len(rs) == 1 && strings.Contains(rs[0].Content, "Ketten"); got != tc.found {
+			t.Errorf("%s: fts Kette found the chain line: %v, want %v (%+v)", tc.campaign, got, tc.found, rs)
+		}
+	}
+}

@@ -40,7 +40,14 @@ import (
 
 // File is a parsed, validated campaign file.
 type File struct {
-	Campaign      string         `yaml:"campaign"`
+	Campaign string `yaml:"campaign"`
+	// Language is the campaign's language: a code ("en", "de") or the
+	// name of a PostgreSQL text-search configuration ("german"). It
+	// selects the stemming and stop words of full-text search over the
+	// campaign's chunks and session log. Empty leaves the campaign's
+	// language as it is (English for a new campaign). The importer
+	// applies it (an explicit `import --language` wins).
+	Language      string         `yaml:"language,omitempty"`
 	Entities      []Entity       `yaml:"entities"`
 	Relationships []Relationship `yaml:"relationships"`
 	Sessions      []Session      `yaml:"sessions"`
@@ -314,6 +321,9 @@ func (f *File) validate() error {
 	if err := validCampaign(f.Campaign); err != nil {
 		return err
 	}
+	if msg := languageProblem(f.Language); msg != "" {
+		return fmt.Errorf("%w: %s", ErrInvalid, msg)
+	}
 	v := newValidator()
 	for _, e := range f.Entities {
 		if err := v.entity(e); err != nil {
@@ -354,6 +364,21 @@ func validCampaign(id string) error {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return nil
+}
+
+// languageProblem checks the form of a language: a code ("de", "de-AT")
+// or a text-search configuration's name ("german"); it says what is wrong,
+// or "". Whether the database knows the language is checked when it is
+// applied.
+func languageProblem(lang string) string {
+	ok := len(lang) <= 40
+	for _, r := range lang {
+		ok = ok && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}
+	if !ok {
+		return "language " + q(lang) + ": want a language code such as en or de (or a text-search configuration such as german)"
+	}
+	return ""
 }
 
 // validator checks a campaign file item by item, keeping only ids in

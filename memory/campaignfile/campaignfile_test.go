@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 )
@@ -54,6 +56,8 @@ func TestParseErrorsNameTheLine(t *testing.T) {
 		{"NUL escape", "campaign: c\nentities:\n  - {id: a, type: npc, name: \"A\\0\"}\n", "line 3: invalid campaign file: a NUL character in \"A\\x00\""},
 		{"campaign id with a space", "campaign: iron hold\n", "campaign id \"iron hold\" holds ' '"},
 		{"campaign id with an escape", "campaign: \"iron\\e[31m\"\n", `campaign id "iron\x1b[31m"`},
+		{"bad language", "campaign: c\nlanguage: \"de; drop\"\n", `language "de; drop": want a language code`},
+		{"language twice", "campaign: c\nlanguage: de\nlanguage: en\n", "language"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,4 +141,33 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The language key is read by both readers (whole and streaming), in any
+// layout, and a file without one writes none.
+func TestLanguageKey(t *testing.T) {
+	for _, doc := range []string{
+		"campaign: c\nlanguage: de\nentities:\n  - {id: a, type: npc, name: A}\n",
+		"language: de-AT # Austrian\ncampaign: c\n",
+		"{campaign: c, language: german}\n",
+	} {
+		f, err := campaignfile.Parse(strings.NewReader(doc), "f.yaml")
+		if err != nil {
+			t.Fatalf("Parse %q: %v", doc, err)
+		}
+		sum, err := campaignfile.Check(strings.NewReader(doc), "f.yaml", campaignfile.Options{})
+		if err != nil {
+			t.Fatalf("Check %q: %v", doc, err)
+		}
+		if f.Language == "" || sum.Language != f.Language {
+			t.Errorf("%q: Parse language %q, Check %q", doc, f.Language, sum.Language)
+		}
+	}
+	b, err := yaml.Marshal(&campaignfile.File{Campaign: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "language") {
+		t.Errorf("a file without a language writes one:\n%s", b)
+	}
 }

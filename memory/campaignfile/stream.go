@@ -105,7 +105,7 @@ type splitter struct {
 	expectKeys bool // the line after "entries:" decides where entries sit
 }
 
-var topKeys = map[string]bool{"campaign": true, "entities": true, "relationships": true, "sessions": true}
+var topKeys = map[string]bool{"campaign": true, "language": true, "entities": true, "relationships": true, "sessions": true}
 
 func indentOf(l []byte) int {
 	n := 0
@@ -217,7 +217,7 @@ func (s *splitter) topLevel(l []byte) error {
 		if !ok || strings.ContainsAny(key, "{}[]\"'&*!|>%@`") {
 			return errLayout
 		}
-		return lineErr(s.line, "unknown key %s (a campaign file has campaign, entities, relationships and sessions)", q(key))
+		return lineErr(s.line, "unknown key %s (a campaign file has campaign, language, entities, relationships and sessions)", q(key))
 	}
 	if prev, dup := s.keysSeen[key]; dup {
 		return lineErr(s.line, "the key %q is already used on line %d", key, prev)
@@ -228,14 +228,12 @@ func (s *splitter) topLevel(l []byte) error {
 		value = strings.TrimSpace(value[:i])
 	}
 	s.section, s.itemInd = key, -1
-	if key == "campaign" {
-		var c struct {
-			Campaign string `yaml:"campaign"`
-		}
+	if key == "campaign" || key == "language" {
+		var c map[string]string
 		if err := yaml.Unmarshal(l, &c); err != nil {
 			return errLayout
 		}
-		return s.onKeys(key, c.Campaign, s.line)
+		return s.onKeys(key, c[key], s.line)
 	}
 	if value != "" && value != "~" && value != "null" {
 		// A flow-style value: the section is one chunk.
@@ -468,6 +466,8 @@ func itemNodes(root *yaml.Node) []*yaml.Node {
 // in a second pass.
 type Summary struct {
 	Campaign string
+	// Language is the file's language key ([File.Language]).
+	Language string
 	Counts   Counts
 	// Warnings name their lines (see File.Warnings).
 	Warnings []string
@@ -520,9 +520,9 @@ type batch struct {
 	inline   []Session
 }
 
-func pass(r io.Reader, o Options, onCampaign func(string, int) error, fn func(batch) error) error {
+func pass(r io.Reader, o Options, onKeys func(key, value string, line int) error, fn func(batch) error) error {
 	sp := &splitter{r: bufio.NewReaderSize(r, 1<<16)}
-	sp.onKeys = func(_ string, v string, line int) error { return onCampaign(v, line) }
+	sp.onKeys = onKeys
 	sp.emit = func(c chunk) error {
 		b, err := parseChunk(c)
 		if err != nil {
@@ -613,8 +613,15 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 		buf = &bytes.Buffer{}
 		r = io.TeeReader(r, buf)
 	}
-	err := pass(r, o, func(c string, line int) error {
-		sum.Campaign, campaignLine = c, line
+	err := pass(r, o, func(key, value string, line int) error {
+		if key == "language" {
+			if msg := languageProblem(value); msg != "" {
+				return lineErr(line, "%s", msg)
+			}
+			sum.Language = value
+			return nil
+		}
+		sum.Campaign, campaignLine = value, line
 		return nil
 	}, func(b batch) error {
 		for _, e := range b.entities {
@@ -694,7 +701,7 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Summary{Campaign: f.Campaign, Counts: f.Counts(), Warnings: f.Warnings, whole: f}, nil
+		return &Summary{Campaign: f.Campaign, Language: f.Language, Counts: f.Counts(), Warnings: f.Warnings, whole: f}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -751,7 +758,7 @@ func (sum *Summary) Apply(ctx context.Context, r io.Reader, l1 memory.SessionSto
 		}
 	}
 	sessionIdx := 0
-	err := pass(counter, o, func(string, int) error { return nil }, func(b batch) error {
+	err := pass(counter, o, func(string, string, int) error { return nil }, func(b batch) error {
 		bctx, cancel := context.WithTimeout(ctx, o.BatchTimeout)
 		defer cancel()
 		f := File{Entities: b.entities, Relationships: b.rels}

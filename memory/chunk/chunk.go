@@ -15,7 +15,9 @@
 // the same file give the same chunk ids (and so the same tie-breaks in
 // retrieval), and [Process] replaces a session's chunks rather than adding
 // to them. A single turn longer than MaxChars is cut at sentence ends
-// into parts, each keeping the turn's speaker and time.
+// into parts, each keeping the turn's speaker and time. [Process],
+// [EmbedPending] and [Live] embed in the campaign's language
+// ([embed.ForLanguage]).
 package chunk
 
 import (

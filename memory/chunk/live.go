@@ -70,6 +70,9 @@ func (l *Live) Update(ctx context.Context) (LiveReport, error) {
 		for _, c := range have {
 			l.indexed[c.ID] = c.Content
 		}
+		if l.emb, err = inLanguage(ctx, l.camp, l.emb); err != nil {
+			return rep, err
+		}
 		l.loaded = true
 	}
 	entries, err := l.camp.Sessions().Entries(ctx, l.session)

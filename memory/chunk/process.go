@@ -35,6 +35,10 @@ func Process(ctx context.Context, c Campaign, e embed.Embedder, o Options, sessi
 	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
 		return rep, err
 	}
+	e, err := inLanguage(ctx, c, e)
+	if err != nil {
+		return rep, err
+	}
 	if len(sessions) == 0 {
 		all, err := c.Sessions().Sessions(ctx)
 		if err != nil {
@@ -89,6 +93,10 @@ func EmbedPending(ctx context.Context, c Campaign, e embed.Embedder) (int, error
 	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
 		return 0, err
 	}
+	e, err := inLanguage(ctx, c, e)
+	if err != nil {
+		return 0, err
+	}
 	total := 0
 	for {
 		cs, err := c.Index().UnembeddedChunks(ctx, 256)
@@ -112,4 +120,15 @@ func EmbedPending(ctx context.Context, c Campaign, e embed.Embedder) (int, error
 		}
 		total += len(cs)
 	}
+}
+
+// inLanguage returns e for the campaign's language ([embed.ForLanguage]):
+// the offline embedder's words follow the campaign's text-search
+// language, as full-text search does.
+func inLanguage(ctx context.Context, c Campaign, e embed.Embedder) (embed.Embedder, error) {
+	lang, err := c.Index().Language(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return embed.ForLanguage(e, lang), nil
 }

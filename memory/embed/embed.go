@@ -5,7 +5,9 @@
 //   - [Offline], the built-in default: deterministic hashed word and
 //     character n-gram features, L2-normalised, of any dimension. It needs no
 //     model download and no network, and it is good at names and lexical
-//     overlap, which is most of what players ask about.
+//     overlap, which is most of what players ask about. Its words follow
+//     the campaign's language ([ForLanguage]: English, or German with its
+//     own stop words and endings).
 //   - [OpenAI], any OpenAI-compatible /v1/embeddings endpoint (OpenAI
 //     text-embedding-3-small at 1536 dimensions, Ollama nomic-embed-text at
 //     768, …).
@@ -88,4 +90,21 @@ func One(ctx context.Context, e Embedder, text string) ([]float32, error) {
 		return nil, err
 	}
 	return vs[0], nil
+}
+
+// Languager is implemented by embedders whose vectors depend on the
+// text's language ([Offline]: its stop words and stemming).
+type Languager interface {
+	ForLanguage(lang string) Embedder
+}
+
+// ForLanguage returns e for a campaign in language lang (a code such as
+// "de" or a text-search configuration such as "german"): e's own variant
+// for that language when it has one ([Languager]), else e itself (a
+// model's embeddings need no help with languages).
+func ForLanguage(e Embedder, lang string) Embedder {
+	if l, ok := e.(Languager); ok {
+		return l.ForLanguage(lang)
+	}
+	return e
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -221,3 +222,73 @@ func BenchmarkOfflineEmbed(b *testing.B) {
 		}
 	}
 }
+
+// German words: stop words dropped, endings trimmed, umlauts folded, so
+// that the forms a table speaks share a feature; English stays the
+// default for every other language.
+func TestWordsInGerman(t *testing.T) {
+	cases := []struct {
+		lang, a, b string
+		same       bool
+	}{
+		{"de", "Schlüssel", "Schlüsseln", true},
+		{"de", "Schlüssel", "Schlussel", true},
+		{"de", "den kupfernen Ring", "der kupferne Ring", true},
+		{"de", "kupfernem", "kupferne", true},
+		{"de", "versteckt", "verstecken", true},
+		{"de-AT", "Zwerges", "Zwerge", true},
+		{"german", "Ketten", "Kette", true},
+		{"de", "Kette", "Kater", false},
+		{"en", "forged", "forging", true},
+		{"fr", "forged", "forging", true}, // no French rules: English's
+	}
+	for _, tc := range cases {
+		a, b := strings.Join(WordsIn(tc.lang, tc.a), " "), strings.Join(WordsIn(tc.lang, tc.b), " ")
+		if (a == b) != tc.same || a == "" {
+			t.Errorf("%s: %q → %q, %q → %q; same %v, want %v", tc.lang, tc.a, a, tc.b, b, a == b, tc.same)
+		}
+	}
+	if got := WordsIn("de", "Wann hat die Wache den Dolch gesehen?"); strings.Join(got, " ") != "wach dolch seh" {
+		t.Errorf("German stop and question words: %v", got)
+	}
+	// "die" is a German article, an English verb.
+	if got := WordsIn("en", "Did the baron die?"); !slices.Contains(got, "die") {
+		t.Errorf("English lost the verb die: %v", got)
+	}
+}
+
+// ForLanguage gives the offline embedder the campaign's words, leaves an
+// embedder without languages as it is, and keeps the dimension.
+func TestForLanguage(t *testing.T) {
+	ctx := context.Background()
+	o, err := NewOffline(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	de := ForLanguage(o, "de")
+	if de.Dimensions() != 64 {
+		t.Fatalf("dimension %d", de.Dimensions())
+	}
+	vs, err := de.Embed(ctx, []string{"Ich verstecke den Schlüssel.", "Du versteckst die Schlüssel."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	en, err := o.Embed(ctx, []string{"Ich verstecke den Schlüssel.", "Du versteckst die Schlüssel."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cd, ce := cosine(vs[0], vs[1]), cosine(en[0], en[1]); cd <= ce || cd < 0.9 {
+		t.Errorf("German forms of one sentence: cosine %.2f in German, %.2f in English; want German higher and >= 0.9", cd, ce)
+	}
+	var plain Embedder = stubEmbedder{}
+	if ForLanguage(plain, "de") != plain {
+		t.Error("an embedder without languages was replaced")
+	}
+}
+
+type stubEmbedder struct{}
+
+func (stubEmbedder) Embed(_ context.Context, ts []string) ([][]float32, error) {
+	return make([][]float32, len(ts)), nil
+}
+func (stubEmbedder) Dimensions() int { return 8 }

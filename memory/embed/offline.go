@@ -21,17 +21,29 @@ const (
 // Offline is the built-in embedder: hashed word, word-pair and character
 // n-gram features folded into a vector of the configured dimension and
 // L2-normalised. The same text always gives the same vector, on any
-// machine. The zero value is not usable; call [NewOffline].
+// machine. Words are split, stop words dropped and endings trimmed in the
+// embedder's language: English unless [Offline.ForLanguage] chose
+// another (German). The zero value is not usable; call [NewOffline].
 type Offline struct {
 	dims int
+	lang *wordRules
 }
 
-// NewOffline returns an offline embedder of dims dimensions.
+// NewOffline returns an offline embedder of dims dimensions, in English.
 func NewOffline(dims int) (*Offline, error) {
 	if dims < 8 || dims > 16000 {
 		return nil, fmt.Errorf("offline embedder: dimension must be within 8..16000, got %d", dims)
 	}
-	return &Offline{dims: dims}, nil
+	return &Offline{dims: dims, lang: &englishRules}, nil
+}
+
+// ForLanguage returns the embedder for a campaign in language lang: a
+// code ("de", "de-AT") or a text-search configuration's name ("german").
+// German has its own stop words and endings; every other language, and
+// "", gets English's. Texts and the questions about them must be embedded
+// in the same language.
+func (o *Offline) ForLanguage(lang string) Embedder {
+	return &Offline{dims: o.dims, lang: rulesFor(lang)}
 }
 
 // Dimensions is the vector length.
@@ -57,7 +69,7 @@ func (o *Offline) Embed(ctx context.Context, texts []string) ([][]float32, error
 
 func (o *Offline) vector(text string) []float32 {
 	feats := map[string]float64{}
-	words := Words(text)
+	words := o.lang.words(text)
 	for i, w := range words {
 		feats["w:"+w] += wordWeight
 		if i > 0 {
@@ -122,9 +134,37 @@ func ngrams(w string) []string {
 }
 
 // Words splits text into lower-case content words: stop words dropped,
-// possessives and plural endings trimmed. Retrieval uses it to match
-// queries against names too.
-func Words(text string) []string {
+// possessives and plural endings trimmed (English). Retrieval uses it to
+// match queries against names too.
+func Words(text string) []string { return englishRules.words(text) }
+
+// WordsIn is [Words] in language lang (see [Offline.ForLanguage]).
+func WordsIn(lang, text string) []string { return rulesFor(lang).words(text) }
+
+// wordRules are a language's stop words and stemmer.
+type wordRules struct {
+	stop map[string]bool
+	stem func(string) string
+}
+
+var (
+	englishRules = wordRules{stop: stopWords, stem: Stem}
+	germanRules  = wordRules{stop: germanStopWords, stem: stemGerman}
+)
+
+// rulesFor returns the word rules of lang (English unless it is German).
+func rulesFor(lang string) *wordRules {
+	l := strings.ToLower(strings.TrimSpace(lang))
+	if base, _, ok := strings.Cut(l, "-"); ok {
+		l = base
+	}
+	if l == "de" || l == "german" || l == "deutsch" {
+		return &germanRules
+	}
+	return &englishRules
+}
+
+func (wr *wordRules) words(text string) []string {
 	fields := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
 	})
@@ -135,10 +175,10 @@ func Words(text string) []string {
 		if i := strings.IndexByte(f, '\''); i >= 0 {
 			f = f[:i]
 		}
-		if f == "" || stopWords[f] {
+		if f == "" || wr.stop[f] {
 			continue
 		}
-		out = append(out, Stem(f))
+		out = append(out, wr.stem(f))
 	}
 	return out
 }

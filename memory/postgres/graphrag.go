@@ -79,7 +79,7 @@ func (g *Graph) QueryWithContext(ctx context.Context, query string, s memory.Gra
 	rows, err := g.db.Query(ctx, g.scopeCTE()+`, hits AS (
 		    SELECT c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.end_at, ts_rank(c.tsv, q.q)::float8 AS score
 		    FROM chunks c JOIN candidates k ON c.campaign_id = $1 AND c.id = k.chunk_id,
-		         websearch_to_tsquery('english', $5) AS q(q)
+		         websearch_to_tsquery(coalesce((SELECT text_config FROM campaigns WHERE id = $1), 'english'::regconfig), $5) AS q(q)
 		    WHERE c.tsv @@ q.q AND ($6 = '' OR c.session_id = $6)
 		    ORDER BY score DESC, c.start_at DESC, c.id
 		    LIMIT $7

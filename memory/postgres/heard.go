@@ -29,7 +29,7 @@ func (l *SessionLog) SearchHeard(ctx context.Context, npcID, query string, limit
 		limit = 10
 	}
 	rows, err := l.db.Query(ctx, `
-		WITH q AS (SELECT websearch_to_tsquery('english', $3) AS q),
+		WITH q AS (SELECT websearch_to_tsquery(coalesce((SELECT text_config FROM campaigns WHERE id = $1), 'english'::regconfig), $3) AS q),
 		spoke AS (
 		    SELECT session_id, at FROM transcript_entries
 		    WHERE campaign_id = $1 AND speaker_id = $2 AND npc_id = $2

@@ -45,8 +45,12 @@ func textConfig(lang string) string {
 // SetLanguage sets the language the campaign's chunks are searched in: a
 // code ("de") or the name of a PostgreSQL text-search configuration
 // ("german"); "" restores the default, english. Stemming and stop words
-// follow it, for the chunks already written (they are re-indexed, with
-// their word statistics, in one transaction) and for the questions asked.
+// follow it, for the chunks and session-log lines already written (they
+// are re-indexed, the chunks with their word statistics, in one
+// transaction) and for the questions asked. With the offline embedder,
+// chunks embedded before the change keep their vectors until they are
+// embedded again (`glyphoxa migrate --reembed`); an import that names the
+// language sets it before its sessions are chunked.
 func (c *Campaign) SetLanguage(ctx context.Context, lang string) error {
 	cfg := textConfig(lang)
 	return c.InTx(ctx, "", func(tc *Campaign) error {
@@ -68,6 +72,10 @@ func (c *Campaign) SetLanguage(ctx context.Context, lang string) error {
 		if _, err := tc.db.Exec(ctx, `UPDATE chunks SET content = content WHERE campaign_id = $1`, tc.id); err != nil {
 			return fmt.Errorf("re-indexing the chunks of campaign %q: %w", tc.id, err)
 		}
+		if _, err := tc.db.Exec(ctx, `UPDATE transcript_entries SET tsv = to_tsvector($2::regconfig, text) WHERE campaign_id = $1`,
+			tc.id, cfg); err != nil {
+			return fmt.Errorf("re-indexing the session log of campaign %q: %w", tc.id, err)
+		}
 		return nil
 	})
 }
@@ -77,6 +85,11 @@ func (c *Campaign) SetLanguage(ctx context.Context, lang string) error {
 func (c *Campaign) Language(ctx context.Context) (string, error) {
 	return c.l2.language(ctx)
 }
+
+// Language returns the text-search configuration the campaign's chunks
+// are searched in (as [Campaign.Language]), for readers that hold only
+// the index.
+func (x *SemanticIndex) Language(ctx context.Context) (string, error) { return x.language(ctx) }
 
 func (x *SemanticIndex) language(ctx context.Context) (string, error) {
 	var cfg string

@@ -134,3 +134,53 @@ func TestQuestionsRankLikeStatements(t *testing.T) {
 		}
 	}
 }
+
+// TestGermanSessionLog: the session log is searched in the campaign's
+// language: lines written before the language was set are re-indexed,
+// lines written after it are indexed in it, and another campaign keeps
+// English.
+func TestGermanSessionLog(t *testing.T) {
+	s := newStore(t)
+	ctx := ctxT(t)
+	de := pgtest.Campaign(t, s, "de-log")
+	en := pgtest.Campaign(t, s, "en-log")
+	for _, c := range []*postgres.Campaign{de, en} {
+		check(t, c.Sessions().StartSession(ctx, "s1", t0))
+	}
+	write := func(c *postgres.Campaign, key, text string) {
+		t.Helper()
+		_, err := c.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "u1", SpeakerName: "Grog",
+			Text: text, At: t0, IdempotencyKey: key})
+		check(t, err)
+	}
+	write(de, "a", "Ich nehme die silbernen Ketten vom Altar.")
+	write(en, "a", "Die, foul beast, the chains are mine!")
+	search := func(c *postgres.Campaign, q string, any bool) []string {
+		t.Helper()
+		hits := must[[]memory.EntryHit](t)(c.Sessions().Search(ctx, q, memory.SearchOpts{Any: any}))
+		var out []string
+		for _, h := range hits {
+			out = append(out, h.Entry.IdempotencyKey)
+		}
+		return out
+	}
+	// English stems "Ketten" and "Kette" apart.
+	if got := search(de, "Kette", false); len(got) != 0 {
+		t.Fatalf("Kette before the campaign is German: %v, want nothing (english stemming)", got)
+	}
+	check(t, de.SetLanguage(ctx, "de"))
+	if got := search(de, "Kette", false); len(got) != 1 || got[0] != "a" {
+		t.Errorf("Kette in German: %v, want [a] (Ketten, re-indexed)", got)
+	}
+	write(de, "b", "Die Zwerge feiern im Hafen.")
+	if got := search(de, "Zwerg feiern", false); len(got) != 1 || got[0] != "b" {
+		t.Errorf("Zwerg feiern: %v, want [b] (written after the switch)", got)
+	}
+	// German stop words match nothing; in English "die" is a word.
+	if got := search(de, "die", true); len(got) != 0 {
+		t.Errorf("German stop word die: %v, want nothing", got)
+	}
+	if got := search(en, "die", true); len(got) != 1 {
+		t.Errorf("English campaign, die: %v, want its line", got)
+	}
+}

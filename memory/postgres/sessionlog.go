@@ -129,7 +129,8 @@ func (l *SessionLog) Entries(ctx context.Context, sessionID string) ([]memory.Tr
 }
 
 // Search finds entries whose corrected text matches query, ranked with
-// ts_rank, best first. Non-canon lines are left out.
+// ts_rank, best first, words stemmed in the campaign's language
+// ([Campaign.SetLanguage]). Non-canon lines are left out.
 func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOpts) ([]memory.EntryHit, error) {
 	if err := memory.CheckQuery(query); err != nil {
 		return nil, err
@@ -142,8 +143,9 @@ func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOp
 		limit = 20
 	}
 	rows, err := l.db.Query(ctx, `
-		WITH q AS (SELECT CASE WHEN $8 THEN coalesce(nullif(replace(plainto_tsquery('english', $2)::text, '&', '|'), ''), '')::tsquery
-		                       ELSE websearch_to_tsquery('english', $2) END AS q)
+		WITH cfg AS (SELECT coalesce((SELECT text_config FROM campaigns WHERE id = $1), 'english'::regconfig) AS cfg),
+		q AS (SELECT CASE WHEN $8 THEN coalesce(nullif(replace(plainto_tsquery(cfg.cfg, $2)::text, '&', '|'), ''), '')::tsquery
+		                  ELSE websearch_to_tsquery(cfg.cfg, $2) END AS q FROM cfg)
 		SELECT `+entryColumns+`, ts_rank(tsv, q.q) AS rank
 		FROM transcript_entries, q
 		WHERE campaign_id = $1 AND tsv @@ q.q AND NOT noncanon

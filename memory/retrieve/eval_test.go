@@ -105,7 +105,8 @@ func corpora(t testing.TB) []corpus {
 	for _, g := range []struct {
 		name string
 		gen  func(uint64) (*campaignfile.File, []question)
-	}{{"chat", genChat}, {"names", genNames}, {"table", genTable}} {
+	}{{"chat", genChat}, {"names", genNames}, {"table", genTable},
+		{"keep", genKeep}, {"burg", genBurg}, {"heist", genHeist}} {
 		file, qs := g.gen(evalSeed)
 		// Through YAML and Parse, so that a generated corpus is checked
 		// like a hand-written one.
@@ -131,6 +132,11 @@ func evalCampaign(t testing.TB, cf *campaignfile.File) (*postgres.Campaign, embe
 	defer cancel()
 	store, _ := pgtest.NewStore(t, evalDims)
 	if err := store.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
+		if cf.Language != "" {
+			if err := c.SetLanguage(ctx, cf.Language); err != nil {
+				return err
+			}
+		}
 		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
 		return err
 	}); err != nil {
@@ -165,8 +171,8 @@ func found(contents []string, q question) float64 {
 }
 
 // baselineBM25 is the plain baseline beside the modes: textbook Okapi
-// BM25 (k1 1.2, b 0.75) over the chunks' words as [embed.Words] splits
-// them, computed here in Go, untuned.
+// BM25 (k1 1.2, b 0.75) over the chunks' words as [embed.WordsIn] splits
+// them in the campaign's language, computed here in Go, untuned.
 const baselineBM25 = "bm25"
 
 type bm25 struct {
@@ -176,19 +182,20 @@ type bm25 struct {
 	len   []int
 	df    map[string]int
 	avgdl float64
+	lang  string // the campaign's, for splitting words
 }
 
-func newBM25(t testing.TB, c *postgres.Campaign) *bm25 {
+func newBM25(t testing.TB, c *postgres.Campaign, lang string) *bm25 {
 	t.Helper()
 	cs, err := c.Index().Chunks(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bm25{df: map[string]int{}}
+	b := &bm25{df: map[string]int{}, lang: lang}
 	var total int
 	for _, ch := range cs {
 		tf := map[string]int{}
-		ws := embed.Words(ch.Content)
+		ws := embed.WordsIn(b.lang, ch.Content)
 		for _, w := range ws {
 			if tf[w] == 0 {
 				b.df[w]++
@@ -207,7 +214,7 @@ func (b *bm25) search(q string, k int) []string {
 	n := float64(len(b.ids))
 	score := make([]float64, len(b.ids))
 	seen := map[string]bool{}
-	for _, w := range embed.Words(q) {
+	for _, w := range embed.WordsIn(b.lang, q) {
 		if seen[w] || b.df[w] == 0 {
 			continue
 		}
@@ -267,7 +274,7 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	base := newBM25(t, camp)
+	base := newBM25(t, camp, c.file.Language)
 	rt := &recallTable{n: map[string]int{}, sum: map[string]map[string][]float64{}}
 	for _, k := range questionKinds {
 		for _, q := range c.questions {
@@ -375,6 +382,9 @@ func TestRecall(t *testing.T) {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
+			// Each corpus has its own database; the time goes to round
+			// trips, so the corpora run side by side.
+			t.Parallel()
 			rt, camp := evaluate(t, c)
 			t.Logf("%s: %d questions, %d chunks:\n%s", c.name, len(c.questions), mustCount(t, camp), rt)
 			checkTargets(t, rt)

@@ -15,7 +15,9 @@ import (
 
 // TestGermanEndToEnd: a German campaign, imported, chunked and asked in
 // German, finds the line that answers by its stemmed words in every mode
-// that reads words, the question words aside.
+// that reads words (vector search with the offline embedder included),
+// the question words aside, and from the session log before it is
+// chunked.
 func TestGermanEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -46,11 +48,11 @@ func TestGermanEndToEnd(t *testing.T) {
 		sess.EndedAt = sess.StartedAt.Add(time.Hour)
 		scenes = append(scenes, sess)
 	}
-	cf := &campaignfile.File{Campaign: "de-e2e", Sessions: scenes,
+	cf := &campaignfile.File{Campaign: "de-e2e", Language: "de", Sessions: scenes,
 		Entities: []campaignfile.Entity{{ID: "grog", Type: "player", Name: "Grog"}}}
 	store, _ := pgtest.NewStore(t, evalDims)
 	if err := store.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
-		if err := c.SetLanguage(ctx, "de"); err != nil {
+		if err := c.SetLanguage(ctx, cf.Language); err != nil {
 			return err
 		}
 		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
@@ -63,6 +65,19 @@ func TestGermanEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before chunking, questions are answered from the session log, in
+	// German too.
+	r0, err := New(camp, e, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := r0.Search(ctx, Query{Text: "Wann hat Grog die Ketten genommen?", K: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Kind != KindEntry || !strings.Contains(rs[0].Content, "Kette") {
+		t.Errorf("session-log fallback: %+v, want the line about the chain", rs)
+	}
 	if _, err := chunk.Process(ctx, camp, e, chunk.Options{MaxLines: 2, Overlap: -1}); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +85,9 @@ func TestGermanEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []Mode{ModeFTS, ModePPR, ModeHybrid} {
+	// The offline embedder follows the campaign's language (chunks and
+	// questions alike), so vector search finds the German word forms too.
+	for _, m := range []Mode{ModeVector, ModeFTS, ModePPR, ModeHybrid} {
 		for _, q := range []string{"Wann hat Grog die Ketten genommen?", "Grog nahm die Ketten."} {
 			rs, err := r.Search(ctx, Query{Text: q, Mode: m, K: 1})
 			if err != nil {

@@ -10,8 +10,8 @@
 //     L2), or among all chunks when those link nothing;
 //   - ppr: chunks ranked by Personalized PageRank over the entity–chunk
 //     graph, as HippoRAG 2 does it (below);
-//   - hybrid (the default): the ppr ranking fused with the more confident
-//     of the fts and vector rankings, and the facts (kind "fact") that the
+//   - hybrid (the default): the ppr ranking fused with the fts ranking
+//     (vector when full text finds nothing), and the facts (kind "fact") that the
 //     question leads to from the entities it names: those whose type it
 //     names ("who employs Hale" follows EMPLOYS), or, for "the
 //     harbourmaster's sister", every relationship of the harbourmaster,
@@ -22,7 +22,7 @@
 // # Fusion
 //
 // Hybrid retrieval must never be worse than its best part, on any corpus,
-// with one parameter set. Three rules give that; no weight is fitted to a
+// with one parameter set. Four rules aim at that; no weight is fitted to a
 // question set ([DefaultWeights] are all 1, facts 1/2):
 //
 //   - Every ranker weighs the same before the question is seen, and each
@@ -42,14 +42,32 @@
 //     confidence over its rank (ChunkSeedWeight in all; chunks that
 //     mention no entity take part too). When the question names nothing
 //     specific, the walk starts from the chunks alone.
-//   - Evidence is not counted twice. The final reciprocal rank fusion
-//     (RRFK 60, the published default, not fitted) adds to the walk's
-//     ranking one direct ranking only, at equal weight: the more
-//     confident of full text (BM25) and vector for this question, so that
-//     a question the words answer outright is not lost in the walk. Adding both (they agree whenever the embedder
-//     is lexical) lets two agreeing mediocre lists outvote the one that
-//     knows: measured on the names corpus, recall@5 0.70 with both, 0.87
-//     with the more confident one.
+//   - Evidence is not counted twice, and each ranking weighs what it
+//     knows that the others do not. The final fusion adds to the walk's
+//     ranking one direct ranking: full text (BM25), or the vector ranking
+//     when full text matched nothing. The two direct rankings' confidences
+//     are on different scales (a BM25 score against a cosine): choosing
+//     the "more confident" of them picked the offline embedder's flat
+//     lists for half the questions of the keep corpus. Adding both lets
+//     two agreeing mediocre lists outvote the one that knows (names
+//     corpus, recall@5 0.70 with both, 0.87 with one).
+//   - How the walk joins depends on what it holds beyond the direct
+//     ranking. When it followed a relationship the question asks about
+//     ("the harbourmaster's sister"), it holds evidence no ranking by
+//     words can (the answer need not share a word with the question): the
+//     two are independent witnesses and are fused by reciprocal rank
+//     (RRFK 60, the published default, Cormack, Clarke and Buettcher
+//     2009), each at full weight, whatever their score scales. Otherwise
+//     the walk is the direct rankings' own chunks diffused along the
+//     entities the question names; it knows only those entities, so it
+//     weighs their confidence, and it adjusts the direct ranking by score
+//     (CombSUM of max-normalised scores, Fox and Shaw 1994), not by rank:
+//     with reciprocal ranks at k 60, a chunk ranked eighth by the words
+//     (1/68) falls below one ranked fifteenth that the walk also ranks
+//     high (1/75 + w/61) even at a small w, which let the walk's hubs (a
+//     "previously on" recap names every character and place) push the
+//     answering line out of the top ten on the keep corpus; by score, the
+//     walk reorders chunks only where the words leave them close.
 //
 // `make eval` prints recall@5 and @10 per corpus, mode and question kind
 // beside a plain BM25 baseline (see eval_test.go and corpora_test.go).
@@ -192,7 +210,8 @@ type Weights struct {
 	// walk's reset distribution.
 	Vector, Text float64
 	// Walk and Direct weigh, in the final fusion, the walk's ranking and
-	// the more confident of the full-text and vector rankings.
+	// the direct ranking (full text, or vector when full text matched
+	// nothing).
 	Walk, Direct float64
 	// Facts weighs the facts followed from the entities a question names
 	// along the relationships it asks about, beside the chunks.
@@ -218,6 +237,8 @@ type Retriever struct {
 	matcher     *mention.Matcher
 	lastNames   int64 // the entity change the name index was loaded at
 	lastRefresh time.Time
+	qemb        embed.Embedder // emb in the campaign's language
+	qembAt      time.Time
 }
 
 // Campaign is the memory a Retriever reads: a handle from the door
@@ -434,8 +455,30 @@ func (r *Retriever) search(ctx context.Context, q Query, dated []memory.Session)
 	return out, nil
 }
 
+// embedder returns the question embedder in the campaign's language
+// ([embed.ForLanguage]), as the chunks were embedded; the language is read
+// again at most every RefreshEvery.
+func (r *Retriever) embedder(ctx context.Context) (embed.Embedder, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.cfg.Now()
+	if r.qemb != nil && (r.cfg.RefreshEvery < 0 || now.Sub(r.qembAt) < r.cfg.RefreshEvery) {
+		return r.qemb, nil
+	}
+	lang, err := r.camp.Index().Language(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.qemb, r.qembAt = embed.ForLanguage(r.emb, lang), now
+	return r.qemb, nil
+}
+
 func (r *Retriever) vector(ctx context.Context, text string, k int, only []string) ([]postgres.ChunkHit, error) {
-	v, err := embed.One(ctx, r.emb, text)
+	e, err := r.embedder(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := embed.One(ctx, e, text)
 	if err != nil {
 		return nil, fmt.Errorf("embedding the question: %w", err)
 	}
@@ -450,7 +493,11 @@ func (r *Retriever) graphRAG(ctx context.Context, text string, k int, m *mention
 	if len(seeds) == 0 {
 		return r.vector(ctx, text, k, only)
 	}
-	v, err := embed.One(ctx, r.emb, text)
+	e, err := r.embedder(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := embed.One(ctx, e, text)
 	if err != nil {
 		return nil, fmt.Errorf("embedding the question: %w", err)
 	}
@@ -662,13 +709,13 @@ func (r *Retriever) load(ctx context.Context, ranked []ppr.Result) ([]postgres.C
 }
 
 // hybrid fuses the PageRank ranking, which already holds the evidence of
-// every ranker, the more confident of the full-text and vector rankings,
-// and the facts the question's relationship words led to, by reciprocal
-// rank: each item scores the sum, over the rankings it appears in, of
-// gate/(RRFK + rank), where the walk's gate is Weights.Walk, the direct
-// ranking's Weights.Direct (when its confidence is above zero), and the facts'
-// Weights.Facts times the confidence of the named entities (see the
-// package doc). The entities
+// every ranker, the full-text ranking (vector when full text matched
+// nothing), and the facts the question's relationship words led to (see
+// the package doc): by reciprocal rank when the walk followed such a
+// relationship, each item scoring the sum over the rankings it appears in
+// of weight/(RRFK + rank), the facts' weight Weights.Facts times the
+// confidence of the named entities; otherwise by max-normalised score,
+// the walk's weight Weights.Walk times that confidence. The entities
 // the question names by full name or alias follow the k answers, so that
 // they never take an answer's place. Facts and entities are left out of
 // NPC-scoped retrieval (the NPC's own knowledge of facts is its hot
@@ -694,32 +741,43 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 			chunks[h.Chunk.ID] = h.Chunk
 		}
 	}
-	// The more confident of the two direct rankings for this question
-	// joins the walk's ranking.
+	// Full text is the direct ranking; the vector ranking takes its place
+	// only when full text matched nothing (see the package doc: their
+	// confidences are on different scales).
 	direct, conf := fts, scoreConfidence(fts, n)
-	if c := scoreConfidence(vec, n); c > conf {
+	if c := scoreConfidence(vec, n); conf == 0 && c > 0 {
 		direct, conf = vec, c
 	}
-	r.cfg.Logger.Debug("hybrid fusion", "text", scoreConfidence(fts, n), "vector", scoreConfidence(vec, n), "entities", entConf)
-	// The direct ranking weighs as much as the walk's (plain reciprocal
-	// rank fusion, Cormack, Clarke and Buettcher 2009): its confidence
-	// chose it and seeded the walk with it already; gating it a second
-	// time here let the walk's ranking, which drifts along entities,
-	// outvote the lexical ranking that matched the question's words (on
-	// the table-talk corpus hybrid fell below full text). A ranking with
-	// no confidence at all (no score above zero) takes no part. With
-	// k = 60, a chunk ranked within the first ten by both lists beats one
-	// ranked first by only one of them (2/70 > 1/61), so agreement decides,
-	// and a chunk in one list only still keeps its place among the other
-	// list's tail.
+	// independent: the walk followed a relationship the question asks
+	// about, evidence that no ranking by words holds; the two rankings are
+	// then fused by rank. Otherwise the walk is the direct rankings' own
+	// chunks diffused along the entities the question names, and it
+	// adjusts the direct ranking by score, weighted by how specific those
+	// entities are (see the package doc).
+	independent := len(facts) > 0 || conf == 0
+	r.cfg.Logger.Debug("hybrid fusion", "text", conf, "vector", scoreConfidence(vec, n), "entities", entConf,
+		"independent", independent)
 	if conf > 0 {
 		for i, h := range direct {
-			fused[h.Chunk.ID] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
+			if independent {
+				fused[h.Chunk.ID] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
+			} else {
+				fused[h.Chunk.ID] += r.cfg.Weights.Direct * h.Score / direct[0].Score
+			}
 		}
+	}
+	walk := r.cfg.Weights.Walk
+	if !independent {
+		walk *= entConf
 	}
 	var missing []ppr.Result
 	for i, x := range pr {
-		fused[x.ID] += r.cfg.Weights.Walk / (r.cfg.RRFK + float64(i+1))
+		switch {
+		case independent:
+			fused[x.ID] += walk / (r.cfg.RRFK + float64(i+1))
+		case pr[0].Score > 0:
+			fused[x.ID] += walk * x.Score / pr[0].Score
+		}
 		if _, ok := chunks[x.ID]; !ok {
 			missing = append(missing, x)
 		}
@@ -900,12 +958,13 @@ func chunkResult(h postgres.ChunkHit) Result {
 // entryFallback searches the session log line by line, for campaigns
 // without chunks.
 func (r *Retriever) entryFallback(ctx context.Context, q Query) ([]Result, error) {
-	// Any of the question's words may match.
-	words := embed.Words(q.Text)
-	if len(words) == 0 {
+	// Any of the question's words may match, stemmed in the campaign's
+	// language by the session log's search.
+	words := textQuery(q.Text)
+	if strings.TrimSpace(words) == "" {
 		return []Result{}, nil
 	}
-	hits, err := r.camp.Sessions().Search(ctx, strings.Join(words, " or "), memory.SearchOpts{Limit: q.K})
+	hits, err := r.camp.Sessions().Search(ctx, words, memory.SearchOpts{Limit: q.K, Any: true})
 	if err != nil {
 		return nil, err
 	}
