@@ -50,6 +50,53 @@ func IsBundle(start []byte) bool {
 	return bytes.HasPrefix(bytes.TrimLeft(start, " \t\r\n"), []byte(`{"format":"`+Format+`"`))
 }
 
+// ReadHeader reads a bundle's header (gzipped or not) and checks its
+// format and version.
+func ReadHeader(r io.Reader) (Header, error) {
+	in, err := open(r)
+	if err != nil {
+		return Header{}, err
+	}
+	defer in.close()
+	return in.header()
+}
+
+// open starts reading a bundle, gunzipping it if it is gzipped.
+func open(r io.Reader) (*reader, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	in := &reader{r: br, close: func() {}}
+	if start, _ := br.Peek(2); len(start) == 2 && start[0] == 0x1f && start[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%w: reading the gzip stream: %v", ErrBadBundle, err)
+		}
+		in.r, in.close = bufio.NewReaderSize(zr, 64<<10), func() { zr.Close() }
+	}
+	return in, nil
+}
+
+// header reads and checks the first line.
+func (in *reader) header() (Header, error) {
+	var h Header
+	line, err := in.next()
+	if errors.Is(err, io.EOF) {
+		return h, fmt.Errorf("%w: the file is empty", ErrBadBundle)
+	}
+	if err != nil {
+		return h, err
+	}
+	if err := strictJSON(line, &h); err != nil || h.Format != Format {
+		if !bytes.HasPrefix(line, []byte("{")) {
+			return h, fmt.Errorf("%w: line 1 is not a glyphoxa campaign bundle header (a campaign file? import it without a bundle's options)", ErrBadBundle)
+		}
+		return h, fmt.Errorf("%w: line 1 is not a glyphoxa campaign bundle header", ErrBadBundle)
+	}
+	if v := h.Version; v < 1 || v > Version {
+		return h, fmt.Errorf("%w: format version %d; this glyphoxa reads versions 1 to %d (upgrade glyphoxa)", ErrBadBundle, v, Version)
+	}
+	return h, nil
+}
+
 // Import restores a bundle into campaign, which must be new or hold no
 // memory yet (the error wraps ErrNotEmpty otherwise), in one transaction:
 // on any error nothing is written. Serial ids are assigned anew and every
@@ -59,31 +106,13 @@ func Import(ctx context.Context, db DB, campaign string, r io.Reader) (Result, e
 	if err := memory.ValidateCampaignID(campaign); err != nil {
 		return res, err
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
-	if start, _ := br.Peek(2); len(start) == 2 && start[0] == 0x1f && start[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return res, fmt.Errorf("%w: reading the gzip stream: %v", ErrBadBundle, err)
-		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 64<<10)
-	}
-	in := &reader{r: br}
-	line, err := in.next()
-	if errors.Is(err, io.EOF) {
-		return res, fmt.Errorf("%w: the file is empty", ErrBadBundle)
-	}
+	in, err := open(r)
 	if err != nil {
 		return res, err
 	}
-	if err := strictJSON(line, &res.Header); err != nil || res.Header.Format != Format {
-		if !bytes.HasPrefix(line, []byte("{")) {
-			return res, fmt.Errorf("%w: line 1 is not a glyphoxa campaign bundle header (a campaign file? import it without a bundle's options)", ErrBadBundle)
-		}
-		return res, fmt.Errorf("%w: line 1 is not a glyphoxa campaign bundle header", ErrBadBundle)
-	}
-	if v := res.Header.Version; v < 1 || v > Version {
-		return res, fmt.Errorf("%w: format version %d; this glyphoxa reads versions 1 to %d (upgrade glyphoxa)", ErrBadBundle, v, Version)
+	defer in.close()
+	if res.Header, err = in.header(); err != nil {
+		return res, err
 	}
 	err = pgx.BeginFunc(ctx, txBeginner{db}, func(tx pgx.Tx) error {
 		im := &importer{tx: tx, campaign: campaign, in: in, res: &res, ids: map[string]map[int64]int64{}}
@@ -104,8 +133,9 @@ func (b txBeginner) Begin(ctx context.Context) (pgx.Tx, error) {
 
 // reader reads a bundle line by line.
 type reader struct {
-	r    *bufio.Reader
-	line int
+	r     *bufio.Reader
+	line  int
+	close func()
 }
 
 // next returns the next non-empty line, or io.EOF.
