@@ -109,8 +109,14 @@ func played(t *testing.T, s *postgres.Store) *postgres.Campaign {
 	must[int64](t)(c.Propose(ctx, "delete_edge", map[string]string{"id": fmt.Sprint(forged)}, "mcp:player:agent"))
 	must[postgres.KGNode](t)(c.KGPutNode(ctx, postgres.KGDM, postgres.KGNodeInput{ID: "plot", Gist: "the dragon wants the key"}, now))
 	must[postgres.KGNode](t)(c.KGPutNode(ctx, postgres.KGDM, postgres.KGNodeInput{ID: "twist", Gist: "Elara is the heir",
-		Touches: []string{"plot"}, Notes: "reveal in s4"}, now))
-	if err := c.KGPutDMEdge(ctx, "plot", "twist", "LEADS_TO", "slowly", now); err != nil {
+		Touches: []string{"plot", "notes/arc.md:12"}, Notes: []string{"reveal in s4", "only if they ask"}}, now))
+	if err := c.KGPutDMEdge(ctx, "plot", "twist", "LEADS_TO", []string{"slowly"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.KGPutDMEdge(ctx, "twist", "notes/arc.md:12", "WRITTEN_IN", nil, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.KGPutArtifactEdge(ctx, "grimjaw", "maps/ironhold.png", "DRAWN_ON", []string{"the forge is marked"}, now); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.SetKGLimit(ctx, 4321); err != nil {

@@ -30,7 +30,8 @@
 // stopped holding), evidence (which lines a fact was heard in), fact links
 // (supersedes …), conflicts and their resolutions, chunks with their
 // embeddings, chunk mentions, processing state, opt-outs, agents'
-// proposals, and the DM's private memory-tool notes (dm_nodes, dm_edges).
+// proposals, and the memory-tool notes: the DM's private level (dm_nodes,
+// dm_edges) and the campaign level's edges to artifacts (kg_edges).
 //
 // # Ids
 //

@@ -28,7 +28,8 @@ type Table struct {
 func Tables() []Table {
 	return []Table{
 		{Name: "sessions", From: `FROM sessions t WHERE t.campaign_id = $1 ORDER BY t.started_at, t.id`},
-		{Name: "transcript_entries", From: `FROM transcript_entries t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id"},
+		{Name: "transcript_entries", From: `FROM transcript_entries t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id",
+			Skip: []string{"tsv"}},
 		{Name: "entities", From: `FROM entities t WHERE t.campaign_id = $1 ORDER BY t.id`},
 		{Name: "relationships", From: `FROM relationships t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id"},
 		{Name: "fact_evidence", From: `FROM fact_evidence t JOIN relationships r ON r.id = t.fact_id
@@ -46,6 +47,7 @@ func Tables() []Table {
 			PayloadRefs: map[string]string{"delete_edge": "relationships"}},
 		{Name: "dm_nodes", From: `FROM dm_nodes t WHERE t.campaign_id = $1 ORDER BY t.id`},
 		{Name: "dm_edges", From: `FROM dm_edges t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id"},
+		{Name: "kg_edges", From: `FROM kg_edges t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id"},
 	}
 }
 
@@ -58,6 +60,8 @@ func Skipped() map[string]string {
 		"kg_sessions":        "agents' sync sessions, tied to the database they were opened on",
 		"chunk_counts":       "full-text statistics, rebuilt by triggers",
 		"chunk_lexemes":      "full-text statistics, rebuilt by triggers",
+		"review_batches":     "the undo log of bulk review, naming fact ids of the database it was made in",
+		"live_feeds":         "which running tables feed the console's Live page: process state, not memory",
 	}
 }
 
