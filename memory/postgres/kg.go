@@ -150,7 +150,9 @@ func nodeTokens(n KGNode) int {
 	return tokens(len(n.ID) + len(n.Name) + len(n.Type) + len(n.Gist) + notesLen(n.Notes) + len(strings.Join(n.Touches, " ")))
 }
 
-func edgeTokens(e KGEdge) int { return tokens(len(e.From) + len(e.Rel) + len(e.To) + notesLen(e.Notes)) }
+func edgeTokens(e KGEdge) int {
+	return tokens(len(e.From) + len(e.Rel) + len(e.To) + notesLen(e.Notes))
+}
 
 func notesLen(ns []string) int {
 	n := 0
