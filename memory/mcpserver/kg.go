@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -128,7 +129,9 @@ type KGLevelChanges struct {
 	Nodes []KGNodeOut `json:"nodes"`
 	Edges []KGEdgeOut `json:"edges"`
 	// Removed names nodes and edges deleted, archived or retired:
-	// "node:<level>:<id>", "edge:<level>:<from>:<rel>:<to>".
+	// "node:<level>:<id>", "edge:<level>:<from>:<rel>:<to>", or, for a
+	// deleted edge whose ends are gone with it, "edge:dm:<n>" and
+	// "edge:campaign:artifact:<n>".
 	Removed []string `json:"removed"`
 }
 
@@ -599,12 +602,24 @@ func (s *Server) kgPing(ctx context.Context, req *mcp.CallToolRequest, _ struct{
 func (s *Server) applyKGProposal(ctx context.Context, c *access.Campaign, p access.Proposal) (string, error) {
 	switch p.Kind {
 	case "kg_put_node":
-		var in KGPutNodeIn
+		// Proposals stored before notes became a list hold a string.
+		var in struct {
+			KGPutNodeIn
+			Notes json.RawMessage `json:"notes"`
+		}
 		if err := unmarshal(p.Payload, &in); err != nil {
 			return "", err
 		}
+		var notes []string
+		if len(in.Notes) > 0 && json.Unmarshal(in.Notes, &notes) != nil {
+			var one string
+			if err := unmarshal(in.Notes, &one); err != nil {
+				return "", err
+			}
+			notes = []string{one}
+		}
 		_, err := c.KGPutNode(ctx, access.KGCampaign, access.KGNodeInput{ID: in.ID, Gist: in.Gist, Touches: in.Touches,
-			Notes: in.Notes, Name: in.Name, Type: in.Type}, s.now())
+			Notes: notes, Name: in.Name, Type: in.Type}, s.now())
 		return in.ID, err
 	case "kg_put_edge":
 		var in KGPutEdgeIn
