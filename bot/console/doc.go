@@ -21,6 +21,8 @@
 //     they cite.
 //   - Live: who is speaking, NPC turns with latency per stage, memory health
 //     and spool size, from a [LiveSource].
+//   - Download backup (GET /export, DM only): the campaign's bundle
+//     (memory/bundle), gzipped and streamed from an [Exporter].
 //
 // # Sign-in and roles
 //
