@@ -69,6 +69,9 @@ type Config struct {
 	Live LiveSource
 	// Recaps writes session recaps; nil makes extractive ones.
 	Recaps Recapper
+	// Export writes the campaign's bundle for the DM's download
+	// (GET /export); nil answers 404.
+	Export Exporter
 	// SessionTTL is how long a sign-in lasts; default 12h.
 	SessionTTL time.Duration
 	// LinkTTL is how long a one-time link stays valid; default 15m.
@@ -240,6 +243,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /sessions/{id}", s.need(anyone, s.sessionPage))
 	m.HandleFunc("GET /live", s.need(dmOnly, s.livePage))
 	m.HandleFunc("GET /api/live", s.need(dmOnly, s.liveJSON))
+	m.HandleFunc("GET /export", s.need(dmOnly, s.exportBundle))
 	s.mux = m
 }
 

@@ -26,8 +26,11 @@
 //     corrected text, search, and a recap whose sentences link to the lines
 //     they cite.
 //   - Live: who is speaking, NPC turns with latency per stage, memory health
-//     and spool size, from a [LiveSource]; without one the page says that no
-//     feed is connected, and nothing about a session.
+//     and spool size, from a [LiveSource] or, for a table in another
+//     process on the same database, from its [LivePublisher]; without
+//     either the page says that no feed is connected.
+//   - Download backup (GET /export, DM only): the campaign's bundle
+//     (memory/bundle), gzipped and streamed from an [Exporter].
 //
 // # Sign-in and roles
 //

@@ -74,6 +74,7 @@ func newFixture(t *testing.T) *fixture {
 		Campaigns: []bot.Guild{{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}, DMUserIDs: []string{dmUser}}},
 		OAuth:     console.OAuth{ClientID: "app-1", ClientSecret: "shh", DiscordURL: d.URL()},
 		Asker:     fakeAsker{},
+		Export:    door,
 		Clock:     clk,
 		Logger:    slog.New(slog.DiscardHandler),
 	})

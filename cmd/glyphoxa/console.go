@@ -117,6 +117,7 @@ func newConsole(door *access.Door, cfg config.Config, logger *slog.Logger, campa
 		PublicURL: cfg.Console.PublicURL,
 		Asker:     asker,
 		Live:      live,
+		Export:    door,
 		Logger:    logger,
 	})
 }

@@ -21,6 +21,9 @@ func commandExamples(name string) []string {
 	case "import":
 		return []string{"glyphoxa import testdata/campaigns/ironhold-saga.yaml",
 			"docker compose run --rm glyphoxa import /campaigns/my-campaign.yaml"}
+	case "export":
+		return []string{"glyphoxa export --campaign ironhold-saga --out ironhold.bundle.gz",
+			"glyphoxa import --campaign ironhold-copy ironhold.bundle.gz   # restore it into a new campaign"}
 	case "inspect":
 		return []string{"glyphoxa inspect --campaign ironhold-saga", "glyphoxa inspect --campaign ironhold-saga --json | jq .Counts"}
 	case "ledger":

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/bundle"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
@@ -39,6 +42,18 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		size = st.Size()
 	}
 	name := memory.Quote(path, 80)
+	if start, err := bufio.NewReader(f).Peek(64); (err == nil || errors.Is(err, io.EOF)) && bundle.IsBundle(start) {
+		if *language != "" || *strict {
+			return usagef("--language and --strict apply to campaign files; %s is a bundle, which carries its campaign's language", name)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("reading %s again: %w", name, err)
+		}
+		return importBundle(ctx, e, sf, f, name, *campaign, *noProcess)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("reading %s again: %w", name, err)
+	}
 	progress := newImportProgress(e.stderr, size)
 	// First pass: check the whole file, holding only its ids.
 	sum, err := campaignfile.Check(f, path, campaignfile.Options{Size: size, Progress: progress.report("checking")})
@@ -90,6 +105,52 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	rep, err := processSessions(ctx, s, cfg, sum.Campaign, sum.SessionIDs()...)
 	if err != nil {
 		return fmt.Errorf("processing the imported sessions (the import itself is done; retry with glyphoxa process --campaign %s): %w", sum.Campaign, err)
+	}
+	printf(e.stdout, "processed %d sessions into %d chunks for retrieval\n", rep.Sessions, rep.Chunks)
+	return nil
+}
+
+// importBundle restores a bundle (memory/bundle) into campaign, by
+// default the campaign it was exported from; the campaign must be new.
+func importBundle(ctx context.Context, e *env, sf storeFlags, f io.ReadSeeker, name, campaign string, noProcess bool) error {
+	if campaign == "" {
+		h, err := bundle.ReadHeader(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		campaign = h.Campaign
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("reading %s again: %w", name, err)
+		}
+	}
+	s, cfg, err := sf.openStore(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := bundle.Import(ctx, s.Pool(), campaign, f)
+	if errors.Is(err, bundle.ErrNotEmpty) {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: nothing imported: %w", name, err)
+	}
+	c := res.Counts
+	printf(e.stdout, "restored %s (campaign %s, exported %s) into campaign %s: %d entities, %d facts (all statuses), %d sessions, %d transcript lines, %d chunks, %d DM notes\n",
+		name, memory.Quote(res.Header.Campaign, 80), res.Header.ExportedAt.Format("2006-01-02 15:04 MST"), memory.Quote(campaign, 80),
+		c["entities"], c["relationships"], c["sessions"], c["transcript_entries"], c["chunks"], c["dm_nodes"])
+	if res.Unembedded == 0 {
+		return nil
+	}
+	printf(e.stdout, "%d chunks were embedded with %d dimensions and this database uses %d: their embeddings were left out\n",
+		res.Unembedded, res.Header.Dimensions, s.Dimensions())
+	if noProcess {
+		printf(e.stdout, "run glyphoxa process --campaign %s to embed them again\n", campaign)
+		return nil
+	}
+	rep, err := processSessions(ctx, s, cfg, campaign)
+	if err != nil {
+		return fmt.Errorf("embedding the restored chunks (the restore itself is done; retry with glyphoxa process --campaign %s): %w", campaign, err)
 	}
 	printf(e.stdout, "processed %d sessions into %d chunks for retrieval\n", rep.Sessions, rep.Chunks)
 	return nil

@@ -44,7 +44,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "[--reembed]", "create or upgrade the database schema", cmdMigrate},
-		{"import", "--campaign ID [--no-process] FILE.yaml", "import a campaign file (entities, facts, transcripts)", cmdImport},
+		{"import", "--campaign ID [--no-process] FILE.yaml|BUNDLE", "import a campaign file (entities, facts, transcripts), or restore an exported bundle into a new campaign", cmdImport},
+		{"export", "--campaign ID [--out FILE[.gz]]", "write a campaign's whole memory to a bundle that import restores (backup, move)", cmdExport},
 		{"inspect", "--campaign ID", "show what a campaign's memory holds", cmdInspect},
 		{"ledger", "--campaign ID [--as dm|player] [--json]", "list the promises, debts and handovers heard at the table", cmdLedger},
 		{"process", "--campaign ID [--session ID] [--extract]", "chunk and embed a campaign's sessions for retrieval; --extract also extracts their facts", cmdProcess},

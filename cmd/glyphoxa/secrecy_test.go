@@ -138,7 +138,7 @@ func newHostile(t *testing.T) *hostile {
 		}
 	}
 	if _, err := camp.KGPutNode(ctx, postgres.KGDM, postgres.KGNodeInput{ID: "mkd-dm-level-node", Gist: "mkd-dm-level-gist",
-		Notes: "mkd-dm-level-notes"}, time.Now()); err != nil {
+		Notes: []string{"mkd-dm-level-notes"}}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	facts, err := g.FindFacts(ctx, postgres.FactQuery{Limit: 100, Statuses: []memory.FactStatus{memory.StatusActive,

@@ -36,6 +36,7 @@ type (
 	KGLevel        = postgres.KGLevel
 	KGView         = postgres.KGView
 	KGNode         = postgres.KGNode
+	KGEdge         = postgres.KGEdge
 	KGNodeInput    = postgres.KGNodeInput
 	KGSession      = postgres.KGSession
 	KGChanges      = postgres.KGChanges
@@ -216,11 +217,37 @@ func (c *Campaign) KGNode(ctx context.Context, level KGLevel, id string) (KGNode
 }
 
 // KGPutDMEdge writes an edge of the DM level (DM only).
-func (c *Campaign) KGPutDMEdge(ctx context.Context, from, to, rel, notes string, now time.Time) error {
+func (c *Campaign) KGPutDMEdge(ctx context.Context, from, to, rel string, notes []string, now time.Time) error {
 	if err := c.dmOnly("writing a DM edge"); err != nil {
 		return err
 	}
 	return c.pc.KGPutDMEdge(ctx, from, to, rel, notes, now)
+}
+
+// IsArtifactRef reports whether a memory-tool edge end names an artifact
+// (a path, path:line) rather than a node (postgres.IsArtifactRef).
+func IsArtifactRef(s string) bool { return postgres.IsArtifactRef(s) }
+
+// KGRel is a relation as the memory-tool API shows it: kebab-case
+// (postgres.KGRel).
+func KGRel(rel string) string { return postgres.KGRel(rel) }
+
+// KGPutArtifactEdge writes a campaign-level edge with an artifact end (DM
+// only: others propose).
+func (c *Campaign) KGPutArtifactEdge(ctx context.Context, from, to, rel string, notes []string, now time.Time) error {
+	if err := c.dmOnly("writing an edge"); err != nil {
+		return err
+	}
+	return c.pc.KGPutArtifactEdge(ctx, from, to, rel, notes, now)
+}
+
+// KGDeleteArtifactEdge deletes a campaign-level edge with an artifact end
+// (DM only).
+func (c *Campaign) KGDeleteArtifactEdge(ctx context.Context, from, to, rel string) error {
+	if err := c.dmOnly("deleting an edge"); err != nil {
+		return err
+	}
+	return c.pc.KGDeleteArtifactEdge(ctx, from, to, rel)
 }
 
 // KGDeleteDMNode deletes a node of the DM level (DM only).

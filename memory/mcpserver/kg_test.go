@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,20 +19,29 @@ import (
 
 var kgNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
-type kgView struct {
+type kgEdge struct {
+	From  string   `json:"from"`
+	To    string   `json:"to"`
+	Rel   string   `json:"rel"`
+	Notes []string `json:"notes"`
+}
+
+type kgGraph struct {
 	Nodes []struct {
-		ID    string `json:"id"`
-		Level string `json:"level"`
-		Gist  string `json:"gist"`
+		ID      string   `json:"id"`
+		Gist    string   `json:"gist"`
+		Touches []string `json:"touches"`
+		Notes   []string `json:"notes"`
 	} `json:"nodes"`
-	Edges []struct {
-		From, To, Rel string
-	} `json:"edges"`
-	Traces []struct {
-		From, To, Rel string
-		Trace         bool
-	} `json:"traces"`
-	Tokens int `json:"tokens"`
+	Edges  []kgEdge `json:"edges"`
+	Traces []kgEdge `json:"traces"`
+	Tokens int      `json:"tokens"`
+}
+
+// kgView is kg_read's answer: a graph per level.
+type kgView struct {
+	Campaign *kgGraph `json:"campaign"`
+	DM       *kgGraph `json:"dm"`
 }
 
 func decode[T any](t *testing.T, r callResult) T {
@@ -123,7 +133,8 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	}
 	r := player.Results
 	pv := decode[kgView](t, r[0])
-	if len(pv.Nodes) == 0 || strings.Contains(string(r[0].Result), "FORGED") || strings.Contains(string(r[0].Result), `"level":"dm"`) {
+	if pv.Campaign == nil || len(pv.Campaign.Nodes) == 0 || pv.DM != nil || strings.Contains(string(r[0].Result), "forged") ||
+		strings.Contains(string(r[0].Result), `"dm"`) {
 		t.Fatalf("a player's kg_read: %s", r[0].Result)
 	}
 	if string(r[1].Result) != string(r[2].Result) || !strings.Contains(string(r[1].Result), `"result":"proposed"`) {
@@ -162,7 +173,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		{Tool: "kg_put_node", Args: map[string]any{"level": "dm", "id": "plot", "gist": "the dragon wants the key", "session_id": dmSession}},
 		{Tool: "kg_put_node", Args: map[string]any{"level": "dm", "id": "twist", "gist": "Elara is the heir", "touches": []string{"plot"}, "session_id": dmSession}},
 		{Tool: "kg_put_edge", Args: map[string]any{"level": "dm", "from": "plot", "to": "twist", "rel": "leads_to", "session_id": dmSession}},
-		{Tool: "kg_put_edge", Args: map[string]any{"level": "campaign", "from": "grimjaw", "to": "duskwood", "rel": "LOCATED_AT", "notes": "fled the city"}},
+		{Tool: "kg_put_edge", Args: map[string]any{"level": "project", "from": "grimjaw", "to": "duskwood", "rel": "located-at", "notes": []string{"fled the city"}}},
 		{Tool: "kg_put_node", Args: map[string]any{"level": "campaign", "id": "old-mag", "gist": "a ferrywoman on the river", "type": "npc", "name": "Old Mag"}},
 		{Tool: "kg_sync", Args: map[string]any{"session_id": dmSession}},
 		{Tool: "kg_read"},
@@ -178,19 +189,41 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		okResult(t, fmt.Sprintf("DM write %d", i), d[i], `"result":"applied"`)
 	}
 	sync := string(d[5].Result)
-	if !d[5].OK || !strings.Contains(sync, `"old-mag"`) || !strings.Contains(sync, `"edge:campaign:grimjaw:LOCATED_AT:ironhold"`) || strings.Contains(sync, `"plot"`) {
+	if !d[5].OK || !strings.Contains(sync, `"old-mag"`) || !strings.Contains(sync, `"edge:campaign:grimjaw:located-at:ironhold"`) || strings.Contains(sync, `"plot"`) {
 		t.Fatalf("the DM's kg_sync must show the writes outside its session (old-mag, the superseded location) and not its own (plot): %s", sync)
 	}
+	ds := decode[struct {
+		SinceTS      int64 `json:"since_ts"`
+		TotalChanges int   `json:"total_changes"`
+		Changes      struct {
+			Campaign *struct {
+				Nodes   []struct{ ID string } `json:"nodes"`
+				Edges   []kgEdge              `json:"edges"`
+				Removed []string              `json:"removed"`
+			} `json:"campaign"`
+			DM *struct{} `json:"dm"`
+		} `json:"changes"`
+	}](t, d[5])
+	if ds.SinceTS != kgNow.Unix() || ds.Changes.Campaign == nil || ds.Changes.DM == nil ||
+		ds.TotalChanges != len(ds.Changes.Campaign.Nodes)+len(ds.Changes.Campaign.Edges)+len(ds.Changes.Campaign.Removed) || ds.TotalChanges == 0 {
+		t.Fatalf("the DM's kg_sync shape: %s", sync)
+	}
 	dv := decode[kgView](t, d[6])
-	var sawDM, sawForged bool
-	for _, n := range dv.Nodes {
-		sawDM = sawDM || (n.Level == "dm" && n.ID == "plot")
+	var sawDM, sawForged, sawFled bool
+	for _, n := range dv.DM.Nodes {
+		sawDM = sawDM || n.ID == "plot"
 	}
-	for _, e := range dv.Edges {
-		sawForged = sawForged || e.Rel == "FORGED"
+	for _, e := range dv.DM.Edges {
+		if e.Rel != "leads-to" {
+			t.Fatalf("a DM edge written as leads_to reads %q, want kebab-case leads-to", e.Rel)
+		}
 	}
-	if !sawDM || !sawForged {
-		t.Fatalf("the DM's kg_read shows both levels and secrets: %s", d[6].Result)
+	for _, e := range dv.Campaign.Edges {
+		sawForged = sawForged || e.Rel == "forged"
+		sawFled = sawFled || (e.Rel == "located-at" && e.From == "grimjaw" && slices.Equal(e.Notes, []string{"fled the city"}))
+	}
+	if !sawDM || !sawForged || !sawFled {
+		t.Fatalf("the DM's kg_read shows both levels, secrets and notes as a list: %s", d[6].Result)
 	}
 	okResult(t, "kg_delete_edge dm", d[7], `"result":"applied"`)
 	okResult(t, "kg_delete_node dm", d[8], `"result":"applied"`)
@@ -298,7 +331,7 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fv := decode[kgView](t, final.Results[0])
+	fv := decode[kgView](t, final.Results[0]).Campaign
 	var campaignTokens int
 	active := map[string]bool{}
 	for _, n := range fv.Nodes {
@@ -344,10 +377,11 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	okResult(t, "kg_recall", back.Results[0], `"id":"`+archived+`"`)
+	okResult(t, "kg_recall", back.Results[0], `"recalled":true`)
 	if strings.Contains(string(back.Results[0].Result), `"archived":true`) {
 		t.Fatalf("recalled node still archived: %s", back.Results[0].Result)
 	}
-	rv := decode[kgView](t, back.Results[1])
+	rv := decode[kgView](t, back.Results[1]).Campaign
 	found := false
 	for _, n := range rv.Nodes {
 		found = found || n.ID == archived

@@ -12,6 +12,30 @@
 // player-token agent never receives one, whichever tool it calls (ask
 // included: the [Asker] is handed the caller's viewer). Tokens are per
 // campaign: a handler knows only its own campaign's tokens.
+//
+// # The memory-tool API (kg_*)
+//
+// The kg_* tools answer in the shapes of the design
+// (shared/specs/kg-memory-api.md). Its two levels map onto glyphoxa's, and
+// a level argument takes either name:
+//
+//   - the design's "project" level (shared) is the campaign ("campaign"):
+//     entities are its nodes, canon facts between two entities its edges,
+//     and edges with an artifact end (a path, path:line) are kept beside
+//     the facts; a player token reads it without secret facts, secret
+//     attributes or DM-only keys, however deeply they sit in an attribute;
+//   - the design's "user" level (private) is the DM's ("dm"): the DM's
+//     private notes, which only the DM token reads or writes.
+//
+// kg_read answers {"campaign": graph, "dm": graph} (no "dm" for a player),
+// each graph {"nodes", "edges", "traces", "tokens"}; a node is {"id",
+// "gist", "touches", "notes"} with notes a list; an edge {"from", "to",
+// "rel", "notes"} with rel kebab-case (stored as LOCATED_AT for
+// located-at); kg_sync answers {"session_id", "since_ts" (Unix seconds),
+// "changes" per level, "total_changes"}; kg_recall {"recalled": true,
+// "node"}. The richer tools (read_graph, put_node, put_edge, delete_edge,
+// recall_node, sync, search_sessions, ask, resolve_proposal) stay beside
+// them.
 package mcpserver
 
 import (

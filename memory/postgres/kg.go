@@ -27,6 +27,11 @@ import (
 // Compaction (see CompactKG) keeps what an agent reads within a token
 // budget: low-scored nodes are archived, hidden from KGRead but recallable;
 // edges from active to archived nodes stay visible as memory traces.
+//
+// An edge's end is a node id or an artifact reference (see
+// IsArtifactRef): a path or path:line outside the graph. At the campaign
+// level an edge between two entities is a fact; an edge with an artifact
+// end is kept in kg_edges.
 
 // KGLevel is one of the two levels of the memory-tool view.
 type KGLevel string
@@ -61,8 +66,8 @@ type KGNode struct {
 	Name      string    `json:"name,omitempty"`
 	Type      string    `json:"type,omitempty"`
 	Gist      string    `json:"gist"`
-	Touches   []string  `json:"touches,omitempty"`
-	Notes     string    `json:"notes,omitempty"`
+	Touches   []string  `json:"touches"`
+	Notes     []string  `json:"notes"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Archived  bool      `json:"archived,omitempty"`
 }
@@ -70,14 +75,51 @@ type KGNode struct {
 // KGEdge is an edge as agents see it. A trace is an edge from an active node
 // to an archived one: it shows that something is there to recall.
 type KGEdge struct {
-	Level KGLevel `json:"level"`
-	From  string  `json:"from"`
-	To    string  `json:"to"`
-	Rel   string  `json:"rel"`
-	Notes string  `json:"notes,omitempty"`
-	Trace bool    `json:"trace,omitempty"`
+	Level KGLevel  `json:"level"`
+	From  string   `json:"from"`
+	To    string   `json:"to"`
+	Rel   string   `json:"rel"`
+	Notes []string `json:"notes"`
+	Trace bool     `json:"trace,omitempty"`
 
-	id int64
+	id   int64
+	kind string // the change-log kind of its row: fact, kg_edge or dm_edge
+}
+
+// IsArtifactRef reports whether an edge end names an artifact (a file
+// path, a path:line, a URL) rather than a node: it holds a '/', a '.' or
+// a ':'. Node ids are kebab-case words and hold none of them.
+func IsArtifactRef(s string) bool { return strings.ContainsAny(s, "/.:") }
+
+// notesOf reads notes stored as a JSON string or list (entity and fact
+// attributes): strings are kept, an object's "text" is taken, anything
+// else is left out.
+func notesOf(raw string) []string {
+	out := []string{}
+	var v any
+	if raw == "" || json.Unmarshal([]byte(raw), &v) != nil {
+		return out
+	}
+	add := func(x any) {
+		switch y := x.(type) {
+		case string:
+			if y != "" {
+				out = append(out, y)
+			}
+		case map[string]any:
+			if t, ok := y["text"].(string); ok && t != "" {
+				out = append(out, t)
+			}
+		}
+	}
+	if l, ok := v.([]any); ok {
+		for _, x := range l {
+			add(x)
+		}
+	} else {
+		add(v)
+	}
+	return out
 }
 
 // KGView is what kg_read returns.
@@ -87,6 +129,14 @@ type KGView struct {
 	Traces []KGEdge `json:"traces"`
 	// Tokens is the estimate compaction keeps under the limit.
 	Tokens int `json:"tokens"`
+	// LevelTokens is Tokens per level.
+	LevelTokens map[KGLevel]int `json:"-"`
+}
+
+// KGRel is a relation as the memory-tool API shows it: kebab-case
+// (LOCATED_AT is located-at).
+func KGRel(rel string) string {
+	return strings.ReplaceAll(strings.ToLower(rel), "_", "-")
 }
 
 // kgGraph is one level loaded for reading or compaction.
@@ -97,10 +147,20 @@ type kgGraph struct {
 }
 
 func nodeTokens(n KGNode) int {
-	return tokens(len(n.ID) + len(n.Name) + len(n.Type) + len(n.Gist) + len(n.Notes) + len(strings.Join(n.Touches, " ")))
+	return tokens(len(n.ID) + len(n.Name) + len(n.Type) + len(n.Gist) + notesLen(n.Notes) + len(strings.Join(n.Touches, " ")))
 }
 
-func edgeTokens(e KGEdge) int { return tokens(len(e.From) + len(e.Rel) + len(e.To) + len(e.Notes)) }
+func edgeTokens(e KGEdge) int {
+	return tokens(len(e.From) + len(e.Rel) + len(e.To) + notesLen(e.Notes))
+}
+
+func notesLen(ns []string) int {
+	n := 0
+	for _, x := range ns {
+		n += len(x) + 1
+	}
+	return n
+}
 
 func traceTokens(e KGEdge) int { return tokens(len(e.From) + len(e.Rel) + len(e.To)) }
 
@@ -117,13 +177,16 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 	switch level {
 	case KGCampaign:
 		nodeSQL = c.kgNodeSQL(`ORDER BY e.id`)
-		edgeSQL = `SELECT r.id, r.source_id, r.target_id, r.rel_type, coalesce((` + c.view.factAttrs("r") + `)->>'notes', '')
+		edgeSQL = `SELECT 'fact', r.id, r.source_id, r.target_id, r.rel_type, coalesce((` + c.view.factAttrs("r") + `)->'notes', 'null')::text
 			FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'active'
-			  AND ($2 OR r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb) AND ` + c.view.factVisible("r") + ` ORDER BY r.id`
+			  AND ($2 OR r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb) AND ` + c.view.factVisible("r") + `
+			UNION ALL
+			SELECT 'kg_edge', k.id, k.from_ref, k.to_ref, k.rel, array_to_json(k.notes)::text FROM kg_edges k WHERE k.campaign_id = $1
+			ORDER BY 1, 2`
 	case KGDM:
-		nodeSQL = `SELECT id, '', '', gist, notes, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL
+		nodeSQL = `SELECT id, '', '', gist, array_to_json(notes)::text, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL
 			FROM dm_nodes WHERE campaign_id = $1 ORDER BY id`
-		edgeSQL = `SELECT id, from_id, to_id, rel, notes FROM dm_edges WHERE campaign_id = $1 AND $2 ORDER BY id`
+		edgeSQL = `SELECT 'dm_edge', id, from_id, to_id, rel, array_to_json(notes)::text FROM dm_edges WHERE campaign_id = $1 AND $2 ORDER BY id`
 	default:
 		return g, fmt.Errorf("%w: unknown level %q (campaign or dm)", memory.ErrInvalid, level)
 	}
@@ -143,7 +206,9 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 	}
 	g.edges, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (KGEdge, error) {
 		e := KGEdge{Level: level}
-		err := row.Scan(&e.id, &e.From, &e.To, &e.Rel, &e.Notes)
+		var notes string
+		err := row.Scan(&e.kind, &e.id, &e.From, &e.To, &e.Rel, &notes)
+		e.Notes = notesOf(notes)
 		return e, err
 	})
 	if err != nil {
@@ -158,7 +223,7 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 // (view.entityAttrs): for a player, an object marked secret or a DM-only key
 // is gone before its text is taken.
 func (c *Campaign) kgNodeSQL(rest string) string {
-	return `SELECT e.id, e.name, e.type, coalesce(v.a->>'gist', v.a->>'description', ''), coalesce(v.a->>'notes', ''),
+	return `SELECT e.id, e.name, e.type, coalesce(v.a->>'gist', v.a->>'description', ''), coalesce(v.a->'notes', 'null')::text,
 			CASE WHEN jsonb_typeof(v.a->'touches') = 'array' THEN v.a->>'touches' ELSE '' END, e.updated_at,
 			e.kg_archived_at IS NOT NULL OR coalesce(e.attributes->'archived' = 'true'::jsonb, false)
 		FROM entities e CROSS JOIN LATERAL (SELECT ` + c.view.entityAttrs("e") + ` AS a) v
@@ -166,18 +231,19 @@ func (c *Campaign) kgNodeSQL(rest string) string {
 }
 
 func scanKGNode(row pgx.CollectableRow, level KGLevel) (KGNode, error) {
-	n := KGNode{Level: level}
-	var touches string
-	if err := row.Scan(&n.ID, &n.Name, &n.Type, &n.Gist, &n.Notes, &touches, &n.UpdatedAt, &n.Archived); err != nil {
+	n := KGNode{Level: level, Touches: []string{}}
+	var touches, notes string
+	if err := row.Scan(&n.ID, &n.Name, &n.Type, &n.Gist, &notes, &touches, &n.UpdatedAt, &n.Archived); err != nil {
 		return n, err
 	}
+	n.Notes = notesOf(notes)
 	if touches != "" && touches != "[]" && json.Unmarshal([]byte(touches), &n.Touches) != nil {
 		// Not all strings: keep the strings.
 		var ts []any
 		if err := json.Unmarshal([]byte(touches), &ts); err != nil {
 			return n, fmt.Errorf("node %q: touches: %w", n.ID, err)
 		}
-		n.Touches = n.Touches[:0]
+		n.Touches = []string{}
 		for _, t := range ts {
 			if s, ok := t.(string); ok {
 				n.Touches = append(n.Touches, s)
@@ -201,10 +267,17 @@ func (g kgGraph) view() KGView {
 	for _, e := range g.edges {
 		fa, fok := archived[e.From]
 		ta, tok := archived[e.To]
+		// An artifact end is outside the graph: never archived.
+		if !fok && IsArtifactRef(e.From) {
+			fok = true
+		}
+		if !tok && IsArtifactRef(e.To) {
+			tok = true
+		}
 		switch {
 		case !fok || !tok || (fa && ta):
 		case fa || ta:
-			e.Trace, e.Notes = true, ""
+			e.Trace, e.Notes = true, []string{}
 			v.Traces = append(v.Traces, e)
 			v.Tokens += traceTokens(e)
 		default:
@@ -232,8 +305,10 @@ func (c *Campaign) KGRead(ctx context.Context, dm bool) (KGView, error) {
 		v := g.view()
 		if out.Nodes == nil {
 			out = v
+			out.LevelTokens = map[KGLevel]int{l: v.Tokens}
 			continue
 		}
+		out.LevelTokens[l] = v.Tokens
 		out.Nodes = append(out.Nodes, v.Nodes...)
 		out.Edges = append(out.Edges, v.Edges...)
 		out.Traces = append(out.Traces, v.Traces...)
@@ -247,7 +322,7 @@ type KGNodeInput struct {
 	ID      string
 	Gist    string
 	Touches []string
-	Notes   string
+	Notes   []string
 	// Name and Type of a new campaign entity (default: the id, concept).
 	Name, Type string
 }
@@ -268,7 +343,7 @@ func (c *Campaign) KGPutNode(ctx context.Context, level KGLevel, n KGNodeInput, 
 	switch level {
 	case KGCampaign:
 		attrs := map[string]any{"gist": n.Gist, "touches": touches}
-		if n.Notes != "" {
+		if len(n.Notes) > 0 {
 			attrs["notes"] = n.Notes
 		}
 		typ, name := strings.TrimSpace(n.Type), strings.TrimSpace(n.Name)
@@ -289,7 +364,7 @@ func (c *Campaign) KGPutNode(ctx context.Context, level KGLevel, n KGNodeInput, 
 			VALUES ($1, $2, $3, $4, $5, $6, $6)
 			ON CONFLICT (campaign_id, id) DO UPDATE SET gist = excluded.gist, touches = excluded.touches,
 			    notes = excluded.notes, archived_at = NULL, updated_at = excluded.updated_at`,
-			c.id, n.ID, n.Gist, touches, n.Notes, now)
+			c.id, n.ID, n.Gist, touches, nonNil(n.Notes), now)
 		if err != nil {
 			return KGNode{}, fmt.Errorf("writing DM node %q: %w", n.ID, err)
 		}
@@ -306,7 +381,7 @@ func (c *Campaign) KGNode(ctx context.Context, level KGLevel, id string) (KGNode
 	case KGCampaign:
 		q = c.kgNodeSQL(`AND e.id = $2`)
 	case KGDM:
-		q = `SELECT id, '', '', gist, notes, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL FROM dm_nodes WHERE campaign_id = $1 AND id = $2`
+		q = `SELECT id, '', '', gist, array_to_json(notes)::text, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL FROM dm_nodes WHERE campaign_id = $1 AND id = $2`
 	default:
 		return KGNode{}, fmt.Errorf("%w: unknown level %q (campaign or dm)", memory.ErrInvalid, level)
 	}
@@ -324,18 +399,43 @@ func (c *Campaign) KGNode(ctx context.Context, level KGLevel, id string) (KGNode
 	return n, nil
 }
 
-// KGPutDMEdge creates or updates an edge between two of the DM's nodes.
-func (c *Campaign) KGPutDMEdge(ctx context.Context, from, to, rel, notes string, now time.Time) error {
+// checkEnds checks that each end of an edge is a node of table (dm_nodes
+// or entities) or an artifact reference.
+func (c *Campaign) checkEnds(ctx context.Context, table string, ends ...string) error {
+	for _, id := range ends {
+		if strings.TrimSpace(id) == "" {
+			return fmt.Errorf("%w: an edge needs both ends", memory.ErrInvalid)
+		}
+		if IsArtifactRef(id) {
+			continue
+		}
+		var ok bool
+		if err := c.l1.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+table+` WHERE campaign_id = $1 AND id = $2)`, c.id, id).Scan(&ok); err != nil {
+			return fmt.Errorf("reading node %q: %w", id, err)
+		}
+		if !ok {
+			return fmt.Errorf("no node %q: %w (write it with kg_put_node first, or name an artifact such as a path or path:line)", id, memory.ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// KGPutDMEdge creates or updates an edge of the DM's level; each end is one
+// of the DM's nodes or an artifact reference.
+func (c *Campaign) KGPutDMEdge(ctx context.Context, from, to, rel string, notes []string, now time.Time) error {
 	rel = strings.TrimSpace(rel)
 	if rel == "" {
 		return fmt.Errorf("%w: an edge needs a rel", memory.ErrInvalid)
 	}
+	if err := c.checkEnds(ctx, "dm_nodes", from, to); err != nil {
+		return err
+	}
 	_, err := c.l1.db.Exec(ctx, `
 		INSERT INTO dm_edges (campaign_id, from_id, to_id, rel, notes, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
 		ON CONFLICT (campaign_id, from_id, to_id, rel) DO UPDATE SET notes = excluded.notes, updated_at = excluded.updated_at`,
-		c.id, from, to, rel, notes, now)
+		c.id, from, to, rel, nonNil(notes), now)
 	if err != nil {
-		return fmt.Errorf("writing DM edge %s -%s-> %s: %w", from, rel, to, explainFK(err))
+		return fmt.Errorf("writing DM edge %s -%s-> %s: %w", from, rel, to, err)
 	}
 	// Writing an edge refreshes both ends.
 	_, err = c.l1.db.Exec(ctx, `UPDATE dm_nodes SET updated_at = $4, archived_at = NULL
@@ -345,6 +445,9 @@ func (c *Campaign) KGPutDMEdge(ctx context.Context, from, to, rel, notes string,
 
 // KGDeleteDMNode deletes one of the DM's nodes and its edges.
 func (c *Campaign) KGDeleteDMNode(ctx context.Context, id string) error {
+	if _, err := c.l1.db.Exec(ctx, `DELETE FROM dm_edges WHERE campaign_id = $1 AND (from_id = $2 OR to_id = $2)`, c.id, id); err != nil {
+		return fmt.Errorf("deleting the edges of DM node %q: %w", id, err)
+	}
 	tag, err := c.l1.db.Exec(ctx, `DELETE FROM dm_nodes WHERE campaign_id = $1 AND id = $2`, c.id, id)
 	if err != nil {
 		return fmt.Errorf("deleting DM node %q: %w", id, err)
@@ -364,6 +467,44 @@ func (c *Campaign) KGDeleteDMEdge(ctx context.Context, from, to, rel string) err
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("dm edge %s -%s-> %s: %w", from, rel, to, memory.ErrNotFound)
+	}
+	return nil
+}
+
+// KGPutArtifactEdge creates or updates an edge of the campaign level with
+// an artifact end (see IsArtifactRef); the other end is an entity or an
+// artifact. An edge between two entities is a fact instead (WriteFact).
+func (c *Campaign) KGPutArtifactEdge(ctx context.Context, from, to, rel string, notes []string, now time.Time) error {
+	rel = strings.TrimSpace(rel)
+	if rel == "" {
+		return fmt.Errorf("%w: an edge needs a rel", memory.ErrInvalid)
+	}
+	if !IsArtifactRef(from) && !IsArtifactRef(to) {
+		return fmt.Errorf("%w: an edge between two entities is a fact, not an artifact edge", memory.ErrInvalid)
+	}
+	if err := c.checkEnds(ctx, "entities", from, to); err != nil {
+		return err
+	}
+	_, err := c.l1.db.Exec(ctx, `
+		INSERT INTO kg_edges (campaign_id, from_ref, to_ref, rel, notes, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)
+		ON CONFLICT (campaign_id, from_ref, to_ref, rel) DO UPDATE SET notes = excluded.notes, updated_at = excluded.updated_at`,
+		c.id, from, to, rel, nonNil(notes), now)
+	if err != nil {
+		return fmt.Errorf("writing edge %s -%s-> %s: %w", from, rel, to, err)
+	}
+	return nil
+}
+
+// KGDeleteArtifactEdge deletes an edge of the campaign level with an
+// artifact end.
+func (c *Campaign) KGDeleteArtifactEdge(ctx context.Context, from, to, rel string) error {
+	tag, err := c.l1.db.Exec(ctx, `DELETE FROM kg_edges WHERE campaign_id = $1 AND from_ref = $2 AND to_ref = $3 AND rel = $4`,
+		c.id, from, to, rel)
+	if err != nil {
+		return fmt.Errorf("deleting edge %s -%s-> %s: %w", from, rel, to, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("edge %s -%s-> %s: %w", from, rel, to, memory.ErrNotFound)
 	}
 	return nil
 }
@@ -495,9 +636,9 @@ func (c *Campaign) KGSync(ctx context.Context, cursor int64, exclude string, dm 
 		levels = append(levels, KGDM)
 	}
 	for _, l := range levels {
-		nodeKind, edgeKind := "entity", "fact"
+		nodeKind, edgeKinds := "entity", []string{"fact", "kg_edge"}
 		if l == KGDM {
-			nodeKind, edgeKind = "dm_node", "dm_edge"
+			nodeKind, edgeKinds = "dm_node", []string{"dm_edge"}
 		}
 		g, err := c.loadKG(ctx, l, dm)
 		if err != nil {
@@ -517,8 +658,9 @@ func (c *Campaign) KGSync(ctx context.Context, cursor int64, exclude string, dm 
 		}
 		seenEdge := map[string]bool{}
 		for _, e := range g.edges {
-			seenEdge[fmt.Sprint(e.id)] = true
-			if changed[edgeKind+"\x00"+fmt.Sprint(e.id)] {
+			key := e.kind + "\x00" + fmt.Sprint(e.id)
+			seenEdge[key] = true
+			if changed[key] {
 				out.Edges = append(out.Edges, e)
 			}
 		}
@@ -526,7 +668,10 @@ func (c *Campaign) KGSync(ctx context.Context, cursor int64, exclude string, dm 
 			switch {
 			case ch.kind == nodeKind && !present[ch.ref]:
 				out.Removed = append(out.Removed, "node:"+string(l)+":"+ch.ref)
-			case ch.kind == edgeKind && !seenEdge[ch.ref]:
+			case ch.kind == "kg_edge" && l == KGCampaign && !seenEdge[ch.kind+"\x00"+ch.ref]:
+				// Deleted rows are gone; agents learn of them by id.
+				out.Removed = append(out.Removed, "edge:campaign:artifact:"+ch.ref)
+			case slices.Contains(edgeKinds, ch.kind) && ch.kind != "kg_edge" && !seenEdge[ch.kind+"\x00"+ch.ref]:
 				// An edge no longer active: name it only if the caller may
 				// see it, and only if it is not a proposal.
 				ref, ok, err := c.removedEdge(ctx, l, ch.ref, dm)
@@ -567,7 +712,7 @@ func (c *Campaign) removedEdge(ctx context.Context, l KGLevel, ref string, dm bo
 	if proposedBy != "" || status == string(memory.StatusPending) || ((secret || status == string(memory.StatusRejected)) && !dm) {
 		return "", false, nil
 	}
-	return "edge:campaign:" + from + ":" + rel + ":" + to, true, nil
+	return "edge:campaign:" + from + ":" + KGRel(rel) + ":" + to, true, nil
 }
 
 // KGLimit is the campaign's token budget.

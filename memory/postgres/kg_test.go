@@ -117,7 +117,7 @@ func TestKGDMLevelAndGrace(t *testing.T) {
 	for _, id := range []string{"plot", "twist", "lonely"} {
 		must[postgres.KGNode](t)(c.KGPutNode(ctx, postgres.KGDM, postgres.KGNodeInput{ID: id, Gist: "the " + id + " of the campaign"}, old))
 	}
-	check(t, c.KGPutDMEdge(ctx, "plot", "twist", "LEADS_TO", "", old))
+	check(t, c.KGPutDMEdge(ctx, "plot", "twist", "LEADS_TO", nil, old))
 	must[postgres.KGNode](t)(c.KGPutNode(ctx, postgres.KGDM, postgres.KGNodeInput{ID: "fresh", Gist: "written today"}, kgNow))
 	if v := must[postgres.KGView](t)(c.KGRead(ctx, false)); len(v.Nodes) != 0 {
 		t.Fatalf("a player's kg_read shows DM notes: %+v", v.Nodes)
