@@ -86,6 +86,10 @@ type corpus struct {
 	name      string
 	file      *campaignfile.File
 	questions []question
+	// heldOut corpora were written to be measured, never tuned on: their
+	// figures are reported and their missed targets logged, not failed,
+	// so that they do not become what the ranking is tuned to.
+	heldOut bool
 }
 
 // corpora returns the evaluation corpora (see corpora_test.go and
@@ -101,12 +105,13 @@ func corpora(t testing.TB) []corpus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := []corpus{{"saltmere", salt, loadQuestions(t)}}
+	out := []corpus{{"saltmere", salt, loadQuestions(t), false}}
 	for _, g := range []struct {
 		name string
 		gen  func(uint64) (*campaignfile.File, []question)
-	}{{"chat", genChat}, {"names", genNames}, {"table", genTable},
-		{"keep", genKeep}, {"burg", genBurg}, {"heist", genHeist}} {
+		held bool
+	}{{"chat", genChat, false}, {"names", genNames, false}, {"table", genTable, false},
+		{"keep", genKeep, true}, {"burg", genBurg, true}, {"heist", genHeist, true}} {
 		file, qs := g.gen(evalSeed)
 		// Through YAML and Parse, so that a generated corpus is checked
 		// like a hand-written one.
@@ -119,7 +124,7 @@ func corpora(t testing.TB) []corpus {
 			t.Fatalf("generated %s corpus: %v", g.name, err)
 		}
 		checkQuestions(t, g.name, qs)
-		out = append(out, corpus{g.name, parsed, qs})
+		out = append(out, corpus{g.name, parsed, qs, g.held})
 	}
 	return out
 }
@@ -374,7 +379,9 @@ func (rt *recallTable) String() string {
 // Run with -v to see the tables (`make eval` does). It checks the targets
 // on every corpus: hybrid is at least as good as the best single mode at
 // both depths (within 5% of the questions), and on multi-hop questions
-// hybrid recall@5 is at least 1.3 times vector-only recall.
+// hybrid recall@5 is at least 1.3 times vector-only recall. On the
+// held-out corpora (keep, burg, heist) a missed target is logged, not
+// failed.
 func TestRecall(t *testing.T) {
 	only := os.Getenv("GLYPHOXA_EVAL_CORPUS")
 	for _, c := range corpora(t) {
@@ -387,14 +394,18 @@ func TestRecall(t *testing.T) {
 			t.Parallel()
 			rt, camp := evaluate(t, c)
 			t.Logf("%s: %d questions, %d chunks:\n%s", c.name, len(c.questions), mustCount(t, camp), rt)
-			checkTargets(t, rt)
+			report := t.Errorf
+			if c.heldOut {
+				report = func(format string, args ...any) { t.Logf("held out, target missed: "+format, args...) }
+			}
+			checkTargets(rt, report)
 		})
 	}
 }
 
-// checkTargets checks the recall targets on one corpus.
-func checkTargets(t *testing.T, rt *recallTable) {
-	t.Helper()
+// checkTargets checks the recall targets on one corpus, reporting each
+// miss.
+func checkTargets(rt *recallTable, miss func(format string, args ...any)) {
 	// The sets are small (30 to 66 questions): a difference under 5% of
 	// them is two or three questions, within the noise of one wording.
 	// The report prints the figures; the test fails on a real loss.
@@ -403,7 +414,7 @@ func checkTargets(t *testing.T, rt *recallTable) {
 		hy := rt.rate(string(ModeHybrid), "all", cut)
 		for _, m := range []Mode{ModeVector, ModeFTS, ModeGraphRAG, ModePPR} {
 			if x := rt.rate(string(m), "all", cut); hy+slack < x {
-				t.Errorf("recall@%d: hybrid %.2f < %s %.2f", cut, hy, m, x)
+				miss("recall@%d: hybrid %.2f < %s %.2f", cut, hy, m, x)
 			}
 		}
 	}
@@ -415,7 +426,7 @@ func checkTargets(t *testing.T, rt *recallTable) {
 	}
 	for _, k := range multi {
 		if hy, vec := rt.rate(string(ModeHybrid), k, 5), rt.rate(string(ModeVector), k, 5); hy < 1.3*vec {
-			t.Errorf("%s recall@5: hybrid %.2f, vector %.2f; target >= 1.3x vector", k, hy, vec)
+			miss("%s recall@5: hybrid %.2f, vector %.2f; target >= 1.3x vector", k, hy, vec)
 		}
 	}
 }
