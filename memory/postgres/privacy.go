@@ -103,6 +103,18 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			return err
 		}
 		rep.Entries = tag.RowsAffected()
+		// What was derived from the sessions as a whole may quote or
+		// paraphrase them: the language model's cached extractions and the
+		// running summaries. They are dropped (a re-extraction asks the
+		// model again, without the forgotten lines).
+		if _, err := tx.Exec(ctx, `DELETE FROM extraction_windows WHERE campaign_id = $1 AND session_id = ANY($2)`,
+			c.id, rep.Sessions); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET summary = '' WHERE campaign_id = $1 AND id = ANY($2) AND summary <> ''`,
+			c.id, rep.Sessions); err != nil {
+			return err
+		}
 		return nil
 	})
 	if err != nil {

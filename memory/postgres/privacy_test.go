@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
@@ -34,6 +36,17 @@ func TestForgetSpeaker(t *testing.T) {
 		{ID: "c2", SessionID: "s2", Content: "Unrelated chatter", SpeakerIDs: []string{"u2"}, StartAt: t0},
 	}))
 
+	// Derived from s1 as a whole: a running summary and a cached
+	// extraction that quote u1; s2's stay.
+	check(t, l1.SaveSummary(ctx, "s1", "Elara hates the guild, said u1; the hammer is in the vault."))
+	check(t, l1.SaveSummary(ctx, "s2", "Chatter."))
+	for _, sid := range []string{"s1", "s2"} {
+		if _, err := s.Pool().Exec(ctx, `INSERT INTO extraction_windows (campaign_id, session_id, window_no, lines_hash, extraction)
+			VALUES ('camp', $1, 0, 'h', '{"entities":[{"name":"The hammer is in the vault"}]}')`, sid); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	rep := must[memory.ForgetReport](t)(c.ForgetSpeaker(ctx, "u1"))
 	if rep.Entries != 2 || rep.Chunks != 1 || rep.Facts != 1 || len(rep.Sessions) != 1 || rep.Sessions[0] != "s1" {
 		t.Fatalf("report %+v", rep)
@@ -50,6 +63,19 @@ func TestForgetSpeaker(t *testing.T) {
 	}
 	if chunks := must[[]memory.Chunk](t)(c.Index().Chunks(ctx, "")); len(chunks) != 1 || chunks[0].ID != "c2" {
 		t.Fatalf("chunks left: %+v", chunks)
+	}
+	if s1 := must[memory.Session](t)(l1.Session(ctx, "s1")); s1.Summary != "" {
+		t.Errorf("s1's summary still quotes the forgotten player: %q", s1.Summary)
+	}
+	if s2 := must[memory.Session](t)(l1.Session(ctx, "s2")); s2.Summary != "Chatter." {
+		t.Errorf("s2's summary changed: %q", s2.Summary)
+	}
+	var windows []string
+	rows, err := s.Pool().Query(ctx, `SELECT session_id FROM extraction_windows WHERE campaign_id = 'camp' ORDER BY 1`)
+	check(t, err)
+	windows = must[[]string](t)(pgx.CollectRows(rows, pgx.RowTo[string]))
+	if len(windows) != 1 || windows[0] != "s2" {
+		t.Errorf("cached extractions left: %v; want only s2's", windows)
 	}
 	// Facts without evidence (the seeded world) are untouched.
 	if len(must[[]memory.Relationship](t)(g.Relationships(ctx, "grimjaw", memory.TraversalOpts{}))) != 4 {
