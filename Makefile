@@ -49,16 +49,22 @@ demo: build
 # the database), not compute: more of them run at once than there are
 # cores (go test's default is GOMAXPROCS).
 TESTPARALLEL ?= 8
+# Test packages run at once (go test -p; its default is the number of
+# cores): most packages' time is waiting too, on the database server above
+# all, whose work go test does not see.
+TESTPACKAGES ?= 4
 
 ## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set)
 # The test programs install (apt, npm: mostly waiting on the network and the
-# dpkg lock) while go vet compiles.
+# dpkg lock) while go vet compiles, and then the race-enabled build of the
+# packages the tests need (cached: the test run only compiles the tests).
 test:
 	@scripts/testdeps.sh & deps=$$!; \
 	  $(MAKE) --no-print-directory vet; vetted=$$?; \
+	  $(GO) build -race ./... || vetted=1; \
 	  wait $$deps || exit 1; exit $$vetted
 	@export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
-	  $(GO) test -race -count=1 -parallel $(TESTPARALLEL) -timeout 25m ./...
+	  $(GO) test -race -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m ./...
 
 ## bench: memory-store latency at 1k and 100k entities (generated once, then reused)
 bench: build

@@ -27,7 +27,7 @@ const (
 	channelID = "100000000000000002"
 	dmRole    = "100000000000000003"
 	campaign  = "ironhold-saga"
-	wait      = 10 * time.Second
+	wait      = 2 * time.Minute // a hang guard, not a budget: every wait ends on the event it waits for
 )
 
 var (

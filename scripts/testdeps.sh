@@ -25,14 +25,38 @@ pkgs=(espeak-ng festival festvox-us-slt-hts festvox-kallpc16k festvox-kdlpc16k f
 if [[ ${1:-} != --voice-only ]]; then pkgs+=(chromium); fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-# A fresh cloud machine often runs unattended-upgrades at boot: apt-get waits
-# up to ten minutes for the dpkg and apt lists locks instead of failing at once.
-lock_wait=(-o DPkg::Lock::Timeout=600)
+# A fresh cloud machine often runs unattended-upgrades at boot, holding the
+# dpkg lock, the package lists lock or the archives lock for minutes.
+# DPkg::Lock::Timeout makes apt-get wait for the dpkg frontend lock; a run
+# that still fails on a lock (the lists or archives lock, an older apt) is
+# retried every 5 seconds, for up to lock_wait_s seconds in all.
+lock_wait_s=${TESTDEPS_LOCK_WAIT:-600}
+apt_get() {
+  local log=$1; shift
+  local waited=0 last
+  while :; do
+    if as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$lock_wait_s" "$@" >>"$log" 2>&1; then
+      return 0
+    fi
+    last=$(tail -n 5 "$log")
+    if ! grep -Eq 'Could not get lock|Unable to lock|Unable to acquire the dpkg frontend lock' <<<"$last"; then
+      return 1
+    fi
+    if (( waited >= lock_wait_s )); then
+      log "another apt process held its lock for ${waited}s; giving up"
+      return 1
+    fi
+    (( waited == 0 )) && log "another apt process holds a lock; waiting (up to ${lock_wait_s}s)"
+    sleep 5
+    waited=$((waited + 5))
+  done
+}
 if [[ ${#missing[@]} -gt 0 ]]; then
-  log "installing ${missing[*]} from Debian (waiting up to 10 min for the dpkg lock if another apt process holds it)"
-  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get "${lock_wait[@]}" install -y -q --no-install-recommends "${missing[@]}" >"$cache/apt-testdeps.log" 2>&1; then
-    as_root apt-get "${lock_wait[@]}" update -q >>"$cache/apt-testdeps.log" 2>&1 || true
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get "${lock_wait[@]}" install -y -q --no-install-recommends "${missing[@]}" >>"$cache/apt-testdeps.log" 2>&1 \
+  log "installing ${missing[*]} from Debian"
+  : >"$cache/apt-testdeps.log"
+  if ! apt_get "$cache/apt-testdeps.log" install -y -q --no-install-recommends "${missing[@]}"; then
+    apt_get "$cache/apt-testdeps.log" update -q || true
+    apt_get "$cache/apt-testdeps.log" install -y -q --no-install-recommends "${missing[@]}" \
       || die "apt-get install ${missing[*]} failed; see $cache/apt-testdeps.log"
   fi
 fi

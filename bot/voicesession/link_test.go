@@ -51,7 +51,7 @@ func hears(t *testing.T, talker *conn.Conn, listener table.Voice, talkerID strin
 	// Wait for every frame sent (a generous deadline only for frames that
 	// never come), then a quiet spell for extras: a slow machine cannot
 	// end the count early.
-	deadline := time.NewTimer(30 * time.Second)
+	deadline := time.NewTimer(hangGuard)
 	defer deadline.Stop()
 	quiet := (<-chan time.Time)(nil)
 	for {

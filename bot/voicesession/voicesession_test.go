@@ -166,7 +166,11 @@ type harness struct {
 func newHarness(t *testing.T, script []string, leaveWhenEmpty time.Duration) *harness {
 	t.Helper()
 	store, _ := pgtest.NewStore(t, 16)
-	return newHarnessOn(t, store, table.Settings{StateDir: t.TempDir(), LeaveWhenEmpty: leaveWhenEmpty}, script)
+	// The players speak in real time (say): on a loaded machine their
+	// frames may pause for longer than the default 600 ms end of turn,
+	// which would split a line in two. Only seconds of silence end one.
+	return newHarnessOn(t, store, table.Settings{StateDir: t.TempDir(), LeaveWhenEmpty: leaveWhenEmpty,
+		Audio: audio.Config{Endpoint: 3 * time.Second}}, script)
 }
 
 // newHarnessOn plays the sample campaign, imported into store, with

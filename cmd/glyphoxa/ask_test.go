@@ -155,6 +155,7 @@ func TestProcessIsIdempotent(t *testing.T) {
 }
 
 func TestAskErrors(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
 	createCampaign(t, vars["GLYPHOXA_DSN"], "c") // read commands never create one
 	cases := []struct {
@@ -215,11 +216,8 @@ func wrongDims(t *testing.T) string {
 }
 
 func TestMCPAskerAndRecaller(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
-	vars := map[string]string{"GLYPHOXA_DSN": dsn}
-	if code, _, errs := runCLI(t, vars, "import", sample); code != 0 {
-		t.Fatal(errs)
-	}
+	t.Parallel()
+	dsn := sampleProcessed.Copy(t)
 	ctx := context.Background()
 	store, err := postgres.NewStore(ctx, dsn, 384)
 	if err != nil {

@@ -20,11 +20,8 @@ import (
 // conflict.
 func TestAskAsOfThreeSessions(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
+	dsn := sampleUnprocessed.Copy(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
-	if code, _, errs := runCLI(t, vars, "import", "--no-process", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
-		t.Fatalf("import: %s", errs)
-	}
 	more := filepath.Join(t.TempDir(), "s3.yaml")
 	if err := os.WriteFile(more, []byte(`campaign: ironhold-saga
 entities:

@@ -12,11 +12,9 @@ import (
 )
 
 func TestChatRunsTheTurnPipeline(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
+	t.Parallel()
+	dsn := sampleProcessed.Copy(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
-	if code, _, errs := runCLI(t, vars, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
-		t.Fatalf("import: %s", errs)
-	}
 	srv := llmtest.New(llmtest.Script(llmtest.Reply{Text: "Stolen, not lost! Find my steel."}))
 	defer srv.Close()
 	vars["GLYPHOXA_LLM_BASE_URL"] = srv.URL()
@@ -57,11 +55,9 @@ func TestChatRunsTheTurnPipeline(t *testing.T) {
 }
 
 func TestChatWithoutAnLLMAnswersFromMemory(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
+	t.Parallel()
+	dsn := sampleUnprocessed.Copy(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
-	if code, _, errs := runCLI(t, vars, "import", "--no-process", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
-		t.Fatalf("import: %s", errs)
-	}
 	var out, errb bytes.Buffer
 	e := &env{stdin: strings.NewReader("Where is Elara?\n\n"), stdout: &out, stderr: &errb,
 		getenv: func(k string) string { return vars[k] }}

@@ -22,10 +22,8 @@ import (
 )
 
 func TestConsoleCommandPrintsAOneTimeLink(t *testing.T) {
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
-	if code, out, errs := runCLI(t, vars, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
-		t.Fatalf("import: %d %q %q", code, out, errs)
-	}
+	t.Parallel()
+	vars := map[string]string{"GLYPHOXA_DSN": sampleProcessed.Copy(t)}
 	if code, _, errs := runCLI(t, vars, "console"); code != 2 || !strings.Contains(errs, "--campaign is required") {
 		t.Errorf("without --campaign: %d %q", code, errs)
 	}
@@ -96,6 +94,7 @@ func TestConsoleCommandPrintsAOneTimeLink(t *testing.T) {
 }
 
 func TestServeServesTheConsole(t *testing.T) {
+	t.Parallel()
 	const guildID = "100000000000000001"
 	dsn := pgtest.NewDatabase(t)
 	consoleAddr := freeAddr(t)
@@ -134,7 +133,7 @@ console:
 	go func() { done <- run(ctx, []string{"serve", "--config", cfgPath, "--listen", freeAddr(t)}, e) }()
 	// The console listens before the bot connects; the bot has connected
 	// once its commands are registered.
-	if _, err := fake.WaitCall(10*time.Second, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
+	if _, err := fake.WaitCall(hangGuard, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
 		t.Fatalf("the bot did not start: %v\n%s", err, stderr.String())
 	}
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

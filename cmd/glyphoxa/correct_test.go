@@ -91,6 +91,7 @@ func TestCorrectStdin(t *testing.T) {
 }
 
 func TestCorrectFromDatabase(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
 	if code, out, errs := runCLI(t, vars, "migrate"); code != 0 {
 		t.Fatalf("migrate: %d %q %q", code, out, errs)

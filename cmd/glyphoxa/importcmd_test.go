@@ -13,6 +13,7 @@ import (
 // --strict, which imports nothing); what the CLI prints escapes control
 // characters, so a name cannot drive the terminal.
 func TestImportWarningsStrictAndEscapes(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "odd\x1b[2J.yaml")

@@ -193,6 +193,7 @@ func TestInitInteractiveOnATerminal(t *testing.T) {
 }
 
 func TestInitNonInteractive(t *testing.T) {
+	t.Parallel()
 	_, sess := fakeDiscord(t)
 	dsn := pgtest.NewDatabase(t)
 	unreachable, _ := fakeDiscord(t)

@@ -14,11 +14,8 @@ import (
 
 func TestInspectCountsOpenConflicts(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
+	dsn := sampleProcessed.Copy(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
-	if code, out, errs := runCLI(t, vars, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
-		t.Fatalf("import: %d %q %q", code, out, errs)
-	}
 	conflicts := regexp.MustCompile(`(?m)^Conflicts +(\d+) open$`)
 	inspect := func() (text string, js postgres.Inspection) {
 		t.Helper()

@@ -12,7 +12,7 @@ import (
 )
 
 // runCLI runs glyphoxa with args and the given environment variables.
-func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+func runCLI(t testing.TB, vars map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb,

@@ -91,11 +91,9 @@ func callJSON(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 // another campaign; a player's ask, read_graph and recall_node never return
 // the secret "Grimjaw FORGED Vault Key" nor tell it exists.
 func TestServeMCPTokensAndRoles(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
+	t.Parallel()
+	dsn := sampleProcessed.Copy(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
-	if code, _, errs := runCLI(t, vars, "import", sample); code != 0 {
-		t.Fatal(errs)
-	}
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(twoGuildsOneCampaign), 0o600); err != nil {
 		t.Fatal(err)
@@ -186,6 +184,7 @@ func TestServeMCPTokensAndRoles(t *testing.T) {
 // Configurations config check accepts never fail serve's start-up; those it
 // refuses name the key.
 func TestConfigCheckAndServeAgree(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 1<<20)
 	for _, tc := range []struct {
 		name, yaml string

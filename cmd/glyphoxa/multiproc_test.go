@@ -40,7 +40,10 @@ func TestMain(m *testing.M) {
 	if args := os.Getenv(envServeHelper); args != "" {
 		os.Exit(serveHelper(strings.Fields(args)))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	sampleProcessed.Drop()
+	sampleUnprocessed.Drop()
+	os.Exit(code)
 }
 
 // serveHelper is the body of a serve process of the multi-process test.

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // Imported sessions are extracted by process --extract, with progress on
@@ -16,11 +15,8 @@ import (
 // session reuses the model's answers and duplicates nothing.
 func TestProcessExtract(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
+	dsn := sampleProcessed.Copy(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
-	if code, _, errs := runCLI(t, vars, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
-		t.Fatalf("import: %s", errs)
-	}
 	if code, _, errs := runCLI(t, vars, "process", "--campaign", "ironhold-saga", "--extract"); code != 1 || !strings.Contains(errs, "providers.llm") {
 		t.Fatalf("--extract without an LLM: %d %q", code, errs)
 	}

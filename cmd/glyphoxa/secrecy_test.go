@@ -166,6 +166,7 @@ func newHostile(t *testing.T) *hostile {
 var hostileEntities = []string{"aldric", "brenna", "undercroft", "ledger", "thorin"}
 
 func TestSecrecyContractPlayer(t *testing.T) {
+	t.Parallel()
 	all := markers(t)
 	h := newHostile(t)
 	t.Run("console", func(t *testing.T) { consoleAsPlayer(t, h, all) })
@@ -499,6 +500,7 @@ func slashAsPlayer(t *testing.T, h *hostile, forbidden []string) {
 // (mka-) and nothing of Brenna's (mkb-), the DM's (mkd-) or unreviewed
 // facts (mkx-).
 func TestSecrecyContractNPC(t *testing.T) {
+	t.Parallel()
 	all := markers(t)
 	var forbidden, own []string
 	for _, m := range all {

@@ -15,18 +15,15 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // serve finishes, by itself, the extraction a crash cut short (session s1
 // here), and leaves sessions never processed (s2) to process --extract.
 func TestServeResumesInterruptedExtraction(t *testing.T) {
+	t.Parallel()
 	const guildID = "100000000000000001"
-	dsn := pgtest.NewDatabase(t)
+	dsn := sampleUnprocessed.Copy(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
-	if code, _, errs := runCLI(t, vars, "import", "--no-process", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
-		t.Fatalf("import: %s", errs)
-	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -65,7 +62,7 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 	go func() { done <- run(sctx, []string{"serve", "--config", cfgPath, "--listen", freeAddr(t)}, e) }()
 
 	// A liveness bound, not a timing target.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		var finished bool
 		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM session_processing WHERE campaign_id = 'ironhold-saga'

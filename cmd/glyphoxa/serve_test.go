@@ -67,6 +67,7 @@ func get(url string) (int, string, error) {
 }
 
 func TestServeRunsTheBotWithHealthAndMetrics(t *testing.T) {
+	t.Parallel()
 	const guildID = "100000000000000001"
 	dsn := pgtest.NewDatabase(t)
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
@@ -106,10 +107,10 @@ npcs:
 	go func() { done <- run(ctx, []string{"serve", "--config", cfgPath, "--listen", addr}, e) }()
 
 	// The commands are registered once the bot is connected.
-	if _, err := fake.WaitCall(10*time.Second, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
+	if _, err := fake.WaitCall(hangGuard, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
 		t.Fatalf("commands were not registered: %v\n%s", err, stderr.String())
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		code, body, err := get("http://" + addr + "/readyz")
 		if err == nil && code == http.StatusOK {

@@ -16,6 +16,7 @@ import (
 // or from an environment variable; the error names the key or the
 // variable and never shows the token.
 func TestShortMCPTokensAreRefusedInEveryMode(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.NewDatabase(t)
 	if code, _, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
 		t.Fatalf("import: %s", errs)

@@ -20,7 +20,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
@@ -48,7 +47,10 @@ func TestVoiceSessionThroughServe(t *testing.T) {
 		if s2s {
 			name = "speech-to-speech"
 		}
-		t.Run(name, func(t *testing.T) { testVoiceSessionThroughServe(t, s2s) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testVoiceSessionThroughServe(t, s2s)
+		})
 	}
 }
 
@@ -62,11 +64,8 @@ func testVoiceSessionThroughServe(t *testing.T, s2s bool) {
 		thorin  = "200000000000000002"
 	)
 	quiet := slog.New(slog.DiscardHandler)
-	dsn := pgtest.NewDatabase(t)
+	dsn := sampleProcessed.Copy(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
-	if code, _, errs := runCLI(t, vars, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
-		t.Fatalf("import: %s", errs)
-	}
 
 	// Speech-to-text hears the player's line with the NPC's name mangled.
 	deepgram := stttest.NewDeepgram(func(stttest.Call) string { return "grim jaw, what news of the shipment?" })
@@ -121,7 +120,13 @@ providers:
   llm: {base_url: %q, model: fake}
   stt: {provider: deepgram, base_url: %q, api_key: k}
   tts: {provider: espeak}
-%slifecycle:
+%svoice:
+  # The player below speaks in real time: on a loaded machine its frames
+  # may pause for longer than the default 600 ms, which would end the
+  # utterance in the middle. The line is one utterance however slow the
+  # machine: only seconds of silence end it.
+  end_of_turn: 3s
+lifecycle:
   spool_dir: %q
   shutdown_timeout: 10s
 `, guildID, dmID, llm.URL(), deepgram.URL, realtimeCfg, t.TempDir())
@@ -141,7 +146,7 @@ providers:
 	defer cancel()
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve", "--config", cfgPath, "--listen", freeAddr(t)}, e) }()
-	const wait = 30 * time.Second
+	const wait = hangGuard
 	if _, err := fake.WaitCall(wait, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
 		t.Fatalf("the bot did not come up: %v", err)
 	}
@@ -192,8 +197,11 @@ providers:
 		}
 	}
 
-	// The NPC answers in voice: the player decrypts its frames, to the
-	// end of the reply.
+	// The NPC answers in voice: the player decrypts its frames, at least
+	// 100 of them (two sentences), then listens on to the end of the reply
+	// (a second without a frame). A loaded machine may pause the reply
+	// for longer than that: only the hang guard fails the test.
+	const wantFrames = 100
 	frames := 0
 	deadline := time.After(wait)
 	for listening := true; listening; {
@@ -203,13 +211,10 @@ providers:
 				frames++
 			}
 		case <-time.After(time.Second):
-			listening = frames == 0
+			listening = frames < wantFrames
 		case <-deadline:
-			t.Fatalf("the player heard %d frames of the NPC's reply", frames)
+			t.Fatalf("the player heard %d frames of the NPC's reply (two sentences), want at least %d", frames, wantFrames)
 		}
-	}
-	if frames < 100 {
-		t.Errorf("the NPC's two sentences came as %d frames", frames)
 	}
 	if got := player.E2EE().Epoch(); got < epoch {
 		t.Errorf("the DAVE epoch went back from %d to %d while the bot spoke", epoch, got)

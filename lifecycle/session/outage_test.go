@@ -119,7 +119,7 @@ func TestOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := time.Now()
-	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute) // a hang guard, not a budget
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Minute) // a hang guard, not a budget (2 min ran out at load 60 on 2 cores)
 	err = s.Memory().WaitHealthy(wctx)
 	wcancel()
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 // table plays: no line is lost, and every NPC addressed still answers (from
 // what it has in memory).
 func TestOutageMidScene(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
 	ctx := context.Background()
 	store, err := postgres.NewStore(ctx, cl.DSN(), dims, postgres.WithLogger(quiet()))

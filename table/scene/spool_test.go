@@ -79,6 +79,7 @@ func playerLines(t *testing.T, camp *postgres.Campaign, session string) map[stri
 // database held before the outage nor those spooled during it), and what
 // she says after it is kept.
 func TestOutageForgetMidScene(t *testing.T) {
+	t.Parallel()
 	cl, h := outageHarness(t)
 	ctx := context.Background()
 	speakers := []string{"Thorin", "Lyra"}
@@ -165,6 +166,7 @@ func TestOutageForgetMidScene(t *testing.T) {
 // directory, with the database back, replays them into the first
 // session's log, each once.
 func TestSceneEndsWithTheDatabaseDown(t *testing.T) {
+	t.Parallel()
 	cl, h := outageHarness(t)
 	ctx := context.Background()
 	// The database never comes back during the wait: its length decides

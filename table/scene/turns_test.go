@@ -42,6 +42,7 @@ lines:
 // undone reply is no NPC's memory and no follow-up, and a name said alone
 // that nothing follows is answered alone once the merge wait is over.
 func TestTurnTaking(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, dims)
 	h := newHarness(t, store)
 	ctx := context.Background()

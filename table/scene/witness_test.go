@@ -17,6 +17,7 @@ const witnessHarbor = "../../testdata/scenes/witness-harbor.yaml"
 // other words; what Lyra told Grimjaw while Brannoc was away is not in
 // Brannoc's memory, and is in Grimjaw's.
 func TestWitnessHarbor(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, dims)
 	h := newHarness(t, store)
 	sc := parseFile(t, witnessHarbor)

@@ -90,7 +90,7 @@ func stream(t *testing.T, c *conn.Conn, n int, between func(i int)) (sent int) {
 // slow machine: the only deadline is a generous one for frames that never
 // come.
 func collect(c *conn.Conn, from string, want int) (frames [][]byte, lost int) {
-	deadline := time.NewTimer(30 * time.Second)
+	deadline := time.NewTimer(hangGuard)
 	defer deadline.Stop()
 	for len(frames)+lost < want {
 		select {

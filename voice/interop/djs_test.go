@@ -321,7 +321,7 @@ func (c *call) djsToGlyphoxa(what string, frames [][]byte, to ...*conn.Conn) {
 	for i, cn := range to {
 		// The player pads with silence frames; it stops before sending the
 		// last one it prepared, so four of its five arrive.
-		got, lost := collect(cn, djsID, len(frames)+5)
+		got, lost := collect(cn, djsID, len(frames)+1, len(frames)+5)
 		// The silence frame left prepared at the end of the previous
 		// playback goes out first.
 		lead := 0
@@ -332,7 +332,7 @@ func (c *call) djsToGlyphoxa(what string, frames [][]byte, to ...*conn.Conn) {
 			c.t.Fatalf("%s: %d silence frames before the speech", what, lead)
 		}
 		if lead == 1 && len(got) < len(frames)+5 {
-			more, l := collect(cn, djsID, 1)
+			more, l := collect(cn, djsID, len(frames)+2-len(got), len(frames)+5-len(got))
 			got, lost = append(got, more...), lost+l
 		}
 		got = got[lead:]
@@ -357,10 +357,18 @@ func (c *call) djsToGlyphoxa(what string, frames [][]byte, to ...*conn.Conn) {
 	checkProtected(c.t, what, c.tap.take(djsID), frames)
 }
 
-// collect reads a client's packets from user until n arrived or none came
-// for a second.
-func collect(c *conn.Conn, from string, n int) (frames [][]byte, lost int) {
-	for len(frames) < n {
+// collect reads a client's packets from user: at least atLeast of them
+// (received or reported lost), however slowly they come (only the hang
+// guard ends the wait), then on until atMost arrived or none came for a
+// second.
+func collect(c *conn.Conn, from string, atLeast, atMost int) (frames [][]byte, lost int) {
+	guard := time.NewTimer(hangGuard)
+	defer guard.Stop()
+	for len(frames) < atMost {
+		var quiet <-chan time.Time
+		if len(frames)+lost >= atLeast {
+			quiet = time.After(time.Second)
+		}
 		select {
 		case p, ok := <-c.Packets():
 			if !ok {
@@ -370,7 +378,9 @@ func collect(c *conn.Conn, from string, n int) (frames [][]byte, lost int) {
 				frames = append(frames, p.Opus)
 				lost += p.Lost
 			}
-		case <-time.After(time.Second):
+		case <-quiet:
+			return
+		case <-guard.C:
 			return
 		}
 	}
