@@ -133,7 +133,7 @@ func TestTurnTaking(t *testing.T) {
 		t.Errorf("Brannoc. said alone: %+v", l[8].LineReport)
 	}
 	if got := answers(l[9]); !l[9].Late || len(got) != 1 || got[0] != "brannoc" || l[9].Corrected != "Brannoc." {
-		t.Errorf("Brannoc. answered alone: late %v, answered by %v, line %q", l[9].Late, got, l[9].Corrected)
+		t.Errorf("Brannoc. answered alone: late %v, answered by %v, line %q (report %+v)", l[9].Late, got, l[9].Corrected, l[9].LineReport)
 	}
 	if got := answers(l[10]); len(got) != 0 || l[10].Corrected != "I roll for perception." {
 		t.Errorf("%q answered by %v", l[10].Corrected, got)
