@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -154,5 +155,70 @@ func TestKGReadsThroughTheViewer(t *testing.T) {
 	}
 	if !slices.ContainsFunc(nv.Nodes, func(n postgres.KGNode) bool { return n.ID == "warden" && strings.Contains(n.Gist, "warden-own-gist") }) {
 		t.Errorf("the NPC does not see its own gist: %+v", nv.Nodes)
+	}
+}
+
+// Every shape of FindEntities reads attributes as the viewer: asking by id
+// alone (the name index's and retrieval's query, which has a query of its
+// own) once returned the raw row, DM-only keys and all. The entity holds
+// every spelling memory.SecretKey treats as secret and object values
+// marked secret, at the top and nested.
+func TestFindEntitiesReadsAsTheViewerInEveryShape(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	ctx := ctxT(t)
+	hidden := map[string]any{"occupation": "ferryman", "lore": map[string]any{"public": "rows at dusk",
+		"GM_Notes": "hidden-nested-gm", "deeper": map[string]any{"secret": true, "text": "hidden-deep-object"}}}
+	for i, k := range []string{"secret_knowledge", "Secret_Plan", "Secretive", "gm_notes", "GM_Notes", "gm_x", "dm_notes", "DM_Motive",
+		"dm_x", "notes_gm", "NOTES_DM", "notes_dm", "hidden", "Hidden_Past", "known_by"} {
+		hidden[k] = fmt.Sprintf("hidden-key-%d", i)
+	}
+	hidden["mood"] = map[string]any{"secret": true, "text": "hidden-object-value"}
+	hidden["allies"] = []any{"the guild", map[string]any{"secret": true, "name": "hidden-array-object"}}
+	check(t, c.Graph().UpsertEntities(ctx, []memory.Entity{
+		{ID: "charon", Type: memory.EntityNPC, Name: "Charon", Attributes: hidden},
+		{ID: "styx", Type: memory.EntityLocation, Name: "Styx"},
+	}))
+	shapes := []struct {
+		name string
+		f    memory.EntityFilter
+	}{
+		{"all", memory.EntityFilter{}},
+		{"by name", memory.EntityFilter{Name: "char"}},
+		{"by type", memory.EntityFilter{Type: memory.EntityNPC}},
+		{"by id alone", memory.EntityFilter{IDs: []string{"charon", "styx"}}},
+		{"by id and name", memory.EntityFilter{IDs: []string{"charon"}, Name: "Charon"}},
+		{"by id with a limit", memory.EntityFilter{IDs: []string{"charon"}, Limit: 1}},
+	}
+	for _, tc := range []struct {
+		viewer memory.Viewer
+		sees   bool
+	}{
+		{memory.DMViewer(), true},
+		{memory.NPCViewer("charon"), true}, // its own secrets
+		{memory.PlayerViewer(), false},
+		{memory.NPCViewer("styx"), false},
+	} {
+		g := mustAs(t, c, tc.viewer).Graph()
+		for _, sh := range shapes {
+			t.Run(tc.viewer.String()+"/"+sh.name, func(t *testing.T) {
+				es := must[[]memory.Entity](t)(g.FindEntities(ctx, sh.f))
+				k := slices.IndexFunc(es, func(e memory.Entity) bool { return e.ID == "charon" })
+				if k < 0 {
+					t.Fatalf("FindEntities(%+v) lost Charon: %v", sh.f, es)
+				}
+				b, _ := json.Marshal(es[k].Attributes)
+				if got := strings.Count(string(b), "hidden-"); (got > 0) != tc.sees {
+					t.Errorf("%s sees %d secrets, want seen %v: %s", tc.viewer, got, tc.sees, b)
+				}
+				if tc.sees && strings.Count(string(b), "hidden-") != 19 {
+					t.Errorf("%s sees only some of the secrets: %s", tc.viewer, b)
+				}
+				if !strings.Contains(string(b), "rows at dusk") || es[k].Attributes["occupation"] != "ferryman" {
+					t.Errorf("%s lost public attributes: %s", tc.viewer, b)
+				}
+			})
+		}
 	}
 }
