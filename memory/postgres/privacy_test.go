@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -116,5 +117,59 @@ func TestOptOutAndNonCanon(t *testing.T) {
 	all := must[[]memory.TranscriptEntry](t)(l1.Entries(ctx, "s1"))
 	if len(all) != 2 || !all[0].NonCanon {
 		t.Fatalf("the record must keep the non-canon line, flagged: %+v", all)
+	}
+}
+
+// Extracted facts and ledger entries keep the line they rest on in their
+// "evidence" attribute, without evidence links: forgetting the speaker
+// deletes the facts that quote one of their lines (the line, the ledger's
+// "speaker: line", or a long line inside a longer quote, in its session),
+// and keeps those quoting someone else, a short common line, or a line
+// of another session.
+func TestForgetSpeakerDropsFactsQuotingTheirLines(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	must[int](t)(c.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{
+		entry("s1", "u1", "I promise to pay the ferryman ten gold", time.Minute),
+		entry("s1", "u1", "yes", 2*time.Minute),
+		entry("s1", "u2", "Grimjaw owes the guild a hammer", 3*time.Minute),
+		entry("s2", "u2", "Chatter in another session, long enough", time.Hour),
+	}))
+	cases := []struct {
+		typ, session, evidence string
+		gone                   bool
+	}{
+		{"PROMISED", "s1", "u1: I promise to pay the ferryman ten gold", true}, // the ledger's quote
+		{"SAID_EXACTLY", "s1", "I promise to pay the ferryman ten gold", true}, // the line itself
+		{"PARTLY_QUOTED", "s1", `Lyra said "I promise to pay the ferryman ten gold" at the dock`, true},
+		{"OTHER_SESSION", "s2", "u1: I promise to pay the ferryman ten gold", false}, // not said in s2
+		{"OWES", "s1", "u2: Grimjaw owes the guild a hammer", false},                 // another speaker's line
+		{"SHORT_LINE", "s1", "they all said yes", false},                             // "yes" is nobody's
+		{"NO_QUOTE", "s1", "", false},
+	}
+	ids := make([]int64, len(cases))
+	for i, tc := range cases {
+		attrs := map[string]any{"extracted": true}
+		if tc.evidence != "" {
+			attrs["evidence"] = tc.evidence
+		}
+		ids[i] = must[memory.Relationship](t)(c.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "grimjaw",
+			TargetID: "guild", Type: tc.typ, Attributes: attrs,
+			Provenance: memory.Provenance{Confidence: 0.95, SessionID: tc.session, Source: memory.SourceStated, Timestamp: t0}})).ID
+	}
+	rep := must[memory.ForgetReport](t)(c.ForgetSpeaker(ctx, "u1"))
+	if rep.Facts != 3 {
+		t.Errorf("report %+v, want 3 facts deleted", rep)
+	}
+	for i, tc := range cases {
+		t.Run(tc.typ, func(t *testing.T) {
+			_, err := c.Graph().Fact(ctx, ids[i])
+			if gone := errors.Is(err, memory.ErrNotFound); gone != tc.gone {
+				t.Errorf("fact quoting %q: deleted %v (err %v), want %v", tc.evidence, gone, err, tc.gone)
+			}
+		})
 	}
 }
