@@ -97,7 +97,7 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		// text, the ledger's "speaker: text", or holds a line of at least
 		// minQuotedLine characters (a shorter one, "yes", is too common
 		// to say whose it is).
-		tag, err := tx.Exec(ctx, `
+		rows, err = tx.Query(ctx, `
 			DELETE FROM relationships r
 			WHERE r.campaign_id = $1
 			  AND (EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
@@ -107,12 +107,26 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			             AND (r.attributes->>'evidence' IN (t.text, t.speaker_name || ': ' || t.text)
 			                  OR (length(t.text) >= $3 AND strpos(r.attributes->>'evidence', t.text) > 0)))))
 			  AND NOT EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
-			                  WHERE fe.fact_id = r.id AND t.speaker_id <> $2)`, c.id, userID, minQuotedLine)
+			                  WHERE fe.fact_id = r.id AND t.speaker_id <> $2)
+			RETURNING r.id`, c.id, userID, minQuotedLine)
 		if err != nil {
 			return err
 		}
-		rep.Facts = tag.RowsAffected()
-		if tag, err = tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID); err != nil {
+		gone, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		rep.Facts = int64(len(gone))
+		// A bulk review keeps the facts it touched as they were, for its
+		// undo: the deleted facts' quotes with them. Its undo could no
+		// longer run (a fact it changed is gone), so the batch goes.
+		if _, err := tx.Exec(ctx, `DELETE FROM review_batches b WHERE b.campaign_id = $1
+			AND EXISTS (SELECT 1 FROM jsonb_array_elements(b.before->'facts') x WHERE (x->>'id')::bigint = ANY($2))`,
+			c.id, gone); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID)
+		if err != nil {
 			return err
 		}
 		rep.Chunks = tag.RowsAffected()

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -160,7 +161,33 @@ func TestForgetSpeakerDropsFactsQuotingTheirLines(t *testing.T) {
 			TargetID: "guild", Type: tc.typ, Attributes: attrs,
 			Provenance: memory.Provenance{Confidence: 0.95, SessionID: tc.session, Source: memory.SourceStated, Timestamp: t0}})).ID
 	}
+	// Two bulk reviews: one of a fact of Grimjaw's (its undo snapshot
+	// holds every fact of Grimjaw, the quotes with them), one of Elara's.
+	low := memory.Provenance{Confidence: 0.1, SessionID: "s1", Source: memory.SourceInferred, Timestamp: t0}
+	for _, src := range []string{"grimjaw", "elara"} {
+		p := must[memory.Relationship](t)(c.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: src, TargetID: "tower",
+			Type: "VISITED", Provenance: low}))
+		if p.Status != memory.StatusPending {
+			t.Fatalf("a low-confidence fact is %s, want pending", p.Status)
+		}
+		must[postgres.ReviewBatch](t)(c.Graph().ReviewFacts(ctx, postgres.ReviewConfirm, []int64{p.ID}, "dm1"))
+	}
+	batches := func(text string) int {
+		var n int
+		check(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM review_batches WHERE campaign_id = 'camp'
+			AND strpos(before::text || after::text, $1) > 0`, text).Scan(&n))
+		return n
+	}
+	if batches("ferryman") != 1 || batches("elara") == 0 {
+		t.Fatalf("the review batches do not hold what this test expects: %d with the quote", batches("ferryman"))
+	}
 	rep := must[memory.ForgetReport](t)(c.ForgetSpeaker(ctx, "u1"))
+	if n := batches("ferryman"); n != 0 {
+		t.Errorf("%d review batches still hold the forgotten line", n)
+	}
+	if batches("elara") == 0 {
+		t.Error("forget-me dropped a review batch that held nothing of the player's")
+	}
 	if rep.Facts != 3 {
 		t.Errorf("report %+v, want 3 facts deleted", rep)
 	}
