@@ -222,3 +222,82 @@ func TestFindEntitiesReadsAsTheViewerInEveryShape(t *testing.T) {
 		}
 	}
 }
+
+// A handle bound to a player or an NPC writes facts only as that reader:
+// claiming the DM's, the import's or extraction's writer (which write
+// canon) or another NPC's is refused, and nothing is stored; its own
+// writer proposes. The DM's handle writes as anyone.
+func TestBoundHandlesWriteOnlyAsThemselves(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	ctx := ctxT(t)
+	for i, tc := range []struct {
+		viewer memory.Viewer
+		writer memory.Writer
+		ok     bool
+	}{
+		{memory.PlayerViewer(), memory.DM("mallory"), false},
+		{memory.PlayerViewer(), memory.Writer{Role: memory.WriterExtraction}, false},
+		{memory.PlayerViewer(), memory.Writer{Role: memory.WriterImport}, false},
+		{memory.PlayerViewer(), memory.NPCWriter("grimjaw"), false},
+		{memory.PlayerViewer(), memory.Player("mallory"), true},
+		{memory.NPCViewer("grimjaw"), memory.DM(""), false},
+		{memory.NPCViewer("grimjaw"), memory.NPCWriter("elara"), false},
+		{memory.NPCViewer("grimjaw"), memory.Player("mallory"), false},
+		{memory.NPCViewer("grimjaw"), memory.NPCWriter("grimjaw"), true},
+		{memory.DMViewer(), memory.DM("dm1"), true},
+		{memory.DMViewer(), memory.Player("p1"), true},
+	} {
+		t.Run(tc.viewer.String()+"/"+tc.writer.Key(), func(t *testing.T) {
+			typ := fmt.Sprintf("CLAIMED_%d", i)
+			g := mustAs(t, c, tc.viewer).Graph()
+			w, err := g.WriteFact(ctx, tc.writer, memory.Relationship{SourceID: "grimjaw", TargetID: "vault", Type: typ,
+				Provenance: memory.Provenance{Confidence: 1, Source: memory.SourceStated, Timestamp: t0}}, "")
+			if tc.ok != (err == nil) {
+				t.Fatalf("WriteFact err = %v, want ok %v", err, tc.ok)
+			}
+			if !tc.ok && !errors.Is(err, memory.ErrForbidden) {
+				t.Errorf("refused with %v, want forbidden", err)
+			}
+			stored := must[[]postgres.FactWithNames](t)(c.Graph().FindFacts(ctx, postgres.FactQuery{Text: typ,
+				Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending}}))
+			if got := slices.ContainsFunc(stored, func(f postgres.FactWithNames) bool { return f.Type == typ }); got != tc.ok {
+				t.Errorf("fact stored = %v, want %v", got, tc.ok)
+			}
+			if tc.ok && tc.writer.Proposes() && w.Fact.Status != memory.StatusPending {
+				t.Errorf("a proposal is %s, want pending", w.Fact.Status)
+			}
+		})
+	}
+}
+
+// Why an entity was retired is the DM's, as why a fact was: a reason may
+// name a secret.
+func TestRetiredEntityReasonIsForTheDM(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	ctx := ctxT(t)
+	must[postgres.EntityRetirement](t)(c.Graph().RetireEntity(ctx, "hammer", "", "melted down by the secret cult"))
+	for _, tc := range []struct {
+		viewer memory.Viewer
+		ok     bool
+	}{
+		{memory.DMViewer(), true},
+		{memory.PlayerViewer(), false},
+		{memory.NPCViewer("grimjaw"), false},
+	} {
+		t.Run(tc.viewer.String(), func(t *testing.T) {
+			r, retired, err := mustAs(t, c, tc.viewer).Graph().RetiredEntity(ctx, "hammer")
+			switch {
+			case tc.ok && (err != nil || !retired || r.Reason != "melted down by the secret cult"):
+				t.Errorf("the DM reads %+v retired %v err %v", r, retired, err)
+			case !tc.ok && (!errors.Is(err, memory.ErrForbidden) || r.Reason != ""):
+				t.Errorf("%s reads %+v err %v, want forbidden", tc.viewer, r, err)
+			}
+		})
+	}
+}
