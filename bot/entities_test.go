@@ -187,3 +187,38 @@ func TestDMMergesAndRetiresEntitiesFromDiscord(t *testing.T) {
 		t.Fatalf("a player's refused merge removed Elara: %v", err)
 	}
 }
+
+// TestPlayerGetsNoSuggestionsFromDMCommands: every DM command option that
+// suggests entities, facts, kinds or sessions suggests nothing to a
+// player, whatever they type (the same options suggest to the DM).
+func TestPlayerGetsNoSuggestionsFromDMCommands(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	for _, tc := range []struct {
+		name, cmd string
+		opt       discordtest.Opt
+	}{
+		{"entity show", "memory", entityCmd("show", discordtest.Focused("entity", "gri"))},
+		{"entity edit", "memory", entityCmd("edit", discordtest.Focused("entity", "gri"))},
+		{"entity merge", "memory", entityCmd("merge", discordtest.Str("entity", "grimjaw"), discordtest.Focused("into", "e"))},
+		{"entity retire", "memory", entityCmd("retire", discordtest.Focused("entity", "gri"))},
+		{"entity add kind", "memory", entityCmd("add", discordtest.Str("name", "x"), discordtest.Focused("kind", "n"))},
+		{"fact add subject", "memory", discordtest.Group("fact", discordtest.Sub("add", discordtest.Focused("subject", "e")))},
+		{"fact list", "memory", discordtest.Group("fact", discordtest.Sub("list", discordtest.Focused("entity", "e")))},
+		{"fact retire", "memory", discordtest.Group("fact", discordtest.Sub("retire", discordtest.Focused("fact", "")))},
+		{"forget fact", "memory", discordtest.Group("forget", discordtest.Sub("fact", discordtest.Focused("fact", "")))},
+		{"reject", "memory", discordtest.Sub("reject", discordtest.Focused("fact", ""))},
+		{"pending session", "memory", discordtest.Sub("pending", discordtest.Focused("session", ""))},
+		{"npc say", "npc", discordtest.Sub("say", discordtest.Focused("npc", "g"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dm := h.send(h.fake.Autocomplete(guildID, channelID, theDM, tc.cmd, tc.opt))
+			if len(dm.Data.Choices) == 0 {
+				t.Fatalf("the DM gets no suggestions either (else this case proves nothing)")
+			}
+			r := h.send(h.fake.Autocomplete(guildID, channelID, player, tc.cmd, tc.opt))
+			if r.Type != discordgo.InteractionApplicationCommandAutocompleteResult || len(r.Data.Choices) != 0 {
+				t.Errorf("a player is suggested %v", choiceValues(r.Data.Choices))
+			}
+		})
+	}
+}

@@ -58,3 +58,38 @@ func TestLedgerCommand(t *testing.T) {
 		t.Fatalf("the ledger of Brannoc: %s", only)
 	}
 }
+
+// TestLedgerForgetsAForgottenPlayer: a ledger entry quotes the line it
+// rests on; once its speaker runs /privacy forget-me, another player's
+// /ledger no longer shows it.
+func TestLedgerForgetsAForgottenPlayer(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	var session, name, text string
+	if err := h.pool.QueryRow(ctx, `SELECT session_id, speaker_name, text FROM transcript_entries
+		WHERE campaign_id = $1 AND speaker_id = $2 AND NOT noncanon ORDER BY id LIMIT 1`, campaign, player.UserID).
+		Scan(&session, &name, &text); err != nil {
+		t.Fatalf("a line of %s in the sample: %v", player.UserID, err)
+	}
+	quote := name + ": " + text
+	if _, err := h.camp.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "elara", TargetID: "grimjaw",
+		Type: ledger.RelPromised, Attributes: map[string]any{"what": "a favour", "evidence": quote},
+		Provenance: memory.Provenance{SessionID: session, Confidence: 1, DMConfirmed: true, Source: memory.SourceStated}}); err != nil {
+		t.Fatal(err)
+	}
+	other := discordtest.Member{UserID: "u2", Name: "Mira"}
+	ledgerOf := func() string {
+		t.Helper()
+		i := h.fake.Command(guildID, channelID, other, "ledger")
+		h.send(i)
+		content, _ := h.original(i)["content"].(string)
+		return content
+	}
+	if l := ledgerOf(); !strings.Contains(l, text) {
+		t.Fatalf("before forget-me the ledger quotes the line (else this test proves nothing): %s", l)
+	}
+	h.send(h.fake.Button(guildID, channelID, player, "forgetme:yes:"+player.UserID))
+	if l := ledgerOf(); strings.Contains(l, text) || strings.Contains(l, "a favour") {
+		t.Fatalf("another player's ledger still quotes the forgotten line: %s", l)
+	}
+}

@@ -70,7 +70,10 @@
 // rejected one). The memory-tool view (KGRead, KGNode, KGSync) takes its
 // gist, notes and touches from the same filtered attributes. A hidden fact
 // reads as not found, exactly like a missing one. A campaign bound to a
-// player or an NPC cannot be bound to another viewer.
+// player or an NPC cannot be bound to another viewer, writes facts only as
+// that player or NPC (proposals: WriteFact refuses the DM's, import's and
+// extraction's writers), and does not read why a fact or an entity was
+// retired.
 //
 // # Errors and outages
 //

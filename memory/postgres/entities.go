@@ -310,7 +310,11 @@ func (g *Graph) RetireEntity(ctx context.Context, id, sessionID, reason string) 
 }
 
 // RetiredEntity reports whether entity id is retired, and when and why.
+// It is for the DM, as [Graph.Retirement] is: a reason may name a secret.
 func (g *Graph) RetiredEntity(ctx context.Context, id string) (EntityRetirement, bool, error) {
+	if !g.view.system() {
+		return EntityRetirement{}, false, fmt.Errorf("%w: why an entity was retired is for the DM", memory.ErrForbidden)
+	}
 	var r EntityRetirement
 	var at *time.Time
 	err := g.db.QueryRow(ctx, `SELECT retired_at, retired_session, retired_reason FROM entities WHERE campaign_id = $1 AND id = $2`,

@@ -197,9 +197,10 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 	if ids != nil && f.Type == "" && f.Name == "" {
 		// By id alone: a query of its own, so that its plan is always the
 		// primary key's (the catch-all's cached generic plan scans every
-		// entity: 40 ms at 100k).
-		rows, err := g.db.Query(ctx, `SELECT `+entityColumns+` FROM entities WHERE campaign_id = $1 AND id = ANY($2)
-			ORDER BY lower(name), id LIMIT $3`, g.campaign, ids, limit)
+		// entity: 40 ms at 100k). Its attributes are the viewer's, as
+		// everywhere else: a player asking by id is still a player.
+		rows, err := g.db.Query(ctx, `SELECT `+g.view.entityCols("e")+` FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($2)
+			ORDER BY lower(e.name), e.id LIMIT $3`, g.campaign, ids, limit)
 		if err != nil {
 			return nil, fmt.Errorf("finding entities: %w", err)
 		}

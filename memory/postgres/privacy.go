@@ -63,10 +63,16 @@ func (g *Graph) AddEvidence(ctx context.Context, factID int64, entryIDs []int64)
 	return nil
 }
 
+// minQuotedLine is the shortest line ForgetSpeaker looks for inside a
+// fact's quoted evidence.
+const minQuotedLine = 20
+
 // ForgetSpeaker deletes, in one transaction, a speaker's transcript lines,
 // every chunk that contains their words, and the facts whose only evidence
-// was their lines. Facts with evidence from other speakers, and facts with
-// no recorded evidence (entered by the DM or imported), stay.
+// was their lines: linked to them, or quoting one of them in their
+// "evidence" attribute (extracted facts and ledger entries do). Facts with
+// evidence from other speakers, and facts with no recorded evidence
+// (entered by the DM or imported), stay.
 func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.ForgetReport, error) {
 	var rep memory.ForgetReport
 	if strings.TrimSpace(userID) == "" {
@@ -84,18 +90,43 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		if rep.Sessions, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `
+		// A fact rests on the speaker's lines when its evidence links
+		// name them, or when its "evidence" attribute quotes one of them
+		// (what extraction and the ledger record: "Lyra: I promise…"),
+		// in the session the line was said in. A quote is the line's
+		// text, the ledger's "speaker: text", or holds a line of at least
+		// minQuotedLine characters (a shorter one, "yes", is too common
+		// to say whose it is).
+		rows, err = tx.Query(ctx, `
 			DELETE FROM relationships r
 			WHERE r.campaign_id = $1
-			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
-			              WHERE fe.fact_id = r.id AND t.speaker_id = $2)
+			  AND (EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+			               WHERE fe.fact_id = r.id AND t.speaker_id = $2)
+			       OR (jsonb_typeof(r.attributes->'evidence') = 'string' AND EXISTS (SELECT 1 FROM transcript_entries t
+			           WHERE t.campaign_id = $1 AND t.speaker_id = $2 AND t.session_id = r.session_id AND t.text <> ''
+			             AND (r.attributes->>'evidence' IN (t.text, t.speaker_name || ': ' || t.text)
+			                  OR (length(t.text) >= $3 AND strpos(r.attributes->>'evidence', t.text) > 0)))))
 			  AND NOT EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
-			                  WHERE fe.fact_id = r.id AND t.speaker_id <> $2)`, c.id, userID)
+			                  WHERE fe.fact_id = r.id AND t.speaker_id <> $2)
+			RETURNING r.id`, c.id, userID, minQuotedLine)
 		if err != nil {
 			return err
 		}
-		rep.Facts = tag.RowsAffected()
-		if tag, err = tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID); err != nil {
+		gone, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		rep.Facts = int64(len(gone))
+		// A bulk review keeps the facts it touched as they were, for its
+		// undo: the deleted facts' quotes with them. Its undo could no
+		// longer run (a fact it changed is gone), so the batch goes.
+		if _, err := tx.Exec(ctx, `DELETE FROM review_batches b WHERE b.campaign_id = $1
+			AND EXISTS (SELECT 1 FROM jsonb_array_elements(b.before->'facts') x WHERE (x->>'id')::bigint = ANY($2))`,
+			c.id, gone); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID)
+		if err != nil {
 			return err
 		}
 		rep.Chunks = tag.RowsAffected()

@@ -1,12 +1,14 @@
 package postgres_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -116,5 +118,85 @@ func TestOptOutAndNonCanon(t *testing.T) {
 	all := must[[]memory.TranscriptEntry](t)(l1.Entries(ctx, "s1"))
 	if len(all) != 2 || !all[0].NonCanon {
 		t.Fatalf("the record must keep the non-canon line, flagged: %+v", all)
+	}
+}
+
+// Extracted facts and ledger entries keep the line they rest on in their
+// "evidence" attribute, without evidence links: forgetting the speaker
+// deletes the facts that quote one of their lines (the line, the ledger's
+// "speaker: line", or a long line inside a longer quote, in its session),
+// and keeps those quoting someone else, a short common line, or a line
+// of another session.
+func TestForgetSpeakerDropsFactsQuotingTheirLines(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	must[int](t)(c.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{
+		entry("s1", "u1", "I promise to pay the ferryman ten gold", time.Minute),
+		entry("s1", "u1", "yes", 2*time.Minute),
+		entry("s1", "u2", "Grimjaw owes the guild a hammer", 3*time.Minute),
+		entry("s2", "u2", "Chatter in another session, long enough", time.Hour),
+	}))
+	cases := []struct {
+		typ, session, evidence string
+		gone                   bool
+	}{
+		{"PROMISED", "s1", "u1: I promise to pay the ferryman ten gold", true}, // the ledger's quote
+		{"SAID_EXACTLY", "s1", "I promise to pay the ferryman ten gold", true}, // the line itself
+		{"PARTLY_QUOTED", "s1", `Lyra said "I promise to pay the ferryman ten gold" at the dock`, true},
+		{"OTHER_SESSION", "s2", "u1: I promise to pay the ferryman ten gold", false}, // not said in s2
+		{"OWES", "s1", "u2: Grimjaw owes the guild a hammer", false},                 // another speaker's line
+		{"SHORT_LINE", "s1", "they all said yes", false},                             // "yes" is nobody's
+		{"NO_QUOTE", "s1", "", false},
+	}
+	ids := make([]int64, len(cases))
+	for i, tc := range cases {
+		attrs := map[string]any{"extracted": true}
+		if tc.evidence != "" {
+			attrs["evidence"] = tc.evidence
+		}
+		ids[i] = must[memory.Relationship](t)(c.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "grimjaw",
+			TargetID: "guild", Type: tc.typ, Attributes: attrs,
+			Provenance: memory.Provenance{Confidence: 0.95, SessionID: tc.session, Source: memory.SourceStated, Timestamp: t0}})).ID
+	}
+	// Two bulk reviews: one of a fact of Grimjaw's (its undo snapshot
+	// holds every fact of Grimjaw, the quotes with them), one of Elara's.
+	low := memory.Provenance{Confidence: 0.1, SessionID: "s1", Source: memory.SourceInferred, Timestamp: t0}
+	for _, src := range []string{"grimjaw", "elara"} {
+		p := must[memory.Relationship](t)(c.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: src, TargetID: "tower",
+			Type: "VISITED", Provenance: low}))
+		if p.Status != memory.StatusPending {
+			t.Fatalf("a low-confidence fact is %s, want pending", p.Status)
+		}
+		must[postgres.ReviewBatch](t)(c.Graph().ReviewFacts(ctx, postgres.ReviewConfirm, []int64{p.ID}, "dm1"))
+	}
+	batches := func(text string) int {
+		var n int
+		check(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM review_batches WHERE campaign_id = 'camp'
+			AND strpos(before::text || after::text, $1) > 0`, text).Scan(&n))
+		return n
+	}
+	if batches("ferryman") != 1 || batches("elara") == 0 {
+		t.Fatalf("the review batches do not hold what this test expects: %d with the quote", batches("ferryman"))
+	}
+	rep := must[memory.ForgetReport](t)(c.ForgetSpeaker(ctx, "u1"))
+	if n := batches("ferryman"); n != 0 {
+		t.Errorf("%d review batches still hold the forgotten line", n)
+	}
+	if batches("elara") == 0 {
+		t.Error("forget-me dropped a review batch that held nothing of the player's")
+	}
+	if rep.Facts != 3 {
+		t.Errorf("report %+v, want 3 facts deleted", rep)
+	}
+	for i, tc := range cases {
+		t.Run(tc.typ, func(t *testing.T) {
+			_, err := c.Graph().Fact(ctx, ids[i])
+			if gone := errors.Is(err, memory.ErrNotFound); gone != tc.gone {
+				t.Errorf("fact quoting %q: deleted %v (err %v), want %v", tc.evidence, gone, err, tc.gone)
+			}
+		})
 	}
 }

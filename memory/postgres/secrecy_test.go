@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -154,5 +155,149 @@ func TestKGReadsThroughTheViewer(t *testing.T) {
 	}
 	if !slices.ContainsFunc(nv.Nodes, func(n postgres.KGNode) bool { return n.ID == "warden" && strings.Contains(n.Gist, "warden-own-gist") }) {
 		t.Errorf("the NPC does not see its own gist: %+v", nv.Nodes)
+	}
+}
+
+// Every shape of FindEntities reads attributes as the viewer: asking by id
+// alone (the name index's and retrieval's query, which has a query of its
+// own) once returned the raw row, DM-only keys and all. The entity holds
+// every spelling memory.SecretKey treats as secret and object values
+// marked secret, at the top and nested.
+func TestFindEntitiesReadsAsTheViewerInEveryShape(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	ctx := ctxT(t)
+	hidden := map[string]any{"occupation": "ferryman", "lore": map[string]any{"public": "rows at dusk",
+		"GM_Notes": "hidden-nested-gm", "deeper": map[string]any{"secret": true, "text": "hidden-deep-object"}}}
+	for i, k := range []string{"secret_knowledge", "Secret_Plan", "Secretive", "gm_notes", "GM_Notes", "gm_x", "dm_notes", "DM_Motive",
+		"dm_x", "notes_gm", "NOTES_DM", "notes_dm", "hidden", "Hidden_Past", "known_by"} {
+		hidden[k] = fmt.Sprintf("hidden-key-%d", i)
+	}
+	hidden["mood"] = map[string]any{"secret": true, "text": "hidden-object-value"}
+	hidden["allies"] = []any{"the guild", map[string]any{"secret": true, "name": "hidden-array-object"}}
+	check(t, c.Graph().UpsertEntities(ctx, []memory.Entity{
+		{ID: "charon", Type: memory.EntityNPC, Name: "Charon", Attributes: hidden},
+		{ID: "styx", Type: memory.EntityLocation, Name: "Styx"},
+	}))
+	shapes := []struct {
+		name string
+		f    memory.EntityFilter
+	}{
+		{"all", memory.EntityFilter{}},
+		{"by name", memory.EntityFilter{Name: "char"}},
+		{"by type", memory.EntityFilter{Type: memory.EntityNPC}},
+		{"by id alone", memory.EntityFilter{IDs: []string{"charon", "styx"}}},
+		{"by id and name", memory.EntityFilter{IDs: []string{"charon"}, Name: "Charon"}},
+		{"by id with a limit", memory.EntityFilter{IDs: []string{"charon"}, Limit: 1}},
+	}
+	for _, tc := range []struct {
+		viewer memory.Viewer
+		sees   bool
+	}{
+		{memory.DMViewer(), true},
+		{memory.NPCViewer("charon"), true}, // its own secrets
+		{memory.PlayerViewer(), false},
+		{memory.NPCViewer("styx"), false},
+	} {
+		g := mustAs(t, c, tc.viewer).Graph()
+		for _, sh := range shapes {
+			t.Run(tc.viewer.String()+"/"+sh.name, func(t *testing.T) {
+				es := must[[]memory.Entity](t)(g.FindEntities(ctx, sh.f))
+				k := slices.IndexFunc(es, func(e memory.Entity) bool { return e.ID == "charon" })
+				if k < 0 {
+					t.Fatalf("FindEntities(%+v) lost Charon: %v", sh.f, es)
+				}
+				b, _ := json.Marshal(es[k].Attributes)
+				if got := strings.Count(string(b), "hidden-"); (got > 0) != tc.sees {
+					t.Errorf("%s sees %d secrets, want seen %v: %s", tc.viewer, got, tc.sees, b)
+				}
+				if tc.sees && strings.Count(string(b), "hidden-") != 19 {
+					t.Errorf("%s sees only some of the secrets: %s", tc.viewer, b)
+				}
+				if !strings.Contains(string(b), "rows at dusk") || es[k].Attributes["occupation"] != "ferryman" {
+					t.Errorf("%s lost public attributes: %s", tc.viewer, b)
+				}
+			})
+		}
+	}
+}
+
+// A handle bound to a player or an NPC writes facts only as that reader:
+// claiming the DM's, the import's or extraction's writer (which write
+// canon) or another NPC's is refused, and nothing is stored; its own
+// writer proposes. The DM's handle writes as anyone.
+func TestBoundHandlesWriteOnlyAsThemselves(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	ctx := ctxT(t)
+	for i, tc := range []struct {
+		viewer memory.Viewer
+		writer memory.Writer
+		ok     bool
+	}{
+		{memory.PlayerViewer(), memory.DM("mallory"), false},
+		{memory.PlayerViewer(), memory.Writer{Role: memory.WriterExtraction}, false},
+		{memory.PlayerViewer(), memory.Writer{Role: memory.WriterImport}, false},
+		{memory.PlayerViewer(), memory.NPCWriter("grimjaw"), false},
+		{memory.PlayerViewer(), memory.Player("mallory"), true},
+		{memory.NPCViewer("grimjaw"), memory.DM(""), false},
+		{memory.NPCViewer("grimjaw"), memory.NPCWriter("elara"), false},
+		{memory.NPCViewer("grimjaw"), memory.Player("mallory"), false},
+		{memory.NPCViewer("grimjaw"), memory.NPCWriter("grimjaw"), true},
+		{memory.DMViewer(), memory.DM("dm1"), true},
+		{memory.DMViewer(), memory.Player("p1"), true},
+	} {
+		t.Run(tc.viewer.String()+"/"+tc.writer.Key(), func(t *testing.T) {
+			typ := fmt.Sprintf("CLAIMED_%d", i)
+			g := mustAs(t, c, tc.viewer).Graph()
+			w, err := g.WriteFact(ctx, tc.writer, memory.Relationship{SourceID: "grimjaw", TargetID: "vault", Type: typ,
+				Provenance: memory.Provenance{Confidence: 1, Source: memory.SourceStated, Timestamp: t0}}, "")
+			if tc.ok != (err == nil) {
+				t.Fatalf("WriteFact err = %v, want ok %v", err, tc.ok)
+			}
+			if !tc.ok && !errors.Is(err, memory.ErrForbidden) {
+				t.Errorf("refused with %v, want forbidden", err)
+			}
+			stored := must[[]postgres.FactWithNames](t)(c.Graph().FindFacts(ctx, postgres.FactQuery{Text: typ,
+				Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending}}))
+			if got := slices.ContainsFunc(stored, func(f postgres.FactWithNames) bool { return f.Type == typ }); got != tc.ok {
+				t.Errorf("fact stored = %v, want %v", got, tc.ok)
+			}
+			if tc.ok && tc.writer.Proposes() && w.Fact.Status != memory.StatusPending {
+				t.Errorf("a proposal is %s, want pending", w.Fact.Status)
+			}
+		})
+	}
+}
+
+// Why an entity was retired is the DM's, as why a fact was: a reason may
+// name a secret.
+func TestRetiredEntityReasonIsForTheDM(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	ctx := ctxT(t)
+	must[postgres.EntityRetirement](t)(c.Graph().RetireEntity(ctx, "hammer", "", "melted down by the secret cult"))
+	for _, tc := range []struct {
+		viewer memory.Viewer
+		ok     bool
+	}{
+		{memory.DMViewer(), true},
+		{memory.PlayerViewer(), false},
+		{memory.NPCViewer("grimjaw"), false},
+	} {
+		t.Run(tc.viewer.String(), func(t *testing.T) {
+			r, retired, err := mustAs(t, c, tc.viewer).Graph().RetiredEntity(ctx, "hammer")
+			switch {
+			case tc.ok && (err != nil || !retired || r.Reason != "melted down by the secret cult"):
+				t.Errorf("the DM reads %+v retired %v err %v", r, retired, err)
+			case !tc.ok && (!errors.Is(err, memory.ErrForbidden) || r.Reason != ""):
+				t.Errorf("%s reads %+v err %v, want forbidden", tc.viewer, r, err)
+			}
+		})
 	}
 }

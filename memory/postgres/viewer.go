@@ -132,3 +132,20 @@ func (g *Graph) dmOnly(what string) error {
 	}
 	return fmt.Errorf("%s: %w: for the DM only (this handle reads as %s)", what, memory.ErrForbidden, g.view.v)
 }
+
+// mayWriteAs refuses a fact writer the viewer cannot be: a handle bound to
+// a player writes only as a player, one bound to an NPC only as that NPC
+// (their writes are proposals); the DM's and the system's handles write as
+// anyone. So a player's handle cannot claim the DM's, the import's or
+// extraction's right to write canon.
+func (w view) mayWriteAs(wr memory.Writer) error {
+	switch {
+	case w.system():
+		return nil
+	case w.v.Role == memory.RolePlayer && wr.Role == memory.WriterPlayer:
+		return nil
+	case w.v.Role == memory.RoleNPC && wr.Role == memory.WriterNPC && wr.ID == w.v.NPCID:
+		return nil
+	}
+	return fmt.Errorf("%w: a handle bound to %s cannot write as %s", memory.ErrForbidden, w.v, wr.Key())
+}

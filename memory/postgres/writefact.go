@@ -40,6 +40,9 @@ func (g *Graph) WriteFact(ctx context.Context, w memory.Writer, r memory.Relatio
 	if err := w.Validate(); err != nil {
 		return memory.FactWrite{}, err
 	}
+	if err := g.view.mayWriteAs(w); err != nil {
+		return memory.FactWrite{}, fmt.Errorf("recording fact %s -%s-> %s: %w", r.SourceID, r.Type, r.TargetID, err)
+	}
 	if err := validRel(r); err != nil {
 		return memory.FactWrite{}, err
 	}
