@@ -375,10 +375,14 @@ func TestDAVEUDPOutageIsSurvived(t *testing.T) {
 	})
 	got, lost := collect(bot, playerID, sent)
 	t.Logf("DAVE, UDP outage of %s: sent %d, received %d, reported lost %d", pausedFor.Round(time.Millisecond), sent, len(got), lost)
-	if len(got)+lost != sent || lost < 97 || lost > 103 || bot.Stats().E2EEFailed != 0 {
+	// The pause drops what is in flight when it starts: on a loaded
+	// machine a few frames sent just before it (up to inFlight) are still
+	// queued in the fake server and lost with the outage's.
+	const inFlight = 5
+	if len(got)+lost != sent || lost < 97 || lost > 100+inFlight || bot.Stats().E2EEFailed != 0 {
 		t.Fatalf("got %d + lost %d, sent %d; bot %+v", len(got), lost, sent, bot.Stats())
 	}
-	sameFrames(t, "before the outage", got[:48], frames[:48])
+	sameFrames(t, "before the outage", got[:50-inFlight], frames[:50-inFlight])
 	if !bytes.Equal(got[len(got)-1], frames[199]) {
 		t.Fatal("the stream did not continue after the outage")
 	}

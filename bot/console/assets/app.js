@@ -43,7 +43,7 @@
         var body = document.querySelector("#live-turns tbody");
         body.textContent = "";
         if (!s.turns.length) {
-          var tr = body.insertRow(); var td = tr.insertCell(); td.colSpan = 3; td.textContent = "No NPC turns yet.";
+          var tr = body.insertRow(); var td = tr.insertCell(); td.colSpan = 3; td.textContent = f.connected ? "No NPC turns yet." : "No table is reporting its turns.";
         }
         s.turns.forEach(function (t) {
           var tr = body.insertRow();
