@@ -2,6 +2,7 @@ package table_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,26 +68,37 @@ func TestOutageWhileALineIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The log: each player's line, then its NPC's reply, in order.
-	var want []string
-	for _, l := range said {
-		want = append(want, "player: "+l.Heard, l.Addressee+": "+l.Reply)
-	}
-	var got []string
-	for _, e := range es {
+	// The log: the player's lines in the order they were said, and the
+	// replies in order, each after its line. (Lines and replies interleave
+	// by when they were said: the rig's audio runs ahead of the wall
+	// clock, so a line may be logged before the reply to the one before.)
+	var lines, replies []string
+	var pos []int // index in es of each player line
+	var replyPos []int
+	for i, e := range es {
 		switch {
 		case e.NPCID != "":
-			got = append(got, e.NPCID+": "+e.Text)
+			replies = append(replies, e.NPCID+": "+e.Text)
+			replyPos = append(replyPos, i)
 		case e.SpeakerID == player:
-			got = append(got, "player: "+e.RawText)
+			lines = append(lines, e.RawText)
+			pos = append(pos, i)
 		}
 	}
-	if len(got) != len(want) {
-		t.Fatalf("the session log holds %d lines, want %d:\n got %q\nwant %q", len(got), len(want), got, want)
+	var wantLines, wantReplies []string
+	for _, l := range said {
+		wantLines = append(wantLines, l.Heard)
+		wantReplies = append(wantReplies, l.Addressee+": "+l.Reply)
 	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("session log line %d: %q, want %q", i, got[i], want[i])
+	if !slices.Equal(lines, wantLines) {
+		t.Fatalf("the session log's lines:\n got %q\nwant %q", lines, wantLines)
+	}
+	if !slices.Equal(replies, wantReplies) {
+		t.Fatalf("the session log's replies:\n got %q\nwant %q", replies, wantReplies)
+	}
+	for i := range pos {
+		if replyPos[i] < pos[i] {
+			t.Errorf("reply %d is logged before its line (%d < %d)", i+1, replyPos[i], pos[i])
 		}
 	}
 }
