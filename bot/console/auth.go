@@ -132,6 +132,15 @@ func (s *Server) current(r *http.Request) (session, bool) {
 	}
 	now := s.clk.Now()
 	s.mu.Lock()
+	if until, out := s.signedOut[c.Value]; out {
+		// Signed out here while the database was down.
+		if now.After(until) {
+			delete(s.signedOut, c.Value)
+		}
+		s.mu.Unlock()
+		s.flushSignOuts(r.Context())
+		return session{}, false
+	}
 	mem, inMem := s.sessions[c.Value]
 	var local session
 	if inMem {
@@ -147,6 +156,10 @@ func (s *Server) current(r *http.Request) (session, bool) {
 	case err != nil:
 		s.log.Warn("reading a sign-in from the database", "err", err)
 		return local, inMem
+	default:
+		s.flushSignOuts(r.Context())
+	}
+	switch {
 	case !found && inMem && !local.saved:
 		// Made while the database was down: keep it there now.
 		s.saveSignIn(r.Context(), c.Value, local)
@@ -487,9 +500,35 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
 		delete(s.sessions, c.Value)
 		s.mu.Unlock()
 		if err := s.cfg.Door.DeleteSignIn(r.Context(), cookieHash(c.Value)); err != nil {
-			s.log.Warn("the sign-out did not reach the database; the sign-in stays valid there until it expires", "err", err)
+			// The cookie must not sign anyone in again when the database
+			// is back: this console refuses it and removes it there then.
+			s.mu.Lock()
+			s.signedOut[c.Value] = sessionOf(r.Context()).Expires
+			s.mu.Unlock()
+			s.log.Warn("the sign-out did not reach the database; this console refuses the cookie and removes the sign-in there once it answers (until then other consoles still take it)", "err", err)
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, "/signin?out", http.StatusSeeOther)
+}
+
+// flushSignOuts removes from the database the sign-ins signed out here
+// while it was down; those it removes are forgotten, the others are tried
+// again at the next request.
+func (s *Server) flushSignOuts(ctx context.Context) {
+	s.mu.Lock()
+	var ids []string
+	for id := range s.signedOut {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		if err := s.cfg.Door.DeleteSignIn(ctx, cookieHash(id)); err != nil {
+			s.log.Debug("a sign-out still does not reach the database", "err", err)
+			return
+		}
+		s.mu.Lock()
+		delete(s.signedOut, id)
+		s.mu.Unlock()
+	}
 }

@@ -91,9 +91,13 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	links    map[string]oneTime
-	states   map[string]oauthState
-	stateSeq uint64
+	// signedOut are the sign-outs that did not reach the database (it was
+	// down), by cookie id, with when the sign-in would expire: refused
+	// here, and removed from the database once it answers.
+	signedOut map[string]time.Time
+	links     map[string]oneTime
+	states    map[string]oauthState
+	stateSeq  uint64
 
 	snaps  snapshots
 	recaps recaps
@@ -138,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("console: parsing templates: %w", err)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "console"), clk: clock.OrReal(cfg.Clock), tmpl: tmpl,
-		sessions: map[string]*session{}, links: map[string]oneTime{}, states: map[string]oauthState{},
+		sessions: map[string]*session{}, signedOut: map[string]time.Time{}, links: map[string]oneTime{}, states: map[string]oauthState{},
 		snaps: snapshots{per: map[string]*campaignSnap{}}, recaps: recaps{per: map[recapKey]recap.Recap{}}}
 	s.routes()
 	return s, nil

@@ -45,7 +45,10 @@
 // so the store decides in SQL what a player sees: facts neither secret nor
 // waiting for review, entities without their secret attributes; the console
 // adds canon transcript lines and player-safe recaps. While the database
-// cannot be reached, pages answer 503 in plain words. Review, Entities, NPC
+// cannot be reached, pages answer 503 in plain words, the Live page says
+// its feed cannot be read, the sign-ins this console made still work and a
+// sign-out holds (the console refuses the cookie and removes the sign-in
+// from the database once it answers). Review, Entities, NPC
 // and Live pages are DM-only, and every handler states the role it needs.
 //
 // Assets (templates, CSS, JavaScript) are embedded; the console needs no

@@ -166,7 +166,8 @@ type liveFeed struct {
 	AgeMS int64 `json:"age_ms"`
 	// Tables counts the processes reporting for the campaign.
 	Tables int `json:"tables"`
-	// Problem is why the feed could not be read, if it could not.
+	// Problem is why the feed could not be read, if it could not, in
+	// plain words (an outage says the database cannot be reached).
 	Problem string `json:"problem,omitempty"`
 }
 
@@ -183,7 +184,9 @@ func (s *Server) live(ctx context.Context, campaign string) (LiveStatus, liveFee
 	}
 	if !st.Running {
 		if remote, ok, err := s.remoteLive(ctx); err != nil {
-			feed.Problem = err.Error()
+			// Said plainly (see classify); the log has the driver's words.
+			_, feed.Problem = classify(err)
+			s.log.Warn("reading the live feed", "err", err)
 		} else if ok.Tables > 0 {
 			if remote.Running || !feed.Connected {
 				st, feed = remote, ok

@@ -9,6 +9,11 @@ import (
 )
 
 // LiveFeed is one process's latest report on a campaign's table.
+//
+// The live feed goes through the door like the sign-ins: each call is
+// bounded by Config.StatementTimeout (a report never hangs on a database
+// that does not answer), and an outage degrades the door and is returned
+// wrapping memory.ErrUnavailable.
 type LiveFeed = postgres.LiveFeed
 
 // PublishLive stores owner's latest snapshot of the campaign's table (the
@@ -18,7 +23,9 @@ func (c *Campaign) PublishLive(ctx context.Context, owner string, status json.Ra
 	if err := c.dmOnly("publishing the live status"); err != nil {
 		return err
 	}
-	return c.pc.PublishLive(ctx, owner, status)
+	return c.door.guard(ctx, "publishing the live status", func(ctx context.Context) error {
+		return c.pc.PublishLive(ctx, owner, status)
+	})
 }
 
 // WithdrawLive removes owner's snapshot. DM only.
@@ -26,7 +33,9 @@ func (c *Campaign) WithdrawLive(ctx context.Context, owner string) error {
 	if err := c.dmOnly("withdrawing the live status"); err != nil {
 		return err
 	}
-	return c.pc.WithdrawLive(ctx, owner)
+	return c.door.guard(ctx, "withdrawing the live status", func(ctx context.Context) error {
+		return c.pc.WithdrawLive(ctx, owner)
+	})
 }
 
 // LiveFeeds returns the snapshots written within fresh, newest first. DM
@@ -35,5 +44,11 @@ func (c *Campaign) LiveFeeds(ctx context.Context, fresh time.Duration) ([]LiveFe
 	if err := c.dmOnly("reading the live status"); err != nil {
 		return nil, err
 	}
-	return c.pc.LiveFeeds(ctx, fresh)
+	var feeds []LiveFeed
+	err := c.door.guard(ctx, "reading the live status", func(ctx context.Context) error {
+		var err error
+		feeds, err = c.pc.LiveFeeds(ctx, fresh)
+		return err
+	})
+	return feeds, err
 }

@@ -28,11 +28,13 @@
       fetch("/api/live", { credentials: "same-origin" }).then(function (r) { return r.ok ? r.json() : null; }).then(function (j) {
         if (!j) return;
         var s = j.status, f = j.feed;
-        text("live-feed", (f.connected ? "Live feed: " + f.source + "." :
+        text("live-feed", f.connected ? "Live feed: " + f.source + "." +
+          (f.problem ? " The live feed of other processes cannot be read: " + f.problem : "") :
+          f.problem ? "The live feed cannot be read: " + f.problem :
           "No live feed: no glyphoxa serve or demo on this database has reported for this campaign in the last " + fresh +
-          " seconds. A table started on the same database shows here within a few seconds.") +
-          (f.problem ? " The feed cannot be read: " + f.problem : ""));
-        text("live-session", s.running ? "Session " + s.session_id + " is running." : (f.connected ? "No session is running." : "Unknown: no table is reporting."));
+          " seconds. A table started on the same database shows here within a few seconds.");
+        text("live-session", s.running ? "Session " + s.session_id + " is running." : (f.connected ? "No session is running." :
+          f.problem ? "Unknown: the live feed cannot be read." : "Unknown: no table is reporting."));
         text("live-speaking", s.speaking.length ? s.speaking.join(", ") : "nobody");
         text("live-memory", s.memory_degraded ? "degraded: the database cannot be reached (a running session keeps its lines in the spool)" :
           (f.connected ? "healthy" : "this console reaches the database; no table reports its own"));
