@@ -43,8 +43,8 @@ func TestLedgerCommand(t *testing.T) {
 	}
 	dm := run(theDM)
 	if !strings.Contains(dm, "owes Grimjaw: ten gold for the blade") || !strings.Contains(dm, "gave Brannoc: a hammer") ||
-		!strings.Contains(dm, "waiting for your review") || !strings.Contains(dm, "gave Brannoc: a hammer (now with Elara)") ||
-		strings.Contains(dm, "gave Elara: the hammer (now with") {
+		!strings.Contains(dm, "waiting for your review") || !strings.Contains(dm, "gave Brannoc: a hammer (now with Elara Moonwhisper)") ||
+		strings.Contains(dm, "gave Elara Moonwhisper: the hammer (now with") {
 		t.Fatalf("the DM's ledger: %s", dm)
 	}
 	if p := run(player); strings.Contains(p, "ten gold") || strings.Contains(p, "hammer") {
