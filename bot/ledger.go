@@ -70,6 +70,9 @@ func ledgerText(items []ledger.Item, who string, dm bool) string {
 		if it.Due != "" {
 			fmt.Fprintf(&out, " (due %s)", it.Due)
 		}
+		if it.NowWith != "" {
+			fmt.Fprintf(&out, " (now with %s)", it.NowWith)
+		}
 		if it.Quote != "" {
 			fmt.Fprintf(&out, " — “%s”", it.Quote)
 		}

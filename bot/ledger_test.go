@@ -31,6 +31,8 @@ func TestLedgerCommand(t *testing.T) {
 	}
 	debt := write("elara", "grimjaw", ledger.RelOwes, "ten gold for the blade")
 	write("grimjaw", "brannoc", ledger.RelGave, "a hammer")
+	// Brannoc passes the hammer on: the first handover says who has it now.
+	write("brannoc", "elara", ledger.RelGave, "the hammer")
 
 	run := func(who discordtest.Member, opts ...discordtest.Opt) string {
 		t.Helper()
@@ -41,7 +43,8 @@ func TestLedgerCommand(t *testing.T) {
 	}
 	dm := run(theDM)
 	if !strings.Contains(dm, "owes Grimjaw: ten gold for the blade") || !strings.Contains(dm, "gave Brannoc: a hammer") ||
-		!strings.Contains(dm, "waiting for your review") {
+		!strings.Contains(dm, "waiting for your review") || !strings.Contains(dm, "gave Brannoc: a hammer (now with Elara Moonwhisper)") ||
+		strings.Contains(dm, "gave Elara Moonwhisper: the hammer (now with") {
 		t.Fatalf("the DM's ledger: %s", dm)
 	}
 	if p := run(player); strings.Contains(p, "ten gold") || strings.Contains(p, "hammer") {

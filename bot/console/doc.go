@@ -12,6 +12,12 @@
 //     ([access.Graph]'s ConfirmFact, RejectFact, ResolveConflict,
 //     ReviewFacts, UndoReview and [bot.EditFact]).
 //   - As of: an entity's facts as they held at a session or a date.
+//   - Ledger: the promises, debts and handovers heard at the table
+//     (lifecycle/ledger): kind, who, to whom, what, due, the quoted line
+//     linked to its session line, and when; an item passed on says who
+//     holds it now. Players see confirmed entries; the DM sees those
+//     waiting for review too, with Confirm and Reject (the Review page's
+//     handler, which sends the DM back to the Ledger).
 //   - Graph: the campaign's entities and facts, drawn by a small force layout
 //     in a canvas, filtered by type, by an NPC's visibility and by session;
 //     secret facts are marked; an entity's attributes, facts over time and

@@ -235,12 +235,16 @@ func (s *Server) reviewFact(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown review action %q: want confirm or reject.", r.PostFormValue("action")))
 		return
 	}
+	to := "/review"
+	if r.PostFormValue("back") == "/ledger" { // the Ledger page's buttons
+		to = "/ledger"
+	}
 	if err != nil {
-		s.back(w, r, "/review", "⚠ "+flashErr(err))
+		s.back(w, r, to, "⚠ "+flashErr(err))
 		return
 	}
 	s.log.Info("fact reviewed", "fact", f.ID, "action", verb, "by", sessionOf(ctx).UserID)
-	s.back(w, r, "/review", fmt.Sprintf("%s fact #%d (%s %s %s).", verb, f.ID, f.SourceID, f.Type, f.TargetID))
+	s.back(w, r, to, fmt.Sprintf("%s fact #%d (%s %s %s).", verb, f.ID, f.SourceID, f.Type, f.TargetID))
 }
 
 // editFact applies the DM's correction with bot.EditFact, as the Discord

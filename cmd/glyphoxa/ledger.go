@@ -16,7 +16,7 @@ func cmdLedger(ctx context.Context, e *env, args []string) error {
 	var sf storeFlags
 	sf.register(fs)
 	campaign := fs.String("campaign", "", "campaign id")
-	asJSON := fs.Bool("json", false, "print a JSON array of {fact_id, kind, from, to, what, due, quote, said_at, session, status}")
+	asJSON := fs.Bool("json", false, "print a JSON array of {fact_id, kind, from, to, what, due, quote, said_at, session, status, now_with}")
 	as := fs.String("as", "dm", "read as dm (entries waiting for review too) or player (canon only)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -69,7 +69,11 @@ func cmdLedger(ctx context.Context, e *env, args []string) error {
 		if it.Status == memory.StatusPending {
 			review = fmt.Sprintf("waiting (fact #%d)", it.FactID)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when, it.Kind, it.From, it.To, it.What, it.Due, review)
+		what := it.What
+		if it.NowWith != "" {
+			what += " (now with " + it.NowWith + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when, it.Kind, it.From, it.To, what, it.Due, review)
 		if it.Quote != "" {
 			fmt.Fprintf(w, "\t\t\t\t“%s”\t\t\n", it.Quote)
 		}

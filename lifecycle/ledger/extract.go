@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
@@ -45,16 +47,38 @@ func (x Extractor) Extract(ctx context.Context, known []memory.Entity, entries [
 			people = append(people, Person{Name: l.SpeakerName, Type: memory.EntityPlayer})
 		}
 	}
-	have := map[string]bool{}
-	for _, r := range out.Relationships {
-		have[r.Source+"\x00"+r.Type+"\x00"+r.Target] = true
+	// have indexes the facts found so far by who, relation and to whom
+	// (the graph keeps one fact for each), with the line each quotes.
+	type found struct{ at, line int }
+	have := map[string]found{}
+	for i, r := range out.Relationships {
+		have[r.Source+"\x00"+strings.ToUpper(r.Type)+"\x00"+r.Target] = found{i, quoted(entries, r.Evidence)}
 	}
 	for _, e := range Find(entries, people) {
 		rel := e.Kind.Relation()
-		if have[e.From+"\x00"+rel+"\x00"+e.To] {
+		key := e.From + "\x00" + rel + "\x00" + e.To
+		if h, ok := have[key]; ok {
+			// The same promise or debt said again later: the ledger
+			// quotes its latest restatement.
+			r := &out.Relationships[h.at]
+			what, _ := r.Attributes["what"].(string)
+			if e.Kind != Handover && e.Line > h.line && (what == "" || Similar(what, e.What)) {
+				l := entries[e.Line]
+				r.Evidence = quote(l)
+				attrs := maps.Clone(r.Attributes)
+				if attrs == nil {
+					attrs = map[string]any{}
+				}
+				attrs["said_at"] = l.At.UTC().Format(time.RFC3339)
+				if what == "" {
+					attrs["what"] = e.What
+				}
+				r.Attributes = attrs
+				have[key] = found{h.at, e.Line}
+			}
 			continue
 		}
-		have[e.From+"\x00"+rel+"\x00"+e.To] = true
+		have[key] = found{len(out.Relationships), e.Line}
 		for _, n := range []string{e.From, e.To} {
 			if speakers[n] {
 				out.Entities = append(out.Entities, postsession.ExtractedEntity{Name: n, Type: memory.EntityPlayer,
@@ -71,6 +95,23 @@ func (x Extractor) Extract(ctx context.Context, known []memory.Entity, entries [
 			Confidence: RulesConfidence, Basis: string(memory.SourceStated), Evidence: quote(l), Attributes: attrs})
 	}
 	return out, nil
+}
+
+// quoted is the index of the line evidence quotes (the line whose text
+// holds it, or which it holds, as "Lyra: …" does), or -1.
+func quoted(entries []memory.TranscriptEntry, evidence string) int {
+	ev := strings.ToLower(strings.TrimSpace(evidence))
+	if ev == "" {
+		return -1
+	}
+	at := -1
+	for i, l := range entries {
+		t := strings.ToLower(strings.TrimSpace(l.Text))
+		if t != "" && (strings.Contains(t, ev) || strings.Contains(ev, t)) {
+			at = i // the last such line
+		}
+	}
+	return at
 }
 
 // quote is a line as the ledger quotes it.

@@ -351,3 +351,32 @@ func clean(what string) string {
 func due(what string) string {
 	return reDue.FindString(what)
 }
+
+// fillers are the words two whats may differ in and still be the same
+// thing ("the lantern", "my lantern").
+var fillers = map[string]bool{
+	"a": true, "an": true, "the": true, "my": true, "your": true, "his": true, "her": true, "their": true, "our": true,
+	"its": true, "this": true, "that": true, "these": true, "those": true, "of": true, "for": true, "to": true,
+	"and": true, "me": true, "you": true, "it": true, "back": true, "some": true, "from": true, "with": true,
+}
+
+// Similar reports whether two whats name the same thing: they share a
+// word that is not a filler ("fifty gold for the map" and "fifty gold",
+// "the lantern" and "my lantern").
+func Similar(a, b string) bool {
+	words := func(s string) []string {
+		return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWord(r) })
+	}
+	in := map[string]bool{}
+	for _, w := range words(a) {
+		if !fillers[w] {
+			in[strings.TrimSuffix(w, "'s")] = true
+		}
+	}
+	for _, w := range words(b) {
+		if !fillers[w] && in[strings.TrimSuffix(w, "'s")] {
+			return true
+		}
+	}
+	return false
+}

@@ -25,6 +25,10 @@ type Item struct {
 	// (pending entries wait for the DM).
 	Session string            `json:"session,omitempty"`
 	Status  memory.FactStatus `json:"status"`
+	// NowWith is, for a handover of an item passed on later (Lyra gave
+	// Kael the lantern, then Kael gave it to Thorin), who holds it now;
+	// empty while the one it was given to still does.
+	NowWith string `json:"now_with,omitempty"`
 }
 
 // Facts finds facts; an *access.Graph does, as its viewer may see them.
@@ -68,5 +72,28 @@ func List(ctx context.Context, g Facts, statuses ...memory.FactStatus) ([]Item, 
 		}
 		return out[i].FactID < out[j].FactID
 	})
+	passedOn(out)
 	return out, nil
+}
+
+// passedOn sets NowWith of the handovers in items (in the order they were
+// said) whose item its receiver handed on later: it follows the item from
+// hand to hand, each handover of a similar what by its holder, to the last.
+func passedOn(items []Item) {
+	for i := range items {
+		if items[i].Kind != Handover {
+			continue
+		}
+		holder, what, seen := items[i].To, items[i].What, map[int]bool{i: true}
+		for j := i + 1; j < len(items); j++ {
+			it := items[j]
+			if it.Kind == Handover && !seen[j] && it.From == holder && it.To != holder && Similar(what, it.What) {
+				seen[j] = true
+				holder = it.To
+			}
+		}
+		if holder != items[i].To {
+			items[i].NowWith = holder
+		}
+	}
 }
