@@ -36,6 +36,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/yamlkeys"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/calendar"
 )
 
 // File is a parsed, validated campaign file.
@@ -47,7 +48,14 @@ type File struct {
 	// campaign's chunks and session log. Empty leaves the campaign's
 	// language as it is (English for a new campaign). The importer
 	// applies it (an explicit `import --language` wins).
-	Language      string         `yaml:"language,omitempty"`
+	Language string `yaml:"language,omitempty"`
+	// Calendar is the campaign's calendar (see package calendar): month
+	// names and lengths, weekdays, an era. With one, every session's
+	// game_date must be a date of it; without one, game dates are free
+	// text and the campaign keeps the calendar it has (the numbered
+	// calendar, "day 12", by default).
+	Calendar      *calendar.Calendar `yaml:"calendar,omitempty"`
+	calendarLine  int
 	Entities      []Entity       `yaml:"entities"`
 	Relationships []Relationship `yaml:"relationships"`
 	Sessions      []Session      `yaml:"sessions"`
@@ -267,6 +275,13 @@ func recordLines(root *yaml.Node, f *File) {
 		}
 		return nil
 	}
+	if doc.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if doc.Content[i].Value == "calendar" {
+				f.calendarLine = doc.Content[i].Line
+			}
+		}
+	}
 	for i, n := range items("entities") {
 		if i < len(f.Entities) {
 			f.Entities[i].line = n.Line
@@ -324,6 +339,11 @@ func (f *File) validate() error {
 	if msg := languageProblem(f.Language); msg != "" {
 		return fmt.Errorf("%w: %s", ErrInvalid, msg)
 	}
+	if f.Calendar != nil {
+		if err := f.Calendar.Validate(); err != nil {
+			return lineErr(f.calendarLine, "%v", err)
+		}
+	}
 	v := newValidator()
 	for _, e := range f.Entities {
 		if err := v.entity(e); err != nil {
@@ -352,7 +372,47 @@ func (f *File) validate() error {
 	if err := v.finish(); err != nil {
 		return err
 	}
+	if err := checkGameDates(f.Calendar, f.Sessions); err != nil {
+		return err
+	}
 	f.Warnings = v.warnings
+	return nil
+}
+
+// parseCalendar reads the calendar section (its lines, key included)
+// that starts on line.
+func parseCalendar(text string, line int) (*calendar.Calendar, error) {
+	var v struct {
+		Calendar *calendar.Calendar `yaml:"calendar"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	dec.KnownFields(true)
+	if err := dec.Decode(&v); err != nil {
+		return nil, lineErr(line, "calendar: %v (a calendar has months [{name, days}], weekdays and era)", err)
+	}
+	if v.Calendar == nil {
+		return nil, nil
+	}
+	if err := v.Calendar.Validate(); err != nil {
+		return nil, lineErr(line, "%v", err)
+	}
+	return v.Calendar, nil
+}
+
+// checkGameDates checks that every session's game_date is a date of the
+// file's calendar (any text without a calendar).
+func checkGameDates(cal *calendar.Calendar, ss []Session) error {
+	if cal == nil {
+		return nil
+	}
+	for _, s := range ss {
+		if strings.TrimSpace(s.GameDate) == "" {
+			continue
+		}
+		if _, err := cal.Parse(s.GameDate); err != nil {
+			return lineErr(s.line, "session %s: game_date: %v", q(s.ID), err)
+		}
+	}
 	return nil
 }
 
@@ -537,6 +597,9 @@ type factWriter interface {
 // writes nothing. Applying the same file twice changes nothing.
 func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.KnowledgeGraph) (Applied, error) {
 	var a Applied
+	if err := applyCalendar(ctx, l1, f.Calendar); err != nil {
+		return a, err
+	}
 	if err := g.UpsertEntities(ctx, f.MemoryEntities()); err != nil {
 		return a, fmt.Errorf("importing entities: %w", err)
 	}
@@ -653,6 +716,25 @@ func writeEntries(ctx context.Context, l1 memory.SessionStore, s Session, entrie
 		return n, fmt.Errorf("line %d: importing the transcript of session %s: %w", line, q(s.ID), err)
 	}
 	return n, nil
+}
+
+// calendarSetter is a session store that keeps the campaign's calendar
+// (the PostgreSQL store does).
+type calendarSetter interface {
+	SetCalendar(ctx context.Context, c *calendar.Calendar) error
+}
+
+// applyCalendar stores a file's calendar before its sessions' game dates
+// (a file without one leaves the campaign's calendar as it is).
+func applyCalendar(ctx context.Context, l1 memory.SessionStore, c *calendar.Calendar) error {
+	cs, ok := l1.(calendarSetter)
+	if !ok || c == nil {
+		return nil
+	}
+	if err := cs.SetCalendar(ctx, c); err != nil {
+		return fmt.Errorf("importing the calendar: %w", err)
+	}
+	return nil
 }
 
 // gameDater is a session store that records sessions' in-game dates
