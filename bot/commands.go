@@ -42,6 +42,8 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 			sub("start", "Join your voice channel and start recording the session (DM)"),
 			sub("end", "Stop recording, leave the channel and process the session (DM)"),
 			sub("status", "Who is recorded, which NPCs are present, memory health and latency (DM)"),
+			sub("date", "Set the in-world date of the running (or last) session (DM)",
+				str("date", "a date of the campaign calendar, e.g. \"3 Frostfall 1452\" or \"day 12\"", true, false)),
 		}},
 		{Name: cmdNPC, Description: "The campaign's NPCs", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
 			sub("list", "List the NPCs and who is in the scene (DM)"),
