@@ -16,6 +16,8 @@ package calendar
 import (
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -272,4 +274,27 @@ func quote(s string) string {
 		s = string(r[:60]) + "…"
 	}
 	return strconv.Quote(s)
+}
+
+// Order returns the order in which to tell sessions whose in-world dates
+// are dates, listed in the order the sessions were played: by in-world
+// date, earliest first. A session without a date the calendar reads is
+// told right after the one played before it (it is taken to continue
+// from there); sessions on the same date keep the order they were played
+// in. It returns indexes into dates.
+func (c Calendar) Order(dates []string) []int {
+	keys := make([]int64, len(dates))
+	var last int64 = math.MinInt64
+	for i, s := range dates {
+		if d, err := c.Parse(s); err == nil && strings.TrimSpace(s) != "" {
+			last = d.Ordinal()
+		}
+		keys[i] = last
+	}
+	order := make([]int, len(dates))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
+	return order
 }

@@ -2,6 +2,7 @@ package calendar
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,4 +130,24 @@ func FuzzParse(f *testing.F) {
 			t.Errorf("%q -> %q -> %v, %v", s, c.Format(d), back.Ordinal(), err)
 		}
 	})
+}
+
+func TestOrder(t *testing.T) {
+	c := Calendar{Months: []Month{{"Deepwinter", 30}, {"Frostfall", 30}}}
+	for _, tc := range []struct {
+		name  string
+		dates []string
+		want  string
+	}{
+		{"played in order", []string{"1 Deepwinter 1452", "5 Deepwinter 1452", "1 Frostfall 1452"}, "[0 1 2]"},
+		{"a flashback", []string{"1 Frostfall 1452", "3 Deepwinter 1452", "2 Frostfall 1452"}, "[1 0 2]"},
+		{"undated follow the one played before", []string{"10 Frostfall 1452", "", "1 Deepwinter 1452", "not a date"}, "[2 3 0 1]"},
+		{"same date in play order", []string{"2 Frostfall 1452", "Frostfall 2, 1452", "1 Frostfall 1452"}, "[2 0 1]"},
+		{"none dated", []string{"", "", ""}, "[0 1 2]"},
+		{"empty", nil, "[]"},
+	} {
+		if got := fmt.Sprint(c.Order(tc.dates)); got != tc.want {
+			t.Errorf("%s: Order(%q) = %s, want %s", tc.name, tc.dates, got, tc.want)
+		}
+	}
 }
