@@ -59,3 +59,37 @@ func TestSessionDate(t *testing.T) {
 		t.Errorf("a player changed the date to %q", s.GameDate)
 	}
 }
+
+// TestRecapInWorldOrder: a campaign recap tells the sessions in the order
+// of their in-world dates, each with its date, not in the order played.
+func TestRecapInWorldOrder(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	cal := &calendar.Calendar{Months: []calendar.Month{{Name: "Deepwinter", Days: 30}, {Name: "Frostfall", Days: 30}}}
+	if err := h.camp.Sessions().SetCalendar(ctx, cal); err != nil {
+		t.Fatal(err)
+	}
+	recapText := func() string {
+		t.Helper()
+		i := h.fake.Command(guildID, channelID, theDM, "recap", discordtest.Str("scope", "campaign"))
+		h.send(i)
+		content, _ := h.original(i)["content"].(string)
+		return content
+	}
+	// Undated: the order played.
+	if got := recapText(); !(strings.Index(got, "**Session s1** (2026-03-01)") >= 0 &&
+		strings.Index(got, "**Session s1**") < strings.Index(got, "**Session s2**")) {
+		t.Fatalf("undated campaign recap: %s", got)
+	}
+	// s2 is a flashback: it takes place before s1 in the world.
+	for s, d := range map[string]string{"s1": "10 Frostfall 1452", "s2": "Frostfall 2, 1452"} {
+		if err := h.camp.Sessions().SetGameDate(ctx, s, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := recapText()
+	one, two := strings.Index(got, "**Session s1** (10 Frostfall 1452, played 2026-03-01)"), strings.Index(got, "**Session s2** (2 Frostfall 1452, played 2026-03-08)")
+	if one < 0 || two < 0 || two > one {
+		t.Fatalf("dated campaign recap, want s2 (2 Frostfall) before s1 (10 Frostfall): %s", got)
+	}
+}
