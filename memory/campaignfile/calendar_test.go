@@ -66,7 +66,7 @@ func TestCalendarProblems(t *testing.T) {
 		name, doc, want string
 	}{
 		{"zero days", "campaign: c\ncalendar:\n  months: [{name: Frostfall, days: 0}]\n", `line 2: invalid campaign file: invalid in-world date: calendar month "Frostfall" has 0 days`},
-		{"unknown key", "campaign: c\ncalendar:\n  moons: 2\n", "line 2"},
+		{"unknown key", "campaign: c\ncalendar:\n  moons: 2\n", "line 3"},
 	} {
 		_, perr := campaignfile.Parse(strings.NewReader(tc.doc), "f.yaml")
 		_, cerr := campaignfile.Check(strings.NewReader(tc.doc), "f.yaml", campaignfile.Options{})

@@ -3,6 +3,7 @@
 // transcripts.
 //
 //	campaign: ironhold-saga
+//	calendar: {months: [{name: Deepwinter, days: 30}, {name: Frostfall, days: 30}], era: DR}
 //	entities:
 //	  - {id: grimjaw, type: npc, name: Grimjaw, aliases: [Grim], attributes: {occupation: blacksmith}}
 //	relationships:
@@ -11,6 +12,7 @@
 //	sessions:
 //	  - id: s1
 //	    started_at: 2026-03-01T19:00:00Z
+//	    game_date: 3 Frostfall 1452
 //	    entries:
 //	      - {speaker_id: u1, speaker_name: Thorin, npc_id: "", text: "...", raw_text: "...",
 //	         at: 2026-03-01T19:01:05Z, duration_ms: 2300}
@@ -380,15 +382,21 @@ func (f *File) validate() error {
 }
 
 // parseCalendar reads the calendar section (its lines, key included)
-// that starts on line.
+// that starts on line, naming the file's lines in its errors.
 func parseCalendar(text string, line int) (*calendar.Calendar, error) {
 	var v struct {
 		Calendar *calendar.Calendar `yaml:"calendar"`
 	}
-	dec := yaml.NewDecoder(strings.NewReader(text))
-	dec.KnownFields(true)
-	if err := dec.Decode(&v); err != nil {
-		return nil, lineErr(line, "calendar: %v (a calendar has months [{name, days}], weekdays and era)", err)
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &root); err != nil {
+		return nil, lineErr(line, "calendar: %v", err)
+	}
+	shiftLines(&root, line-1, map[*yaml.Node]bool{})
+	if unknown := yamlkeys.Check(&root, v); len(unknown) > 0 {
+		return nil, unknownKeys(unknown, "")
+	}
+	if err := root.Decode(&v); err != nil {
+		return nil, lineErr(line, "calendar: %v", err)
 	}
 	if v.Calendar == nil {
 		return nil, nil
