@@ -74,23 +74,25 @@ func TestParseErrorNamesMonths(t *testing.T) {
 	}
 }
 
-// Dates sort in the order they happen: day before month before year.
+// Dates sort in the order they happen, and the last day of a month or
+// year is followed by the first of the next.
 func TestOrdinalOrder(t *testing.T) {
-	c := Calendar{Months: []Month{{"Deepwinter", 30}, {"Frostfall", 28}}}
-	in := []string{"1 Deepwinter 1452", "30 Deepwinter 1452", "1 Frostfall 1452", "28 Frostfall 1452", "1 Deepwinter 1453"}
-	var last int64
-	for i, s := range in {
-		d, err := c.Parse(s)
-		if err != nil {
-			t.Fatal(err)
+	c := Calendar{Months: []Month{{"Deepwinter", 30}, {"Frostfall", 28}}} // 58 days a year
+	for _, tc := range []struct {
+		in   string
+		want int64
+	}{
+		{"1 Deepwinter 1452", 1452*58 + 1},
+		{"30 Deepwinter 1452", 1452*58 + 30},
+		{"1 Frostfall 1452", 1452*58 + 31},
+		{"28 Frostfall 1452", 1452*58 + 58},
+		{"1 Deepwinter 1453", 1453*58 + 1},
+		{"1 Deepwinter -1", -58 + 1},
+	} {
+		d, err := c.Parse(tc.in)
+		if err != nil || d.Ordinal() != tc.want {
+			t.Errorf("Parse(%q) = %d, %v; want %d", tc.in, d.Ordinal(), err, tc.want)
 		}
-		if i > 0 && d.Ordinal() != last+1 && i != 2 && i != 4 {
-			t.Errorf("%s: ordinal %d, want %d", s, d.Ordinal(), last+1)
-		}
-		if i > 0 && d.Ordinal() <= last {
-			t.Errorf("%s: ordinal %d not after %d", s, d.Ordinal(), last)
-		}
-		last = d.Ordinal()
 	}
 }
 
