@@ -102,10 +102,16 @@ func (b *Bot) suggest(ctx context.Context, camp *memaccess.Campaign, path, optio
 		slices.Reverse(ss) // newest first
 		var out []*discordgo.ApplicationCommandOptionChoice
 		for _, s := range ss {
-			if typed != "" && !strings.Contains(strings.ToLower(s.ID), strings.ToLower(typed)) {
+			// A session is found by its id or its in-world date.
+			if typed != "" && !strings.Contains(strings.ToLower(s.ID), strings.ToLower(typed)) &&
+				!strings.Contains(strings.ToLower(s.GameDate), strings.ToLower(typed)) {
 				continue
 			}
-			out = append(out, choice(fmt.Sprintf("%s — %s (%d lines)", s.ID, s.StartedAt.UTC().Format("2006-01-02"), s.Entries), s.ID))
+			when := s.StartedAt.UTC().Format("2006-01-02")
+			if s.GameDate != "" {
+				when += ", " + truncate(s.GameDate, 40)
+			}
+			out = append(out, choice(fmt.Sprintf("%s — %s (%d lines)", s.ID, when, s.Entries), s.ID))
 		}
 		return out
 	}

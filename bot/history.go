@@ -91,7 +91,7 @@ func (b *Bot) changes(ctx context.Context, camp *memaccess.Campaign, since strin
 }
 
 // FactsAsOf resolves ref (an entity's id, name or alias) and returns its
-// facts as they held at asOf, a session id or a date (see
+// facts as they held at asOf, a session id, a date or an in-world date (see
 // [memaccess.Graph]'s FactsAsOfRef), with how to say the moment: what the
 // Discord as_of option and the console's "As of" page show.
 func FactsAsOf(ctx context.Context, g *memaccess.Graph, ref, asOf string) (memory.Entity, string, []memory.Relationship, error) {

@@ -83,7 +83,11 @@ func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guil
 			return
 		}
 		if len(sessions) > 1 {
-			fmt.Fprintf(&out, "\n**Session %s** (%s)\n", s.ID, s.StartedAt.UTC().Format("2006-01-02"))
+			when := s.StartedAt.UTC().Format("2006-01-02")
+			if s.GameDate != "" {
+				when = s.GameDate + ", played " + when
+			}
+			fmt.Fprintf(&out, "\n**Session %s** (%s)\n", s.ID, when)
 		}
 		times := map[int64]string{}
 		for _, l := range in.Lines {
@@ -124,7 +128,8 @@ func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guil
 	b.finish(i, delivery != "public", header+"\n"+text, nil, nil)
 }
 
-// recapSessions picks the sessions a recap covers, oldest first.
+// recapSessions picks the sessions a recap covers: the campaign's in the
+// order of their in-world dates (inWorldOrder), oldest first without.
 func (b *Bot) recapSessions(ctx context.Context, camp *memaccess.Campaign, scope, session string) ([]memory.Session, error) {
 	all, err := camp.Sessions().Sessions(ctx)
 	if err != nil {
@@ -147,13 +152,37 @@ func (b *Bot) recapSessions(ctx context.Context, camp *memaccess.Campaign, scope
 		}
 		return []memory.Session{s}, nil
 	case "campaign":
-		return withLines, nil
+		return inWorldOrder(ctx, camp, withLines)
 	default:
 		if len(withLines) == 0 {
 			return nil, nil
 		}
 		return withLines[len(withLines)-1:], nil
 	}
+}
+
+// inWorldOrder orders the sessions of a campaign recap (given in the
+// order they were played) by their in-world dates in the campaign's
+// calendar (see calendar.Calendar.Order: an undated session follows the
+// one played before it), and writes each date in the calendar's form.
+func inWorldOrder(ctx context.Context, camp *memaccess.Campaign, played []memory.Session) ([]memory.Session, error) {
+	cal, _, err := camp.Sessions().Calendar(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dates := make([]string, len(played))
+	for i, s := range played {
+		dates[i] = s.GameDate
+	}
+	out := make([]memory.Session, 0, len(played))
+	for _, i := range cal.Order(dates) {
+		s := played[i]
+		if d, err := cal.Parse(s.GameDate); err == nil {
+			s.GameDate = cal.Format(d)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // recapInput gathers one session's lines and facts. A player-safe recap is

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/table/live"
 )
 
@@ -68,11 +69,75 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 			b.reply(i, true, "No session is running. A DM can start one with `/session start`.")
 			return
 		}
-		b.reply(i, true, "", statusEmbed(st))
+		b.reply(i, true, "", statusEmbed(st, b.gameDateOf(ctx, g, st.SessionID)))
+	case "session date":
+		b.sessionDate(ctx, i, g, c.str("date"))
 	}
 }
 
-func statusEmbed(st SessionStatus) *discordgo.MessageEmbed {
+// sessionDate sets the in-world date of the running session, or of the
+// campaign's last one when none is running, after reading it in the
+// campaign's calendar; the date is stored in the calendar's own form.
+func (b *Bot) sessionDate(ctx context.Context, i *discordgo.Interaction, g Guild, date string) {
+	b.deferReply(i, true)
+	camp, _, err := b.campaign(ctx, g.ID, memory.DMViewer())
+	if err != nil {
+		b.finishErr(i, err)
+		return
+	}
+	id := ""
+	if b.deps.Voice != nil {
+		if st, ok := b.deps.Voice.Status(g.ID); ok {
+			id = st.SessionID
+		}
+	}
+	if id == "" {
+		ss, err := camp.Sessions().Starts(ctx)
+		if err != nil {
+			b.finishErr(i, err)
+			return
+		}
+		if len(ss) == 0 {
+			b.finish(i, true, "The campaign has no session yet: `/session start` starts one.", nil, nil)
+			return
+		}
+		id = ss[len(ss)-1].ID
+	}
+	cal, _, err := camp.Sessions().Calendar(ctx)
+	if err != nil {
+		b.finishErr(i, err)
+		return
+	}
+	d, err := cal.Parse(date)
+	if err != nil {
+		b.finish(i, true, fmt.Sprintf("⚠️ %s is not a date of %s.", memory.Quote(date, 60), cal.Describe()), nil, nil)
+		return
+	}
+	canon := cal.Format(d)
+	if err := camp.Sessions().SetGameDate(ctx, id, canon); err != nil {
+		b.finishErr(i, fmt.Errorf("setting the date of session %s: %w", id, err))
+		return
+	}
+	b.finish(i, true, fmt.Sprintf("📅 Session %s takes place on **%s**.", id, canon), nil, nil)
+}
+
+// gameDateOf is a session's in-world date for the status card ("" when
+// none is set or it cannot be read: the card does not fail for it).
+func (b *Bot) gameDateOf(ctx context.Context, g Guild, sessionID string) string {
+	camp, _, err := b.campaign(ctx, g.ID, memory.DMViewer())
+	if err != nil {
+		b.log.Warn("reading the session's in-world date", "guild", g.ID, "err", err)
+		return ""
+	}
+	s, err := camp.Sessions().Session(ctx, sessionID)
+	if err != nil {
+		b.log.Warn("reading the session's in-world date", "guild", g.ID, "session", sessionID, "err", err)
+		return ""
+	}
+	return s.GameDate
+}
+
+func statusEmbed(st SessionStatus, gameDate string) *discordgo.MessageEmbed {
 	memory := "healthy"
 	if st.Degraded {
 		memory = fmt.Sprintf("⚠️ database unreachable — %d lines are kept in a local spool and will be stored when it is back; nothing is lost", st.SpoolPending)
@@ -82,6 +147,7 @@ func statusEmbed(st SessionStatus) *discordgo.MessageEmbed {
 		Color: 0x57F287,
 		Fields: []*discordgo.MessageEmbedField{
 			{Name: "Running for", Value: time.Since(st.StartedAt).Round(time.Minute).String(), Inline: true},
+			{Name: "In-world date", Value: orNone(gameDate) + " (`/session date`)", Inline: true},
 			{Name: "Recorded", Value: orNone(strings.Join(st.Recorded, ", ")), Inline: true},
 			{Name: "Not recorded (opted out)", Value: orNone(strings.Join(st.OptedOut, ", ")), Inline: true},
 			{Name: "NPCs present", Value: orNone(strings.Join(st.NPCsPresent, ", ")), Inline: true},

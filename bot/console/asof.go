@@ -14,7 +14,7 @@ type asOfFact struct {
 	Source, Target string
 }
 
-// asOfPage shows an entity's facts as they held at a session or a date
+// asOfPage shows an entity's facts as they held at a session, a date or an in-world date
 // (GET /asof?entity=…&as_of=…), read as the signed-in viewer: the
 // console's side of `ask --as-of` and the Discord as_of option.
 func (s *Server) asOfPage(w http.ResponseWriter, r *http.Request) {

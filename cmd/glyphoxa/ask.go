@@ -21,8 +21,9 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	campaign := fs.String("campaign", "", "campaign id")
 	npcID := fs.String("npc", "", "answer only from what this NPC heard (entity id)")
 	mode := fs.String("mode", "hybrid", "retrieval mode: vector, fts, graphrag, ppr or hybrid")
-	asOf := fs.String("as-of", "", "answer as the campaign stood at this session (id) or date (2006-01-02, the end of that day UTC, "+
-		"or RFC 3339): from it and earlier sessions only, with the facts that held then about the entities the question names")
+	asOf := fs.String("as-of", "", "answer as the campaign stood at this session (id), date (2006-01-02, the end of that day UTC, "+
+		"or RFC 3339) or in-world date of the campaign calendar (\"3 Frostfall 1452\": the last session dated on or before it): "+
+		"from it and earlier sessions only, with the facts that held then about the entities the question names")
 	decompose := fs.Bool("decompose", false, "hybrid mode: have the LLM (providers.llm) split the question into simpler ones, searched beside it")
 	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
 	as := fs.String("as", "dm", "read as dm (everything) or player (what the players may see; the DM's preview); --npc reads as that NPC")
@@ -100,17 +101,29 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	}
 	if *asOf != "" {
 		var facts []access.FactWithNames
-		if at.date.IsZero() {
+		switch {
+		case at.none && at.inWorld:
+			// An in-world date before every dated session: no fact yet.
+		case at.date.IsZero():
 			facts, err = camp.Graph().NamedFactsAsOf(ctx, question, at.session, true) // the viewer filters
-		} else {
+		default:
 			facts, err = camp.Graph().NamedFactsAsOfTime(ctx, question, at.date, true)
 		}
 		if err != nil {
 			return err
 		}
+		dates, err := gameDates(ctx, camp)
+		if err != nil {
+			return err
+		}
 		for _, f := range facts {
+			since := ""
+			if d := dates[f.Provenance.SessionID]; d != "" {
+				// A fact's in-world date is its session's.
+				since = fmt.Sprintf(" (since %s, session %s)", d, f.Provenance.SessionID)
+			}
 			res = append(res, retrieve.Result{Kind: "fact", ID: fmt.Sprint(f.ID), SessionID: at.session, EntityIDs: []string{f.SourceID, f.TargetID},
-				Content: fmt.Sprintf("as of %s: %s %s %s", at.label, f.SourceName, f.Type, f.TargetName)})
+				Content: fmt.Sprintf("as of %s: %s %s %s%s", at.label, f.SourceName, f.Type, f.TargetName, since)})
 		}
 	}
 	if *asJSON {
@@ -141,6 +154,19 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// gameDates maps the campaign's dated sessions to their in-world dates.
+func gameDates(ctx context.Context, camp *access.Campaign) (map[string]string, error) {
+	dated, err := camp.Sessions().GameDates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(dated))
+	for _, s := range dated {
+		m[s.ID] = s.GameDate
+	}
+	return m, nil
+}
+
 // asOf is what `ask --as-of` resolved to: a session, or a date and the
 // session under way then.
 type asOf struct {
@@ -149,8 +175,11 @@ type asOf struct {
 	// date is set when --as-of was a date.
 	date time.Time
 	// none: a date before the first session.
-	none  bool
-	label string
+	none bool
+	// inWorld: --as-of was an in-world date (with none: before every
+	// dated session).
+	inWorld bool
+	label   string
 }
 
 // resolveAsOf reads --as-of: a session id of the campaign, else a date
@@ -173,7 +202,7 @@ func resolveAsOf(ctx context.Context, camp *access.Campaign, v string) (asOf, er
 	if err != nil {
 		d, derr := time.Parse("2006-01-02", v)
 		if derr != nil {
-			return asOf{}, usagef("--as-of %q is neither a session of campaign %q nor a date (2006-01-02 or RFC 3339)", v, camp.ID())
+			return resolveGameDate(ctx, camp, v)
 		}
 		t = d.Add(24*time.Hour - time.Nanosecond)
 	}
@@ -184,6 +213,31 @@ func resolveAsOf(ctx context.Context, camp *access.Campaign, v string) (asOf, er
 		}
 	}
 	return out, nil
+}
+
+// resolveGameDate reads --as-of as an in-world date of the campaign's
+// calendar: the search is as of the last session dated on or before it
+// (see postgres.SessionLog.SessionOnGameDate); before every dated
+// session, nothing was said yet.
+func resolveGameDate(ctx context.Context, camp *access.Campaign, v string) (asOf, error) {
+	cal, _, err := camp.Sessions().Calendar(ctx)
+	if err != nil {
+		return asOf{}, err
+	}
+	d, err := cal.Parse(v)
+	if err != nil {
+		return asOf{}, usagef("--as-of %q is neither a session of campaign %q, a date (2006-01-02 or RFC 3339) nor an in-world date of %s",
+			v, camp.ID(), cal.Describe())
+	}
+	label := cal.Format(d)
+	s, ok, err := camp.Sessions().SessionOnGameDate(ctx, cal, d)
+	if err != nil {
+		return asOf{}, err
+	}
+	if !ok {
+		return asOf{none: true, inWorld: true, label: label}, nil
+	}
+	return asOf{session: s.ID, label: label + " (session " + s.ID + ")"}, nil
 }
 
 // startOf is when session id of ss started.

@@ -3,6 +3,7 @@
 // transcripts.
 //
 //	campaign: ironhold-saga
+//	calendar: {months: [{name: Deepwinter, days: 30}, {name: Frostfall, days: 30}], era: DR}
 //	entities:
 //	  - {id: grimjaw, type: npc, name: Grimjaw, aliases: [Grim], attributes: {occupation: blacksmith}}
 //	relationships:
@@ -11,6 +12,7 @@
 //	sessions:
 //	  - id: s1
 //	    started_at: 2026-03-01T19:00:00Z
+//	    game_date: 3 Frostfall 1452
 //	    entries:
 //	      - {speaker_id: u1, speaker_name: Thorin, npc_id: "", text: "...", raw_text: "...",
 //	         at: 2026-03-01T19:01:05Z, duration_ms: 2300}
@@ -36,6 +38,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/yamlkeys"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/calendar"
 )
 
 // File is a parsed, validated campaign file.
@@ -47,7 +50,14 @@ type File struct {
 	// campaign's chunks and session log. Empty leaves the campaign's
 	// language as it is (English for a new campaign). The importer
 	// applies it (an explicit `import --language` wins).
-	Language      string         `yaml:"language,omitempty"`
+	Language string `yaml:"language,omitempty"`
+	// Calendar is the campaign's calendar (see package calendar): month
+	// names and lengths, weekdays, an era. With one, every session's
+	// game_date must be a date of it; without one, game dates are free
+	// text and the campaign keeps the calendar it has (the numbered
+	// calendar, "day 12", by default).
+	Calendar      *calendar.Calendar `yaml:"calendar,omitempty"`
+	calendarLine  int
 	Entities      []Entity       `yaml:"entities"`
 	Relationships []Relationship `yaml:"relationships"`
 	Sessions      []Session      `yaml:"sessions"`
@@ -267,6 +277,13 @@ func recordLines(root *yaml.Node, f *File) {
 		}
 		return nil
 	}
+	if doc.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if doc.Content[i].Value == "calendar" {
+				f.calendarLine = doc.Content[i].Line
+			}
+		}
+	}
 	for i, n := range items("entities") {
 		if i < len(f.Entities) {
 			f.Entities[i].line = n.Line
@@ -324,6 +341,11 @@ func (f *File) validate() error {
 	if msg := languageProblem(f.Language); msg != "" {
 		return fmt.Errorf("%w: %s", ErrInvalid, msg)
 	}
+	if f.Calendar != nil {
+		if err := f.Calendar.Validate(); err != nil {
+			return lineErr(f.calendarLine, "%v", err)
+		}
+	}
 	v := newValidator()
 	for _, e := range f.Entities {
 		if err := v.entity(e); err != nil {
@@ -352,7 +374,53 @@ func (f *File) validate() error {
 	if err := v.finish(); err != nil {
 		return err
 	}
+	if err := checkGameDates(f.Calendar, f.Sessions); err != nil {
+		return err
+	}
 	f.Warnings = v.warnings
+	return nil
+}
+
+// parseCalendar reads the calendar section (its lines, key included)
+// that starts on line, naming the file's lines in its errors.
+func parseCalendar(text string, line int) (*calendar.Calendar, error) {
+	var v struct {
+		Calendar *calendar.Calendar `yaml:"calendar"`
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &root); err != nil {
+		return nil, lineErr(line, "calendar: %v", err)
+	}
+	shiftLines(&root, line-1, map[*yaml.Node]bool{})
+	if unknown := yamlkeys.Check(&root, v); len(unknown) > 0 {
+		return nil, unknownKeys(unknown, "")
+	}
+	if err := root.Decode(&v); err != nil {
+		return nil, lineErr(line, "calendar: %v", err)
+	}
+	if v.Calendar == nil {
+		return nil, nil
+	}
+	if err := v.Calendar.Validate(); err != nil {
+		return nil, lineErr(line, "%v", err)
+	}
+	return v.Calendar, nil
+}
+
+// checkGameDates checks that every session's game_date is a date of the
+// file's calendar (any text without a calendar).
+func checkGameDates(cal *calendar.Calendar, ss []Session) error {
+	if cal == nil {
+		return nil
+	}
+	for _, s := range ss {
+		if strings.TrimSpace(s.GameDate) == "" {
+			continue
+		}
+		if _, err := cal.Parse(s.GameDate); err != nil {
+			return lineErr(s.line, "session %s: game_date: %v", q(s.ID), err)
+		}
+	}
 	return nil
 }
 
@@ -537,6 +605,9 @@ type factWriter interface {
 // writes nothing. Applying the same file twice changes nothing.
 func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.KnowledgeGraph) (Applied, error) {
 	var a Applied
+	if err := applyCalendar(ctx, l1, f.Calendar); err != nil {
+		return a, err
+	}
 	if err := g.UpsertEntities(ctx, f.MemoryEntities()); err != nil {
 		return a, fmt.Errorf("importing entities: %w", err)
 	}
@@ -653,6 +724,25 @@ func writeEntries(ctx context.Context, l1 memory.SessionStore, s Session, entrie
 		return n, fmt.Errorf("line %d: importing the transcript of session %s: %w", line, q(s.ID), err)
 	}
 	return n, nil
+}
+
+// calendarSetter is a session store that keeps the campaign's calendar
+// (the PostgreSQL store does).
+type calendarSetter interface {
+	SetCalendar(ctx context.Context, c *calendar.Calendar) error
+}
+
+// applyCalendar stores a file's calendar before its sessions' game dates
+// (a file without one leaves the campaign's calendar as it is).
+func applyCalendar(ctx context.Context, l1 memory.SessionStore, c *calendar.Calendar) error {
+	cs, ok := l1.(calendarSetter)
+	if !ok || c == nil {
+		return nil
+	}
+	if err := cs.SetCalendar(ctx, c); err != nil {
+		return fmt.Errorf("importing the calendar: %w", err)
+	}
+	return nil
 }
 
 // gameDater is a session store that records sessions' in-game dates

@@ -24,6 +24,8 @@ func TestUnknownKeysNameTheKeyMeant(t *testing.T) {
 			[]string{`line 5`, `unknown key "typ"; did you mean "type"?`, "source, target, type, attributes, provenance"}},
 		{"provenance", "campaign: c\nentities:\n  - {id: a, type: npc, name: A}\nrelationships:\n  - {source: a, target: a, type: KNOWS, provenance: {confidnce: 0.5}}\n",
 			[]string{`line 5`, `provenance: unknown key "confidnce"; did you mean "confidence"?`}},
+		{"calendar month", "campaign: c\ncalendar:\n  months:\n    - {name: Frostfall, dayz: 30}\n",
+			[]string{`line 4`, `unknown key "dayz"; did you mean "days"?`}},
 		{"transcript entry", "campaign: c\nsessions:\n  - id: s1\n    started_at: 2026-03-01T19:00:00Z\n    entries:\n      - {speaker_id: u1, txt: hi, at: 2026-03-01T19:00:00Z}\n",
 			[]string{`line 6`, `unknown key "txt"; did you mean "text"?`}},
 	} {

@@ -17,6 +17,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/yamlkeys"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/calendar"
 )
 
 // Streaming
@@ -94,6 +95,9 @@ type splitter struct {
 	bufItems  int
 	keysSeen  map[string]int
 	inlineKey string
+	// calendar holds the calendar section's lines, handed to onKeys whole.
+	calendar     bytes.Buffer
+	calendarLine int
 
 	// Within a session item.
 	sessIdx    int // 1 + index of the session item being read
@@ -105,7 +109,7 @@ type splitter struct {
 	expectKeys bool // the line after "entries:" decides where entries sit
 }
 
-var topKeys = map[string]bool{"campaign": true, "language": true, "entities": true, "relationships": true, "sessions": true}
+var topKeys = map[string]bool{"campaign": true, "language": true, "calendar": true, "entities": true, "relationships": true, "sessions": true}
 
 func indentOf(l []byte) int {
 	n := 0
@@ -185,6 +189,10 @@ func (s *splitter) feed(l []byte) error {
 		}
 		return s.topLevel(l)
 	}
+	if s.section == "calendar" {
+		s.calendar.Write(l)
+		return nil
+	}
 	switch s.section {
 	case "entities", "relationships", "sessions":
 	default:
@@ -217,7 +225,7 @@ func (s *splitter) topLevel(l []byte) error {
 		if !ok || strings.ContainsAny(key, "{}[]\"'&*!|>%@`") {
 			return errLayout
 		}
-		return lineErr(s.line, "unknown key %s (a campaign file has campaign, language, entities, relationships and sessions)", q(key))
+		return lineErr(s.line, "unknown key %s (a campaign file has campaign, language, calendar, entities, relationships and sessions)", q(key))
 	}
 	if prev, dup := s.keysSeen[key]; dup {
 		return lineErr(s.line, "the key %q is already used on line %d", key, prev)
@@ -228,6 +236,12 @@ func (s *splitter) topLevel(l []byte) error {
 		value = strings.TrimSpace(value[:i])
 	}
 	s.section, s.itemInd = key, -1
+	if key == "calendar" {
+		s.calendar.Reset()
+		s.calendar.Write(l)
+		s.calendarLine = s.line
+		return nil
+	}
 	if key == "campaign" || key == "language" {
 		var c map[string]string
 		if err := yaml.Unmarshal(l, &c); err != nil {
@@ -399,6 +413,9 @@ func (s *splitter) flushSection() error {
 		return s.flushItems()
 	case "sessions":
 		return s.endSession()
+	case "calendar":
+		s.section = ""
+		return s.onKeys("calendar", s.calendar.String(), s.calendarLine)
 	}
 	return nil
 }
@@ -468,6 +485,8 @@ type Summary struct {
 	Campaign string
 	// Language is the file's language key ([File.Language]).
 	Language string
+	// Calendar is the file's calendar key ([File.Calendar]), nil without one.
+	Calendar *calendar.Calendar
 	Counts   Counts
 	// Warnings name their lines (see File.Warnings).
 	Warnings []string
@@ -614,6 +633,14 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 		r = io.TeeReader(r, buf)
 	}
 	err := pass(r, o, func(key, value string, line int) error {
+		if key == "calendar" {
+			c, err := parseCalendar(value, line)
+			if err != nil {
+				return err
+			}
+			sum.Calendar = c
+			return nil
+		}
 		if key == "language" {
 			if msg := languageProblem(value); msg != "" {
 				return lineErr(line, "%s", msg)
@@ -701,7 +728,7 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Summary{Campaign: f.Campaign, Language: f.Language, Counts: f.Counts(), Warnings: f.Warnings, whole: f}, nil
+		return &Summary{Campaign: f.Campaign, Language: f.Language, Calendar: f.Calendar, Counts: f.Counts(), Warnings: f.Warnings, whole: f}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -718,6 +745,9 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 	if err := v.finish(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := checkGameDates(sum.Calendar, sum.sessions); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	sum.Warnings = v.warnings
 	return sum, nil
 }
@@ -729,6 +759,9 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 func (sum *Summary) Apply(ctx context.Context, r io.Reader, l1 memory.SessionStore, g memory.KnowledgeGraph, o Options) (Applied, error) {
 	if sum.whole != nil {
 		return sum.whole.Apply(ctx, l1, g)
+	}
+	if err := applyCalendar(ctx, l1, sum.Calendar); err != nil {
+		return Applied{}, err
 	}
 	if o.BatchTimeout <= 0 {
 		o.BatchTimeout = 2 * time.Minute

@@ -214,8 +214,21 @@ func (l *SessionLog) SaveSummary(ctx context.Context, id, summary string) error 
 }
 
 // SetGameDate records a session's date in the game's calendar ("" clears
-// it).
+// it). When the campaign has a calendar ([SessionLog.SetCalendar]) the
+// date must be one of its dates (an error wrapping memory.ErrInvalid
+// names the calendar's months); without one it is free text.
 func (l *SessionLog) SetGameDate(ctx context.Context, id, gameDate string) error {
+	if gameDate = strings.TrimSpace(gameDate); gameDate != "" {
+		cal, set, err := l.Calendar(ctx)
+		if err != nil {
+			return err
+		}
+		if set {
+			if _, err := cal.Parse(gameDate); err != nil {
+				return fmt.Errorf("setting the game date of session %q: %w: %w", id, memory.ErrInvalid, err)
+			}
+		}
+	}
 	tag, err := l.db.Exec(ctx, `UPDATE sessions SET game_date = $3 WHERE campaign_id = $1 AND id = $2`,
 		l.campaign, id, strings.TrimSpace(gameDate))
 	if err != nil {

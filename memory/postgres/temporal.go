@@ -147,9 +147,14 @@ func (g *Graph) FactsAsOfTime(ctx context.Context, entityID string, t time.Time)
 	return facts, nil
 }
 
-// FactsAsOfRef is FactsAsOf when ref names a session of the campaign, else
-// FactsAsOfTime when it is a date (see ParseAsOfDate). It also returns how
-// to say the moment ("session s2", "2026-03-08").
+// FactsAsOfRef is FactsAsOf when ref names a session of the campaign,
+// else FactsAsOfTime when it is a date (see ParseAsOfDate), else, when it
+// is an in-world date of the campaign's calendar, FactsAsOf the last
+// session on or before that date (see SessionLog.SessionOnGameDate). It
+// also returns how to say the moment ("session s2", "2026-03-08",
+// "3 Frostfall 1452 DR (session s2)"). A ref that is none of these is an
+// error wrapping memory.ErrNotFound that names the calendar's months; an
+// in-world date before every dated session is one too.
 func (g *Graph) FactsAsOfRef(ctx context.Context, entityID, ref string) ([]memory.Relationship, string, error) {
 	ref = strings.TrimSpace(ref)
 	_, err := g.sessionStart(ctx, ref)
@@ -160,12 +165,29 @@ func (g *Graph) FactsAsOfRef(ctx context.Context, entityID, ref string) ([]memor
 	case !errors.Is(err, memory.ErrNotFound):
 		return nil, "", fmt.Errorf("facts as of %q: %w", ref, err)
 	}
-	t, ok := ParseAsOfDate(ref)
-	if !ok {
-		return nil, "", fmt.Errorf("%w: %q is neither a session of this campaign nor a date (2006-01-02 or RFC 3339)", memory.ErrNotFound, ref)
+	if t, ok := ParseAsOfDate(ref); ok {
+		facts, err := g.FactsAsOfTime(ctx, entityID, t)
+		return facts, ref, err
 	}
-	facts, err := g.FactsAsOfTime(ctx, entityID, t)
-	return facts, ref, err
+	sl := &SessionLog{db: g.db, campaign: g.campaign}
+	cal, _, err := sl.Calendar(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("facts as of %q: %w", ref, err)
+	}
+	d, perr := cal.Parse(ref)
+	if perr != nil {
+		return nil, "", fmt.Errorf("%w: %q is neither a session of this campaign, a date (2006-01-02 or RFC 3339) nor an in-world date of %s",
+			memory.ErrNotFound, ref, cal.Describe())
+	}
+	s, ok, err := sl.SessionOnGameDate(ctx, cal, d)
+	if err != nil {
+		return nil, "", fmt.Errorf("facts as of %q: %w", ref, err)
+	}
+	if !ok {
+		return nil, "", fmt.Errorf("%w: no session of this campaign is dated on or before %s (`/session date` dates one)", memory.ErrNotFound, cal.Format(d))
+	}
+	facts, err := g.FactsAsOf(ctx, entityID, s.ID)
+	return facts, fmt.Sprintf("%s (session %s)", cal.Format(d), s.ID), err
 }
 
 // ParseAsOfDate reads an "as of" date: 2006-01-02 is the end of that day
