@@ -34,7 +34,7 @@ func TestMemoryFactAddSupersedesAndAsOf(t *testing.T) {
 		t.Fatalf("fact add: %s", out)
 	}
 	now := must[[]memory.Relationship](t)(g.Relationships(ctx, "grimjaw", memory.TraversalOpts{RelTypes: []string{"LOCATED_AT"}}))
-	if len(now) != 1 || now[0].TargetID != "duskwood" || now[0].Attributes["reason"] != "he fled after the fire" {
+	if len(now) != 1 || now[0].TargetID != "duskwood" || now[0].Attributes["dm_reason"] != "he fled after the fire" {
 		t.Fatalf("Grimjaw is now at %+v, want only Duskwood with the reason", now)
 	}
 	// No open conflict for the DM's own decision; the old fact is retired.

@@ -59,7 +59,9 @@ func (g *Graph) WriteFact(ctx context.Context, w memory.Writer, r memory.Relatio
 			r.Provenance.Confidence = 1
 		}
 		if reason = strings.TrimSpace(reason); reason != "" {
-			attrs["reason"] = reason
+			// dm_: the DM's reason may tell what players do not know yet
+			// ("captured by the cult"): the viewer keeps it from them.
+			attrs["dm_reason"] = reason
 		}
 	case memory.WriterPlayer, memory.WriterNPC:
 		proposedBy = w.Key()

@@ -304,3 +304,28 @@ func TestPendingSupersessionRetiresNothing(t *testing.T) {
 		t.Fatalf("after keeping the new fact: now %q, as of s1 %q", got, old)
 	}
 }
+
+// TestDMReasonIsTheDMs: the reason the DM gives for a fact ("why it
+// changed") may tell what players do not know yet; players and NPCs read
+// the fact without it.
+func TestDMReasonIsTheDMs(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	_, c := timelineCampaign(t, "dm-reason")
+	const why = "captured by the Ashen Circle, the players do not know yet"
+	w := must[memory.FactWrite](t)(c.Graph().WriteFact(ctx, memory.DM("the-dm"), memory.Relationship{SourceID: "elara", TargetID: "hammer",
+		Type: "KNOWS", Provenance: memory.Provenance{Confidence: 1, DMConfirmed: true}}, why))
+	if got := must[memory.Relationship](t)(c.Graph().Fact(ctx, w.Fact.ID)); got.Attributes["dm_reason"] != why {
+		t.Fatalf("the DM reads %v; want the reason", got.Attributes)
+	}
+	for _, v := range []memory.Viewer{memory.PlayerViewer(), memory.NPCViewer("elara")} {
+		h := must[*postgres.Campaign](t)(c.As(v))
+		got, err := h.Graph().Fact(ctx, w.Fact.ID)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if strings.Contains(fmt.Sprint(got.Attributes), "Ashen") {
+			t.Errorf("%s reads the DM's reason: %v", v, got.Attributes)
+		}
+	}
+}
