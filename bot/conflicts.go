@@ -67,7 +67,7 @@ func (b *Bot) conflictPage(ctx context.Context, camp *memaccess.Campaign, page i
 }
 
 // conflictExplanation says what the conflict is, where each fact stands
-// now (read from their statuses, never assumed) and what each button does.
+// now and what each button does.
 func conflictExplanation(c memory.Conflict) string {
 	var b strings.Builder
 	if c.Kind == memory.LinkSupersedes {
@@ -75,6 +75,24 @@ func conflictExplanation(c memory.Conflict) string {
 	} else {
 		b.WriteString("⚔️ **contradicts**: both cannot hold. ")
 	}
+	b.WriteString(ConflictStanding(c))
+	b.WriteString(" **Keep new** confirms the new fact")
+	if c.OldFact.Status == memory.StatusActive {
+		b.WriteString(" and retires the old one")
+	}
+	b.WriteString("; **Keep old** rejects the new fact")
+	if c.OldFact.Status == memory.StatusRetired {
+		b.WriteString(" and makes the old one canon again")
+	}
+	b.WriteString(". Confirming or rejecting the new fact in the review list settles this conflict the same way.")
+	return b.String()
+}
+
+// ConflictStanding says where each fact of a conflict stands now, read
+// from their statuses and never assumed: the one text behind the Discord
+// card and the console's conflict card.
+func ConflictStanding(c memory.Conflict) string {
+	var b strings.Builder
 	switch c.OldFact.Status {
 	case memory.StatusRetired:
 		until := "when the new fact was recorded"
@@ -89,21 +107,12 @@ func conflictExplanation(c memory.Conflict) string {
 	}
 	switch c.NewFact.Status {
 	case memory.StatusActive:
-		b.WriteString("the new one is canon. ")
+		b.WriteString("the new one is canon.")
 	case memory.StatusPending:
-		b.WriteString("the new one waits for you. ")
+		b.WriteString("the new one waits for you.")
 	default:
-		b.WriteString("the new one is " + string(c.NewFact.Status) + ". ")
+		b.WriteString("the new one is " + string(c.NewFact.Status) + ".")
 	}
-	b.WriteString("**Keep new** confirms the new fact")
-	if c.OldFact.Status == memory.StatusActive {
-		b.WriteString(" and retires the old one")
-	}
-	b.WriteString("; **Keep old** rejects the new fact")
-	if c.OldFact.Status == memory.StatusRetired {
-		b.WriteString(" and makes the old one canon again")
-	}
-	b.WriteString(". Confirming or rejecting the new fact in the review list settles this conflict the same way.")
 	return b.String()
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -270,36 +269,14 @@ func (s *Server) editFact(w http.ResponseWriter, r *http.Request) {
 	s.back(w, r, "/review", fmt.Sprintf("Corrected fact #%d and confirmed it as #%d (%s %s %s).", id, f.ID, f.SourceID, f.Type, f.TargetID))
 }
 
-// conflictStanding says, from the facts' statuses, where the pair of a
-// conflict stands now and what each choice does.
+// conflictStanding says what a conflict is and where its pair stands now
+// (bot.ConflictStanding, the Discord card's text).
 func conflictStanding(c memory.Conflict) string {
-	var b strings.Builder
+	kind := "Contradicts: both cannot hold. "
 	if c.Kind == memory.LinkSupersedes {
-		b.WriteString("Supersedes: a later session says otherwise. ")
-	} else {
-		b.WriteString("Contradicts: both cannot hold. ")
+		kind = "Supersedes: a later session says otherwise. "
 	}
-	switch c.OldFact.Status {
-	case memory.StatusRetired:
-		until := "when the new fact was recorded"
-		if s := c.OldFact.ValidUntilSession; s != "" {
-			until = "session " + s
-		}
-		b.WriteString("The old fact was retired as of " + until + "; ")
-	case memory.StatusActive:
-		b.WriteString("The old fact is still canon; ")
-	default:
-		b.WriteString("The old fact is " + string(c.OldFact.Status) + "; ")
-	}
-	switch c.NewFact.Status {
-	case memory.StatusActive:
-		b.WriteString("the new one is canon.")
-	case memory.StatusPending:
-		b.WriteString("the new one waits for you.")
-	default:
-		b.WriteString("the new one is " + string(c.NewFact.Status) + ".")
-	}
-	return b.String()
+	return kind + bot.ConflictStanding(c)
 }
 
 // bulkReview confirms or rejects many facts in one batch: the ticked ones
