@@ -18,12 +18,28 @@ const secretVisibleSQL = `(r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
 // NPC as an argument rather than from [Campaign.As].
 func npcView(npcID string) view { return view{v: memory.NPCViewer(npcID)} }
 
+// ownView refuses the NPC paths (identity snapshot, visible subgraph) to a
+// handle that is neither the DM's, the server's own, nor bound to that NPC:
+// they hold the NPC's secret knowledge.
+func (g *Graph) ownView(npcID string) error {
+	if g.view.system() || (g.view.v.Role == memory.RoleNPC && g.view.v.NPCID == npcID) {
+		return nil
+	}
+	return fmt.Errorf("%w: a handle bound to %s reads only its own view", memory.ErrForbidden, g.view.v)
+}
+
 // IdentitySnapshot returns the NPC, its active edges (both directions) and the
 // entities at their other ends, in one query. Related entities come without
 // their secret knowledge; the edges' attributes are those the NPC may read
 // (no DM-only key: see [view.factAttrs]).
+//
+// Like [Graph.VisibleSubgraph], only the DM, the server and that NPC's own
+// handle may read it.
 func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCIdentity, error) {
 	var id memory.NPCIdentity
+	if err := g.ownView(npcID); err != nil {
+		return id, fmt.Errorf("reading the identity of %q: %w", npcID, err)
+	}
 	var edges, related []byte
 	e := &id.Entity
 	err := g.db.QueryRow(ctx, `
@@ -76,7 +92,14 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 // MaxDepth hops. Secret edges are visible only to their ends and to the NPCs
 // listed in their known_by attribute, no entity but the NPC itself comes
 // with its secret knowledge, and no edge with a DM-only attribute.
+//
+// It is the NPC's own view, secret knowledge included, so only the DM, the
+// server's own code and a handle bound to that NPC may read it: a player's
+// handle, or another NPC's, is refused.
 func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.VisibilityScope) ([]memory.Entity, []memory.Relationship, error) {
+	if err := g.ownView(npcID); err != nil {
+		return nil, nil, fmt.Errorf("reading what %q can see: %w", npcID, err)
+	}
 	types := s.RelTypes
 	if len(types) == 0 {
 		types = memory.DefaultKnowledgeScope()

@@ -301,3 +301,40 @@ func TestRetiredEntityReasonIsForTheDM(t *testing.T) {
 		})
 	}
 }
+
+// An NPC's own view (identity snapshot, visible subgraph) holds its secret
+// knowledge: a player's handle, or another NPC's, is refused; the DM, the
+// server and the NPC itself read it.
+func TestNPCViewIsTheNPCsOwn(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	ctx := ctxT(t)
+	scope := memory.VisibilityScope{RelTypes: []string{"KNOWS"}}
+	for _, tc := range []struct {
+		name  string
+		graph func() *postgres.Graph
+		reads bool
+	}{
+		{"system", c.Graph, true},
+		{"dm", func() *postgres.Graph { return mustAs(t, c, memory.DMViewer()).Graph() }, true},
+		{"the npc", func() *postgres.Graph { return mustAs(t, c, memory.NPCViewer("grimjaw")).Graph() }, true},
+		{"another npc", func() *postgres.Graph { return mustAs(t, c, memory.NPCViewer("elara")).Graph() }, false},
+		{"player", func() *postgres.Graph { return mustAs(t, c, memory.PlayerViewer()).Graph() }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tc.graph()
+			_, err1 := g.IdentitySnapshot(ctx, "grimjaw")
+			_, _, err2 := g.VisibleSubgraph(ctx, "grimjaw", scope)
+			for what, err := range map[string]error{"IdentitySnapshot": err1, "VisibleSubgraph": err2} {
+				if tc.reads && err != nil {
+					t.Errorf("%s: %v, want the NPC's view", what, err)
+				}
+				if !tc.reads && !errors.Is(err, memory.ErrForbidden) {
+					t.Errorf("%s: err = %v, want forbidden", what, err)
+				}
+			}
+		})
+	}
+}
