@@ -43,6 +43,9 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 		_, err := bundle.Export(ctx, s.Pool(), *campaign, e.stdout, time.Now())
 		return err
 	}
+	for _, stale := range removeStaleBundleTemps(*out, time.Now()) {
+		printf(e.stderr, "removed %s, a partial export an earlier run left when it was killed\n", memory.Quote(stale, 160))
+	}
 	counts, err := writeBundleFile(ctx, *out, func(w io.Writer) (bundle.Counts, error) {
 		return bundle.Export(ctx, s.Pool(), *campaign, w, time.Now())
 	})
@@ -53,6 +56,45 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 		memory.Quote(*campaign, 80), memory.Quote(*out, 120), counts["entities"], counts["relationships"], counts["sessions"],
 		counts["transcript_entries"], counts["chunks"], counts["dm_nodes"])
 	return nil
+}
+
+// staleTempAge is how long a bundle's temporary file goes unmodified before
+// a later export takes it for one left by a killed run (an export in
+// progress writes to it all along; a run that is killed cannot remove it).
+const staleTempAge = 10 * time.Minute
+
+// removeStaleBundleTemps removes the temporary files writeBundleFile left
+// beside path in runs that were killed, and returns their names. A file
+// modified within staleTempAge of now may belong to an export still
+// running, and stays.
+func removeStaleBundleTemps(path string, now time.Time) []string {
+	matches, err := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".*.tmp"))
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, m := range matches {
+		fi, err := os.Lstat(m)
+		if err != nil || !fi.Mode().IsRegular() || now.Sub(fi.ModTime()) < staleTempAge {
+			continue
+		}
+		if os.Remove(m) == nil {
+			removed = append(removed, m)
+		}
+	}
+	return removed
+}
+
+// globEscape escapes the pattern characters of a file name for filepath.Glob.
+func globEscape(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if strings.ContainsRune(`*?[\\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // writeBundleFile writes a bundle to a temporary file beside path and
