@@ -127,6 +127,9 @@ type EntityMerge struct {
 	// Mentions counts the transcript chunks linked to From that now link
 	// to Into; Lines the NPC lines spoken as From that are now Into's.
 	Mentions, Lines int
+	// ToolRefs counts the memory tools' nodes and edges (touches, edge
+	// ends, the DM's notes on From) that named From and now name Into.
+	ToolRefs int
 }
 
 // MergeEntities merges entity fromID into entity intoID in one
@@ -134,8 +137,9 @@ type EntityMerge struct {
 // now names intoID; a live fact that would repeat one of intoID's (or tie
 // intoID to itself) is retired as of sessionID, its evidence kept on the
 // fact it repeats; chunk mentions and the NPC lines spoken as fromID move
-// to intoID; fromID's name and aliases become aliases of intoID, and its
-// attributes fill the keys intoID lacks. Then fromID is deleted.
+// to intoID, and so do the memory tools' references to fromID (see
+// moveMemoryToolRefs); fromID's name and aliases become aliases of intoID,
+// and its attributes fill the keys intoID lacks. Then fromID is deleted.
 func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID string) (EntityMerge, error) {
 	out := EntityMerge{From: fromID}
 	if err := g.dmOnly("merging entities"); err != nil {
@@ -218,6 +222,9 @@ func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID str
 			return fmt.Errorf("moving the lines spoken as %s: %w", fromID, err)
 		}
 		out.Lines = int(tag.RowsAffected())
+		if out.ToolRefs, err = moveMemoryToolRefs(ctx, tx, g.campaign, fromID, intoID); err != nil {
+			return err
+		}
 		aliases := cleanAliases(into.Name, slices.Concat(into.Aliases, []string{from.Name}, from.Aliases))
 		attrs := make(map[string]any, len(into.Attributes)+len(from.Attributes))
 		for k, v := range from.Attributes {
@@ -225,6 +232,18 @@ func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID str
 		}
 		for k, v := range into.Attributes {
 			attrs[k] = v
+		}
+		// The merged entity's own touches (read before they were moved):
+		// from becomes into, which does not touch itself.
+		if ts, ok := attrs["touches"].([]any); ok {
+			kept := make([]any, 0, len(ts))
+			for _, t := range ts {
+				if t == fromID || t == intoID || slices.Contains(kept, t) {
+					continue
+				}
+				kept = append(kept, t)
+			}
+			attrs["touches"] = kept
 		}
 		rows, err = tx.Query(ctx, `UPDATE entities SET aliases = $3, attributes = $4, updated_at = now()
 			WHERE campaign_id = $1 AND id = $2 RETURNING `+entityColumns, g.campaign, intoID, aliases, attrs)
