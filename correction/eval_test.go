@@ -80,6 +80,7 @@ func TestNearNames(t *testing.T) {
 		{"testdata/nearnames-de", 14, 0},
 		{"testdata/nearnames-heldout", 17, 1},
 		{"testdata/nearnames-heldout-de", 11, 9},
+		{"testdata/nearnames-heldout2-de", 13, 13},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			c, err := evalcorpus.Load(tc.dir)
