@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/antzucaro/matchr"
 )
@@ -246,12 +248,14 @@ func (m *Matcher) MatchEvidence(text string, p *PreparedEntities, ev *Evidence) 
 	confs := ev != nil && len(ev.Confidences) == len(toks)
 	for k, t := range toks {
 		info[k] = wordInfo{common: m.words.isCommon(t.norm), stop: m.words.isStop(t.norm), conf: -1}
-		info[k].known = info[k].common || m.words.dict.has(t.norm)
+		mid := midSentence(text, t.start)
+		r, _ := utf8.DecodeRuneInString(text[t.start:])
+		info[k].known = info[k].common || m.words.isKnown(t.norm, !mid || unicode.IsUpper(r))
 		info[k].codes[0], info[k].codes[1] = matchr.DoubleMetaphone(t.norm)
 		if confs {
 			info[k].conf = ev.Confidences[k]
 		}
-		caps := !info[k].stop && capitalised(text, t.start)
+		caps := !info[k].stop && mid && unicode.IsUpper(r)
 		info[k].caps = m.lang == English && caps
 		info[k].noun = m.lang == German && caps
 	}
