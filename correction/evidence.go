@@ -6,8 +6,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/antzucaro/matchr"
-
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -198,9 +196,7 @@ func (m *Matcher) plainReading(w *window, t *term, person bool) bool {
 		if x == y {
 			continue
 		}
-		var b [2]string
-		b[0], b[1] = matchr.DoubleMetaphone(y)
-		if !soundsAlike(w.info[k].codes, b) {
+		if !soundsAlike(w.info[k].codes, m.phon.codes(y)) {
 			return true
 		}
 	}
