@@ -2,6 +2,7 @@ package correction
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -151,6 +152,12 @@ func TestGermanGuard(t *testing.T) {
 	} {
 		if got := de.words.isKnown(tc.w, tc.nounCase); got != tc.want {
 			t.Errorf("isKnown(%q, %v) = %v, want %v", tc.w, tc.nounCase, got, tc.want)
+		}
+	}
+	// Odd input: nothing to restore, nothing changed, no panic.
+	for _, text := range []string{"", "!!!", "Ä", "ÄÖÜ äöü ß", strings.Repeat("Wald traut ", 500), "ge", "get", "gt"} {
+		if got := de.MatchEvidence(text, p, all).Text; got != text {
+			t.Errorf("%.40q → %.40q", text, got)
 		}
 	}
 	if end, ok := de.words.verbForm("holt"); !ok || end != "t" {

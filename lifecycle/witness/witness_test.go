@@ -97,6 +97,16 @@ func TestWitnessRules(t *testing.T) {
 	if strings.Contains(lines, "bridge") || strings.Contains(lines, "well") || !strings.Contains(lines, "Gull") {
 		t.Errorf("Korrin's lines:\n%s", lines)
 	}
+	// A question that asks for a place, a person or a means ("where is
+	// the gold?") recalls no line said while the NPC was away, however
+	// well its shape fits.
+	for _, q := range []string{"Where is the gold?", "Who has the gold?", "How do we get the gold?", "Wo ist das Gold?"} {
+		for _, r := range f.log.Recall(context.Background(), witness.Query{NPCID: "korrin", Text: q}) {
+			if strings.Contains(r.Entry.Text, "well") || strings.Contains(r.Entry.Text, "bridge") {
+				t.Errorf("Recall(korrin, %q) = %q, said while it was away", q, r.Entry.Text)
+			}
+		}
+	}
 }
 
 func TestRecallNeverReturnsOwnReplies(t *testing.T) {
