@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 //go:embed commonwords.txt
@@ -12,6 +14,12 @@ var commonWordsText string
 
 //go:embed commonwords_de.txt
 var commonWordsGerman string
+
+// dictionaryGerman is the general German word list, written for glyphoxa
+// (see README.md): nouns capitalised, every other word in lower case.
+//
+//go:embed dictwords_de.txt
+var dictionaryGerman string
 
 // dictionaryText is a general English word list, one lower-case word a
 // line in byte order, inflected forms included (see README.md).
@@ -36,6 +44,7 @@ var stopWords = []string{
 // germanStopWords are the German function words.
 var germanStopWords = []string{
 	"der", "die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "eines",
+	"dies", "diese", "dieser", "dieses", "diesen", "diesem", "kein", "keine", "keinen", "keinem", "keiner",
 	"und", "oder", "aber", "denn", "doch", "wenn", "weil", "dass", "ob", "als", "wie", "wo", "wer", "was",
 	"ich", "du", "er", "sie", "es", "wir", "ihr", "mich", "dich", "sich", "uns", "euch", "ihn", "ihm", "ihnen", "mir", "dir",
 	"mein", "meine", "dein", "deine", "sein", "seine", "unser", "unsere",
@@ -77,12 +86,24 @@ var ErrLanguage = errors.New("no word lists for this language (have en, de)")
 // hand-written list of everyday and tabletop words (with their regular
 // inflections), the general dictionary, and the function words.
 type wordList struct {
-	lang     Language
-	common   map[string]bool
-	stop     map[string]bool
+	lang   Language
+	common map[string]bool
+	stop   map[string]bool
+	// dict is the English dictionary; lex the German one, which tells
+	// nouns from other words.
 	dict     dictionary
+	lex      map[string]lexKind
 	suffixes []string
 }
+
+// lexKind says what a word of the German dictionary is: a noun (written
+// capitalised), another word, or both ("Essen", "essen").
+type lexKind uint8
+
+const (
+	lexWord lexKind = 1 << iota
+	lexNoun
+)
 
 // Inflectional endings the common-word lookup strips, per language.
 var (
@@ -118,9 +139,8 @@ func (d dictionary) has(w string) bool {
 	return false
 }
 
-// newWordList parses the embedded list of common words of lang plus extra.
-// English has a general dictionary besides; German has its common-word
-// list only.
+// newWordList parses the embedded list of common words of lang plus extra,
+// and the general dictionary of the language.
 func newWordList(lang Language, extra []string) *wordList {
 	wl := &wordList{lang: lang, common: map[string]bool{}, stop: map[string]bool{}}
 	text, stops := commonWordsText, stopWords
@@ -128,6 +148,7 @@ func newWordList(lang Language, extra []string) *wordList {
 	if lang == German {
 		text, stops = commonWordsGerman, germanStopWords
 		wl.dict, wl.suffixes = "", germanSuffixes
+		wl.lex = parseLexicon(dictionaryGerman)
 	}
 	for line := range strings.SplitSeq(text, "\n") {
 		if i := strings.IndexByte(line, '#'); i >= 0 {
@@ -149,9 +170,88 @@ func newWordList(lang Language, extra []string) *wordList {
 	return wl
 }
 
-// isKnown reports whether w (normalized) is an English word: a common one
-// or any word of the dictionary ("glows", "rosin", "bastion").
-func (wl *wordList) isKnown(w string) bool { return wl.isCommon(w) || wl.dict.has(w) }
+// parseLexicon reads a word list in the common-word style: words separated
+// by spaces and lines, '#' to the end of a line a comment; a capitalised
+// word is a noun.
+func parseLexicon(text string) map[string]lexKind {
+	lex := map[string]lexKind{}
+	for line := range strings.SplitSeq(text, "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		for _, w := range strings.Fields(line) {
+			k := lexWord
+			if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) {
+				k = lexNoun
+			}
+			if n := normalize(w); n != "" {
+				lex[n] |= k
+			}
+		}
+	}
+	return lex
+}
+
+// isKnown reports whether w (normalized) is a word of the language: a
+// common one or any word of the dictionary ("glows", "rosin", "bastion").
+// In German, a noun counts only where its case allows one (nounCase: the
+// word is capitalised or begins the sentence); "rat" inside a sentence is
+// not the noun Rat.
+func (wl *wordList) isKnown(w string, nounCase bool) bool {
+	if wl.isCommon(w) {
+		return true
+	}
+	if wl.lex == nil {
+		return wl.dict.has(w)
+	}
+	k := wl.lexKind(w)
+	return k&lexWord != 0 || (nounCase && k&lexNoun != 0)
+}
+
+// hasDictionary reports whether the language has a general dictionary, so
+// that a word on no list is no word of it.
+func (wl *wordList) hasDictionary() bool { return wl.dict != "" || len(wl.lex) > 0 }
+
+// lexKind looks w (normalized) up in the German dictionary, as it stands or
+// as a regular inflection of an entry ("Wäldern" of "Wälder", "traut" of
+// "trauen").
+func (wl *wordList) lexKind(w string) lexKind {
+	k := wl.lex[w]
+	for _, suf := range wl.suffixes {
+		stem, ok := strings.CutSuffix(w, suf)
+		if !ok || len(stem) < 3 {
+			continue
+		}
+		k |= wl.lex[stem] | wl.lex[stem+"en"] | wl.lex[stem+"n"]
+	}
+	// The participle of a regular verb: "gemerkt" of merken.
+	if stem, ok := strings.CutPrefix(w, "ge"); ok && len(stem) >= 4 {
+		if stem, ok = strings.CutSuffix(stem, "t"); ok {
+			k |= wl.lex[stem+"en"] & lexWord
+		}
+	}
+	return k
+}
+
+// verbForm reports whether w (normalized) is a German verb form with a
+// personal or past ending ("traut" of trauen, "holt" of holen, "wendete")
+// and returns the ending.
+func (wl *wordList) verbForm(w string) (string, bool) {
+	for _, suf := range germanVerbEndings {
+		stem, ok := strings.CutSuffix(w, suf)
+		if !ok || len(stem) < 2 {
+			continue
+		}
+		if wl.lex[stem+"en"]&lexWord != 0 || wl.lex[stem+"n"]&lexWord != 0 {
+			return suf, true
+		}
+	}
+	return "", false
+}
+
+// germanVerbEndings are the personal and past endings of German verbs,
+// longest first.
+var germanVerbEndings = []string{"test", "ten", "tet", "te", "est", "st", "et", "t"}
 
 // isCommon reports whether w (normalized) is a common word or a regular
 // inflection of one ("whispering", "goblins", "quickly").

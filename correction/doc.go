@@ -44,7 +44,11 @@
 //
 // The word lists are per language ([WithLanguage]): English (a general
 // dictionary and a hand-written common-word list) and German (a
-// hand-written common-word list with German endings).
+// hand-written general dictionary that tells nouns from other words, a
+// common-word list, German endings). The German guard reads the same
+// evidence as the English one; its own reading of plain German is that a
+// noun joined to a lower-case word, or a verb form with an ending the
+// name lacks, is grammar ("den Wald traut" is no Waltraud).
 //
 // Overlapping candidates are settled by score, except that a full name
 // around an alias ("sir aldous ven" → "Ser Aldous Venn"), a window

@@ -2,10 +2,9 @@ package correction
 
 import (
 	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/antzucaro/matchr"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 )
@@ -83,7 +82,7 @@ func (m *Matcher) evidenced(w *window, t *term, e *Entity, g *guardState) bool {
 		// that; without one (German), an unknown word may as well be
 		// an ordinary word missing from the common list ("Gewinn"),
 		// and a name not in play needs a word heard uncertainly.
-		if m.words.dict == "" && g.inPlay != nil {
+		if !m.words.hasDictionary() && g.inPlay != nil {
 			return g.inPlay[id] || low
 		}
 		return true
@@ -174,8 +173,8 @@ func wordSet(ws ...string) map[string]bool {
 // Wendry, "salt reached" for Saltreach). A name misheard as ordinary words
 // sounds like them piece by piece ("grim jaw", "tie rule").
 func (m *Matcher) plainReading(w *window, t *term, person bool) bool {
-	if m.lang != English {
-		return false
+	if m.lang == German {
+		return m.plainGerman(w, t)
 	}
 	if person && w.before != "" && leadsNounPhrase[w.before] {
 		return true
@@ -197,9 +196,50 @@ func (m *Matcher) plainReading(w *window, t *term, person bool) bool {
 		if x == y {
 			continue
 		}
-		var b [2]string
-		b[0], b[1] = matchr.DoubleMetaphone(y)
-		if !soundsAlike(w.info[k].codes, b) {
+		if !soundsAlike(w.info[k].codes, m.phon.codes(y)) {
+			return true
+		}
+	}
+	return false
+}
+
+// plainGerman is plainReading for German, whose recognisers write nouns
+// capitalised: a window that joins a noun to a lower-case content word
+// ("Wald traut" for Waltraud, "Nebel fort" for Nebelfurt) is the sentence's
+// noun and the next word, as the recogniser parsed it; and a verb form whose
+// personal or past ending the name's piece lacks ("rein holt" for Reinhold,
+// as "salt reached" for Saltreach) is the verb. A name misheard as pieces
+// comes as pieces of one kind ("raben fels", "Stein Bach") with the name's
+// own endings ("rein hold").
+func (m *Matcher) plainGerman(w *window, t *term) bool {
+	noun, lower := false, false
+	for k := range w.words {
+		inf := &w.info[k]
+		switch {
+		case inf.stop:
+		case inf.noun:
+			noun = true
+		default:
+			lower = true
+		}
+	}
+	if noun && lower {
+		return true
+	}
+	if w.joined == t.joined {
+		return false
+	}
+	pieces := t.words
+	if len(w.words) != len(t.words) {
+		if pieces = bestCut(w, t.joined); pieces == nil {
+			return true
+		}
+	}
+	for k, x := range w.words {
+		if x == pieces[k] || w.info[k].stop {
+			continue
+		}
+		if end, ok := m.words.verbForm(x); ok && !strings.HasSuffix(pieces[k], end) {
 			return true
 		}
 	}
@@ -243,14 +283,9 @@ func countContent(t *term, wl *wordList) int {
 	return n
 }
 
-// capitalised reports whether the word at byte start of text begins with
-// an upper-case letter inside a sentence: not first, nor after ., !, ?, :
-// or an opening quote.
-func capitalised(text string, start int) bool {
-	r, _ := utf8.DecodeRuneInString(text[start:])
-	if !unicode.IsUpper(r) {
-		return false
-	}
+// midSentence reports whether the word at byte start of text stands inside
+// a sentence: not first, nor after ., !, ?, : or an opening quote.
+func midSentence(text string, start int) bool {
 	for i := start; i > 0; {
 		p, size := utf8.DecodeLastRuneInString(text[:i])
 		i -= size

@@ -2,6 +2,7 @@ package correction
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -96,13 +97,74 @@ func TestGermanWordLists(t *testing.T) {
 			t.Errorf("de: %q → %q, want %q", tc.text, got, tc.wantDE)
 		}
 	}
-	// German has no general dictionary: a word missing from its common
-	// list may be an ordinary word, so a name not in play stays unmade.
-	if got := de.MatchEvidence("frag holga nach dem Weg", pde, &Evidence{InPlay: map[string]bool{}}).Text; got != "frag holga nach dem Weg" {
+	// With the German dictionary, as in English, a word that is no word
+	// of the language may be the name misheard, in play or not.
+	if got := de.MatchEvidence("frag holga nach dem Weg", pde, &Evidence{InPlay: map[string]bool{}}).Text; got != "frag Holger nach dem Weg" {
 		t.Errorf("de, Holger not in play: %q", got)
 	}
 	if !de.words.isCommon("wendet") || !de.words.isCommon("teilen") || de.words.isCommon("holger") {
 		t.Error("German inflections")
+	}
+}
+
+// TestGermanGuard holds the German guard to the evidence the English one
+// reads: the dictionary knows a noun only where it is written as one, a
+// single word of the language is never a name, and a noun joined to a
+// lower-case word or a verb form whose ending the name lacks is the
+// sentence's grammar, while a name misheard as pieces is restored.
+func TestGermanGuard(t *testing.T) {
+	de := mustMatcher(t, WithLanguage(German))
+	es := []Entity{
+		{ID: "meinrad", Name: "Meinrad", Type: "npc"},
+		{ID: "waltraud", Name: "Waltraud", Type: "npc"},
+		{ID: "reinhold", Name: "Reinhold", Type: "npc"},
+		{ID: "nebelfurt", Name: "Nebelfurt", Type: "location"},
+		{ID: "frieda", Name: "Frieda", Type: "npc"},
+		{ID: "haldis", Name: "Haldis", Type: "npc"},
+	}
+	p := mustPrepare(t, de, es)
+	all := &Evidence{InPlay: map[string]bool{"meinrad": true, "waltraud": true, "reinhold": true, "nebelfurt": true, "frieda": true, "haldis": true}}
+	for _, tc := range []struct{ name, text, want string }{
+		{"a noun written as one is the noun", "mein Rat ist gut", "mein Rat ist gut"},
+		{"a noun in lower case inside a sentence is no noun", "frag mein rat nach dem Boot", "frag Meinrad nach dem Boot"},
+		{"a single word of the language stays", "wir wollen Frieden", "wir wollen Frieden"},
+		{"a single unknown word is the name misheard", "wo ist frida", "wo ist Frieda"},
+		{"a noun and a lower-case word", "in den Wald traut sich keiner", "in den Wald traut sich keiner"},
+		{"a noun and an adverb", "der Wind trägt den Nebel fort", "der Wind trägt den Nebel fort"},
+		{"a verb ending the name lacks", "kommt rein holt euch Suppe", "kommt rein holt euch Suppe"},
+		{"the name's pieces", "rein hold, zeig uns die Karte", "Reinhold, zeig uns die Karte"},
+		{"pieces of one kind in lower case", "wir reiten nach nebel furt", "wir reiten nach Nebelfurt"},
+		{"a window may not end in a demonstrative", "halt dies mal fest", "halt dies mal fest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := de.MatchEvidence(tc.text, p, all).Text; got != tc.want {
+				t.Errorf("%q → %q, want %q", tc.text, got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		w        string
+		nounCase bool
+		want     bool
+	}{
+		{"rat", true, true}, {"rat", false, false}, {"wäldern", true, true}, {"traut", false, true},
+		{"gemerkt", false, true}, {"geholfen", false, true}, {"waltraud", true, false}, {"gerwinn", true, false},
+	} {
+		if got := de.words.isKnown(tc.w, tc.nounCase); got != tc.want {
+			t.Errorf("isKnown(%q, %v) = %v, want %v", tc.w, tc.nounCase, got, tc.want)
+		}
+	}
+	// Odd input: nothing to restore, nothing changed, no panic.
+	for _, text := range []string{"", "!!!", "Ä", "ÄÖÜ äöü ß", strings.Repeat("Wald traut ", 500), "ge", "get", "gt"} {
+		if got := de.MatchEvidence(text, p, all).Text; got != text {
+			t.Errorf("%.40q → %.40q", text, got)
+		}
+	}
+	if end, ok := de.words.verbForm("holt"); !ok || end != "t" {
+		t.Errorf("verbForm(holt) = %q, %v", end, ok)
+	}
+	if _, ok := de.words.verbForm("hold"); ok {
+		t.Error("verbForm(hold) is a verb form")
 	}
 }
 

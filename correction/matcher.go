@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/antzucaro/matchr"
 )
@@ -55,6 +58,39 @@ type Matcher struct {
 	lang                                    Language
 	extra                                   []string
 	words                                   *wordList
+	// phon remembers the Double Metaphone codes of the words and
+	// windows heard: a table says the same words again and again, and
+	// each line is matched several times (correction, addressing, the
+	// name index).
+	phon *codeCache
+}
+
+// codeCache is a bounded memo of Double Metaphone codes, safe for
+// concurrent use. When full it starts over.
+type codeCache struct {
+	mu sync.Mutex
+	m  map[string][2]string
+}
+
+// maxCachedCodes bounds a codeCache (some 100 kB).
+const maxCachedCodes = 4096
+
+// codes returns the Double Metaphone codes of s.
+func (c *codeCache) codes(s string) [2]string {
+	c.mu.Lock()
+	v, ok := c.m[s]
+	c.mu.Unlock()
+	if ok {
+		return v
+	}
+	v[0], v[1] = matchr.DoubleMetaphone(s)
+	c.mu.Lock()
+	if len(c.m) >= maxCachedCodes {
+		clear(c.m)
+	}
+	c.m[strings.Clone(s)] = v
+	c.mu.Unlock()
+	return v
 }
 
 // MatcherOption configures a Matcher.
@@ -89,7 +125,8 @@ var ErrThreshold = errors.New("threshold must be between 0 and 1")
 // NewMatcher returns a matcher with the given options.
 func NewMatcher(opts ...MatcherOption) (*Matcher, error) {
 	m := &Matcher{phonetic: DefaultPhoneticThreshold, fuzzy: DefaultFuzzyThreshold,
-		strong: DefaultStrongThreshold, edge: DefaultEdgeThreshold, interior: DefaultInteriorThreshold, minLen: DefaultMinLength}
+		strong: DefaultStrongThreshold, edge: DefaultEdgeThreshold, interior: DefaultInteriorThreshold, minLen: DefaultMinLength,
+		phon: &codeCache{m: map[string][2]string{}}}
 	for _, o := range opts {
 		o(m)
 	}
@@ -246,12 +283,14 @@ func (m *Matcher) MatchEvidence(text string, p *PreparedEntities, ev *Evidence) 
 	confs := ev != nil && len(ev.Confidences) == len(toks)
 	for k, t := range toks {
 		info[k] = wordInfo{common: m.words.isCommon(t.norm), stop: m.words.isStop(t.norm), conf: -1}
-		info[k].known = info[k].common || m.words.dict.has(t.norm)
-		info[k].codes[0], info[k].codes[1] = matchr.DoubleMetaphone(t.norm)
+		mid := midSentence(text, t.start)
+		r, _ := utf8.DecodeRuneInString(text[t.start:])
+		info[k].known = info[k].common || m.words.isKnown(t.norm, !mid || unicode.IsUpper(r))
+		info[k].codes = m.phon.codes(t.norm)
 		if confs {
 			info[k].conf = ev.Confidences[k]
 		}
-		caps := !info[k].stop && capitalised(text, t.start)
+		caps := !info[k].stop && mid && unicode.IsUpper(r)
 		info[k].caps = m.lang == English && caps
 		info[k].noun = m.lang == German && caps
 	}
@@ -421,6 +460,7 @@ type window struct {
 	// before is the word just before the window in the same phrase
 	// (normalized), "" at the start or after punctuation.
 	before    string
+	codeMemo  *codeCache
 	firstStop bool
 	lastStop  bool
 }
@@ -462,10 +502,13 @@ func (w *window) set(m *Matcher, toks []token, info []wordInfo, maxLen int) bool
 	w.lastStop = info[len(info)-1].stop
 	w.joined = strings.Join(w.words, "")
 	w.spaced = strings.Join(w.words, " ")
-	w.codes[0], w.codes[1] = matchr.DoubleMetaphone(w.joined)
+	w.codeMemo = m.phon
+	c := m.phon.codes(w.joined)
+	w.codes[0], w.codes[1] = c[0], c[1]
 	w.codes[2], w.codes[3] = "", ""
 	if stem, ok := strings.CutSuffix(w.joined, "er"); ok && len(stem) >= 2 {
-		w.codes[2], w.codes[3] = matchr.DoubleMetaphone(stem + "a")
+		c = m.phon.codes(stem + "a")
+		w.codes[2], w.codes[3] = c[0], c[1]
 	}
 	w.hist = histogram(w.joined)
 	return true
@@ -906,7 +949,7 @@ func piecewise(w *window, t *term, strict bool) bool {
 		if x == y {
 			continue
 		}
-		agree := pieceAlike(w.info[k].codes, x, y) || (!strict && jw(x, y) >= soundSimilarity)
+		agree := pieceAlike(w.codeMemo, w.info[k].codes, x, y) || (!strict && jw(x, y) >= soundSimilarity)
 		if w.info[k].known && !agree {
 			return false
 		}
@@ -924,7 +967,7 @@ func soundsPiecewise(w *window, t *term) bool {
 		return piecewise(w, t, true)
 	}
 	for k, x := range w.words {
-		if x != t.words[k] && !pieceAlike(w.info[k].codes, x, t.words[k]) {
+		if x != t.words[k] && !pieceAlike(w.codeMemo, w.info[k].codes, x, t.words[k]) {
 			return false
 		}
 	}
@@ -933,13 +976,11 @@ func soundsPiecewise(w *window, t *term) bool {
 
 // pieceAlike reports whether word x (with codes a) sounds like piece y or
 // inflects it.
-func pieceAlike(a [2]string, x, y string) bool {
+func pieceAlike(phon *codeCache, a [2]string, x, y string) bool {
 	if inflects(x, y) || inflects(y, x) {
 		return true
 	}
-	var b [2]string
-	b[0], b[1] = matchr.DoubleMetaphone(y)
-	return soundsAlike(a, b)
+	return soundsAlike(a, phon.codes(y))
 }
 
 // inflects reports whether a is b with an ending of at most two letters
@@ -982,7 +1023,7 @@ func bestCut(w *window, s string) []string {
 					continue
 				}
 				v := best[k-1][b] + jw(words[k-1], s[b:e])
-				if pieceAlike(w.info[k-1].codes, words[k-1], s[b:e]) {
+				if pieceAlike(w.codeMemo, w.info[k-1].codes, words[k-1], s[b:e]) {
 					v++
 				}
 				if v > best[k][e] {

@@ -289,12 +289,12 @@ func TestDictionary(t *testing.T) {
 	}
 	wl := newWordList(English, nil)
 	for _, w := range []string{"glows", "rosin", "bastion", "whispering"} {
-		if !wl.isKnown(w) {
+		if !wl.isKnown(w, true) {
 			t.Errorf("isKnown(%q) = false", w)
 		}
 	}
 	for _, w := range []string{"eldrinax", "grimjaw", "ondraya"} {
-		if wl.isKnown(w) {
+		if wl.isKnown(w, true) {
 			t.Errorf("isKnown(%q) = true", w)
 		}
 	}

@@ -2,8 +2,10 @@ package correction
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -42,6 +44,67 @@ func newNameIndex(es []Entity) nameIndex {
 // finder of glyphoxa: addressing an NPC, the session's name index and the
 // correction of live speech all use it, so they agree on what a name is.
 func (p *Pipeline) FindNames(text string) []Mention {
+	// A line is searched for names several times in a turn (the
+	// witness log, the mentions, addressing, recall); the names are
+	// found once for the entities in force.
+	key := memoKey{p.entities.Load(), p.names.Load()}
+	if ms, ok := p.found.get(key, text); ok {
+		return ms
+	}
+	ms := p.findNames(text, key)
+	p.found.put(key, text, ms)
+	return slices.Clone(ms)
+}
+
+// memoKey is the entities in force: both forms SetEntities stores.
+type memoKey struct {
+	prep *PreparedEntities
+	ix   *nameIndex
+}
+
+// nameMemo remembers the names found in the last few texts, for one set of
+// prepared entities; safe for concurrent use.
+type nameMemo struct {
+	mu    sync.Mutex
+	key   memoKey
+	texts []string
+	found [][]Mention
+}
+
+// memoTexts is how many texts a nameMemo remembers.
+const memoTexts = 16
+
+// get returns a copy of the names found in text with key, if remembered.
+func (n *nameMemo) get(key memoKey, text string) ([]Mention, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.key != key {
+		return nil, false
+	}
+	for i, t := range n.texts {
+		if t == text {
+			return slices.Clone(n.found[i]), true
+		}
+	}
+	return nil, false
+}
+
+// put remembers ms as the names of text with key, forgetting the oldest
+// text when full and everything when the entities changed.
+func (n *nameMemo) put(key memoKey, text string, ms []Mention) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.key != key {
+		n.key, n.texts, n.found = key, n.texts[:0], n.found[:0]
+	}
+	if len(n.texts) == memoTexts {
+		n.texts, n.found = slices.Delete(n.texts, 0, 1), slices.Delete(n.found, 0, 1)
+	}
+	n.texts, n.found = append(n.texts, text), append(n.found, ms)
+}
+
+// findNames finds the names of text with the entities of key.
+func (p *Pipeline) findNames(text string, key memoKey) []Mention {
 	lower := strings.ToLower(text)
 	if len(lower) != len(text) {
 		lower = text // offsets must stay those of text
@@ -59,7 +122,7 @@ func (p *Pipeline) FindNames(text string) []Mention {
 		}
 		out = append(out, Mention{EntityID: id, Start: s, End: e, Score: score})
 	}
-	if ix := p.names.Load(); ix != nil {
+	if ix := key.ix; ix != nil {
 		for _, n := range *ix {
 			for from := 0; from < len(lower); {
 				k := strings.Index(lower[from:], n.lower)
@@ -74,7 +137,8 @@ func (p *Pipeline) FindNames(text string) []Mention {
 			}
 		}
 	}
-	for _, sub := range p.Correct(Utterance{Text: text}).Substitutions {
+	u := Utterance{Text: text}
+	for _, sub := range p.matcher.MatchEvidence(text, key.prep, p.evidence(u)).Substitutions {
 		mark(sub.Start, sub.End, sub.EntityID, sub.Score)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start < out[j].Start })

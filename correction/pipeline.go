@@ -37,6 +37,7 @@ type Pipeline struct {
 	entities atomic.Pointer[PreparedEntities]
 	names    atomic.Pointer[nameIndex]
 	pending  []Entity
+	found    nameMemo
 }
 
 // Option configures a Pipeline.

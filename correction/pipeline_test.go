@@ -305,3 +305,38 @@ func TestDiffTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestFindNamesMemo: a text searched again gives the same names, a caller
+// changing what it got changes nothing for the next, and new entities are
+// searched anew.
+func TestFindNamesMemo(t *testing.T) {
+	p, err := NewPipeline(WithEntities(pipelineEntities))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "we ride from iron hold to Stormwatch Keep"
+	first := p.FindNames(text)
+	if len(first) != 2 || first[0].EntityID != "ironhold" || first[1].EntityID != "stormwatch" {
+		t.Fatalf("FindNames = %+v", first)
+	}
+	first[0].EntityID = "changed"
+	again := p.FindNames(text)
+	if len(again) != 2 || again[0].EntityID != "ironhold" {
+		t.Fatalf("FindNames again = %+v", again)
+	}
+	for i := range memoTexts + 1 {
+		p.FindNames(strings.Repeat("x", i+1) + " Ironhold")
+	}
+	if got := p.FindNames(text); len(got) != 2 {
+		t.Fatalf("FindNames after the memo turned over = %+v", got)
+	}
+	if err := p.SetEntities(append(pipelineEntities, Entity{ID: "vexa", Name: "Vexa"})); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.FindNames("ask Vexa about Ironhold"); len(got) != 2 || got[0].EntityID != "vexa" {
+		t.Fatalf("FindNames with a new entity = %+v", got)
+	}
+	if got := p.FindNames(text); len(got) != 2 {
+		t.Fatalf("FindNames with new entities = %+v", got)
+	}
+}

@@ -209,6 +209,7 @@ func BenchmarkTurn(b *testing.B) {
 	ctx := context.Background()
 	providers := *sttDelay + *llmDelay + *ttsDelay
 	var overhead, recorded, hot []time.Duration
+	var stages [4][]time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		l, err := r.turn(ctx)
@@ -217,6 +218,11 @@ func BenchmarkTurn(b *testing.B) {
 		}
 		if !strings.Contains(l.Corrected, "Grimjaw") {
 			b.Fatalf("the line was not corrected: %q", l.Corrected)
+		}
+		tm := l.Timing
+		for k, d := range []time.Duration{tm.STT - *sttDelay, tm.ContextReady - tm.STT,
+			tm.FirstToken - max(tm.ContextReady, tm.STT) - *llmDelay, tm.FirstPacket - tm.FirstToken - *ttsDelay} {
+			stages[k] = append(stages[k], d)
 		}
 		overhead = append(overhead, l.Timing.FirstPacket-providers)
 		recorded = append(recorded, l.Timing.Recorded)
@@ -227,6 +233,13 @@ func BenchmarkTurn(b *testing.B) {
 	b.ReportMetric(ms(percentile(overhead, 95)), "overhead-p95-ms")
 	b.ReportMetric(ms(percentile(recorded, 95)), "line-to-L1-p95-ms")
 	b.ReportMetric(ms(percentile(hot, 95)), "hot-context-p95-ms")
+	// Where the overhead goes (p50): speech-to-text past its delay, from
+	// the transcript to the hot context, the LLM's first token past its
+	// delay, and from the first token to the first frame past the speech
+	// synthesis delay.
+	for k, name := range []string{"stt", "to-context", "llm", "to-audio"} {
+		b.ReportMetric(ms(percentile(stages[k], 50)), name+"-p50-ms")
+	}
 }
 
 // BenchmarkLiveRecall measures how soon a line is in the session log and

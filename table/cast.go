@@ -1,8 +1,12 @@
 package table
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +49,14 @@ type Cast struct {
 	personas  map[string]npc.Persona
 	matcher   *mention.Matcher
 	mentioned map[string]time.Time // entity id → last mentioned
+	gen       int                  // counts the entity lists read
+	// keyterms is the last keyterm list and what it was ranked from:
+	// each utterance asks for them, and they change only with the
+	// scene, the names mentioned or the entities.
+	keyterms struct {
+		key string
+		out []string
+	}
 }
 
 // NewCast reads the campaign's entities into pipe.
@@ -89,6 +101,7 @@ func (c *Cast) Refresh(ctx context.Context) (bool, error) {
 	m := mention.NewMatcher(ents)
 	c.mu.Lock()
 	c.stamp, c.ents, c.personas, c.matcher = st, cents, personas, m
+	c.gen++
 	c.mu.Unlock()
 	return true, nil
 }
@@ -197,15 +210,59 @@ func (c *Cast) Keyterms(provider string, scene []string, now time.Time) []string
 		}
 	}
 	ents := c.ents
+	key := keytermKey(provider, scene, c.gen, sal.LastMentioned)
+	if c.keyterms.out != nil && c.keyterms.key == key {
+		out := slices.Clone(c.keyterms.out)
+		c.mu.Unlock()
+		return out
+	}
 	c.mu.Unlock()
 	ranked := correction.Rank(ents, sal)
+	var out []string
 	switch provider {
 	case ProviderDeepgram:
-		return correction.DeepgramKeyterms(ranked, correction.DeepgramKeytermTokens)
+		out = correction.DeepgramKeyterms(ranked, correction.DeepgramKeytermTokens)
 	case ProviderOpenAI:
-		return namesWithin(ranked, correction.WhisperPromptTokens*3, 0)
+		out = namesWithin(ranked, correction.WhisperPromptTokens*3, 0)
+	default:
+		out = namesWithin(ranked, 0, maxVocabulary)
 	}
-	return namesWithin(ranked, 0, maxVocabulary)
+	c.mu.Lock()
+	c.keyterms.key, c.keyterms.out = key, slices.Clip(slices.Clone(out))
+	if c.keyterms.out == nil {
+		c.keyterms.out = []string{}
+	}
+	c.mu.Unlock()
+	return out
+}
+
+// keytermKey is what a keyterm list is ranked from: the provider, the
+// scene, the entity list read (gen) and the order in which the entities
+// named lately were named (Rank orders by it; equal times keep the list's
+// order, written "=").
+func keytermKey(provider string, scene []string, gen int, mentioned map[string]time.Time) string {
+	ids := slices.Collect(maps.Keys(mentioned))
+	slices.SortFunc(ids, func(a, b string) int {
+		return cmp.Or(mentioned[b].Compare(mentioned[a]), cmp.Compare(a, b))
+	})
+	var b strings.Builder
+	b.WriteString(provider)
+	b.WriteByte(0)
+	b.WriteString(strconv.Itoa(gen))
+	for _, id := range scene {
+		b.WriteByte(0)
+		b.WriteString(id)
+	}
+	b.WriteByte(1)
+	for i, id := range ids {
+		if i > 0 && mentioned[id].Equal(mentioned[ids[i-1]]) {
+			b.WriteByte('=')
+		} else {
+			b.WriteByte(0)
+		}
+		b.WriteString(id)
+	}
+	return b.String()
 }
 
 // namesWithin lists names, then aliases, of ranked entities, until

@@ -32,6 +32,16 @@ func TestCastFollowsTheCampaign(t *testing.T) {
 	if len(terms) == 0 || terms[0] != "Brannoc" {
 		t.Fatalf("the NPC in the scene is not boosted first: %q", terms)
 	}
+	// Asked again with nothing changed, the same list, the caller's own
+	// copy.
+	again := cast.Keyterms(table.ProviderDeepgram, []string{"brannoc"}, now)
+	if !slices.Equal(again, terms) {
+		t.Fatalf("asked again: %q, was %q", again, terms)
+	}
+	again[0] = "changed"
+	if terms := cast.Keyterms(table.ProviderDeepgram, []string{"brannoc"}, now); terms[0] != "Brannoc" {
+		t.Fatalf("a caller's change reached the next list: %q", terms)
+	}
 	// An entity just named comes right after the scene (Brannoc and his
 	// alias), before the rest.
 	cast.NoteMentions(cast.FindNames("the Sunken Vault again"), now)

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 )
@@ -122,6 +124,43 @@ var focusPhrases = []struct{ phrase, concept string }{
 	{"was kostet", "~money"},
 }
 
+// whFocus are the question words that ask for a kind of answer the line
+// that holds it marks by its shape, not by a word the question repeats:
+// "where…?" a place (a line that puts something in, at, behind… something),
+// "who…?" a person (a name, a kinsman, someone's thing), "how…?" a way or
+// means (through, by way of, with). English and German. "How much…?" is
+// the money focus above, not a means.
+var whFocus = map[string]string{
+	"where": "~place", "wo": "~place", "wohin": "~place", "woher": "~place",
+	"who": "~person", "whom": "~person", "whose": "~person",
+	"wer": "~person", "wem": "~person", "wen": "~person", "wessen": "~person",
+	"how": "~means", "wie": "~means",
+}
+
+// placePrepositions put what follows them in a place (English and German).
+var placePrepositions = map[string]bool{
+	"in": true, "at": true, "on": true, "under": true, "behind": true, "beside": true, "near": true, "inside": true,
+	"outside": true, "above": true, "below": true, "beneath": true, "by": true, "into": true, "across": true,
+	"im": true, "am": true, "an": true, "auf": true, "unter": true, "hinter": true, "neben": true, "bei": true,
+	"beim": true, "zwischen": true, "vor": true,
+}
+
+// germanOnly are the place prepositions that are English words of another
+// kind ("I am", "an inn"): they put what follows in a place only before a
+// capitalised noun ("am Nordtor", "an der Mauer").
+var germanOnly = map[string]bool{"am": true, "an": true}
+
+// meansWords say how something was done.
+var meansWords = map[string]bool{
+	"through": true, "via": true, "using": true, "with": true, "durch": true, "mit": true, "per": true,
+}
+
+// personConcepts are the concept groups of people.
+var personConcepts = map[string]bool{
+	"~cousin": true, "~boy": true, "~driver": true, "~mercenary": true, "~captain": true, "~stranger": true,
+	"~guard": true, "~thief": true, "~healer": true, "~king": true, "~teacher": true, "~cult": true, "~smith": true,
+}
+
 // appendFocus adds the concept tokens of the focus phrases of question q
 // to its stems qs (sorted), keeping them sorted and unique.
 func appendFocus(qs []string, q string) []string {
@@ -137,4 +176,59 @@ func appendFocus(qs []string, q string) []string {
 		slices.Sort(qs)
 	}
 	return qs
+}
+
+// questionFocus returns the focus tokens the question words of q ask for
+// (see whFocus); none for a means when a focus phrase asks for money
+// ("how much…?").
+func questionFocus(q string) []string {
+	var out []string
+	money := len(appendFocus(nil, q)) > 0
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), notWord) {
+		if c, ok := whFocus[w]; ok && !(money && c == "~means") {
+			out = appendUnique(out, c)
+		}
+	}
+	return out
+}
+
+// shapes returns the focus tokens the shape of a line earns (see whFocus):
+// ~place for a place preposition before a content word, ~person for a name
+// the campaign lacks (proper), a possessive or a word of a people group
+// (st are the line's stems), ~means for a means word. They are kept apart
+// from the stems: they count only for a question that asks for them.
+func shapes(st []string, text string, proper []string) []string {
+	fields := strings.FieldsFunc(text, notWord)
+	var place, person, means bool
+	person = len(proper) > 0
+	for i, f := range fields {
+		w := strings.ToLower(f)
+		if placePrepositions[w] {
+			for _, n := range fields[i+1 : min(len(fields), i+3)] {
+				if embed.IsStopWord(strings.ToLower(n)) {
+					continue
+				}
+				r, _ := utf8.DecodeRuneInString(n)
+				place = place || !germanOnly[w] || unicode.IsUpper(r)
+				break
+			}
+		}
+		means = means || meansWords[w]
+		if base, ok := strings.CutSuffix(w, "'s"); ok && len(base) > 2 && !embed.IsStopWord(base) {
+			person = true
+		}
+	}
+	for _, x := range st {
+		person = person || personConcepts[x]
+	}
+	var out []string
+	for _, c := range []struct {
+		on  bool
+		tok string
+	}{{place, "~place"}, {person, "~person"}, {means, "~means"}} {
+		if c.on {
+			out = append(out, c.tok)
+		}
+	}
+	return out
 }

@@ -99,6 +99,7 @@ type line struct {
 	present []string // NPCs in the scene when it was said, sorted
 	to      string   // NPC it was said to
 	stems   []string // content word stems, sorted, unique
+	shapes  []string // focus tokens of its shape (see whFocus)
 	names   []string // campaign names mentioned, lower case
 	proper  []string // other capitalised words (names the campaign lacks)
 	who     string   // the speaker's first name, lower case
@@ -191,6 +192,7 @@ func (l *Log) Heard(e memory.TranscriptEntry, present []string) {
 		}
 	}
 	ln.proper = properWords(e.Text, ln.names)
+	ln.shapes = shapes(ln.stems, e.Text, ln.proper)
 	ln.who = strings.ToLower(firstWord(e.SpeakerName))
 	ln.promise = isPromise(e.Text)
 	l.mu.Lock()
@@ -413,13 +415,14 @@ func (l *Log) Amend(key, text string) bool {
 		}
 	}
 	st, proper, promise := stems(text), properWords(text, names), isPromise(text)
+	sh := shapes(st, text, proper)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ln, ok := l.byKey[key]
 	if !ok {
 		return false
 	}
-	ln.e.Text, ln.stems, ln.names, ln.proper, ln.promise, ln.vec, ln.norm = text, st, names, proper, promise, nil, 0
+	ln.e.Text, ln.stems, ln.shapes, ln.names, ln.proper, ln.promise, ln.vec, ln.norm = text, st, sh, names, proper, promise, nil, 0
 	for id := range l.npcs {
 		if ln.witnessedBy(id) {
 			l.extractLocked(id)
@@ -499,6 +502,7 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 		}
 	}
 	qs = appendFocus(qs, q.Text)
+	qf := questionFocus(q.Text)
 	var qn []string
 	if l.cfg.Names != nil {
 		for _, n := range l.cfg.Names(q.Text) {
@@ -560,7 +564,7 @@ func (l *Log) Recall(ctx context.Context, q Query) []Recalled {
 	var out []scored
 	l.mu.Lock()
 	for _, ln := range cands {
-		lex := overlap(qs, ln.stems)
+		lex := overlap(qs, ln.stems, len(qf), countIn(qf, ln.shapes))
 		s := stemWeight * lex
 		sem := 0.0
 		if qv != nil && ln.vec != nil {
@@ -771,12 +775,14 @@ func stems(text string) []string {
 
 // overlap scores the stems question q shares with line b: the cosine of
 // the two sets, or, for a long line (a monologue, whose many words dilute
-// the cosine), most of the share of the question's stems it holds.
-func overlap(q, b []string) float64 {
-	if len(q) == 0 || len(b) == 0 {
+// the cosine), most of the share of the question's stems it holds. The
+// question asks besides for focus tokens (qf of them), of which the line's
+// shape shows bf.
+func overlap(q, b []string, qf, bf int) float64 {
+	if len(q)+qf == 0 || len(b)+bf == 0 {
 		return 0
 	}
-	n := 0.0
+	n := float64(bf)
 	for _, w := range q {
 		if _, ok := slices.BinarySearch(b, w); ok {
 			n++
@@ -784,8 +790,19 @@ func overlap(q, b []string) float64 {
 			n += compoundWeight
 		}
 	}
-	cos := n / math.Sqrt(float64(len(q)*len(b)))
-	return max(cos, coverageWeight*n/float64(len(q)))
+	cos := n / math.Sqrt(float64((len(q)+qf)*(len(b)+bf)))
+	return max(cos, coverageWeight*n/float64(len(q)+qf))
+}
+
+// countIn counts the tokens of a that b holds.
+func countIn(a, b []string) int {
+	n := 0
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			n++
+		}
+	}
+	return n
 }
 
 // Compounds: a word that holds another whole at its start or end

@@ -97,6 +97,16 @@ func TestWitnessRules(t *testing.T) {
 	if strings.Contains(lines, "bridge") || strings.Contains(lines, "well") || !strings.Contains(lines, "Gull") {
 		t.Errorf("Korrin's lines:\n%s", lines)
 	}
+	// A question that asks for a place, a person or a means ("where is
+	// the gold?") recalls no line said while the NPC was away, however
+	// well its shape fits.
+	for _, q := range []string{"Where is the gold?", "Who has the gold?", "How do we get the gold?", "Wo ist das Gold?"} {
+		for _, r := range f.log.Recall(context.Background(), witness.Query{NPCID: "korrin", Text: q}) {
+			if strings.Contains(r.Entry.Text, "well") || strings.Contains(r.Entry.Text, "bridge") {
+				t.Errorf("Recall(korrin, %q) = %q, said while it was away", q, r.Entry.Text)
+			}
+		}
+	}
 }
 
 func TestRecallNeverReturnsOwnReplies(t *testing.T) {
@@ -151,6 +161,16 @@ func TestRecallCompoundsAndFocus(t *testing.T) {
 			"Was bekommen wir vom Waffenschmied?", "Schwert"},
 		{"She wants forty crowns, not a copper less.", "The stew tastes of old socks.",
 			"How much will it set us back?", "forty crowns"},
+		// Question words ask for what a line shows by its shape: a
+		// place, a person, a means.
+		{"The twins sleep in the hayloft tonight.", "I am so hungry I could eat a boar.",
+			"Where did they hide out?", "hayloft"},
+		{"Das Pferd steht am Nordtor.", "Die Suppe ist kalt.",
+			"Wo ist das Tier?", "Nordtor"},
+		{"The merchant Benedek sold us rotten rope.", "The stew tastes of old socks.",
+			"Who cheated us?", "Benedek"},
+		{"They escaped through the sewer last night.", "The stew tastes of old socks.",
+			"How did they get out?", "sewer"},
 	} {
 		f := newFixture(t, witness.Config{Embedder: noEmbedder{}})
 		f.log.SaidTo(f.say(1, "Kael", "", tc.line, "brannoc"), "brannoc")
@@ -165,6 +185,17 @@ func TestRecallCompoundsAndFocus(t *testing.T) {
 	f.log.SaidTo(f.say(1, "Kael", "", "During the storm we stayed inside.", "brannoc"), "brannoc")
 	if got := f.log.Recall(context.Background(), witness.Query{NPCID: "brannoc", Text: "Where is the ring?"}); len(got) > 0 {
 		t.Errorf("Recall(ring) = %+v, want nothing", got)
+	}
+	// "I am" puts nothing in a place; "how much" asks for money, not a
+	// means.
+	f = newFixture(t, witness.Config{Embedder: noEmbedder{}})
+	f.log.SaidTo(f.say(1, "Kael", "", "I am so hungry I could eat a boar.", "brannoc"), "brannoc")
+	f.log.SaidTo(f.say(2, "Kael", "", "We crossed the river with the mule.", "brannoc"), "brannoc")
+	if got := f.log.Recall(context.Background(), witness.Query{NPCID: "brannoc", Text: "Where did they go?"}); len(got) > 0 {
+		t.Errorf("Recall(where) = %+v, want nothing", got)
+	}
+	if got := f.log.Recall(context.Background(), witness.Query{NPCID: "brannoc", Text: "How much is left?"}); len(got) > 0 {
+		t.Errorf("Recall(how much) = %+v, want nothing", got)
 	}
 }
 
