@@ -46,8 +46,7 @@ type Grant struct {
 }
 
 // KnownFact is a canon fact a character knows: it was revealed in the
-// character's presence (a line it rests on was witnessed, or the DM added
-// it while the character was present).
+// character's presence (a line it rests on, fact_evidence, was witnessed).
 type KnownFact struct {
 	ID        int64
 	Source    string
@@ -296,14 +295,6 @@ const witnessedSQL = `(t.speaker_id = $2 OR coalesce((
 	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
 	ORDER BY p.at DESC LIMIT 1), false))`
 
-// presentAtSQL is the same predicate for a moment: session column sess and
-// time column at.
-func presentAtSQL(sess, at string) string {
-	return `coalesce((SELECT $2 = ANY(p.players) FROM session_presence p
-	WHERE p.campaign_id = $1 AND p.session_id = ` + sess + ` AND p.at <= ` + at + `
-	ORDER BY p.at DESC LIMIT 1), false)`
-}
-
 // KnowledgeOf is what player userID's character knows from the sessions
 // played from session fromSession on (every session when empty): the
 // canon lines it witnessed, the canon facts revealed in its presence that
@@ -357,21 +348,18 @@ func (c *Campaign) KnowledgeOf(ctx context.Context, userID, fromSession string) 
 			return err
 		}
 		// Facts: canon, visible to players, and revealed in the character's
-		// presence: a line they rest on was witnessed, or (without evidence)
-		// the DM set them down in a session while the character was there.
+		// presence: a line they rest on was witnessed. A fact resting on no
+		// line (the DM's, an import's) is no revelation: the DM grants it.
 		rows, err = tx.Query(ctx, `
 			SELECT r.id, s.name, r.rel_type, t2.name, r.session_id, r.established_at
 			FROM relationships r
 			JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
 			JOIN entities t2 ON t2.campaign_id = r.campaign_id AND t2.id = r.target_id
-			LEFT JOIN sessions ss ON ss.campaign_id = r.campaign_id AND ss.id = r.session_id
 			WHERE r.campaign_id = $1 AND r.status = 'active'
 			  AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
-			  AND (EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
 			               JOIN sessions st ON st.campaign_id = t.campaign_id AND st.id = t.session_id
 			               WHERE fe.fact_id = r.id AND NOT t.noncanon AND st.started_at >= $3 AND `+witnessedSQL+`)
-			    OR (NOT EXISTS (SELECT 1 FROM fact_evidence fe WHERE fe.fact_id = r.id)
-			        AND ss.started_at >= $3 AND `+presentAtSQL("r.session_id", "r.established_at")+`))
 			ORDER BY r.established_at, r.id`, c.id, userID, since)
 		if err != nil {
 			return err
