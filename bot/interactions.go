@@ -144,9 +144,8 @@ func commandHandlers() map[string]handler {
 		// Status names the NPCs present and who opted out; the NPC list
 		// names NPCs the players have not met and who is in the scene.
 		"session start": dm(session), "session end": dm(session), "session status": dm(session), "session date": dm(session),
-		"session player": dm(session),
 		"npc list": dm(npc), "npc mute": dm(npc), "npc unmute": dm(npc), "npc say": dm(npc), "npc next": dm(npc), "npc scene": dm(npc),
-		"npc direct": dm(npc), "npc undo": dm(npc),
+		"npc direct": dm(npc), "npc undo": dm(npc), "session player": dm(session),
 		"memory pending": dm(mem), "memory conflicts": dm(mem), "memory confirm": dm(mem), "memory reject": dm(mem),
 		"memory entity show": dm(mem), "memory entity edit": dm(mem), "memory fact add": dm(mem), "memory fact retire": dm(mem),
 		"memory entity add": dm(mem), "memory entity merge": dm(mem), "memory entity retire": dm(mem),

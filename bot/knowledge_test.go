@@ -10,8 +10,10 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 )
 
-// member is a user option (Discord sends the user id).
-func userOpt(name, id string) discordtest.Opt { return discordtest.Opt{"name": name, "type": 6, "value": id} }
+// userOpt is a user option (Discord sends the user id).
+func userOpt(name, id string) discordtest.Opt {
+	return discordtest.Opt{"name": name, "type": 6, "value": id}
+}
 
 // TestPlayerKnowledgeCommands: the DM sets who plays whom and grants a
 // whisper; a player's /recap for:me holds their own grant and no line said
