@@ -390,3 +390,23 @@ func TestKnowledgeIsEachPlayersOwn(t *testing.T) {
 		t.Errorf("a forgotten player still knows %d lines, %d facts (%v)", len(k.Lines), len(k.Facts), err)
 	}
 }
+
+// TestImportedPlayers: a campaign file's players key reaches the store.
+func TestImportedPlayers(t *testing.T) {
+	t.Parallel()
+	s, _ := pgtest.NewStore(t, 8)
+	path := t.TempDir() + "/players.yaml"
+	doc := "campaign: imported\nplayers:\n  \"311111111111111111\": thorin\nentities:\n  - {id: thorin, type: player, name: Thorin}\n"
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Import(t, s, path)
+	c := pgtest.Open(t, s, "imported", memory.DMViewer())
+	pcs, err := c.PlayerCharacters(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pcs) != 1 || pcs[0].UserID != "311111111111111111" || pcs[0].EntityID != "thorin" || pcs[0].Name != "Thorin" {
+		t.Errorf("imported players = %+v", pcs)
+	}
+}

@@ -430,3 +430,23 @@ func forgetPlayerKnowledge(ctx context.Context, tx pgx.Tx, campaign, userID stri
 	}
 	return nil
 }
+
+// SetPlayer records that userID plays entity entityID: the campaign
+// file's players key (a writer's path; the DM's is
+// Campaign.SetPlayerCharacter).
+func (l *SessionLog) SetPlayer(ctx context.Context, userID, entityID string) error {
+	if err := validUserID(userID); err != nil {
+		return err
+	}
+	tag, err := l.db.Exec(ctx, `INSERT INTO player_characters (campaign_id, user_id, entity_id)
+		SELECT $1, $2, id FROM entities WHERE campaign_id = $1 AND id = $3
+		ON CONFLICT (campaign_id, user_id) DO UPDATE SET entity_id = excluded.entity_id, updated_at = now()`,
+		l.campaign, userID, entityID)
+	if err != nil {
+		return fmt.Errorf("setting the character of %s: %w", userID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("setting the character of %s: %w: no entity %q", userID, memory.ErrNotFound, entityID)
+	}
+	return nil
+}
