@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/live"
+	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
 
 // TestPresenceFollowsTheVoiceChannelAndTheScene: the table records who is
