@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/live"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
@@ -61,5 +62,38 @@ func TestPresenceFollowsTheVoiceChannelAndTheScene(t *testing.T) {
 	want := [][]string{{player}, {}}
 	if len(got) != len(want) || !slices.Equal(got[0], want[0]) || len(got[1]) != 0 {
 		t.Fatalf("presence spans = %v, want %v", got, want)
+	}
+}
+
+// TestPresenceLeavesOutOptedOutPlayers: a player who opted out is not
+// recorded as present either (nothing is stored about them).
+func TestPresenceLeavesOutOptedOutPlayers(t *testing.T) {
+	audiotest.Need(t, "espeak-ng")
+	r := newRigWith(t, 0, func(c *postgres.Campaign) {
+		if err := c.OptOut(context.Background(), player); err != nil {
+			t.Fatal(err)
+		}
+	}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard, not a budget
+	defer cancel()
+	if err := r.s.Say(ctx, "grimjaw", "Anyone there?"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ps, err := r.camp.Presence(ctx, "bench")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) > 0 {
+			if len(ps) != 1 || len(ps[0].Players) != 0 {
+				t.Fatalf("presence with an opted-out player in the channel: %+v", ps)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no presence recorded")
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
