@@ -85,6 +85,8 @@ func (b *Bot) suggest(ctx context.Context, camp *memaccess.Campaign, path, optio
 		return out
 	case "location":
 		return entities(memory.EntityLocation)
+	case "character":
+		return entities(memory.EntityPlayer)
 	case "entity", "subject", "object", "into":
 		return entities("")
 	case "kind":
@@ -92,6 +94,9 @@ func (b *Bot) suggest(ctx context.Context, camp *memaccess.Campaign, path, optio
 	case "fact":
 		if path == "memory confirm" || path == "memory reject" {
 			return facts(memory.StatusPending)
+		}
+		if path == "memory grant" {
+			return facts(memory.StatusActive)
 		}
 		return facts(memory.StatusActive, memory.StatusPending)
 	case "session", "as_of":

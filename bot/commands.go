@@ -36,6 +36,9 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 		}
 		return o
 	}
+	member := func(name, desc string) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionUser, Name: name, Description: desc, Required: true}
+	}
 	guildOnly := []discordgo.InteractionContextType{discordgo.InteractionContextGuild}
 	return []*discordgo.ApplicationCommand{
 		{Name: cmdSession, Description: "Run a recorded game session", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
@@ -44,6 +47,8 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 			sub("status", "Who is recorded, which NPCs are present, memory health and latency (DM)"),
 			sub("date", "Set the in-world date of the running (or last) session (DM)",
 				str("date", "a date of the campaign calendar, e.g. \"3 Frostfall 1452\" or \"day 12\"", true, false)),
+			sub("player", "Set the character a member plays (DM)", member("member", "the member"),
+				str("character", "the character they play", true, true)),
 		}},
 		{Name: cmdNPC, Description: "The campaign's NPCs", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
 			sub("list", "List the NPCs and who is in the scene (DM)"),
@@ -57,7 +62,8 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 					Description: "for this many replies (default: until cleared)", MinValue: &oneReply, MaxValue: 50}),
 			sub("undo", "Withdraw the last NPC reply: that wasn't for it (DM)"),
 			sub("scene", "Set where the scene is and who is present (DM)", str("location", "where the scene is", false, true),
-				str("present", "NPCs present, comma-separated", false, true)),
+				str("present", "NPCs present, comma-separated", false, true),
+				str("players", "players in the scene when the party splits: @mentions, or \"all\"", false, false)),
 		}},
 		{Name: cmdLedger, Description: "Promises, debts and handovers heard at the table", Contexts: &guildOnly, Options: []*discordgo.ApplicationCommandOption{
 			str("who", "only those naming this character", false, false),
@@ -86,6 +92,11 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 				sub("retire", "Record that a fact no longer holds", str("fact", "the fact", true, true)),
 				sub("list", "The facts of an entity, now or as of a session", str("entity", "the entity", true, true),
 					str("as_of", "what held in this session, at this date (2026-03-08) or in-world date (3 Frostfall 1452)", false, true))),
+			sub("grant", "Give one player a handout or a whisper, or a fact: only they (and you) can read it",
+				member("player", "the player"), str("text", "the handout or whisper", false, false),
+				str("fact", "a fact their character now knows", false, true)),
+			sub("known-by", "What a player's character knows: lines witnessed, facts revealed in their presence, grants",
+				member("player", "the player")),
 			sub("changes", "What changed in the memory since the last session (or since a session)",
 				str("session", "since the end of this session (default: the last one)", false, true)),
 			sub("search", "Search what was said and remembered", str("query", "words or a question", true, false),
@@ -98,6 +109,7 @@ func commandSpecs() []*discordgo.ApplicationCommand {
 		{Name: cmdRecap, Description: "\"Previously on…\": a recap of the last session, one session, or the campaign", Contexts: &guildOnly,
 			Options: []*discordgo.ApplicationCommandOption{
 				choice("scope", "what to recap (default: the last session)", "last session", "last", "one session", "session", "the campaign so far", "campaign"),
+				choice("for", "me: what you missed, only what your character witnessed or was told (private)", "me", "me"),
 				str("session", "the session, for scope \"one session\"", false, true),
 				choice("delivery", "who sees it (default: only you)", "only me", "private", "the channel", "public", "spoken by the narrator", "voice"),
 				{Type: discordgo.ApplicationCommandOptionBoolean, Name: "player_safe", Description: "leave out unconfirmed and secret facts (always on for players)"},

@@ -145,15 +145,19 @@ func commandHandlers() map[string]handler {
 		// names NPCs the players have not met and who is in the scene.
 		"session start": dm(session), "session end": dm(session), "session status": dm(session), "session date": dm(session),
 		"npc list": dm(npc), "npc mute": dm(npc), "npc unmute": dm(npc), "npc say": dm(npc), "npc next": dm(npc), "npc scene": dm(npc),
-		"npc direct": dm(npc), "npc undo": dm(npc),
+		"npc direct": dm(npc), "npc undo": dm(npc), "session player": dm(session),
 		"memory pending": dm(mem), "memory conflicts": dm(mem), "memory confirm": dm(mem), "memory reject": dm(mem),
 		"memory entity show": dm(mem), "memory entity edit": dm(mem), "memory fact add": dm(mem), "memory fact retire": dm(mem),
 		"memory entity add": dm(mem), "memory entity merge": dm(mem), "memory entity retire": dm(mem),
 		"memory forget fact": dm(mem), "memory forget span": dm(mem), "memory fact list": dm(mem), "memory changes": dm(mem),
+		// A grant and what a character knows name what other players
+		// may not know (a player reads their own with /recap for:me).
+		"memory grant": dm(mem), "memory known-by": dm(mem),
 		// Search reads what was said at the table (and chunks of it),
 		// which every player heard.
 		"memory search": all(mem),
-		// Recaps are player-safe for players (recapCommand).
+		// Recaps are player-safe for players (recapCommand); for:me reads
+		// through a handle bound to the member, their own knowledge only.
 		"recap": all(rec),
 		// The ledger reads through the member's handle: players see what
 		// the DM confirmed.

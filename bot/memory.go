@@ -164,6 +164,10 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 		b.forgetSpan(ctx, i, g, camp, c)
 	case "memory search":
 		b.search(ctx, i, g, camp, c.str("query"), c.str("mode"))
+	case "memory grant":
+		b.memoryGrant(ctx, i, g, camp, c)
+	case "memory known-by":
+		b.memoryKnownBy(ctx, i, camp, c)
 	default:
 		b.finishErr(i, fmt.Errorf("unknown command /%s", c.path))
 	}

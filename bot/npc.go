@@ -210,6 +210,15 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 			}
 			desc = append(desc, "with "+orNone(strings.Join(who, ", ")))
 		}
+		if _, given := c.opts["players"]; given {
+			players, err := parsePlayers(c.str("players"))
+			if err != nil {
+				b.finishErr(i, err)
+				return
+			}
+			scene.Players = players
+			desc = append(desc, scenePlayersText(players))
+		}
 		controls.SetScene(scene)
 		b.finish(i, true, "🎬 Scene set: "+orNone(strings.Join(desc, ", "))+".", nil, nil)
 	}

@@ -21,6 +21,10 @@ const maxRecapLines = 600
 const maxRecapFacts = 500
 
 func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
+	if c.str("for") == "me" {
+		b.recapForMe(ctx, i, g)
+		return
+	}
 	dm := isDM(g, i.Member)
 	safe, set := c.boolean("player_safe")
 	if !dm || !set {

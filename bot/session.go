@@ -72,6 +72,8 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 		b.reply(i, true, "", statusEmbed(st, b.gameDateOf(ctx, g, st.SessionID)))
 	case "session date":
 		b.sessionDate(ctx, i, g, c.str("date"))
+	case "session player":
+		b.sessionPlayer(ctx, i, g, c)
 	}
 }
 

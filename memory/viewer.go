@@ -26,6 +26,11 @@ type Viewer struct {
 	Role Role
 	// NPCID is the NPC's entity id when Role is RoleNPC.
 	NPCID string
+	// PlayerID, for a RolePlayer viewer, is the Discord user id of the
+	// player the handle reads for: it may then read that player's own
+	// knowledge (their grants, what their character witnessed) and no other
+	// player's. Empty for "any player", who reads no one's.
+	PlayerID string
 }
 
 // DMViewer is the game master.
@@ -33,6 +38,10 @@ func DMViewer() Viewer { return Viewer{Role: RoleDM} }
 
 // PlayerViewer is any player.
 func PlayerViewer() Viewer { return Viewer{Role: RolePlayer} }
+
+// PlayerViewerOf is the player with Discord user id userID: what any player
+// sees, plus that player's own knowledge.
+func PlayerViewerOf(userID string) Viewer { return Viewer{Role: RolePlayer, PlayerID: userID} }
 
 // NPCViewer is the NPC with entity id id.
 func NPCViewer(id string) Viewer { return Viewer{Role: RoleNPC, NPCID: id} }
@@ -45,8 +54,15 @@ func (v Viewer) Validate() error {
 		if v.NPCID != "" {
 			return fmt.Errorf("%w: viewer %s with an NPC id", ErrInvalid, v)
 		}
+		if v.PlayerID != "" && (v.Role != RolePlayer || strings.TrimSpace(v.PlayerID) != v.PlayerID ||
+			strings.ContainsRune(v.PlayerID, 0)) {
+			return fmt.Errorf("%w: viewer %s with an invalid player id", ErrInvalid, v)
+		}
 		return nil
 	case RoleNPC:
+		if v.PlayerID != "" {
+			return fmt.Errorf("%w: NPC viewer with a player id", ErrInvalid)
+		}
 		if strings.TrimSpace(v.NPCID) == "" || strings.ContainsRune(v.NPCID, 0) {
 			return fmt.Errorf("%w: NPC viewer without a valid NPC id", ErrInvalid)
 		}

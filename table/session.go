@@ -126,6 +126,7 @@ type Session struct {
 	released atomic.Bool
 
 	optedOut atomic.Pointer[map[string]bool]
+	pres     presence // the players present, as last recorded
 
 	mu        sync.Mutex
 	recorded  map[string]string // user id → name of recorded speakers
@@ -561,6 +562,7 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 		IdempotencyKey: fmt.Sprintf("voice:%s:%s:%d", s.id, u.UserID, u.Start.UnixNano())}
 	// The witness log takes the line at once (the NPC's turn notes it was
 	// said to it); it lets go of it if the recording fails.
+	s.notePresence(e.At)
 	s.wit.Heard(e, s.scene())
 	s.cast.NoteMentions(s.cast.FindNames(text), s.cfg.Clock.Now())
 	rec := &recording{done: make(chan struct{})}
@@ -1083,6 +1085,7 @@ func (s *Session) speakAsync(ctx context.Context, npcID string, sentences <-chan
 func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) (time.Time, bool) {
 	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: npcID, SpeakerName: s.cast.NPCName(npcID), NPCID: npcID,
 		Text: text, RawText: text, At: s.cfg.Clock.Now().UTC(), IdempotencyKey: key}
+	s.notePresence(e.At)
 	if err := s.mem.Record(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("recording the NPC's line failed", "npc", npcID, "err", err)
 		return time.Time{}, false

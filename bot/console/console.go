@@ -243,6 +243,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /npc/{id}", s.need(dmOnly, s.npcPage))
 	m.HandleFunc("POST /npc/{id}/persona", s.need(dmOnly, s.savePersona))
 	m.HandleFunc("POST /npc/{id}/ask", s.need(dmOnly, s.askAs))
+	m.HandleFunc("GET /players", s.need(anyone, s.playerList))
+	m.HandleFunc("GET /players/{user}", s.need(anyone, s.playerPage))
 	m.HandleFunc("GET /sessions", s.need(anyone, s.sessionList))
 	m.HandleFunc("GET /sessions/{id}", s.need(anyone, s.sessionPage))
 	m.HandleFunc("GET /ledger", s.need(anyone, s.ledgerPage))

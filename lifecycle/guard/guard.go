@@ -462,6 +462,16 @@ func purge(sp *spool.Spool, forgot map[string]time.Time) (int, error) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("decoding a spooled write: %w", err)
 		}
+		if r.Op == opPresence {
+			// A forgotten player leaves the presence spooled before they
+			// were forgotten (it is not counted as a line).
+			players := dropForgottenPlayers(forgot, r.At, r.Players)
+			if len(players) == len(r.Players) {
+				return b, nil
+			}
+			r.Players = players
+			return json.Marshal(r)
+		}
 		kept, n := dropForgotten(forgot, r.Entries)
 		if n == 0 {
 			return b, nil
@@ -508,6 +518,19 @@ func dropForgotten(forgot map[string]time.Time, es []memory.TranscriptEntry) ([]
 	return kept, n
 }
 
+// dropForgottenPlayers returns players without those forgotten at or
+// after at.
+func dropForgottenPlayers(forgot map[string]time.Time, at time.Time, players []string) []string {
+	var kept []string
+	for _, p := range players {
+		if f, ok := forgot[p]; ok && !at.After(f) {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept
+}
+
 // IsOutage is the default outage test: the store's own classification
 // (memory/access.IsOutage, beside the PostgreSQL code): errors that say the
 // database cannot be reached count; refusals of the request itself
@@ -522,6 +545,8 @@ type record struct {
 	Entries []memory.TranscriptEntry `json:"entries,omitempty"`
 	// Speaker is the speaker a forget record erases.
 	Speaker string `json:"speaker,omitempty"`
+	// Players are the players present from At on (a presence record).
+	Players []string `json:"players,omitempty"`
 }
 
 const (
@@ -529,7 +554,17 @@ const (
 	opStart   = "start"
 	opEnd     = "end"
 	opForget  = "forget"
+	// opPresence records who is present from At on (PresenceStore).
+	opPresence = "presence"
 )
+
+// PresenceStore is the optional capability of a Config.Store that records
+// which players are present in a session from a time on (a
+// *postgres.SessionLog). Presence records travel the same way as lines:
+// spooled during an outage and replayed in order.
+type PresenceStore interface {
+	RecordPresence(ctx context.Context, sessionID string, at time.Time, players []string) error
+}
 
 // apply performs r against the store within WriteTimeout; for entries it
 // reports how many were new.
@@ -552,6 +587,12 @@ func (g *Guard) apply(ctx context.Context, r record) (int, error) {
 			return 0, fmt.Errorf("%w: a spooled forget of speaker %s, and no Config.Forget to run it", memory.ErrInvalid, r.Speaker)
 		}
 		return 0, g.cfg.Forget(ctx, r.Speaker)
+	case opPresence:
+		ps, ok := g.cfg.Store.(PresenceStore)
+		if !ok {
+			return 0, fmt.Errorf("%w: a presence record, and a store that records no presence", memory.ErrInvalid)
+		}
+		return 0, ps.RecordPresence(ctx, r.Session, r.At, r.Players)
 	}
 	return 0, fmt.Errorf("unknown spool operation %q", r.Op)
 }
@@ -562,6 +603,9 @@ func (g *Guard) apply(ctx context.Context, r record) (int, error) {
 func (g *Guard) write(ctx context.Context, r record) (int, error) {
 	g.writeMu.Lock()
 	defer g.writeMu.Unlock()
+	if r.Op == opPresence {
+		r.Players = dropForgottenPlayers(g.forgot, r.At, r.Players)
+	}
 	if r.Op == opEntries {
 		var dropped int
 		if r.Entries, dropped = g.dropForgotten(r.Entries); dropped > 0 {
@@ -800,6 +844,24 @@ func (g *Guard) WriteEntries(ctx context.Context, es []memory.TranscriptEntry) (
 		}
 	}
 	return g.write(ctx, record{Op: opEntries, Session: es[0].SessionID, Entries: es})
+}
+
+// RecordPresence records that the players present in session id are
+// players from at on, or spools the record during an outage (see
+// PresenceStore). A store without the capability is an error wrapping
+// memory.ErrInvalid.
+func (g *Guard) RecordPresence(ctx context.Context, id string, at time.Time, players []string) error {
+	if strings.TrimSpace(id) == "" {
+		return fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if at.IsZero() {
+		return fmt.Errorf("%w: presence in session %q without a time", memory.ErrInvalid, id)
+	}
+	if _, ok := g.cfg.Store.(PresenceStore); !ok {
+		return fmt.Errorf("%w: the session log records no presence", memory.ErrInvalid)
+	}
+	_, err := g.write(ctx, record{Op: opPresence, Session: id, At: at, Players: append([]string{}, players...)})
+	return err
 }
 
 // StartSession records a session, or spools the start during an outage.

@@ -337,6 +337,26 @@ func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
 	return nil
 }
 
+// RecordPresence records which players are present from at on (a
+// presence span, see guard.RecordPresence): through the same guard as the
+// lines, so it is spooled during an outage and replayed in order with
+// them. It fails after End and on bad input.
+func (s *Session) RecordPresence(ctx context.Context, at time.Time, players []string) error {
+	if s.fenced.Load() {
+		return fmt.Errorf("recording presence in session %q: %w", s.cfg.SessionID, ErrReleased)
+	}
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if ended {
+		return fmt.Errorf("recording presence in session %q: %w", s.cfg.SessionID, ErrEnded)
+	}
+	if err := s.guard.RecordPresence(ctx, s.cfg.SessionID, at, players); err != nil {
+		return fmt.Errorf("recording presence in session %q: %w", s.cfg.SessionID, err)
+	}
+	return nil
+}
+
 // Amend corrects the text of a line recorded in this session, found by
 // its idempotency key, keeping its raw text: in the conversation (unless
 // already summarised) and in the session log (memory.EntryAmender). It is

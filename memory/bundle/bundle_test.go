@@ -122,6 +122,16 @@ func played(t *testing.T, s *postgres.Store) *postgres.Campaign {
 	if err := c.SetKGLimit(ctx, 4321); err != nil {
 		t.Fatal(err)
 	}
+	// Per-player knowledge: a character, presence spans, a whisper and a
+	// granted fact.
+	must[postgres.PlayerCharacter](t)(c.SetPlayerCharacter(ctx, "u1", "thorin"))
+	for i, ps := range [][]string{{"u1", "u2"}, {"u2"}} {
+		if err := c.Sessions().RecordPresence(ctx, "s1", time.Date(2026, 3, 1, 19, i, 0, 0, time.UTC), ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must[postgres.Grant](t)(c.AddGrant(ctx, "u1", "the seal is in the well", 0, "s1"))
+	must[postgres.Grant](t)(c.AddGrant(ctx, "u2", "", forged, "s1"))
 	return c
 }
 

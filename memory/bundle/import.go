@@ -379,8 +379,8 @@ func (im *importer) row(ctx context.Context, t Table, row map[string]json.RawMes
 	}
 	for col, space := range t.Refs {
 		v, ok := row[col]
-		if !ok {
-			continue
+		if !ok || string(v) == "null" {
+			continue // a nullable reference that names nothing (player_grants.fact_id)
 		}
 		var ref int64
 		if err := json.Unmarshal(v, &ref); err != nil {

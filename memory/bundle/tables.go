@@ -48,6 +48,12 @@ func Tables() []Table {
 		{Name: "dm_nodes", From: `FROM dm_nodes t WHERE t.campaign_id = $1 ORDER BY t.id`},
 		{Name: "dm_edges", From: `FROM dm_edges t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id"},
 		{Name: "kg_edges", From: `FROM kg_edges t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id"},
+		// Per-player knowledge (migration 0023): who plays whom, who was
+		// present when, what the DM granted.
+		{Name: "player_characters", From: `FROM player_characters t WHERE t.campaign_id = $1 ORDER BY t.user_id`},
+		{Name: "session_presence", From: `FROM session_presence t WHERE t.campaign_id = $1 ORDER BY t.session_id, t.at`},
+		{Name: "player_grants", From: `FROM player_grants t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id",
+			Refs: map[string]string{"fact_id": "relationships"}},
 	}
 }
 

@@ -56,8 +56,12 @@ type File struct {
 	// game_date must be a date of it; without one, game dates are free
 	// text and the campaign keeps the calendar it has (the numbered
 	// calendar, "day 12", by default).
-	Calendar      *calendar.Calendar `yaml:"calendar,omitempty"`
-	calendarLine  int
+	Calendar     *calendar.Calendar `yaml:"calendar,omitempty"`
+	calendarLine int
+	// Players maps a Discord user id to the character entity that member
+	// plays; each character must be an entity of the file.
+	Players       Players `yaml:"players,omitempty"`
+	playersLine   int
 	Entities      []Entity       `yaml:"entities"`
 	Relationships []Relationship `yaml:"relationships"`
 	Sessions      []Session      `yaml:"sessions"`
@@ -282,6 +286,9 @@ func recordLines(root *yaml.Node, f *File) {
 			if doc.Content[i].Value == "calendar" {
 				f.calendarLine = doc.Content[i].Line
 			}
+			if doc.Content[i].Value == "players" {
+				f.playersLine = doc.Content[i].Line
+			}
 		}
 	}
 	for i, n := range items("entities") {
@@ -372,6 +379,9 @@ func (f *File) validate() error {
 		}
 	}
 	if err := v.finish(); err != nil {
+		return err
+	}
+	if err := checkPlayers(f.Players, v.ents, f.playersLine); err != nil {
 		return err
 	}
 	if err := checkGameDates(f.Calendar, f.Sessions); err != nil {
@@ -635,6 +645,9 @@ func (f *File) Apply(ctx context.Context, l1 memory.SessionStore, g memory.Knowl
 		}
 		a.Sessions++
 		a.NewEntries += n
+	}
+	if err := applyPlayers(ctx, l1, f.Players); err != nil {
+		return a, err
 	}
 	return a, nil
 }

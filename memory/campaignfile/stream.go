@@ -98,6 +98,9 @@ type splitter struct {
 	// calendar holds the calendar section's lines, handed to onKeys whole.
 	calendar     bytes.Buffer
 	calendarLine int
+	// players holds the players section's lines, handed to onKeys whole.
+	players     bytes.Buffer
+	playersLine int
 
 	// Within a session item.
 	sessIdx    int // 1 + index of the session item being read
@@ -109,7 +112,8 @@ type splitter struct {
 	expectKeys bool // the line after "entries:" decides where entries sit
 }
 
-var topKeys = map[string]bool{"campaign": true, "language": true, "calendar": true, "entities": true, "relationships": true, "sessions": true}
+var topKeys = map[string]bool{"campaign": true, "language": true, "calendar": true, "players": true, "entities": true,
+	"relationships": true, "sessions": true}
 
 func indentOf(l []byte) int {
 	n := 0
@@ -193,6 +197,10 @@ func (s *splitter) feed(l []byte) error {
 		s.calendar.Write(l)
 		return nil
 	}
+	if s.section == "players" {
+		s.players.Write(l)
+		return nil
+	}
 	switch s.section {
 	case "entities", "relationships", "sessions":
 	default:
@@ -225,7 +233,7 @@ func (s *splitter) topLevel(l []byte) error {
 		if !ok || strings.ContainsAny(key, "{}[]\"'&*!|>%@`") {
 			return errLayout
 		}
-		return lineErr(s.line, "unknown key %s (a campaign file has campaign, language, calendar, entities, relationships and sessions)", q(key))
+		return lineErr(s.line, "unknown key %s (a campaign file has campaign, language, calendar, players, entities, relationships and sessions)", q(key))
 	}
 	if prev, dup := s.keysSeen[key]; dup {
 		return lineErr(s.line, "the key %q is already used on line %d", key, prev)
@@ -240,6 +248,12 @@ func (s *splitter) topLevel(l []byte) error {
 		s.calendar.Reset()
 		s.calendar.Write(l)
 		s.calendarLine = s.line
+		return nil
+	}
+	if key == "players" {
+		s.players.Reset()
+		s.players.Write(l)
+		s.playersLine = s.line
 		return nil
 	}
 	if key == "campaign" || key == "language" {
@@ -416,6 +430,9 @@ func (s *splitter) flushSection() error {
 	case "calendar":
 		s.section = ""
 		return s.onKeys("calendar", s.calendar.String(), s.calendarLine)
+	case "players":
+		s.section = ""
+		return s.onKeys("players", s.players.String(), s.playersLine)
 	}
 	return nil
 }
@@ -487,7 +504,10 @@ type Summary struct {
 	Language string
 	// Calendar is the file's calendar key ([File.Calendar]), nil without one.
 	Calendar *calendar.Calendar
-	Counts   Counts
+	// Players is the file's players key ([File.Players]).
+	Players     Players
+	playersLine int
+	Counts      Counts
 	// Warnings name their lines (see File.Warnings).
 	Warnings []string
 	// sessions are the session items' own keys, by position.
@@ -633,6 +653,14 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 		r = io.TeeReader(r, buf)
 	}
 	err := pass(r, o, func(key, value string, line int) error {
+		if key == "players" {
+			p, err := parsePlayers(value, line)
+			if err != nil {
+				return err
+			}
+			sum.Players, sum.playersLine = p, line
+			return nil
+		}
 		if key == "calendar" {
 			c, err := parseCalendar(value, line)
 			if err != nil {
@@ -745,6 +773,9 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 	if err := v.finish(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := checkPlayers(sum.Players, v.ents, sum.playersLine); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if err := checkGameDates(sum.Calendar, sum.sessions); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -844,6 +875,9 @@ func (sum *Summary) Apply(ctx context.Context, r io.Reader, l1 memory.SessionSto
 		return nil
 	})
 	if err != nil {
+		return a, err
+	}
+	if err := applyPlayers(ctx, l1, sum.Players); err != nil {
 		return a, err
 	}
 	return a, nil

@@ -134,6 +134,9 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			return err
 		}
 		rep.Entries = tag.RowsAffected()
+		if err := forgetPlayerKnowledge(ctx, tx, c.id, userID); err != nil {
+			return err
+		}
 		// What was derived from the sessions as a whole may quote or
 		// paraphrase them: the language model's cached extractions and the
 		// running summaries. They are dropped (a re-extraction asks the

@@ -100,6 +100,9 @@ func (c *Controls) TakeNext() string {
 type Scene struct {
 	LocationID string
 	Present    []string // NPC entity ids
+	// Players are the Discord user ids of the players in the scene when
+	// the DM split the party; empty means everyone at the table.
+	Players []string
 }
 
 // Muted reports whether an NPC may not answer.
@@ -131,8 +134,12 @@ func (c *Controls) SetMuted(npcID string, muted bool) {
 func (c *Controls) Scene() Scene {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Scene{LocationID: c.scene.LocationID, Present: slices.Clone(c.scene.Present)}
+	return Scene{LocationID: c.scene.LocationID, Present: slices.Clone(c.scene.Present), Players: slices.Clone(c.scene.Players)}
 }
+
+// PresentPlayers are the players in the scene (empty: the party is not
+// split, everyone at the table is there).
+func (c *Controls) PresentPlayers() []string { return c.Scene().Players }
 
 // PresentNPCs are the NPCs in the scene (empty: the scene is not set).
 func (c *Controls) PresentNPCs() []string { return c.Scene().Present }
@@ -141,5 +148,5 @@ func (c *Controls) PresentNPCs() []string { return c.Scene().Present }
 func (c *Controls) SetScene(s Scene) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.scene = Scene{LocationID: s.LocationID, Present: slices.Clone(s.Present)}
+	c.scene = Scene{LocationID: s.LocationID, Present: slices.Clone(s.Present), Players: slices.Clone(s.Players)}
 }

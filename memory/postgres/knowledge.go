@@ -1,0 +1,452 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
+
+// Per-player knowledge (migration 0023): who plays whom, which players were
+// present when a line was said, and what the DM granted a player. A line
+// said at t in a session was witnessed by the players of the session's
+// last presence row at or before t (and by its speaker); a line said
+// before any presence row of its session (an imported session, one played
+// before presence was recorded) was witnessed by no one but its speaker:
+// the store never guesses that a character was there.
+
+// PlayerCharacter is a Discord member's character in a campaign.
+type PlayerCharacter struct {
+	UserID   string
+	EntityID string
+	// Name is the character entity's name.
+	Name string
+}
+
+// Grant is a handout or whisper the DM gave one player, or a fact the DM
+// let that player's character know.
+type Grant struct {
+	ID     int64
+	UserID string
+	// Text is the handout or whisper ("" for a granted fact).
+	Text string
+	// FactID is the granted fact (0 for a text).
+	FactID int64
+	// Fact is the granted fact as "Source REL Target".
+	Fact      string
+	SessionID string
+	At        time.Time
+}
+
+// KnownFact is a canon fact a character knows: it was revealed in the
+// character's presence (a line it rests on, fact_evidence, was witnessed).
+type KnownFact struct {
+	ID        int64
+	Source    string
+	Rel       string
+	Target    string
+	SessionID string
+	At        time.Time
+}
+
+// Knowledge is what one player's character knows of a span of sessions.
+type Knowledge struct {
+	UserID    string
+	Character PlayerCharacter
+	// Sessions are the sessions read, in the order played.
+	Sessions []string
+	// Lines are the canon lines the character witnessed, in order.
+	Lines []memory.TranscriptEntry
+	// Facts are the canon, player-visible facts revealed in its presence.
+	Facts []KnownFact
+	// Grants are the DM's handouts, whispers and granted facts.
+	Grants []Grant
+	// Withheld counts the canon lines of these sessions the character did
+	// not witness (left out).
+	Withheld int
+}
+
+// maxGrantText bounds a handout or whisper.
+const maxGrantText = 4000
+
+// validUserID refuses an empty or malformed Discord user id.
+func validUserID(id string) error {
+	if strings.TrimSpace(id) == "" || strings.TrimSpace(id) != id || strings.ContainsRune(id, 0) ||
+		!utf8.ValidString(id) || len(id) > 64 {
+		return fmt.Errorf("%w: invalid player id %q", memory.ErrInvalid, memory.Quote(id, 40))
+	}
+	return nil
+}
+
+// SetPlayerCharacter records that userID plays entity entityID (DM only). An
+// entity that does not exist is an error wrapping memory.ErrNotFound.
+func (c *Campaign) SetPlayerCharacter(ctx context.Context, userID, entityID string) (PlayerCharacter, error) {
+	if err := c.graph.dmOnly("setting a player's character"); err != nil {
+		return PlayerCharacter{}, err
+	}
+	if err := validUserID(userID); err != nil {
+		return PlayerCharacter{}, err
+	}
+	pc := PlayerCharacter{UserID: userID, EntityID: entityID}
+	err := c.db.QueryRow(ctx, `
+		WITH e AS (SELECT id, name FROM entities WHERE campaign_id = $1 AND id = $3),
+		ins AS (
+			INSERT INTO player_characters (campaign_id, user_id, entity_id)
+			SELECT $1, $2, id FROM e
+			ON CONFLICT (campaign_id, user_id) DO UPDATE SET entity_id = excluded.entity_id, updated_at = now()
+			RETURNING 1)
+		SELECT name FROM e, ins`, c.id, userID, entityID).Scan(&pc.Name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return PlayerCharacter{}, fmt.Errorf("setting the character of %s: %w: no entity %q", userID, memory.ErrNotFound, entityID)
+	}
+	if err != nil {
+		return PlayerCharacter{}, fmt.Errorf("setting the character of %s: %w", userID, err)
+	}
+	return pc, nil
+}
+
+// PlayerCharacters lists who plays whom, by user id. Characters are public
+// (players see each other at the table).
+func (c *Campaign) PlayerCharacters(ctx context.Context) ([]PlayerCharacter, error) {
+	rows, err := c.db.Query(ctx, `SELECT p.user_id, p.entity_id, e.name FROM player_characters p
+		JOIN entities e ON e.campaign_id = p.campaign_id AND e.id = p.entity_id
+		WHERE p.campaign_id = $1 ORDER BY p.user_id`, c.id)
+	if err != nil {
+		return nil, fmt.Errorf("reading the player characters: %w", err)
+	}
+	var out []PlayerCharacter
+	var pc PlayerCharacter
+	_, err = pgx.ForEachRow(rows, []any{&pc.UserID, &pc.EntityID, &pc.Name}, func() error { out = append(out, pc); return nil })
+	if err != nil {
+		return nil, fmt.Errorf("reading the player characters: %w", err)
+	}
+	return out, nil
+}
+
+// RecordPresence records that from at on, the players present in session
+// sessionID are players (a presence span; see migration 0023). It creates
+// the session if needed and is idempotent: a second record at the same
+// time replaces the first.
+func (l *SessionLog) RecordPresence(ctx context.Context, sessionID string, at time.Time, players []string) error {
+	if strings.TrimSpace(sessionID) == "" {
+		return fmt.Errorf("%w: presence without a session id", memory.ErrInvalid)
+	}
+	if at.IsZero() {
+		return fmt.Errorf("%w: presence in session %q without a time", memory.ErrInvalid, sessionID)
+	}
+	ps := slices.Clone(players)
+	for _, p := range ps {
+		if err := validUserID(p); err != nil {
+			return fmt.Errorf("presence in session %q: %w", sessionID, err)
+		}
+	}
+	slices.Sort(ps)
+	ps = slices.Compact(ps)
+	if ps == nil {
+		ps = []string{}
+	}
+	_, err := l.db.Exec(ctx, `
+		WITH s AS (
+			INSERT INTO sessions (campaign_id, id, started_at) VALUES ($1, $2, $3)
+			ON CONFLICT (campaign_id, id) DO UPDATE SET started_at = least(sessions.started_at, excluded.started_at)
+			RETURNING 1)
+		INSERT INTO session_presence (campaign_id, session_id, at, players) SELECT $1, $2, $3, $4 FROM s
+		ON CONFLICT (campaign_id, session_id, at) DO UPDATE SET players = excluded.players`,
+		l.campaign, sessionID, at.UTC(), ps)
+	if err != nil {
+		return fmt.Errorf("recording presence in session %q: %w", sessionID, err)
+	}
+	return nil
+}
+
+// Presence is one presence span's start: who was present from At on.
+type Presence struct {
+	SessionID string
+	At        time.Time
+	Players   []string
+}
+
+// Presence lists a session's presence rows in order (DM only: it says
+// who attended).
+func (c *Campaign) Presence(ctx context.Context, sessionID string) ([]Presence, error) {
+	if err := c.graph.dmOnly("reading who was present"); err != nil {
+		return nil, err
+	}
+	rows, err := c.db.Query(ctx, `SELECT session_id, at, players FROM session_presence
+		WHERE campaign_id = $1 AND session_id = $2 ORDER BY at`, c.id, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the presence of session %q: %w", sessionID, err)
+	}
+	var out []Presence
+	var p Presence
+	_, err = pgx.ForEachRow(rows, []any{&p.SessionID, &p.At, &p.Players}, func() error { out = append(out, p); return nil })
+	if err != nil {
+		return nil, fmt.Errorf("reading the presence of session %q: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+// ownKnowledge refuses to read another player's knowledge: the DM reads
+// anyone's, a player only their own (a handle bound with
+// memory.PlayerViewerOf), an NPC and "any player" no one's.
+func (c *Campaign) ownKnowledge(what, userID string) error {
+	if err := validUserID(userID); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if c.view.system() {
+		return nil
+	}
+	if c.view.v.Role == memory.RolePlayer && c.view.v.PlayerID != "" && c.view.v.PlayerID == userID {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: a player reads only their own (this handle reads as %s)", what, memory.ErrForbidden, c.view.v)
+}
+
+// AddGrant gives player userID a handout or whisper (text), or lets their
+// character know fact factID (DM only). sessionID, when not empty, is the
+// session it was given in.
+func (c *Campaign) AddGrant(ctx context.Context, userID, text string, factID int64, sessionID string) (Grant, error) {
+	if err := c.graph.dmOnly("granting a player knowledge"); err != nil {
+		return Grant{}, err
+	}
+	if err := validUserID(userID); err != nil {
+		return Grant{}, err
+	}
+	text = strings.TrimSpace(text)
+	switch {
+	case text == "" && factID == 0:
+		return Grant{}, fmt.Errorf("%w: a grant needs a text or a fact", memory.ErrInvalid)
+	case !utf8.ValidString(text) || strings.ContainsRune(text, 0):
+		return Grant{}, fmt.Errorf("%w: a grant's text must be valid UTF-8 without NUL bytes", memory.ErrInvalid)
+	case utf8.RuneCountInString(text) > maxGrantText:
+		return Grant{}, fmt.Errorf("%w: a grant's text is longer than %d characters", memory.ErrInvalid, maxGrantText)
+	case factID < 0:
+		return Grant{}, fmt.Errorf("%w: fact id %d", memory.ErrInvalid, factID)
+	}
+	g := Grant{UserID: userID, Text: text, FactID: factID, SessionID: sessionID}
+	var fact *int64
+	if factID != 0 {
+		fact = &factID
+		var ok bool
+		if err := c.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM relationships WHERE campaign_id = $1 AND id = $2
+			AND status = 'active')`, c.id, factID).Scan(&ok); err != nil {
+			return Grant{}, fmt.Errorf("granting fact %d: %w", factID, err)
+		}
+		if !ok {
+			return Grant{}, fmt.Errorf("granting fact %d: %w: no canon fact with that id", factID, memory.ErrNotFound)
+		}
+	}
+	err := c.db.QueryRow(ctx, `INSERT INTO player_grants (campaign_id, user_id, text, fact_id, session_id)
+		VALUES ($1, $2, $3, $4, $5) RETURNING id, granted_at`, c.id, userID, text, fact, sessionID).Scan(&g.ID, &g.At)
+	if err != nil {
+		return Grant{}, fmt.Errorf("granting %s knowledge: %w", userID, err)
+	}
+	return g, nil
+}
+
+// Grants lists what the DM granted player userID, oldest first, from since
+// on (zero: all). The DM reads anyone's, a player their own only.
+func (c *Campaign) Grants(ctx context.Context, userID string, since time.Time) ([]Grant, error) {
+	if err := c.ownKnowledge("reading a player's grants", userID); err != nil {
+		return nil, err
+	}
+	rows, err := c.db.Query(ctx, `
+		SELECT g.id, g.user_id, g.text, coalesce(g.fact_id, 0),
+		       coalesce(s.name || ' ' || r.rel_type || ' ' || t.name, ''), g.session_id, g.granted_at
+		FROM player_grants g
+		LEFT JOIN relationships r ON r.id = g.fact_id
+		LEFT JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
+		LEFT JOIN entities t ON t.campaign_id = r.campaign_id AND t.id = r.target_id
+		WHERE g.campaign_id = $1 AND g.user_id = $2 AND g.granted_at >= $3
+		ORDER BY g.granted_at, g.id`, c.id, userID, since)
+	if err != nil {
+		return nil, fmt.Errorf("reading the grants of %s: %w", userID, err)
+	}
+	var out []Grant
+	var g Grant
+	_, err = pgx.ForEachRow(rows, []any{&g.ID, &g.UserID, &g.Text, &g.FactID, &g.Fact, &g.SessionID, &g.At},
+		func() error { out = append(out, g); return nil })
+	if err != nil {
+		return nil, fmt.Errorf("reading the grants of %s: %w", userID, err)
+	}
+	return out, nil
+}
+
+// entryColumnsT is entryColumns of transcript_entries t.
+const entryColumnsT = `t.id, t.session_id, t.speaker_id, t.speaker_name, t.npc_id, t.text, t.raw_text, t.at, t.duration_ms,
+	coalesce(t.idempotency_key, ''), t.noncanon`
+
+// witnessedSQL is the predicate "transcript entry t was witnessed by player
+// $2": they said it, or the session's last presence row at or before it
+// lists them, unless its speaker is a player (one with a character) that
+// row leaves out: a player talking across a split party is heard at the
+// table, not in the scene.
+const witnessedSQL = `(t.speaker_id = $2 OR coalesce((
+	SELECT $2 = ANY(p.players) AND (t.speaker_id = ANY(p.players) OR NOT EXISTS (
+		SELECT 1 FROM player_characters pc WHERE pc.campaign_id = t.campaign_id AND pc.user_id = t.speaker_id))
+	FROM session_presence p
+	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
+	ORDER BY p.at DESC LIMIT 1), false))`
+
+// KnowledgeOf is what player userID's character knows from the sessions
+// played from session fromSession on (every session when empty): the
+// canon lines it witnessed, the canon facts revealed in its presence that
+// players may see, and the DM's grants from that session's start on. The
+// DM reads anyone's; a player only their own.
+func (c *Campaign) KnowledgeOf(ctx context.Context, userID, fromSession string) (Knowledge, error) {
+	k := Knowledge{UserID: userID}
+	if err := c.ownKnowledge("reading what a character knows", userID); err != nil {
+		return k, err
+	}
+	err := pgx.BeginFunc(ctx, c.db, func(tx pgx.Tx) error {
+		var since time.Time
+		if fromSession != "" {
+			if err := tx.QueryRow(ctx, `SELECT started_at FROM sessions WHERE campaign_id = $1 AND id = $2`,
+				c.id, fromSession).Scan(&since); err != nil {
+				if errors.Is(err, pgx.ErrNoRows) {
+					return fmt.Errorf("%w: no session %q", memory.ErrNotFound, fromSession)
+				}
+				return err
+			}
+		}
+		err := tx.QueryRow(ctx, `SELECT p.entity_id, e.name FROM player_characters p
+			JOIN entities e ON e.campaign_id = p.campaign_id AND e.id = p.entity_id
+			WHERE p.campaign_id = $1 AND p.user_id = $2`, c.id, userID).Scan(&k.Character.EntityID, &k.Character.Name)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		k.Character.UserID = userID
+		rows, err := tx.Query(ctx, `SELECT id FROM sessions WHERE campaign_id = $1 AND started_at >= $2
+			ORDER BY started_at, id`, c.id, since)
+		if err != nil {
+			return err
+		}
+		if k.Sessions, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT `+entryColumnsT+` FROM transcript_entries t
+			JOIN sessions s ON s.campaign_id = t.campaign_id AND s.id = t.session_id
+			WHERE t.campaign_id = $1 AND s.started_at >= $3 AND NOT t.noncanon AND `+witnessedSQL+`
+			ORDER BY s.started_at, t.session_id, t.at, t.id`, c.id, userID, since)
+		if err != nil {
+			return err
+		}
+		if k.Lines, err = pgx.CollectRows(rows, scanEntry); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM transcript_entries t
+			JOIN sessions s ON s.campaign_id = t.campaign_id AND s.id = t.session_id
+			WHERE t.campaign_id = $1 AND s.started_at >= $3 AND NOT t.noncanon AND NOT `+witnessedSQL,
+			c.id, userID, since).Scan(&k.Withheld); err != nil {
+			return err
+		}
+		// Facts: canon, visible to players, and revealed in the character's
+		// presence: a line they rest on was witnessed. A fact resting on no
+		// line (the DM's, an import's) is no revelation: the DM grants it.
+		rows, err = tx.Query(ctx, `
+			SELECT r.id, s.name, r.rel_type, t2.name, r.session_id, r.established_at
+			FROM relationships r
+			JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
+			JOIN entities t2 ON t2.campaign_id = r.campaign_id AND t2.id = r.target_id
+			WHERE r.campaign_id = $1 AND r.status = 'active'
+			  AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
+			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+			               JOIN sessions st ON st.campaign_id = t.campaign_id AND st.id = t.session_id
+			               WHERE fe.fact_id = r.id AND NOT t.noncanon AND st.started_at >= $3 AND `+witnessedSQL+`)
+			ORDER BY r.established_at, r.id`, c.id, userID, since)
+		if err != nil {
+			return err
+		}
+		var f KnownFact
+		if _, err := pgx.ForEachRow(rows, []any{&f.ID, &f.Source, &f.Rel, &f.Target, &f.SessionID, &f.At},
+			func() error { k.Facts = append(k.Facts, f); return nil }); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return k, fmt.Errorf("reading what %s's character knows: %w", userID, err)
+	}
+	if k.Grants, err = c.grantsFrom(ctx, userID, fromSession); err != nil {
+		return k, err
+	}
+	return k, nil
+}
+
+// grantsFrom lists the grants of userID from session fromSession's start
+// on (all when empty).
+func (c *Campaign) grantsFrom(ctx context.Context, userID, fromSession string) ([]Grant, error) {
+	var since time.Time
+	if fromSession != "" {
+		if err := c.db.QueryRow(ctx, `SELECT started_at FROM sessions WHERE campaign_id = $1 AND id = $2`,
+			c.id, fromSession).Scan(&since); err != nil {
+			return nil, fmt.Errorf("reading the grants of %s: %w", userID, err)
+		}
+	}
+	return c.Grants(ctx, userID, since)
+}
+
+// LastPresentSession is the last session (in the order played) in which
+// player userID was present at some time or spoke; "" when none. The DM
+// reads anyone's; a player only their own.
+func (c *Campaign) LastPresentSession(ctx context.Context, userID string) (string, error) {
+	if err := c.ownKnowledge("reading a player's last session", userID); err != nil {
+		return "", err
+	}
+	var id string
+	err := c.db.QueryRow(ctx, `SELECT s.id FROM sessions s WHERE s.campaign_id = $1 AND (
+			EXISTS (SELECT 1 FROM session_presence p WHERE p.campaign_id = $1 AND p.session_id = s.id AND $2 = ANY(p.players))
+			OR EXISTS (SELECT 1 FROM transcript_entries t WHERE t.campaign_id = $1 AND t.session_id = s.id AND t.speaker_id = $2))
+		ORDER BY s.started_at DESC, s.id DESC LIMIT 1`, c.id, userID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the last session of %s: %w", userID, err)
+	}
+	return id, nil
+}
+
+// forgetPlayerKnowledge removes what the store keeps about a player who
+// asked to be forgotten: their character, their grants and their name in
+// presence rows (run inside ForgetSpeaker's transaction).
+func forgetPlayerKnowledge(ctx context.Context, tx pgx.Tx, campaign, userID string) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM player_characters WHERE campaign_id = $1 AND user_id = $2`, campaign, userID); err != nil {
+		return fmt.Errorf("deleting the player's character: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM player_grants WHERE campaign_id = $1 AND user_id = $2`, campaign, userID); err != nil {
+		return fmt.Errorf("deleting the player's grants: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE session_presence SET players = array_remove(players, $2)
+		WHERE campaign_id = $1 AND $2 = ANY(players)`, campaign, userID); err != nil {
+		return fmt.Errorf("removing the player from presence: %w", err)
+	}
+	return nil
+}
+
+// SetPlayer records that userID plays entity entityID: the campaign
+// file's players key (a writer's path; the DM's is
+// Campaign.SetPlayerCharacter).
+func (l *SessionLog) SetPlayer(ctx context.Context, userID, entityID string) error {
+	if err := validUserID(userID); err != nil {
+		return err
+	}
+	tag, err := l.db.Exec(ctx, `INSERT INTO player_characters (campaign_id, user_id, entity_id)
+		SELECT $1, $2, id FROM entities WHERE campaign_id = $1 AND id = $3
+		ON CONFLICT (campaign_id, user_id) DO UPDATE SET entity_id = excluded.entity_id, updated_at = now()`,
+		l.campaign, userID, entityID)
+	if err != nil {
+		return fmt.Errorf("setting the character of %s: %w", userID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("setting the character of %s: %w: no entity %q", userID, memory.ErrNotFound, entityID)
+	}
+	return nil
+}
