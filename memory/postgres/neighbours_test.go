@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -47,6 +48,13 @@ func TestPrecedingChunks(t *testing.T) {
 		if fmt.Sprint(got) != tc.want {
 			t.Errorf("PrecedingChunks(%v) = %v, want %s", tc.ids, got, tc.want)
 		}
+	}
+	// A query that cannot reach the database fails whole, with no partial
+	// answer.
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	if got, err := x.PrecedingChunks(dead, []string{"s1-b"}); err == nil || got != nil {
+		t.Errorf("with the connection gone: got %v, %v; want an error and no map", got, err)
 	}
 	// Another campaign's chunks are not seen.
 	other := pgtest.Campaign(t, s, "other")
