@@ -53,3 +53,52 @@ func TestExchangeBonus(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeRepeat: a chunk that another result of the same session holds
+// whole, or that holds one whole, takes no place of its own; the earlier
+// place keeps the larger text.
+func TestMergeRepeat(t *testing.T) {
+	line := "Bram: Right, while we're in the Lantern Bridge I hide the copper dagger."
+	two := "Tess: That's a twelve.\n" + line
+	chunk := func(id, session, content string) memory.Chunk {
+		return memory.Chunk{ID: id, SessionID: session, Content: content}
+	}
+	tests := []struct {
+		name   string
+		chunks []memory.Chunk
+		want   string // the ids and contents' lengths of the merged list
+	}{
+		{"a shorter window after a longer one is dropped",
+			[]memory.Chunk{chunk("two", "s1", two), chunk("one", "s1", line)}, fmt.Sprintf("[two:%d]", len(two))},
+		{"a longer window after a shorter one takes its place",
+			[]memory.Chunk{chunk("one", "s1", line), chunk("x", "s1", "GM: Rain."), chunk("two", "s1", two)},
+			fmt.Sprintf("[two:%d x:9]", len(two))},
+		{"the same words in another session are another passage",
+			[]memory.Chunk{chunk("one", "s1", line), chunk("again", "s2", line)},
+			fmt.Sprintf("[one:%d again:%d]", len(line), len(line))},
+		{"overlapping windows that neither holds whole stay apart",
+			[]memory.Chunk{chunk("a", "s1", "A: x\nB: y"), chunk("b", "s1", "B: y\nC: z")}, "[a:9 b:9]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out []Result
+			for i, c := range tc.chunks {
+				if !mergeRepeat(out, c) {
+					out = append(out, chunkResult(postgres.ChunkHit{Chunk: c, Score: float64(len(tc.chunks) - i)}))
+				}
+			}
+			var got []string
+			for _, x := range out {
+				got = append(got, fmt.Sprintf("%s:%d", x.ID, len(x.Content)))
+			}
+			if fmt.Sprint(got) != tc.want {
+				t.Errorf("merged = %v, want %s", got, tc.want)
+			}
+			for i := 1; i < len(out); i++ {
+				if out[i].Score > out[i-1].Score {
+					t.Errorf("a merge changed the order of the scores: %v", out)
+				}
+			}
+		})
+	}
+}
