@@ -111,7 +111,8 @@ func corpora(t testing.TB) []corpus {
 		gen  func(uint64) (*campaignfile.File, []question)
 		held bool
 	}{{"chat", genChat, false}, {"names", genNames, false}, {"table", genTable, false},
-		{"keep", genKeep, true}, {"burg", genBurg, true}, {"heist", genHeist, true}} {
+		{"keep", genKeep, true}, {"burg", genBurg, true}, {"heist", genHeist, true},
+		{"tide", genTide, true}, {"hafen", genHafen, true}} {
 		file, qs := g.gen(evalSeed)
 		// Through YAML and Parse, so that a generated corpus is checked
 		// like a hand-written one.

@@ -1,0 +1,64 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+func TestPrecedingChunks(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "camp")
+	seedWorld(t, c)
+	x := c.Index()
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	who := func(ids ...string) []string { return ids }
+	check(t, x.IndexChunks(ctx, []memory.Chunk{
+		// Written out of order: the order is the session's time.
+		{ID: "s1-c", SessionID: "s1", Content: "third", SpeakerIDs: who("u1"), StartAt: at(20)},
+		{ID: "s1-a", SessionID: "s1", Content: "first", SpeakerIDs: who("u1", "u2"), StartAt: at(0)},
+		{ID: "s1-b", SessionID: "s1", Content: "second", SpeakerIDs: who("u2"), StartAt: at(10)},
+		// Same start: the id breaks the tie.
+		{ID: "s1-d", SessionID: "s1", Content: "fourth", SpeakerIDs: who("u2"), StartAt: at(20)},
+		// A long turn of u1, cut into three chunks: each part answers s1-d.
+		{ID: "s1-e", SessionID: "s1", Content: "a long turn", SpeakerIDs: who("u1"), StartAt: at(30)},
+		{ID: "s1-f", SessionID: "s1", Content: "a long turn, on", SpeakerIDs: who("u1"), StartAt: at(31)},
+		{ID: "s1-g", SessionID: "s1", Content: "a long turn, ending", SpeakerIDs: who("u1"), StartAt: at(32)},
+		// Another session starts again: its first chunk follows nothing.
+		{ID: "s2-a", SessionID: "s2", Content: "other session", SpeakerIDs: who("u1"), StartAt: at(15)},
+		{ID: "s2-b", SessionID: "s2", Content: "other session, later", SpeakerIDs: who("u2"), StartAt: at(30)},
+	}))
+	tests := []struct {
+		ids  []string
+		want string
+	}{
+		{[]string{"s1-a", "s1-b", "s1-c", "s1-d", "s2-a", "s2-b"}, "map[s1-b:s1-a s1-c:s1-b s1-d:s1-c s2-b:s2-a]"},
+		{[]string{"s1-e", "s1-f", "s1-g"}, "map[s1-e:s1-d s1-f:s1-d s1-g:s1-d]"},
+		{[]string{"s1-d", "missing"}, "map[s1-d:s1-c]"},
+		{nil, "map[]"},
+	}
+	for _, tc := range tests {
+		got := must[map[string]string](t)(x.PrecedingChunks(ctx, tc.ids))
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("PrecedingChunks(%v) = %v, want %s", tc.ids, got, tc.want)
+		}
+	}
+	// A query that cannot reach the database fails whole, with no partial
+	// answer.
+	dead, cancel := context.WithCancel(ctx)
+	cancel()
+	if got, err := x.PrecedingChunks(dead, []string{"s1-b"}); err == nil || got != nil {
+		t.Errorf("with the connection gone: got %v, %v; want an error and no map", got, err)
+	}
+	// Another campaign's chunks are not seen.
+	other := pgtest.Campaign(t, s, "other")
+	if got := must[map[string]string](t)(other.Index().PrecedingChunks(ctx, []string{"s1-b"})); len(got) != 0 {
+		t.Errorf("another campaign saw this one's chunks: %v", got)
+	}
+}
