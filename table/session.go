@@ -579,6 +579,9 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 			return
 		}
 		rec.took = s.cfg.Clock.Now().Sub(u.detected)
+		if s.cfg.OnRecorded != nil {
+			s.cfg.OnRecorded(e)
+		}
 		s.refineLater(refineJob{u: cu, res: res, key: e.IdempotencyKey, speaker: u.UserID})
 		s.mu.Lock()
 		s.recorded[u.UserID] = name

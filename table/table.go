@@ -191,6 +191,11 @@ type Config struct {
 	// OnLine receives a report of every line once the table is done with
 	// it (nil: none): the demo prints them, tests read them.
 	OnLine func(LineReport)
+	// OnRecorded receives each player line once it is recorded (in the
+	// session log, or in the outage spool during an outage), before any
+	// NPC speaks to it (nil: none): live continuity checks it. It runs on
+	// the line's recording and must return within microseconds.
+	OnRecorded func(memory.TranscriptEntry)
 	// OnAmend receives each recorded line the LLM name correction amended
 	// after the table answered it (nil: none; the log says it too).
 	OnAmend  func(Amendment)

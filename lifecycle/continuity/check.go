@@ -29,9 +29,10 @@ type Finding struct {
 	Claim string `json:"claim"`
 	// Canon is the fact it contradicts.
 	Canon Fact `json:"canon"`
-	// Subject is the entity the claim is about; Object the place (KindPlace)
-	// or the claimed holder (KindHolder). Rel is the relation the claim
-	// would be as a fact (LOCATED_AT, LIVES_IN, GAVE; empty for KindDead).
+	// Subject is the entity the claim is about (the claimed holder, for
+	// KindHolder); Object the place claimed (KindPlace) or the holder canon
+	// names (KindHolder). Rel is the relation the claim would be as a fact
+	// (LOCATED_AT, LIVES_IN, GAVE; empty for KindDead).
 	Subject string `json:"subject"`
 	Object  string `json:"object,omitempty"`
 	Rel     string `json:"rel,omitempty"`
@@ -371,7 +372,7 @@ func (c *Canon) itemAt(t []string, i int, who string) (Finding, bool) {
 		return Finding{}, false
 	}
 	return Finding{Kind: KindHolder, Claim: fmt.Sprintf("%s has %s", c.Name(who), h.item), Canon: h.fact,
-		Subject: who, Object: who, Rel: RelGave, Item: h.item}, true
+		Subject: who, Object: h.holder, Rel: RelGave, Item: h.item}, true
 }
 
 // isNounLike reports whether w may continue a noun phrase ("lantern
