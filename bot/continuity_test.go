@@ -33,9 +33,11 @@ func (v *cardVoice) Start(_ context.Context, req bot.StartRequest) error {
 	return nil
 }
 
-func (v *cardVoice) Status(string) (bot.SessionStatus, bool) { return bot.SessionStatus{SessionID: "s1"}, true }
-func (v *cardVoice) End(context.Context, string) error       { return nil }
-func (v *cardVoice) ContinuityCards() *continuity.Board      { return v.board }
+func (v *cardVoice) Status(string) (bot.SessionStatus, bool) {
+	return bot.SessionStatus{SessionID: "s1"}, true
+}
+func (v *cardVoice) End(context.Context, string) error  { return nil }
+func (v *cardVoice) ContinuityCards() *continuity.Board { return v.board }
 
 // raise checks a line of session s1 against canon and raises its cards.
 func (v *cardVoice) raise(t *testing.T, chk *continuity.Checker, speaker, text string, at time.Time) []continuity.Card {
