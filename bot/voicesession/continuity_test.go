@@ -39,7 +39,7 @@ func (v *pipeVoice) Close() error                 { return nil }
 type pipeLink struct{ v *pipeVoice }
 
 func (l pipeLink) Join(context.Context, string, string) (table.Voice, error) { return l.v, nil }
-func (l pipeLink) Leave(string) error                                         { return nil }
+func (l pipeLink) Leave(string) error                                        { return nil }
 
 const dmUserID = "200000000000000001"
 
