@@ -255,7 +255,7 @@ func (s *Server) remoteLive(ctx context.Context) (LiveStatus, liveFeed, error) {
 func (s *Server) livePage(w http.ResponseWriter, r *http.Request) {
 	st, feed := s.live(r.Context(), sessionOf(r.Context()).Campaign)
 	s.render(w, r, http.StatusOK, "live.html", page{Title: "Live", Nav: "live",
-		Data: map[string]any{"Status": st, "Feed": feed, "FreshSeconds": int(LiveFresh.Seconds())}})
+		Data: map[string]any{"Status": st, "Feed": feed, "FreshSeconds": int(LiveFresh.Seconds()), "Message": s.takeFlash(r)}})
 }
 
 // settleCard settles a continuity card held by this process (Keep canon or
