@@ -72,9 +72,13 @@ func (b *Bot) cardEmbed(c continuity.Card) *discordgo.MessageEmbed {
 	if u := b.lineURL(c); u != "" {
 		quote += fmt.Sprintf(" · [in the transcript](%s)", u)
 	}
+	desc := "A line at the table contradicts canon. **Keep canon** marks the line non-canon; **Retcon** makes its claim canon in place of the fact."
+	if c.Unsaid {
+		desc = "An NPC's reply contradicted what it knows of canon: that sentence was not said. **Keep canon** settles the card; **Retcon** makes its claim canon in place of the fact."
+	}
 	e := &discordgo.MessageEmbed{
 		Title:       truncate("⚠️ Continuity: "+c.Claim, 256),
-		Description: "A line at the table contradicts canon. **Keep canon** marks the line non-canon; **Retcon** makes its claim canon in place of the fact.",
+		Description: desc,
 		Color:       0xF0AD4E,
 		Fields: []*discordgo.MessageEmbedField{
 			{Name: "Canon", Value: canon},

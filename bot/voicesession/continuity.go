@@ -38,24 +38,41 @@ func (m *Manager) watchContinuity(ctx context.Context, req bot.StartRequest, cam
 	cctx, cancel := context.WithCancel(m.ctx)
 	m.bg.Add(1)
 	go func() { defer m.bg.Done(); chk.Run(cctx) }()
+	raise := func(f continuity.Finding, line continuity.Line) {
+		card := m.cfg.Cards.Add(continuity.Card{Campaign: req.Campaign, GuildID: req.GuildID, Finding: f, Line: line,
+			Raised: m.clk.Now()})
+		log.Info("a line contradicts canon: a card is raised for the DM", "card", card.ID, "kind", f.Kind,
+			"claim", f.Claim, "canon_fact", f.Canon.ID, "unsaid", card.Unsaid)
+		if req.Contradicted == nil {
+			return
+		}
+		m.bg.Add(1)
+		go func() {
+			defer m.bg.Done()
+			if req.Contradicted(card) {
+				m.cfg.Cards.Posted(card.ID, m.clk.Now())
+			}
+		}()
+	}
 	tcfg.OnRecorded = func(e memory.TranscriptEntry) {
 		for _, f := range chk.Check(e.SpeakerName, e.Text) {
-			card := m.cfg.Cards.Add(continuity.Card{Campaign: req.Campaign, GuildID: req.GuildID, Finding: f,
-				Line: continuity.Line{SessionID: e.SessionID, SpeakerID: e.SpeakerID, Speaker: e.SpeakerName, Text: e.Text,
-					At: e.At, Key: e.IdempotencyKey}, Raised: m.clk.Now()})
-			log.Info("a line contradicts canon: a card is raised for the DM", "card", card.ID, "kind", f.Kind,
-				"claim", f.Claim, "canon_fact", f.Canon.ID)
-			if req.Contradicted == nil {
-				continue
-			}
-			m.bg.Add(1)
-			go func() {
-				defer m.bg.Done()
-				if req.Contradicted(card) {
-					m.cfg.Cards.Posted(card.ID, m.clk.Now())
-				}
-			}()
+			raise(f, continuity.Line{SessionID: e.SessionID, SpeakerID: e.SpeakerID, Speaker: e.SpeakerName, Text: e.Text,
+				At: e.At, Key: e.IdempotencyKey})
 		}
+	}
+	sessionID := tcfg.SessionID
+	tcfg.CheckSentence = func(npcID, sentence string) string {
+		canon := chk.Canon()
+		fs := canon.CheckReply(npcID, sentence)
+		if len(fs) == 0 {
+			return ""
+		}
+		for _, f := range fs {
+			f.Unsaid = true
+			raise(f, continuity.Line{SessionID: sessionID, SpeakerID: npcID, Speaker: canon.Name(npcID), Text: sentence,
+				At: m.clk.Now().UTC()})
+		}
+		return fs[0].Claim + " (canon: " + fs[0].Canon.Text + ")"
 	}
 	return cancel
 }

@@ -187,6 +187,9 @@ func (b *Board) Settle(ctx context.Context, camp *access.Campaign, id string, re
 
 // settle does the settlement's writes.
 func settle(ctx context.Context, camp *access.Campaign, c Card, retcon bool, by string) (string, string, error) {
+	if !retcon && c.Unsaid {
+		return CardKept, "canon kept; the NPC's sentence was never said", nil
+	}
 	if !retcon {
 		n, err := camp.Sessions().MarkNonCanon(ctx, c.Line.SessionID, c.Line.At, c.Line.At)
 		if err != nil {

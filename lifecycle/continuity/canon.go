@@ -76,8 +76,18 @@ type Fact struct {
 	ID int64 `json:"id"`
 	// Text says it ("Grimjaw —LOCATED_AT→ Ironhold").
 	Text string `json:"text"`
-	// Secret facts are for the DM only.
-	Secret bool `json:"secret,omitempty"`
+	// Secret facts are for the DM only, and the NPCs KnownBy lists (and
+	// the fact's ends, Source and Target).
+	Secret  bool     `json:"secret,omitempty"`
+	Source  string   `json:"source,omitempty"`
+	Target  string   `json:"target,omitempty"`
+	KnownBy []string `json:"known_by,omitempty"`
+}
+
+// KnownTo reports whether NPC npcID may know the fact: it is not secret,
+// or the NPC is one of its ends or listed as knowing it.
+func (f Fact) KnownTo(npcID string) bool {
+	return !f.Secret || npcID == f.Source || npcID == f.Target || slices.Contains(f.KnownBy, npcID)
 }
 
 // place is where canon puts someone.
@@ -103,7 +113,8 @@ type name struct {
 // Canon is the campaign's canon as the checker reads it. It is immutable
 // once built: a Checker swaps in a new one when canon changes.
 type Canon struct {
-	names   []name // longest first
+	names   []name            // longest first
+	byFirst map[string][]name // by first word, longest first
 	ents    map[string]Entity
 	located map[string]place
 	lives   map[string]place
@@ -133,11 +144,16 @@ func NewCanon(ents []Entity, facts []memory.Relationship) *Canon {
 		}
 	}
 	slices.SortStableFunc(c.names, func(a, b name) int { return len(b.words) - len(a.words) })
+	c.byFirst = map[string][]name{}
+	for _, n := range c.names {
+		c.byFirst[n.words[0]] = append(c.byFirst[n.words[0]], n)
+	}
 	for _, f := range facts {
 		if f.Status != memory.StatusActive {
 			continue
 		}
-		cf := Fact{ID: f.ID, Text: c.factText(f), Secret: f.Attributes[memory.AttrSecret] == true}
+		cf := Fact{ID: f.ID, Text: c.factText(f), Secret: f.Attributes[memory.AttrSecret] == true, Source: f.SourceID,
+			Target: f.TargetID, KnownBy: knownBy(f.Attributes[memory.AttrKnownBy])}
 		order := [2]int64{f.Provenance.Timestamp.UnixNano(), f.ID}
 		switch t := strings.ToUpper(f.Type); {
 		case t == RelLocatedAt:
@@ -243,6 +259,25 @@ func (c *Canon) ancestor(id, up string) bool {
 		}
 	}
 	return false
+}
+
+// knownBy reads the known_by attribute (a list of NPC ids).
+func knownBy(v any) []string {
+	switch x := v.(type) {
+	case []string:
+		return x
+	case []any:
+		var out []string
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	case string:
+		return []string{x}
+	}
+	return nil
 }
 
 // hasAny reports whether s contains any of subs.

@@ -38,6 +38,8 @@ type Finding struct {
 	Rel     string `json:"rel,omitempty"`
 	// Item is the item's words (KindHolder).
 	Item string `json:"item,omitempty"`
+	// Unsaid: the sentence was an NPC's draft reply, and was not said.
+	Unsaid bool `json:"unsaid,omitempty"`
 }
 
 // hedges mark a sentence that does not state canon: hypotheses, beliefs,
@@ -219,7 +221,7 @@ func (c *Canon) mentions(t []string) []mention {
 	var out []mention
 	for i := 0; i < len(t); {
 		found := false
-		for _, n := range c.names {
+		for _, n := range c.byFirst[t[i]] {
 			if i+len(n.words) <= len(t) && slices.Equal(t[i:i+len(n.words)], n.words) {
 				out = append(out, mention{start: i, end: i + len(n.words), id: n.id})
 				i += len(n.words)
@@ -428,4 +430,17 @@ func itemWords(s string) []string {
 		w = w[1:]
 	}
 	return w
+}
+
+// CheckReply checks a sentence of NPC npcID's draft reply against what
+// the NPC may know of canon: the findings against a secret fact the NPC
+// is not told are left out (it cannot contradict what it does not know;
+// saying otherwise is its ignorance, or its lie). The NPC speaks of
+// itself as "I".
+func (c *Canon) CheckReply(npcID, sentence string) []Finding {
+	if c == nil {
+		return nil
+	}
+	fs := c.Check(c.Name(npcID), sentence)
+	return slices.DeleteFunc(fs, func(f Finding) bool { return !f.Canon.KnownTo(npcID) })
 }
