@@ -57,7 +57,7 @@ var hedges = map[string]bool{
 	"not": true, "never": true, "no": true, "nobody": true, "when": true, "until": true, "whispers": true,
 	"whispered": true, "insists": true, "swears": true, "swore": true, "pretends": true, "disguised": true,
 	"illusion": true, "fake": true, "forgery": true, "replica": true, "copy": true, "seems": true, "looks": true,
-	"ooc": true, "hypothetically": true, "story": true, "legend": true, "song": true,
+	"ooc": true, "hypothetically": true, "story": true, "legend": true, "song": true, "hear": true, "hears": true,
 }
 
 // deathTalk marks a sentence that speaks of a death: the dead one in it
