@@ -148,6 +148,18 @@ func TestContinuityCards(t *testing.T) {
 	if c, _ := v.board.Get(place.ID); c.Status != continuity.CardOpen {
 		t.Fatalf("after a player's press the card is %s", c.Status)
 	}
+	// Forged and malformed buttons: another guild, a bad action, missing
+	// parts, an unknown card.
+	for _, id := range []string{"cont:r:" + otherID + ":" + place.ID, "cont:r:999:" + place.ID, "cont:x:" + guildID + ":" + place.ID,
+		"cont:r:" + guildID, "cont:r:" + guildID + ":nosuchcard"} {
+		r := h.send(h.fake.DMButton(theDM, id))
+		if r.Data.Flags&discordgo.MessageFlagsEphemeral == 0 || strings.Contains(string(r.raw), "Settled") {
+			t.Errorf("button %q: %s", id, r.raw)
+		}
+	}
+	if c, _ := v.board.Get(place.ID); c.Status != continuity.CardOpen {
+		t.Fatalf("after forged presses the card is %s", c.Status)
+	}
 	located := func(target string) memory.FactStatus {
 		t.Helper()
 		facts, err := h.camp.Graph().Relationships(ctx, "grimjaw", memory.TraversalOpts{})

@@ -87,7 +87,13 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 		// they name their guild (see continuity.go).
 		if i.Type == discordgo.InteractionMessageComponent {
 			if rest, ok := strings.CutPrefix(i.MessageComponentData().CustomID, contPrefix+":"); ok {
-				if guild, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(rest, "k:"), "r:"), ":"); b.owns(ctx, guild) {
+				// Only a bound guild is claimed: a forged id names none.
+				guild, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(rest, "k:"), "r:"), ":")
+				if _, bound := b.guild(guild); !bound {
+					b.reply(i, true, "This button has expired.")
+					return
+				}
+				if b.owns(ctx, guild) {
 					b.continuityButton(ctx, i, rest)
 				}
 				return
