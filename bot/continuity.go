@@ -60,7 +60,7 @@ func (b *Bot) postCard(g Guild, card continuity.Card) bool {
 
 // cardEmbed shows a card: the claim, the canon fact, the quoted line.
 func (b *Bot) cardEmbed(c continuity.Card) *discordgo.MessageEmbed {
-	canon := fmt.Sprintf("%s", c.Canon.Text)
+	canon := c.Canon.Text
 	if c.Canon.ID != 0 {
 		canon = fmt.Sprintf("#%d  %s", c.Canon.ID, c.Canon.Text)
 	}
