@@ -39,7 +39,10 @@ type Config struct {
 	// ShardID and ShardCount split guilds across processes (Discord's
 	// gateway sharding); zero ShardCount means one shard.
 	ShardID, ShardCount int
-	Logger              *slog.Logger
+	// ConsoleURL is the web console's address (console.public_url), for
+	// links to a session's lines; empty: no links.
+	ConsoleURL string
+	Logger     *slog.Logger
 }
 
 // Deps are the bot's collaborators. Door is required; the others are

@@ -48,6 +48,12 @@ type harness struct {
 
 func newHarness(t *testing.T, deps bot.Deps) *harness {
 	t.Helper()
+	return newHarnessFor(t, deps, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}})
+}
+
+// newHarnessFor is newHarness with the guild bound as g.
+func newHarnessFor(t *testing.T, deps bot.Deps, g bot.Guild) *harness {
+	t.Helper()
 	store, _ := pgtest.NewStore(t, 16)
 	pgtest.Import(t, store, "../testdata/campaigns/ironhold-saga.yaml")
 	ctx := context.Background()
@@ -69,7 +75,7 @@ func newHarness(t *testing.T, deps bot.Deps) *harness {
 	door.Start(ctx)
 	t.Cleanup(func() { door.Close() })
 	deps.Door = door
-	b, err := bot.New(bot.Config{Guilds: []bot.Guild{{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}}},
+	b, err := bot.New(bot.Config{Guilds: []bot.Guild{g},
 		Logger: slog.New(slog.DiscardHandler)},
 		deps, bot.WithSession(sess))
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/lifecycle/continuity"
 )
 
 // GuildClaims decides which of the glyphoxa processes sharing a database
@@ -135,7 +137,8 @@ func (b *Bot) startVoice(ctx context.Context, g Guild, s ClaimedSession) error {
 	announce := func(msg string) { b.announce(s.TextChannelID, msg) }
 	err := b.deps.Voice.Start(ctx, StartRequest{GuildID: g.ID, VoiceChannelID: s.VoiceChannelID, TextChannelID: s.TextChannelID,
 		Campaign: g.Campaign, StartedBy: s.StartedBy, SessionID: s.SessionID, Controls: b.state.controlsFor(g.ID), Announce: announce,
-		Replied: func(r NPCReply) { b.postReply(s.TextChannelID, r) },
+		Replied:      func(r NPCReply) { b.postReply(s.TextChannelID, r) },
+		Contradicted: func(c continuity.Card) bool { return b.postCard(g, c) },
 		Ended: func(reason string) {
 			b.state.setSession(g.ID, false)
 			b.running(g.ID, nil)

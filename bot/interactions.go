@@ -83,6 +83,22 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 		}
 	}()
 	if i.GuildID == "" {
+		// A continuity card's buttons are pressed in a direct message:
+		// they name their guild (see continuity.go).
+		if i.Type == discordgo.InteractionMessageComponent {
+			if rest, ok := strings.CutPrefix(i.MessageComponentData().CustomID, contPrefix+":"); ok {
+				// Only a bound guild is claimed: a forged id names none.
+				guild, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(rest, "k:"), "r:"), ":")
+				if _, bound := b.guild(guild); !bound {
+					b.reply(i, true, "This button has expired.")
+					return
+				}
+				if b.owns(ctx, guild) {
+					b.continuityButton(ctx, i, rest)
+				}
+				return
+			}
+		}
 		b.reply(i, true, "glyphoxa works inside a server that runs a campaign.")
 		return
 	}
@@ -203,6 +219,8 @@ func (b *Bot) onComponent(ctx context.Context, i *discordgo.Interaction, g Guild
 		b.conflictButton(ctx, i, g, rest)
 	case "forgetme":
 		b.forgetMeButton(ctx, i, g, rest)
+	case contPrefix:
+		b.continuityButton(ctx, i, rest)
 	case undoPrefix:
 		if !isDM(g, i.Member) {
 			b.refuse(i, "Only the DM can withdraw an NPC's reply.")

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/lifecycle/continuity"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/table/live"
 )
@@ -108,6 +109,9 @@ type StartRequest struct {
 	// Replied posts an NPC reply in the session's text channel with the
 	// DM's Undo button (nil: none). It must not block for long.
 	Replied func(NPCReply)
+	// Contradicted posts a continuity card to the DM (nil: none) and
+	// reports whether it reached them. It may block while it posts.
+	Contradicted func(continuity.Card) bool
 	// Ended is called when the session ends by itself (its channel stayed
 	// empty, it ran too long, or the voice connection failed), with why.
 	Ended func(reason string)

@@ -581,6 +581,9 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 			return
 		}
 		rec.took = s.cfg.Clock.Now().Sub(u.detected)
+		if s.cfg.OnRecorded != nil {
+			s.cfg.OnRecorded(e)
+		}
 		s.refineLater(refineJob{u: cu, res: res, key: e.IdempotencyKey, speaker: u.UserID})
 		s.mu.Lock()
 		s.recorded[u.UserID] = name
@@ -917,6 +920,7 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	// recording failed, the turn stops and nothing is said.
 	var gate sync.Once
 	var recErr error
+	var unsaid atomic.Int32
 	res, err := s.agent.Turn(ctx, npc.TurnInput{NPCID: npcID, SessionID: s.id, SpeakerID: l.entry.SpeakerID,
 		SpeakerName: l.entry.SpeakerName, Text: l.text(), History: history, Live: true, Direction: l.direction,
 		Digest: digest, Said: said},
@@ -928,6 +932,15 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 			})
 			if recErr != nil {
 				return
+			}
+			// The draft's sentence is checked against canon before it is
+			// said (Config.CheckSentence): one that contradicts it is not.
+			if s.cfg.CheckSentence != nil {
+				if why := s.cfg.CheckSentence(npcID, sentence); why != "" {
+					unsaid.Add(1)
+					s.log.Info("a sentence of the NPC's reply contradicts canon: it is not said", "npc", npcID, "why", why)
+					return
+				}
 			}
 			select {
 			case sentences <- sentence:
@@ -972,7 +985,7 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 	switch {
 	case res.Fallback:
 		outcome = "fallback"
-	case len(heard) < len(res.Sentences):
+	case len(heard)+int(unsaid.Load()) < len(res.Sentences):
 		outcome = "interrupted"
 	}
 	s.mu.Lock()

@@ -191,6 +191,17 @@ type Config struct {
 	// OnLine receives a report of every line once the table is done with
 	// it (nil: none): the demo prints them, tests read them.
 	OnLine func(LineReport)
+	// OnRecorded receives each player line once it is recorded (in the
+	// session log, or in the outage spool during an outage), before any
+	// NPC speaks to it (nil: none): live continuity checks it. It runs on
+	// the line's recording and must return within microseconds.
+	OnRecorded func(memory.TranscriptEntry)
+	// CheckSentence checks each sentence of an NPC's draft reply before
+	// it is said (nil: none); a sentence for which it returns a reason
+	// (it contradicts what the NPC knows of canon) is not said, and the
+	// checker flags it to the DM. It runs on the turn and must return
+	// within microseconds. Speech-to-speech NPCs and Say are not checked.
+	CheckSentence func(npcID, sentence string) (why string)
 	// OnAmend receives each recorded line the LLM name correction amended
 	// after the table answered it (nil: none; the log says it too).
 	OnAmend  func(Amendment)

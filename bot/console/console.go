@@ -250,6 +250,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /ledger", s.need(anyone, s.ledgerPage))
 	m.HandleFunc("GET /live", s.need(dmOnly, s.livePage))
 	m.HandleFunc("GET /api/live", s.need(dmOnly, s.liveJSON))
+	m.HandleFunc("POST /live/card/{id}", s.need(dmOnly, s.settleCard))
 	m.HandleFunc("GET /export", s.need(dmOnly, s.exportBundle))
 	s.mux = m
 }

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/lifecycle/continuity"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
@@ -51,6 +53,9 @@ type LiveStatus struct {
 	// Source names the process that runs the table (set by the
 	// publisher, e.g. "glyphoxa serve on host-a (pid 812)").
 	Source string `json:"source,omitempty"`
+	// Cards are the continuity cards the table raised (lines that
+	// contradict canon), newest first: open ones wait for the DM.
+	Cards []continuity.Card `json:"cards"`
 }
 
 // Turn is one NPC turn and its latency per stage, each measured from the
@@ -204,6 +209,9 @@ func (s *Server) live(ctx context.Context, campaign string) (LiveStatus, liveFee
 	if st.Turns == nil {
 		st.Turns = []Turn{}
 	}
+	if st.Cards == nil {
+		st.Cards = []continuity.Card{}
+	}
 	for i := range st.Turns {
 		for j := range st.Turns[i].Stages {
 			st.Turns[i].Stages[j].MS = st.Turns[i].Stages[j].Latency.Milliseconds()
@@ -247,7 +255,35 @@ func (s *Server) remoteLive(ctx context.Context) (LiveStatus, liveFeed, error) {
 func (s *Server) livePage(w http.ResponseWriter, r *http.Request) {
 	st, feed := s.live(r.Context(), sessionOf(r.Context()).Campaign)
 	s.render(w, r, http.StatusOK, "live.html", page{Title: "Live", Nav: "live",
-		Data: map[string]any{"Status": st, "Feed": feed, "FreshSeconds": int(LiveFresh.Seconds())}})
+		Data: map[string]any{"Status": st, "Feed": feed, "FreshSeconds": int(LiveFresh.Seconds()), "Message": s.takeFlash(r)}})
+}
+
+// settleCard settles a continuity card held by this process (Keep canon or
+// Retcon, see continuity.Board.Settle).
+func (s *Server) settleCard(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	action := r.PostFormValue("action")
+	if action != "keep" && action != "retcon" {
+		s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown choice %q: keep or retcon.", action))
+		return
+	}
+	cards, ok := s.cfg.Live.(bot.ContinuityCards)
+	if !ok {
+		s.back(w, r, "/live", "⚠ This console runs no table: settle the card from Discord or the console of the process that runs the table.")
+		return
+	}
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	c, err := cards.ContinuityCards().Settle(ctx, camp, r.PathValue("id"), action == "retcon", sessionOf(ctx).UserID)
+	if err != nil {
+		s.back(w, r, "/live", "⚠ "+flashErr(err))
+		return
+	}
+	s.log.Info("continuity card settled", "card", c.ID, "status", c.Status, "by", sessionOf(ctx).UserID)
+	s.back(w, r, "/live", fmt.Sprintf("Card settled (%s): %s.", c.Status, c.Note))
 }
 
 func (s *Server) liveJSON(w http.ResponseWriter, r *http.Request) {

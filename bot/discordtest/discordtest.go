@@ -247,6 +247,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			cmd.ID, cmd.ApplicationID, cmd.GuildID = s.NewID(), parts[1], parts[3]
 		}
 		json.NewEncoder(w).Encode(cmds)
+	case r.Method == http.MethodPost && path == "/users/@me/channels":
+		// A direct message channel with a user: its id is DMChannel's.
+		var req struct {
+			RecipientID string `json:"recipient_id"`
+		}
+		json.Unmarshal(body, &req)
+		json.NewEncoder(w).Encode(map[string]any{"id": DMChannel(req.RecipientID), "type": 1,
+			"recipients": []map[string]any{{"id": req.RecipientID}}})
 	case r.Method == http.MethodPost && len(parts) == 4 && parts[0] == "interactions" && parts[3] == "callback":
 		w.WriteHeader(http.StatusNoContent)
 	case parts[0] == "webhooks":
@@ -275,6 +283,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.record(c)
 }
+
+// DMChannel is the id of the fake's direct message channel with a user.
+func DMChannel(userID string) string { return "dm" + userID }
 
 // apiPath strips /api and an optional /vN version from a REST path.
 func apiPath(p string) string {

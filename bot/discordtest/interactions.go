@@ -109,6 +109,17 @@ func (s *Server) Button(guild, channel string, m Member, customID string) Intera
 	return s.interaction(3, guild, channel, m, map[string]any{"custom_id": customID, "component_type": 2}, msg)
 }
 
+// DMButton builds a button press on a message the bot sent to userID in a
+// direct message: the interaction has no guild and names a user, not a
+// member.
+func (s *Server) DMButton(m Member, customID string) Interaction {
+	i := s.Button("", DMChannel(m.UserID), m, customID)
+	delete(i.Payload, "guild_id")
+	delete(i.Payload, "member")
+	i.Payload["user"] = m.json()["user"]
+	return i
+}
+
 // ModalSubmit builds the submission of a modal with text input values.
 func (s *Server) ModalSubmit(guild, channel string, m Member, customID string, values map[string]string) Interaction {
 	var rows []map[string]any

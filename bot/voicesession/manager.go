@@ -14,6 +14,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/lifecycle/continuity"
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
@@ -50,8 +51,13 @@ type Config struct {
 	// process has its session handed over (Release) rather than ended.
 	// An error (the database cannot tell) ends it as without Confirm.
 	Confirm func(ctx context.Context, guildID string) (bool, error)
-	Logger  *slog.Logger
-	Clock   clock.Clock
+	// Continuity checks each line against canon and raises a card for
+	// the DM on a contradiction (see lifecycle/continuity); Cards holds
+	// them (New makes one when nil).
+	Continuity bool
+	Cards      *continuity.Board
+	Logger     *slog.Logger
+	Clock      clock.Clock
 }
 
 // Manager runs the voice sessions of every guild. It implements
@@ -73,6 +79,8 @@ type Manager struct {
 type running struct {
 	req bot.StartRequest
 	s   *table.Session
+	// stopCheck stops the session's continuity loop.
+	stopCheck func()
 }
 
 var _ bot.VoiceSessions = (*Manager)(nil)
@@ -92,6 +100,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.UserName == nil {
 		cfg.UserName = func(_, userID string) string { return userID }
+	}
+	if cfg.Cards == nil {
+		cfg.Cards = continuity.NewBoard()
 	}
 	m := &Manager{cfg: cfg, log: cfg.Logger, clk: clock.OrReal(cfg.Clock), sessions: map[string]*running{}}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -168,15 +179,17 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, err
 			req.Replied(bot.NPCReply{ID: r.ID, NPCName: r.NPCName, Text: r.Text, Voiced: r.Voiced})
 		}
 	}
+	stopCheck := m.watchContinuity(ctx, req, camp, &tcfg, tcfg.Logger)
 	s, err := table.Open(ctx, tcfg)
 	if err != nil {
+		stopCheck()
 		if lerr := m.leave(req.GuildID); lerr != nil {
 			m.log.Warn("leaving the voice channel after a failed start", "err", lerr)
 		}
 		_ = v.Close()
 		return nil, fmt.Errorf("starting the session of campaign %q: %w", req.Campaign, err)
 	}
-	return &running{req: req, s: s}, nil
+	return &running{req: req, s: s, stopCheck: stopCheck}, nil
 }
 
 // End flushes the session's transcript, leaves the channel and starts the
@@ -198,6 +211,7 @@ func (m *Manager) end(ctx context.Context, guildID, reason string) error {
 	m.mu.Unlock()
 
 	err := r.s.End(ctx)
+	r.stopCheck()
 	if lerr := m.leave(guildID); lerr != nil {
 		err = errors.Join(err, fmt.Errorf("leaving the voice channel: %w", lerr))
 	}
@@ -245,6 +259,7 @@ func (m *Manager) Release(ctx context.Context, guildID string) error {
 	m.mu.Unlock()
 
 	err := r.s.Release(ctx)
+	r.stopCheck()
 	if d, ok := m.cfg.Link.(dropper); ok {
 		d.Drop(guildID)
 	}
@@ -326,7 +341,9 @@ func (m *Manager) Live(campaign string) console.LiveStatus {
 	if r == nil {
 		return console.LiveStatus{}
 	}
-	return LiveOf(r.s, func(u string) string { return m.cfg.UserName(r.req.GuildID, u) })
+	st := LiveOf(r.s, func(u string) string { return m.cfg.UserName(r.req.GuildID, u) })
+	st.Cards = m.cfg.Cards.List(campaign)
+	return st
 }
 
 // LiveOf is the console's view of a running table session: who is

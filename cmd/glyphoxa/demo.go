@@ -19,8 +19,10 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/voicesession"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/lifecycle/continuity"
 	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/retrieve"
@@ -166,6 +168,17 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		}
 		printEvent(e, ev)
 	}
+	// Live continuity: each line is checked against canon; a card goes to
+	// the terminal (the demo's DM) and the console's Live page.
+	cards := continuity.NewBoard()
+	if cfg.Lifecycle.Continuity {
+		stopCheck, hook := demoContinuity(ctx, dm, camp.ID(), cards, func(c continuity.Card) {
+			printf(e.stderr, "glyphoxa demo: ⚠️ continuity card %s: %s (%s said %q; canon: %s)\n", c.ID, c.Claim, c.Line.Speaker,
+				c.Line.Text, c.Canon.Text)
+		}, log)
+		defer stopCheck()
+		opts.OnRecorded = hook
+	}
 	// The table shows on the Live page of a console on the same database.
 	var running atomic.Pointer[table.Session]
 	opts.OnOpen = running.Store
@@ -178,7 +191,9 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		if s == nil {
 			return console.LiveStatus{}
 		}
-		return voicesession.LiveOf(s, func(id string) string { return cmp.Or(names[id], id) })
+		st := voicesession.LiveOf(s, func(id string) string { return cmp.Or(names[id], id) })
+		st.Cards = cards.List(camp.ID())
+		return st
 	}), lease.NewOwner(), "demo", log)
 	res, err := scene.Play(ctx, sc, opts)
 	stopLive()
@@ -450,4 +465,30 @@ func entityName(ctx context.Context, g *postgres.Graph, id string) string {
 		return e.Name
 	}
 	return id
+}
+
+// demoContinuity checks the demo's lines against the campaign's canon
+// (lifecycle/continuity): it returns the table's OnRecorded hook, which
+// puts each card on cards and calls raised, and the function that stops
+// the canon refresh loop and waits for it.
+func demoContinuity(ctx context.Context, camp *access.Campaign, campaignID string, cards *continuity.Board,
+	raised func(continuity.Card), log *slog.Logger) (stop func(), hook func(memory.TranscriptEntry)) {
+	chk, err := continuity.New(continuity.Config{Source: continuity.CampaignSource(camp), Logger: log})
+	if err != nil {
+		log.Warn("live continuity is off", "err", err)
+		return func() {}, nil
+	}
+	if _, err := chk.Refresh(ctx); err != nil {
+		log.Warn("canon could not be read; lines are checked once it can", "err", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); chk.Run(cctx) }()
+	hook = func(e memory.TranscriptEntry) {
+		for _, f := range chk.Check(e.SpeakerName, e.Text) {
+			raised(cards.Add(continuity.Card{Campaign: campaignID, Finding: f, Line: continuity.Line{SessionID: e.SessionID,
+				SpeakerID: e.SpeakerID, Speaker: e.SpeakerName, Text: e.Text, At: e.At, Key: e.IdempotencyKey}, Raised: time.Now()}))
+		}
+	}
+	return func() { cancel(); <-done }, hook
 }

@@ -110,7 +110,8 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	} else {
 		logger.Warn("no LLM configured (providers.llm). " + npc.OfflineBehaviour)
 	}
-	bcfg := bot.Config{Token: cfg.Discord.Token, ShardID: cfg.Discord.ShardID, ShardCount: cfg.Discord.ShardCount, Logger: logger}
+	bcfg := bot.Config{Token: cfg.Discord.Token, ShardID: cfg.Discord.ShardID, ShardCount: cfg.Discord.ShardCount,
+		ConsoleURL: cfg.Console.PublicURL, Logger: logger}
 	var bound []string
 	for _, g := range cfg.Discord.Guilds {
 		bcfg.Guilds = append(bcfg.Guilds, bot.Guild{ID: g.GuildID, Campaign: g.Campaign, TextChannelID: g.TextChannelID,

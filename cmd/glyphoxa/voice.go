@@ -181,7 +181,8 @@ func voiceManager(door *access.Door, cfg config.Config, p table.Providers, sess 
 	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: log, NewE2EE: dave.NewE2EE(log),
 		Backoff: conn.Backoff{Initial: rc.Initial.Std(), Max: rc.Max.Std(), Attempts: rc.Attempts}})
 	return voicesession.New(voicesession.Config{Door: door, Link: link, Providers: p, Settings: tableSettings(cfg),
-		UserName: memberName(sess), Observer: observer, Owns: owns, Confirm: confirm, Logger: log})
+		UserName: memberName(sess), Observer: observer, Owns: owns, Confirm: confirm, Continuity: cfg.Lifecycle.Continuity,
+		Logger: log})
 }
 
 // memberName is a guild member's display name, from discordgo's state.

@@ -16,6 +16,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/witness"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/live"
@@ -50,6 +51,10 @@ type Options struct {
 	// OnOpen, if set, receives the table session once it is open (the
 	// demo shows it on the console's Live page); it must not block.
 	OnOpen func(*table.Session)
+	// OnRecorded, if set, receives each player line once it is recorded
+	// (table.Config.OnRecorded: the demo checks it for continuity); it
+	// must return at once.
+	OnRecorded func(memory.TranscriptEntry)
 	// LineTimeout bounds, in real time, the wait for the table to finish
 	// one line (default 3 min).
 	LineTimeout time.Duration
@@ -209,7 +214,7 @@ func Play(ctx context.Context, f *File, o Options) (Result, error) {
 			}
 			return id
 		},
-		OnLine: func(r table.LineReport) { reports <- r }})
+		OnLine: func(r table.LineReport) { reports <- r }, OnRecorded: o.OnRecorded})
 	if err != nil {
 		return res, err
 	}

@@ -28,6 +28,8 @@
       fetch("/api/live", { credentials: "same-origin" }).then(function (r) { return r.ok ? r.json() : null; }).then(function (j) {
         if (!j) return;
         var s = j.status, f = j.feed;
+        // A new continuity card (or one settled elsewhere): show it.
+        if (s.cards && String(s.cards.length) !== live.dataset.cards) { location.reload(); return; }
         text("live-feed", f.connected ? "Live feed: " + f.source + "." +
           (f.problem ? " The live feed of other processes cannot be read: " + f.problem : "") :
           f.problem ? "The live feed cannot be read: " + f.problem :

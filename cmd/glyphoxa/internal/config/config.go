@@ -165,6 +165,10 @@ type Lifecycle struct {
 	// since the last refresh (defaults 3m and 12 lines).
 	DigestEvery Duration `yaml:"digest_every"`
 	DigestLines int      `yaml:"digest_lines"`
+	// Continuity checks each line said at the table against canon and
+	// sends the DM a card when one contradicts it (default true; see
+	// README, "Live continuity").
+	Continuity bool `yaml:"continuity"`
 }
 
 // Reconnect configures reconnect backoff.
@@ -322,7 +326,7 @@ func Default() Config {
 			SpoolDir: "spool", SpoolMaxBytes: 64 << 20, ShutdownTimeout: Duration(20 * time.Second),
 			DrainTimeout: Duration(30 * time.Second), LeaseTime: Duration(15 * time.Second),
 			Reconnect:   Reconnect{Initial: Duration(time.Second), Max: Duration(30 * time.Second), Attempts: 10},
-			DigestEvery: Duration(3 * time.Minute), DigestLines: 12},
+			DigestEvery: Duration(3 * time.Minute), DigestLines: 12, Continuity: true},
 		Voice: Voice{EndOfTurn: Duration(600 * time.Millisecond), MaxUtterance: Duration(30 * time.Second),
 			BargeIn: Duration(250 * time.Millisecond), MergeWait: Duration(2 * time.Second)},
 		Providers: Providers{

@@ -1,0 +1,78 @@
+package voicesession
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/glyphoxa/glyphoxa/bot"
+	"github.com/glyphoxa/glyphoxa/lifecycle/continuity"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
+	"github.com/glyphoxa/glyphoxa/table"
+)
+
+var _ bot.ContinuityCards = (*Manager)(nil)
+
+// ContinuityCards is the board of the continuity cards the sessions of
+// this process raised: the bot settles them, the console shows them.
+func (m *Manager) ContinuityCards() *continuity.Board { return m.cfg.Cards }
+
+// watchContinuity checks each line of the session against canon (see
+// lifecycle/continuity) when Config.Continuity is on: canon is loaded
+// once now and refreshed from the change log by a loop that stop ends.
+// A contradiction makes a card on the board, posted to the DM by
+// req.Contradicted.
+func (m *Manager) watchContinuity(ctx context.Context, req bot.StartRequest, camp *access.Campaign, tcfg *table.Config, log *slog.Logger) (stop func()) {
+	if !m.cfg.Continuity {
+		return func() {}
+	}
+	log = log.With("subsystem", "continuity")
+	chk, err := continuity.New(continuity.Config{Source: continuity.CampaignSource(camp), Clock: m.cfg.Clock, Logger: log})
+	if err != nil {
+		log.Warn("live continuity is off for this session", "err", err)
+		return func() {}
+	}
+	if _, err := chk.Refresh(ctx); err != nil {
+		log.Warn("canon could not be read at the start of the session; lines are checked once it can", "err", err)
+	}
+	cctx, cancel := context.WithCancel(m.ctx)
+	m.bg.Add(1)
+	go func() { defer m.bg.Done(); chk.Run(cctx) }()
+	raise := func(f continuity.Finding, line continuity.Line) {
+		card := m.cfg.Cards.Add(continuity.Card{Campaign: req.Campaign, GuildID: req.GuildID, Finding: f, Line: line,
+			Raised: m.clk.Now()})
+		log.Info("a line contradicts canon: a card is raised for the DM", "card", card.ID, "kind", f.Kind,
+			"claim", f.Claim, "canon_fact", f.Canon.ID, "unsaid", card.Unsaid)
+		if req.Contradicted == nil {
+			return
+		}
+		m.bg.Add(1)
+		go func() {
+			defer m.bg.Done()
+			if req.Contradicted(card) {
+				m.cfg.Cards.Posted(card.ID, m.clk.Now())
+			}
+		}()
+	}
+	tcfg.OnRecorded = func(e memory.TranscriptEntry) {
+		for _, f := range chk.Check(e.SpeakerName, e.Text) {
+			raise(f, continuity.Line{SessionID: e.SessionID, SpeakerID: e.SpeakerID, Speaker: e.SpeakerName, Text: e.Text,
+				At: e.At, Key: e.IdempotencyKey})
+		}
+	}
+	sessionID := tcfg.SessionID
+	tcfg.CheckSentence = func(npcID, sentence string) string {
+		canon := chk.Canon()
+		fs := canon.CheckReply(npcID, sentence)
+		if len(fs) == 0 {
+			return ""
+		}
+		for _, f := range fs {
+			f.Unsaid = true
+			raise(f, continuity.Line{SessionID: sessionID, SpeakerID: npcID, Speaker: canon.Name(npcID), Text: sentence,
+				At: m.clk.Now().UTC()})
+		}
+		return fs[0].Claim + " (canon: " + fs[0].Canon.Text + ")"
+	}
+	return cancel
+}
