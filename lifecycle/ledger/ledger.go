@@ -300,7 +300,7 @@ func (f finder) addressee(i int, me string) string {
 	text := f.lines[i].Text
 	best, at := "", len(text)+1
 	for _, p := range f.people {
-		if p.Name == me {
+		if p.Name == me || !p.speaksTo() {
 			continue
 		}
 		for _, n := range append([]string{p.Name, first(p.Name)}, p.Aliases...) {
@@ -345,12 +345,19 @@ func wordIndex(text, name string) int {
 
 func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' }
 
-// first is the first word of a name, lower-cased.
+// first is the first word of a name, lower-cased; "" when it is an
+// article or the like ("The Rusty Tankard" is no "the").
 func first(name string) string {
-	if f := strings.Fields(strings.ToLower(name)); len(f) > 0 {
+	if f := strings.Fields(strings.ToLower(name)); len(f) > 0 && !fillers[f[0]] {
 		return f[0]
 	}
 	return ""
+}
+
+// speaksTo reports whether someone can be "you" at the table: a player
+// or an NPC (a person of unknown type too), never a place or a thing.
+func (p Person) speaksTo() bool {
+	return p.Type == "" || p.Type == memory.EntityNPC || p.Type == memory.EntityPlayer
 }
 
 // nothing reports whether what is owed is nothing at all.

@@ -136,3 +136,78 @@ func TestLedgerAfterTheSession(t *testing.T) {
 		t.Errorf("Grimjaw's hot context does not hold the debt owed him:\n%s", after.Text)
 	}
 }
+
+// TestDifferentDebtsStored: two different debts between the same two are
+// two facts of the graph, and a debt restated in a later session is the
+// same fact quoting its restatement (migration 0025's entry key).
+func TestDifferentDebtsStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	start := time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC)
+	run := func(sid string, at time.Time, texts ...[2]string) {
+		t.Helper()
+		if err := camp.Sessions().StartSession(ctx, sid, at); err != nil {
+			t.Fatal(err)
+		}
+		var lines []memory.TranscriptEntry
+		for i, x := range texts {
+			l := memory.TranscriptEntry{SessionID: sid, SpeakerID: strings.ToLower(x[0]), SpeakerName: x[0], Text: x[1],
+				At: at.Add(time.Duration(i) * time.Minute), IdempotencyKey: sid + "-" + string(rune('a'+i))}
+			if x[0] == "Grimjaw" {
+				l.NPCID = "grimjaw"
+			}
+			lines = append(lines, l)
+		}
+		if _, err := camp.Sessions().WriteEntries(ctx, lines); err != nil {
+			t.Fatal(err)
+		}
+		if err := camp.Sessions().EndSession(ctx, sid, at.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
+			Extractor: ledger.Extractor{Ledger: camp.Graph()}, Progress: postsession.NewStoredProgress(camp.Processing()),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := p.Run(ctx, sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Pending == 0 {
+			t.Fatalf("%s: %+v; want entries waiting for review", sid, rep)
+		}
+	}
+	run("s-one", start,
+		[2]string{"Grimjaw", "Thorin, you owe me ten gold for the edge on your axe."},
+		[2]string{"Thorin", "Aye."},
+		[2]string{"Grimjaw", "And you also owe me a favour for keeping quiet about the mine."})
+	later := start.Add(7 * 24 * time.Hour)
+	run("s-two", later, [2]string{"Thorin", "Grimjaw, I know I owe you ten gold for the axe."})
+	items, err := ledger.List(ctx, camp.Graph())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var debts []ledger.Item
+	for _, it := range items {
+		if it.Kind == ledger.Debt && it.From == "Thorin" && it.To == "Grimjaw" {
+			debts = append(debts, it)
+		}
+	}
+	if len(debts) != 2 {
+		t.Fatalf("Thorin's debts to Grimjaw: %+v; want two (the gold and the favour)", debts)
+	}
+	for _, d := range debts {
+		switch {
+		case strings.Contains(d.What, "ten gold"):
+			if !strings.Contains(d.Quote, "I know I owe you ten gold") || !d.SaidAt.Equal(later) {
+				t.Errorf("the gold, restated in a later session: %+v; want it quoting the restatement at %s", d, later)
+			}
+		case strings.Contains(d.What, "favour"):
+		default:
+			t.Errorf("a debt of %q; want the gold or the favour", d.What)
+		}
+	}
+}
