@@ -245,6 +245,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /npc/{id}/ask", s.need(dmOnly, s.askAs))
 	m.HandleFunc("GET /sessions", s.need(anyone, s.sessionList))
 	m.HandleFunc("GET /sessions/{id}", s.need(anyone, s.sessionPage))
+	m.HandleFunc("GET /recap", s.need(anyone, s.campaignRecap))
 	m.HandleFunc("GET /ledger", s.need(anyone, s.ledgerPage))
 	m.HandleFunc("GET /live", s.need(dmOnly, s.livePage))
 	m.HandleFunc("GET /api/live", s.need(dmOnly, s.liveJSON))
