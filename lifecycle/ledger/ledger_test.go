@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -209,5 +210,61 @@ func TestDifferentDebtsStored(t *testing.T) {
 		default:
 			t.Errorf("a debt of %q; want the gold or the favour", d.What)
 		}
+	}
+}
+
+// TestNPCKnowsItsLedger: an NPC knows, in its hot context, the confirmed
+// entries about it: a debt owed it, and for an item it handed on who
+// holds it now; never an entry waiting for review (neither the debt nor
+// a handover that would move the item), and never a secret entry about
+// others.
+func TestNPCKnowsItsLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	g := camp.Graph()
+	at := time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC)
+	write := func(src, dst, rel, what string, conf float64, i int, extra map[string]any) int64 {
+		t.Helper()
+		said := at.Add(time.Duration(i) * time.Minute)
+		attrs := map[string]any{"what": what, "evidence": "take " + what, "said_at": said.Format(time.RFC3339)}
+		maps.Copy(attrs, extra)
+		f, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: src, TargetID: dst, Type: rel, Attributes: attrs,
+			Provenance: memory.Provenance{SessionID: "s1", Timestamp: said, Confidence: conf, Source: memory.SourceStated}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.ID
+	}
+	write("grimjaw", "thorin", ledger.RelGave, "a lantern", 0.9, 0, nil)
+	write("thorin", "lyra", ledger.RelGave, "the lantern", 0.9, 1, nil)
+	onward := write("lyra", "kael", ledger.RelGave, "my lantern", ledger.RulesConfidence, 2, nil)
+	debt := write("thorin", "grimjaw", ledger.RelOwes, "ten gold for the axe", ledger.RulesConfidence, 3, nil)
+	write("vexa", "lyra", ledger.RelOwes, "the cult's ledger key", 0.9, 4, map[string]any{memory.AttrSecret: true})
+	know := func() string {
+		t.Helper()
+		npc := pgtest.Open(t, store, camp.ID(), memory.NPCViewer("grimjaw"))
+		hc, err := hotctx.New(npc, hotctx.Config{}).Assemble(ctx, "grimjaw", "s-later", 4000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hc.Text
+	}
+	text := know()
+	if !strings.Contains(text, "Grimjaw GAVE Thorin") || !strings.Contains(text, "now_with: Lyra") {
+		t.Errorf("Grimjaw does not know the lantern he gave Thorin is now with Lyra:\n%s", text)
+	}
+	if strings.Contains(text, "Kael") || strings.Contains(text, "OWES") || strings.Contains(text, "ledger key") {
+		t.Errorf("Grimjaw knows an entry waiting for review or a secret of others:\n%s", text)
+	}
+	for _, id := range []int64{onward, debt} {
+		if _, err := g.ConfirmFact(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text = know()
+	if !strings.Contains(text, "now_with: Kael") || !strings.Contains(text, "Thorin OWES Grimjaw") || !strings.Contains(text, "ten gold for the axe") {
+		t.Errorf("after the DM confirmed them, Grimjaw does not know the lantern is with Kael or the debt owed him:\n%s", text)
 	}
 }
