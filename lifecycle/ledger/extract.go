@@ -106,6 +106,12 @@ func (x Extractor) Extract(ctx context.Context, known []memory.Entity, entries [
 	for _, r := range out.Relationships {
 		k := KindOf(r.Type)
 		if k == "" {
+			if _, ok := r.Attributes[AttrEntry]; ok {
+				// Only the ledger keys facts apart: a model's "entry" on
+				// another fact would split it from its own restatements.
+				r.Attributes = maps.Clone(r.Attributes)
+				delete(r.Attributes, AttrEntry)
+			}
 			kept = append(kept, r)
 			continue
 		}

@@ -158,3 +158,33 @@ func TestDifferentDebts(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryKeyIsTheLedgers: the model cannot key facts apart itself: an
+// "entry" it puts on another fact is dropped, and on a ledger entry it is
+// replaced by the ledger's own key.
+func TestEntryKeyIsTheLedgers(t *testing.T) {
+	known := []memory.Entity{{ID: "thorin", Name: "Thorin", Type: memory.EntityPlayer}, {ID: "brannoc", Name: "Brannoc", Type: memory.EntityNPC}}
+	model := fixed{Relationships: []postsession.ExtractedRelationship{
+		{Source: "Thorin", Target: "Brannoc", Type: "KNOWS", Confidence: 0.9, Basis: "stated", Evidence: "Thorin, old friend.",
+			Attributes: map[string]any{ledger.AttrEntry: "x1"}},
+		{Source: "Thorin", Target: "Brannoc", Type: ledger.RelOwes, Confidence: 0.9, Basis: "stated", Evidence: "you owe me three ales",
+			Attributes: map[string]any{"what": "three ales", ledger.AttrEntry: "x2"}},
+	}}
+	x, err := ledger.Extractor{Next: model}.Extract(context.Background(), known, transcript([]line{
+		{"Brannoc", "Thorin, old friend. You owe me three ales."}}, "Brannoc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range x.Relationships {
+		got, has := r.Attributes[ledger.AttrEntry]
+		switch {
+		case r.Type == "KNOWS" && has:
+			t.Errorf("KNOWS keeps the model's entry %v", got)
+		case r.Type == ledger.RelOwes && got != ledger.EntryKey("three ales"):
+			t.Errorf("the debt's entry is %v; want the ledger's %q", got, ledger.EntryKey("three ales"))
+		}
+	}
+	if model.Relationships[0].Attributes[ledger.AttrEntry] != "x1" {
+		t.Error("the model's answer was changed in place")
+	}
+}
