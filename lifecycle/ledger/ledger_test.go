@@ -268,3 +268,51 @@ func TestNPCKnowsItsLedger(t *testing.T) {
 		t.Errorf("after the DM confirmed them, Grimjaw does not know the lantern is with Kael or the debt owed him:\n%s", text)
 	}
 }
+
+// TestEditedEntryStaysItself: the DM's correction of a ledger entry (the
+// review's Edit: who, relation, to whom) keeps what it is about, its quote
+// and its key, so it neither loses its what nor merges into another debt
+// between the same two.
+func TestEditedEntryStaysItself(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	g := camp.Graph()
+	at := time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC)
+	write := func(src, what string) int64 {
+		t.Helper()
+		f, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: src, TargetID: "grimjaw", Type: ledger.RelOwes,
+			Attributes: map[string]any{"what": what, "evidence": "Grimjaw: you owe me " + what, "said_at": at.Format(time.RFC3339),
+				ledger.AttrEntry: ledger.EntryKey(what)},
+			Provenance: memory.Provenance{SessionID: "s1", Timestamp: at, Confidence: ledger.RulesConfidence, Source: memory.SourceStated}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.ID
+	}
+	write("thorin", "ten gold for the axe")
+	favour := write("kael", "a favour for the guards")
+	// The DM corrects who owes the favour: Thorin, who owes the gold too.
+	if _, err := g.ReplaceFact(ctx, favour, memory.Relationship{SourceID: "thorin", TargetID: "grimjaw", Type: ledger.RelOwes,
+		Attributes: map[string]any{"edited_by": "dm"}}); err != nil {
+		t.Fatal(err)
+	}
+	items, err := ledger.List(ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whats []string
+	for _, it := range items {
+		if it.From == "Thorin" && it.To == "Grimjaw" && it.Kind == ledger.Debt {
+			whats = append(whats, it.What)
+			if it.Quote == "" {
+				t.Errorf("the debt %q lost its quote", it.What)
+			}
+		}
+	}
+	slices.Sort(whats)
+	if !slices.Equal(whats, []string{"a favour for the guards", "ten gold for the axe"}) {
+		t.Fatalf("Thorin's debts to Grimjaw after the edit: %q; want the gold and the favour apart", whats)
+	}
+}
