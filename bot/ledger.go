@@ -8,7 +8,6 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
-	"github.com/glyphoxa/glyphoxa/memory"
 )
 
 // maxLedgerShown bounds the entries /ledger lists (the newest).
@@ -65,24 +64,7 @@ func ledgerText(items []ledger.Item, who string, dm bool) string {
 	}
 	out.WriteString("\n")
 	for _, it := range items {
-		verb := map[ledger.Kind]string{ledger.Promise: "promised", ledger.Debt: "owes", ledger.Handover: "gave"}[it.Kind]
-		fmt.Fprintf(&out, "• %s %s %s: %s", it.From, verb, it.To, it.What)
-		if it.Due != "" {
-			fmt.Fprintf(&out, " (due %s)", it.Due)
-		}
-		if it.NowWith != "" {
-			fmt.Fprintf(&out, " (now with %s)", it.NowWith)
-		}
-		if it.Quote != "" {
-			fmt.Fprintf(&out, " — “%s”", it.Quote)
-		}
-		if !it.SaidAt.IsZero() {
-			fmt.Fprintf(&out, " <t:%d:f>", it.SaidAt.Unix())
-		}
-		if it.Status == memory.StatusPending {
-			fmt.Fprintf(&out, " *(waiting for your review: fact #%d)*", it.FactID)
-		}
-		out.WriteString("\n")
+		out.WriteString(it.Text(true) + "\n")
 	}
 	return out.String()
 }

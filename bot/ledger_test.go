@@ -96,3 +96,47 @@ func TestLedgerForgetsAForgottenPlayer(t *testing.T) {
 		t.Fatalf("another player's ledger still quotes the forgotten line: %s", l)
 	}
 }
+
+// TestLedgerKeepsSecrets: a player's /ledger shows neither a secret entry
+// (even asked for by name) nor, on a confirmed handover, where a pending
+// or secret handover would have moved the item; the DM's shows both.
+func TestLedgerKeepsSecrets(t *testing.T) {
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	at := time.Date(2026, 4, 2, 19, 5, 0, 0, time.UTC)
+	write := func(src, dst, rel, what string, i int, conf float64, secret bool) {
+		t.Helper()
+		said := at.Add(time.Duration(i) * time.Minute)
+		attrs := map[string]any{"what": what, "evidence": "Grimjaw: " + what, "said_at": said.Format(time.RFC3339)}
+		if secret {
+			attrs[memory.AttrSecret] = true
+		}
+		if _, err := h.camp.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: src, TargetID: dst, Type: rel, Attributes: attrs,
+			Provenance: memory.Provenance{SessionID: "s1", Timestamp: said, Confidence: conf, Source: memory.SourceStated}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("vexa", "grimjaw", ledger.RelOwes, "the cult's blood money", 0, 0.95, true)
+	write("grimjaw", "brannoc", ledger.RelGave, "a hammer", 1, 0.95, false)
+	write("brannoc", "elara", ledger.RelGave, "the hammer", 2, ledger.RulesConfidence, false)
+	write("grimjaw", "thorin", ledger.RelGave, "a silver key", 3, 0.95, false)
+	write("thorin", "vexa", ledger.RelGave, "the silver key", 4, 0.95, true)
+	run := func(who discordtest.Member, opts ...discordtest.Opt) string {
+		t.Helper()
+		i := h.fake.Command(guildID, channelID, who, "ledger", opts...)
+		h.send(i)
+		content, _ := h.original(i)["content"].(string)
+		return content
+	}
+	dm := run(theDM)
+	if !strings.Contains(dm, "blood money") || !strings.Contains(dm, "a hammer (now with Elara") || !strings.Contains(dm, "a silver key (now with Vexa") {
+		t.Fatalf("the DM's ledger: %s", dm)
+	}
+	for _, opts := range [][]discordtest.Opt{nil, {discordtest.Str("who", "Vexa Thorn")}} {
+		p := run(player, opts...)
+		if strings.Contains(p, "blood money") || strings.Contains(p, "now with") || strings.Contains(p, "Vexa") && opts == nil ||
+			!strings.Contains(p, "a hammer") && opts == nil {
+			t.Errorf("a player's ledger (%v) shows a secret or where an unconfirmed handover moved an item: %s", opts, p)
+		}
+	}
+}

@@ -165,28 +165,14 @@ func (b *Bot) recapSessions(ctx context.Context, camp *memaccess.Campaign, scope
 	}
 }
 
-// inWorldOrder orders the sessions of a campaign recap (given in the
-// order they were played) by their in-world dates in the campaign's
-// calendar (see calendar.Calendar.Order: an undated session follows the
-// one played before it), and writes each date in the calendar's form.
+// inWorldOrder orders the sessions of a campaign recap by their in-world
+// dates (recap.InWorldOrder, the one ordering of every campaign recap).
 func inWorldOrder(ctx context.Context, camp *memaccess.Campaign, played []memory.Session) ([]memory.Session, error) {
 	cal, _, err := camp.Sessions().Calendar(ctx)
 	if err != nil {
 		return nil, err
 	}
-	dates := make([]string, len(played))
-	for i, s := range played {
-		dates[i] = s.GameDate
-	}
-	out := make([]memory.Session, 0, len(played))
-	for _, i := range cal.Order(dates) {
-		s := played[i]
-		if d, err := cal.Parse(s.GameDate); err == nil {
-			s.GameDate = cal.Format(d)
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return recap.InWorldOrder(cal, played), nil
 }
 
 // recapInput gathers one session's lines and facts. A player-safe recap is

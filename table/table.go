@@ -13,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
+	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
 	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
@@ -527,8 +528,14 @@ func postProcessor(camp *access.Campaign, p Providers, log *slog.Logger) session
 		log.Error("fact extraction is not available", "err", err)
 		return chunkOnly{l2: l2, log: log}
 	}
+	x := p.Extractor
+	if lx, ok := x.(ledger.Extractor); ok && lx.Ledger == nil {
+		// A promise or debt restated from an earlier session is that entry.
+		lx.Ledger = camp.Graph()
+		x = lx
+	}
 	pp, err := postsession.New(postsession.Config{L2: l2, Transcript: camp.Sessions(), Graph: camp.Graph(),
-		Extractor: p.Extractor, Progress: postsession.NewStoredProgress(proc), Logger: log})
+		Extractor: x, Progress: postsession.NewStoredProgress(proc), Logger: log})
 	if err != nil {
 		log.Error("fact extraction is not available", "err", err)
 		return chunkOnly{l2: l2, log: log}

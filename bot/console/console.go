@@ -247,6 +247,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /players/{user}", s.need(anyone, s.playerPage))
 	m.HandleFunc("GET /sessions", s.need(anyone, s.sessionList))
 	m.HandleFunc("GET /sessions/{id}", s.need(anyone, s.sessionPage))
+	m.HandleFunc("GET /recap", s.need(anyone, s.campaignRecap))
 	m.HandleFunc("GET /ledger", s.need(anyone, s.ledgerPage))
 	m.HandleFunc("GET /live", s.need(dmOnly, s.livePage))
 	m.HandleFunc("GET /api/live", s.need(dmOnly, s.liveJSON))

@@ -30,7 +30,8 @@
 //     editable persona and an "ask as this NPC" box.
 //   - Sessions: a speaker-coloured timeline per session, raw next to
 //     corrected text, search, and a recap whose sentences link to the lines
-//     they cite.
+//     they cite; the campaign recap (GET /recap) tells the sessions in the
+//     order of their in-world dates (bot/recap.InWorldOrder).
 //   - Live: who is speaking, NPC turns with latency per stage, memory health
 //     and spool size, from a [LiveSource] or, for a table in another
 //     process on the same database, from its [LivePublisher]; without

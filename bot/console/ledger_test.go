@@ -96,3 +96,40 @@ func TestLedgerPage(t *testing.T) {
 		t.Error("a player does not see the debt the DM confirmed")
 	}
 }
+
+// TestLedgerPageKeepsSecrets: a player's Ledger page shows no secret entry
+// and no "now with" from a pending handover; the DM's shows both.
+func TestLedgerPageKeepsSecrets(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 19, 30, 0, 0, time.UTC)
+	for i, x := range []struct {
+		from, to, rel, what string
+		conf                float64
+		secret              bool
+	}{
+		{"vexa", "grimjaw", ledger.RelOwes, "the cult's blood money", 0.95, true},
+		{"grimjaw", "thorin", ledger.RelGave, "a lantern", 0.95, false},
+		{"thorin", "lyra", ledger.RelGave, "the lantern", ledger.RulesConfidence, false},
+	} {
+		said := at.Add(time.Duration(i) * time.Minute)
+		attrs := map[string]any{"what": x.what, "evidence": "Grimjaw: " + x.what, "said_at": said.Format(time.RFC3339)}
+		if x.secret {
+			attrs[memory.AttrSecret] = true
+		}
+		if _, err := f.camp.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: x.from, TargetID: x.to, Type: x.rel, Attributes: attrs,
+			Provenance: memory.Provenance{SessionID: "s1", Timestamp: said, Confidence: x.conf, Source: memory.SourceStated}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dm := f.signInLink(t)
+	if _, page := dm.get("/ledger"); !strings.Contains(page, "blood money") || !strings.Contains(page, "now with Lyra") {
+		t.Fatalf("the DM's ledger lacks the secret debt or where the lantern went: %.3000s", page)
+	}
+	pl, _, _ := f.signInDiscord(t, player)
+	_, page := pl.get("/ledger")
+	if !strings.Contains(page, "a lantern") || strings.Contains(page, "blood money") || strings.Contains(page, "now with") {
+		t.Fatalf("a player's ledger shows a secret or a pending handover's move: %.3000s", page)
+	}
+}

@@ -118,25 +118,7 @@ func (s *Server) sessionPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	cited := map[int64]bool{}
-	var sentences []sentenceView
-	at := map[int64]string{}
-	for _, e := range entries {
-		at[e.ID] = e.At.UTC().Format("15:04:05")
-	}
-	for _, st := range rc.Sentences {
-		sv := sentenceView{Text: st.Text}
-		for _, l := range st.Lines {
-			if _, ok := pageOf[l]; !ok {
-				continue // a line the reader may not see
-			}
-			cited[l] = true
-			sv.Lines = append(sv.Lines, citation{ID: l, At: at[l], Page: pageOf[l]})
-		}
-		if len(sv.Lines) > 0 {
-			sentences = append(sentences, sv)
-		}
-	}
+	sentences, cited := citedSentences(rc, entries, pageOf)
 	var shown []lineView
 	for _, e := range entries[min(pg*linesPerPage, len(entries)):min((pg+1)*linesPerPage, len(entries))] {
 		shown = append(shown, lineView{TranscriptEntry: e, Cited: cited[e.ID]})
@@ -216,4 +198,29 @@ func (s *Server) recap(ctx context.Context, camp *access.Campaign, sessionID str
 		s.recaps.put(key, rc)
 	}
 	return rc, err
+}
+
+// citedSentences are a recap's sentences with the lines each cites (its
+// time and page of the session), leaving out lines the reader may not see
+// (not among entries) and a sentence that cites none; cited marks them.
+func citedSentences(rc recap.Recap, entries []memory.TranscriptEntry, pageOf map[int64]int) (sentences []sentenceView, cited map[int64]bool) {
+	cited = map[int64]bool{}
+	at := map[int64]string{}
+	for _, e := range entries {
+		at[e.ID] = e.At.UTC().Format("15:04:05")
+	}
+	for _, st := range rc.Sentences {
+		sv := sentenceView{Text: st.Text}
+		for _, l := range st.Lines {
+			if _, ok := pageOf[l]; !ok {
+				continue // a line the reader may not see
+			}
+			cited[l] = true
+			sv.Lines = append(sv.Lines, citation{ID: l, At: at[l], Page: pageOf[l]})
+		}
+		if len(sv.Lines) > 0 {
+			sentences = append(sentences, sv)
+		}
+	}
+	return sentences, cited
 }

@@ -330,7 +330,54 @@ func demoMemory(ctx context.Context, e *env, camp *postgres.Campaign, cfg config
 	for _, s := range rc.Sentences {
 		printf(e.stdout, "  %s  (lines %v)\n", s.Text, s.Lines)
 	}
+	step("recap of the campaign, its sessions in in-world order")
+	if err := demoCampaignRecap(ctx, e, camp, w); err != nil {
+		return err
+	}
 	step("done. `glyphoxa inspect --campaign %s` shows the whole memory; `glyphoxa ask --campaign %s \"…\"` asks it.", camp.ID(), camp.ID())
+	return nil
+}
+
+// demoCampaignRecap prints the campaign's recap: each session with lines
+// in the order of their in-world dates (recap.InWorldOrder, the ordering
+// of every campaign recap), a few sentences each.
+func demoCampaignRecap(ctx context.Context, e *env, camp *postgres.Campaign, w recap.Writer) error {
+	all, err := camp.Sessions().Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	cal, _, err := camp.Sessions().Calendar(ctx)
+	if err != nil {
+		return err
+	}
+	var played []memory.Session
+	for _, s := range all {
+		if s.Entries > 0 {
+			played = append(played, s)
+		}
+	}
+	for _, s := range recap.InWorldOrder(cal, played) {
+		when := s.StartedAt.UTC().Format("2006-01-02")
+		if s.GameDate != "" {
+			when = s.GameDate + ", played " + when
+		}
+		printf(e.stdout, "  session %s (%s)\n", s.ID, when)
+		es, err := camp.Sessions().Entries(ctx, s.ID)
+		if err != nil {
+			return err
+		}
+		in := recap.Input{Sentences: 3}
+		for _, x := range es {
+			in.Lines = append(in.Lines, recap.Line{ID: x.ID, SessionID: x.SessionID, At: x.At, Speaker: x.SpeakerName, NPC: x.NPCID != "", Text: x.Text})
+		}
+		rc, err := w.Write(ctx, in)
+		if err != nil {
+			return err
+		}
+		for _, st := range rc.Sentences {
+			printf(e.stdout, "    %s\n", st.Text)
+		}
+	}
 	return nil
 }
 

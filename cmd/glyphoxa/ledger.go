@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"text/tabwriter"
 
 	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -58,25 +56,8 @@ func cmdLedger(ctx context.Context, e *env, args []string) error {
 		printf(e.stdout, "no promises, debts or handovers in campaign %q yet (they are found when a session is processed: glyphoxa process --campaign %s)\n", *campaign, *campaign)
 		return nil
 	}
-	w := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "when\tkind\twho\tto whom\twhat\tdue\treview\n")
 	for _, it := range items {
-		when := "?"
-		if !it.SaidAt.IsZero() {
-			when = it.SaidAt.UTC().Format("2006-01-02 15:04")
-		}
-		review := "canon"
-		if it.Status == memory.StatusPending {
-			review = fmt.Sprintf("waiting (fact #%d)", it.FactID)
-		}
-		what := it.What
-		if it.NowWith != "" {
-			what += " (now with " + it.NowWith + ")"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", when, it.Kind, it.From, it.To, what, it.Due, review)
-		if it.Quote != "" {
-			fmt.Fprintf(w, "\t\t\t\t“%s”\t\t\n", it.Quote)
-		}
+		printf(e.stdout, "%s\n", it.Text(false))
 	}
-	return w.Flush()
+	return nil
 }

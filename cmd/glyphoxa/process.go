@@ -119,7 +119,7 @@ func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Camp
 	}
 	progress := postsession.NewStoredProgress(camp.Processing())
 	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
-		Extractor: ledger.Extractor{Next: postsession.NewOpenAIExtractor(client, client.Model())},
+		Extractor: ledger.Extractor{Next: postsession.NewOpenAIExtractor(client, client.Model()), Ledger: camp.Graph()},
 		Progress:  progress, Logger: log, OnStep: onStep})
 	if err != nil {
 		return nil, nil, fmt.Errorf("fact extraction of campaign %q: %w", camp.ID(), err)

@@ -97,13 +97,13 @@ var notItems = map[string]bool{
 
 var (
 	// A promise: "I promise/swear/vow (you) (that) …" about what will be.
-	rePromise = regexp.MustCompile(`(?i)\b(?:i|we)\s+(?:promise|swear|vow|give you my word)\b(?:\s+(?:to\s+)?you)?,?\s*(?:that\s+)?([^.!?]*)`)
+	rePromise = regexp.MustCompile(`(?i)\b(?:i|we)\s+(?:also\s+)?(?:promise|swear|vow|give you my word)\b(?:\s+(?:to\s+)?you)?,?\s*(?:that\s+)?([^.!?]*)`)
 	// "You have my word": the promise is the sentence before it.
 	reWord     = regexp.MustCompile(`(?i)\byou have my word\b`)
 	rePayBack  = regexp.MustCompile(`(?i)\b(?:i|we)(?:'ll|\s+will|\s+shall)\s+(pay\s+you\s+back[^.!?]*)`)
 	future     = regexp.MustCompile(`(?i)(?:\b(?:will|shall|gonna|going to)\b|'ll\b|^to\s)`)
-	reYouOweMe = regexp.MustCompile(`(?i)\byou\s+owe\s+me\s+([^.!?]*)`)
-	reIOweYou  = regexp.MustCompile(`(?i)\bi\s+owe\s+you\s+([^.!?]*)`)
+	reYouOweMe = regexp.MustCompile(`(?i)\byou\s+(?:also\s+)?owe\s+me\s+([^.!?]*)`)
+	reIOweYou  = regexp.MustCompile(`(?i)\bi\s+(?:also\s+)?owe\s+you\s+([^.!?]*)`)
 	// "<name> owes me/you/<name> …": the names are checked after.
 	reOwes = regexp.MustCompile(`\b` + name + `\s+owes\s+(me|you|` + name[1:len(name)-1] + `)\s+([^.!?]*)`)
 	// "take this hammer", "have my spare dagger", "here, you take the lantern".
@@ -147,13 +147,32 @@ func item(phrase string) []string {
 // nobody in people (the DM's narration) count only in the third person
 // ("Elara gives Lyra a key"). A line that is not about the future ("I
 // swear, that wasn't me") promises nothing.
+//
+// A retraction ("no wait", "scratch that", "actually he didn't", "Thorin
+// never gave…", the DM's "retcon:") takes back what it refers to: the
+// entries of the lines just before it whose what it names (else those of
+// the nearest line before it), and what its own line said before it.
 func Find(lines []memory.TranscriptEntry, people []Person) []Entry {
-	f := finder{lines: lines, people: people}
-	var out []Entry
-	for i, l := range lines {
-		out = append(out, f.line(i, l)...)
-	}
+	out, _ := find(lines, people)
 	return out
+}
+
+// find is Find, also returning the entries that retractions took back.
+func find(lines []memory.TranscriptEntry, people []Person) (kept, taken []Entry) {
+	f := finder{lines: lines, people: people}
+	for i, l := range lines {
+		if k := retraction(l.Text); k >= 0 {
+			var t []Entry
+			kept, t = retract(kept, i, l.Text)
+			taken = append(taken, t...)
+			before := l
+			before.Text = l.Text[:k]
+			taken = append(taken, f.line(i, before)...)
+			l.Text = l.Text[k:]
+		}
+		kept = append(kept, f.line(i, l)...)
+	}
+	return kept, taken
 }
 
 type finder struct {
@@ -281,7 +300,7 @@ func (f finder) addressee(i int, me string) string {
 	text := f.lines[i].Text
 	best, at := "", len(text)+1
 	for _, p := range f.people {
-		if p.Name == me {
+		if p.Name == me || !p.speaksTo() {
 			continue
 		}
 		for _, n := range append([]string{p.Name, first(p.Name)}, p.Aliases...) {
@@ -326,12 +345,19 @@ func wordIndex(text, name string) int {
 
 func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' }
 
-// first is the first word of a name, lower-cased.
+// first is the first word of a name, lower-cased; "" when it is an
+// article or the like ("The Rusty Tankard" is no "the").
 func first(name string) string {
-	if f := strings.Fields(strings.ToLower(name)); len(f) > 0 {
+	if f := strings.Fields(strings.ToLower(name)); len(f) > 0 && !fillers[f[0]] {
 		return f[0]
 	}
 	return ""
+}
+
+// speaksTo reports whether someone can be "you" at the table: a player
+// or an NPC (a person of unknown type too), never a place or a thing.
+func (p Person) speaksTo() bool {
+	return p.Type == "" || p.Type == memory.EntityNPC || p.Type == memory.EntityPlayer
 }
 
 // nothing reports whether what is owed is nothing at all.
@@ -369,14 +395,70 @@ func Similar(a, b string) bool {
 	}
 	in := map[string]bool{}
 	for _, w := range words(a) {
-		if !fillers[w] {
+		if !fillers[w] && !notReferring[w] {
 			in[strings.TrimSuffix(w, "'s")] = true
 		}
 	}
 	for _, w := range words(b) {
-		if !fillers[w] && in[strings.TrimSuffix(w, "'s")] {
+		if !fillers[w] && !notReferring[w] && in[strings.TrimSuffix(w, "'s")] {
 			return true
 		}
 	}
 	return false
+}
+
+// numbers are the words that give an amount ("fifty gold", "a dozen arrows").
+var numbers = map[string]bool{
+	"one": true, "two": true, "three": true, "four": true, "five": true, "six": true, "seven": true, "eight": true,
+	"nine": true, "ten": true, "eleven": true, "twelve": true, "dozen": true, "fifteen": true, "twenty": true,
+	"thirty": true, "forty": true, "fifty": true, "sixty": true, "seventy": true, "eighty": true, "ninety": true,
+	"hundred": true, "thousand": true,
+}
+
+// amounts are the words of what that give an amount.
+func amounts(what string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(what), func(r rune) bool { return !isWord(r) }) {
+		if numbers[w] || strings.IndexFunc(w, func(r rune) bool { return !unicode.IsDigit(r) }) < 0 {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+// Same reports whether two whats are the same promise, debt or item: they
+// are [Similar] and do not name different amounts ("fifty gold for the map"
+// and "fifty gold" are; "five gold" and "ten gold" are two debts).
+func Same(a, b string) bool {
+	if !Similar(a, b) {
+		return false
+	}
+	x, y := amounts(a), amounts(b)
+	if len(x) == 0 || len(y) == 0 {
+		return true
+	}
+	for w := range x {
+		if y[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// EntryKey is the key a new entry is stored under, so that different
+// promises, debts or handovers between the same two are facts of their
+// own: the words of its what that are no filler, lower-cased, at most
+// four ("fifty gold for the map" is "fifty gold map"). A restatement is
+// stored under the key of the entry it restates, whatever its words.
+func EntryKey(what string) string {
+	var words []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(what), func(r rune) bool { return !isWord(r) }) {
+		if w = strings.TrimSuffix(w, "'s"); !fillers[w] && w != "" {
+			words = append(words, w)
+		}
+		if len(words) == 4 {
+			break
+		}
+	}
+	return strings.Join(words, " ")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -134,5 +135,184 @@ func TestLedgerAfterTheSession(t *testing.T) {
 	}
 	if !strings.Contains(after.Text, "Thorin OWES Grimjaw") || !strings.Contains(after.Text, "ten gold") {
 		t.Errorf("Grimjaw's hot context does not hold the debt owed him:\n%s", after.Text)
+	}
+}
+
+// TestDifferentDebtsStored: two different debts between the same two are
+// two facts of the graph, and a debt restated in a later session is the
+// same fact quoting its restatement (migration 0025's entry key).
+func TestDifferentDebtsStored(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	start := time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC)
+	run := func(sid string, at time.Time, texts ...[2]string) {
+		t.Helper()
+		if err := camp.Sessions().StartSession(ctx, sid, at); err != nil {
+			t.Fatal(err)
+		}
+		var lines []memory.TranscriptEntry
+		for i, x := range texts {
+			l := memory.TranscriptEntry{SessionID: sid, SpeakerID: strings.ToLower(x[0]), SpeakerName: x[0], Text: x[1],
+				At: at.Add(time.Duration(i) * time.Minute), IdempotencyKey: sid + "-" + string(rune('a'+i))}
+			if x[0] == "Grimjaw" {
+				l.NPCID = "grimjaw"
+			}
+			lines = append(lines, l)
+		}
+		if _, err := camp.Sessions().WriteEntries(ctx, lines); err != nil {
+			t.Fatal(err)
+		}
+		if err := camp.Sessions().EndSession(ctx, sid, at.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
+			Extractor: ledger.Extractor{Ledger: camp.Graph()}, Progress: postsession.NewStoredProgress(camp.Processing()),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := p.Run(ctx, sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Pending == 0 {
+			t.Fatalf("%s: %+v; want entries waiting for review", sid, rep)
+		}
+	}
+	run("s-one", start,
+		[2]string{"Grimjaw", "Thorin, you owe me ten gold for the edge on your axe."},
+		[2]string{"Thorin", "Aye."},
+		[2]string{"Grimjaw", "And you also owe me a favour for keeping quiet about the mine."})
+	later := start.Add(7 * 24 * time.Hour)
+	run("s-two", later, [2]string{"Thorin", "Grimjaw, I know I owe you ten gold for the axe."})
+	items, err := ledger.List(ctx, camp.Graph())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var debts []ledger.Item
+	for _, it := range items {
+		if it.Kind == ledger.Debt && it.From == "Thorin" && it.To == "Grimjaw" {
+			debts = append(debts, it)
+		}
+	}
+	if len(debts) != 2 {
+		t.Fatalf("Thorin's debts to Grimjaw: %+v; want two (the gold and the favour)", debts)
+	}
+	for _, d := range debts {
+		switch {
+		case strings.Contains(d.What, "ten gold"):
+			if !strings.Contains(d.Quote, "I know I owe you ten gold") || !d.SaidAt.Equal(later) {
+				t.Errorf("the gold, restated in a later session: %+v; want it quoting the restatement at %s", d, later)
+			}
+		case strings.Contains(d.What, "favour"):
+		default:
+			t.Errorf("a debt of %q; want the gold or the favour", d.What)
+		}
+	}
+}
+
+// TestNPCKnowsItsLedger: an NPC knows, in its hot context, the confirmed
+// entries about it: a debt owed it, and for an item it handed on who
+// holds it now; never an entry waiting for review (neither the debt nor
+// a handover that would move the item), and never a secret entry about
+// others.
+func TestNPCKnowsItsLedger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	g := camp.Graph()
+	at := time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC)
+	write := func(src, dst, rel, what string, conf float64, i int, extra map[string]any) int64 {
+		t.Helper()
+		said := at.Add(time.Duration(i) * time.Minute)
+		attrs := map[string]any{"what": what, "evidence": "take " + what, "said_at": said.Format(time.RFC3339)}
+		maps.Copy(attrs, extra)
+		f, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: src, TargetID: dst, Type: rel, Attributes: attrs,
+			Provenance: memory.Provenance{SessionID: "s1", Timestamp: said, Confidence: conf, Source: memory.SourceStated}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.ID
+	}
+	write("grimjaw", "thorin", ledger.RelGave, "a lantern", 0.9, 0, nil)
+	write("thorin", "lyra", ledger.RelGave, "the lantern", 0.9, 1, nil)
+	onward := write("lyra", "kael", ledger.RelGave, "my lantern", ledger.RulesConfidence, 2, nil)
+	debt := write("thorin", "grimjaw", ledger.RelOwes, "ten gold for the axe", ledger.RulesConfidence, 3, nil)
+	write("vexa", "lyra", ledger.RelOwes, "the cult's ledger key", 0.9, 4, map[string]any{memory.AttrSecret: true})
+	know := func() string {
+		t.Helper()
+		npc := pgtest.Open(t, store, camp.ID(), memory.NPCViewer("grimjaw"))
+		hc, err := hotctx.New(npc, hotctx.Config{}).Assemble(ctx, "grimjaw", "s-later", 4000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hc.Text
+	}
+	text := know()
+	if !strings.Contains(text, "Grimjaw GAVE Thorin") || !strings.Contains(text, "now_with: Lyra") {
+		t.Errorf("Grimjaw does not know the lantern he gave Thorin is now with Lyra:\n%s", text)
+	}
+	if strings.Contains(text, "Kael") || strings.Contains(text, "OWES") || strings.Contains(text, "ledger key") {
+		t.Errorf("Grimjaw knows an entry waiting for review or a secret of others:\n%s", text)
+	}
+	for _, id := range []int64{onward, debt} {
+		if _, err := g.ConfirmFact(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text = know()
+	if !strings.Contains(text, "now_with: Kael") || !strings.Contains(text, "Thorin OWES Grimjaw") || !strings.Contains(text, "ten gold for the axe") {
+		t.Errorf("after the DM confirmed them, Grimjaw does not know the lantern is with Kael or the debt owed him:\n%s", text)
+	}
+}
+
+// TestEditedEntryStaysItself: the DM's correction of a ledger entry (the
+// review's Edit: who, relation, to whom) keeps what it is about, its quote
+// and its key, so it neither loses its what nor merges into another debt
+// between the same two.
+func TestEditedEntryStaysItself(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	g := camp.Graph()
+	at := time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC)
+	write := func(src, what string) int64 {
+		t.Helper()
+		f, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: src, TargetID: "grimjaw", Type: ledger.RelOwes,
+			Attributes: map[string]any{"what": what, "evidence": "Grimjaw: you owe me " + what, "said_at": at.Format(time.RFC3339),
+				ledger.AttrEntry: ledger.EntryKey(what)},
+			Provenance: memory.Provenance{SessionID: "s1", Timestamp: at, Confidence: ledger.RulesConfidence, Source: memory.SourceStated}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.ID
+	}
+	write("thorin", "ten gold for the axe")
+	favour := write("kael", "a favour for the guards")
+	// The DM corrects who owes the favour: Thorin, who owes the gold too.
+	if _, err := g.ReplaceFact(ctx, favour, memory.Relationship{SourceID: "thorin", TargetID: "grimjaw", Type: ledger.RelOwes,
+		Attributes: map[string]any{"edited_by": "dm"}}); err != nil {
+		t.Fatal(err)
+	}
+	items, err := ledger.List(ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whats []string
+	for _, it := range items {
+		if it.From == "Thorin" && it.To == "Grimjaw" && it.Kind == ledger.Debt {
+			whats = append(whats, it.What)
+			if it.Quote == "" {
+				t.Errorf("the debt %q lost its quote", it.What)
+			}
+		}
+	}
+	slices.Sort(whats)
+	if !slices.Equal(whats, []string{"a favour for the guards", "ten gold for the axe"}) {
+		t.Fatalf("Thorin's debts to Grimjaw after the edit: %q; want the gold and the favour apart", whats)
 	}
 }

@@ -29,6 +29,9 @@ type Item struct {
 	// Kael the lantern, then Kael gave it to Thorin), who holds it now;
 	// empty while the one it was given to still does.
 	NowWith string `json:"now_with,omitempty"`
+	// Entry is the key that tells it apart from other entries of its kind
+	// between the same two (see [AttrEntry]); empty for the first one.
+	Entry string `json:"entry,omitempty"`
 }
 
 // Facts finds facts; an *access.Graph does, as its viewer may see them.
@@ -58,6 +61,7 @@ func List(ctx context.Context, g Facts, statuses ...memory.FactStatus) ([]Item, 
 			it.What, _ = f.Attributes["what"].(string)
 			it.Due, _ = f.Attributes["due"].(string)
 			it.Quote, _ = f.Attributes["evidence"].(string)
+			it.Entry, _ = f.Attributes[AttrEntry].(string)
 			if s, ok := f.Attributes["said_at"].(string); ok {
 				if t, err := time.Parse(time.RFC3339, s); err == nil {
 					it.SaidAt = t
@@ -87,7 +91,7 @@ func passedOn(items []Item) {
 		holder, what, seen := items[i].To, items[i].What, map[int]bool{i: true}
 		for j := i + 1; j < len(items); j++ {
 			it := items[j]
-			if it.Kind == Handover && !seen[j] && it.From == holder && it.To != holder && Similar(what, it.What) {
+			if it.Kind == Handover && !seen[j] && it.From == holder && it.To != holder && Same(what, it.What) {
 				seen[j] = true
 				holder = it.To
 			}

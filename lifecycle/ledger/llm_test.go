@@ -90,7 +90,7 @@ func TestLedgerWithLLM(t *testing.T) {
 		return float64(s.tp) / float64(max(s.tp+s.fp, 1)), float64(s.tp) / float64(max(s.tp+s.fn, 1))
 	}
 	var tuned [2]tally
-	for _, file := range []string{"corpus", "heldout"} {
+	for _, file := range []string{"corpus", "heldout", "heldout2"} {
 		var with, without tally
 		for _, s := range loadCorpus(t, "testdata/"+file+".yaml").Scenes {
 			a, ok := answers[s.Name]

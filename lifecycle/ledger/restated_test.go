@@ -20,8 +20,8 @@ func (f fixed) Extract(context.Context, []memory.Entity, []memory.TranscriptEntr
 
 // TestDebtRestated: a debt said again in a later line is one entry of the
 // ledger, quoting its latest restatement and its time, whether the rules
-// or an LLM found it first; another debt between the same two is not
-// taken for a restatement.
+// or an LLM found it first; another debt between the same two is an entry
+// of its own, under a key of its own.
 func TestDebtRestated(t *testing.T) {
 	start := time.Date(2026, 5, 1, 19, 0, 0, 0, time.UTC)
 	lines := []memory.TranscriptEntry{
@@ -40,15 +40,17 @@ func TestDebtRestated(t *testing.T) {
 	otherDebt := fixed{Relationships: []postsession.ExtractedRelationship{{Source: "Kael", Target: "Vexa Thorn", Type: "OWES",
 		Confidence: 0.9, Basis: "stated", Evidence: "you owe me fifty gold for the map",
 		Attributes: map[string]any{"what": "a favour at the docks"}}}}
+	type debt struct{ quote, what string }
 	tests := []struct {
-		name      string
-		next      postsession.Extractor
-		wantQuote string
-		wantWhat  string
+		name string
+		next postsession.Extractor
+		want []debt
 	}{
-		{"rules only", nil, lines[3].Text, "fifty gold"},
-		{"the LLM's debt, restated", llmFound, lines[3].Text, "fifty gold for the map"},
-		{"another debt", otherDebt, "fifty gold for the map", "a favour"},
+		{"rules only", nil, []debt{{lines[3].Text, "fifty gold"}}},
+		{"the LLM's debt, restated", llmFound, []debt{{lines[3].Text, "fifty gold for the map"}}},
+		// The model read line 0 as another debt: the rules leave line 0 to
+		// it, and the fifty gold of lines 2 and 3 is a debt of its own.
+		{"another debt", otherDebt, []debt{{"fifty gold for the map", "a favour"}, {lines[3].Text, "fifty gold"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,16 +64,23 @@ func TestDebtRestated(t *testing.T) {
 					debts = append(debts, r)
 				}
 			}
-			if len(debts) != 1 {
-				t.Fatalf("debts: %+v; want one", debts)
+			if len(debts) != len(tt.want) {
+				t.Fatalf("debts: %+v; want %d", debts, len(tt.want))
 			}
-			d := debts[0]
-			what, _ := d.Attributes["what"].(string)
-			if !strings.Contains(d.Evidence, tt.wantQuote) || !strings.Contains(what, tt.wantWhat) {
-				t.Errorf("the debt quotes %q, what %q; want %q and %q", d.Evidence, what, tt.wantQuote, tt.wantWhat)
-			}
-			if tt.wantQuote == lines[3].Text && d.Attributes["said_at"] != lines[3].At.Format(time.RFC3339) {
-				t.Errorf("the restated debt was said at %v; want %s", d.Attributes["said_at"], lines[3].At.Format(time.RFC3339))
+			keys := map[string]bool{}
+			for i, d := range debts {
+				what, _ := d.Attributes["what"].(string)
+				if !strings.Contains(d.Evidence, tt.want[i].quote) || !strings.Contains(what, tt.want[i].what) {
+					t.Errorf("debt %d quotes %q, what %q; want %q and %q", i, d.Evidence, what, tt.want[i].quote, tt.want[i].what)
+				}
+				if tt.want[i].quote == lines[3].Text && d.Attributes["said_at"] != lines[3].At.Format(time.RFC3339) {
+					t.Errorf("the restated debt was said at %v; want %s", d.Attributes["said_at"], lines[3].At.Format(time.RFC3339))
+				}
+				key, _ := d.Attributes[ledger.AttrEntry].(string)
+				if keys[key] {
+					t.Errorf("two debts share the key %q: the graph would merge them", key)
+				}
+				keys[key] = true
 			}
 		})
 	}

@@ -39,14 +39,15 @@ type ExtractedRelationship struct {
 	// Evidence quotes or paraphrases the line it rests on.
 	Evidence string `json:"evidence,omitempty"`
 	// Attributes are the fact's details: of a promise, debt or handover
-	// (lifecycle/ledger) what, due and said_at. Only LedgerAttributes are
+	// (lifecycle/ledger) what, due, said_at and entry. Only LedgerAttributes are
 	// kept.
 	Attributes map[string]any `json:"attributes,omitempty"`
 }
 
 // LedgerAttributes are the attributes an extracted fact keeps: what was
-// promised, owed or given, by when, and when the line was said.
-var LedgerAttributes = []string{"what", "due", "said_at"}
+// promised, owed or given, by when, when the line was said, and the key
+// that tells it apart from another between the same two.
+var LedgerAttributes = []string{"what", "due", "said_at", "entry"}
 
 // Extractor finds entities and relationships in transcript entries. known
 // lists the campaign's entities so that it can use their names.

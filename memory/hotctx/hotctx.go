@@ -190,6 +190,9 @@ func (a *Assembler) Prepare(ctx context.Context, npcID string, scope []string) (
 	if err != nil {
 		return nil, fmt.Errorf("hot context of %q: %w", npcID, err)
 	}
+	if rels, err = handedOn(ctx, as, npcID, rels); err != nil {
+		return nil, err
+	}
 	byID := make(map[string]memory.Entity, len(ents))
 	for _, e := range ents {
 		byID[e.ID] = e

@@ -180,7 +180,7 @@ func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID str
 			    SELECT r.id, (SELECT o.id FROM relationships o
 			                  WHERE o.campaign_id = $1 AND o.status IN ('active', 'pending') AND o.id <> r.id
 			                    AND o.source_id = `+src+` AND o.target_id = `+dst+`
-			                    AND o.rel_type = r.rel_type AND o.proposed_by = r.proposed_by
+			                    AND o.rel_type = r.rel_type AND o.proposed_by = r.proposed_by AND o.entry = r.entry
 			                    AND o.source_id <> $2 AND o.target_id <> $2
 			                  ORDER BY o.id LIMIT 1) AS kept
 			    FROM relationships r

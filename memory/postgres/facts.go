@@ -124,6 +124,11 @@ func (g *Graph) Evidence(ctx context.Context, factID int64) ([]memory.Transcript
 	return pgx.CollectRows(rows, scanEntry)
 }
 
+// ledgerKeys are the attributes of a ledger entry (lifecycle/ledger) a
+// correction keeps: what, by when, the quoted line, when, and the entry key
+// that keeps it apart from another between the same two (migration 0025).
+var ledgerKeys = []string{"what", "due", "evidence", "said_at", "entry"}
+
 // ReplaceFact records the DM's correction of a fact in one transaction: the
 // old fact is rejected (kept for the audit trail) and the corrected one is
 // stored as DM canon with the old one's provenance session, the transcript
@@ -145,6 +150,16 @@ func (g *Graph) ReplaceFact(ctx context.Context, oldID int64, corrected memory.R
 		}
 		if corrected.Attributes == nil {
 			corrected.Attributes = map[string]any{}
+		}
+		// A ledger entry keeps what it is about, its quote and its key
+		// (lifecycle/ledger) unless the correction says otherwise: an edit
+		// of who owes whom is still that debt, apart from any other.
+		for _, k := range ledgerKeys {
+			if v, ok := old.Attributes[k]; ok {
+				if _, set := corrected.Attributes[k]; !set {
+					corrected.Attributes[k] = v
+				}
+			}
 		}
 		corrected.Attributes["corrects_fact"] = oldID
 		corrected.Provenance.SessionID = old.Provenance.SessionID

@@ -276,7 +276,8 @@ func validRel(r memory.Relationship) error {
 // A fact the DM rejected stays rejected: proposing it again (say, by
 // re-running extraction on the same session) returns the rejected fact
 // unchanged, unless the DM writes it. Otherwise the live fact for (source,
-// target, type) is created or updated: attributes merge, confidence only
+// target, type, and the ledger's "entry" key: two debts between the same
+// two are two facts, migration 0025) is created or updated: attributes merge, confidence only
 // rises, "stated" beats "inferred", DM confirmation sticks, and the fact
 // becomes active once confirmed or confident enough. Its original session and
 // time are kept. Proposals of players and NPCs ($12, their writer's key) are
@@ -286,7 +287,7 @@ const upsertRelSQL = `
 WITH rejected AS (
     SELECT ` + relColumns + ` FROM relationships r
     WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.target_id = $3 AND r.rel_type = $4
-      AND r.status = 'rejected' AND NOT $9::boolean AND r.proposed_by = $12
+      AND r.status = 'rejected' AND NOT $9::boolean AND r.proposed_by = $12 AND r.entry = coalesce($5::jsonb->>'entry', '')
     ORDER BY r.updated_at DESC LIMIT 1
 ), upsert AS (
     INSERT INTO relationships AS r (campaign_id, source_id, target_id, rel_type, attributes, session_id,
@@ -294,7 +295,7 @@ WITH rejected AS (
     SELECT $1, $2, $3, $4, $5, $6, $7, $8::float8, $10, $9,
            CASE WHEN ($9 OR $8::float8 >= $11::float8) AND $12 = '' THEN 'active' ELSE 'pending' END, $12
     WHERE NOT EXISTS (SELECT 1 FROM rejected)
-    ON CONFLICT (campaign_id, source_id, target_id, rel_type, proposed_by) WHERE status IN ('active', 'pending')
+    ON CONFLICT (campaign_id, source_id, target_id, rel_type, proposed_by, entry) WHERE status IN ('active', 'pending')
     DO UPDATE SET
         attributes   = r.attributes || excluded.attributes,
         confidence   = greatest(r.confidence, excluded.confidence),
@@ -314,7 +315,7 @@ UNION ALL SELECT * FROM rejected
 UNION ALL
 SELECT ` + relColumns + ` FROM relationships r
 WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.target_id = $3 AND r.rel_type = $4
-  AND r.status IN ('active', 'pending') AND r.proposed_by = $12
+  AND r.status IN ('active', 'pending') AND r.proposed_by = $12 AND r.entry = coalesce($5::jsonb->>'entry', '')
   AND NOT EXISTS (SELECT 1 FROM upsert) AND NOT EXISTS (SELECT 1 FROM rejected)`
 
 // UpsertRelationship records a fact and returns it as stored. Both entities

@@ -70,7 +70,7 @@ func (g *Graph) confirm(ctx context.Context, id int64) (memory.Relationship, err
 	var canonID int64
 	err := g.db.QueryRow(ctx, `SELECT c.id FROM relationships p
 		JOIN relationships c ON c.campaign_id = p.campaign_id AND c.source_id = p.source_id
-		     AND c.target_id = p.target_id AND c.rel_type = p.rel_type AND c.proposed_by = ''
+		     AND c.target_id = p.target_id AND c.rel_type = p.rel_type AND c.proposed_by = '' AND c.entry = p.entry
 		     AND c.status IN ('active', 'pending') AND c.id <> p.id
 		WHERE p.campaign_id = $1 AND p.id = $2 AND p.proposed_by <> ''`, g.campaign, id).Scan(&canonID)
 	switch {
