@@ -56,6 +56,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	iters := fs.Int("iterations", 300, "measured calls per operation (after 10% warm-up)")
 	regen := fs.Bool("regenerate", false, "regenerate the benchmark databases even if they exist")
 	asJSON := fs.Bool("json", false, "print JSON")
+	only := fs.String("ops", "", "measure only the operations whose names contain this text (default all)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 	results := map[string][]benchResult{}
 	rtts := map[string]time.Duration{}
 	for _, spec := range specs {
-		res, rtt, err := benchScale(ctx, e, dsn, spec, *iters, *regen)
+		res, rtt, err := benchScale(ctx, e, dsn, spec, *iters, *regen, *only)
 		if err != nil {
 			return fmt.Errorf("scale %s: %w", spec.Name, err)
 		}
@@ -95,7 +96,7 @@ func cmdBench(ctx context.Context, e *env, args []string) error {
 }
 
 // benchScale generates (or reuses) the scale's database and measures it.
-func benchScale(ctx context.Context, e *env, serverDSN string, spec benchdata.Spec, iters int, regen bool) ([]benchResult, time.Duration, error) {
+func benchScale(ctx context.Context, e *env, serverDSN string, spec benchdata.Spec, iters int, regen bool, only string) ([]benchResult, time.Duration, error) {
 	dsn, err := benchDatabase(ctx, e, serverDSN, spec, regen)
 	if err != nil {
 		return nil, 0, err
@@ -139,6 +140,9 @@ func benchScale(ctx context.Context, e *env, serverDSN string, spec benchdata.Sp
 		return nil, 0, err
 	}
 	for _, op := range ops {
+		if op.name != "SELECT 1" && !strings.Contains(op.name, only) {
+			continue
+		}
 		res, err := measure(ctx, op, iters)
 		if err != nil {
 			return nil, 0, fmt.Errorf("%s: %w", op.name, err)
