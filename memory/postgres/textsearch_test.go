@@ -255,7 +255,7 @@ func TestTextSearchStopsEarly(t *testing.T) {
 		}
 	}
 	add(200, "t", "the gold was near the old crypt") // one tie group: tf 1, 4 tokens
-	add(40, "g", "gold, gold at the gate")            // tf 2
+	add(40, "g", "gold, gold at the gate")           // tf 2
 	add(3, "a", "Anlymir asked about the lantern")
 	add(300, "f", "we rest at the inn tonight")
 	check(t, c.Index().IndexChunks(ctx, cs))
