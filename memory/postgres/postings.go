@@ -65,29 +65,32 @@ type postingEdge struct {
 	// tail is how many postings of the same tf and length followed it
 	// (the depth or more: the tie group was not read to its end).
 	tail int64
+	// lower is the best contribution (without idf) of a posting with a
+	// smaller tf than the last read: the shortest chunk of each smaller
+	// tf, scored.
+	lower float64
 }
 
 // bound returns the most that a chunk whose posting of the word was not
 // read can score by this word, without the idf (0: all were read). After
-// a tie group read to its end, an unread posting has a smaller tf, or the
-// same tf in a longer chunk: either scores strictly less than any posting
-// read, so the bound is the better of (tf, docLen+1) and (tf-1, tf-1) (a
-// chunk is at least as long as its word's frequency). If the tie group was
-// cut, the bound is the last posting's own contribution.
+// a tie group read to its end, an unread posting has the same tf in a
+// longer chunk, scoring at most (tf, docLen+1), or a smaller tf, scoring
+// at most lower. If the tie group was cut, an unread posting may score
+// as much as the last one read.
 func (e postingEdge) bound(depth int64, avgLen float64) float64 {
 	switch {
 	case e.read < depth:
 		return 0
 	case e.tail >= depth:
-		return bm25Term(e.tf, e.docLen, avgLen)
+		return max(bm25Term(e.tf, e.docLen, avgLen), e.lower)
 	default:
-		return max(bm25Term(e.tf, e.docLen+1, avgLen), bm25Term(e.tf-1, e.tf-1, avgLen))
+		return max(bm25Term(e.tf, e.docLen+1, avgLen), e.lower)
 	}
 }
 
 // postingDepth is how many postings of each word topPostings reads for a
 // result of limit chunks.
-func postingDepth(limit int) int64 { return int64(max(4*limit, 64)) }
+func postingDepth(limit int) int64 { return int64(max(2*limit, 32)) }
 
 // scoreSlack absorbs the rounding of scores to nine decimals when a
 // score is compared with a bound computed here.
@@ -124,6 +127,17 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		          AND p.chunk_id > e.chunk_id
 		        ORDER BY p.chunk_id LIMIT $8) h
 		    WHERE e.n = $8
+		), low AS MATERIALIZED (
+		    -- The best posting of each smaller tf (the shortest chunk
+		    -- holding the word that often): what an unread posting with
+		    -- a smaller tf than the last read can score at most.
+		    SELECT e.lexeme, max(f.tf * ($6::float8 + 1) / (f.tf + $6::float8 * (1 - $7::float8 + $7::float8 * f.doc_len / $5::float8))) AS bound
+		    FROM edge e CROSS JOIN LATERAL generate_series(1, e.tf - 1) g(tf)
+		    CROSS JOIN LATERAL (SELECT p.tf::float8 AS tf, p.doc_len FROM chunk_postings p
+		        WHERE p.campaign_id = $1 AND p.lexeme = e.lexeme AND p.tf = g.tf
+		        ORDER BY p.doc_len LIMIT 1) f
+		    WHERE e.n = $8
+		    GROUP BY e.lexeme
 		), cand AS (
 		    SELECT t.chunk_id FROM top t UNION SELECT t.chunk_id FROM tail t
 		), scored AS (
@@ -139,10 +153,11 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		), bounds AS MATERIALIZED (
 		    SELECT array_agg(e.lexeme ORDER BY e.lexeme) AS lexemes, array_agg(e.n ORDER BY e.lexeme) AS n,
 		           array_agg(e.tf::bigint ORDER BY e.lexeme) AS tf, array_agg(e.doc_len::bigint ORDER BY e.lexeme) AS len,
-		           array_agg((SELECT count(*) FROM tail t WHERE t.lexeme = e.lexeme) ORDER BY e.lexeme) AS tail
+		           array_agg((SELECT count(*) FROM tail t WHERE t.lexeme = e.lexeme) ORDER BY e.lexeme) AS tail,
+		           array_agg(coalesce((SELECT l.bound FROM low l WHERE l.lexeme = e.lexeme), 0) ORDER BY e.lexeme) AS low
 		    FROM edge e
 		)
-		SELECT `+hitSelect+`, s.score, b.lexemes, b.n, b.tf, b.len, b.tail
+		SELECT `+hitSelect+`, s.score, b.lexemes, b.n, b.tf, b.len, b.tail, b.low
 		FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id CROSS JOIN bounds b
 		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, depth)
 	if err != nil {
@@ -151,8 +166,9 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 	var hits []ChunkHit
 	var lx []string
 	var n, tf, dl, tail []int64
+	var low []float64
 	for rows.Next() {
-		h, err := scanHitWith(rows, &lx, &n, &tf, &dl, &tail)
+		h, err := scanHitWith(rows, &lx, &n, &tf, &dl, &tail, &low)
 		if err != nil {
 			rows.Close()
 			return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
@@ -166,13 +182,13 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		// No word has a posting: no chunk matches.
 		return []ChunkHit{}, true, nil
 	}
-	if len(n) != len(lx) || len(tf) != len(lx) || len(dl) != len(lx) || len(tail) != len(lx) {
-		return nil, false, fmt.Errorf("full-text search of chunks for %q: %d words but %d, %d, %d, %d bounds",
-			query, len(lx), len(n), len(tf), len(dl), len(tail))
+	if len(n) != len(lx) || len(tf) != len(lx) || len(dl) != len(lx) || len(tail) != len(lx) || len(low) != len(lx) {
+		return nil, false, fmt.Errorf("full-text search of chunks for %q: %d words but %d, %d, %d, %d, %d bounds",
+			query, len(lx), len(n), len(tf), len(dl), len(tail), len(low))
 	}
 	edges := make([]postingEdge, len(lx))
 	for i := range lx {
-		edges[i] = postingEdge{lexeme: lx[i], read: n[i], tf: tf[i], docLen: dl[i], tail: tail[i]}
+		edges[i] = postingEdge{lexeme: lx[i], read: n[i], tf: tf[i], docLen: dl[i], tail: tail[i], lower: low[i]}
 	}
 	return hits, proveTop(hits, edges, idf, depth, avgLen, limit), nil
 }
