@@ -259,6 +259,10 @@ func TestTextSearchStopsEarly(t *testing.T) {
 	add(3, "a", "Anlymir asked about the lantern")
 	add(300, "f", "we rest at the inn tonight")
 	check(t, c.Index().IndexChunks(ctx, cs))
+	// Another campaign's best postings sort first in no search of this
+	// one (the reference reads this campaign only).
+	other := pgtest.Campaign(t, s, "other")
+	check(t, other.Index().IndexChunks(ctx, []memory.Chunk{{ID: "a000", SessionID: "s1", Content: "gold gold gold Anlymir", StartAt: t0}}))
 
 	cases := []struct {
 		query  string
@@ -270,6 +274,7 @@ func TestTextSearchStopsEarly(t *testing.T) {
 		{"gold crypt lantern", 5, false},
 		{"anlymir", 5, true}, // every posting read
 		{"nowhere", 5, true},
+		{`gold's & | ! :* (crypt) 'lantern`, 5, false}, // query syntax is words, not operators
 	}
 	run := func(when string, decided bool) {
 		checkTextStats(t, s, when)
