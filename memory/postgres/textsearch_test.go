@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -291,6 +292,17 @@ func TestTextSearchStopsEarly(t *testing.T) {
 				sameHits(t, when+": "+tc.query+" (top postings)", top, want)
 			}
 		}
+		// Restricted to some chunks (what an NPC heard), the search scores
+		// those alone, with the campaign's statistics.
+		only := []string{"a001", "g003", "g004", "t007", "t150", "f010", "nosuch"}
+		got := must[[]postgres.ChunkHit](t)(c.Index().TextSearch(ctx, "anlymir gold", 3, only))
+		var want []postgres.ChunkHit
+		for _, h := range referenceTextSearch(t, s, "camp", "anlymir gold", 10000) {
+			if slices.Contains(only, h.Chunk.ID) && len(want) < 3 {
+				want = append(want, h)
+			}
+		}
+		sameHits(t, when+": restricted", got, want)
 	}
 	run("as written", true)
 	// Long monologues mentioning gold once: the average length triples.
