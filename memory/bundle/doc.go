@@ -48,8 +48,8 @@
 // extraction_windows, a cache of the language model's extractions that
 // may quote forgotten lines, is never exported. The change log
 // (graph_changes), agents' sync sessions (kg_sessions), the full-text
-// statistics (chunk_counts, chunk_lexemes: triggers rebuild them) and
-// leases are not campaign content.
+// statistics and postings (chunk_counts, chunk_lexemes, chunk_postings:
+// triggers rebuild them) and leases are not campaign content.
 //
 // # Streaming and transactions
 //

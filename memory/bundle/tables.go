@@ -66,6 +66,7 @@ func Skipped() map[string]string {
 		"kg_sessions":        "agents' sync sessions, tied to the database they were opened on",
 		"chunk_counts":       "full-text statistics, rebuilt by triggers",
 		"chunk_lexemes":      "full-text statistics, rebuilt by triggers",
+		"chunk_postings":     "full-text postings, rebuilt by triggers",
 		"review_batches":     "the undo log of bulk review, naming fact ids of the database it was made in",
 		"live_feeds":         "which running tables feed the console's Live page: process state, not memory",
 		"console_signins":    "browsers signed in to the console: credentials, never carried to another database",

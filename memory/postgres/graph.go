@@ -433,6 +433,45 @@ func (g *Graph) Relationships(ctx context.Context, entityID string, o memory.Tra
 	return pgx.CollectRows(rows, scanRel)
 }
 
+// RelationshipsOfEach returns, for each of entityIDs in order, what
+// [Graph.Relationships] returns for it, in one round trip.
+func (g *Graph) RelationshipsOfEach(ctx context.Context, entityIDs []string, o memory.TraversalOpts) ([][]memory.Relationship, error) {
+	if len(entityIDs) == 0 {
+		return nil, nil
+	}
+	out, in := directions(o.Direction)
+	limit := any(nil)
+	if o.Limit > 0 {
+		limit = o.Limit
+	}
+	b := &pgx.Batch{}
+	for _, id := range entityIDs {
+		b.Queue(`
+		SELECT `+g.view.relCols()+` FROM relationships r
+		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+g.view.factVisible("r")+`
+		  AND (($3 AND r.source_id = $2) OR ($4 AND r.target_id = $2))
+		  AND (cardinality($5::text[]) = 0 OR r.rel_type = ANY($5))
+		ORDER BY r.updated_at DESC, r.id DESC
+		LIMIT $6`, g.campaign, id, out, in, nonNil(o.RelTypes), limit)
+	}
+	res := g.db.SendBatch(ctx, b)
+	defer res.Close()
+	all := make([][]memory.Relationship, len(entityIDs))
+	for i, id := range entityIDs {
+		rows, err := res.Query()
+		if err != nil {
+			return nil, fmt.Errorf("reading relationships of %q: %w", id, err)
+		}
+		if all[i], err = pgx.CollectRows(rows, scanRel); err != nil {
+			return nil, fmt.Errorf("reading relationships of %q: %w", id, err)
+		}
+	}
+	if err := res.Close(); err != nil {
+		return nil, fmt.Errorf("reading relationships: %w", err)
+	}
+	return all, nil
+}
+
 func directions(d memory.Direction) (out, in bool) {
 	switch d {
 	case memory.Outgoing:

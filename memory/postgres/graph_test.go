@@ -205,6 +205,27 @@ func TestTraversals(t *testing.T) {
 	if _, err := g.FindPath(ctx, "grimjaw", "island", 6); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("path to an unconnected entity: %v", err)
 	}
+
+	// Read together, each entity's relationships are what reading it
+	// alone gives, for every reader.
+	for _, v := range []memory.Viewer{memory.DMViewer(), memory.PlayerViewer(), memory.NPCViewer("elara")} {
+		cv, err := c.As(v)
+		check(t, err)
+		gv := cv.Graph()
+		ents := []string{"grimjaw", "island", "elara", "nosuch", "grimjaw"}
+		for _, o := range []memory.TraversalOpts{{Limit: 200}, {Limit: 1, Direction: memory.Incoming}} {
+			all := must[[][]memory.Relationship](t)(gv.RelationshipsOfEach(ctx, ents, o))
+			if len(all) != len(ents) {
+				t.Fatalf("%d lists for %d entities", len(all), len(ents))
+			}
+			for i, id := range ents {
+				one := must[[]memory.Relationship](t)(gv.Relationships(ctx, id, o))
+				if fmt.Sprint(all[i]) != fmt.Sprint(one) {
+					t.Errorf("%v %s %+v: together %v, alone %v", v, id, o, all[i], one)
+				}
+			}
+		}
+	}
 }
 
 func TestIdentityAndVisibility(t *testing.T) {

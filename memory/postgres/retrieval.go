@@ -25,11 +25,14 @@ const hitSelect = `c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.e
 	coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
 	          WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')`
 
-func scanHit(row pgx.CollectableRow) (ChunkHit, error) {
+func scanHit(row pgx.CollectableRow) (ChunkHit, error) { return scanHitWith(row) }
+
+// scanHitWith scans a chunk hit followed by the columns of extra.
+func scanHitWith(row pgx.CollectableRow, extra ...any) (ChunkHit, error) {
 	var h ChunkHit
 	var start, end *time.Time
 	c := &h.Chunk
-	err := row.Scan(&c.ID, &c.SessionID, &c.Content, &c.SpeakerIDs, &start, &end, &c.EntityIDs, &h.Score)
+	err := row.Scan(append([]any{&c.ID, &c.SessionID, &c.Content, &c.SpeakerIDs, &start, &end, &c.EntityIDs, &h.Score}, extra...)...)
 	if start != nil {
 		c.StartAt = *start
 	}
@@ -65,12 +68,12 @@ func scanHit(row pgx.CollectableRow) (ChunkHit, error) {
 // the campaign as lines arrive. Words are stemmed by the campaign's
 // text-search configuration ([Campaign.SetLanguage]).
 //
-// When the rarer words alone decide the best limit chunks (no chunk
-// matching only the common ones could score as high: a word adds at most
-// idf·(k1+1)), only the chunks matching the rarer words are scored; the
-// result is the same as scoring every matching chunk. Equal scores (to
-// nine decimals, so that the order in which floating-point terms are
-// summed cannot reorder them) are ordered by chunk id.
+// Without only, the search reads the words' postings (chunk_postings,
+// kept by triggers as chunks are written) best first and stops early:
+// see postings.go. The result is the same as scoring every
+// matching chunk. Equal scores (to nine decimals, so that the order in
+// which floating-point terms are summed cannot reorder them) are ordered
+// by chunk id.
 func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int, only []string) ([]ChunkHit, error) {
 	if err := memory.CheckQuery(query); err != nil {
 		return nil, err
@@ -93,23 +96,14 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	for i, t := range terms {
 		lexemes[i], idfs[i] = t.lexeme, t.idf
 	}
-	// terms are rarest first. Find the shortest prefix of rare words that
-	// can fill the result, and check that what it finds outscores any
-	// chunk matching none of them.
-	if j := rareTerms(terms, limit, only); j < len(terms) {
-		hits, err := x.scoreChunks(ctx, query, lexemes, idfs, lexemes[:j], avgLen, limit, only)
-		if err != nil {
-			return nil, err
-		}
-		var rest float64
-		for _, t := range terms[j:] {
-			rest += t.idf * (bm25K1 + 1)
-		}
-		if len(hits) == limit && hits[limit-1].Score > rest {
-			return hits, nil
-		}
+	if only != nil {
+		return x.scoreChunks(ctx, query, lexemes, idfs, avgLen, limit, only)
 	}
-	return x.scoreChunks(ctx, query, lexemes, idfs, lexemes, avgLen, limit, only)
+	hits, proven, err := x.topPostings(ctx, query, terms, avgLen, limit)
+	if err != nil || proven {
+		return hits, err
+	}
+	return x.scorePostings(ctx, query, lexemes, idfs, avgLen, limit)
 }
 
 // BM25 parameters: the textbook values (Robertson and Zaragoza, "The
@@ -184,45 +178,30 @@ func (x *SemanticIndex) textTerms(ctx context.Context, query string) ([]textTerm
 	return terms, avg, nil
 }
 
-// rareTerms returns how many of the rarest terms to search first: the
-// fewest whose chunks can fill limit. len(terms) means all of them.
-func rareTerms(terms []textTerm, limit int, only []string) int {
-	if only != nil {
-		return len(terms) // the candidates are few anyway
-	}
-	var df int64
-	for j, t := range terms {
-		df += t.df
-		if df >= int64(limit) {
-			return j + 1
-		}
-	}
-	return len(terms)
-}
-
-// scoreChunks scores the chunks matching any of cand by BM25 over lexemes
-// (weighted by idfs), best first, at most limit.
+// scoreChunks scores the chunks among only that match any of lexemes by
+// BM25 (weighted by idfs), reading their tsvectors, best first, at most
+// limit.
 func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, lexemes []string, idfs []float64,
-	cand []string, avgLen float64, limit int, only []string) ([]ChunkHit, error) {
+	avgLen float64, limit int, only []string) ([]ChunkHit, error) {
 	rows, err := x.db.Query(ctx, `
 		WITH w AS MATERIALIZED (
 		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
 		), cand AS (
 		    SELECT c.id, c.tsv, c.doc_len FROM chunks c
-		    WHERE c.campaign_id = $1 AND c.tsv @@ (SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest($4::text[]) l)
-		      AND ($6::text[] IS NULL OR c.id = ANY($6))
+		    WHERE c.campaign_id = $1 AND c.tsv @@ (SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest($2::text[]) l)
+		      AND c.id = ANY($8)
 		), scored AS (
-		    SELECT cand.id, round(sum(w.idf * t.tf * ($8::float8 + 1) / (t.tf + $8::float8 * (1 - $9::float8 + $9::float8 * cand.doc_len / $7::float8)))::numeric, 9)::float8 AS score
+		    SELECT cand.id, `+bm25Sum("t.tf", "cand.doc_len")+` AS score
 		    FROM cand
 		    CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf
 		                        FROM unnest(cand.tsv) u WHERE u.lexeme = ANY($2)) t
 		    JOIN w ON w.lexeme = t.lexeme
 		    GROUP BY cand.id
 		    ORDER BY score DESC, cand.id
-		    LIMIT $5
+		    LIMIT $4
 		)
 		SELECT `+hitSelect+`, s.score FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id
-		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, cand, limit, only, avgLen, bm25K1, bm25B)
+		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, only)
 	if err != nil {
 		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,14 @@ func checkTextStats(t *testing.T, s *postgres.Store, when string) {
 	if diff != 0 {
 		t.Errorf("%s: %d token totals differ from the chunks'", when, diff)
 	}
+	check(t, s.Pool().QueryRow(ctx, `
+		WITH truth AS (SELECT c.campaign_id, c.id AS chunk_id, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, c.doc_len
+		               FROM chunks c, unnest(c.tsv) u)
+		SELECT count(*) FROM truth t FULL JOIN chunk_postings p USING (campaign_id, chunk_id, lexeme)
+		WHERE t.tf IS DISTINCT FROM p.tf OR t.doc_len IS DISTINCT FROM p.doc_len`).Scan(&diff))
+	if diff != 0 {
+		t.Errorf("%s: %d postings differ from the chunks'", when, diff)
+	}
 }
 
 func TestTextStatsFollowChunkWrites(t *testing.T) {
@@ -73,11 +82,17 @@ func TestTextStatsFollowChunkWrites(t *testing.T) {
 
 	must[memory.ForgetReport](t)(a.ForgetSpeaker(ctx, "u1"))
 	checkTextStats(t, s, "after forgetting a speaker")
-	var left int
-	check(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM chunk_lexemes WHERE campaign_id = 'a'`).Scan(&left))
-	if left != 0 {
-		t.Errorf("campaign a has no chunks left but %d lexeme counts", left)
+	var left, posts int
+	check(t, s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM chunk_lexemes WHERE campaign_id = 'a'),
+		(SELECT count(*) FROM chunk_postings WHERE campaign_id = 'a')`).Scan(&left, &posts))
+	if left != 0 || posts != 0 {
+		t.Errorf("campaign a has no chunks left but %d lexeme counts and %d postings", left, posts)
 	}
+	// Deleting the campaign's chunks outright (cascades included) leaves
+	// no postings behind.
+	check(t, b.Index().IndexChunks(ctx, []memory.Chunk{mk("k9", "s9", "The gold of the cold crypt", "u3")}))
+	must[int64](t)(b.Index().DeleteSessionChunks(ctx, "s9", nil))
+	checkTextStats(t, s, "after deleting a session's chunks")
 }
 
 // referenceTextSearch scores every chunk matching any of the query's
@@ -219,5 +234,103 @@ func TestTextStatsConcurrentWriters(t *testing.T) {
 	check(t, s.Pool().QueryRow(ctx, `SELECT df FROM chunk_lexemes WHERE campaign_id = 'camp' AND lexeme = 'lantern'`).Scan(&df))
 	if df != 2 {
 		t.Errorf("lantern occurs in %d chunks, want 2", df)
+	}
+}
+
+// TestTextSearchStopsEarly checks the early stop on impact-ordered
+// postings: a rare word beside a common one is decided from the common
+// word's top postings alone, a tie group larger than the read depth falls
+// back to scoring every posting, and both give the ranking of full
+// scoring, before and after longer chunks move the average length the
+// postings were written under.
+func TestTextSearchStopsEarly(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "camp")
+	var cs []memory.Chunk
+	add := func(n int, prefix, content string) {
+		for i := range n {
+			cs = append(cs, memory.Chunk{ID: fmt.Sprintf("%s%03d", prefix, i), SessionID: "s1", Content: content,
+				StartAt: t0.Add(time.Duration(len(cs)) * time.Minute)})
+		}
+	}
+	add(200, "t", "the gold was near the old crypt") // one tie group: tf 1, 4 tokens
+	add(40, "g", "gold, gold at the gate")           // tf 2
+	add(3, "a", "Anlymir asked about the lantern")
+	add(300, "f", "we rest at the inn tonight")
+	check(t, c.Index().IndexChunks(ctx, cs))
+	// Another campaign's best postings sort first in no search of this
+	// one (the reference reads this campaign only).
+	other := pgtest.Campaign(t, s, "other")
+	check(t, other.Index().IndexChunks(ctx, []memory.Chunk{{ID: "a000", SessionID: "s1", Content: "gold gold gold Anlymir", StartAt: t0}}))
+
+	cases := []struct {
+		query  string
+		limit  int
+		proven bool // the top postings decide (false: the fallback scores them all)
+	}{
+		{"anlymir gold", 10, true},
+		{"gold", 50, false}, // the 50th ties with 150 unread postings of equal tf and length
+		{"gold crypt lantern", 5, false},
+		{"anlymir", 5, true}, // every posting read
+		{"nowhere", 5, true},
+		{`gold's & | ! :* (crypt) 'lantern`, 5, false}, // query syntax is words, not operators
+	}
+	run := func(when string, decided bool) {
+		checkTextStats(t, s, when)
+		for _, tc := range cases {
+			want := referenceTextSearch(t, s, "camp", tc.query, tc.limit)
+			got := must[[]postgres.ChunkHit](t)(c.Index().TextSearch(ctx, tc.query, tc.limit, nil))
+			sameHits(t, when+": "+tc.query, got, want)
+			top, proven, err := c.Index().TopPostingsForTest(ctx, tc.query, tc.limit)
+			check(t, err)
+			if decided && tc.proven && !proven {
+				t.Errorf("%s: %q: the top postings did not decide the result", when, tc.query)
+			}
+			if proven {
+				sameHits(t, when+": "+tc.query+" (top postings)", top, want)
+			}
+		}
+		// Restricted to some chunks (what an NPC heard), the search scores
+		// those alone, with the campaign's statistics.
+		only := []string{"a001", "g003", "g004", "t007", "t150", "f010", "nosuch"}
+		got := must[[]postgres.ChunkHit](t)(c.Index().TextSearch(ctx, "anlymir gold", 3, only))
+		var want []postgres.ChunkHit
+		for _, h := range referenceTextSearch(t, s, "camp", "anlymir gold", 10000) {
+			if slices.Contains(only, h.Chunk.ID) && len(want) < 3 {
+				want = append(want, h)
+			}
+		}
+		sameHits(t, when+": restricted", got, want)
+	}
+	run("as written", true)
+	// Long monologues mentioning gold once: the average length triples.
+	cs = cs[:0]
+	add(200, "m", strings.Repeat("the dragon circled the tower while the wizard chanted, ", 6)+"and gold fell")
+	check(t, c.Index().IndexChunks(ctx, cs))
+	run("after long chunks", true)
+	// Recaps saying gold three times in a long turn: their postings come
+	// first in the index (tf 3), though the short lines saying it once or
+	// twice outscore them.
+	cs = cs[:0]
+	add(60, "r", "previously: gold in the vault, gold on the road, and gold again at the inn, "+
+		strings.Repeat("while the party argued about the map and the guild, ", 5))
+	check(t, c.Index().IndexChunks(ctx, cs))
+	run("after recaps", false)
+}
+
+// sameHits reports where got differs from want (ids, and scores to 1e-9).
+func sameHits(t *testing.T, what string, got, want []postgres.ChunkHit) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: %d hits, full scoring %d", what, len(got), len(want))
+		return
+	}
+	for i := range got {
+		if got[i].Chunk.ID != want[i].Chunk.ID || math.Abs(got[i].Score-want[i].Score) > 1e-9 {
+			t.Errorf("%s hit %d: %s %.12f, full scoring %s %.12f", what, i,
+				got[i].Chunk.ID, got[i].Score, want[i].Chunk.ID, want[i].Score)
+		}
 	}
 }

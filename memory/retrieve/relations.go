@@ -95,12 +95,18 @@ func (r *Retriever) expandSeeds(ctx context.Context, text string, seeds []ppr.Se
 	}
 	for hop := range 2 {
 		var next []int
-		for _, i := range frontier {
+		// The frontier's relationships, read in one round trip.
+		ids := make([]string, len(frontier))
+		for j, i := range frontier {
+			ids[j] = out[i].EntityID
+		}
+		relsOf, err := r.camp.Graph().RelationshipsOfEach(ctx, ids, memory.TraversalOpts{Limit: 200})
+		if err != nil {
+			return nil, nil, err
+		}
+		for j, i := range frontier {
 			from := out[i].EntityID
-			rels, err := r.camp.Graph().Relationships(ctx, from, memory.TraversalOpts{Limit: 200})
-			if err != nil {
-				return nil, nil, err
-			}
+			rels := relsOf[j]
 			reached := false
 			for _, rel := range rels {
 				if !relationAsked(rel.Type, asked) {

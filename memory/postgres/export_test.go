@@ -1,0 +1,14 @@
+package postgres
+
+import "context"
+
+// TopPostingsForTest runs the early-stopping half of TextSearch alone: the
+// hits it finds from the words' top postings and whether it proved them
+// the best of all chunks.
+func (x *SemanticIndex) TopPostingsForTest(ctx context.Context, query string, limit int) ([]ChunkHit, bool, error) {
+	terms, avgLen, err := x.textTerms(ctx, query)
+	if err != nil || len(terms) == 0 {
+		return nil, true, err
+	}
+	return x.topPostings(ctx, query, terms, avgLen, limit)
+}
