@@ -436,7 +436,7 @@ func newPipeline(st Settings, lc *correction.LLMCorrector, language string, log 
 func newAgent(camp *access.Campaign, cfg Config, log *slog.Logger) (*npc.Agent, error) {
 	p := cfg.Providers
 	ncfg := npc.Config{
-		Context:       hotctx.New(camp, hotctx.Config{Recent: cfg.Settings.RecentWindow, Now: cfg.Clock.Now}),
+		Context:       hotctx.New(camp, hotctx.Config{Recent: cfg.Settings.RecentWindow, Now: cfg.Clock.Now, NowWith: ledger.NowWithOf}),
 		Graph:         npcMemory{Graph: camp.Graph(), camp: camp},
 		Heard:         camp.Sessions(),
 		ContextTokens: cfg.Settings.HotContextTokens,

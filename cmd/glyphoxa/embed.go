@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
@@ -97,7 +98,7 @@ func newRetriever(camp retrieve.Campaign, cfg config.Config) (*retrieve.Retrieve
 
 // newHotContext returns the NPC hot-context assembler.
 func newHotContext(camp *access.Campaign, cfg config.Config) *hotctx.Assembler {
-	return hotctx.New(camp, hotctx.Config{Recent: cfg.Memory.RecentWindow.Std()})
+	return hotctx.New(camp, hotctx.Config{Recent: cfg.Memory.RecentWindow.Std(), NowWith: ledger.NowWithOf})
 }
 
 // newRecaller returns the NPC-scoped retrieval of the recall tool; nil

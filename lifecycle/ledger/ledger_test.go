@@ -119,7 +119,7 @@ func TestLedgerAfterTheSession(t *testing.T) {
 		}
 	}
 	npc := pgtest.Open(t, store, camp.ID(), memory.NPCViewer("grimjaw"))
-	before, err := hotctx.New(npc, hotctx.Config{}).Assemble(ctx, "grimjaw", "s-later", 4000)
+	before, err := hotctx.New(npc, hotctx.Config{NowWith: ledger.NowWithOf}).Assemble(ctx, "grimjaw", "s-later", 4000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestLedgerAfterTheSession(t *testing.T) {
 	if _, err := camp.Graph().ConfirmFact(ctx, debt); err != nil {
 		t.Fatal(err)
 	}
-	after, err := hotctx.New(npc, hotctx.Config{}).Assemble(ctx, "grimjaw", "s-later", 4000)
+	after, err := hotctx.New(npc, hotctx.Config{NowWith: ledger.NowWithOf}).Assemble(ctx, "grimjaw", "s-later", 4000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestNPCKnowsItsLedger(t *testing.T) {
 	know := func() string {
 		t.Helper()
 		npc := pgtest.Open(t, store, camp.ID(), memory.NPCViewer("grimjaw"))
-		hc, err := hotctx.New(npc, hotctx.Config{}).Assemble(ctx, "grimjaw", "s-later", 4000)
+		hc, err := hotctx.New(npc, hotctx.Config{NowWith: ledger.NowWithOf}).Assemble(ctx, "grimjaw", "s-later", 4000)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,6 +39,24 @@ type Facts interface {
 	FindFacts(ctx context.Context, q access.FactQuery) ([]access.FactWithNames, error)
 }
 
+// NowWithOf tells, for each canon handover (by fact id) of an item passed
+// on since, who holds the item now, as g's viewer sees the ledger. It is
+// the hot context's NowWith (memory/hotctx): an NPC who gave the lantern away
+// knows who has it now.
+func NowWithOf(ctx context.Context, g *access.Graph) (map[int64]string, error) {
+	items, err := List(ctx, g, memory.StatusActive)
+	if err != nil {
+		return nil, err
+	}
+	now := map[int64]string{}
+	for _, it := range items {
+		if it.NowWith != "" && it.Kind == Handover {
+			now[it.FactID] = it.NowWith
+		}
+	}
+	return now, nil
+}
+
 // List is the campaign's ledger as g's viewer may see it: its promises,
 // debts and handovers in the statuses asked for (default: canon and
 // waiting for review), in the order they were said.

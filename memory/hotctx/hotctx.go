@@ -52,6 +52,9 @@ type Config struct {
 	Scope memory.VisibilityScope
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// NowWith, when set, tells the NPC who holds now an item it handed on
+	// (lifecycle/ledger.NowWithOf); nil leaves its handovers as recorded.
+	NowWith NowWith
 }
 
 // Assembler builds hot contexts for the NPCs of one campaign. It is safe
@@ -190,7 +193,7 @@ func (a *Assembler) Prepare(ctx context.Context, npcID string, scope []string) (
 	if err != nil {
 		return nil, fmt.Errorf("hot context of %q: %w", npcID, err)
 	}
-	if rels, err = handedOn(ctx, as, npcID, rels); err != nil {
+	if rels, err = handedOn(ctx, a.cfg.NowWith, as, npcID, rels); err != nil {
 		return nil, err
 	}
 	byID := make(map[string]memory.Entity, len(ents))
