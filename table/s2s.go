@@ -40,6 +40,9 @@ type Realtime struct {
 	// audio (realtime's default when zero); it is opened again when the NPC
 	// is next addressed.
 	IdleTimeout time.Duration
+	// ToolTimeout bounds one function call of the model (realtime's
+	// default when zero).
+	ToolTimeout time.Duration
 	// Pace paces the answer's frames (default the system clock).
 	Pace clock.Clock
 }
@@ -117,7 +120,7 @@ func (s *Session) s2sSession(ctx context.Context, npcID string, p npc.Persona, i
 	budget := s.s2sBudget
 	s.mu.Unlock()
 	cfg := realtime.Config{URL: rt.URL, APIKey: rt.APIKey, Protocol: rt.Protocol, Model: rt.Model, Voice: rt.Voice,
-		Instructions: instructions, Runner: n, IdleTimeout: rt.IdleTimeout, Budget: budget, Logger: s.log}
+		Instructions: instructions, Runner: n, IdleTimeout: rt.IdleTimeout, ToolTimeout: rt.ToolTimeout, Budget: budget, Logger: s.log}
 	if p.S2S.Model != "" {
 		cfg.Model = p.S2S.Model
 	}

@@ -712,7 +712,34 @@ func (s *Session) turnLoop() {
 			timer.Stop()
 		}
 	}()
+	// due answers the held names whose wait is over at now.
+	due := func(now time.Time) {
+		timer, fire = nil, nil
+		for sp, h := range held {
+			if now.Before(h.deadline) {
+				continue
+			}
+			if s.goingOn(sp, h.l.endOfTalk, now) {
+				h.deadline = now.Add(mergePoll)
+				continue
+			}
+			delete(held, sp)
+			s.log.Debug("a name said alone is answered alone: its speaker did not go on", "user", sp,
+				"ended", h.l.endOfTalk, "now", now)
+			s.take(h.l, true)
+		}
+		arm()
+	}
 	for {
+		// A held name whose wait is over is answered before any line
+		// heard after it: select alone would pick either at random when
+		// both are ready (a loaded machine runs this loop late).
+		select {
+		case now := <-fire:
+			due(now)
+			continue
+		default:
+		}
 		select {
 		case l, ok := <-s.lines:
 			if !ok {
@@ -747,21 +774,7 @@ func (s *Session) turnLoop() {
 			}
 			s.take(l, false)
 		case now := <-fire:
-			timer, fire = nil, nil
-			for sp, h := range held {
-				if now.Before(h.deadline) {
-					continue
-				}
-				if s.goingOn(sp, h.l.endOfTalk, now) {
-					h.deadline = now.Add(mergePoll)
-					continue
-				}
-				delete(held, sp)
-				s.log.Debug("a name said alone is answered alone: its speaker did not go on", "user", sp,
-					"ended", h.l.endOfTalk, "now", now)
-				s.take(h.l, true)
-			}
-			arm()
+			due(now)
 		}
 	}
 }

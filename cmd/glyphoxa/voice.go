@@ -71,7 +71,8 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock, onUsag
 		return p, release, err
 	}
 	if rc := cfg.Providers.Realtime; rc.Configured() {
-		p.Realtime = &table.Realtime{URL: rc.URL, APIKey: rc.APIKey, Model: rc.Model, Voice: rc.Voice, IdleTimeout: rc.IdleTimeout.Std()}
+		p.Realtime = &table.Realtime{URL: rc.URL, APIKey: rc.APIKey, Model: rc.Model, Voice: rc.Voice, IdleTimeout: rc.IdleTimeout.Std(),
+			ToolTimeout: rc.ToolTimeout.Std()}
 		if rc.Beta {
 			p.Realtime.Protocol = realtime.Beta
 		}

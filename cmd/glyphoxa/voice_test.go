@@ -85,7 +85,10 @@ func testVoiceSessionThroughServe(t *testing.T, s2s bool) {
 		Text: "Stolen, not lost. Find my steel in Duskwood."}}})
 	realtimeCfg := ""
 	if s2s {
-		realtimeCfg = fmt.Sprintf("  realtime: {url: %q, api_key: k}\n", rt.URL())
+		// The model's recall runs against the database on a machine that
+		// may be loaded: the product's 5 s bound on one function call
+		// becomes a hang guard.
+		realtimeCfg = fmt.Sprintf("  realtime: {url: %q, api_key: k, tool_timeout: %s}\n", rt.URL(), hangGuard)
 		db, err := pgx.Connect(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)

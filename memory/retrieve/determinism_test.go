@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
@@ -17,7 +16,7 @@ import (
 // with the same ranking in every mode: ties are broken by keys that come
 // from the file, not by row ids or by when the graph was refreshed.
 func TestSameFileSameRanking(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), evalHangGuard)
 	defer cancel()
 	file, qs := genTable(evalSeed)
 	store, _ := pgtest.NewStore(t, evalDims)

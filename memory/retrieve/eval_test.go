@@ -130,11 +130,16 @@ func corpora(t testing.TB) []corpus {
 	return out
 }
 
+// evalHangGuard bounds one evaluation's database work: a hang guard, not
+// a budget. On a loaded machine (make test beside seven other builds, load
+// 30 on 2 cores) the table corpus's questions alone took over 5 minutes.
+const evalHangGuard = 20 * time.Minute
+
 // evalCampaign imports a corpus into a fresh database, chunks and embeds
 // it, and returns the campaign.
 func evalCampaign(t testing.TB, cf *campaignfile.File) (*postgres.Campaign, embed.Embedder) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), evalHangGuard)
 	defer cancel()
 	store, _ := pgtest.NewStore(t, evalDims)
 	if err := store.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
@@ -278,7 +283,7 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), evalHangGuard)
 	defer cancel()
 	base := newBM25(t, camp, c.file.Language)
 	rt := &recallTable{n: map[string]int{}, sum: map[string]map[string][]float64{}}

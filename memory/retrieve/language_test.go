@@ -19,7 +19,7 @@ import (
 // the question words aside, and from the session log before it is
 // chunked.
 func TestGermanEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), evalHangGuard)
 	defer cancel()
 	at := time.Date(2026, 1, 10, 19, 0, 0, 0, time.UTC)
 	lines := []struct{ who, text string }{

@@ -511,11 +511,17 @@ func (p *player) speech(ctx context.Context, pl Player, st Step) (audio.PCM, err
 
 // voiced is a vowel-like sound of length d at 48 kHz: a 140 Hz voice with
 // its harmonics, rising and falling four times a second like syllables.
+// The sound repeats every quarter second (140 Hz and 4 Hz are both
+// multiples of 4 Hz), so one quarter second is computed and repeated: a
+// long scene's lines cost a fraction of the sines.
 func voiced(d time.Duration) audio.PCM {
-	const rate = 48000
+	const (
+		rate   = 48000
+		period = rate / 4
+	)
 	n := int(d.Seconds() * rate)
 	out := audio.PCM{Rate: rate, Samples: make([]int16, n)}
-	for i := range out.Samples {
+	for i := range out.Samples[:min(n, period)] {
 		t := float64(i) / rate
 		v := 0.0
 		for h, a := range []float64{1, 0.6, 0.4, 0.25, 0.15} {
@@ -523,6 +529,9 @@ func voiced(d time.Duration) audio.PCM {
 		}
 		env := 0.55 + 0.45*math.Sin(2*math.Pi*4*t)
 		out.Samples[i] = int16(v * env * 5000)
+	}
+	for i := period; i < n; i += period {
+		copy(out.Samples[i:], out.Samples[:period])
 	}
 	return out
 }

@@ -279,7 +279,11 @@ func TestBadPacketsAreCountedAndDropped(t *testing.T) {
 func TestReorderingAndGaps(t *testing.T) {
 	t.Parallel()
 	srv := server(t, voicetest.Config{})
-	bot := dial(t, srv, botID, func(c *conn.Config) { c.ReorderDelay = 80 * time.Millisecond })
+	// The lane waits ReorderDelay (real time) for a missing packet: 104,
+	// sent 10 ms after 106, must arrive within it, and 105 never does. At
+	// 80 ms a machine at load 37 delivered 104 too late (dropped); a
+	// second is a bound no scheduler pause reaches.
+	bot := dial(t, srv, botID, func(c *conn.Config) { c.ReorderDelay = time.Second })
 	const fake = 7777
 	srv.AnnounceSpeaker(botID, playerID, fake)
 	waitUser(t, bot, playerID)

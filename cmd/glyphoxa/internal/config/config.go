@@ -217,6 +217,9 @@ type Realtime struct {
 	// IdleTimeout closes an NPC's model session after this long without
 	// audio (default 5 min).
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// ToolTimeout bounds one function call the model makes (recall and
+	// the NPC's other tools; default 5 s).
+	ToolTimeout Duration `yaml:"tool_timeout"`
 }
 
 // Configured reports whether the speech-to-speech engine is set up.
@@ -818,6 +821,7 @@ func (c Config) Validate() error {
 		oneOf("providers.tts.provider", c.Providers.TTS.Provider, "espeak", "local", "festival", "flite", "openai", "elevenlabs"),
 		in("providers.realtime.max_minutes", c.Providers.Realtime.MaxMinutes, 0, 1e6),
 		notNegative("providers.realtime.idle_timeout", c.Providers.Realtime.IdleTimeout),
+		notNegative("providers.realtime.tool_timeout", c.Providers.Realtime.ToolTimeout),
 		oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error"),
 		oneOf("log.format", c.Log.Format, "text", "json"),
 		checkListen("server.listen", c.Server.Listen, false),

@@ -68,6 +68,7 @@ func TestEnvValuesNeverShowInErrors(t *testing.T) {
 		{key: "providers.realtime.url", yaml: "providers: {realtime: {url: \"${V}\"}}", value: "https://" + marker},
 		{key: "providers.realtime.max_minutes", yaml: "providers:\n  realtime:\n    max_minutes: ${V}", value: "-98765.4321"},
 		{key: "providers.realtime.idle_timeout", yaml: "providers:\n  realtime:\n    idle_timeout: ${V}", value: "-987654s"},
+		{key: "providers.realtime.tool_timeout", yaml: "providers:\n  realtime:\n    tool_timeout: ${V}", value: "-987654s"},
 		{key: "log.level", yaml: "log:\n  level: ${V}", value: marker},
 		{key: "log.format", yaml: "log:\n  format: ${V}", value: marker},
 		{key: "server.listen", yaml: "server: {listen: \"${V}\"}", value: marker},
