@@ -195,6 +195,20 @@ func (b *Board) List(campaign string) []Card {
 	return out
 }
 
+// Forget drops the campaign's cards quoting speakerID's lines from the
+// board (forget-me; the store's go with the player's other data).
+func (b *Board) Forget(campaign, speakerID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cards = slices.DeleteFunc(b.cards, func(c *Card) bool {
+		if c.Campaign == campaign && c.Line.SpeakerID == speakerID {
+			delete(b.unsaved, c.ID)
+			return true
+		}
+		return false
+	})
+}
+
 func (b *Board) find(id string) *Card {
 	for _, c := range b.cards {
 		if c.ID == id {

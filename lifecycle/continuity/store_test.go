@@ -174,6 +174,16 @@ func TestForgetMeRemovesCards(t *testing.T) {
 	if _, err := dm.ForgetSpeaker(ctx, "u-thorin"); err != nil {
 		t.Fatalf("forget-me: %v", err)
 	}
+	// The process's board drops its copies too (the table's live report).
+	mine := board.Add(continuity.Card{Campaign: campID, Finding: card.Finding,
+		Line: continuity.Line{SessionID: "s1", SpeakerID: "u-thorin", Speaker: "Thorin", Text: "Grimjaw is in Duskwood."}})
+	board.Forget(campID, "u-thorin")
+	if _, ok := board.Get(mine.ID); ok {
+		t.Error("the board kept a card quoting the forgotten player")
+	}
+	if _, ok := board.Get(kept.ID); !ok {
+		t.Error("the board dropped another player's card")
+	}
 	cards, err := board.Stored(ctx, dm, 10)
 	if err != nil || len(cards) != 1 || cards[0].ID != kept.ID {
 		t.Fatalf("cards after forgetting u-thorin: %+v, %v; want only %s", cards, err, kept.ID)
