@@ -137,17 +137,19 @@ func (b *Bot) continuityButton(ctx context.Context, i *discordgo.Interaction, re
 		b.refuse(i, "Only the DM can settle a continuity card.")
 		return
 	}
-	cards, ok := b.deps.Voice.(ContinuityCards)
-	if !ok {
-		b.reply(i, true, "This button has expired.")
-		return
-	}
 	camp, _, err := b.campaign(ctx, g.ID, memory.DMViewer())
 	if err != nil {
 		b.reply(i, true, "⚠️ "+errText(err))
 		return
 	}
-	card, err := cards.ContinuityCards().Settle(ctx, camp, parts[2], parts[0] == "r", u.ID)
+	// The card is settled in the store: a process that did not raise it
+	// (another replica, or this one after a restart) settles it too.
+	var card continuity.Card
+	if cards, ok := b.deps.Voice.(ContinuityCards); ok {
+		card, err = cards.ContinuityCards().Settle(ctx, camp, parts[2], parts[0] == "r", u.ID)
+	} else {
+		card, err = continuity.SettleStored(ctx, camp, parts[2], parts[0] == "r", u.ID)
+	}
 	if err != nil {
 		b.log.Warn("settling a continuity card", "card", parts[2], "err", err)
 		if card.ID == "" {

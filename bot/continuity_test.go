@@ -229,4 +229,18 @@ func TestContinuityCards(t *testing.T) {
 			t.Errorf("the table's channel got a card: %s %s", c.Path, c.Body)
 		}
 	}
+
+	// A restart: the card is in the store, the process that raised it is
+	// gone (its board with it); the button still settles it, once.
+	if err := v.board.Save(ctx, h.camp); err != nil {
+		t.Fatal(err)
+	}
+	v.board = continuity.NewBoard()
+	if r := h.send(h.fake.DMButton(theDM, "cont:k:"+guildID+":"+secret[0].ID)); !strings.Contains(string(r.raw), "kept") ||
+		!strings.Contains(r.Data.Content, "Settled") {
+		t.Fatalf("Keep canon after a restart: %s", r.raw)
+	}
+	if r := h.send(h.fake.DMButton(theDM, "cont:r:"+guildID+":"+secret[0].ID)); !strings.Contains(r.Data.Content, "settled already") {
+		t.Errorf("Retcon of a card kept after a restart: %s", r.raw)
+	}
 }

@@ -87,6 +87,13 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 			err = erase(ctx)
 		}
 	}
+	if err == nil {
+		// The store's cards quoting the player went with the rest; this
+		// process's board (the table's live report) drops its copies.
+		if cards, ok := b.deps.Voice.(ContinuityCards); ok {
+			cards.ContinuityCards().Forget(g.Campaign, u.ID)
+		}
+	}
 	if err != nil {
 		msg := "⚠️ Nothing was deleted: " + errText(err)
 		if live.Spooled > 0 {

@@ -114,4 +114,33 @@ func TestLivePageContinuityCards(t *testing.T) {
 	if resp, _ := dm.post("/live/card/"+cards[1].ID, url.Values{"action": {"erase"}, "csrf": {dm.csrf()}}, nil); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("an unknown action: %d", resp.StatusCode)
 	}
+
+	// The console of another process on the database, which runs no
+	// table, lists the stored cards and settles one; this console is then
+	// told it was settled.
+	c2, err := console.New(console.Config{Door: f.door,
+		Campaigns: []bot.Guild{{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}, DMUserIDs: []string{dmUser}}},
+		OAuth:     console.OAuth{ClientID: "app-1", ClientSecret: "shh", DiscordURL: f.discord.URL()},
+		Logger:    slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := httptest.NewServer(c2)
+	t.Cleanup(srv2.Close)
+	dm2 := f.browser(t)
+	dm2.base = srv2.URL
+	link2, _ := c2.OneTimeLink(campaign)
+	dm2.get(link2)
+	if _, page := dm2.get("/live"); !strings.Contains(page, `action="/live/card/`+cards[1].ID+`"`) ||
+		!strings.Contains(page, "Vexa is in Duskwood.") {
+		t.Fatalf("another process's live page lacks the open card %s: %.300s", cards[1].ID, page)
+	}
+	if resp, body := dm2.post("/live/card/"+cards[1].ID, url.Values{"action": {"keep"}, "csrf": {dm2.csrf()}}, nil); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, "Card settled (kept)") {
+		t.Fatalf("Keep canon from another process: %d %.500s", resp.StatusCode, body)
+	}
+	if resp, body := dm.post("/live/card/"+cards[1].ID, url.Values{"action": {"retcon"}, "csrf": {dm.csrf()}}, nil); resp.StatusCode != http.StatusOK ||
+		!strings.Contains(body, "settled already") {
+		t.Errorf("Retcon of a card the other process kept: %d %.300s", resp.StatusCode, body)
+	}
 }

@@ -200,6 +200,16 @@ func (s *Server) live(ctx context.Context, campaign string) (LiveStatus, liveFee
 			}
 		}
 	}
+	// The cards come from the store, where every process writes them;
+	// when it cannot be read, the table's own report shows its cards.
+	if cards, err := s.storedCards(ctx); err != nil {
+		s.log.Warn("reading the continuity cards", "err", err)
+		if feed.Problem == "" {
+			_, feed.Problem = classify(err)
+		}
+	} else {
+		st.Cards = cards
+	}
 	if s.cfg.Door.Health().Degraded {
 		st.MemoryDegraded = true
 	}
@@ -258,8 +268,27 @@ func (s *Server) livePage(w http.ResponseWriter, r *http.Request) {
 		Data: map[string]any{"Status": st, "Feed": feed, "FreshSeconds": int(LiveFresh.Seconds()), "Message": s.takeFlash(r)}})
 }
 
-// settleCard settles a continuity card held by this process (Keep canon or
-// Retcon, see continuity.Board.Settle).
+// board is this process's board of continuity cards, nil when it runs no
+// table.
+func (s *Server) board() *continuity.Board {
+	if cards, ok := s.cfg.Live.(bot.ContinuityCards); ok {
+		return cards.ContinuityCards()
+	}
+	return nil
+}
+
+// storedCards are the campaign's continuity cards in the store, raised by
+// any process (this one's not yet stored are written first).
+func (s *Server) storedCards(ctx context.Context) ([]continuity.Card, error) {
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.board().Stored(ctx, camp, continuity.MaxCards)
+}
+
+// settleCard settles a stored continuity card, raised by any process (Keep
+// canon or Retcon, see continuity.SettleStored).
 func (s *Server) settleCard(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	action := r.PostFormValue("action")
@@ -267,17 +296,17 @@ func (s *Server) settleCard(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusBadRequest, fmt.Sprintf("Unknown choice %q: keep or retcon.", action))
 		return
 	}
-	cards, ok := s.cfg.Live.(bot.ContinuityCards)
-	if !ok {
-		s.back(w, r, "/live", "⚠ This console runs no table: settle the card from Discord or the console of the process that runs the table.")
-		return
-	}
 	camp, err := s.openCampaign(ctx)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
 	}
-	c, err := cards.ContinuityCards().Settle(ctx, camp, r.PathValue("id"), action == "retcon", sessionOf(ctx).UserID)
+	var c continuity.Card
+	if b := s.board(); b != nil {
+		c, err = b.Settle(ctx, camp, r.PathValue("id"), action == "retcon", sessionOf(ctx).UserID)
+	} else {
+		c, err = continuity.SettleStored(ctx, camp, r.PathValue("id"), action == "retcon", sessionOf(ctx).UserID)
+	}
 	if err != nil {
 		s.back(w, r, "/live", "⚠ "+flashErr(err))
 		return

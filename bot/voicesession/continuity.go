@@ -43,13 +43,16 @@ func (m *Manager) watchContinuity(ctx context.Context, req bot.StartRequest, cam
 			Raised: m.clk.Now()})
 		log.Info("a line contradicts canon: a card is raised for the DM", "card", card.ID, "kind", f.Kind,
 			"claim", f.Claim, "canon_fact", f.Canon.ID, "unsaid", card.Unsaid)
-		if req.Contradicted == nil {
-			return
-		}
 		m.bg.Add(1)
 		go func() {
 			defer m.bg.Done()
-			if req.Contradicted(card) {
+			// Stored before it is posted, so that its buttons find it in
+			// any process; when the database is down it stays on the
+			// board and is stored by the next Save.
+			if err := m.cfg.Cards.Save(m.ctx, camp); err != nil {
+				log.Warn("a continuity card could not be stored yet; it is kept in this process until it can", "card", card.ID, "err", err)
+			}
+			if req.Contradicted != nil && req.Contradicted(card) {
 				m.cfg.Cards.Posted(card.ID, m.clk.Now())
 			}
 		}()

@@ -533,8 +533,12 @@ func demoContinuity(ctx context.Context, camp *access.Campaign, campaignID strin
 	go func() { defer close(done); chk.Run(cctx) }()
 	hook = func(e memory.TranscriptEntry) {
 		for _, f := range chk.Check(e.SpeakerName, e.Text) {
-			raised(cards.Add(continuity.Card{Campaign: campaignID, Finding: f, Line: continuity.Line{SessionID: e.SessionID,
-				SpeakerID: e.SpeakerID, Speaker: e.SpeakerName, Text: e.Text, At: e.At, Key: e.IdempotencyKey}, Raised: time.Now()}))
+			card := cards.Add(continuity.Card{Campaign: campaignID, Finding: f, Line: continuity.Line{SessionID: e.SessionID,
+				SpeakerID: e.SpeakerID, Speaker: e.SpeakerName, Text: e.Text, At: e.At, Key: e.IdempotencyKey}, Raised: time.Now()})
+			if err := cards.Save(ctx, camp); err != nil {
+				log.Warn("a continuity card could not be stored yet; it is kept in this process until it can", "card", card.ID, "err", err)
+			}
+			raised(card)
 		}
 	}
 	return func() { cancel(); <-done }, hook

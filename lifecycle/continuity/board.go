@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,9 +29,9 @@ const (
 // ErrSettled is returned when a card was settled already.
 var ErrSettled = errors.New("this card was settled already")
 
-// ErrNoCard is returned for a card the board does not hold (an old one,
-// or one another process raised).
-var ErrNoCard = errors.New("this card is not held here (it is old, or another glyphoxa process raised it)")
+// ErrNoCard is returned for a card the campaign's store does not hold (it
+// was forgotten with a player's lines, or is of another campaign).
+var ErrNoCard = errors.New("no such continuity card (it was forgotten, or is of another campaign)")
 
 // Line is the line a card quotes.
 type Line struct {
@@ -67,34 +68,99 @@ type Card struct {
 // then the oldest.
 const MaxCards = 200
 
-// Board holds the cards raised in this process. It is safe for
-// concurrent use.
+// Board holds the cards raised in this process, and writes them to the
+// campaign's store (table continuity_cards) through the memory door: the
+// store is where every process reads and settles them. A card raised
+// while the database is down stays on the board, marked unsaved, and is
+// written by the next Save of its campaign (the next card raised, the
+// next read of the Live page or settlement in this process); a process
+// that stops before then loses it. It is safe for concurrent use.
 type Board struct {
 	mu    sync.Mutex
 	cards []*Card // oldest first
-	// settling marks the cards whose settlement is under way.
-	settling map[string]bool
+	// unsaved marks the cards not yet in the store.
+	unsaved map[string]bool
 }
 
 // NewBoard returns an empty board.
-func NewBoard() *Board { return &Board{settling: map[string]bool{}} }
+func NewBoard() *Board { return &Board{unsaved: map[string]bool{}} }
 
-// Add puts c on the board with a new id and status open, and returns it.
+// Add puts c on the board with a new id and status open (raised now when
+// c.Raised is zero), marked unsaved, and returns it; Save writes it.
 func (b *Board) Add(c Card) Card {
-	var id [6]byte
+	var id [8]byte
 	_, _ = rand.Read(id[:])
 	c.ID, c.Status = hex.EncodeToString(id[:]), CardOpen
+	if c.Raised.IsZero() {
+		c.Raised = time.Now().UTC()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.cards = append(b.cards, &c)
+	b.unsaved[c.ID] = true
 	for len(b.cards) > MaxCards {
-		i := slices.IndexFunc(b.cards, func(x *Card) bool { return x.Status != CardOpen })
+		i := slices.IndexFunc(b.cards, func(x *Card) bool { return x.Status != CardOpen && !b.unsaved[x.ID] })
 		if i < 0 {
 			i = 0
 		}
+		delete(b.unsaved, b.cards[i].ID)
 		b.cards = slices.Delete(b.cards, i, i+1)
 	}
 	return c
+}
+
+// Save writes the board's unsaved cards of camp's campaign to the store;
+// those it could not write stay unsaved, and the first error is returned.
+func (b *Board) Save(ctx context.Context, camp *access.Campaign) error {
+	if camp == nil || !camp.DM() {
+		return fmt.Errorf("%w: cards are stored by the DM's handle", memory.ErrForbidden)
+	}
+	b.mu.Lock()
+	var todo []Card
+	for _, c := range b.cards {
+		if b.unsaved[c.ID] && c.Campaign == camp.ID() {
+			todo = append(todo, *c)
+		}
+	}
+	b.mu.Unlock()
+	for _, c := range todo {
+		sc, err := stored(c)
+		if err == nil {
+			err = camp.PutContinuityCard(ctx, sc)
+		}
+		if err != nil {
+			return fmt.Errorf("storing continuity card %s: %w", c.ID, err)
+		}
+		b.mu.Lock()
+		delete(b.unsaved, c.ID)
+		b.mu.Unlock()
+	}
+	return nil
+}
+
+// stored is c as the store keeps it.
+func stored(c Card) (access.ContinuityCard, error) {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return access.ContinuityCard{}, fmt.Errorf("encoding continuity card %s: %w", c.ID, err)
+	}
+	return access.ContinuityCard{ID: c.ID, SessionID: c.Line.SessionID, SpeakerID: c.Line.SpeakerID, LineKey: c.Line.Key,
+		LineText: c.Line.Text, CanonFactID: c.Canon.ID, CanonText: c.Canon.Text, Kind: string(c.Kind), Card: raw,
+		CreatedAt: c.Raised}, nil
+}
+
+// fromStore is the card a stored one holds.
+func fromStore(sc access.ContinuityCard) (Card, error) {
+	var c Card
+	if err := json.Unmarshal(sc.Card, &c); err != nil {
+		return c, fmt.Errorf("decoding continuity card %s: %w", sc.ID, err)
+	}
+	if !sc.SettledAt.IsZero() && c.Status == CardOpen {
+		// Claimed, its settlement not recorded: cannot be seen outside
+		// the settling transaction, but say so rather than "open".
+		c.Status, c.SettledBy, c.SettledAt = sc.Outcome, sc.SettledBy, sc.SettledAt
+	}
+	return c, nil
 }
 
 // Posted notes when card id reached the DM.
@@ -106,7 +172,7 @@ func (b *Board) Posted(id string, at time.Time) {
 	}
 }
 
-// Get returns card id.
+// Get returns card id as this board holds it.
 func (b *Board) Get(id string) (Card, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -116,7 +182,7 @@ func (b *Board) Get(id string) (Card, bool) {
 	return Card{}, false
 }
 
-// List returns the campaign's cards, newest first.
+// List returns the campaign's cards this board holds, newest first.
 func (b *Board) List(campaign string) []Card {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -129,6 +195,20 @@ func (b *Board) List(campaign string) []Card {
 	return out
 }
 
+// Forget drops the campaign's cards quoting speakerID's lines from the
+// board (forget-me; the store's go with the player's other data).
+func (b *Board) Forget(campaign, speakerID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cards = slices.DeleteFunc(b.cards, func(c *Card) bool {
+		if c.Campaign == campaign && c.Line.SpeakerID == speakerID {
+			delete(b.unsaved, c.ID)
+			return true
+		}
+		return false
+	})
+}
+
 func (b *Board) find(id string) *Card {
 	for _, c := range b.cards {
 		if c.ID == id {
@@ -138,51 +218,106 @@ func (b *Board) find(id string) *Card {
 	return nil
 }
 
-// Settle settles card id for the DM, through camp (the card's campaign,
-// opened for the DM): Keep canon marks the line non-canon (NPCs and recaps
-// leave it out) and leaves canon as it is; Retcon writes the line's claim
-// as a DM fact, which supersedes the canon fact it contradicts through the
-// store's conflict path (the conflict is recorded, settled "kept new",
-// with the line as the reason). by names the DM. A card settled already,
-// or being settled, is refused with ErrSettled; a write that fails (the
-// database is down) leaves the card open, to be pressed again.
+// Stored returns camp's newest limit cards from the store, newest first,
+// for the DM: the cards every process raised. Cards of this board not
+// yet stored (b may be nil) are written first; when they cannot be, the
+// error is returned (the caller shows the board's List instead).
+func (b *Board) Stored(ctx context.Context, camp *access.Campaign, limit int) ([]Card, error) {
+	if camp == nil || !camp.DM() {
+		return nil, fmt.Errorf("%w: continuity cards are the DM's", memory.ErrForbidden)
+	}
+	if b != nil {
+		if err := b.Save(ctx, camp); err != nil {
+			return nil, err
+		}
+	}
+	scs, err := camp.ContinuityCards(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Card, 0, len(scs))
+	for _, sc := range scs {
+		c, err := fromStore(sc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Settle settles card id for the DM through camp (the card's campaign,
+// opened for the DM), in the store: see [SettleStored]. The board's
+// unsaved cards are written first (a card still unsaved cannot be
+// settled: the database is down), and its copy of the card follows.
 func (b *Board) Settle(ctx context.Context, camp *access.Campaign, id string, retcon bool, by string) (Card, error) {
 	if camp == nil || !camp.DM() {
 		return Card{}, fmt.Errorf("%w: cards are settled by the DM", memory.ErrForbidden)
 	}
-	b.mu.Lock()
-	c := b.find(id)
-	switch {
-	case c == nil:
-		b.mu.Unlock()
-		return Card{}, ErrNoCard
-	case c.Status != CardOpen || b.settling[id]:
-		card := *c
-		b.mu.Unlock()
-		return card, ErrSettled
-	case c.Campaign != camp.ID():
-		b.mu.Unlock()
-		return Card{}, fmt.Errorf("%w: the card is of campaign %q", memory.ErrForbidden, c.Campaign)
+	if err := b.Save(ctx, camp); err != nil {
+		return Card{}, fmt.Errorf("settling continuity card %s: %w", id, err)
 	}
-	b.settling[id] = true
-	card := *c
-	b.mu.Unlock()
-	defer func() {
+	card, err := SettleStored(ctx, camp, id, retcon, by)
+	if card.ID != "" {
 		b.mu.Lock()
-		delete(b.settling, id)
+		if c := b.find(id); c != nil {
+			posted := c.Posted
+			*c = card
+			c.Posted = posted
+		}
 		b.mu.Unlock()
-	}()
-	status, note, err := settle(ctx, camp, card, retcon, by)
-	if err != nil {
-		return card, err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if c = b.find(id); c != nil {
-		c.Status, c.SettledBy, c.SettledAt, c.Note = status, by, time.Now().UTC(), note
-		card = *c
+	return card, err
+}
+
+// SettleStored settles stored card id for the DM, through camp (the
+// card's campaign, opened for the DM), from any process: Keep canon marks
+// the line non-canon (NPCs and recaps leave it out) and leaves canon as it
+// is; Retcon writes the line's claim as a DM fact, which supersedes the
+// canon fact it contradicts through the store's conflict path (the
+// conflict is recorded, settled "kept new", with the line as the reason).
+// by names the DM. The card is claimed by a conditional UPDATE in the
+// transaction that makes the writes, so it is settled exactly once: a
+// card settled already (here, in another process, or by a press racing
+// this one) is returned with ErrSettled; a write that fails (the database
+// is down) rolls back and leaves the card open, to be pressed again.
+func SettleStored(ctx context.Context, camp *access.Campaign, id string, retcon bool, by string) (Card, error) {
+	if camp == nil || !camp.DM() {
+		return Card{}, fmt.Errorf("%w: cards are settled by the DM", memory.ErrForbidden)
 	}
-	return card, nil
+	var out Card
+	err := camp.InTx(ctx, by, func(tx *access.Campaign) error {
+		sc, claimed, err := tx.ClaimContinuityCard(ctx, id, by)
+		if errors.Is(err, memory.ErrNotFound) {
+			return ErrNoCard
+		}
+		if err != nil {
+			return err
+		}
+		card, err := fromStore(sc)
+		if err != nil {
+			return err
+		}
+		if !claimed {
+			out = card
+			return ErrSettled
+		}
+		status, note, err := settle(ctx, tx, card, retcon, by)
+		if err != nil {
+			return err
+		}
+		card.Status, card.SettledBy, card.SettledAt, card.Note = status, by, sc.SettledAt.UTC(), note
+		raw, err := json.Marshal(card)
+		if err != nil {
+			return fmt.Errorf("encoding continuity card %s: %w", id, err)
+		}
+		if err := tx.FinishContinuityCard(ctx, id, status, raw); err != nil {
+			return err
+		}
+		out = card
+		return nil
+	})
+	return out, err
 }
 
 // settle does the settlement's writes.

@@ -137,6 +137,10 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		if err := forgetPlayerKnowledge(ctx, tx, c.id, userID); err != nil {
 			return err
 		}
+		// Continuity cards quote the line that contradicted canon.
+		if _, err := tx.Exec(ctx, `DELETE FROM continuity_cards WHERE campaign_id = $1 AND speaker_id = $2`, c.id, userID); err != nil {
+			return err
+		}
 		// What was derived from the sessions as a whole may quote or
 		// paraphrase them: the language model's cached extractions and the
 		// running summaries. They are dropped (a re-extraction asks the
