@@ -95,6 +95,11 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		update(msg)
 		return
 	}
+	// The continuity cards quoting the player's lines go too: the board
+	// is memory the store's deletion does not reach.
+	if cc, ok := b.deps.Voice.(ContinuityCards); ok && cc.ContinuityCards() != nil {
+		cc.ContinuityCards().ForgetSpeaker(g.Campaign, u.ID)
+	}
 	var msg string
 	if live.Deferred {
 		msg = "🗑️ The memory database is unreachable right now: deleting the lines you said, the memory chunks containing your words " +

@@ -129,6 +129,23 @@ func (b *Board) List(campaign string) []Card {
 	return out
 }
 
+// ForgetSpeaker removes the campaign's cards that quote a line of
+// speakerID, a player who asked to be forgotten (/privacy forget-me): the
+// board would otherwise keep their words after the store deleted them. It
+// reports how many cards went.
+func (b *Board) ForgetSpeaker(campaign, speakerID string) int {
+	if speakerID == "" {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := len(b.cards)
+	b.cards = slices.DeleteFunc(b.cards, func(c *Card) bool {
+		return c.Campaign == campaign && c.Line.SpeakerID == speakerID
+	})
+	return n - len(b.cards)
+}
+
 func (b *Board) find(id string) *Card {
 	for _, c := range b.cards {
 		if c.ID == id {
