@@ -49,5 +49,4 @@ func TestForgetMeDropsTheContinuityCardsQuotingThePlayer(t *testing.T) {
 	if _, ok := board.Get(elsewhere.ID); !ok {
 		t.Error("a card of another campaign went too")
 	}
-	
 }
