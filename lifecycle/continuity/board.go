@@ -212,11 +212,21 @@ func settle(ctx context.Context, camp *access.Campaign, c Card, retcon bool, by 
 		if err != nil {
 			return "", "", fmt.Errorf("marking the line non-canon: %w", err)
 		}
-		note := "canon kept; the line is marked non-canon"
-		if n == 0 {
-			note = "canon kept; the line is not in the session log yet (it waits in the outage spool), so it could not be marked non-canon"
+		if n > 0 {
+			return CardKept, "canon kept; the line is marked non-canon", nil
 		}
-		return CardKept, note, nil
+		// Nothing marked: the line is non-canon already, or not stored
+		// yet (it waits in the outage spool). Settling then would lose the
+		// DM's choice when the line arrives as canon: the card stays open.
+		stored, err := lineStored(ctx, camp, c.Line)
+		if err != nil {
+			return "", "", fmt.Errorf("marking the line non-canon: %w", err)
+		}
+		if !stored {
+			return "", "", fmt.Errorf("marking the line non-canon: %w: the line is not in the session log yet (it waits in the outage spool); press Keep canon again once it is stored",
+				memory.ErrUnavailable)
+		}
+		return CardKept, "canon kept; the line was non-canon already", nil
 	}
 	reason := fmt.Sprintf("retcon by the DM of %s's line %q", c.Line.Speaker, c.Line.Text)
 	prov := memory.Provenance{SessionID: c.Line.SessionID, Timestamp: c.Line.At, Confidence: 1, Source: memory.SourceStated}
@@ -249,4 +259,19 @@ func settle(ctx context.Context, camp *access.Campaign, c Card, retcon bool, by 
 		return CardRetconned, fmt.Sprintf("fact #%d (the death) is retired as of session %s", c.Canon.ID, c.Line.SessionID), nil
 	}
 	return "", "", fmt.Errorf("%w: unknown card kind %q", memory.ErrInvalid, c.Kind)
+}
+
+// lineStored reports whether the session log holds line (by its
+// idempotency key when it has one, else by its time).
+func lineStored(ctx context.Context, camp *access.Campaign, line Line) (bool, error) {
+	es, err := camp.Sessions().Entries(ctx, line.SessionID)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(es, func(e memory.TranscriptEntry) bool {
+		if line.Key != "" {
+			return e.IdempotencyKey == line.Key
+		}
+		return e.At.Equal(line.At)
+	}), nil
 }
