@@ -57,10 +57,16 @@ func TestKeepCanonOfALineNotStoredYet(t *testing.T) {
 	if !marked {
 		t.Error("the line was not marked non-canon")
 	}
-	// A second card on the same line, already non-canon: kept at once.
-	again := board.Add(continuity.Card{Campaign: camp.ID(), Finding: continuity.Finding{Kind: continuity.KindPlace},
-		Line: continuity.Line{SessionID: "s1", SpeakerID: "u1", Speaker: "Thorin", Text: line.Text, At: at, Key: line.IdempotencyKey}})
-	if c, err := board.Settle(ctx, dm, again.ID, false, "dm"); err != nil || c.Status != continuity.CardKept {
-		t.Fatalf("Keep canon of a line already non-canon: %+v, %v", c, err)
+	// A second card on the same line, already non-canon: kept at once,
+	// whether the card knows the line by its key or (without one) by its
+	// time, given to the nanosecond where the database keeps microseconds.
+	for _, l := range []continuity.Line{
+		{SessionID: "s1", SpeakerID: "u1", Speaker: "Thorin", Text: line.Text, At: at, Key: line.IdempotencyKey},
+		{SessionID: "s1", SpeakerID: "u1", Speaker: "Thorin", Text: line.Text, At: at.Add(300 * time.Nanosecond)},
+	} {
+		again := board.Add(continuity.Card{Campaign: camp.ID(), Finding: continuity.Finding{Kind: continuity.KindPlace}, Line: l})
+		if c, err := board.Settle(ctx, dm, again.ID, false, "dm"); err != nil || c.Status != continuity.CardKept {
+			t.Fatalf("Keep canon of a line already non-canon (key %q): %+v, %v", l.Key, c, err)
+		}
 	}
 }

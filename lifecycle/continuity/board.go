@@ -272,6 +272,7 @@ func lineStored(ctx context.Context, camp *access.Campaign, line Line) (bool, er
 		if line.Key != "" {
 			return e.IdempotencyKey == line.Key
 		}
-		return e.At.Equal(line.At)
+		// The database keeps microseconds (pgx truncates).
+		return e.At.Equal(line.At.Truncate(time.Microsecond))
 	}), nil
 }
