@@ -231,7 +231,18 @@ func TestContinuityCards(t *testing.T) {
 	}
 
 	// A restart: the card is in the store, the process that raised it is
-	// gone (its board with it); the button still settles it, once.
+	// gone (its board with it); the button still settles it, once. (Its
+	// line is in the session log: Keep canon of a line not stored yet
+	// leaves the card open.)
+	if _, err := h.camp.Sessions().Session(ctx, "s1"); err != nil {
+		if err := h.camp.Sessions().StartSession(ctx, "s1", at.Add(-time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{{SessionID: "s1", SpeakerName: "Thorin",
+		Text: "Vexa is in Duskwood.", At: at, IdempotencyKey: "s1-vexa"}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := v.board.Save(ctx, h.camp); err != nil {
 		t.Fatal(err)
 	}

@@ -87,13 +87,6 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 			err = erase(ctx)
 		}
 	}
-	if err == nil {
-		// The store's cards quoting the player went with the rest; this
-		// process's board (the table's live report) drops its copies.
-		if cards, ok := b.deps.Voice.(ContinuityCards); ok {
-			cards.ContinuityCards().Forget(g.Campaign, u.ID)
-		}
-	}
 	if err != nil {
 		msg := "⚠️ Nothing was deleted: " + errText(err)
 		if live.Spooled > 0 {
@@ -101,6 +94,11 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		}
 		update(msg)
 		return
+	}
+	// The store's continuity cards quoting the player went with the rest;
+	// this process's board (the table's live report) drops its copies.
+	if cc, ok := b.deps.Voice.(ContinuityCards); ok && cc.ContinuityCards() != nil {
+		cc.ContinuityCards().ForgetSpeaker(g.Campaign, u.ID)
 	}
 	var msg string
 	if live.Deferred {

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -47,14 +48,25 @@ func TestLivePageContinuityCards(t *testing.T) {
 	}
 	board := continuity.NewBoard()
 	at := time.Date(2026, 3, 15, 19, 4, 5, 0, time.UTC)
+	if _, err := f.camp.Sessions().Session(ctx, "s3"); err != nil {
+		if err := f.camp.Sessions().StartSession(ctx, "s3", at.Add(-time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var cards []continuity.Card
-	for _, line := range []string{"Grimjaw is in Duskwood.", "Vexa is in Duskwood."} {
+	for i, line := range []string{"Grimjaw is in Duskwood.", "Vexa is in Duskwood."} {
 		found := chk.Check("Thorin", line)
 		if len(found) != 1 {
 			t.Fatalf("%q: findings %+v; want one", line, found)
 		}
+		// The lines are in the session log (Keep canon marks them there).
+		key := fmt.Sprintf("s3-cont-%d", i)
+		if _, err := f.camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{{SessionID: "s3", SpeakerName: "Thorin",
+			Text: line, At: at.Add(time.Duration(i) * time.Second), IdempotencyKey: key}}); err != nil {
+			t.Fatal(err)
+		}
 		cards = append(cards, board.Add(continuity.Card{Campaign: campaign, Finding: found[0],
-			Line: continuity.Line{SessionID: "s3", Speaker: "Thorin", Text: line, At: at}}))
+			Line: continuity.Line{SessionID: "s3", Speaker: "Thorin", Text: line, At: at.Add(time.Duration(i) * time.Second), Key: key}}))
 	}
 	c, err := console.New(console.Config{Door: f.door,
 		Campaigns: []bot.Guild{{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}, DMUserIDs: []string{dmUser}}},

@@ -195,11 +195,17 @@ func (b *Board) List(campaign string) []Card {
 	return out
 }
 
-// Forget drops the campaign's cards quoting speakerID's lines from the
-// board (forget-me; the store's go with the player's other data).
-func (b *Board) Forget(campaign, speakerID string) {
+// ForgetSpeaker removes the campaign's cards that quote a line of
+// speakerID, a player who asked to be forgotten (/privacy forget-me): the
+// store's cards go with the player's other data, and the board would
+// otherwise keep their words. It reports how many cards went.
+func (b *Board) ForgetSpeaker(campaign, speakerID string) int {
+	if speakerID == "" {
+		return 0
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	n := len(b.cards)
 	b.cards = slices.DeleteFunc(b.cards, func(c *Card) bool {
 		if c.Campaign == campaign && c.Line.SpeakerID == speakerID {
 			delete(b.unsaved, c.ID)
@@ -207,6 +213,7 @@ func (b *Board) Forget(campaign, speakerID string) {
 		}
 		return false
 	})
+	return n - len(b.cards)
 }
 
 func (b *Board) find(id string) *Card {
@@ -330,11 +337,21 @@ func settle(ctx context.Context, camp *access.Campaign, c Card, retcon bool, by 
 		if err != nil {
 			return "", "", fmt.Errorf("marking the line non-canon: %w", err)
 		}
-		note := "canon kept; the line is marked non-canon"
-		if n == 0 {
-			note = "canon kept; the line is not in the session log yet (it waits in the outage spool), so it could not be marked non-canon"
+		if n > 0 {
+			return CardKept, "canon kept; the line is marked non-canon", nil
 		}
-		return CardKept, note, nil
+		// Nothing marked: the line is non-canon already, or not stored
+		// yet (it waits in the outage spool). Settling then would lose the
+		// DM's choice when the line arrives as canon: the card stays open.
+		stored, err := lineStored(ctx, camp, c.Line)
+		if err != nil {
+			return "", "", fmt.Errorf("marking the line non-canon: %w", err)
+		}
+		if !stored {
+			return "", "", fmt.Errorf("marking the line non-canon: %w: the line is not in the session log yet (it waits in the outage spool); press Keep canon again once it is stored",
+				memory.ErrUnavailable)
+		}
+		return CardKept, "canon kept; the line was non-canon already", nil
 	}
 	reason := fmt.Sprintf("retcon by the DM of %s's line %q", c.Line.Speaker, c.Line.Text)
 	prov := memory.Provenance{SessionID: c.Line.SessionID, Timestamp: c.Line.At, Confidence: 1, Source: memory.SourceStated}
@@ -367,4 +384,20 @@ func settle(ctx context.Context, camp *access.Campaign, c Card, retcon bool, by 
 		return CardRetconned, fmt.Sprintf("fact #%d (the death) is retired as of session %s", c.Canon.ID, c.Line.SessionID), nil
 	}
 	return "", "", fmt.Errorf("%w: unknown card kind %q", memory.ErrInvalid, c.Kind)
+}
+
+// lineStored reports whether the session log holds line (by its
+// idempotency key when it has one, else by its time).
+func lineStored(ctx context.Context, camp *access.Campaign, line Line) (bool, error) {
+	es, err := camp.Sessions().Entries(ctx, line.SessionID)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(es, func(e memory.TranscriptEntry) bool {
+		if line.Key != "" {
+			return e.IdempotencyKey == line.Key
+		}
+		// The database keeps microseconds (pgx truncates).
+		return e.At.Equal(line.At.Truncate(time.Microsecond))
+	}), nil
 }

@@ -38,10 +38,17 @@ func storedFixture(t *testing.T, speaker string) (*postgres.Store, string, conti
 	if len(found) != 1 {
 		t.Fatalf("findings: %+v; want one", found)
 	}
+	// The line is in the session log (Keep canon marks it there).
+	at := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
+	key := "stored-fixture:" + speaker
+	if _, err := dm.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: speaker, SpeakerName: "Thorin",
+		Text: "Grimjaw is in Duskwood.", RawText: "Grimjaw is in Duskwood.", At: at, IdempotencyKey: key}); err != nil {
+		t.Fatal(err)
+	}
 	board := continuity.NewBoard()
 	card := board.Add(continuity.Card{Campaign: camp.ID(), GuildID: "g1", Finding: found[0],
 		Line: continuity.Line{SessionID: "s1", SpeakerID: speaker, Speaker: "Thorin", Text: "Grimjaw is in Duskwood.",
-			At: time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)}})
+			At: at, Key: key}})
 	if err := board.Save(ctx, dm); err != nil {
 		t.Fatalf("storing the card: %v", err)
 	}
@@ -177,7 +184,7 @@ func TestForgetMeRemovesCards(t *testing.T) {
 	// The process's board drops its copies too (the table's live report).
 	mine := board.Add(continuity.Card{Campaign: campID, Finding: card.Finding,
 		Line: continuity.Line{SessionID: "s1", SpeakerID: "u-thorin", Speaker: "Thorin", Text: "Grimjaw is in Duskwood."}})
-	board.Forget(campID, "u-thorin")
+	board.ForgetSpeaker(campID, "u-thorin")
 	if _, ok := board.Get(mine.ID); ok {
 		t.Error("the board kept a card quoting the forgotten player")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -28,7 +29,9 @@ func checkPlayers(p Players, ents map[string]int, line int) error {
 	}) {
 		ch := p[u]
 		switch {
-		case strings.TrimSpace(u) == "" || strings.TrimSpace(u) != u || len(u) > maxPlayerID || strings.ContainsRune(u, 0):
+		case strings.HasPrefix(u, "<@") || strings.HasPrefix(u, "@"):
+			return lineErr(line, "players: %s is a mention; write the member's bare Discord user id (e.g. \"311111111111111111\")", q(u))
+		case strings.TrimSpace(u) == "" || strings.ContainsFunc(u, unicode.IsSpace) || len(u) > maxPlayerID || strings.ContainsRune(u, 0):
 			return lineErr(line, "players: %s is not a Discord user id", q(u))
 		case strings.TrimSpace(ch) == "":
 			return lineErr(line, "players: %s plays no character (give an entity id)", q(u))

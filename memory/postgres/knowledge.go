@@ -252,19 +252,22 @@ func (c *Campaign) AddGrant(ctx context.Context, userID, text string, factID int
 }
 
 // Grants lists what the DM granted player userID, oldest first, from since
-// on (zero: all). The DM reads anyone's, a player their own only.
+// on (zero: all). The DM reads anyone's, a player their own only. A
+// granted fact the DM took out of canon afterwards (rejected, or back to
+// pending) is no longer known: a grant of it alone is left out, and one
+// with a text keeps its text only.
 func (c *Campaign) Grants(ctx context.Context, userID string, since time.Time) ([]Grant, error) {
 	if err := c.ownKnowledge("reading a player's grants", userID); err != nil {
 		return nil, err
 	}
 	rows, err := c.db.Query(ctx, `
-		SELECT g.id, g.user_id, g.text, coalesce(g.fact_id, 0),
+		SELECT g.id, g.user_id, g.text, coalesce(r.id, 0),
 		       coalesce(s.name || ' ' || r.rel_type || ' ' || t.name, ''), g.session_id, g.granted_at
 		FROM player_grants g
-		LEFT JOIN relationships r ON r.id = g.fact_id
+		LEFT JOIN relationships r ON r.campaign_id = g.campaign_id AND r.id = g.fact_id AND r.status IN ('active', 'retired')
 		LEFT JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
 		LEFT JOIN entities t ON t.campaign_id = r.campaign_id AND t.id = r.target_id
-		WHERE g.campaign_id = $1 AND g.user_id = $2 AND g.granted_at >= $3
+		WHERE g.campaign_id = $1 AND g.user_id = $2 AND g.granted_at >= $3 AND (g.text <> '' OR r.id IS NOT NULL)
 		ORDER BY g.granted_at, g.id`, c.id, userID, since)
 	if err != nil {
 		return nil, fmt.Errorf("reading the grants of %s: %w", userID, err)
