@@ -8,11 +8,12 @@ import (
 )
 
 // scenePlayers is the optional capability of Controls that says which
-// players are in the scene when the DM split the party (a *live.Controls).
+// players were in the scene when the DM split the party (a
+// *live.Controls).
 type scenePlayers interface {
-	// PresentPlayers are the user ids of the players in the scene; empty
-	// when the party is not split.
-	PresentPlayers() []string
+	// PlayersAt are the user ids of the players in the scene at time t;
+	// empty when the party was not split.
+	PlayersAt(t time.Time) []string
 }
 
 // presence remembers the last set of present players recorded, so that
@@ -23,13 +24,17 @@ type presence struct {
 	set  bool
 }
 
-// present are the players present now: those in the voice channel (not
-// opted out) and, while the DM split the party, in the scene; sorted.
-func (s *Session) present() []string {
+// present are the players present for a line said at: those in the voice
+// channel now (not opted out) and, if the DM had split the party when it
+// was said, in that scene; sorted. The scene is the one in force at the
+// line's time, not when the line is processed: the last line of a split
+// scene, transcribed after the DM rejoined the party, was not heard by
+// the others' characters.
+func (s *Session) present(at time.Time) []string {
 	users := s.voice.Users()
 	var scene []string
 	if sp, ok := s.cfg.Controls.(scenePlayers); ok {
-		scene = sp.PresentPlayers()
+		scene = sp.PlayersAt(at)
 	}
 	var opted map[string]bool
 	if m := s.optedOut.Load(); m != nil {
@@ -51,7 +56,7 @@ func (s *Session) present() []string {
 // session's memory guard (spooled during an outage) on a goroutine the
 // session owns, off the turn's path.
 func (s *Session) notePresence(at time.Time) {
-	now := s.present()
+	now := s.present(at)
 	s.pres.mu.Lock()
 	if s.pres.set && slices.Equal(s.pres.last, now) {
 		s.pres.mu.Unlock()

@@ -318,6 +318,10 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if cfg.Controls == nil {
 		cfg.Controls = noControls{}
 	}
+	// Scene changes are timed on the clock lines are (see presence).
+	if c, ok := cfg.Controls.(interface{ UseClock(func() time.Time) }); ok {
+		c.UseClock(cfg.Clock.Now)
+	}
 	if cfg.UserName == nil {
 		cfg.UserName = func(id string) string { return id }
 	}

@@ -8,6 +8,7 @@ package live
 import (
 	"slices"
 	"sync"
+	"time"
 )
 
 // Controls are a guild's live NPC controls, shared with its voice session:
@@ -20,7 +21,24 @@ type Controls struct {
 	next     string // the NPC the DM told to answer the next line
 	// directions are the DM's standing instructions, by NPC id.
 	directions map[string]Direction
+	// splits are the scene's player sets as they changed, oldest first
+	// (at most maxSplits), each from the time it took effect on now's
+	// clock: a line is witnessed by the set in force when it was said,
+	// not when it is processed (see PlayersAt).
+	splits []playerSet
+	now    func() time.Time
 }
+
+// playerSet is the scene's players from a time on.
+type playerSet struct {
+	from    time.Time
+	players []string
+}
+
+// maxSplits bounds the history PlayersAt reads: a line is processed
+// seconds after it is said, and the DM splits the party a few times an
+// evening.
+const maxSplits = 64
 
 // Direction is the DM's standing instruction to an NPC (/npc direct): it
 // goes into the NPC's prompt for its next replies, steering what it does
@@ -35,7 +53,19 @@ type Direction struct {
 // NewControls returns the controls of a session with no scene, nothing
 // muted.
 func NewControls() *Controls {
-	return &Controls{muted: map[string]bool{}, directions: map[string]Direction{}}
+	return &Controls{muted: map[string]bool{}, directions: map[string]Direction{}, now: time.Now}
+}
+
+// UseClock makes the controls time scene changes on now, the clock the
+// session times its lines on (the table sets it; the default is the
+// wall clock).
+func (c *Controls) UseClock(now func() time.Time) {
+	if now == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
 }
 
 // SetDirection gives an NPC a standing instruction for its next replies
@@ -141,6 +171,23 @@ func (c *Controls) Scene() Scene {
 // split, everyone at the table is there).
 func (c *Controls) PresentPlayers() []string { return c.Scene().Players }
 
+// PlayersAt are the players in the scene at time t (empty: the party was
+// not split then). A line said before the DM rejoined the party, and
+// processed after, was heard by the split scene only.
+func (c *Controls) PlayersAt(t time.Time) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.splits) - 1; i >= 0; i-- {
+		if !c.splits[i].from.After(t) {
+			return slices.Clone(c.splits[i].players)
+		}
+	}
+	if len(c.splits) == maxSplits { // older than the history kept
+		return slices.Clone(c.splits[0].players)
+	}
+	return nil
+}
+
 // PresentNPCs are the NPCs in the scene (empty: the scene is not set).
 func (c *Controls) PresentNPCs() []string { return c.Scene().Present }
 
@@ -148,5 +195,11 @@ func (c *Controls) PresentNPCs() []string { return c.Scene().Present }
 func (c *Controls) SetScene(s Scene) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !slices.Equal(s.Players, c.scene.Players) {
+		c.splits = append(c.splits, playerSet{from: c.now(), players: slices.Clone(s.Players)})
+		if len(c.splits) > maxSplits {
+			c.splits = slices.Delete(c.splits, 0, len(c.splits)-maxSplits)
+		}
+	}
 	c.scene = Scene{LocationID: s.LocationID, Present: slices.Clone(s.Present), Players: slices.Clone(s.Players)}
 }
