@@ -182,14 +182,12 @@ func (m *Matcher) plainReading(w *window, t *term, person bool) bool {
 	if clauseVerbs[w.words[0]] && w.words[0] != t.words[0] {
 		return true
 	}
-	if w.joined == t.joined {
+	pieces, same := namePieces(w, t)
+	if same {
 		return false
 	}
-	pieces := t.words
-	if len(w.words) != len(t.words) {
-		if pieces = bestCut(w, t.joined); pieces == nil {
-			return true
-		}
+	if pieces == nil {
+		return true
 	}
 	for k, x := range w.words {
 		y := pieces[k]
@@ -201,6 +199,20 @@ func (m *Matcher) plainReading(w *window, t *term, person bool) bool {
 		}
 	}
 	return false
+}
+
+// namePieces are the name's pieces, one for each of the window's words
+// ("grim jaw" read against Grimjaw's "grim", "jaw"). same reports that the
+// window is the name as written; nil pieces otherwise mean no cut of the
+// name matches the window's words.
+func namePieces(w *window, t *term) (pieces []string, same bool) {
+	if w.joined == t.joined {
+		return nil, true
+	}
+	if len(w.words) == len(t.words) {
+		return t.words, false
+	}
+	return bestCut(w, t.joined), false
 }
 
 // plainGerman is plainReading for German, whose recognisers write nouns
@@ -226,14 +238,12 @@ func (m *Matcher) plainGerman(w *window, t *term) bool {
 	if noun && lower {
 		return true
 	}
-	if w.joined == t.joined {
+	pieces, same := namePieces(w, t)
+	if same {
 		return false
 	}
-	pieces := t.words
-	if len(w.words) != len(t.words) {
-		if pieces = bestCut(w, t.joined); pieces == nil {
-			return true
-		}
+	if pieces == nil {
+		return true
 	}
 	for k, x := range w.words {
 		if x == pieces[k] || w.info[k].stop {
