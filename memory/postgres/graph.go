@@ -415,22 +415,29 @@ func (g *Graph) Fact(ctx context.Context, id int64) (memory.Relationship, error)
 
 // Relationships returns an entity's active edges, newest first.
 func (g *Graph) Relationships(ctx context.Context, entityID string, o memory.TraversalOpts) ([]memory.Relationship, error) {
+	q, args := g.relationshipsQuery(entityID, o)
+	rows, err := g.db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading relationships of %q: %w", entityID, err)
+	}
+	return pgx.CollectRows(rows, scanRel)
+}
+
+// relationshipsQuery is the query of [Graph.Relationships] for one entity,
+// with its arguments.
+func (g *Graph) relationshipsQuery(entityID string, o memory.TraversalOpts) (string, []any) {
 	out, in := directions(o.Direction)
 	limit := any(nil)
 	if o.Limit > 0 {
 		limit = o.Limit
 	}
-	rows, err := g.db.Query(ctx, `
-		SELECT `+g.view.relCols()+` FROM relationships r
-		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+g.view.factVisible("r")+`
+	return `
+		SELECT ` + g.view.relCols() + ` FROM relationships r
+		WHERE r.campaign_id = $1 AND r.status = 'active' AND ` + g.view.factVisible("r") + `
 		  AND (($3 AND r.source_id = $2) OR ($4 AND r.target_id = $2))
 		  AND (cardinality($5::text[]) = 0 OR r.rel_type = ANY($5))
 		ORDER BY r.updated_at DESC, r.id DESC
-		LIMIT $6`, g.campaign, entityID, out, in, nonNil(o.RelTypes), limit)
-	if err != nil {
-		return nil, fmt.Errorf("reading relationships of %q: %w", entityID, err)
-	}
-	return pgx.CollectRows(rows, scanRel)
+		LIMIT $6`, []any{g.campaign, entityID, out, in, nonNil(o.RelTypes), limit}
 }
 
 // RelationshipsOfEach returns, for each of entityIDs in order, what
@@ -439,20 +446,10 @@ func (g *Graph) RelationshipsOfEach(ctx context.Context, entityIDs []string, o m
 	if len(entityIDs) == 0 {
 		return nil, nil
 	}
-	out, in := directions(o.Direction)
-	limit := any(nil)
-	if o.Limit > 0 {
-		limit = o.Limit
-	}
 	b := &pgx.Batch{}
 	for _, id := range entityIDs {
-		b.Queue(`
-		SELECT `+g.view.relCols()+` FROM relationships r
-		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+g.view.factVisible("r")+`
-		  AND (($3 AND r.source_id = $2) OR ($4 AND r.target_id = $2))
-		  AND (cardinality($5::text[]) = 0 OR r.rel_type = ANY($5))
-		ORDER BY r.updated_at DESC, r.id DESC
-		LIMIT $6`, g.campaign, id, out, in, nonNil(o.RelTypes), limit)
+		q, args := g.relationshipsQuery(id, o)
+		b.Queue(q, args...)
 	}
 	res := g.db.SendBatch(ctx, b)
 	defer res.Close()
