@@ -460,15 +460,8 @@ func (c *Campaign) KGDeleteDMNode(ctx context.Context, id string) error {
 
 // KGDeleteDMEdge deletes an edge of the DM's level.
 func (c *Campaign) KGDeleteDMEdge(ctx context.Context, from, to, rel string) error {
-	tag, err := c.l1.db.Exec(ctx, `DELETE FROM dm_edges WHERE campaign_id = $1 AND from_id = $2 AND to_id = $3 AND rel = $4`,
-		c.id, from, to, rel)
-	if err != nil {
-		return fmt.Errorf("deleting DM edge %s -%s-> %s: %w", from, rel, to, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("dm edge %s -%s-> %s: %w", from, rel, to, memory.ErrNotFound)
-	}
-	return nil
+	return c.deleteEdge(ctx, `DELETE FROM dm_edges WHERE campaign_id = $1 AND from_id = $2 AND to_id = $3 AND rel = $4`,
+		"dm edge", from, to, rel)
 }
 
 // KGPutArtifactEdge creates or updates an edge of the campaign level with
@@ -498,13 +491,20 @@ func (c *Campaign) KGPutArtifactEdge(ctx context.Context, from, to, rel string, 
 // KGDeleteArtifactEdge deletes an edge of the campaign level with an
 // artifact end.
 func (c *Campaign) KGDeleteArtifactEdge(ctx context.Context, from, to, rel string) error {
-	tag, err := c.l1.db.Exec(ctx, `DELETE FROM kg_edges WHERE campaign_id = $1 AND from_ref = $2 AND to_ref = $3 AND rel = $4`,
-		c.id, from, to, rel)
+	return c.deleteEdge(ctx, `DELETE FROM kg_edges WHERE campaign_id = $1 AND from_ref = $2 AND to_ref = $3 AND rel = $4`,
+		"edge", from, to, rel)
+}
+
+// deleteEdge runs stmt, a DELETE of one edge keyed by campaign, from, to and
+// rel ($1..$4), and says ErrNotFound when there was no such edge; what names
+// the edge's kind in errors.
+func (c *Campaign) deleteEdge(ctx context.Context, stmt, what, from, to, rel string) error {
+	tag, err := c.l1.db.Exec(ctx, stmt, c.id, from, to, rel)
 	if err != nil {
-		return fmt.Errorf("deleting edge %s -%s-> %s: %w", from, rel, to, err)
+		return fmt.Errorf("deleting %s %s -%s-> %s: %w", what, from, rel, to, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("edge %s -%s-> %s: %w", from, rel, to, memory.ErrNotFound)
+		return fmt.Errorf("%s %s -%s-> %s: %w", what, from, rel, to, memory.ErrNotFound)
 	}
 	return nil
 }
