@@ -48,10 +48,10 @@ type Server struct {
 	// REST API accepts: other requests get Discord's 401.
 	Token string
 
-	mu       sync.Mutex
-	calls    []Call
-	guilds   []*discordgo.Guild
-	members  map[string]*discordgo.Member // guild/user
+	mu      sync.Mutex
+	calls   []Call
+	guilds  []*discordgo.Guild
+	members map[string]*discordgo.Member // guild/user
 	// messages are the messages the bot posted, by channel, oldest first
 	// (deleted ones taken out).
 	messages map[string][]discordgo.Message
