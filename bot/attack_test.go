@@ -102,7 +102,14 @@ func TestForgetMeTakesDownThePostedCards(t *testing.T) {
 	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Deleted ") {
 		t.Fatalf("forget-me result: %+v", r)
 	}
+	// The cards are taken down after the answer: wait for it (a hang
+	// guard, not a budget).
+	deadline := time.Now().Add(time.Minute)
 	left := h.fake.Messages(dms)
+	for len(left) > 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		left = h.fake.Messages(dms)
+	}
 	for _, m := range left {
 		for _, e := range m.Embeds {
 			if strings.Contains(e.Footer.Text, old.ID) || strings.Contains(e.Footer.Text, mine.ID) ||

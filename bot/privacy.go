@@ -107,7 +107,9 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		}
 		cc.ContinuityCards().ForgetSpeaker(g.Campaign, u.ID)
 	}
-	b.unpostCards(g, cards)
+	// After the answer (Discord waits 3 s for it): reading and deleting
+	// direct messages is a few REST calls per DM.
+	defer b.unpostCards(g, cards)
 	var msg string
 	if live.Deferred {
 		msg = "🗑️ The memory database is unreachable right now: deleting the lines you said, the memory chunks containing your words " +
