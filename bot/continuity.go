@@ -58,6 +58,77 @@ func (b *Bot) postCard(g Guild, card continuity.Card) bool {
 	return sent
 }
 
+// cardScanPages bounds the pages of 100 direct messages unpostCards reads
+// per DM: cards older than that many messages stay.
+const cardScanPages = 10
+
+// unpostCards deletes the direct messages that carry the cards ids
+// (quoting a player who asked to be forgotten) from each DM's direct
+// messages with the bot; it reports how many it deleted. A card message is
+// known by its footer ("card <id> · <kind>"), so a card posted by another
+// process, or by this one before a restart, is found too.
+func (b *Bot) unpostCards(g Guild, ids []string) int {
+	if len(ids) == 0 || len(g.DMUserIDs) == 0 {
+		return 0
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	n := 0
+	for _, uid := range g.DMUserIDs {
+		ch, err := b.sess.UserChannelCreate(uid)
+		if err != nil {
+			b.log.Warn("opening a DM's direct messages to take down the cards of a forgotten player", "guild", g.ID, "user", uid, "err", err)
+			continue
+		}
+		before := ""
+		for range cardScanPages {
+			msgs, err := b.sess.ChannelMessages(ch.ID, 100, before, "", "")
+			if err != nil {
+				b.log.Warn("reading a DM's direct messages to take down the cards of a forgotten player", "guild", g.ID, "user", uid, "err", err)
+				break
+			}
+			for _, m := range msgs {
+				if !want[postedCard(m)] {
+					continue
+				}
+				if err := b.sess.ChannelMessageDelete(ch.ID, m.ID); err != nil {
+					b.log.Warn("deleting the card of a forgotten player from a DM's direct messages", "guild", g.ID, "user", uid,
+						"message", m.ID, "err", err)
+					continue
+				}
+				n++
+			}
+			if len(msgs) < 100 {
+				break
+			}
+			before = msgs[len(msgs)-1].ID
+		}
+	}
+	if n > 0 {
+		b.log.Info("continuity cards quoting a forgotten player were deleted from the DMs' direct messages", "guild", g.ID, "messages", n)
+	}
+	return n
+}
+
+// postedCard is the id of the card message m carries ("" if none).
+func postedCard(m *discordgo.Message) string {
+	if m == nil || (m.Author != nil && !m.Author.Bot) {
+		return ""
+	}
+	for _, e := range m.Embeds {
+		if e == nil || e.Footer == nil {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(e.Footer.Text, "card "); ok {
+			id, _, _ := strings.Cut(rest, " ")
+			return id
+		}
+	}
+	return ""
+}
+
 // cardEmbed shows a card: the claim, the canon fact, the quoted line.
 func (b *Bot) cardEmbed(c continuity.Card) *discordgo.MessageEmbed {
 	canon := c.Canon.Text

@@ -217,6 +217,9 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 				return
 			}
 			scene.Players = players
+			if u := user(i); u != nil {
+				scene.By = u.ID // their lines are narration the scene hears
+			}
 			desc = append(desc, scenePlayersText(players))
 		}
 		controls.SetScene(scene)

@@ -96,10 +96,20 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		return
 	}
 	// The store's continuity cards quoting the player went with the rest;
-	// this process's board (the table's live report) drops its copies.
+	// this process's board (the table's live report) drops its copies,
+	// and the cards posted to the DMs' direct messages are taken down.
+	cards := rep.Cards
 	if cc, ok := b.deps.Voice.(ContinuityCards); ok && cc.ContinuityCards() != nil {
+		for _, c := range cc.ContinuityCards().List(g.Campaign) {
+			if c.Line.SpeakerID == u.ID {
+				cards = append(cards, c.ID)
+			}
+		}
 		cc.ContinuityCards().ForgetSpeaker(g.Campaign, u.ID)
 	}
+	// After the answer (Discord waits 3 s for it): reading and deleting
+	// direct messages is a few REST calls per DM.
+	defer b.unpostCards(g, cards)
 	var msg string
 	if live.Deferred {
 		msg = "🗑️ The memory database is unreachable right now: deleting the lines you said, the memory chunks containing your words " +

@@ -16,6 +16,11 @@ type ForgetReport struct {
 	// remaining lines.
 	Sessions []string
 
+	// Cards are the ids of the continuity cards quoting the speaker's
+	// lines that were deleted (the bot takes their direct messages to the
+	// DM down too).
+	Cards []string
+
 	// Messages is the number of the speaker's lines taken out of a
 	// running session's conversation and of what its summaries covered.
 	Messages int

@@ -16,6 +16,12 @@ type scenePlayers interface {
 	PlayersAt(t time.Time) []string
 }
 
+// sceneSplit is scenePlayers with the DM who split the party (a
+// *live.Controls).
+type sceneSplit interface {
+	SplitAt(t time.Time) (players []string, by string)
+}
+
 // presence remembers the last set of present players recorded, so that
 // a span is written only when the set changes.
 type presence struct {
@@ -24,21 +30,40 @@ type presence struct {
 	set  bool
 }
 
-// present are the players present for a line said at: those in the voice
-// channel now (not opted out) and, if the DM had split the party when it
-// was said, in that scene; sorted. The scene is the one in force at the
-// line's time, not when the line is processed: the last line of a split
-// scene, transcribed after the DM rejoined the party, was not heard by
-// the others' characters.
-func (s *Session) present(at time.Time) []string {
-	users := s.voice.Users()
+// present are the players present for a line speaker said at: those in
+// the voice channel now (not opted out) and, if the DM had split the
+// party when it was said, in that scene; sorted. The scene is the one in
+// force at the line's time, not when the line is processed: the last line
+// of a split scene, transcribed after the DM rejoined the party, was not
+// heard by the others' characters. outside reports a line said across a
+// split party by someone outside the scene other than the DM who split it
+// (a player at the table, with a character or not): nobody in the scene
+// heard it, so present is empty.
+func (s *Session) present(at time.Time, speaker string) (present []string, outside bool) {
 	var scene []string
-	if sp, ok := s.cfg.Controls.(scenePlayers); ok {
+	var by string
+	switch sp := s.cfg.Controls.(type) {
+	case sceneSplit:
+		scene, by = sp.SplitAt(at)
+	case scenePlayers:
 		scene = sp.PlayersAt(at)
 	}
 	var opted map[string]bool
 	if m := s.optedOut.Load(); m != nil {
 		opted = *m
+	}
+	return witnesses(s.voice.Users(), scene, by, opted, speaker)
+}
+
+// witnesses are the users (not opted out) who hear a line of speaker
+// when the party is split into scene (set by DM by; empty: not split):
+// everyone when not split; the scene's players when the speaker is in it,
+// is the DM who split it, or is no one (an NPC's line, speaker empty or
+// an NPC id passed as ""); nobody when the speaker is at the table
+// outside the scene (outside).
+func witnesses(users, scene []string, by string, opted map[string]bool, speaker string) (present []string, outside bool) {
+	if len(scene) > 0 && speaker != "" && speaker != by && !slices.Contains(scene, speaker) {
+		return []string{}, true
 	}
 	out := []string{}
 	for _, u := range users {
@@ -48,19 +73,21 @@ func (s *Session) present(at time.Time) []string {
 		out = append(out, u)
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	return slices.Compact(out), false
 }
 
 // notePresence records, when it changed, who is present from at on (the
-// time of the line about to be recorded). The write goes through the
-// session's memory guard (spooled during an outage) on a goroutine the
-// session owns, off the turn's path.
-func (s *Session) notePresence(at time.Time) {
-	now := s.present(at)
+// time of the line of speaker about to be recorded; speaker is empty for
+// an NPC's line). The write goes through the session's memory guard
+// (spooled during an outage) on a goroutine the session owns, off the
+// turn's path. It reports whether the line was said outside a split scene
+// (see present): then the scene's NPCs did not hear it either.
+func (s *Session) notePresence(at time.Time, speaker string) (outside bool) {
+	now, outside := s.present(at, speaker)
 	s.pres.mu.Lock()
 	if s.pres.set && slices.Equal(s.pres.last, now) {
 		s.pres.mu.Unlock()
-		return
+		return outside
 	}
 	s.pres.last, s.pres.set = now, true
 	s.pres.mu.Unlock()
@@ -75,4 +102,5 @@ func (s *Session) notePresence(at time.Time) {
 			s.log.Error("recording who is present failed", "players", now, "err", err)
 		}
 	}()
+	return outside
 }

@@ -562,8 +562,13 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 		IdempotencyKey: fmt.Sprintf("voice:%s:%s:%d", s.id, u.UserID, u.Start.UnixNano())}
 	// The witness log takes the line at once (the NPC's turn notes it was
 	// said to it); it lets go of it if the recording fails.
-	s.notePresence(e.At)
-	s.wit.Heard(e, s.scene())
+	npcs := s.scene()
+	if s.notePresence(e.At, e.SpeakerID) {
+		// Said at the table outside the split scene: its NPCs did not
+		// hear it.
+		npcs = nil
+	}
+	s.wit.Heard(e, npcs)
 	s.cast.NoteMentions(s.cast.FindNames(text), s.cfg.Clock.Now())
 	rec := &recording{done: make(chan struct{})}
 	s.wg.Add(1)
@@ -1111,7 +1116,7 @@ func (s *Session) speakAsync(ctx context.Context, npcID string, sentences <-chan
 func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) (time.Time, bool) {
 	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: npcID, SpeakerName: s.cast.NPCName(npcID), NPCID: npcID,
 		Text: text, RawText: text, At: s.cfg.Clock.Now().UTC(), IdempotencyKey: key}
-	s.notePresence(e.At)
+	s.notePresence(e.At, "")
 	if err := s.mem.Record(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("recording the NPC's line failed", "npc", npcID, "err", err)
 		return time.Time{}, false

@@ -383,6 +383,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 			_, err := camp.ForgetSpeaker(ctx, speakerID)
 			return err
 		},
+		PutCard:         camp.PutContinuityCard,
 		DrainTimeout:    st.DrainTimeout,
 		ShutdownTimeout: st.ShutdownTimeout,
 		Clock:           cfg.Clock,

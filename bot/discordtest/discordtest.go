@@ -48,10 +48,13 @@ type Server struct {
 	// REST API accepts: other requests get Discord's 401.
 	Token string
 
-	mu       sync.Mutex
-	calls    []Call
-	guilds   []*discordgo.Guild
-	members  map[string]*discordgo.Member // guild/user
+	mu      sync.Mutex
+	calls   []Call
+	guilds  []*discordgo.Guild
+	members map[string]*discordgo.Member // guild/user
+	// messages are the messages the bot posted, by channel, oldest first
+	// (deleted ones taken out).
+	messages map[string][]discordgo.Message
 	conns    []*gwConn
 	identify chan json.RawMessage
 	gwOps    chan GatewayOp
@@ -87,6 +90,7 @@ func New() *Server {
 		BotUser:  &discordgo.User{ID: "900000000000000001", Username: "glyphoxa", Bot: true},
 		AppID:    "900000000000000002",
 		members:  map[string]*discordgo.Member{},
+		messages: map[string][]discordgo.Message{},
 		identify: make(chan json.RawMessage, 4),
 		gwOps:    make(chan GatewayOp, 64),
 
@@ -266,7 +270,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		var m discordgo.Message
 		json.Unmarshal(body, &m)
 		m.ID, m.ChannelID, m.Author = s.NewID(), parts[1], s.BotUser
+		s.mu.Lock()
+		s.messages[parts[1]] = append(s.messages[parts[1]], m)
+		s.mu.Unlock()
 		json.NewEncoder(w).Encode(m)
+	case r.Method == http.MethodGet && len(parts) == 3 && parts[0] == "channels" && parts[2] == "messages":
+		json.NewEncoder(w).Encode(s.history(parts[1], r.URL.Query()))
+	case r.Method == http.MethodDelete && len(parts) == 4 && parts[0] == "channels" && parts[2] == "messages":
+		if !s.deleteMessage(parts[1], parts[3]) {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"message": "Unknown Message", "code": 10008}`)
+			break
+		}
+		w.WriteHeader(http.StatusNoContent)
 	case r.Method == http.MethodGet && len(parts) == 4 && parts[0] == "guilds" && parts[2] == "members":
 		s.mu.Lock()
 		m, ok := s.members[parts[1]+"/"+parts[3]]
@@ -282,6 +298,52 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"message": "fake discord has no route %s %s", "code": 0}`, r.Method, path)
 	}
 	s.record(c)
+}
+
+// history answers GET /channels/{id}/messages as Discord does: the
+// newest messages first, at most limit (default 50, at most 100), older
+// than the message id before when given.
+func (s *Server) history(channelID string, q url.Values) []discordgo.Message {
+	limit, err := strconv.Atoi(q.Get("limit"))
+	if err != nil || limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, 100)
+	before, _ := strconv.ParseInt(q.Get("before"), 10, 64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []discordgo.Message{}
+	ms := s.messages[channelID]
+	for i := len(ms) - 1; i >= 0 && len(out) < limit; i-- {
+		if id, _ := strconv.ParseInt(ms[i].ID, 10, 64); before != 0 && id >= before {
+			continue
+		}
+		out = append(out, ms[i])
+	}
+	return out
+}
+
+// deleteMessage takes message id out of a channel; it reports whether the
+// channel held it.
+func (s *Server) deleteMessage(channelID, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ms := s.messages[channelID]
+	for i, m := range ms {
+		if m.ID == id {
+			s.messages[channelID] = append(ms[:i:i], ms[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Messages returns the messages the bot posted in a channel and did not
+// delete, oldest first.
+func (s *Server) Messages(channelID string) []discordgo.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]discordgo.Message(nil), s.messages[channelID]...)
 }
 
 // DMChannel is the id of the fake's direct message channel with a user.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/lifecycle/continuity"
+	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/table"
@@ -38,6 +39,7 @@ func (m *Manager) watchContinuity(ctx context.Context, req bot.StartRequest, cam
 	cctx, cancel := context.WithCancel(m.ctx)
 	m.bg.Add(1)
 	go func() { defer m.bg.Done(); chk.Run(cctx) }()
+	sessionID := tcfg.SessionID
 	raise := func(f continuity.Finding, line continuity.Line) {
 		card := m.cfg.Cards.Add(continuity.Card{Campaign: req.Campaign, GuildID: req.GuildID, Finding: f, Line: line,
 			Raised: m.clk.Now()})
@@ -47,9 +49,15 @@ func (m *Manager) watchContinuity(ctx context.Context, req bot.StartRequest, cam
 		go func() {
 			defer m.bg.Done()
 			// Stored before it is posted, so that its buttons find it in
-			// any process; when the database is down it stays on the
-			// board and is stored by the next Save.
-			if err := m.cfg.Cards.Save(m.ctx, camp); err != nil {
+			// any process; through the session's outage guard, which
+			// spools it while the database is down (it outlives this
+			// process, like the lines). Without the guard (the session
+			// ended) it stays on the board and is stored by the next Save.
+			put := camp.PutContinuityCard
+			if g := m.guardOf(req.GuildID, sessionID); g != nil {
+				put = g.PutCard
+			}
+			if err := m.cfg.Cards.SaveThrough(m.ctx, req.Campaign, put); err != nil {
 				log.Warn("a continuity card could not be stored yet; it is kept in this process until it can", "card", card.ID, "err", err)
 			}
 			if req.Contradicted != nil && req.Contradicted(card) {
@@ -63,7 +71,6 @@ func (m *Manager) watchContinuity(ctx context.Context, req bot.StartRequest, cam
 				At: e.At, Key: e.IdempotencyKey})
 		}
 	}
-	sessionID := tcfg.SessionID
 	tcfg.CheckSentence = func(npcID, sentence string) string {
 		canon := chk.Canon()
 		fs := canon.CheckReply(npcID, sentence)
@@ -78,4 +85,16 @@ func (m *Manager) watchContinuity(ctx context.Context, req bot.StartRequest, cam
 		return fs[0].Claim + " (canon: " + fs[0].Canon.Text + ")"
 	}
 	return cancel
+}
+
+// guardOf is the outage guard of the guild's session id while it runs
+// here, nil otherwise.
+func (m *Manager) guardOf(guildID, sessionID string) *guard.Guard {
+	m.mu.Lock()
+	r := m.sessions[guildID]
+	m.mu.Unlock()
+	if r == nil || r.s == nil || r.s.ID() != sessionID {
+		return nil
+	}
+	return r.s.Memory().Memory()
 }

@@ -73,8 +73,11 @@ const MaxCards = 200
 // store is where every process reads and settles them. A card raised
 // while the database is down stays on the board, marked unsaved, and is
 // written by the next Save of its campaign (the next card raised, the
-// next read of the Live page or settlement in this process); a process
-// that stops before then loses it. It is safe for concurrent use.
+// next read of the Live page or settlement in this process). A session
+// saves its cards through its outage guard (SaveThrough), which spools a
+// card the database cannot take, so a process that stops during the
+// outage loses none: the next guard on the spool stores it. It is safe
+// for concurrent use.
 type Board struct {
 	mu    sync.Mutex
 	cards []*Card // oldest first
@@ -115,10 +118,20 @@ func (b *Board) Save(ctx context.Context, camp *access.Campaign) error {
 	if camp == nil || !camp.DM() {
 		return fmt.Errorf("%w: cards are stored by the DM's handle", memory.ErrForbidden)
 	}
+	return b.SaveThrough(ctx, camp.ID(), camp.PutContinuityCard)
+}
+
+// SaveThrough writes the board's unsaved cards of campaign through put:
+// a session's outage guard (lifecycle/guard Guard.PutCard), which stores
+// a card or, while the database is down, spools it durably, so that a
+// card raised during an outage outlives the process. A card put returns
+// nil for is saved (in the store or the spool); those it could not write
+// stay unsaved, and the first error is returned.
+func (b *Board) SaveThrough(ctx context.Context, campaign string, put func(context.Context, access.ContinuityCard) error) error {
 	b.mu.Lock()
 	var todo []Card
 	for _, c := range b.cards {
-		if b.unsaved[c.ID] && c.Campaign == camp.ID() {
+		if b.unsaved[c.ID] && c.Campaign == campaign {
 			todo = append(todo, *c)
 		}
 	}
@@ -126,7 +139,7 @@ func (b *Board) Save(ctx context.Context, camp *access.Campaign) error {
 	for _, c := range todo {
 		sc, err := stored(c)
 		if err == nil {
-			err = camp.PutContinuityCard(ctx, sc)
+			err = put(ctx, sc)
 		}
 		if err != nil {
 			return fmt.Errorf("storing continuity card %s: %w", c.ID, err)

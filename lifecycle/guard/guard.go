@@ -37,6 +37,13 @@
 // the ones that precede it. So a spooled line never comes back after a
 // forget, and nothing else is lost.
 //
+// # Continuity cards
+//
+// [Guard.PutCard] sends a continuity card through Config.PutCard the same
+// way: spooled during an outage after the lines written before it, so a
+// card raised while the database is down outlives the process; a forget
+// takes the cards quoting the speaker out of the spool with their lines.
+//
 // # Shutdown
 //
 // [Guard.Drain] waits, within its context, for the spool to be replayed:
@@ -123,6 +130,11 @@ type Config struct {
 	// Guard.Forget). Without it, Forget fails while the database is
 	// unreachable.
 	Forget func(ctx context.Context, speakerID string) error
+	// PutCard, if set, stores a continuity card (such as
+	// access.Campaign.PutContinuityCard, which ignores a card stored
+	// already); PutCard sends cards through it, spooling them during an
+	// outage like lines. Without it, PutCard fails.
+	PutCard func(ctx context.Context, card access.ContinuityCard) error
 }
 
 // Stats count what a Guard did.
@@ -462,6 +474,12 @@ func purge(sp *spool.Spool, forgot map[string]time.Time) (int, error) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("decoding a spooled write: %w", err)
 		}
+		if r.Op == opCard {
+			if cardForgotten(forgot, r) {
+				return nil, nil
+			}
+			return b, nil
+		}
 		if r.Op == opPresence {
 			// A forgotten player leaves the presence spooled before they
 			// were forgotten (it is not counted as a line).
@@ -518,6 +536,16 @@ func dropForgotten(forgot map[string]time.Time, es []memory.TranscriptEntry) ([]
 	return kept, n
 }
 
+// cardForgotten reports whether card record r quotes a speaker in forgot
+// and was raised until they were forgotten.
+func cardForgotten(forgot map[string]time.Time, r record) bool {
+	if r.Card == nil || r.Card.SpeakerID == "" {
+		return false
+	}
+	f, ok := forgot[r.Card.SpeakerID]
+	return ok && !r.At.After(f)
+}
+
 // dropForgottenPlayers returns players without those forgotten at or
 // after at.
 func dropForgottenPlayers(forgot map[string]time.Time, at time.Time, players []string) []string {
@@ -547,6 +575,9 @@ type record struct {
 	Speaker string `json:"speaker,omitempty"`
 	// Players are the players present from At on (a presence record).
 	Players []string `json:"players,omitempty"`
+	// Card is the continuity card of a card record (raised at At, quoting
+	// a line of Speaker).
+	Card *access.ContinuityCard `json:"card,omitempty"`
 }
 
 const (
@@ -556,6 +587,8 @@ const (
 	opForget  = "forget"
 	// opPresence records who is present from At on (PresenceStore).
 	opPresence = "presence"
+	// opCard stores a continuity card (Config.PutCard).
+	opCard = "card"
 )
 
 // PresenceStore is the optional capability of a Config.Store that records
@@ -593,6 +626,11 @@ func (g *Guard) apply(ctx context.Context, r record) (int, error) {
 			return 0, fmt.Errorf("%w: a presence record, and a store that records no presence", memory.ErrInvalid)
 		}
 		return 0, ps.RecordPresence(ctx, r.Session, r.At, r.Players)
+	case opCard:
+		if g.cfg.PutCard == nil || r.Card == nil {
+			return 0, fmt.Errorf("%w: a continuity card record, and no Config.PutCard to store it", memory.ErrInvalid)
+		}
+		return 0, g.cfg.PutCard(ctx, *r.Card)
 	}
 	return 0, fmt.Errorf("unknown spool operation %q", r.Op)
 }
@@ -605,6 +643,10 @@ func (g *Guard) write(ctx context.Context, r record) (int, error) {
 	defer g.writeMu.Unlock()
 	if r.Op == opPresence {
 		r.Players = dropForgottenPlayers(g.forgot, r.At, r.Players)
+	}
+	if r.Op == opCard && cardForgotten(g.forgot, r) {
+		g.log.Info("a continuity card quoting a forgotten speaker was dropped", "card", r.Card.ID)
+		return 0, nil
 	}
 	if r.Op == opEntries {
 		var dropped int
@@ -719,6 +761,9 @@ func (g *Guard) replayBatch() bool {
 			if r.Entries, dropped = g.dropForgotten(r.Entries); dropped > 0 && len(r.Entries) == 0 {
 				continue
 			}
+		}
+		if r.Op == opCard && cardForgotten(g.forgot, r) {
+			continue
 		}
 		_, err := g.apply(g.ctx, r)
 		if err != nil && r.Op == opEntries && len(r.Entries) > 1 && !g.cfg.IsOutage(err) {
@@ -861,6 +906,25 @@ func (g *Guard) RecordPresence(ctx context.Context, id string, at time.Time, pla
 		return fmt.Errorf("%w: the session log records no presence", memory.ErrInvalid)
 	}
 	_, err := g.write(ctx, record{Op: opPresence, Session: id, At: at, Players: append([]string{}, players...)})
+	return err
+}
+
+// PutCard stores a continuity card through Config.PutCard, or spools it
+// during an outage (replayed in order, after the lines written before
+// it; the store ignores a card stored already, so a replay repeated after
+// a crash stores it once). A card quoting a speaker forgotten after it was
+// raised is dropped. Without Config.PutCard it is an error wrapping
+// memory.ErrInvalid.
+func (g *Guard) PutCard(ctx context.Context, card access.ContinuityCard) error {
+	switch {
+	case g.cfg.PutCard == nil:
+		return fmt.Errorf("%w: the guard stores no continuity cards (Config.PutCard)", memory.ErrInvalid)
+	case strings.TrimSpace(card.ID) == "":
+		return fmt.Errorf("%w: a continuity card without an id", memory.ErrInvalid)
+	case card.CreatedAt.IsZero():
+		return fmt.Errorf("%w: continuity card %s without a time", memory.ErrInvalid, card.ID)
+	}
+	_, err := g.write(ctx, record{Op: opCard, Session: card.SessionID, At: card.CreatedAt, Card: &card})
 	return err
 }
 

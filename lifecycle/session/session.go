@@ -79,6 +79,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 )
 
 // Defaults of a Config.
@@ -149,6 +150,11 @@ type Config struct {
 	// memory (access.Campaign.ForgetSpeaker); the memory guard runs it
 	// when it replays a forget that came during an outage (see Forget).
 	ForgetSpeaker func(ctx context.Context, speakerID string) error
+	// PutCard, if set, stores a continuity card
+	// (access.Campaign.PutContinuityCard): the memory guard sends cards
+	// through it and spools them during an outage, like lines
+	// (guard.Guard.PutCard).
+	PutCard func(ctx context.Context, card access.ContinuityCard) error
 	// DrainTimeout bounds End's wait for an outage spool to be replayed
 	// (default 5 s); what is left stays in StateDir, End returns an error
 	// wrapping a *guard.PendingError, and the next run replays it.
@@ -241,7 +247,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	// The guard is built first because the consolidator writes through it;
 	// its probe starts after the consolidator.
 	s.guard, err = guard.New(guard.Config{Store: cfg.Log, Ping: cfg.Ping, SpoolDir: filepath.Join(cfg.StateDir, "spool"),
-		OnSpoolCorrupt: cfg.OnSpoolCorrupt, Forget: cfg.ForgetSpeaker,
+		OnSpoolCorrupt: cfg.OnSpoolCorrupt, Forget: cfg.ForgetSpeaker, PutCard: cfg.PutCard,
 		MaxSpoolBytes: cfg.MaxSpoolBytes, Probe: cfg.Probe, WriteTimeout: cfg.WriteTimeout, Clock: cfg.Clock, Logger: s.log})
 	if err != nil {
 		return nil, err

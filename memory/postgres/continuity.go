@@ -121,9 +121,19 @@ func (c *Campaign) ClaimContinuityCard(ctx context.Context, id, by string) (Cont
 	return card, false, nil
 }
 
+// KeepSettledCards is how many settled continuity cards a campaign keeps:
+// settling a card deletes the settled ones beyond the newest
+// KeepSettledCards (by when they were settled). Open cards, and cards
+// claimed whose settlement is not recorded, are never pruned.
+const KeepSettledCards = 200
+
 // FinishContinuityCard records how card id, claimed, was settled: its
-// outcome and the card as it now stands.
+// outcome and the card as it now stands; the campaign's settled cards
+// beyond KeepSettledCards are deleted with it.
 func (c *Campaign) FinishContinuityCard(ctx context.Context, id, outcome string, card json.RawMessage) error {
+	if strings.TrimSpace(outcome) == "" {
+		return fmt.Errorf("%w: continuity card %s settled without an outcome", memory.ErrInvalid, id)
+	}
 	if !json.Valid(card) {
 		return fmt.Errorf("%w: continuity card %s is not JSON", memory.ErrInvalid, id)
 	}
@@ -135,5 +145,27 @@ func (c *Campaign) FinishContinuityCard(ctx context.Context, id, outcome string,
 	if tag.RowsAffected() != 1 {
 		return fmt.Errorf("%w: continuity card %s is not claimed", memory.ErrNotFound, id)
 	}
+	if _, err := c.PruneContinuityCards(ctx, KeepSettledCards); err != nil {
+		return err
+	}
 	return nil
+}
+
+// PruneContinuityCards deletes the campaign's settled continuity cards
+// beyond the newest keep (by when they were settled) and reports how many
+// went. Open cards, and claimed cards whose settlement is not recorded
+// yet, stay.
+func (c *Campaign) PruneContinuityCards(ctx context.Context, keep int) (int64, error) {
+	if keep < 0 {
+		return 0, fmt.Errorf("%w: keeping %d settled continuity cards", memory.ErrInvalid, keep)
+	}
+	tag, err := c.l1.db.Exec(ctx, `DELETE FROM continuity_cards d
+		WHERE d.campaign_id = $1 AND d.settled_at IS NOT NULL AND d.outcome <> ''
+		  AND d.id NOT IN (SELECT k.id FROM continuity_cards k
+		                   WHERE k.campaign_id = $1 AND k.settled_at IS NOT NULL AND k.outcome <> ''
+		                   ORDER BY k.settled_at DESC, k.id DESC LIMIT $2)`, c.id, keep)
+	if err != nil {
+		return 0, fmt.Errorf("pruning the settled continuity cards: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }

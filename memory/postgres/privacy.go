@@ -138,7 +138,11 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			return err
 		}
 		// Continuity cards quote the line that contradicted canon.
-		if _, err := tx.Exec(ctx, `DELETE FROM continuity_cards WHERE campaign_id = $1 AND speaker_id = $2`, c.id, userID); err != nil {
+		rows, err = tx.Query(ctx, `DELETE FROM continuity_cards WHERE campaign_id = $1 AND speaker_id = $2 RETURNING id`, c.id, userID)
+		if err != nil {
+			return err
+		}
+		if rep.Cards, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 			return err
 		}
 		// What was derived from the sessions as a whole may quote or

@@ -29,10 +29,12 @@ type Controls struct {
 	now    func() time.Time
 }
 
-// playerSet is the scene's players from a time on.
+// playerSet is the scene's players from a time on, and the DM who set
+// them.
 type playerSet struct {
 	from    time.Time
 	players []string
+	by      string
 }
 
 // maxSplits bounds the history PlayersAt reads: a line is processed
@@ -133,6 +135,10 @@ type Scene struct {
 	// Players are the Discord user ids of the players in the scene when
 	// the DM split the party; empty means everyone at the table.
 	Players []string
+	// By is the Discord user id of the DM who set the players: while the
+	// party is split, their lines are narration the scene hears; any other
+	// speaker outside Players is at the table, not in the scene.
+	By string
 }
 
 // Muted reports whether an NPC may not answer.
@@ -164,7 +170,8 @@ func (c *Controls) SetMuted(npcID string, muted bool) {
 func (c *Controls) Scene() Scene {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Scene{LocationID: c.scene.LocationID, Present: slices.Clone(c.scene.Present), Players: slices.Clone(c.scene.Players)}
+	return Scene{LocationID: c.scene.LocationID, Present: slices.Clone(c.scene.Present), Players: slices.Clone(c.scene.Players),
+		By: c.scene.By}
 }
 
 // PresentPlayers are the players in the scene (empty: the party is not
@@ -175,17 +182,24 @@ func (c *Controls) PresentPlayers() []string { return c.Scene().Players }
 // not split then). A line said before the DM rejoined the party, and
 // processed after, was heard by the split scene only.
 func (c *Controls) PlayersAt(t time.Time) []string {
+	players, _ := c.SplitAt(t)
+	return players
+}
+
+// SplitAt is PlayersAt with the DM who split the party (Scene.By; empty
+// when the party was not split then).
+func (c *Controls) SplitAt(t time.Time) (players []string, by string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := len(c.splits) - 1; i >= 0; i-- {
 		if !c.splits[i].from.After(t) {
-			return slices.Clone(c.splits[i].players)
+			return slices.Clone(c.splits[i].players), c.splits[i].by
 		}
 	}
 	if len(c.splits) == maxSplits { // older than the history kept
-		return slices.Clone(c.splits[0].players)
+		return slices.Clone(c.splits[0].players), c.splits[0].by
 	}
-	return nil
+	return nil, ""
 }
 
 // PresentNPCs are the NPCs in the scene (empty: the scene is not set).
@@ -195,11 +209,11 @@ func (c *Controls) PresentNPCs() []string { return c.Scene().Present }
 func (c *Controls) SetScene(s Scene) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !slices.Equal(s.Players, c.scene.Players) {
-		c.splits = append(c.splits, playerSet{from: c.now(), players: slices.Clone(s.Players)})
+	if !slices.Equal(s.Players, c.scene.Players) || (len(s.Players) > 0 && s.By != c.scene.By) {
+		c.splits = append(c.splits, playerSet{from: c.now(), players: slices.Clone(s.Players), by: s.By})
 		if len(c.splits) > maxSplits {
 			c.splits = slices.Delete(c.splits, 0, len(c.splits)-maxSplits)
 		}
 	}
-	c.scene = Scene{LocationID: s.LocationID, Present: slices.Clone(s.Present), Players: slices.Clone(s.Players)}
+	c.scene = Scene{LocationID: s.LocationID, Present: slices.Clone(s.Present), Players: slices.Clone(s.Players), By: s.By}
 }

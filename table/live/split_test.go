@@ -44,3 +44,36 @@ func TestPlayersAtIsTheSplitInForceThen(t *testing.T) {
 		t.Errorf("PresentPlayers after the rejoin = %v", got)
 	}
 }
+
+// TestSplitAtNamesTheDMWhoSplit: the DM who split the party is kept with
+// the split in force at a time (their lines are narration the scene
+// hears); another DM resplitting the same players starts a new split.
+func TestSplitAtNamesTheDMWhoSplit(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 20, 0, 0, 0, time.UTC)
+	now := t0
+	c := live.NewControls()
+	c.UseClock(func() time.Time { return now })
+	now = t0.Add(time.Minute)
+	c.SetScene(live.Scene{Players: []string{"p1"}, By: "dm1"})
+	now = t0.Add(2 * time.Minute)
+	c.SetScene(live.Scene{Players: []string{"p1"}, By: "dm2"})
+	now = t0.Add(3 * time.Minute)
+	c.SetScene(live.Scene{})
+	for _, tc := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{0, "[] "},
+		{time.Minute, "[p1] dm1"},
+		{2 * time.Minute, "[p1] dm2"},
+		{3 * time.Minute, "[] "},
+	} {
+		players, by := c.SplitAt(t0.Add(tc.at))
+		if got := fmt.Sprint(players) + " " + by; got != tc.want {
+			t.Errorf("SplitAt(+%s) = %q, want %q", tc.at, got, tc.want)
+		}
+	}
+	if got := c.Scene().By; got != "" {
+		t.Errorf("Scene().By after the rejoin = %q", got)
+	}
+}
