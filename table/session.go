@@ -147,6 +147,9 @@ type Session struct {
 	// and last had an utterance dropped (the merge of a name said alone
 	// waits for what they say next).
 	startedAt, droppedAt map[string]time.Time
+	// fetchedAtStart is, by user, the NPC whose context was prefetched
+	// when they started speaking, and when (prefetch).
+	fetchedAtStart map[string]startFetch
 	// turn is the NPC turn under way; lastReply the last NPC reply
 	// recorded (Undo withdraws them).
 	turn      *turnState
@@ -171,7 +174,8 @@ func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, ag
 	s := &Session{cfg: cfg, camp: cfg.Campaign.ID(), id: cfg.SessionID, start: cfg.Clock.Now(), cast: cast, mem: mem,
 		agent: agent, voice: cfg.Voice, log: log, recorded: map[string]string{}, talking: map[string]bool{},
 		queue: make(chan utterance, 256), lines: make(chan line, 64), refines: make(chan refineJob, maxRefines),
-		listening: map[string]*listening{}, startedAt: map[string]time.Time{}, droppedAt: map[string]time.Time{}}
+		listening: map[string]*listening{}, startedAt: map[string]time.Time{}, droppedAt: map[string]time.Time{},
+		fetchedAtStart: map[string]startFetch{}}
 	s.addr = npc.NewAddresser(cast, cast.IsNPC, cfg.Controls.Muted, 0)
 	if !s.addr.UseLanguage(cfg.Providers.Language) {
 		log.Warn("no addressing rules for the table's language; the English rules decide who is spoken to",
@@ -423,8 +427,10 @@ func (s *Session) onUtterance(au audio.Utterance) {
 }
 
 // onSpeech interrupts the NPC speaking now when a player talks over it
-// for long enough, and, when a player stops speaking, starts assembling the
-// context of the NPC likely to answer while speech-to-text runs.
+// for long enough, and, when a player starts speaking, starts assembling
+// the context of the NPC likely to answer while they speak and
+// speech-to-text runs (again when they stop, if they spoke for longer than
+// restartFetch).
 func (s *Session) onSpeech(e audio.Event) {
 	switch e.Kind {
 	case audio.SpeechStarted:
@@ -433,13 +439,13 @@ func (s *Session) onSpeech(e audio.Event) {
 		s.startedAt[e.UserID] = s.cfg.Clock.Now()
 		s.mu.Unlock()
 		s.log.Debug("speech started", "user", e.UserID, "now", s.cfg.Clock.Now())
+		s.prefetch(e.UserID, true)
+		return
 	case audio.SpeechEnded:
 		s.mu.Lock()
 		delete(s.talking, e.UserID)
 		s.mu.Unlock()
-	}
-	if e.Kind == audio.SpeechEnded {
-		s.prefetch(e.UserID)
+		s.prefetch(e.UserID, false)
 		return
 	}
 	if e.Kind != audio.SpeechHeld {
@@ -454,14 +460,41 @@ func (s *Session) onSpeech(e audio.Event) {
 	}
 }
 
-func (s *Session) prefetch(user string) {
+// restartFetch is how long a player may speak before the context
+// prefetched when they started is fetched again when they stop: a long
+// monologue's answer is not given a context older than this (plus the
+// transcription).
+const restartFetch = 5 * time.Second
+
+// startFetch is a prefetch started when a player started speaking.
+type startFetch struct {
+	npcID string
+	at    time.Time
+}
+
+// prefetch starts assembling the context of the NPC likely to answer
+// user: when they start speaking (start), so that the database's reads
+// overlap their speech and the transcription rather than wait after them,
+// and when they stop, unless the same NPC's was started when they started
+// (less than restartFetch before) or by a partial transcript.
+func (s *Session) prefetch(user string, start bool) {
 	p, ok := s.agent.(prefetcher)
 	if !ok {
 		return
 	}
-	if id := s.addr.Likely(s.cfg.Controls.PresentNPCs(), s.cfg.Clock.Now()); id != "" && !s.prefetchedEarly(user, id) {
-		p.Prefetch(s.work, id, s.id)
+	now := s.cfg.Clock.Now()
+	id := s.addr.Likely(s.cfg.Controls.PresentNPCs(), now)
+	s.mu.Lock()
+	began, had := s.fetchedAtStart[user]
+	delete(s.fetchedAtStart, user)
+	if start && id != "" {
+		s.fetchedAtStart[user] = startFetch{npcID: id, at: now}
 	}
+	s.mu.Unlock()
+	if id == "" || (!start && had && began.npcID == id && now.Sub(began.at) < restartFetch) || s.prefetchedEarly(user, id) {
+		return
+	}
+	p.Prefetch(s.work, id, s.id)
 }
 
 func (s *Session) interrupt() {
