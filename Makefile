@@ -62,9 +62,13 @@ TESTPACKAGES ?= 4
 # tests and inside the table (the NPCs' recall tool) in table's, table/
 # scene's and cmd/glyphoxa's. They run once, without -race, beside the race
 # pass, which skips them by name (no other test in the tree has these
-# names).
+# names). Their ten databases (nine corpora and the determinism check's)
+# are searched side by side: the time is round trips, not this process's
+# CPU, so all ten run at once (EVALPARALLEL), not go test's default of one
+# per core.
 EVALTESTS := ^(TestRecall|TestSameFileSameRanking)$$
 EVALPKGS  := ./memory/retrieve/
+EVALPARALLEL ?= 10
 
 ## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set)
 # The test programs install (apt, npm: mostly waiting on the network and the
@@ -76,7 +80,7 @@ test:
 	  $(GO) build -race ./... || vetted=1; \
 	  wait $$deps || exit 1; exit $$vetted
 	@export GLYPHOXA_TEST_DSN="$(DEVDSN)"; out=$$(mktemp); \
-	  $(GO) test -count=1 -timeout 25m -run '$(EVALTESTS)' $(EVALPKGS) >"$$out" 2>&1 & evaluation=$$!; \
+	  $(GO) test -count=1 -parallel $(EVALPARALLEL) -timeout 25m -run '$(EVALTESTS)' $(EVALPKGS) >"$$out" 2>&1 & evaluation=$$!; \
 	  $(GO) test -race -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m -skip '$(EVALTESTS)' ./...; race=$$?; \
 	  wait $$evaluation; evaluated=$$?; \
 	  echo "evaluation tests (without the race detector):"; cat "$$out"; rm -f "$$out"; \
