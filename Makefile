@@ -107,7 +107,7 @@ bench: build
 eval:
 	$(GO) run ./correction/cmd/eval
 	@set -o pipefail; export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
-	  $(GO) test -count=1 -run '^TestRecall$$' -v ./memory/retrieve/ | grep -v '^=== RUN'
+	  $(GO) test -count=1 -parallel $(EVALPARALLEL) -run '^TestRecall$$' -v ./memory/retrieve/ | grep -v '^=== RUN'
 
 ## fuzz: every fuzz target for FUZZTIME each (default 60s)
 fuzz:
