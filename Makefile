@@ -62,25 +62,42 @@ TESTPACKAGES ?= 4
 # tests and inside the table (the NPCs' recall tool) in table's, table/
 # scene's and cmd/glyphoxa's. They run once, without -race, beside the race
 # pass, which skips them by name (no other test in the tree has these
-# names).
+# names). Their ten databases (nine corpora and the determinism check's)
+# are searched side by side: the time is round trips, not this process's
+# CPU, so all ten run at once (EVALPARALLEL), not go test's default of one
+# per core.
 EVALTESTS := ^(TestRecall|TestSameFileSameRanking)$$
 EVALPKGS  := ./memory/retrieve/
+EVALPARALLEL ?= 10
+
+# Packages whose tests take longest (wall time, most of it waiting on
+# real-time streams, fake servers and the database): named first, so that
+# go test starts them first instead of in import-path order, where some
+# came last and ran alone at the end of the pass.
+TESTFIRST ?= ./cmd/glyphoxa ./bot/console ./table/scene ./table ./voice/conn ./memory/postgres \
+	./lifecycle/session ./voice/stt ./voice/tts ./voice/audio ./lifecycle/spool
 
 ## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set)
-# The test programs install (apt, npm: mostly waiting on the network and the
-# dpkg lock) while go vet compiles, and then the race-enabled build of the
-# packages the tests need (cached: the test run only compiles the tests).
+# The evaluation tests need only the database: they start at once and run
+# (mostly waiting on PostgreSQL) through go vet, the race-enabled build and
+# the race pass. The test programs install (apt, npm: mostly waiting on
+# the network and the dpkg lock) while go vet compiles, and then the
+# race-enabled build of the packages the tests need (cached: the test run
+# only compiles the tests).
 test:
-	@scripts/testdeps.sh & deps=$$!; \
+	@export GLYPHOXA_TEST_DSN="$(DEVDSN)"; out=$$(mktemp); \
+	  $(GO) test -count=1 -parallel $(EVALPARALLEL) -timeout 25m -run '$(EVALTESTS)' $(EVALPKGS) >"$$out" 2>&1 & evaluation=$$!; \
+	  scripts/testdeps.sh & deps=$$!; \
 	  $(MAKE) --no-print-directory vet; vetted=$$?; \
 	  $(GO) build -race ./... || vetted=1; \
-	  wait $$deps || exit 1; exit $$vetted
-	@export GLYPHOXA_TEST_DSN="$(DEVDSN)"; out=$$(mktemp); \
-	  $(GO) test -count=1 -timeout 25m -run '$(EVALTESTS)' $(EVALPKGS) >"$$out" 2>&1 & evaluation=$$!; \
-	  $(GO) test -race -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m -skip '$(EVALTESTS)' ./...; race=$$?; \
+	  wait $$deps || vetted=1; \
+	  race=1; if (( ! vetted )); then \
+	    $(GO) test -race -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m -skip '$(EVALTESTS)' \
+	      $(TESTFIRST) ./...; race=$$?; \
+	  fi; \
 	  wait $$evaluation; evaluated=$$?; \
 	  echo "evaluation tests (without the race detector):"; cat "$$out"; rm -f "$$out"; \
-	  exit $$(( race || evaluated ))
+	  exit $$(( vetted || race || evaluated ))
 
 ## bench: memory-store latency at 1k and 100k entities (generated once, then reused)
 bench: build
@@ -90,7 +107,7 @@ bench: build
 eval:
 	$(GO) run ./correction/cmd/eval
 	@set -o pipefail; export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
-	  $(GO) test -count=1 -run '^TestRecall$$' -v ./memory/retrieve/ | grep -v '^=== RUN'
+	  $(GO) test -count=1 -parallel $(EVALPARALLEL) -run '^TestRecall$$' -v ./memory/retrieve/ | grep -v '^=== RUN'
 
 ## fuzz: every fuzz target for FUZZTIME each (default 60s)
 fuzz:

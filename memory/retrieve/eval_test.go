@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -319,14 +320,16 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 		add(baselineBM25, q, base.search(q.Q, maxK))
 	}
 	for _, m := range Modes() {
-		for _, q := range c.questions {
-			rs, err := r.Search(ctx, Query{Text: q.Q, Mode: m, K: maxK})
-			if err != nil {
-				t.Fatalf("%s %s %q: %v", c.name, m, q.Q, err)
-			}
+		all, err := searchEach(ctx, c.questions, func(ctx context.Context, q question) ([]Result, error) {
+			return r.Search(ctx, Query{Text: q.Q, Mode: m, K: maxK})
+		})
+		if err != nil {
+			t.Fatalf("%s %s %v", c.name, m, err)
+		}
+		for i, q := range c.questions {
 			// Recall counts the answers; the named entities that follow
 			// them are not answers.
-			rs = slices.DeleteFunc(rs, func(x Result) bool { return x.Kind == KindEntity })
+			rs := slices.DeleteFunc(all[i], func(x Result) bool { return x.Kind == KindEntity })
 			if len(rs) > maxK {
 				t.Fatalf("%s %q: %d results, asked for %d", m, q.Q, len(rs), maxK)
 			}
@@ -345,13 +348,15 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range c.questions {
-		rs, err := br.Search(ctx, Query{Text: q.Q, K: maxK})
-		if err != nil {
-			t.Fatalf("%s hybrid+bridge %q: %v", c.name, q.Q, err)
-		}
+	all, err := searchEach(ctx, c.questions, func(ctx context.Context, q question) ([]Result, error) {
+		return br.Search(ctx, Query{Text: q.Q, K: maxK})
+	})
+	if err != nil {
+		t.Fatalf("%s hybrid+bridge %v", c.name, err)
+	}
+	for i, q := range c.questions {
 		var contents []string
-		for _, x := range rs {
+		for _, x := range all[i] {
 			if x.Kind != KindEntity {
 				contents = append(contents, x.Content)
 			}
@@ -359,6 +364,47 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 		add("hybrid+bridge", q, contents)
 	}
 	return rt, camp
+}
+
+// evalSearchers is how many questions of one corpus are searched at
+// once. A search is a handful of database round trips: with one at a time
+// this process mostly waits. Results are kept per question and scored in
+// the questions' order, so every figure is the one a serial loop gives.
+const evalSearchers = 4
+
+// searchEach runs search for every question, evalSearchers at a time, and
+// returns the results in the questions' order; the first error (naming
+// its question) ends the rest.
+func searchEach(ctx context.Context, qs []question, search func(context.Context, question) ([]Result, error)) ([][]Result, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	out := make([][]Result, len(qs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(evalSearchers, len(qs)) {
+		wg.Go(func() {
+			for i := range next {
+				rs, err := search(ctx, qs[i])
+				if err != nil {
+					cancel(fmt.Errorf("%q: %w", qs[i].Q, err))
+					continue
+				}
+				out[i] = rs
+			}
+		})
+	}
+	for i := range qs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (rt *recallTable) String() string {
