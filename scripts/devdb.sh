@@ -40,14 +40,17 @@ as_root() {
   else die "need root to run: $* (install it by hand, or set GLYPHOXA_TEST_DSN)"; fi
 }
 
+# apt_install waits up to 10 minutes for the dpkg lock: make test now asks for
+# the database before scripts/testdeps.sh runs, so this may be the first apt
+# on a fresh machine where another apt process still holds the lock.
 apt_install() {
   local missing=()
   for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   [[ ${#missing[@]} -eq 0 ]] && return 0
   log "installing ${missing[*]} from Debian"
-  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >"$cache/apt.log" 2>&1; then
+  if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >"$cache/apt.log" 2>&1; then
     as_root apt-get update -q >>"$cache/apt.log" 2>&1 || true
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$cache/apt.log" 2>&1 \
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}" >>"$cache/apt.log" 2>&1 \
       || die "apt-get install ${missing[*]} failed; see $cache/apt.log"
   fi
 }
