@@ -162,6 +162,7 @@ func (r *cardRig) card(t *testing.T, marker string) discordtest.Call {
 // (the card raised). The figures are logged, not asserted (no wall-clock
 // budget in tests); every line must raise its card.
 func TestContinuityCardOnTheTablePath(t *testing.T) {
+	t.Parallel()
 	shapes := []string{"Grimjaw is in Duskwood", "Thorin has the Dawn Hammer", "Brannoc pours us another ale",
 		"Elara is at the Rusty Tankard"}
 	const n = 24
@@ -218,6 +219,7 @@ var markers = strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel 
 // contradicts what it knows of canon is not said (nor recorded), and the
 // DM gets a card saying so; the rest of the reply is said.
 func TestDraftReplyIsChecked(t *testing.T) {
+	t.Parallel()
 	r := newCardRig(t, []string{"Grimjaw, where is the steel?"},
 		llmtest.Reply{Text: "The steel is gone. Elara is at the Rusty Tankard. Ask her about the runes."})
 	ctx := ctxFor(t)
