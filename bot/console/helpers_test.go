@@ -129,7 +129,7 @@ type browser struct {
 
 func (f *fixture) browser(t *testing.T) *browser {
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, c: &http.Client{Jar: jar, Timeout: 20 * time.Second}, base: f.srv.URL}
+	return &browser{t: t, c: &http.Client{Jar: jar, Timeout: browserHangGuard}, base: f.srv.URL}
 }
 
 // signInDiscord signs in through the fake Discord as m and returns the
@@ -222,3 +222,8 @@ func clusterStore(t *testing.T, cl *pgcluster.Cluster) *postgres.Store {
 	t.Cleanup(store.Close)
 	return store
 }
+
+// browserHangGuard bounds one request of a test browser: a guard against a
+// hung console, not a budget (a 100,000-word search under -race took over
+// 20 s on a 2-core machine at load 46).
+const browserHangGuard = 5 * time.Minute

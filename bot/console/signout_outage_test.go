@@ -62,7 +62,7 @@ func TestSignOutInAnOutageHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		jar.SetCookies(b, cookies)
-		thief := &browser{t: t, c: &http.Client{Jar: jar, Timeout: 20 * time.Second}, base: base}
+		thief := &browser{t: t, c: &http.Client{Jar: jar, Timeout: browserHangGuard}, base: base}
 		resp, _ := thief.get("/api/graph")
 		return resp.StatusCode
 	}

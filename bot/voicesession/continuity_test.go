@@ -171,7 +171,6 @@ func TestContinuityCardOnTheTablePath(t *testing.T) {
 		script = append(script, fmt.Sprintf("%s, %s.", shapes[i%len(shapes)], markers[i]))
 	}
 	r := newCardRig(t, script)
-	ctx := ctxFor(t)
 	m := r.m
 	var fromSpeech, fromRecorded []time.Duration
 	for i := range n {
@@ -185,8 +184,10 @@ func TestContinuityCardOnTheTablePath(t *testing.T) {
 		}
 		fromRecorded = append(fromRecorded, posted.Sub(cards[0].Raised))
 	}
-	// The board notes each card posted once its message was sent.
-	if err := voicetest.Wait(ctx, func() bool {
+	// The board notes each card posted once its message was sent (a hang
+	// guard of its own: the lines above may have used up ctx's on a loaded
+	// machine).
+	if err := voicetest.Wait(ctxFor(t), func() bool {
 		for _, c := range m.ContinuityCards().List("ironhold-saga") {
 			if c.Posted.IsZero() || c.Status != "open" {
 				return false
