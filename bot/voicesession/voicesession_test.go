@@ -300,11 +300,8 @@ func entries(t *testing.T, c *postgres.Campaign, session string) []memory.Transc
 	return es
 }
 
-// TestVoiceSessionFromStartToEnd runs before the package's parallel tests,
-// not beside them: the player's audio is streamed in real time and, on a
-// 2-core machine at load 46, speech-to-text got 0.9-1.3 s of its 2.04 s
-// when it ran beside them.
 func TestVoiceSessionFromStartToEnd(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []string{"grim jaw, what news of the shipment?"}, time.Minute)
 	h.start()
 	st, ok := h.m.Status(guildID)
