@@ -27,6 +27,7 @@ func (v forgetCardVoice) Forget(context.Context, string, string, func(context.Co
 // to be forgotten does not survive on the continuity board (the console's
 // Live page) as the quoted line of a card; another speaker's card stays.
 func TestForgetMeDropsTheContinuityCardsQuotingThePlayer(t *testing.T) {
+	t.Parallel()
 	board := continuity.NewBoard()
 	v := forgetCardVoice{&cardVoice{board: board}}
 	h := newHarnessFor(t, bot.Deps{Voice: v}, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}})

@@ -18,6 +18,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -55,6 +56,13 @@ func newHarness(t *testing.T, deps bot.Deps) *harness {
 func newHarnessFor(t *testing.T, deps bot.Deps, g bot.Guild) *harness {
 	t.Helper()
 	store, _ := pgtest.NewStore(t, 16)
+	return newHarnessOn(t, deps, g, store)
+}
+
+// newHarnessOn is newHarnessFor on store (a database of the test's own,
+// such as a private cluster's), into which it imports the sample campaign.
+func newHarnessOn(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Store) *harness {
+	t.Helper()
 	pgtest.Import(t, store, "../testdata/campaigns/ironhold-saga.yaml")
 	ctx := context.Background()
 	fake := discordtest.New()
@@ -151,6 +159,7 @@ func (h *harness) original(i discordtest.Interaction) map[string]any {
 }
 
 func TestRegistersExactlyTheCommandsInBoundGuilds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	c, err := h.fake.WaitCall(wait, discordtest.PathHasPrefix("PUT", "/applications/"))
 	if err != nil {
@@ -181,6 +190,7 @@ func TestRegistersExactlyTheCommandsInBoundGuilds(t *testing.T) {
 }
 
 func TestPendingFactConfirmedByButton(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	pending, err := h.camp.Graph().PendingFacts(ctx, memory.FactFilter{})
@@ -218,6 +228,7 @@ func TestPendingFactConfirmedByButton(t *testing.T) {
 }
 
 func TestNonDMCannotReview(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	pending, _ := h.camp.Graph().PendingFacts(ctx, memory.FactFilter{})
@@ -243,6 +254,7 @@ func TestNonDMCannotReview(t *testing.T) {
 }
 
 func TestForgetMeDeletesThePlayersLines(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	count := func() (n int) {
@@ -272,6 +284,7 @@ func TestForgetMeDeletesThePlayersLines(t *testing.T) {
 }
 
 func TestAutocompleteAndEntityEdit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	r := h.send(h.fake.Autocomplete(guildID, channelID, theDM, "memory", discordtest.Group("entity",
@@ -312,6 +325,7 @@ func TestAutocompleteAndEntityEdit(t *testing.T) {
 }
 
 func TestRecapIsTraceableAndPlayerSafe(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	i := h.fake.Command(guildID, channelID, player, "recap", discordtest.Str("scope", "session"), discordtest.Str("session", "s1"),
 		discordtest.Bool("player_safe", false))
@@ -327,6 +341,7 @@ func TestRecapIsTraceableAndPlayerSafe(t *testing.T) {
 }
 
 func TestLongOutputIsSplit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	var es []memory.TranscriptEntry
@@ -362,6 +377,7 @@ func jsonNum(n int64) string { b, _ := json.Marshal(n); return string(b) }
 var _ = errors.New
 
 func TestDMDirectsTheNextAnswer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	next := func(m discordtest.Member, npc string) response {
 		return h.send(h.fake.Command(guildID, channelID, m, "npc", discordtest.Sub("next", discordtest.Str("npc", npc))))

@@ -29,6 +29,7 @@ func (c *fakeClaims) Running(context.Context, string, *bot.ClaimedSession) error
 // Among several processes, only the guild's owner answers its commands; a
 // process that does not own the guild stays silent.
 func TestOnlyTheGuildsOwnerAnswers(t *testing.T) {
+	t.Parallel()
 	claims := &fakeClaims{claimed: make(chan string, 4)}
 	h := newHarness(t, bot.Deps{Claims: claims})
 

@@ -107,6 +107,7 @@ func (m wireMessage) text() string {
 }
 
 func TestConflictsSettledByButtons(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	g := h.camp.Graph()
@@ -234,6 +235,7 @@ func TestConflictsSettledByButtons(t *testing.T) {
 }
 
 func TestNonDMCannotSettleConflicts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	moved := seedConflicts(t, h)[0]

@@ -81,6 +81,7 @@ func (m dmMessage) text() string {
 // conflict path, and Keep canon marks the line non-canon; a card settled
 // already says so.
 func TestContinuityCards(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	v := &cardVoice{board: continuity.NewBoard()}
 	h := newHarnessFor(t, bot.Deps{Voice: v}, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole},

@@ -14,6 +14,7 @@ import (
 )
 
 func TestDMDirectsAnNPC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	direct := func(m discordtest.Member, opts ...discordtest.Opt) response {
 		return h.send(h.fake.Command(guildID, channelID, m, "npc", discordtest.Sub("direct", opts...)))
@@ -83,6 +84,7 @@ func (v *undoVoice) Forget(context.Context, string, string, func(context.Context
 }
 
 func TestDMUndoesAReply(t *testing.T) {
+	t.Parallel()
 	v := &undoVoice{}
 	h := newHarness(t, bot.Deps{Voice: v})
 	undo := func(m discordtest.Member) (discordtest.Interaction, response) {

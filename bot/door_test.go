@@ -14,7 +14,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // member is a discordtest member as an interaction carries it.
@@ -31,6 +31,7 @@ func member(m discordtest.Member) *discordgo.Member {
 // spelling, nor an object marked secret) and cannot be re-bound to the
 // DM's; the DM's returns them.
 func TestCommandsReadAsTheInvokingMember(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	hidden := map[string]any{"GM_Notes": "GMNOTE-MARKER", "dm_plan": "DMPLAN-MARKER", "hidden_door": "HIDDEN-MARKER",
@@ -80,6 +81,7 @@ func TestCommandsReadAsTheInvokingMember(t *testing.T) {
 // A player's command never creates a campaign and never learns the names
 // of the others; the DM's does create it.
 func TestPlayersDoNotCreateCampaigns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	sess, err := discordgo.New("Bot fake-token")
@@ -114,9 +116,18 @@ func TestPlayersDoNotCreateCampaigns(t *testing.T) {
 // that meets the outage and for those the degraded door refuses at once;
 // once the database is back, commands work again.
 func TestOutageGivesAClearReply(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
-	t.Setenv(pgtest.EnvDSN, cl.DSN())
-	h := newHarness(t, bot.Deps{})
+	// The store is opened on the private cluster itself (not through
+	// GLYPHOXA_TEST_DSN), so the test runs beside the others.
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	store, err := postgres.NewStore(ctx, cl.DSN(), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	h := newHarnessOn(t, bot.Deps{}, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}}, store)
 
 	search := func(m discordtest.Member) string {
 		t.Helper()

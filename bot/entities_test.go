@@ -31,6 +31,7 @@ func choiceValues(cs []*discordgo.ApplicationCommandOptionChoice) []string {
 // adds one with kind suggestions; it is then suggested, shown and usable in
 // a fact; its DM notes stay hidden from players; a player is refused.
 func TestDMAddsAnEntityFromDiscord(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	cursor, err := h.camp.LastChange(ctx)
@@ -123,6 +124,7 @@ func TestDMAddsAnEntityFromDiscord(t *testing.T) {
 }
 
 func TestDMMergesAndRetiresEntitiesFromDiscord(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	g := h.camp.Graph()
@@ -192,6 +194,7 @@ func TestDMMergesAndRetiresEntitiesFromDiscord(t *testing.T) {
 // suggests entities, facts, kinds or sessions suggests nothing to a
 // player, whatever they type (the same options suggest to the DM).
 func TestPlayerGetsNoSuggestionsFromDMCommands(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	for _, tc := range []struct {
 		name, cmd string

@@ -14,6 +14,7 @@ var update = flag.Bool("update", false, "rewrite testdata/commands.json from the
 // TestCommandsGolden keeps testdata/commands.json (what Discord receives) in
 // step with the specs; run with -update after changing a command.
 func TestCommandsGolden(t *testing.T) {
+	t.Parallel()
 	got, err := json.MarshalIndent(bot.CommandSpecs(), "", "  ")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // retires his old location (kept for "as of"), with the DM's reason, and
 // /memory entity show, /memory fact list and /memory changes show it.
 func TestMemoryFactAddSupersedesAndAsOf(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	g := h.camp.Graph()

@@ -20,6 +20,7 @@ func userOpt(name, id string) discordtest.Opt {
 // while their character was away, and no other player's grant; a player
 // is refused another player's known-by and the DM's grant.
 func TestPlayerKnowledgeCommands(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }

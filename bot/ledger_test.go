@@ -16,6 +16,7 @@ import (
 // DM sees those waiting for review, marked, and a player only those the
 // DM confirmed; "who" narrows it to one character.
 func TestLedgerCommand(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	at := time.Date(2026, 4, 2, 19, 5, 0, 0, time.UTC)
@@ -66,6 +67,7 @@ func TestLedgerCommand(t *testing.T) {
 // rests on; once its speaker runs /privacy forget-me, another player's
 // /ledger no longer shows it.
 func TestLedgerForgetsAForgottenPlayer(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	var session, name, text string
@@ -101,6 +103,7 @@ func TestLedgerForgetsAForgottenPlayer(t *testing.T) {
 // (even asked for by name) nor, on a confirmed handover, where a pending
 // or secret handover would have moved the item; the DM's shows both.
 func TestLedgerKeepsSecrets(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	at := time.Date(2026, 4, 2, 19, 5, 0, 0, time.UTC)

@@ -56,6 +56,7 @@ func (v releasingVoice) Release(context.Context, string) error {
 // it neither ends it (no end recorded, no processing) nor leaves the
 // channel. Voice sessions that cannot be released are ended, as before.
 func TestLostHandsTheSessionOver(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		wrap func(*handoverVoice) bot.VoiceSessions

@@ -59,6 +59,7 @@ func readmeCommands(t *testing.T, readme string) map[string]string {
 // commands with the same role, so the documentation cannot promise a DM
 // command that players can run (or the reverse).
 func TestREADMECommandTableMatches(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +94,7 @@ func TestREADMECommandTableMatches(t *testing.T) {
 // The parser itself: a row naming several commands, and a table that
 // disagrees, are read as written.
 func TestReadmeCommandsParser(t *testing.T) {
+	t.Parallel()
 	got := readmeCommands(t, "text\n\n| command | who | what |\n|---|---|---|\n"+
 		"| `/a b`, `/a c` | DM | x |\n| `/d` (scope: x) | all | y |\n\nafter\n| `/z` | DM | not in the table |\n")
 	want := map[string]string{"a b": "DM", "a c": "DM", "d": "all"}

@@ -65,6 +65,7 @@ func (p *paraphraser) handle(_ int, req llmtest.Request) llmtest.Reply {
 // paraphrases cannot leak one. The DM's own recap does get the secrets (so
 // the fake model is known to paraphrase them).
 func TestPlayerSafeRecapPromptHoldsNoSecret(t *testing.T) {
+	t.Parallel()
 	p := &paraphraser{}
 	srv := llmtest.New(p.handle)
 	t.Cleanup(srv.Close)
@@ -132,6 +133,7 @@ func TestPlayerSafeRecapPromptHoldsNoSecret(t *testing.T) {
 // The README says /memory search is for everyone: a player can search what
 // was said at the table.
 func TestPlayerCanSearch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	i := h.fake.Command(guildID, channelID, player, "memory", discordtest.Sub("search", discordtest.Str("query", "shipment"), discordtest.Str("mode", "text")))
 	h.send(i)

@@ -16,6 +16,7 @@ import (
 // TestBulkReviewWithUndo: "Confirm all" confirms every pending fact in one
 // batch and offers Undo, which puts them back; a player can do neither.
 func TestBulkReviewWithUndo(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	g := h.camp.Graph()
@@ -94,6 +95,7 @@ func TestBulkReviewWithUndo(t *testing.T) {
 // TestPendingCardNamesItsConflict: a pending fact in an open conflict says
 // so on its review card, and confirming it settles the conflict.
 func TestPendingCardNamesItsConflict(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	g := h.camp.Graph()
@@ -137,6 +139,7 @@ func decodeMessageMap(t *testing.T, m map[string]any) wireMessage {
 // established, including a fact retired since (Brannoc visited Duskwood in
 // s1; the DM retired it in s2), not only what is canon now.
 func TestRecapOfAnOldSessionAsItStoodThen(t *testing.T) {
+	t.Parallel()
 	p := &paraphraser{}
 	srv := llmtest.New(p.handle)
 	t.Cleanup(srv.Close)
@@ -172,6 +175,7 @@ func TestRecapOfAnOldSessionAsItStoodThen(t *testing.T) {
 // TestFactListAsOfDate: /memory fact list and entity show take a date for
 // as_of beside a session.
 func TestFactListAsOfDate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	reply := func(i discordtest.Interaction) string {
 		t.Helper()

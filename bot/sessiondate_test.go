@@ -14,6 +14,7 @@ import (
 // (no session is running) in the campaign calendar's own form, refuses a
 // date the calendar does not read naming its months, and is for the DM.
 func TestSessionDate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	cal := &calendar.Calendar{Months: []calendar.Month{{Name: "Deepwinter", Days: 30}, {Name: "Frostfall", Days: 30}}, Era: "DR"}
@@ -63,6 +64,7 @@ func TestSessionDate(t *testing.T) {
 // TestRecapInWorldOrder: a campaign recap tells the sessions in the order
 // of their in-world dates, each with its date, not in the order played.
 func TestRecapInWorldOrder(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	ctx := context.Background()
 	cal := &calendar.Calendar{Months: []calendar.Month{{Name: "Deepwinter", Days: 30}, {Name: "Frostfall", Days: 30}}}

@@ -11,6 +11,7 @@ import (
 // Discord refuses a bulk overwrite that breaks any of these rules, so they
 // are checked here rather than discovered at start-up.
 func TestCommandSpecsFollowDiscordsRules(t *testing.T) {
+	t.Parallel()
 	name := regexp.MustCompile(`^[-_\p{Ll}\p{N}]{1,32}$`)
 	var check func(path string, opts []*discordgo.ApplicationCommandOption)
 	check = func(path string, opts []*discordgo.ApplicationCommandOption) {
@@ -56,6 +57,7 @@ func TestCommandSpecsFollowDiscordsRules(t *testing.T) {
 // and the table holds nothing that is not registered. A new subcommand that
 // is not added to the table is refused (deny by default).
 func TestEveryCommandStatesItsRole(t *testing.T) {
+	t.Parallel()
 	table := commandHandlers()
 	var paths []string
 	var walk func(path string, opts []*discordgo.ApplicationCommandOption) bool

@@ -9,6 +9,7 @@ import (
 )
 
 func TestSplitMessage(t *testing.T) {
+	t.Parallel()
 	line := strings.Repeat("é", 90) + "\n" // multi-byte on purpose
 	long := strings.Repeat(line, 60)       // 5,460 characters
 	parts := splitMessage(long, maxContent)
@@ -39,6 +40,7 @@ func TestSplitMessage(t *testing.T) {
 }
 
 func TestPackEmbeds(t *testing.T) {
+	t.Parallel()
 	var es []*discordgo.MessageEmbed
 	for range 14 {
 		e := &discordgo.MessageEmbed{Title: strings.Repeat("t", 300), Description: strings.Repeat("d", 1500)}

@@ -67,6 +67,7 @@ func (v *replyVoice) UndoReply(_ context.Context, guildID, id string) (bot.Undon
 // and says so), a player's press is refused ephemerally and withdraws
 // nothing, and an older reply or one withdrawn already is refused.
 func TestUndoButton(t *testing.T) {
+	t.Parallel()
 	v := &replyVoice{gone: map[string]bool{}}
 	h := newHarness(t, bot.Deps{Voice: v})
 	if err := h.bot.Resume(context.Background(), guildID, bot.ClaimedSession{Campaign: campaign, VoiceChannelID: channelID,

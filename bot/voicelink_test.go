@@ -17,6 +17,7 @@ import (
 const hangGuard = 2 * time.Minute
 
 func TestJoinerFollowsTheVoiceSession(t *testing.T) {
+	t.Parallel()
 	fake := discordtest.New()
 	defer fake.Close()
 	fake.AddGuild(&discordgo.Guild{ID: guildID})

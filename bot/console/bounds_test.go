@@ -99,6 +99,7 @@ func TestBadTextIsRefusedWith400(t *testing.T) {
 			`the form field &#34;subject&#34; is not valid UTF-8`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			b := &browser{t: t, c: b.c, base: b.base} // fails this subtest, not its parent
 			var resp *http.Response
 			var body string
 			if tc.form == nil {

@@ -10,6 +10,7 @@ var whoRE = regexp.MustCompile(`class="who (spk\d+)">([^<]+)<`)
 // On a session's page every speaker has one colour, and no two speakers
 // share one (the sample's six speakers collided under a name hash).
 func TestSessionSpeakersHaveDistinctColours(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	b := f.signInLink(t)
 	_, body := b.get("/sessions/s1")

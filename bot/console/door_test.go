@@ -10,7 +10,6 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // A player's page reads through a player's handle: no DM-only attribute
@@ -48,9 +47,9 @@ func TestPlayerEntityHasNoDMOnlyAttribute(t *testing.T) {
 // the driver's words), the Live page shows memory as degraded, and pages
 // work again once the database is back.
 func TestOutageIs503InPlainWords(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
-	t.Setenv(pgtest.EnvDSN, cl.DSN())
-	f := newFixture(t)
+	f := newFixtureOn(t, clusterStore(t, cl))
 	pb, _, _ := f.signInDiscord(t, player)
 	dm := f.signInLink(t)
 	if resp, body := pb.get("/api/entity/grimjaw"); resp.StatusCode != http.StatusOK {

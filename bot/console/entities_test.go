@@ -14,6 +14,7 @@ import (
 // The console's entity pages run the same operations as /memory entity in
 // Discord: add, edit, merge and retire, for the DM only.
 func TestEntityPages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	g := f.camp.Graph()

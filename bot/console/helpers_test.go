@@ -17,8 +17,10 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
+	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -58,6 +60,13 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	store, _ := pgtest.NewStore(t, 8)
+	return newFixtureOn(t, store)
+}
+
+// newFixtureOn is newFixture on store (a database of the test's own, such
+// as a private cluster's), into which it imports the sample campaign.
+func newFixtureOn(t *testing.T, store *postgres.Store) *fixture {
+	t.Helper()
 	pgtest.Import(t, store, sample)
 	door := newDoor(t, access.Config{Store: store})
 	camp, err := door.Open(context.Background(), campaign, memory.DMViewer())
@@ -120,7 +129,7 @@ type browser struct {
 
 func (f *fixture) browser(t *testing.T) *browser {
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, c: &http.Client{Jar: jar, Timeout: 20 * time.Second}, base: f.srv.URL}
+	return &browser{t: t, c: &http.Client{Jar: jar, Timeout: browserHangGuard}, base: f.srv.URL}
 }
 
 // signInDiscord signs in through the fake Discord as m and returns the
@@ -198,3 +207,23 @@ func pendingFact(t *testing.T, g *access.Graph) memory.Relationship {
 }
 
 var citeRE = regexp.MustCompile(`class="cite" href="[^"]*#line-(\d+)"`)
+
+// clusterStore opens a store on the private cluster cl itself (not through
+// GLYPHOXA_TEST_DSN, which a parallel test must not set); it is closed when
+// the test ends.
+func clusterStore(t *testing.T, cl *pgcluster.Cluster) *postgres.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+	defer cancel()
+	store, err := postgres.NewStore(ctx, cl.DSN(), 8)
+	if err != nil {
+		t.Fatalf("opening the store on the private cluster: %v", err)
+	}
+	t.Cleanup(store.Close)
+	return store
+}
+
+// browserHangGuard bounds one request of a test browser: a guard against a
+// hung console, not a budget (a 100,000-word search under -race took over
+// 20 s on a 2-core machine at load 46).
+const browserHangGuard = 5 * time.Minute

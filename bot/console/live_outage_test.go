@@ -13,7 +13,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // TestLiveFeedThroughAnOutage: a table publishes its live status while the
@@ -23,9 +22,9 @@ import (
 // the store's error names the outage (memory.ErrUnavailable); once the
 // database is back the publisher's reports show again by themselves.
 func TestLiveFeedThroughAnOutage(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
-	t.Setenv(pgtest.EnvDSN, cl.DSN())
-	f := newFixture(t)
+	f := newFixtureOn(t, clusterStore(t, cl))
 	table := liveFeed{campaign: {Running: true, SessionID: "s4", Speaking: []string{"Mara"}}}
 	pub := &console.LivePublisher{Source: table, Campaigns: []*access.Campaign{f.camp}, Owner: "host-b/77/cafe",
 		Describe: "glyphoxa serve on host-b (pid 77)", Interval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}

@@ -12,7 +12,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // TestSignOutInAnOutageHolds: a browser signs out while the database is
@@ -20,9 +19,9 @@ import (
 // again once the database is back: not on this console, not on another
 // one on the same database after this console saw the database again.
 func TestSignOutInAnOutageHolds(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
-	t.Setenv(pgtest.EnvDSN, cl.DSN())
-	f := newFixture(t)
+	f := newFixtureOn(t, clusterStore(t, cl))
 	dm := f.signInLink(t)
 	u, err := url.Parse(f.srv.URL)
 	if err != nil {
@@ -63,7 +62,7 @@ func TestSignOutInAnOutageHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 		jar.SetCookies(b, cookies)
-		thief := &browser{t: t, c: &http.Client{Jar: jar, Timeout: 20 * time.Second}, base: base}
+		thief := &browser{t: t, c: &http.Client{Jar: jar, Timeout: browserHangGuard}, base: base}
 		resp, _ := thief.get("/api/graph")
 		return resp.StatusCode
 	}

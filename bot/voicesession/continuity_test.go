@@ -162,6 +162,7 @@ func (r *cardRig) card(t *testing.T, marker string) discordtest.Call {
 // (the card raised). The figures are logged, not asserted (no wall-clock
 // budget in tests); every line must raise its card.
 func TestContinuityCardOnTheTablePath(t *testing.T) {
+	t.Parallel()
 	shapes := []string{"Grimjaw is in Duskwood", "Thorin has the Dawn Hammer", "Brannoc pours us another ale",
 		"Elara is at the Rusty Tankard"}
 	const n = 24
@@ -170,7 +171,6 @@ func TestContinuityCardOnTheTablePath(t *testing.T) {
 		script = append(script, fmt.Sprintf("%s, %s.", shapes[i%len(shapes)], markers[i]))
 	}
 	r := newCardRig(t, script)
-	ctx := ctxFor(t)
 	m := r.m
 	var fromSpeech, fromRecorded []time.Duration
 	for i := range n {
@@ -184,8 +184,10 @@ func TestContinuityCardOnTheTablePath(t *testing.T) {
 		}
 		fromRecorded = append(fromRecorded, posted.Sub(cards[0].Raised))
 	}
-	// The board notes each card posted once its message was sent.
-	if err := voicetest.Wait(ctx, func() bool {
+	// The board notes each card posted once its message was sent (a hang
+	// guard of its own: the lines above may have used up ctx's on a loaded
+	// machine).
+	if err := voicetest.Wait(ctxFor(t), func() bool {
 		for _, c := range m.ContinuityCards().List("ironhold-saga") {
 			if c.Posted.IsZero() || c.Status != "open" {
 				return false
@@ -218,6 +220,7 @@ var markers = strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel 
 // contradicts what it knows of canon is not said (nor recorded), and the
 // DM gets a card saying so; the rest of the reply is said.
 func TestDraftReplyIsChecked(t *testing.T) {
+	t.Parallel()
 	r := newCardRig(t, []string{"Grimjaw, where is the steel?"},
 		llmtest.Reply{Text: "The steel is gone. Elara is at the Rusty Tankard. Ask her about the runes."})
 	ctx := ctxFor(t)

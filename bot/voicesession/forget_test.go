@@ -25,6 +25,7 @@ import (
 // the spool is replayed the other players' lines arrive and none of the
 // player's.
 func TestForgetSpooledWithoutASession(t *testing.T) {
+	t.Parallel()
 	store, dsn := pgtest.NewStore(t, 16)
 	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
 	ctx := context.Background()
@@ -110,6 +111,7 @@ func TestForgetSpooledWithoutASession(t *testing.T) {
 // naming the campaign's spool, which stays on disk, and the next manager on
 // the same state directory replays it once the database is back.
 func TestCloseWithTheDatabaseDown(t *testing.T) {
+	t.Parallel()
 	cl := pgcluster.Start(t)
 	ctx := context.Background()
 	store, err := postgres.NewStore(ctx, cl.DSN(), 16, postgres.WithLogger(quiet()))

@@ -81,6 +81,7 @@ func hears(t *testing.T, talker *conn.Conn, listener table.Voice, talkerID strin
 // TestGatewayLinkFollowsAMove: a member moves the bot to a channel served
 // by another voice server; the link switches the connection there.
 func TestGatewayLinkFollowsAMove(t *testing.T) {
+	t.Parallel()
 	const (
 		hall    = "100000000000000011"
 		cellar  = "100000000000000012"

@@ -44,6 +44,7 @@ func (l *countingLink) Leave(string) error {
 // guild: the bot user is one for every process, and leaving would
 // disconnect the session of the process that owns it.
 func TestFailedStartLeavesOnlyOwnedGuilds(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, 16)
 	pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
 	for _, tc := range []struct {

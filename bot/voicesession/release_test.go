@@ -101,6 +101,7 @@ func sessionRow(t *testing.T, camp *postgres.Campaign, id string) memory.Session
 // bot user) nor marks the session ended nor processes it; the new owner
 // resumes the same session id, and only its end processes the session.
 func TestReleaseHandsTheSessionOver(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, 16)
 	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
 	fake := llmtest.New(llmtest.Script(llmtest.Reply{Text: `{"entities":[],"relationships":[]}`}))
@@ -245,6 +246,7 @@ func waitFor(ctx context.Context, cond func() bool) error {
 // the guild's claim first: lost to another process, it is handed over, not
 // ended, and the channel is not left.
 func TestSessionStoppingByItselfIsHandedOverWhenTheGuildWasLost(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, 16)
 	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
 	emb, err := embed.NewOffline(16)

@@ -301,6 +301,7 @@ func entries(t *testing.T, c *postgres.Campaign, session string) []memory.Transc
 }
 
 func TestVoiceSessionFromStartToEnd(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []string{"grim jaw, what news of the shipment?"}, time.Minute)
 	h.start()
 	st, ok := h.m.Status(guildID)
@@ -426,6 +427,7 @@ func TestVoiceSessionFromStartToEnd(t *testing.T) {
 }
 
 func TestSessionLeavesAnEmptyChannel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil, 400*time.Millisecond)
 	h.start()
 	select {
@@ -450,6 +452,7 @@ func (failingLink) Join(context.Context, string, string) (table.Voice, error) {
 func (failingLink) Leave(string) error { return nil }
 
 func TestFailedJoinLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, 16)
 	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
 	emb, err := embed.NewOffline(16)

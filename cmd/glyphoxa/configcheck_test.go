@@ -27,6 +27,7 @@ func runWithin(t *testing.T, vars map[string]string, args ...string) (code int, 
 // past its checks with (and stops at the database, which is unreachable
 // here: no Discord, no PostgreSQL needed).
 func TestConfigCheckRefusesWhatServeRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a-file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {

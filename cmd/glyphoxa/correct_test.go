@@ -41,6 +41,7 @@ type correctJSON struct {
 }
 
 func TestCorrectFromEntitiesFile(t *testing.T) {
+	t.Parallel()
 	code, out, errs := runCLI(t, nil, "correct", "--entities", correctionEntities, "did you talk to elder nacks yet")
 	if code != 0 || out != "did you talk to Eldrinax yet\n" {
 		t.Fatalf("correct: %d %q %q", code, out, errs)
@@ -66,6 +67,7 @@ func TestCorrectFromEntitiesFile(t *testing.T) {
 }
 
 func TestCorrectStdin(t *testing.T) {
+	t.Parallel()
 	in := "the tower of whiskers is dark\n\nroll initiative\nask kel tar about it\r\n"
 	code, out, errs := runCLIStdin(t, nil, in, "correct", "--entities", correctionEntities)
 	if code != 0 {
@@ -112,6 +114,7 @@ func TestCorrectFromDatabase(t *testing.T) {
 }
 
 func TestCorrectErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("campaign: c\nentities:\n  - {id: a, type: npc}\n"), 0o644); err != nil {
@@ -140,6 +143,7 @@ func TestCorrectErrors(t *testing.T) {
 }
 
 func TestCorrectWithTheLLMPass(t *testing.T) {
+	t.Parallel()
 	// The phonetic stage cannot place "zeff"; the model says it is
 	// Zephyrine, and also (against its instructions) rewrites "storm",
 	// which the guard reverts.

@@ -110,6 +110,7 @@ func TestDemoEndsWithTheDatabaseDown(t *testing.T) {
 }
 
 func TestSpoolWaitingCountsEachSpoolOnce(t *testing.T) {
+	t.Parallel()
 	a := &guard.PendingError{Records: 2, Lines: 1, Dir: "a"}
 	b := &guard.PendingError{Records: 5, Lines: 4, Dir: "b"}
 	tests := []struct {

@@ -129,6 +129,7 @@ func parseDockerfile(t *testing.T, path string) []dockerInstr {
 }
 
 func TestDockerFiles(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../docker-compose.yml")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // it, but not one an export still running may be writing, nor another
 // target's, nor anything that is not such a file.
 func TestExportRemovesTempsOfKilledRuns(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	for _, target := range []string{"camp.json.gz", "odd [1]*.json"} {
 		t.Run(target, func(t *testing.T) {

@@ -162,6 +162,7 @@ func byName(t *testing.T, list any, name string) map[string]any {
 }
 
 func TestHelmChart(t *testing.T) {
+	t.Parallel()
 	t.Run("defaults", func(t *testing.T) {
 		m := renderChart(t, nil)
 		for _, kind := range []string{"StatefulSet", "ConfigMap", "Secret", "Service"} {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSubcommandHelp(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands() {
 		t.Run(c.name, func(t *testing.T) {
 			code, out, errs := runCLI(t, nil, c.name, "-h")

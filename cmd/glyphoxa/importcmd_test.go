@@ -44,6 +44,7 @@ func TestImportWarningsStrictAndEscapes(t *testing.T) {
 // chunks are stemmed in German ("Kette" finds "Ketten"), and --language
 // overrides the key.
 func TestImportAppliesFileLanguage(t *testing.T) {
+	t.Parallel()
 	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
 	dir := t.TempDir()
 	doc := `campaign: %s

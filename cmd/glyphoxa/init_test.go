@@ -124,6 +124,7 @@ func fakeDiscord(t *testing.T) (*discordtest.Server, *discordgo.Session) {
 }
 
 func TestInitInteractiveOnATerminal(t *testing.T) {
+	t.Parallel()
 	fake, sess := fakeDiscord(t)
 	dsn := pgtest.NewDatabase(t)
 	dir := t.TempDir()
@@ -282,6 +283,7 @@ func TestInitNonInteractive(t *testing.T) {
 }
 
 func TestAppIDFromToken(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ token, want string }{
 		{goodToken, "900000000000000001"},
 		{"not-a-token", ""},

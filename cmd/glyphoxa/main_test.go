@@ -54,6 +54,7 @@ func TestImportAndInspect(t *testing.T) {
 }
 
 func TestCommandErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("campaign: c\nentities:\n  - {id: a, type: npc}\n"), 0o644); err != nil {

@@ -80,6 +80,7 @@ func (r rewriteHost) RoundTrip(req *http.Request) (*http.Response, error) {
 // another takes its sessions over within the lease time and goes on
 // writing the same sessions; every acknowledged NPC line is stored once.
 func TestServeProcessesShareGuilds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three serve processes")
 	}

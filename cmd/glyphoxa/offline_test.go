@@ -15,6 +15,7 @@ import (
 // init writes and config check (the demo, chat and serve print the
 // constant itself).
 func TestOfflineWordingAgrees(t *testing.T) {
+	t.Parallel()
 	want := npc.OfflineBehaviour
 	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	readme, err := os.ReadFile("../../README.md")

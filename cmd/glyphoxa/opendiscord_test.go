@@ -16,6 +16,7 @@ import (
 // serve does not exit when Discord cannot be reached: it retries with the
 // reconnect backoff, says so, and gives up after the configured attempts.
 func TestOpenDiscordRetriesWithBackoff(t *testing.T) {
+	t.Parallel()
 	rc := config.Reconnect{Initial: config.Duration(time.Second), Max: config.Duration(4 * time.Second), Attempts: 4}
 	unreachable := errors.New("dial tcp: connection refused")
 	for _, tc := range []struct {

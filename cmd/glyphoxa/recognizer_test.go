@@ -11,6 +11,7 @@ import (
 // TestRecognizerStreaming: providers.stt.streaming picks the streaming
 // engine of each provider that has one.
 func TestRecognizerStreaming(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.DiscardHandler)
 	for _, tc := range []struct {
 		c    config.STT

@@ -6,6 +6,7 @@ import (
 )
 
 func TestSafeTextEscapesControlCharacters(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"plain line\n\ttab\r":         "plain line\n\ttab\r",
 		"Grim\x1b[2Jjaw":              `Grim\x1b[2Jjaw`,

@@ -156,6 +156,7 @@ npcs:
 }
 
 func TestServeNamesWhatIsMissing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		config string

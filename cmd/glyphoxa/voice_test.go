@@ -311,6 +311,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // TestTableSettingsFromConfig: voice.merge_wait and the digest cadence
 // (lifecycle.digest_every, digest_lines) reach the table.
 func TestTableSettingsFromConfig(t *testing.T) {
+	t.Parallel()
 	cfg, err := config.Parse(strings.NewReader("voice:\n  merge_wait: 1500ms\nlifecycle:\n  digest_every: 90s\n  digest_lines: 5\n"),
 		"c.yaml", func(string) string { return "" })
 	if err != nil {

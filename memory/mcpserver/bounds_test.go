@@ -63,6 +63,7 @@ func liveSessions(srv *mcpserver.Server) map[string]bool {
 // used session is the one closed, and another token's sessions are left
 // alone.
 func TestSessionsPerTokenAreCapped(t *testing.T) {
+	t.Parallel()
 	store := sample(t)
 	srv, err := mcpserver.New(mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga"})
 	if err != nil {
@@ -101,6 +102,7 @@ func TestSessionsPerTokenAreCapped(t *testing.T) {
 // TestShortTokensAreRefused: a token shorter than MinTokenLen is an error
 // naming which token, never showing it.
 func TestShortTokensAreRefused(t *testing.T) {
+	t.Parallel()
 	srv, err := mcpserver.New(mcpserver.Config{Door: pgtest.Door(t, sample(t)), Campaign: "ironhold-saga"})
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +135,7 @@ func TestShortTokensAreRefused(t *testing.T) {
 // in a tool argument, and a 100,000-word search, are tool errors that say
 // what is wrong.
 func TestBadInputIsRefused(t *testing.T) {
+	t.Parallel()
 	srv, err := mcpserver.New(mcpserver.Config{Door: pgtest.Door(t, sample(t)), Campaign: "ironhold-saga"})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // The compactor runs one pass per interval of its clock, refuses a second
 // Start, and stops its goroutine on Close (which may come twice).
 func TestCompactorLifecycle(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, 16)
 	camp := pgtest.Campaign(t, store, "compactor")
 	ctx := context.Background()

@@ -67,6 +67,7 @@ func okResult(t *testing.T, what string, r callResult, want string) {
 // real tokens: role rules, levels, sessions and sync, then compaction of a
 // 2,000-node campaign by the 30-second compactor on a fake clock.
 func TestKGToolsWithTypeScriptClient(t *testing.T) {
+	t.Parallel()
 	peers := nodePeers(t)
 	store := sample(t)
 	ctx := context.Background()

@@ -66,6 +66,7 @@ func goClient(t *testing.T, url, token string) *mcp.ClientSession {
 // notes, the DM's level (under both its names), DM-only attribute keys and
 // secret objects inside object-valued attributes (gist, notes, touches).
 func TestKGShapesAgainstAPlayer(t *testing.T) {
+	t.Parallel()
 	store := sample(t)
 	ctx := context.Background()
 	clk := clocktest.NewFake(kgNow)

@@ -99,6 +99,7 @@ func sample(t *testing.T) *postgres.Store {
 }
 
 func TestTypeScriptClientOverHTTP(t *testing.T) {
+	t.Parallel()
 	peers := nodePeers(t)
 	store := sample(t)
 	srv, err := mcpserver.New(mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga"})
