@@ -67,7 +67,14 @@
 //     high (1/75 + w/61) even at a small w, which let the walk's hubs (a
 //     "previously on" recap names every character and place) push the
 //     answering line out of the top ten on the keep corpus; by score, the
-//     walk reorders chunks only where the words leave them close.
+//     walk reorders chunks only where the words leave them close. In that
+//     fusion the walk's chunks count their mass over their degree (the
+//     entities each is linked to), the order in which a personalised
+//     PageRank vector is swept (Andersen, Chung and Lang 2006): a walk's
+//     mass grows with a node's degree whatever the question, and a recap
+//     that names everyone otherwise tops the walk for any question naming
+//     one of them ([perDegree]; saga corpus, hybrid recall@5 0.73 to 0.89,
+//     now above BM25's 0.80).
 //   - A chunk is scored with the exchange it belongs to: table talk
 //     answers a player's declaration in the DM's next turn, and when that
 //     turn is long the chunker sets it apart, so the answer sits in a
