@@ -113,7 +113,8 @@ func corpora(t testing.TB) []corpus {
 	}{{"chat", genChat, false}, {"names", genNames, false}, {"table", genTable, false},
 		{"keep", genKeep, true}, {"burg", genBurg, true}, {"heist", genHeist, true},
 		{"tide", genTide, true}, {"hafen", genHafen, true},
-		{"loco", genLoco, true}, {"feud", genFeud, true}, {"saga", genSaga, true}} {
+		{"loco", genLoco, true}, {"feud", genFeud, true}, {"saga", genSaga, true},
+		{"wharf", genWharf, true}} {
 		file, qs := g.gen(evalSeed)
 		// Through YAML and Parse, so that a generated corpus is checked
 		// like a hand-written one.
