@@ -796,6 +796,16 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 	if err := r.addExchanges(ctx, fused, direct, n, independent); err != nil {
 		return nil, err
 	}
+	if conf > 0 && only == nil {
+		exp, err := r.expandedText(ctx, text, named, facts, n)
+		if err != nil {
+			return nil, err
+		}
+		for i, h := range exp {
+			chunks[h.Chunk.ID] = h.Chunk
+			fused[h.Chunk.ID] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
+		}
+	}
 	walk := r.cfg.Weights.Walk
 	if !independent {
 		walk *= entConf
@@ -882,6 +892,56 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 		return nil, err
 	}
 	return append(out, ents...), nil
+}
+
+// expandedText is the full-text ranking of the question with the names of
+// the entities its relationship words led to added (query expansion by
+// the followed relation's far end): "What does Brenna's father say
+// happened to the tithe?" is answered by a line of Holt's, which names
+// neither Brenna nor the relationship, and in which the speaker's name is
+// the one word the question shares once the relation is resolved. Only
+// facts whose type the question names count (weight 1 in
+// [Retriever.expandSeeds]); entities reached by following every
+// relationship of a named one are guesses, and their names would pull the
+// ranking towards whatever they said. It returns nil when no such fact
+// was followed.
+func (r *Retriever) expandedText(ctx context.Context, text string, named []mention.Match, facts []weightedFact,
+	n int) ([]postgres.ChunkHit, error) {
+	own := map[string]bool{}
+	for _, m := range named {
+		own[m.EntityID] = true
+	}
+	var asked []weightedFact
+	for _, f := range facts {
+		if f.weight == 1 && (own[f.SourceID] || own[f.TargetID]) {
+			asked = append(asked, f)
+		}
+	}
+	if len(asked) == 0 {
+		return nil, nil
+	}
+	names, err := r.names(ctx, asked)
+	if err != nil {
+		return nil, err
+	}
+	var far []string
+	seen := map[string]bool{}
+	for _, f := range asked {
+		other := f.TargetID
+		if own[f.TargetID] {
+			other = f.SourceID
+		}
+		if own[other] || seen[other] {
+			continue
+		}
+		seen[other] = true
+		far = append(far, names[other])
+	}
+	if len(far) == 0 {
+		return nil, nil
+	}
+	sort.Strings(far)
+	return r.camp.Index().TextSearch(ctx, textQuery(text+" "+strings.Join(far, " ")), n, nil)
 }
 
 // perDegree re-ranks the walk's chunks by their PageRank mass over their
