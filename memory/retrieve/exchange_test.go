@@ -6,6 +6,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/ppr"
 )
 
 // TestExchangeBonus: a reply inherits from the lines its turn answers
@@ -98,6 +99,47 @@ func TestMergeRepeat(t *testing.T) {
 				if out[i].Score > out[i-1].Score {
 					t.Errorf("a merge changed the order of the scores: %v", out)
 				}
+			}
+		})
+	}
+}
+
+// TestPerDegree: the walk's chunks are ranked by their mass over the
+// number of entities each is linked to (at least 1), ties by id, so that
+// a recap that names everyone falls below a line that names one of the
+// question's entities with less mass.
+func TestPerDegree(t *testing.T) {
+	degree := map[string]int{"recap": 9, "line": 1, "loose": 0, "pair": 2, "a": 2, "b": 2}
+	deg := func(id string) int { return degree[id] }
+	tests := []struct {
+		name string
+		pr   []ppr.Result
+		want string
+	}{
+		{"a hub falls below a specific line",
+			[]ppr.Result{{ID: "recap", Score: 0.09}, {ID: "line", Score: 0.02}},
+			"[{line true 0.02} {recap true 0.01}]"},
+		{"a chunk linked to nothing counts as degree 1",
+			[]ppr.Result{{ID: "pair", Score: 0.04}, {ID: "loose", Score: 0.03}},
+			"[{loose true 0.03} {pair true 0.02}]"},
+		{"ties by id",
+			[]ppr.Result{{ID: "b", Score: 0.04}, {ID: "a", Score: 0.04}},
+			"[{a true 0.02} {b true 0.02}]"},
+		{"empty", nil, "[]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := make([]ppr.Result, len(tc.pr))
+			for i, x := range tc.pr {
+				x.Chunk = true
+				in[i] = x
+			}
+			got := perDegree(in, deg)
+			if s := fmt.Sprint(got); s != tc.want {
+				t.Errorf("perDegree = %s, want %s", s, tc.want)
+			}
+			if len(in) > 0 && in[0] != (ppr.Result{ID: tc.pr[0].ID, Chunk: true, Score: tc.pr[0].Score}) {
+				t.Errorf("perDegree changed its input: %v", in)
 			}
 		})
 	}
