@@ -12,3 +12,10 @@ func (x *SemanticIndex) TopPostingsForTest(ctx context.Context, query string, li
 	}
 	return x.topPostings(ctx, query, terms, avgLen, limit)
 }
+
+// PublicAttrsSQLForTest is the SQL expression of entity alias's public
+// attributes every entity read uses.
+func PublicAttrsSQLForTest(alias string) string { return publicAttrs(alias) }
+
+// SecretKeyStartsForTest is the alternation publicAttrs looks for.
+const SecretKeyStartsForTest = secretKeyStarts

@@ -481,8 +481,18 @@ func directions(d memory.Direction) (out, in bool) {
 }
 
 // Neighbors returns the entities within depth hops of entityID along active
-// edges, nearest first. The walk keeps one row per entity and depth, so its
-// cost grows with the neighbourhood, not with the number of paths.
+// edges, nearest first (then by name and id), each with its least number of
+// hops.
+//
+// It is one statement: a breadth-first search that carries each level's
+// frontier and the entities visited so far as arrays, so no entity is
+// expanded twice and each level reads the edges of its whole frontier in
+// one index scan per direction; the walk stops at depth or when a level
+// finds nobody new. The entities are then read by primary key, level by
+// level. (Walking one row per entity and depth instead re-expands an
+// entity for every depth it is reached at, and reading the entities by a
+// join hashes the whole campaign's entities: at 1k entities that made a
+// 3-hop walk several times dearer.)
 func (g *Graph) Neighbors(ctx context.Context, entityID string, depth int, o memory.TraversalOpts) ([]memory.Neighbor, error) {
 	if depth <= 0 {
 		return nil, nil
@@ -493,27 +503,28 @@ func (g *Graph) Neighbors(ctx context.Context, entityID string, depth int, o mem
 		limit = o.Limit
 	}
 	rows, err := g.db.Query(ctx, `
-		WITH RECURSIVE walk(id, depth) AS (
-		    SELECT $2::text, 0
-		    UNION
-		    SELECT nb.id, w.depth + 1
-		    FROM walk w
+		WITH RECURSIVE bfs(depth, frontier, visited) AS (
+		    SELECT 0, ARRAY[$2::text], ARRAY[$2::text]
+		    UNION ALL
+		    SELECT b.depth + 1, nxt.ids, b.visited || nxt.ids
+		    FROM bfs b
 		    CROSS JOIN LATERAL (
-		        SELECT r.target_id AS id FROM relationships r
-		        WHERE $4 AND r.campaign_id = $1 AND r.source_id = w.id AND r.status = 'active' AND `+g.view.factVisible("r")+`
-		          AND (cardinality($6::text[]) = 0 OR r.rel_type = ANY($6))
-		        UNION
-		        SELECT r.source_id FROM relationships r
-		        WHERE $5 AND r.campaign_id = $1 AND r.target_id = w.id AND r.status = 'active' AND `+g.view.factVisible("r")+`
-		          AND (cardinality($6::text[]) = 0 OR r.rel_type = ANY($6))
-		    ) nb
-		    WHERE w.depth < $3
-		), nearest AS (
-		    SELECT id, min(depth) AS depth FROM walk WHERE id <> $2 GROUP BY id
+		        SELECT array_agg(DISTINCT x.id) AS ids FROM (
+		            SELECT r.target_id AS id FROM relationships r
+		            WHERE $4 AND r.campaign_id = $1 AND r.source_id = ANY(b.frontier) AND r.status = 'active' AND `+g.view.factVisible("r")+`
+		              AND (cardinality($6::text[]) = 0 OR r.rel_type = ANY($6))
+		            UNION ALL
+		            SELECT r.source_id FROM relationships r
+		            WHERE $5 AND r.campaign_id = $1 AND r.target_id = ANY(b.frontier) AND r.status = 'active' AND `+g.view.factVisible("r")+`
+		              AND (cardinality($6::text[]) = 0 OR r.rel_type = ANY($6))
+		        ) x WHERE NOT x.id = ANY(b.visited)
+		    ) nxt
+		    WHERE b.depth < $3 AND nxt.ids IS NOT NULL
 		)
-		SELECT `+publicEntityCols("e")+`, n.depth
-		FROM nearest n JOIN entities e ON e.campaign_id = $1 AND e.id = n.id
-		ORDER BY n.depth, lower(e.name), e.id
+		SELECT `+publicEntityCols("e")+`, b.depth
+		FROM bfs b JOIN entities e ON e.campaign_id = $1 AND e.id = ANY(b.frontier)
+		WHERE b.depth > 0
+		ORDER BY b.depth, lower(e.name), e.id
 		LIMIT $7`, g.campaign, entityID, depth, out, in, nonNil(o.RelTypes), limit)
 	if err != nil {
 		return nil, fmt.Errorf("walking the graph from %q: %w", entityID, err)

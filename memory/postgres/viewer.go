@@ -42,8 +42,30 @@ func (w view) entityAttrs(alias string) string {
 	return publicAttrs(alias)
 }
 
-// publicAttrs is the SQL expression of entity alias's public attributes.
-func publicAttrs(alias string) string { return "glyphoxa_public_attributes(" + alias + ".attributes)" }
+// publicAttrs is the SQL expression of entity alias's public attributes:
+// glyphoxa_public_attributes (migration 0010), called only where it can
+// change something.
+//
+// That function walks the object in PL/pgSQL, a loop and a call per key,
+// and costs more than the rest of a neighbourhood read together; most
+// entities hold no secret, and for them it returns its input. Every secret
+// key, and the "secret" marker of a secret object, begins with one of
+// secretKeyStarts in ASCII letters of either case (memory.SecretKey), and
+// jsonb's text writes every key as a double quote and the key, escaping
+// only quotes, backslashes and control characters, none of which is in
+// those starts. So attributes whose text has no double quote followed by
+// one of them (ASCII case-insensitively) hold no secret at any depth and
+// are returned as they are; a match anywhere, in a key or in a value, only
+// costs the exact call. TestPublicAttrsShortcut checks the two agree.
+func publicAttrs(alias string) string {
+	a := alias + ".attributes"
+	return "CASE WHEN " + a + "::text ~* '\"(" + secretKeyStarts + ")' THEN glyphoxa_public_attributes(" + a + ") ELSE " + a + " END"
+}
+
+// secretKeyStarts is an SQL regular expression alternation matching the
+// start of every secret attribute key, lower-cased: the secret prefixes
+// and the first word of the secret names of memory.SecretKey.
+const secretKeyStarts = "secret|gm_|dm_|hidden|known_by|notes_"
 
 // entityCols are the entity columns of alias as the viewer reads them, in
 // the order scanEntity expects.
