@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/antzucaro/matchr"
 
@@ -72,8 +73,13 @@ var genericWords = map[string]bool{
 
 // NewMatcher builds a matcher over entities' names and aliases.
 func NewMatcher(entities []memory.Entity) *Matcher {
-	m := &Matcher{byFirst: map[string][]name{}, words: map[string]string{}, heads: map[string]bool{}, phon: map[string][]wordRef{}}
-	wordOwners := map[string]map[string]bool{}
+	size := len(entities)
+	m := &Matcher{byFirst: make(map[string][]name, size), words: make(map[string]string, size),
+		heads: map[string]bool{}, phon: make(map[string][]wordRef, 2*size)}
+	// wordOwners maps each name word to the one entity whose names use it,
+	// or to manyOwners when several do.
+	const manyOwners = "\x00many"
+	wordOwners := make(map[string]string, 2*size)
 	for _, e := range entities {
 		for _, n := range append([]string{e.Name}, e.Aliases...) {
 			toks := lowerTokens(n)
@@ -85,24 +91,21 @@ func NewMatcher(entities []memory.Entity) *Matcher {
 				m.heads[toks[len(toks)-1]] = true
 			}
 			for _, t := range toks {
-				if wordOwners[t] == nil {
-					wordOwners[t] = map[string]bool{}
+				if o, ok := wordOwners[t]; !ok {
+					wordOwners[t] = e.ID
+				} else if o != e.ID {
+					wordOwners[t] = manyOwners
 				}
-				wordOwners[t][e.ID] = true
 			}
 		}
 	}
-	for w, owners := range wordOwners {
-		if len(owners) != 1 || genericWords[w] || len([]rune(w)) < 3 {
+	for w, id := range wordOwners {
+		if id == manyOwners || genericWords[w] || utf8.RuneCountInString(w) < 3 {
 			continue
-		}
-		var id string
-		for o := range owners {
-			id = o
 		}
 		m.words[w] = id
 		m.vocab = append(m.vocab, wordRef{entity: id, word: w})
-		if len([]rune(w)) >= 4 {
+		if utf8.RuneCountInString(w) >= 4 {
 			p1, p2 := matchr.DoubleMetaphone(w)
 			for _, p := range []string{p1, p2} {
 				if p != "" {

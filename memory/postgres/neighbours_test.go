@@ -49,6 +49,36 @@ func TestPrecedingChunks(t *testing.T) {
 			t.Errorf("PrecedingChunks(%v) = %v, want %s", tc.ids, got, tc.want)
 		}
 	}
+	// PrecedingAmong answers what PrecedingChunks answers, restricted to
+	// predecessors among the ids asked about: over subsets of the chunks
+	// (and an id that does not exist).
+	all := []string{"s1-a", "s1-b", "s1-c", "s1-d", "s1-e", "s1-f", "s1-g", "s2-a", "s2-b", "missing"}
+	for mask := 0; mask < 1<<len(all); mask += 7 {
+		var ids []string
+		in := map[string]bool{}
+		for i, id := range all {
+			if mask&(1<<i) != 0 {
+				ids = append(ids, id)
+				in[id] = true
+			}
+		}
+		want := map[string]string{}
+		for id, p := range must[map[string]string](t)(x.PrecedingChunks(ctx, ids)) {
+			if in[p] {
+				want[id] = p
+			}
+		}
+		got := must[map[string]string](t)(x.PrecedingAmong(ctx, ids))
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("PrecedingAmong(%v) = %v, want %v", ids, got, want)
+		}
+	}
+	// The nearest earlier chunk of other speakers among the ids is not the
+	// predecessor when another lies between: s1-c (u1) stands between s1-a
+	// (u1, u2) and s1-d (u2).
+	if got := must[map[string]string](t)(x.PrecedingAmong(ctx, []string{"s1-a", "s1-d"})); len(got) != 0 {
+		t.Errorf("PrecedingAmong(s1-a, s1-d) = %v, want nothing (s1-c lies between)", got)
+	}
 	// A query that cannot reach the database fails whole, with no partial
 	// answer.
 	dead, cancel := context.WithCancel(ctx)
@@ -56,9 +86,15 @@ func TestPrecedingChunks(t *testing.T) {
 	if got, err := x.PrecedingChunks(dead, []string{"s1-b"}); err == nil || got != nil {
 		t.Errorf("with the connection gone: got %v, %v; want an error and no map", got, err)
 	}
+	if got, err := x.PrecedingAmong(dead, []string{"s1-b", "s1-c"}); err == nil || got != nil {
+		t.Errorf("PrecedingAmong with the connection gone: got %v, %v; want an error and no map", got, err)
+	}
 	// Another campaign's chunks are not seen.
 	other := pgtest.Campaign(t, s, "other")
 	if got := must[map[string]string](t)(other.Index().PrecedingChunks(ctx, []string{"s1-b"})); len(got) != 0 {
+		t.Errorf("another campaign saw this one's chunks: %v", got)
+	}
+	if got := must[map[string]string](t)(other.Index().PrecedingAmong(ctx, []string{"s1-b", "s1-c"})); len(got) != 0 {
 		t.Errorf("another campaign saw this one's chunks: %v", got)
 	}
 }

@@ -202,10 +202,16 @@ func (g *Graph) Stats() Stats {
 	return Stats{Nodes: len(g.keys), Chunks: g.chunks, Edges: len(g.edges) - g.dead, Overlay: len(g.edges) - g.built}
 }
 
-func (g *Graph) node(key string, chunk bool) int32 {
-	if i, ok := g.nodes[key]; ok {
+// node returns the node of prefix+id ("e:" or "c:" and an id), adding it
+// if it is new. The key is built in a stack buffer, so looking up a node
+// already held allocates nothing (most edges of a load name known nodes).
+func (g *Graph) node(prefix, id string, chunk bool) int32 {
+	var buf [64]byte
+	k := append(append(buf[:0], prefix...), id...)
+	if i, ok := g.nodes[string(k)]; ok {
 		return i
 	}
+	key := string(k)
 	i := int32(len(g.keys))
 	g.nodes[key] = i
 	g.keys = append(g.keys, key)
@@ -228,10 +234,10 @@ func (g *Graph) apply(e postgres.GraphEdge) {
 			delete(g.facts, e.FactID)
 		}
 		if !e.Removed && e.From != e.To {
-			g.facts[e.FactID] = g.add(g.node("e:"+e.From, false), g.node("e:"+e.To, false), e.Weight)
+			g.facts[e.FactID] = g.add(g.node("e:", e.From, false), g.node("e:", e.To, false), e.Weight)
 		}
 	case postgres.EdgeMention:
-		c := g.node("c:"+e.To, true)
+		c := g.node("c:", e.To, true)
 		if e.Removed {
 			for _, i := range g.mentions[c] {
 				g.kill(i)
@@ -239,7 +245,7 @@ func (g *Graph) apply(e postgres.GraphEdge) {
 			delete(g.mentions, c)
 			return
 		}
-		g.mentions[c] = append(g.mentions[c], g.add(g.node("e:"+e.From, false), c, e.Weight))
+		g.mentions[c] = append(g.mentions[c], g.add(g.node("e:", e.From, false), c, e.Weight))
 	}
 }
 

@@ -1040,7 +1040,8 @@ func (r *Retriever) addExchanges(ctx context.Context, fused map[string]float64, 
 	for i, h := range direct {
 		ids[i] = h.Chunk.ID
 	}
-	prev, err := r.camp.Index().PrecedingChunks(ctx, ids)
+	// exchangeBonus uses a predecessor only when it is in the ranking.
+	prev, err := r.camp.Index().PrecedingAmong(ctx, ids)
 	if err != nil {
 		return err
 	}
@@ -1052,7 +1053,9 @@ func (r *Retriever) addExchanges(ctx context.Context, fused map[string]float64, 
 
 // exchangeBonus returns what the chunks of the direct ranking (best first,
 // read to depth n) inherit from the chunk before their turn (prev, from
-// [postgres.SemanticIndex.PrecedingChunks]), as a share of the best score.
+// [postgres.SemanticIndex.PrecedingChunks], of which only the
+// predecessors in direct are used: [postgres.SemanticIndex.PrecedingAmong]),
+// as a share of the best score.
 //
 // Table talk answers in exchanges: a player declares ("I polish the amber
 // goblet"), the DM resolves, and a question asks in the declaration's
