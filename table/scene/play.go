@@ -272,6 +272,11 @@ type player struct {
 	// late are answers to names said alone earlier (table.LineReport.Late),
 	// reported before the next line's.
 	late []LineEvent
+	// held is the virtual time a name said alone was reported held, while
+	// no later line has been played (zero otherwise); early are reports
+	// that came while wait waited for its late answer.
+	held  time.Time
+	early []table.LineReport
 }
 
 func (p *player) run(ctx context.Context, res *Result) error {
@@ -292,6 +297,9 @@ func (p *player) run(ctx context.Context, res *Result) error {
 		ev, err := p.line(ctx, st)
 		if err != nil {
 			return err
+		}
+		if ev.Held {
+			p.held = p.clk.Now()
 		}
 		for _, l := range p.late {
 			res.Lines = append(res.Lines, l)
@@ -324,8 +332,10 @@ func (p *player) step(d time.Duration) {
 // after one step of virtual time.
 const stepPatience = 2 * time.Second
 
-// wait lets d pass: in 20 ms steps for the first seconds (utterances in
-// flight end), then in seconds.
+// wait lets d pass, in steps of a second at most. Once a name said alone
+// has waited out the table's merge wait, virtual time stops until its late
+// answer is reported: the table answers it in real time, and on a loaded
+// machine the next line, played at once, would otherwise talk over it.
 func (p *player) wait(d time.Duration) {
 	for d > 0 {
 		s := time.Second
@@ -334,11 +344,46 @@ func (p *player) wait(d time.Duration) {
 		}
 		p.step(s)
 		d -= s
+		if !p.held.IsZero() && !p.clk.Now().Before(p.held.Add(p.mergeWait())) {
+			p.awaitLate()
+		}
+	}
+}
+
+// mergeWait is the table's wait for the rest of a name said alone.
+func (p *player) mergeWait() time.Duration {
+	if p.o.Settings.MergeWait > 0 {
+		return p.o.Settings.MergeWait
+	}
+	return table.DefaultMergeWait
+}
+
+// awaitLate waits, in real time and for LineTimeout at most, for the late
+// answer to the name held; other reports that come first are kept for
+// result. A table that never answers (its recording failed) lets the scene
+// go on after LineTimeout: what was answered is for the caller to judge.
+func (p *player) awaitLate() {
+	p.held = time.Time{}
+	t := time.NewTimer(p.o.LineTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case r := <-p.reports:
+			if !r.Late {
+				p.early = append(p.early, r)
+				continue
+			}
+			p.late = append(p.late, LineEvent{LineReport: r, Audio: p.keepReply(r)})
+			return
+		case <-t.C:
+			return
+		}
 	}
 }
 
 // line plays one player's line and waits for the table to be done with it.
 func (p *player) line(ctx context.Context, st Step) (LineEvent, error) {
+	p.held = time.Time{} // joined by this line, or answered while it plays
 	pl := p.f.player(st.Speaker)
 	pcm, err := p.speech(ctx, pl, st)
 	if err != nil {
@@ -426,12 +471,16 @@ func (p *player) result(ctx context.Context, st Step, pl Player) (LineEvent, err
 	var also []table.LineReport
 	for {
 		var r table.LineReport
-		select {
-		case r = <-p.reports:
-		case <-t.C:
-			return LineEvent{}, fmt.Errorf("line %d (%s: %q): the table did not finish it within %s", st.line, pl.Name, st.Say, p.o.LineTimeout)
-		case <-ctx.Done():
-			return LineEvent{}, ctx.Err()
+		if len(p.early) > 0 {
+			r, p.early = p.early[0], p.early[1:]
+		} else {
+			select {
+			case r = <-p.reports:
+			case <-t.C:
+				return LineEvent{}, fmt.Errorf("line %d (%s: %q): the table did not finish it within %s", st.line, pl.Name, st.Say, p.o.LineTimeout)
+			case <-ctx.Done():
+				return LineEvent{}, ctx.Err()
+			}
 		}
 		switch {
 		case r.Late:
