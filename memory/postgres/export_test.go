@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+)
 
 // TopPostingsForTest runs the early-stopping half of TextSearch alone: the
 // hits it finds from the words' top postings and whether it proved them
@@ -16,6 +20,10 @@ func (x *SemanticIndex) TopPostingsForTest(ctx context.Context, query string, li
 // PublicAttrsSQLForTest is the SQL expression of entity alias's public
 // attributes every entity read uses.
 func PublicAttrsSQLForTest(alias string) string { return publicAttrs(alias) }
+
+// FactAttrsSQLForTest is the SQL expression of the attributes of fact
+// alias a player's handle reads (an NPC's is the same).
+func FactAttrsSQLForTest(alias string) string { return view{v: memory.PlayerViewer()}.factAttrs(alias) }
 
 // SecretKeyStartsForTest is the alternation publicAttrs looks for.
 const SecretKeyStartsForTest = secretKeyStarts

@@ -1,8 +1,10 @@
 package postgres_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -324,6 +326,20 @@ func TestPublicAttrsShortcut(t *testing.T) {
 	if shortcut < 20 || exact < 20 {
 		t.Fatalf("%d cases took the shortcut and %d the function: both paths need cases", shortcut, exact)
 	}
+	// A fact's attributes as a player or an NPC reads them take the same
+	// shortcut: they must equal, byte for byte, the exact expression
+	// (glyphoxa_public_attributes without the "secret" marker, the marker
+	// put back on a secret fact), also for values that are not objects.
+	qf := `SELECT ` + postgres.FactAttrsSQLForTest("t") + `,
+		glyphoxa_public_attributes(t.attributes - 'secret') || CASE WHEN t.attributes->'secret' = 'true'::jsonb THEN '{"secret": true}'::jsonb ELSE '{}'::jsonb END
+		FROM (SELECT $1::jsonb AS attributes) t`
+	for _, in := range append(cases, `[]`, `[1, "secret"]`, `[{"a": 1}]`) {
+		var fast, slow string
+		check(t, s.Pool().QueryRow(ctx, qf, in).Scan(&fast, &slow))
+		if fast != slow {
+			t.Errorf("fact attributes %s: shortcut %s, exact %s", in, fast, slow)
+		}
+	}
 }
 
 // BenchmarkNeighbors walks one and three hops through the graph of the 1k
@@ -365,4 +381,198 @@ func BenchmarkNeighbors(b *testing.B) {
 			b.ReportMetric(float64(found)/float64(i), "entities/op")
 		})
 	}
+}
+
+// visibleWalk is what VisibleSubgraph promises, computed in Go from the
+// DM's lists of active facts and entities: the NPC, the other ends of its
+// own edges, and whatever lies within depth hops outward along the scope's
+// types over the facts it may see; the edges are its own and those of the
+// scope among what it sees, with the attributes an NPC reads.
+func visibleWalk(facts []memory.Relationship, ents map[string]memory.Entity, npc string, types []string, depth int) ([]memory.Entity, []memory.Relationship) {
+	sees := func(f memory.Relationship) bool {
+		if f.Attributes[memory.AttrSecret] != true || f.SourceID == npc || f.TargetID == npc {
+			return true
+		}
+		switch k := f.Attributes[memory.AttrKnownBy].(type) {
+		case []any:
+			return slices.Contains(k, any(npc))
+		case string:
+			return k == npc
+		case map[string]any:
+			_, ok := k[npc]
+			return ok
+		}
+		return false
+	}
+	own := func(f memory.Relationship) bool { return f.SourceID == npc || f.TargetID == npc }
+	visited := map[string]bool{npc: true}
+	var frontier []string
+	for _, f := range facts {
+		if own(f) && f.SourceID != f.TargetID {
+			other := f.SourceID
+			if other == npc {
+				other = f.TargetID
+			}
+			if !visited[other] {
+				visited[other] = true
+				frontier = append(frontier, other)
+			}
+		}
+	}
+	for d := 1; d < depth && len(frontier) > 0; d++ {
+		var next []string
+		for _, f := range facts {
+			if slices.Contains(frontier, f.SourceID) && slices.Contains(types, f.Type) && sees(f) && !visited[f.TargetID] {
+				visited[f.TargetID] = true
+				next = append(next, f.TargetID)
+			}
+		}
+		frontier = next
+	}
+	var es []memory.Entity
+	for id := range visited {
+		e, ok := ents[id]
+		if !ok {
+			continue
+		}
+		if id != npc {
+			e.Attributes = memory.PublicAttributes(e.Attributes)
+		}
+		es = append(es, e)
+	}
+	slices.SortFunc(es, func(a, b memory.Entity) int {
+		if (a.ID == npc) != (b.ID == npc) {
+			if a.ID == npc {
+				return -1
+			}
+			return 1
+		}
+		if c := strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	var rs []memory.Relationship
+	for _, f := range facts {
+		if own(f) || (slices.Contains(types, f.Type) && visited[f.SourceID] && visited[f.TargetID] && sees(f)) {
+			attrs := map[string]any{}
+			for k, v := range f.Attributes {
+				if k != memory.AttrSecret {
+					attrs[k] = v
+				}
+			}
+			attrs = memory.PublicAttributes(attrs)
+			if f.Attributes[memory.AttrSecret] == true {
+				attrs[memory.AttrSecret] = true
+			}
+			f.Attributes = attrs
+			rs = append(rs, f)
+		}
+	}
+	slices.SortFunc(rs, func(a, b memory.Relationship) int { return cmp.Compare(a.ID, b.ID) })
+	return es, rs
+}
+
+// VisibleSubgraph returns what the Go walk of visibleWalk finds, for the
+// NPC's own handle and the DM's, every scope and depth 1 to 4: the same
+// entities in the same order with the same attributes, and the same edges.
+// Pending, rejected and retired facts are not walked; secret facts only by
+// their ends and the NPCs that know them.
+func TestVisibleSubgraphAgreesWithWalk(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	w := seedTraversalWorld(t, c, 120, 420)
+	ctx := ctxT(t)
+	var facts []memory.Relationship
+	for _, f := range must[[]postgres.FactWithNames](t)(c.Graph().FindFacts(ctx, postgres.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive}, Limit: 10_000})) {
+		facts = append(facts, f.Relationship)
+	}
+	ents := map[string]memory.Entity{}
+	for _, e := range must[[]memory.Entity](t)(c.Graph().FindEntities(ctx, memory.EntityFilter{})) {
+		ents[e.ID] = e
+	}
+	scopes := [][]string{nil, {"KNOWS"}, {"OWNS", "FEARS", "MEMBER_OF"}}
+	far, secretSeen, most := 0, 0, 0
+	for _, npc := range []string{w.npc, w.ids[0], w.ids[17], w.ids[60], w.ids[119], w.lone} {
+		for _, g := range []*postgres.Graph{c.Graph(), mustAs(t, c, memory.NPCViewer(npc)).Graph()} {
+			for _, types := range scopes {
+				for depth := 1; depth <= 4; depth++ {
+					gotE, gotR := mustVisible(t, g, npc, memory.VisibilityScope{RelTypes: types, MaxDepth: depth})
+					want := types
+					if len(want) == 0 {
+						want = memory.DefaultKnowledgeScope()
+					}
+					wantE, wantR := visibleWalk(facts, ents, npc, want, depth)
+					if depth >= 3 && len(wantE) > 12 {
+						far++ // beyond the NPC's own edges
+					}
+					most = max(most, len(wantE))
+					for _, r := range wantR {
+						if r.Attributes[memory.AttrSecret] == true && !(r.SourceID == npc || r.TargetID == npc) {
+							secretSeen++
+						}
+					}
+					if !sameEntities(gotE, wantE) {
+						t.Errorf("%s, %v, depth %d: entities\n got  %s\n want %s", npc, types, depth, entityIDs(gotE), entityIDs(wantE))
+					}
+					if !sameFacts(gotR, wantR) {
+						t.Errorf("%s, %v, depth %d: %d edges, want %d", npc, types, depth, len(gotR), len(wantR))
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d walks went beyond the NPC's own edges (the largest saw %d entities); %d secret edges were seen through known_by", far, most, secretSeen)
+	if far == 0 || secretSeen == 0 {
+		t.Fatalf("%d walks reached far and %d secret edges were seen through known_by: the test proves little", far, secretSeen)
+	}
+	if _, _, err := c.Graph().VisibleSubgraph(ctx, "nobody", memory.VisibilityScope{}); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("an unknown NPC: %v, want not found", err)
+	}
+}
+
+func sameEntities(a, b []memory.Entity) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.ID != y.ID || x.Name != y.Name || x.Type != y.Type || !slices.Equal(x.Aliases, y.Aliases) ||
+			!reflect.DeepEqual(jsonRoundTrip(x.Attributes), jsonRoundTrip(y.Attributes)) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameFacts(a, b []memory.Relationship) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.ID != y.ID || x.SourceID != y.SourceID || x.TargetID != y.TargetID || x.Type != y.Type || x.Status != y.Status ||
+			!reflect.DeepEqual(jsonRoundTrip(x.Attributes), jsonRoundTrip(y.Attributes)) {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonRoundTrip is v as JSON decodes it (numbers as float64), so values
+// built in Go and values read from the database compare alike.
+func jsonRoundTrip(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+func entityIDs(es []memory.Entity) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
 }

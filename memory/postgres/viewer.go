@@ -104,11 +104,20 @@ func (w view) factVisible(alias string) string {
 // secret fact an NPC may see keeps its "secret": true marker and its other
 // public attributes (the marker is taken off before glyphoxa_public, which
 // would otherwise drop the whole object as secret).
+//
+// As in [publicAttrs], the function is called only where it can change
+// something: an object whose text has no double quote followed by one of
+// secretKeyStarts has no "secret" key and no secret at any depth, so the
+// exact expression returns it as it is. (Attributes are objects; anything
+// else takes the exact path.)
 func (w view) factAttrs(alias string) string {
 	if w.system() {
 		return alias + ".attributes"
 	}
-	return "(glyphoxa_public_attributes(" + alias + ".attributes - 'secret') || CASE WHEN " + alias + ".attributes->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)"
+	a := alias + ".attributes"
+	return "CASE WHEN " + a + "::text ~* '\"(" + secretKeyStarts + ")' OR jsonb_typeof(" + a + ") <> 'object' THEN " +
+		"(glyphoxa_public_attributes(" + a + " - 'secret') || CASE WHEN " + a + "->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)" +
+		" ELSE " + a + " END"
 }
 
 // relCols are the relationship columns of r as the viewer reads them, in
