@@ -181,7 +181,7 @@ const chunkFilterSQL = `c.campaign_id = $1 AND c.embedding IS NOT NULL
 // matches few chunks (one session among hundreds, or one campaign among
 // many) keeps scanning until topK matches are found. If the iterative scan
 // still comes back short (it gives up after hnsw.max_scan_tuples), an exact
-// search over the filtered rows fills in.
+// search over the filtered rows fills in (see [nearest]).
 func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK int, f memory.ChunkFilter) ([]memory.ChunkResult, error) {
 	if err := x.checkEmbedding(embedding, "the query embedding"); err != nil {
 		return nil, err
@@ -192,42 +192,64 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 	if topK <= 0 {
 		return nil, nil
 	}
-	q := pgvector.NewVector(embedding)
-	args := []any{x.campaign, q, f.SessionID, f.SpeakerID, f.EntityID, nullTime(f.After), nullTime(f.Before), topK}
 	const selectSQL = `SELECT c.id, c.session_id, c.content, c.embedding, c.speaker_ids, c.start_at, c.end_at,
 		       coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
 		                 WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}'),
 		       c.embedding <=> $2 AS distance
 		FROM chunks c WHERE ` + chunkFilterSQL
-
-	var results []memory.ChunkResult
-	err := pgx.BeginFunc(ctx, x.db, func(tx pgx.Tx) error {
-		// Approximate: HNSW with iterative scan (pgvector >= 0.8).
-		if _, err := tx.Exec(ctx, "SET LOCAL hnsw.iterative_scan = strict_order"); err != nil {
-			return fmt.Errorf("enabling iterative index scans (pgvector 0.8 or newer is required): %w", err)
-		}
-		rows, err := tx.Query(ctx, selectSQL+` ORDER BY c.embedding <=> $2 LIMIT $8`, args...)
-		if err != nil {
-			return err
-		}
-		results, err = pgx.CollectRows(rows, scanChunkResult)
-		if err != nil || len(results) >= topK {
-			return err
-		}
-		// Exact: the filter was too selective for the graph walk. Ordering by
-		// an expression the index cannot serve forces a scan of the filtered
-		// rows through the btree indexes.
-		rows, err = tx.Query(ctx, selectSQL+` ORDER BY (c.embedding <=> $2) + 0 LIMIT $8`, args...)
-		if err != nil {
-			return err
-		}
-		results, err = pgx.CollectRows(rows, scanChunkResult)
-		return err
-	})
+	results, err := nearest(ctx, x.db, selectSQL, []any{x.campaign, pgvector.NewVector(embedding), f.SessionID, f.SpeakerID,
+		f.EntityID, nullTime(f.After), nullTime(f.Before)}, topK, scanChunkResult)
 	if err != nil {
 		return nil, fmt.Errorf("searching the semantic index: %w", err)
 	}
 	return results, nil
+}
+
+// nearest returns up to limit rows of selectSQL, a query over chunks c
+// whose $2 is the query vector, nearest to it first: the one nearest-chunk
+// search of [SemanticIndex.Search] and [SemanticIndex.VectorSearch]. limit
+// becomes the argument after args.
+//
+// Approximate first: the HNSW index with pgvector's iterative scan (0.8 or
+// newer) in strict order, so a filter that matches few of the chunks the
+// index holds together (one session among hundreds, one campaign among
+// many) keeps scanning until limit rows match. The setting is made local
+// to the batch's implicit transaction by set_config, in the round trip of
+// the query, rather than by BEGIN, SET LOCAL and COMMIT (inside a caller's
+// transaction it lasts to that transaction's end, as SET LOCAL in a
+// savepoint does). Exact when that comes back short (the scan gives up
+// after hnsw.max_scan_tuples, or fewer rows match): ordering by an
+// expression the index cannot serve forces a scan of the filtered rows
+// through the btree indexes.
+func nearest[T any](ctx context.Context, db querier, selectSQL string, args []any, limit int, scan pgx.RowToFunc[T]) ([]T, error) {
+	args = append(args, limit)
+	limitArg := fmt.Sprintf(" LIMIT $%d", len(args))
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'strict_order', true)`)
+	b.Queue(selectSQL+` ORDER BY c.embedding <=> $2`+limitArg, args...)
+	res := db.SendBatch(ctx, b)
+	var setting string
+	if err := res.QueryRow().Scan(&setting); err != nil {
+		res.Close()
+		return nil, fmt.Errorf("enabling iterative index scans (pgvector 0.8 or newer is required): %w", err)
+	}
+	rows, err := res.Query()
+	if err != nil {
+		res.Close()
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || len(out) >= limit {
+		return out, err
+	}
+	rows, err = db.Query(ctx, selectSQL+` ORDER BY (c.embedding <=> $2) + 0`+limitArg, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scan)
 }
 
 func scanChunkResult(row pgx.CollectableRow) (memory.ChunkResult, error) {

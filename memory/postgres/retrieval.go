@@ -222,7 +222,15 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 		limit = 10
 	}
 	if only == nil {
-		return x.nearestChunks(ctx, embedding, limit)
+		// The campaign's chunks, by the search of [SemanticIndex.Search]:
+		// the same chunks in the same order, without reading their
+		// embeddings (1.5 kB each at 384 dimensions, dropped here).
+		hits, err := nearest(ctx, x.db, `SELECT `+hitSelect+`, 1 - (c.embedding <=> $2) FROM chunks c
+			WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL`, []any{x.campaign, pgvector.NewVector(embedding)}, limit, scanHit)
+		if err != nil {
+			return nil, fmt.Errorf("searching the semantic index: %w", err)
+		}
+		return hits, nil
 	}
 	rows, err := x.db.Query(ctx, `SELECT `+hitSelect+`, 1 - (c.embedding <=> $2) FROM chunks c
 		WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND c.id = ANY($3)
@@ -231,59 +239,6 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 		return nil, fmt.Errorf("searching the semantic index: %w", err)
 	}
 	return pgx.CollectRows(rows, scanHit)
-}
-
-// nearestChunks is [SemanticIndex.Search] of the whole campaign for
-// VectorSearch: the same HNSW scan, with the same iterative scan and the
-// same exact fallback, so the same chunks in the same order, without
-// reading the chunks' embeddings (1.5 kB each at 384 dimensions, which
-// VectorSearch drops) and in one round trip instead of four: the setting
-// is made local to the batch's implicit transaction by set_config rather
-// than by BEGIN, SET LOCAL and COMMIT (inside a caller's transaction it
-// lasts to that transaction's end, as SET LOCAL in a savepoint does).
-func (x *SemanticIndex) nearestChunks(ctx context.Context, embedding []float32, limit int) ([]ChunkHit, error) {
-	q := pgvector.NewVector(embedding)
-	const nearest = `SELECT ` + hitSelect + `, 1 - (c.embedding <=> $2) FROM chunks c
-		WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL`
-	b := &pgx.Batch{}
-	// Approximate: HNSW with iterative scan (pgvector >= 0.8), so that one
-	// campaign among many, which the index holds together, still gets
-	// limit chunks.
-	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'strict_order', true)`)
-	b.Queue(nearest+` ORDER BY c.embedding <=> $2 LIMIT $3`, x.campaign, q, limit)
-	res := x.db.SendBatch(ctx, b)
-	var setting string
-	if err := res.QueryRow().Scan(&setting); err != nil {
-		res.Close()
-		return nil, fmt.Errorf("enabling iterative index scans (pgvector 0.8 or newer is required): %w", err)
-	}
-	rows, err := res.Query()
-	if err != nil {
-		res.Close()
-		return nil, fmt.Errorf("searching the semantic index: %w", err)
-	}
-	hits, err := pgx.CollectRows(rows, scanHit)
-	if cerr := res.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("searching the semantic index: %w", err)
-	}
-	if len(hits) >= limit {
-		return hits, nil
-	}
-	// Exact: the scan gave up before limit chunks of the campaign (or it
-	// has fewer). Ordering by an expression the index cannot serve forces
-	// a scan of the campaign's rows.
-	rows, err = x.db.Query(ctx, nearest+` ORDER BY (c.embedding <=> $2) + 0 LIMIT $3`, x.campaign, q, limit)
-	if err != nil {
-		return nil, fmt.Errorf("searching the semantic index: %w", err)
-	}
-	hits, err = pgx.CollectRows(rows, scanHit)
-	if err != nil {
-		return nil, fmt.Errorf("searching the semantic index: %w", err)
-	}
-	return hits, nil
 }
 
 // ChunksByID returns the chunks with the given ids (without embeddings), in
