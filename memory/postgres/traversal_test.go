@@ -342,11 +342,11 @@ func TestPublicAttrsShortcut(t *testing.T) {
 	}
 }
 
-// BenchmarkNeighbors walks one and three hops through the graph of the 1k
-// bench campaign (benchdata.Scale1k's entities and facts; few lines and
-// chunks), as `glyphoxa bench` does. Run it with -benchmem for the
-// allocations of a call; wall times depend on the machine's load.
-func BenchmarkNeighbors(b *testing.B) {
+// benchWalkCampaign generates the graph of the 1k bench campaign in a
+// fresh database (benchdata.Scale1k's entities and facts; few lines and
+// chunks).
+func benchWalkCampaign(b *testing.B) (*postgres.Campaign, benchdata.Spec) {
+	b.Helper()
 	spec := benchdata.Spec{Name: "walk", Entities: benchdata.Scale1k.Entities, Relationships: benchdata.Scale1k.Relationships,
 		Entries: 100, Chunks: 10, EntriesPerSession: 100, Dims: testDims, Seed: benchdata.Scale1k.Seed}
 	s, dsn := pgtest.NewStore(b, spec.Dims)
@@ -366,6 +366,16 @@ func BenchmarkNeighbors(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return c, spec
+}
+
+// BenchmarkNeighbors walks one and three hops through the graph of the 1k
+// bench campaign (benchdata.Scale1k's entities and facts; few lines and
+// chunks), as `glyphoxa bench` does. Run it with -benchmem for the
+// allocations of a call; wall times depend on the machine's load.
+func BenchmarkNeighbors(b *testing.B) {
+	c, spec := benchWalkCampaign(b)
+	ctx := context.Background()
 	g := c.Graph()
 	for _, depth := range []int{1, 3} {
 		b.Run(fmt.Sprintf("depth%d", depth), func(b *testing.B) {
@@ -575,4 +585,29 @@ func entityIDs(es []memory.Entity) []string {
 		out[i] = e.ID
 	}
 	return out
+}
+
+// BenchmarkVisibleSubgraph reads what an NPC can see (the default scope,
+// 3 hops) in the graph of the 1k bench campaign, as each NPC's hot context
+// does, through the NPC's own handle. Run it with -benchmem for the
+// allocations of a call; wall times depend on the machine's load.
+func BenchmarkVisibleSubgraph(b *testing.B) {
+	c, spec := benchWalkCampaign(b)
+	ctx := context.Background()
+	i, ents, rels := 0, 0, 0
+	for b.Loop() {
+		npc := benchdata.EntityID(i * 37 % spec.Entities)
+		as, err := c.As(memory.NPCViewer(npc))
+		if err != nil {
+			b.Fatal(err)
+		}
+		e, r, err := as.Graph().VisibleSubgraph(ctx, npc, memory.VisibilityScope{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		i++
+		ents, rels = ents+len(e), rels+len(r)
+	}
+	b.ReportMetric(float64(ents)/float64(i), "entities/op")
+	b.ReportMetric(float64(rels)/float64(i), "facts/op")
 }
