@@ -15,8 +15,9 @@ import (
 // chunks in the same order, scored 1 - distance, without embeddings): for
 // a campaign that shares the HNSW index with a larger one (the iterative
 // scan must skip the other's chunks), for one with fewer chunks than asked
-// for (the exact fallback), and inside a transaction. The iterative-scan
-// setting stays local to the search.
+// for (the exact fallback), and inside a transaction (both). The
+// iterative-scan setting stays local to the search; without the database
+// both fail whole.
 func TestVectorSearchMatchesSearch(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -64,6 +65,13 @@ func TestVectorSearchMatchesSearch(t *testing.T) {
 		if err == nil && len(hits) != 5 {
 			err = fmt.Errorf("%d hits in a transaction, want 5", len(hits))
 		}
+		if err != nil {
+			return err
+		}
+		res, err := c.Index().Search(ctx, unit(1, 2, 0.5), 5, memory.ChunkFilter{})
+		if err == nil && len(res) != 5 {
+			err = fmt.Errorf("Search: %d chunks in a transaction, want 5", len(res))
+		}
 		return err
 	}))
 	// The setting does not outlive the search on the pool's connections.
@@ -79,5 +87,8 @@ func TestVectorSearchMatchesSearch(t *testing.T) {
 	cancel()
 	if got, err := small.Index().VectorSearch(dead, unit(1, 2, 0.5), 5, nil); err == nil || got != nil {
 		t.Errorf("with the connection gone: got %v, %v; want an error and nothing", got, err)
+	}
+	if got, err := small.Index().Search(dead, unit(1, 2, 0.5), 5, memory.ChunkFilter{}); err == nil || got != nil {
+		t.Errorf("Search with the connection gone: got %v, %v; want an error and nothing", got, err)
 	}
 }
