@@ -64,6 +64,20 @@
 //     (query expansion, [Retriever.expandedText]; feud recall@10 0.50 to
 //     0.58, wharf, written before it and never tuned on, recall@5 0.65 to
 //     0.75, names 0.87 to 0.97, saltmere 0.85 to 0.88, no corpus lower).
+//     Reciprocal ranks then promise nothing about a part: a chunk that
+//     only the walk and the expansion hold (the relative's answer, in
+//     other words than the question's) scores 1/(60+r) twice, and the
+//     chunks that the words rank in both the direct and the expanded
+//     ranking, the named one's and others' talk of the object, outscore it
+//     (feud: the answer fifth in the walk and second in the expansion,
+//     not in the hybrid ten). So the fused list is then reordered to hold,
+//     in every prefix of length d, the first d/2 of each witness: the
+//     words (the direct and the expanded ranking, one witness, each chunk
+//     at its better rank of the two) and the walk ([guarantee]; feud
+//     recall@10 0.58 to 0.75, level with the walk; circus, written and
+//     scored before it, recall@5 0.58 to 0.67; saltmere recall@5 0.88 to
+//     0.86, one question whose answer, fifth by fusion, yields its place
+//     to the walk's second; no other corpus moved).
 //     Otherwise
 //     the walk is the direct rankings' own chunks diffused along the
 //     entities the question names; it knows only those entities, so it
@@ -791,7 +805,13 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 	}
 	r.cfg.Logger.Debug("hybrid fusion", "text", conf, "vector", scoreConfidence(vec, n), "entities", entConf,
 		"independent", independent)
+	// parts are the rankings fused by reciprocal rank, each best first
+	// (see [guarantee]).
+	var parts [][]string
 	if conf > 0 {
+		if independent {
+			parts = append(parts, chunkIDs(direct))
+		}
 		for i, h := range direct {
 			if independent {
 				fused[h.Chunk.ID] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
@@ -808,6 +828,16 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 		if err != nil {
 			return nil, err
 		}
+		if independent && len(exp) > 0 {
+			// The expansion is the question's own words with a name
+			// added: with the direct ranking it is one witness, the
+			// words, each chunk at its better rank of the two.
+			if len(parts) > 0 {
+				parts[0] = byBetterRank(parts[0], chunkIDs(exp))
+			} else {
+				parts = append(parts, chunkIDs(exp))
+			}
+		}
 		for i, h := range exp {
 			chunks[h.Chunk.ID] = h.Chunk
 			fused[h.Chunk.ID] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
@@ -818,6 +848,13 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 		walk *= entConf
 	}
 	var missing []ppr.Result
+	if independent && len(pr) > 0 {
+		walkIDs := make([]string, len(pr))
+		for i, x := range pr {
+			walkIDs[i] = x.ID
+		}
+		parts = append(parts, walkIDs)
+	}
 	for i, x := range pr {
 		switch {
 		case independent:
@@ -851,6 +888,9 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 		}
 		return ids[i] < ids[j]
 	})
+	if independent {
+		ids = guarantee(ids, parts)
+	}
 	// Load only the PageRank-only chunks that can make the cut: the first
 	// 2k, since chunks that repeat a better one are merged into it below.
 	top := map[string]bool{}
@@ -1291,4 +1331,121 @@ func set(ids []string) map[string]bool {
 		m[id] = true
 	}
 	return m
+}
+
+// chunkIDs returns the hits' chunk ids in order.
+func chunkIDs(hits []postgres.ChunkHit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Chunk.ID
+	}
+	return out
+}
+
+// guarantee reorders ids, the fused ranking best first, so that every
+// prefix of it of length d holds the first floor(d/P) of each of the P
+// parts (the rankings fused, each best first): a fusion that is never
+// worse than any of its parts taken at a P-th of the depth.
+//
+// Each item has a deadline, P times its best rank in any part (an item
+// ranked r-th by a part must be among the first P·r); at each position
+// the fused ranking's next item is taken, unless the items whose deadline
+// falls within the next positions fill them all, when the one due first
+// is taken instead (earliest deadline first). No more than P·floor(D/P)
+// items are due by any depth D, so every deadline is met; where the
+// parts' best items already rank high by fusion, nothing moves.
+//
+// Why: hybrid retrieval should never be worse than its best part (issue
+// 27), and reciprocal rank fusion promises nothing of the kind: a chunk
+// that one witness ranks second and the others do not rank at all can
+// fall below any number of chunks the others agree on. Interleaving the
+// parts in turn (round robin) keeps that promise but discards their
+// agreement; this keeps the fused order wherever the promise holds
+// anyway and moves only what it must. It is used where the parts are
+// independent witnesses (the walk followed a relationship the question
+// asks about); where the walk only spreads the words' own chunks along
+// the named entities, it is no witness of its own and its head is the
+// hubs the degree rule keeps out ([perDegree]).
+func guarantee(ids []string, parts [][]string) []string {
+	p := len(parts)
+	if p < 2 {
+		return ids
+	}
+	deadline := map[string]int{}
+	for _, part := range parts {
+		for r, id := range part {
+			d := p * (r + 1)
+			if d > len(ids) {
+				break
+			}
+			if old, ok := deadline[id]; !ok || d < old {
+				deadline[id] = d
+			}
+		}
+	}
+	pos := make(map[string]int, len(ids))
+	for i, id := range ids {
+		pos[id] = i
+	}
+	var due []string // the items with a deadline, by deadline, then fused order
+	for id := range deadline {
+		if _, ok := pos[id]; ok {
+			due = append(due, id)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		if deadline[due[i]] != deadline[due[j]] {
+			return deadline[due[i]] < deadline[due[j]]
+		}
+		return pos[due[i]] < pos[due[j]]
+	})
+	out := make([]string, 0, len(ids))
+	placed := make(map[string]bool, len(ids))
+	next := 0
+	for d := 1; d <= len(ids); d++ { // d: the position filled now
+		// The one due first is placed now when, for some depth D, the
+		// unplaced items due by D fill all of positions d..D.
+		take, first, pending := "", "", 0
+		for _, id := range due {
+			if placed[id] {
+				continue
+			}
+			if first == "" {
+				first = id
+			}
+			pending++
+			if pending >= deadline[id]-d+1 {
+				take = first
+				break
+			}
+		}
+		if take == "" {
+			for placed[ids[next]] {
+				next++
+			}
+			take = ids[next]
+		}
+		placed[take] = true
+		out = append(out, take)
+	}
+	return out
+}
+
+// byBetterRank merges two rankings of one witness: each item at its
+// better rank of the two, ties in a's favour.
+func byBetterRank(a, b []string) []string {
+	rank := map[string]int{}
+	var out []string
+	for _, list := range [][]string{a, b} {
+		for i, id := range list {
+			if r, ok := rank[id]; !ok {
+				rank[id] = i
+				out = append(out, id)
+			} else if i < r {
+				rank[id] = i
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank[out[i]] < rank[out[j]] })
+	return out
 }
