@@ -1092,10 +1092,9 @@ func (r *Retriever) addExchanges(ctx context.Context, fused map[string]float64, 
 }
 
 // exchangeBonus returns what the chunks of the direct ranking (best first,
-// read to depth n) inherit from the chunk before their turn (prev, from
-// [postgres.SemanticIndex.PrecedingChunks], of which only the
-// predecessors in direct are used: [postgres.SemanticIndex.PrecedingAmong]),
-// as a share of the best score.
+// read to depth n) inherit from the chunk before their turn (prev, the
+// predecessors among direct's own chunks, from
+// [postgres.SemanticIndex.PrecedingAmong]), as a share of the best score.
 //
 // Table talk answers in exchanges: a player declares ("I polish the amber
 // goblet"), the DM resolves, and a question asks in the declaration's
