@@ -83,7 +83,12 @@ TESTFIRST ?= ./cmd/glyphoxa ./bot/console ./table/scene ./table ./voice/conn ./m
 # the race pass. The test programs install (apt, npm: mostly waiting on
 # the network and the dpkg lock) while go vet compiles, and then the
 # race-enabled build of the packages the tests need (cached: the test run
-# only compiles the tests).
+# only compiles the tests). The race pass runs after `go vet ./...`, whose
+# checks (all of them, test files included) are a superset of the few go
+# test runs on each package before testing it: -vet=off skips that second
+# look. Test binaries are linked without symbol table and DWARF already
+# (go test passes -s -w to the linker unless asked for a binary with -c),
+# so -ldflags=-s/-w would change nothing.
 test:
 	@export GLYPHOXA_TEST_DSN="$(DEVDSN)"; out=$$(mktemp); \
 	  $(GO) test -count=1 -parallel $(EVALPARALLEL) -timeout 25m -run '$(EVALTESTS)' $(EVALPKGS) >"$$out" 2>&1 & evaluation=$$!; \
@@ -92,7 +97,7 @@ test:
 	  $(GO) build -race ./... || vetted=1; \
 	  wait $$deps || vetted=1; \
 	  race=1; if (( ! vetted )); then \
-	    $(GO) test -race -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m -skip '$(EVALTESTS)' \
+	    $(GO) test -race -vet=off -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m -skip '$(EVALTESTS)' \
 	      $(TESTFIRST) ./...; race=$$?; \
 	  fi; \
 	  wait $$evaluation; evaluated=$$?; \
