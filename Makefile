@@ -70,6 +70,15 @@ EVALTESTS := ^(TestRecall|TestSameFileSameRanking)$$
 EVALPKGS  := ./memory/retrieve/
 EVALPARALLEL ?= 10
 
+# Equivalence tests of one goroutine's computation, run with the
+# evaluation tests (without -race) for the same reason:
+# memory/mention's TestSeedIndexMatchesScan compares the indexed fuzzy
+# name lookup with a scan of the whole vocabulary for 900 words (13 s of
+# CPU under -race, 2.5 s without). The matcher still runs under -race in
+# the package's other tests and in the table's (table/cast).
+SOLOTESTS := ^TestSeedIndexMatchesScan$$
+SOLOPKGS  := ./memory/mention/
+
 # Packages whose tests take longest (wall time, most of it waiting on
 # real-time streams, fake servers and the database): named first, so that
 # go test starts them first instead of in import-path order, where some
@@ -83,16 +92,21 @@ TESTFIRST ?= ./cmd/glyphoxa ./bot/console ./table/scene ./table ./voice/conn ./m
 # the race pass. The test programs install (apt, npm: mostly waiting on
 # the network and the dpkg lock) while go vet compiles, and then the
 # race-enabled build of the packages the tests need (cached: the test run
-# only compiles the tests).
+# only compiles the tests). The race pass runs after `go vet ./...`, whose
+# checks (all of them, test files included) are a superset of the few go
+# test runs on each package before testing it: -vet=off skips that second
+# look. Test binaries are linked without symbol table and DWARF already
+# (go test passes -s -w to the linker unless asked for a binary with -c),
+# so -ldflags=-s/-w would change nothing.
 test:
 	@export GLYPHOXA_TEST_DSN="$(DEVDSN)"; out=$$(mktemp); \
-	  $(GO) test -count=1 -parallel $(EVALPARALLEL) -timeout 25m -run '$(EVALTESTS)' $(EVALPKGS) >"$$out" 2>&1 & evaluation=$$!; \
+	  $(GO) test -count=1 -parallel $(EVALPARALLEL) -timeout 25m -run '$(EVALTESTS)|$(SOLOTESTS)' $(EVALPKGS) $(SOLOPKGS) >"$$out" 2>&1 & evaluation=$$!; \
 	  scripts/testdeps.sh & deps=$$!; \
 	  $(MAKE) --no-print-directory vet; vetted=$$?; \
 	  $(GO) build -race ./... || vetted=1; \
 	  wait $$deps || vetted=1; \
 	  race=1; if (( ! vetted )); then \
-	    $(GO) test -race -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m -skip '$(EVALTESTS)' \
+	    $(GO) test -race -vet=off -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m -skip '$(EVALTESTS)|$(SOLOTESTS)' \
 	      $(TESTFIRST) ./...; race=$$?; \
 	  fi; \
 	  wait $$evaluation; evaluated=$$?; \

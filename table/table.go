@@ -85,6 +85,9 @@ type Settings struct {
 	PhoneticThreshold, FuzzyThreshold, LowConfidence float64
 	// HotContextTokens is the NPC's hot context budget (default 1500).
 	HotContextTokens int
+	// ToolTime bounds the time one NPC reply spends in its tools, on
+	// either engine (npc.ToolBudget.MaxTime; its default, 2 s, when zero).
+	ToolTime time.Duration
 	// RecentWindow is how far back, from now, the conversation an NPC is
 	// sent reaches (default 5 min); older lines reach it as the running
 	// summary and, when they bear on the question, through its hot context
@@ -445,6 +448,7 @@ func newAgent(camp *access.Campaign, cfg Config, log *slog.Logger) (*npc.Agent, 
 		Graph:         npcMemory{Graph: camp.Graph(), camp: camp},
 		Heard:         camp.Sessions(),
 		ContextTokens: cfg.Settings.HotContextTokens,
+		Budget:        npc.ToolBudget{MaxTime: cfg.Settings.ToolTime},
 		Logger:        log,
 		Now:           cfg.Clock.Now,
 	}

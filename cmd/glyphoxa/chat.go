@@ -73,7 +73,8 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	ncfg := npc.Config{Context: newHotContext(camp, cfg), Graph: table.NPCGraph(camp), Heard: camp.Sessions(),
-		Recall: recaller, ContextTokens: cfg.Memory.HotContextTokens, Fallback: fallback}
+		Recall: recaller, ContextTokens: cfg.Memory.HotContextTokens, Fallback: fallback,
+		Budget: npc.ToolBudget{MaxTime: cfg.Memory.ToolTime.Std()}}
 	if cfg.Providers.LLM.Configured() {
 		if ncfg.LLM, err = newLLM(cfg, nil); err != nil {
 			return err

@@ -114,6 +114,7 @@ func tableSettings(cfg config.Config) table.Settings {
 		FuzzyThreshold:    cfg.Correction.FuzzyThreshold,
 		LowConfidence:     cfg.Correction.LowConfidence,
 		HotContextTokens:  cfg.Memory.HotContextTokens,
+		ToolTime:          cfg.Memory.ToolTime.Std(),
 		RecentWindow:      cfg.Memory.RecentWindow.Std(),
 		MaxContextTokens:  lc.MaxContextTokens,
 		SummarizeAt:       lc.SummarizeAt,

@@ -86,8 +86,9 @@ func testVoiceSessionThroughServe(t *testing.T, s2s bool) {
 	realtimeCfg := ""
 	if s2s {
 		// The model's recall runs against the database on a machine that
-		// may be loaded: the product's 5 s bound on one function call
-		// becomes a hang guard.
+		// may be loaded: the product's 5 s bound on one function call and
+		// its 2 s bound on a reply's tool calls (memory.tool_time, below)
+		// become hang guards.
 		realtimeCfg = fmt.Sprintf("  realtime: {url: %q, api_key: k, tool_timeout: %s}\n", rt.URL(), hangGuard)
 		db, err := pgx.Connect(context.Background(), dsn)
 		if err != nil {
@@ -129,10 +130,12 @@ providers:
   # utterance in the middle. The line is one utterance however slow the
   # machine: only seconds of silence end it.
   end_of_turn: 3s
+memory:
+  tool_time: %s
 lifecycle:
   spool_dir: %q
   shutdown_timeout: 10s
-`, guildID, dmID, llm.URL(), deepgram.URL, realtimeCfg, t.TempDir())
+`, guildID, dmID, llm.URL(), deepgram.URL, realtimeCfg, hangGuard, t.TempDir())
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -70,10 +70,13 @@ func (l *Live) Update(ctx context.Context) (LiveReport, error) {
 		for _, c := range have {
 			l.indexed[c.ID] = c.Content
 		}
-		if l.emb, err = inLanguage(ctx, l.camp, l.emb); err != nil {
+		// On an error the embedder stays as it was: the next Update tries
+		// again (it was set to nil, and the next Update panicked).
+		emb, err := inLanguage(ctx, l.camp, l.emb)
+		if err != nil {
 			return rep, err
 		}
-		l.loaded = true
+		l.emb, l.loaded = emb, true
 	}
 	entries, err := l.camp.Sessions().Entries(ctx, l.session)
 	if err != nil {

@@ -1,15 +1,19 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,31 +68,179 @@ type call struct {
 // clientHangGuard bounds one run of the TypeScript SDK client.
 const clientHangGuard = 10 * time.Minute
 
-// runClient runs the TypeScript SDK client with calls and returns what it
-// got back.
+// tsClients is the one Node.js process (testdata/mcp-client.mjs) that runs
+// every TypeScript SDK client of this test binary: started on first use,
+// stopped by TestMain. Loading the SDK was most of the CPU time of each of
+// the 14 runs when every run started a process of its own.
+var tsClients clientProcess
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := tsClients.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
+	}
+	os.Exit(code)
+}
+
+// clientReply is one line of the client process's output.
+type clientReply struct {
+	ID      int          `json:"id"`
+	Tools   []string     `json:"tools"`
+	Results []callResult `json:"results"`
+	Error   string       `json:"error"`
+}
+
+// clientProcess runs the TypeScript SDK client process and matches its
+// replies to the runs waiting for them. Its reader goroutine ends when the
+// process's output does (stop closes its input and waits for both).
+type clientProcess struct {
+	once   sync.Once
+	err    error
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr lockedBuffer
+	done   chan struct{} // closed when the process's output ended
+
+	mu      sync.Mutex
+	next    int
+	waiting map[int]chan clientReply
+}
+
+// lockedBuffer is the process's standard error, written by exec's copier
+// and read by failing runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// start starts the process once, with the Node peers in peers.
+func (c *clientProcess) start(peers string) error {
+	c.once.Do(func() {
+		cmd := exec.Command("node", "testdata/mcp-client.mjs")
+		cmd.Env = append(os.Environ(), "NODE_PEERS="+peers)
+		cmd.Stderr = &c.stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			c.err = err
+			return
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			c.err = err
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			c.err = fmt.Errorf("starting the TypeScript SDK client: %w", err)
+			return
+		}
+		c.cmd, c.stdin, c.done, c.waiting = cmd, stdin, make(chan struct{}), map[int]chan clientReply{}
+		go c.read(stdout)
+	})
+	return c.err
+}
+
+// read hands each reply to the run waiting for it.
+func (c *clientProcess) read(stdout io.Reader) {
+	defer close(c.done)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	for sc.Scan() {
+		var r clientReply
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			fmt.Fprintf(os.Stderr, "the TypeScript SDK client wrote %q: %v\n", sc.Text(), err)
+			continue
+		}
+		c.mu.Lock()
+		ch := c.waiting[r.ID]
+		delete(c.waiting, r.ID)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- r
+		}
+	}
+}
+
+// run sends one request and waits for its reply.
+func (c *clientProcess) run(name, mode string, args []string, calls []call) (clientReply, error) {
+	ch := make(chan clientReply, 1)
+	c.mu.Lock()
+	c.next++
+	id := c.next
+	c.waiting[id] = ch
+	line, _ := json.Marshal(map[string]any{"id": id, "name": name, "mode": mode, "args": args, "calls": calls})
+	_, err := c.stdin.Write(append(line, '\n'))
+	if err != nil {
+		delete(c.waiting, id)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return clientReply{}, fmt.Errorf("sending a run to the TypeScript SDK client: %w: %s", err, c.stderr.String())
+	}
+	guard := time.NewTimer(clientHangGuard)
+	defer guard.Stop()
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-c.done:
+		return clientReply{}, fmt.Errorf("the TypeScript SDK client exited: %s", c.stderr.String())
+	case <-guard.C:
+		return clientReply{}, fmt.Errorf("no answer from the TypeScript SDK client in %s (a hang guard): %s", clientHangGuard, c.stderr.String())
+	}
+}
+
+// stop closes the process's input and waits for it to finish the runs
+// under way and exit.
+func (c *clientProcess) stop() error {
+	if c.cmd == nil {
+		return nil
+	}
+	c.stdin.Close()
+	select {
+	case <-c.done:
+	case <-time.After(clientHangGuard):
+		c.cmd.Process.Kill()
+	}
+	if err := c.cmd.Wait(); err != nil {
+		return fmt.Errorf("the TypeScript SDK client: %w: %s", err, c.stderr.String())
+	}
+	return nil
+}
+
+// runClient runs the TypeScript SDK client (a client of its own, named
+// name, in the shared process) with calls and returns what it got back.
+// args are the transport: "http", url, token.
 func runClient(t *testing.T, peers, name string, calls []call, args ...string) (clientRun, error) {
 	t.Helper()
-	// A hang guard only: Node.js loading the SDK took over a minute on a
-	// machine at load 37 (make test on a shared 2-core machine).
-	ctx, cancel := context.WithTimeout(context.Background(), clientHangGuard)
-	defer cancel()
-	in, _ := json.Marshal(calls)
-	cmd := exec.CommandContext(ctx, "node", append([]string{"testdata/mcp-client.mjs"}, args...)...)
-	cmd.Env = append(os.Environ(), "NODE_PEERS="+peers, "MCP_CLIENT_NAME="+name)
-	cmd.Stdin = bytes.NewReader(in)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return clientRun{}, fmt.Errorf("%v: %s", err, errb.String())
+	if len(args) == 0 {
+		t.Fatal("runClient needs a transport")
 	}
-	var r clientRun
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		return r, fmt.Errorf("client output %q: %v", out.String(), err)
+	if err := tsClients.start(peers); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tsClients.run(name, args[0], args[1:], calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Error != "" {
+		return clientRun{}, errors.New(r.Error)
 	}
 	if len(r.Results) != len(calls) {
 		t.Fatalf("%d results for %d calls", len(r.Results), len(calls))
 	}
-	return r, nil
+	return clientRun{Tools: r.Tools, Results: r.Results}, nil
 }
 
 func sample(t *testing.T) *postgres.Store {

@@ -131,6 +131,11 @@ type Memory struct {
 	ReviewThreshold     float64  `yaml:"review_threshold"`
 	RecentWindow        Duration `yaml:"recent_window"`
 	HotContextTokens    int      `yaml:"hot_context_tokens"`
+	// ToolTime bounds the time one NPC reply spends in its memory tools
+	// (recall, search_sessions, query_entities, …) on either engine
+	// (default 2 s): once it is spent, the model is told to answer with
+	// what it knows.
+	ToolTime Duration `yaml:"tool_time"`
 }
 
 // Correction configures transcript correction.
@@ -323,7 +328,7 @@ func Default() Config {
 	return Config{
 		Discord: Discord{LeaveWhenEmptyAfter: Duration(5 * time.Minute), MaxSessionLength: Duration(8 * time.Hour)},
 		Memory: Memory{EmbeddingDimensions: 384, ReviewThreshold: 0.7, RecentWindow: Duration(5 * time.Minute),
-			HotContextTokens: 1500},
+			HotContextTokens: 1500, ToolTime: Duration(2 * time.Second)},
 		Correction: Correction{PhoneticThreshold: 0.70, FuzzyThreshold: 0.85, LowConfidence: 0.5},
 		Lifecycle: Lifecycle{MaxContextTokens: 8000, SummarizeAt: 0.75, ConsolidateEvery: Duration(30 * time.Minute),
 			SpoolDir: "spool", SpoolMaxBytes: 64 << 20, ShutdownTimeout: Duration(20 * time.Second),
@@ -793,6 +798,7 @@ func (c Config) Validate() error {
 		in("memory.review_threshold", c.Memory.ReviewThreshold, 0, 1),
 		positive("memory.recent_window", c.Memory.RecentWindow),
 		in("memory.hot_context_tokens", float64(c.Memory.HotContextTokens), 100, 100000),
+		positive("memory.tool_time", c.Memory.ToolTime),
 		in("correction.phonetic_threshold", c.Correction.PhoneticThreshold, 0, 1),
 		in("correction.fuzzy_threshold", c.Correction.FuzzyThreshold, 0, 1),
 		in("correction.low_confidence", c.Correction.LowConfidence, 0, 1),

@@ -25,7 +25,7 @@ func TestExampleConfigIsValidAndDocumentsEveryKey(t *testing.T) {
 	raw, _ := os.ReadFile("../../../../config.example.yaml")
 	for _, key := range []string{"token", "shard_id", "shard_count", "leave_when_empty_after", "max_session_length", "guilds",
 		"guild_id", "campaign", "dm_role_ids", "dm_user_ids", "narrator_npc", "text_channel_id", "kg_token_limit",
-		"postgres_dsn", "embedding_dimensions", "review_threshold", "recent_window", "hot_context_tokens",
+		"postgres_dsn", "embedding_dimensions", "review_threshold", "recent_window", "hot_context_tokens", "tool_time",
 		"phonetic_threshold", "fuzzy_threshold", "low_confidence", "llm",
 		"max_context_tokens", "summarize_at", "consolidate_every", "spool_dir", "spool_max_bytes", "shutdown_timeout", "drain_timeout",
 		"reconnect", "initial", "max", "attempts", "end_of_turn", "max_utterance", "barge_in", "merge_wait",

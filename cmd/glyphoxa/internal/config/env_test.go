@@ -28,6 +28,7 @@ func TestEnvValuesNeverShowInErrors(t *testing.T) {
 		{key: "memory.review_threshold", yaml: "memory:\n  review_threshold: ${V}", value: "98765.4321"},
 		{key: "memory.recent_window", yaml: "memory:\n  recent_window: ${V}", value: "-987654s"},
 		{key: "memory.hot_context_tokens", yaml: "memory:\n  hot_context_tokens: ${V}", value: "987654321"},
+		{key: "memory.tool_time", yaml: "memory:\n  tool_time: ${V}", value: "-987654s"},
 		{key: "correction.phonetic_threshold", yaml: "correction:\n  phonetic_threshold: ${V}", value: "98765.4321"},
 		{key: "correction.fuzzy_threshold", yaml: "correction:\n  fuzzy_threshold: ${V}", value: "98765.4321"},
 		{key: "correction.low_confidence", yaml: "correction:\n  low_confidence: ${V}", value: "98765.4321"},

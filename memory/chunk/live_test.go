@@ -1,0 +1,95 @@
+package chunk
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// An Update that fails reading the campaign's language (the database
+// stopped answering: here a lock holds the read until it is cancelled)
+// leaves the live chunker as it was: the next Update indexes the session.
+// The failed read used to leave it without an embedder, and the next
+// Update (a serve process ending its sessions) panicked.
+func TestLiveUpdateAfterAFailedLanguageRead(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	store, dsn := pgtest.NewStore(t, 64)
+	camp, err := store.Campaign(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := camp.Sessions().StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	e := line(0, 0, "Thorin", "Grimjaw, the forge in Ironhold is cold.")
+	e.IdempotencyKey = "k0"
+	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{e}); err != nil {
+		t.Fatal(err)
+	}
+	emb, _ := embed.NewOffline(64)
+	live, err := NewLive(camp, emb, Options{}, "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Another session holds the campaigns table; the language read waits
+	// for it until its context is cancelled.
+	locker, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(context.Background())
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE campaigns IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	uctx, ucancel := context.WithCancel(ctx)
+	failed := make(chan error, 1)
+	go func() {
+		_, err := live.Update(uctx)
+		failed <- err
+	}()
+	// Cancelled once the read is seen waiting for the lock: an event, not
+	// a deadline.
+	for waiting := false; !waiting; {
+		if err := locker.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%text_config%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if !waiting {
+			select {
+			case err := <-failed:
+				t.Fatalf("Update ended before it read the language: %v", err)
+			case <-ctx.Done():
+				t.Fatal("the language read never waited for the lock")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	ucancel()
+	if err := <-failed; err == nil {
+		t.Fatal("Update succeeded with the language read cancelled")
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := live.Update(ctx)
+	if err != nil {
+		t.Fatalf("Update after the failed one: %v", err)
+	}
+	if rep.Chunks != 1 || rep.Added != 1 {
+		t.Errorf("Update after the failed one: %+v, want the session's one chunk indexed", rep)
+	}
+}
