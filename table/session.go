@@ -1311,8 +1311,13 @@ func (s *Session) Say(ctx context.Context, npcID, text string) error {
 // lifecycle/session.Session.Forget).
 func (s *Session) Forget(ctx context.Context, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {
 	// What the NPCs witnessed lives only here: it loses the player first,
-	// whatever happens to the database.
+	// whatever happens to the database. So do the turns kept for the
+	// status (the console's Live page and its feed show their lines).
 	s.wit.Forget(userID)
+	s.mu.Lock()
+	s.turns = slices.DeleteFunc(s.turns, func(r LineReport) bool { return r.SpeakerID == userID })
+	delete(s.recorded, userID)
+	s.mu.Unlock()
 	return s.mem.Forget(ctx, userID, erase)
 }
 
