@@ -291,13 +291,13 @@ func (b *Board) Settle(ctx context.Context, camp *access.Campaign, id string, re
 	}
 	card, err := SettleStored(ctx, camp, id, retcon, by)
 	if errors.Is(err, ErrNoCard) {
-		// A card of this board, saved, but not in the store: it was
-		// saved into an outage spool (SaveThrough through a session's
-		// guard) and waits there. The press is refused, not lost: the
+		// An open card of this board, saved, but not in the store: it
+		// was saved into an outage spool (SaveThrough through a session's
+		// guard) and waits there (the store prunes settled cards only). The press is refused, not lost: the
 		// card is returned open, with its buttons.
 		b.mu.Lock()
 		c := b.find(id)
-		if c != nil && c.Campaign == camp.ID() {
+		if c != nil && c.Campaign == camp.ID() && c.Status == CardOpen {
 			card, err = *c, fmt.Errorf("settling continuity card %s: %w", id, ErrCardPending)
 		}
 		b.mu.Unlock()
