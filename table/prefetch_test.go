@@ -135,3 +135,28 @@ func TestNoPrefetchForSpeakersNoNPCHears(t *testing.T) {
 		}
 	}
 }
+
+// TestNoInterruptionFromOutsideTheScene: a player outside the split scene
+// talking at the table does not cut off the NPC speaking in the scene; a
+// player in the scene does.
+func TestNoInterruptionFromOutsideTheScene(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC))
+	s := &Session{cfg: Config{Clock: clk, Controls: splitControls{}}, agent: &fetchAgent{}, id: "s",
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), talking: map[string]bool{},
+		startedAt: map[string]time.Time{}, listening: map[string]*listening{}, fetchedAtStart: map[string]startFetch{}}
+	s.optedOut.Store(&map[string]bool{})
+	for _, c := range []struct {
+		user string
+		stop bool
+	}{{"out", false}, {"in", true}, {"dm", true}} {
+		stopped := false
+		s.mu.Lock()
+		s.speaking = func() { stopped = true }
+		s.mu.Unlock()
+		s.onSpeech(audio.Event{Kind: audio.SpeechHeld, UserID: c.user})
+		if stopped != c.stop {
+			t.Errorf("%s talked over the scene's NPC: interrupted %v, want %v", c.user, stopped, c.stop)
+		}
+	}
+}

@@ -454,6 +454,11 @@ func (s *Session) onSpeech(e audio.Event) {
 	if e.Kind != audio.SpeechHeld {
 		return
 	}
+	if !s.mayAddress(e.UserID, s.cfg.Clock.Now()) {
+		// A player at the table outside the split scene talks among the
+		// table, not over the scene's NPC.
+		return
+	}
 	s.mu.Lock()
 	stop := s.speaking
 	s.mu.Unlock()
