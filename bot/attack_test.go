@@ -123,3 +123,47 @@ func TestForgetMeTakesDownThePostedCards(t *testing.T) {
 		t.Fatalf("the DM's direct messages hold %d messages after forget-me; want only the other speaker's card %s", len(left), other.ID)
 	}
 }
+
+// TestForgetMeThatWaitedForTheDatabaseTakesDownTheCards: a forget-me
+// asked while the database was down runs from the outage spool later;
+// the session hands its report back (StartRequest.Forgotten) and the bot
+// takes down the DMs' messages of every card it deleted, including one
+// raised by another process (ATTACK3: only the answering process's own
+// board cards were taken down).
+func TestForgetMeThatWaitedForTheDatabaseTakesDownTheCards(t *testing.T) {
+	ctx := context.Background()
+	board := continuity.NewBoard()
+	v := forgetCardVoice{&cardVoice{board: board}}
+	h := newHarnessFor(t, bot.Deps{Voice: v}, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole},
+		DMUserIDs: []string{theDM.UserID}})
+	if err := h.bot.Resume(ctx, guildID, bot.ClaimedSession{Campaign: campaign, VoiceChannelID: channelID,
+		TextChannelID: channelID, SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 19, 30, 0, 0, time.UTC)
+	elsewhere := continuity.NewBoard() // another process's
+	mine := elsewhere.Add(continuity.Card{Campaign: campaign, GuildID: guildID,
+		Finding: continuity.Finding{Kind: continuity.KindPlace, Claim: "Grimjaw is in Duskwood"},
+		Line:    continuity.Line{SessionID: "s1", SpeakerID: player.UserID, Speaker: "Thorin", Text: "Grimjaw is in Duskwood.", At: at}})
+	other := elsewhere.Add(continuity.Card{Campaign: campaign, GuildID: guildID,
+		Finding: continuity.Finding{Kind: continuity.KindPlace, Claim: "Grimjaw is in Duskwood"},
+		Line:    continuity.Line{SessionID: "s1", SpeakerID: "u2", Speaker: "Lyra", Text: "Grimjaw is in Duskwood.", At: at}})
+	v.mu.Lock()
+	post, forgotten := v.contradicted, v.forgotten
+	v.mu.Unlock()
+	if forgotten == nil {
+		t.Fatal("the session was started without a Forgotten hook")
+	}
+	for _, c := range []continuity.Card{mine, other} {
+		if !post(c) {
+			t.Fatalf("card %s reached no DM", c.ID)
+		}
+	}
+	dms := discordtest.DMChannel(theDM.UserID)
+	forgotten(player.UserID, memory.ForgetReport{Cards: []string{mine.ID}})
+	left := h.fake.Messages(dms)
+	if len(left) != 1 || !strings.Contains(left[0].Embeds[0].Footer.Text, other.ID) {
+		t.Fatalf("the DM's direct messages hold %d messages after the late forget-me; want only the other speaker's card %s",
+			len(left), other.ID)
+	}
+}

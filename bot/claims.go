@@ -10,6 +10,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/glyphoxa/glyphoxa/lifecycle/continuity"
+	"github.com/glyphoxa/glyphoxa/memory"
 )
 
 // GuildClaims decides which of the glyphoxa processes sharing a database
@@ -139,6 +140,7 @@ func (b *Bot) startVoice(ctx context.Context, g Guild, s ClaimedSession) error {
 		Campaign: g.Campaign, StartedBy: s.StartedBy, SessionID: s.SessionID, Controls: b.state.controlsFor(g.ID), Announce: announce,
 		Replied:      func(r NPCReply) { b.postReply(s.TextChannelID, r) },
 		Contradicted: func(c continuity.Card) bool { return b.postCard(g, c) },
+		Forgotten:    func(_ string, rep memory.ForgetReport) { b.forgottenLate(g, rep) },
 		Ended: func(reason string) {
 			b.state.setSession(g.ID, false)
 			b.running(g.ID, nil)

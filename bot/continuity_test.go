@@ -24,12 +24,14 @@ type cardVoice struct {
 	board        *continuity.Board
 	mu           sync.Mutex
 	contradicted func(continuity.Card) bool
+	forgotten    func(string, memory.ForgetReport)
 }
 
 func (v *cardVoice) Start(_ context.Context, req bot.StartRequest) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.contradicted = req.Contradicted
+	v.forgotten = req.Forgotten
 	return nil
 }
 

@@ -139,3 +139,20 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 	}
 	update(msg)
 }
+
+// forgottenLate finishes a forget-me that waited in the outage spool
+// (StartRequest.Forgotten): the deleted continuity cards leave the DMs'
+// direct messages, wherever they were raised, and the sessions whose
+// chunks held the player's words are rebuilt.
+func (b *Bot) forgottenLate(g Guild, rep memory.ForgetReport) {
+	b.unpostCards(g, rep.Cards)
+	if b.deps.Reprocess == nil {
+		return
+	}
+	for _, s := range rep.Sessions {
+		if err := b.deps.Reprocess(b.ctx, g.Campaign, s); err != nil {
+			b.log.Warn("rebuilding a session's memory after a forget-me that waited for the database failed; the DM can run glyphoxa process",
+				"guild", g.ID, "campaign", g.Campaign, "session", s, "err", err)
+		}
+	}
+}

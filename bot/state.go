@@ -112,6 +112,11 @@ type StartRequest struct {
 	// Contradicted posts a continuity card to the DM (nil: none) and
 	// reports whether it reached them. It may block while it posts.
 	Contradicted func(continuity.Card) bool
+	// Forgotten is called when a player's forget-me, queued while the
+	// database was down, ran from the outage spool (nil: none), with what
+	// it deleted: the bot takes the deleted continuity cards out of the
+	// DMs' direct messages and rebuilds the sessions named. It may block.
+	Forgotten func(speakerID string, rep memory.ForgetReport)
 	// Ended is called when the session ends by itself (its channel stayed
 	// empty, it ran too long, or the voice connection failed), with why.
 	Ended func(reason string)

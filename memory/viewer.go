@@ -215,3 +215,43 @@ func Quote(s string, max int) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// CheckSecretMarkers refuses attributes whose secrecy a reader would
+// misread: a "secret" marker, at any depth, that is not a JSON boolean
+// (secret: "true" or "yes" would leave the fact or value public, since
+// only true hides it), or spelled in another case ("Secret": true is a
+// secret key, hidden itself, and marks nothing). The error wraps
+// ErrInvalid and names the attribute's path.
+func CheckSecretMarkers(attrs map[string]any) error {
+	return checkMarkers(attrs, "")
+}
+
+func checkMarkers(v any, path string) error {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, y := range x {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if asciiLower(k) == AttrSecret {
+				if k != AttrSecret {
+					return fmt.Errorf("%w: attribute %s: the secret marker is written %q (lower case), or it marks nothing", ErrInvalid, p, AttrSecret)
+				}
+				if _, ok := y.(bool); !ok {
+					return fmt.Errorf("%w: attribute %s must be true or false, got %v (%T): any other value leaves it public", ErrInvalid, p, y, y)
+				}
+			}
+			if err := checkMarkers(y, p); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, y := range x {
+			if err := checkMarkers(y, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -208,7 +208,7 @@ func (s *Session) follow(l *listening, results <-chan stt.Result) {
 // the NPC they are for.
 func (s *Session) heardSoFar(l *listening, text string, words []stt.Word) {
 	p, ok := s.agent.(prefetcher)
-	if !ok || text == "" {
+	if !ok || text == "" || !s.mayAddress(l.user, s.cfg.Clock.Now()) {
 		return
 	}
 	u := correction.Utterance{Text: text, Words: words, InPlay: s.cast.InPlay(s.scene(), s.cfg.Clock.Now())}

@@ -97,3 +97,66 @@ func TestPrefetchWhenSpeechStarts(t *testing.T) {
 		t.Errorf("%d prefetches started at speech start are still remembered after the speech ended", left)
 	}
 }
+
+// splitControls is oneNPC with the party split: only "in" is in the
+// scene, set by "dm".
+type splitControls struct{ oneNPC }
+
+func (splitControls) SplitAt(time.Time) ([]string, string) { return []string{"in"}, "dm" }
+
+// TestNoPrefetchForSpeakersNoNPCHears: a player outside a split scene, or
+// one who opted out, starting to speak does not make the table read a
+// scene NPC's context (the reads would be for a line no NPC of the scene
+// hears); a player in the scene, and the DM who split it, do.
+func TestNoPrefetchForSpeakersNoNPCHears(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC))
+	agent := &fetchAgent{}
+	s := &Session{cfg: Config{Clock: clk, Controls: splitControls{}}, agent: agent, id: "s",
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), talking: map[string]bool{},
+		startedAt: map[string]time.Time{}, listening: map[string]*listening{}, fetchedAtStart: map[string]startFetch{}}
+	s.optedOut.Store(&map[string]bool{"shy": true})
+	s.addr = npc.NewAddresser(noNames{}, func(id string) bool { return id == "grimjaw" }, nil, 0)
+	for _, c := range []struct {
+		user string
+		want int
+	}{
+		{"out", 0},
+		{"shy", 0},
+		{"in", 1},
+		{"dm", 1},
+	} {
+		before := len(agent.calls())
+		s.onSpeech(audio.Event{Kind: audio.SpeechStarted, UserID: c.user})
+		clk.Advance(time.Second)
+		s.onSpeech(audio.Event{Kind: audio.SpeechEnded, UserID: c.user})
+		if got := len(agent.calls()) - before; got != c.want {
+			t.Errorf("%s spoke: %d prefetches, want %d", c.user, got, c.want)
+		}
+	}
+}
+
+// TestNoInterruptionFromOutsideTheScene: a player outside the split scene
+// talking at the table does not cut off the NPC speaking in the scene; a
+// player in the scene does.
+func TestNoInterruptionFromOutsideTheScene(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.NewFake(time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC))
+	s := &Session{cfg: Config{Clock: clk, Controls: splitControls{}}, agent: &fetchAgent{}, id: "s",
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), talking: map[string]bool{},
+		startedAt: map[string]time.Time{}, listening: map[string]*listening{}, fetchedAtStart: map[string]startFetch{}}
+	s.optedOut.Store(&map[string]bool{})
+	for _, c := range []struct {
+		user string
+		stop bool
+	}{{"out", false}, {"in", true}, {"dm", true}} {
+		stopped := false
+		s.mu.Lock()
+		s.speaking = func() { stopped = true }
+		s.mu.Unlock()
+		s.onSpeech(audio.Event{Kind: audio.SpeechHeld, UserID: c.user})
+		if stopped != c.stop {
+			t.Errorf("%s talked over the scene's NPC: interrupted %v, want %v", c.user, stopped, c.stop)
+		}
+	}
+}

@@ -104,3 +104,23 @@ func (s *Session) notePresence(at time.Time, speaker string) (outside bool) {
 	}()
 	return outside
 }
+
+// mayAddress reports whether a line user says at may reach an NPC: they
+// did not opt out, and they are not at the table outside a split scene
+// (see present). Reading an NPC's context ahead of a line (prefetch) is
+// for such speakers only.
+func (s *Session) mayAddress(user string, at time.Time) bool {
+	if m := s.optedOut.Load(); m != nil && (*m)[user] {
+		return false
+	}
+	var scene []string
+	var by string
+	switch sp := s.cfg.Controls.(type) {
+	case sceneSplit:
+		scene, by = sp.SplitAt(at)
+	case scenePlayers:
+		scene = sp.PlayersAt(at)
+	}
+	_, outside := witnesses(nil, scene, by, nil, user)
+	return !outside
+}

@@ -50,6 +50,9 @@ type line struct {
 	said   string
 	// direction is the DM's standing instruction to the NPC answering.
 	direction string
+	// outside: the line was said at the table outside the split scene
+	// (see Session.present); the scene's NPCs did not hear it.
+	outside bool
 	// rec is the line's write to the session log, under way while the
 	// NPCs start on the line; prev is the line before's (nil for none).
 	rec, prev *recording
@@ -451,6 +454,11 @@ func (s *Session) onSpeech(e audio.Event) {
 	if e.Kind != audio.SpeechHeld {
 		return
 	}
+	if !s.mayAddress(e.UserID, s.cfg.Clock.Now()) {
+		// A player at the table outside the split scene talks among the
+		// table, not over the scene's NPC.
+		return
+	}
 	s.mu.Lock()
 	stop := s.speaking
 	s.mu.Unlock()
@@ -484,6 +492,11 @@ func (s *Session) prefetch(user string, start bool) {
 	}
 	now := s.cfg.Clock.Now()
 	id := s.addr.Likely(s.cfg.Controls.PresentNPCs(), now)
+	if !s.mayAddress(user, now) {
+		// An opted-out player is not listened to; a player outside the
+		// split scene is heard by none of its NPCs.
+		id = ""
+	}
 	s.mu.Lock()
 	began, had := s.fetchedAtStart[user]
 	delete(s.fetchedAtStart, user)
@@ -596,7 +609,8 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 	// The witness log takes the line at once (the NPC's turn notes it was
 	// said to it); it lets go of it if the recording fails.
 	npcs := s.scene()
-	if s.notePresence(e.At, e.SpeakerID) {
+	outside := s.notePresence(e.At, e.SpeakerID)
+	if outside {
 		// Said at the table outside the split scene: its NPCs did not
 		// hear it.
 		npcs = nil
@@ -627,7 +641,8 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 		s.recorded[u.UserID] = name
 		s.mu.Unlock()
 	}()
-	return line{entry: e, heard: raw, endOfTalk: u.End, detected: u.detected, timing: tm, audio: u.Audio, rec: rec, prev: prev}, true
+	return line{entry: e, heard: raw, endOfTalk: u.End, detected: u.detected, timing: tm, audio: u.Audio, rec: rec, prev: prev,
+		outside: outside}, true
 }
 
 // waitRecorded waits for l's recording and notes its time in l's timing;
@@ -707,6 +722,10 @@ const (
 	// ReasonHeld: the line is a name said alone ("Goryr…"); the table
 	// waits for the rest.
 	ReasonHeld = "a name said alone: waiting for the rest of the line"
+	// ReasonOutsideScene: the party is split and the speaker is at the
+	// table outside the scene; the scene's NPCs did not hear the line
+	// and none of them answers it.
+	ReasonOutsideScene = "said outside the split scene: its NPCs did not hear it"
 )
 
 // mergePoll is how often a held name checks again whether its speaker,
@@ -794,7 +813,7 @@ func (s *Session) turnLoop() {
 				s.take(l, false)
 				continue
 			}
-			if _, ok := s.addr.Lone(l.entry.Text, s.cfg.Controls.PresentNPCs()); ok {
+			if _, ok := s.addr.Lone(l.entry.Text, s.cfg.Controls.PresentNPCs()); ok && !l.outside {
 				// A name said alone waits anyway: for its recording first.
 				if !s.waitRecorded(&l) {
 					continue
@@ -857,6 +876,18 @@ func (s *Session) take(l line, late bool) {
 		Corrected: l.entry.Text, Timing: l.timing, Late: late}
 	if l.said != "" {
 		rep.Joined = l.joined.Text
+	}
+	if l.outside {
+		// Nobody in the split scene heard it (see present): no NPC
+		// answers, the DM's "answers next" waits for a line of the
+		// scene, and the addresser does not count it.
+		if !s.waitRecorded(&l) {
+			return
+		}
+		rep.Timing.Recorded = l.timing.Recorded
+		rep.Reason = ReasonOutsideScene
+		s.report(rep)
+		return
 	}
 	d := s.addr.Decide(npc.AddressInput{Text: l.text(), SpeakerID: l.entry.SpeakerID, At: l.entry.At,
 		Present: s.cfg.Controls.PresentNPCs(), Directed: s.cfg.Controls.TakeNext()})
@@ -1285,8 +1316,13 @@ func (s *Session) Say(ctx context.Context, npcID, text string) error {
 // lifecycle/session.Session.Forget).
 func (s *Session) Forget(ctx context.Context, userID string, erase func(ctx context.Context) error) (memory.ForgetReport, error) {
 	// What the NPCs witnessed lives only here: it loses the player first,
-	// whatever happens to the database.
+	// whatever happens to the database. So do the turns kept for the
+	// status (the console's Live page and its feed show their lines).
 	s.wit.Forget(userID)
+	s.mu.Lock()
+	s.turns = slices.DeleteFunc(s.turns, func(r LineReport) bool { return r.SpeakerID == userID })
+	delete(s.recorded, userID)
+	s.mu.Unlock()
 	return s.mem.Forget(ctx, userID, erase)
 }
 

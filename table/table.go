@@ -206,6 +206,15 @@ type Config struct {
 	// checker flags it to the DM. It runs on the turn and must return
 	// within microseconds. Speech-to-speech NPCs and Say are not checked.
 	CheckSentence func(npcID, sentence string) (why string)
+	// OnForgotten receives what a player's forget-me removed from
+	// long-term memory when it ran late: the database was down when they
+	// asked, so the erase waited in the outage spool and ran when the
+	// spool was replayed (by this session, possibly in another process
+	// than the one that answered them). The caller takes down what it
+	// posted of the deleted continuity cards (ForgetReport.Cards) and
+	// rebuilds the sessions named (Sessions). It runs on the replay and
+	// must not block (nil: none).
+	OnForgotten func(speakerID string, rep memory.ForgetReport)
 	// OnAmend receives each recorded line the LLM name correction amended
 	// after the table answered it (nil: none; the log says it too).
 	OnAmend  func(Amendment)
@@ -383,7 +392,10 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		PostSession:   post,
 		Extract:       extract,
 		ForgetSpeaker: func(ctx context.Context, speakerID string) error {
-			_, err := camp.ForgetSpeaker(ctx, speakerID)
+			rep, err := camp.ForgetSpeaker(ctx, speakerID)
+			if err == nil && cfg.OnForgotten != nil {
+				cfg.OnForgotten(speakerID, rep)
+			}
 			return err
 		},
 		PutCard:         camp.PutContinuityCard,

@@ -98,3 +98,27 @@ func (m *Manager) guardOf(guildID, sessionID string) *guard.Guard {
 	}
 	return r.s.Memory().Memory()
 }
+
+// forgotten takes a player forgotten late (their forget-me waited in the
+// outage spool until the database was back) off this process's board too,
+// and hands what was deleted, with the board's cards, to req.Forgotten on
+// a goroutine of the manager's (it takes the cards' direct messages down,
+// a few REST calls per DM).
+func (m *Manager) forgotten(req bot.StartRequest, speakerID string, rep memory.ForgetReport) {
+	for _, c := range m.cfg.Cards.List(req.Campaign) {
+		if c.Line.SpeakerID == speakerID {
+			rep.Cards = append(rep.Cards, c.ID)
+		}
+	}
+	m.cfg.Cards.ForgetSpeaker(req.Campaign, speakerID)
+	m.log.Info("a forget-me queued during an outage ran", "campaign", req.Campaign, "cards", len(rep.Cards),
+		"sessions", len(rep.Sessions))
+	if req.Forgotten == nil {
+		return
+	}
+	m.bg.Add(1)
+	go func() {
+		defer m.bg.Done()
+		req.Forgotten(speakerID, rep)
+	}()
+}

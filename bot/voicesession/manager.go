@@ -179,6 +179,7 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, err
 			req.Replied(bot.NPCReply{ID: r.ID, NPCName: r.NPCName, Text: r.Text, Voiced: r.Voiced})
 		}
 	}
+	tcfg.OnForgotten = func(speakerID string, rep memory.ForgetReport) { m.forgotten(req, speakerID, rep) }
 	stopCheck := m.watchContinuity(ctx, req, camp, &tcfg, tcfg.Logger)
 	s, err := table.Open(ctx, tcfg)
 	if err != nil {

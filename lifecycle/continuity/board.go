@@ -31,7 +31,16 @@ var ErrSettled = errors.New("this card was settled already")
 
 // ErrNoCard is returned for a card the campaign's store does not hold (it
 // was forgotten with a player's lines, or is of another campaign).
-var ErrNoCard = errors.New("no such continuity card (it was forgotten, or is of another campaign)")
+var ErrNoCard = errors.New("no such continuity card (it was forgotten, is of another campaign, " +
+	"or was raised while the database was down and still waits in that session's outage spool: press again once it is stored)")
+
+// ErrCardPending is returned by Board.Settle for a card this board raised
+// and handed to a session's outage guard while the database was down: it
+// waits in the outage spool and is not stored yet, so it cannot be settled
+// yet; the card stays open and the press is to be made again once the
+// spool is replayed.
+var ErrCardPending = errors.New("this card was raised while the memory database was down and still waits in the outage spool " +
+	"to be stored; it stays open: press again in a minute, once the database is back and the spool is replayed")
 
 // Line is the line a card quotes.
 type Line struct {
@@ -269,7 +278,10 @@ func (b *Board) Stored(ctx context.Context, camp *access.Campaign, limit int) ([
 // Settle settles card id for the DM through camp (the card's campaign,
 // opened for the DM), in the store: see [SettleStored]. The board's
 // unsaved cards are written first (a card still unsaved cannot be
-// settled: the database is down), and its copy of the card follows.
+// settled: the database is down), and its copy of the card follows. A
+// card of this board that the store does not hold yet (it waits in a
+// session's outage spool) is returned open with an error wrapping
+// [ErrCardPending].
 func (b *Board) Settle(ctx context.Context, camp *access.Campaign, id string, retcon bool, by string) (Card, error) {
 	if camp == nil || !camp.DM() {
 		return Card{}, fmt.Errorf("%w: cards are settled by the DM", memory.ErrForbidden)
@@ -278,6 +290,19 @@ func (b *Board) Settle(ctx context.Context, camp *access.Campaign, id string, re
 		return Card{}, fmt.Errorf("settling continuity card %s: %w", id, err)
 	}
 	card, err := SettleStored(ctx, camp, id, retcon, by)
+	if errors.Is(err, ErrNoCard) {
+		// An open card of this board, saved, but not in the store: it
+		// was saved into an outage spool (SaveThrough through a session's
+		// guard) and waits there (the store prunes settled cards only). The press is refused, not lost: the
+		// card is returned open, with its buttons.
+		b.mu.Lock()
+		c := b.find(id)
+		if c != nil && c.Campaign == camp.ID() && c.Status == CardOpen {
+			card, err = *c, fmt.Errorf("settling continuity card %s: %w", id, ErrCardPending)
+		}
+		b.mu.Unlock()
+		return card, err
+	}
 	if card.ID != "" {
 		b.mu.Lock()
 		if c := b.find(id); c != nil {

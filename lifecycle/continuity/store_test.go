@@ -199,3 +199,44 @@ func TestForgetMeRemovesCards(t *testing.T) {
 		t.Errorf("settling the forgotten card: %v; want ErrNoCard", err)
 	}
 }
+
+// TestPressOnACardStillInTheSpool: a card raised while the database was
+// down is saved into the session's outage spool (SaveThrough through the
+// guard; here a put that keeps it, as the spool does). A DM pressing its
+// button before the spool is replayed is told the card waits for the
+// database and to press again, and gets the card back open (ATTACK3: the
+// press was answered "no such card", as if it were forgotten); once the
+// row lands the same press settles it.
+func TestPressOnACardStillInTheSpool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, campID, stored := storedFixture(t, "u-thorin")
+	dm := pgtest.Open(t, store, campID, memory.DMViewer())
+	board := continuity.NewBoard()
+	card := board.Add(continuity.Card{Campaign: campID, GuildID: "g1", Finding: stored.Finding, Line: stored.Line})
+	var spooled []access.ContinuityCard
+	if err := board.SaveThrough(ctx, campID, func(_ context.Context, c access.ContinuityCard) error {
+		spooled = append(spooled, c)
+		return nil
+	}); err != nil || len(spooled) != 1 {
+		t.Fatalf("saving into the spool: %v, %d cards", err, len(spooled))
+	}
+	got, err := board.Settle(ctx, dm, card.ID, false, "dm-1")
+	if !errors.Is(err, continuity.ErrCardPending) || errors.Is(err, continuity.ErrNoCard) || got.ID != card.ID ||
+		got.Status != continuity.CardOpen {
+		t.Fatalf("pressing a card waiting in the spool: %+v, %v; want it back open with ErrCardPending", got, err)
+	}
+	// Another board (another process) does not know the card: it is told
+	// the card may still wait in a spool.
+	if _, err := continuity.NewBoard().Settle(ctx, dm, card.ID, false, "dm-1"); !errors.Is(err, continuity.ErrNoCard) {
+		t.Fatalf("another process pressing it: %v; want ErrNoCard", err)
+	}
+	// The spool is replayed: the row lands, and the press settles it.
+	if err := dm.PutContinuityCard(ctx, spooled[0]); err != nil {
+		t.Fatal(err)
+	}
+	got, err = board.Settle(ctx, dm, card.ID, false, "dm-1")
+	if err != nil || got.Status != continuity.CardKept {
+		t.Fatalf("pressing it once stored: %+v, %v; want it kept", got, err)
+	}
+}

@@ -45,6 +45,9 @@ func validEntity(e memory.Entity) error {
 	case strings.TrimSpace(e.Type) == "":
 		return fmt.Errorf("%w: entity %q without a type", memory.ErrInvalid, e.ID)
 	}
+	if err := memory.CheckSecretMarkers(e.Attributes); err != nil {
+		return fmt.Errorf("entity %q: %w", e.ID, err)
+	}
 	return nil
 }
 
@@ -140,6 +143,9 @@ func (g *Graph) UpdateEntity(ctx context.Context, id string, u memory.EntityUpda
 	var aliases []string
 	if u.Aliases != nil {
 		aliases = nonNil(*u.Aliases)
+	}
+	if err := memory.CheckSecretMarkers(u.SetAttributes); err != nil {
+		return memory.Entity{}, fmt.Errorf("entity %q: %w", id, err)
 	}
 	set := u.SetAttributes
 	if set == nil {
@@ -267,6 +273,9 @@ func validRel(r memory.Relationship) error {
 	case r.Provenance.Source != "" && !r.Provenance.Source.Valid():
 		return fmt.Errorf("%w: relationship %s -%s-> %s: source %q is neither stated nor inferred", memory.ErrInvalid,
 			r.SourceID, r.Type, r.TargetID, r.Provenance.Source)
+	}
+	if err := memory.CheckSecretMarkers(r.Attributes); err != nil {
+		return fmt.Errorf("relationship %s -%s-> %s: %w", r.SourceID, r.Type, r.TargetID, err)
 	}
 	return nil
 }

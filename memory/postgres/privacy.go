@@ -72,7 +72,10 @@ const minQuotedLine = 20
 // was their lines: linked to them, or quoting one of them in their
 // "evidence" attribute (extracted facts and ledger entries do). Facts with
 // evidence from other speakers, and facts with no recorded evidence
-// (entered by the DM or imported), stay.
+// (entered by the DM or imported), stay. So do the DM's own facts (written
+// with a reason, such as a retcon of a player's line), without the quote
+// of the line; the speaker's lines are taken out of every reason that
+// quotes them (see scrubQuotes).
 func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.ForgetReport, error) {
 	var rep memory.ForgetReport
 	if strings.TrimSpace(userID) == "" {
@@ -97,9 +100,25 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		// text, the ledger's "speaker: text", or holds a line of at least
 		// minQuotedLine characters (a shorter one, "yes", is too common
 		// to say whose it is).
+		// The DM's own facts (written with a reason: a retcon of a
+		// player's line) stay, the DM's decision; their quote of the line
+		// goes (below, and scrubQuotes for the reason).
+		if _, err := tx.Exec(ctx, `
+			UPDATE relationships r SET attributes = r.attributes - 'evidence'
+			WHERE r.campaign_id = $1 AND r.attributes ? 'dm_reason'
+			  AND jsonb_typeof(r.attributes->'evidence') = 'string' AND EXISTS (SELECT 1 FROM transcript_entries t
+			      WHERE t.campaign_id = $1 AND t.speaker_id = $2 AND t.session_id = r.session_id AND t.text <> ''
+			        AND (r.attributes->>'evidence' IN (t.text, t.speaker_name || ': ' || t.text)
+			             OR (length(t.text) >= $3 AND strpos(r.attributes->>'evidence', t.text) > 0)))`,
+			c.id, userID, minQuotedLine); err != nil {
+			return err
+		}
+		if err := scrubQuotes(ctx, tx, c.id, userID); err != nil {
+			return err
+		}
 		rows, err = tx.Query(ctx, `
 			DELETE FROM relationships r
-			WHERE r.campaign_id = $1
+			WHERE r.campaign_id = $1 AND NOT r.attributes ? 'dm_reason'
 			  AND (EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
 			               WHERE fe.fact_id = r.id AND t.speaker_id = $2)
 			       OR (jsonb_typeof(r.attributes->'evidence') = 'string' AND EXISTS (SELECT 1 FROM transcript_entries t
