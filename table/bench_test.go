@@ -130,10 +130,8 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 	if err != nil {
 		tb.Fatal(err)
 	}
-	clip := audiotest.Speak(tb, "Grimjaw, what news of the shipment?", 48000)
-	sig, _ := audiotest.Compose(48000, []time.Duration{300 * time.Millisecond}, []audio.PCM{clip}, 200*time.Millisecond)
 	r := &rig{voice: &benchVoice{packets: make(chan audio.Packet, 256), events: make(chan conn.Event)},
-		packets: audiotest.Encode(tb, sig, player, 1, time.Now()).Packets, reports: make(chan table.LineReport, 16), camp: camp, dg: dg}
+		packets: playerLine(tb), reports: make(chan table.LineReport, 16), camp: camp, dg: dg}
 	controls := live.NewControls()
 	controls.SetScene(live.Scene{Present: []string{"grimjaw"}})
 	cfg := table.Config{Campaign: pgtest.Open(tb, store, camp.ID(), memory.DMViewer()), SessionID: "bench", Voice: r.voice,
@@ -155,6 +153,29 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 		}
 	})
 	return r
+}
+
+// playerLineOnce holds the player's line as Opus packets, spoken and
+// encoded once for every rig: the same sentence each time, and seconds of
+// CPU to make.
+var playerLineOnce struct {
+	sync.Once
+	packets []audio.Packet
+}
+
+// playerLine is the player's line as Opus packets (the caller's own copy;
+// the payloads are shared and read only; only they are used).
+func playerLine(tb testing.TB) []audio.Packet {
+	tb.Helper()
+	playerLineOnce.Do(func() {
+		clip := audiotest.Speak(tb, "Grimjaw, what news of the shipment?", 48000)
+		sig, _ := audiotest.Compose(48000, []time.Duration{300 * time.Millisecond}, []audio.PCM{clip}, 200*time.Millisecond)
+		playerLineOnce.packets = audiotest.Encode(tb, sig, player, 1, time.Now()).Packets
+	})
+	if len(playerLineOnce.packets) == 0 {
+		tb.Fatal("no player line: making it failed (see the first test that asked)")
+	}
+	return slices.Clone(playerLineOnce.packets)
 }
 
 // turn sends the player's line and waits for the table's report.

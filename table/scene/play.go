@@ -277,6 +277,8 @@ type player struct {
 	// that came while wait waited for its late answer.
 	held  time.Time
 	early []table.LineReport
+	// voiced are the frames of the longest voiced sound (voicedFrames).
+	voiced [][]byte
 }
 
 func (p *player) run(ctx context.Context, res *Result) error {
@@ -385,15 +387,7 @@ func (p *player) awaitLate() {
 func (p *player) line(ctx context.Context, st Step) (LineEvent, error) {
 	p.held = time.Time{} // joined by this line, or answered while it plays
 	pl := p.f.player(st.Speaker)
-	pcm, err := p.speech(ctx, pl, st)
-	if err != nil {
-		return LineEvent{}, err
-	}
-	enc, err := playback.NewEncoder(48000)
-	if err != nil {
-		return LineEvent{}, err
-	}
-	frames, err := enc.Frames(pcm)
+	frames, err := p.frames(ctx, pl, st)
 	if err != nil {
 		return LineEvent{}, err
 	}
@@ -535,17 +529,59 @@ func (p *player) writeReply(frames [][]byte, npcID string) (string, error) {
 	return path, os.WriteFile(path, audio.EncodeWAV(pcm), 0o644)
 }
 
-// speech is the audio of a line: its words synthesised in the player's
+// frames are a line's Opus frames: its words synthesised in the player's
 // voice, or, when the scene gives what speech-to-text hears, a voiced
 // sound as long as the words would take.
-func (p *player) speech(ctx context.Context, pl Player, st Step) (audio.PCM, error) {
+func (p *player) frames(ctx context.Context, pl Player, st Step) ([][]byte, error) {
 	if st.Heard != nil {
-		words := len(strings.Fields(st.Say))
-		if words == 0 {
-			words = len(strings.Fields(*st.Heard))
-		}
-		return voiced(time.Duration(min(max(words, 2), 20)) * 300 * time.Millisecond), nil
+		return p.voicedFrames(heardLength(st))
 	}
+	pcm, err := p.speech(ctx, pl, st)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := playback.NewEncoder(48000)
+	if err != nil {
+		return nil, err
+	}
+	return enc.Frames(pcm)
+}
+
+// heardLength is how long a line the scene gives heard text for sounds:
+// 300 ms a word, 2 to 20 words; a whole number of Opus frames.
+func heardLength(st Step) time.Duration {
+	words := len(strings.Fields(st.Say))
+	if words == 0 {
+		words = len(strings.Fields(*st.Heard))
+	}
+	return time.Duration(min(max(words, 2), maxHeardWords)) * 300 * time.Millisecond
+}
+
+// maxHeardWords is the most words heardLength counts.
+const maxHeardWords = 20
+
+// voicedFrames are the Opus frames of voiced(d), d a whole number of
+// frames. The encoder is causal (a frame depends on the samples before it
+// only) and a line starts with a fresh one, so the frames of a shorter
+// sound are the first frames of the longest: that one is encoded once a
+// play and each line takes its prefix, instead of encoding every line's
+// sound again.
+func (p *player) voicedFrames(d time.Duration) ([][]byte, error) {
+	if p.voiced == nil {
+		enc, err := playback.NewEncoder(48000)
+		if err != nil {
+			return nil, err
+		}
+		if p.voiced, err = enc.Frames(voiced(maxHeardWords * 300 * time.Millisecond)); err != nil {
+			return nil, err
+		}
+	}
+	return p.voiced[:int(d/playback.FrameDuration)], nil
+}
+
+// speech is the audio of a line the scene gives no heard text for: its
+// words synthesised in the player's voice.
+func (p *player) speech(ctx context.Context, pl Player, st Step) (audio.PCM, error) {
 	pcm, err := p.o.PlayerVoice.Synthesize(ctx, st.Say, tts.Voice{Name: pl.Voice})
 	if errors.Is(err, tts.ErrBadVoice) && pl.Voice != "" {
 		// A voice this machine lacks: the best one it has speaks instead.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/scene"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/tts"
 )
 
 const (
@@ -107,7 +109,44 @@ func newHarnessOn(t *testing.T, store *postgres.Store) *harness {
 		Providers: table.Providers{LLM: client, Embedder: emb, Summarizer: contextmgr.NewOpenAISummarizer(client, "fake")},
 		Settings: table.Settings{StateDir: t.TempDir(), MaxContextTokens: 900,
 			Audio: audio.Config{Endpoint: 600 * time.Millisecond, MaxUtterance: 30 * time.Second}},
-		Logger: quiet(), LineTimeout: 3 * time.Minute}} // a hang guard: many scenes play at once on a loaded machine
+		PlayerVoice: &cachedVoice{real: tts.Espeak{}},
+		Logger:      quiet(), LineTimeout: 3 * time.Minute}} // a hang guard: many scenes play at once on a loaded machine
+}
+
+// cachedVoice is espeak-ng speaking each sentence once: the fake NPCs say
+// the same few lines again and again, and the table gets the same audio
+// either way (espeak-ng is deterministic), without a process per reply.
+type cachedVoice struct {
+	real tts.Synthesizer
+
+	mu   sync.Mutex
+	said map[spoken]audio.PCM
+}
+
+type spoken struct {
+	text  string
+	voice tts.Voice
+}
+
+func (c *cachedVoice) Synthesize(ctx context.Context, text string, v tts.Voice) (audio.PCM, error) {
+	k := spoken{text, v}
+	c.mu.Lock()
+	pcm, ok := c.said[k]
+	c.mu.Unlock()
+	if !ok {
+		var err error
+		if pcm, err = c.real.Synthesize(ctx, text, v); err != nil {
+			return audio.PCM{}, err
+		}
+		c.mu.Lock()
+		if c.said == nil {
+			c.said = map[spoken]audio.PCM{}
+		}
+		c.said[k] = pcm
+		c.mu.Unlock()
+	}
+	pcm.Samples = slices.Clone(pcm.Samples) // the caller's own
+	return pcm, nil
 }
 
 // texts are the contents of a context's messages of a role ("" for all).

@@ -2,12 +2,38 @@ package audio_test
 
 import (
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
+
+// speechOnce holds speech and its Opus packets, made once for the tests of
+// the rate limit: synthesising and encoding 80 s of talk costs seconds of
+// CPU, and every test gets the same either way.
+var speechOnce struct {
+	sync.Once
+	sig     audio.PCM
+	packets []audio.Packet // audiotest.Encode(sig, "111", 9, t0)
+}
+
+// speechStream is speech and its packets (the caller's own copy; the Opus
+// payloads are shared and read only).
+func speechStream(t *testing.T) (audio.PCM, []audio.Packet) {
+	t.Helper()
+	speechOnce.Do(func() {
+		sig := speech(t)
+		speechOnce.packets = audiotest.Encode(t, sig, "111", 9, t0).Packets
+		speechOnce.sig = sig
+	})
+	if len(speechOnce.packets) == 0 {
+		t.Fatal("no speech: making it failed (see the first test that asked)")
+	}
+	return speechOnce.sig, slices.Clone(speechOnce.packets)
+}
 
 // speech is about 80 s of talking with short pauses.
 func speech(t *testing.T) audio.PCM {
@@ -37,14 +63,13 @@ func speech(t *testing.T) audio.PCM {
 // faster than real time, and returns the audio its utterances carried
 // (what speech-to-text would be sent), the wall time the stream took, and
 // the router's drop counters.
-func heard(t *testing.T, sig audio.PCM, speed float64, jitter time.Duration) (audioSent, wall time.Duration, stats audio.Stats, onDrop int) {
+func heard(t *testing.T, speed float64, jitter time.Duration) (audioSent, wall time.Duration, stats audio.Stats, onDrop int) {
 	t.Helper()
 	var rec recorder
 	cfg := rec.config(audio.Config{})
 	cfg.OnDrop = func(string) { onDrop++ }
 	r := mustRouter(t, cfg)
-	s := audiotest.Encode(t, sig, "111", 9, t0)
-	ps := s.Packets
+	_, ps := speechStream(t)
 	for i := range ps {
 		ps[i].Received = t0.Add(time.Duration(float64(ps[i].Received.Sub(t0)) / speed))
 	}
@@ -65,10 +90,10 @@ func heard(t *testing.T, sig audio.PCM, speed float64, jitter time.Duration) (au
 // (counted) and gives speech-to-text at most about 1.5 times real time of
 // audio; one speaking in real time, with network jitter, loses nothing.
 func TestRateLimit(t *testing.T) {
-	sig := speech(t)
+	sig, _ := speechStream(t)
 	length := time.Duration(sig.Duration() * float64(time.Second))
 
-	sent, wall, st, onDrop := heard(t, sig, 1, 60*time.Millisecond)
+	sent, wall, st, onDrop := heard(t, 1, 60*time.Millisecond)
 	t.Logf("real time: %v of signal, %v of audio to speech-to-text over %v, %d packets dropped", length, sent, wall, st.RateDropped)
 	if st.RateDropped != 0 || onDrop != 0 {
 		t.Errorf("real-time speech lost %d packets to the rate limit (%d reported)", st.RateDropped, onDrop)
@@ -77,7 +102,7 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("real-time speech gave only %v of audio for %v of signal", sent, length)
 	}
 
-	sent, wall, st, onDrop = heard(t, sig, 10, 0)
+	sent, wall, st, onDrop = heard(t, 10, 0)
 	t.Logf("10x real time: %v of signal, %v of audio to speech-to-text over %v, %d packets dropped", length, sent, wall, st.RateDropped)
 	// The bound: the rate over the wall time, the burst, and for each
 	// utterance at most its pre- and post-roll.
@@ -100,10 +125,9 @@ func TestRateLimit(t *testing.T) {
 // open: seven times real time of audio) are charged for the gaps, so at
 // most about 1.5 times real time of audio comes out.
 func TestRateLimitCountsTimestampGaps(t *testing.T) {
-	sig := speech(t)
 	var rec recorder
 	r := mustRouter(t, rec.config(audio.Config{}))
-	ps := audiotest.Encode(t, sig, "111", 9, t0).Packets
+	_, ps := speechStream(t)
 	for i := range ps {
 		// Groups of four 20 ms frames (enough to open an utterance), 500 ms apart.
 		ps[i].Timestamp = ps[0].Timestamp + uint32(i/4)*(4+25)*960 + uint32(i%4)*960

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,9 +24,35 @@ var campaign = []string{"Grimjaw", "Ironhold", "Tower of Whispers"}
 
 const said = "Grimjaw, tell me about the Tower of Whispers in Ironhold."
 
+// utterances are the utterances made so far, by text: most tests speak
+// the same sentence, and making it (espeak-ng, Opus, a lane) gives the same
+// utterance every time (the loss and jitter are seeded).
+var utterances struct {
+	sync.Mutex
+	byText map[string]audio.Utterance
+}
+
 // utterance runs spoken text through Opus, 5% packet loss, jitter and a
-// lane, and returns the utterance the lane cut.
+// lane, and returns the utterance the lane cut (the caller's own copy).
 func utterance(t *testing.T, text string) audio.Utterance {
+	t.Helper()
+	utterances.Lock()
+	u, ok := utterances.byText[text]
+	utterances.Unlock()
+	if !ok {
+		u = makeUtterance(t, text)
+		utterances.Lock()
+		if utterances.byText == nil {
+			utterances.byText = map[string]audio.Utterance{}
+		}
+		utterances.byText[text] = u
+		utterances.Unlock()
+	}
+	u.Audio.Samples = slices.Clone(u.Audio.Samples)
+	return u
+}
+
+func makeUtterance(t *testing.T, text string) audio.Utterance {
 	t.Helper()
 	clip := audiotest.Speak(t, text, 48000)
 	sig, _ := audiotest.Compose(48000, []time.Duration{500 * time.Millisecond}, []audio.PCM{clip}, 1500*time.Millisecond)

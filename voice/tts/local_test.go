@@ -26,12 +26,16 @@ func TestFestivalAndFlite(t *testing.T) {
 		synth tts.Synthesizer
 		voice tts.Voice
 		rate  int
+		// odd: check text that looks like an option or like Scheme. It
+		// reaches a program the same way whatever the voice, so once a
+		// program: a festival run costs a second and a half of CPU.
+		odd bool
 	}{
-		{"festival HTS", tts.Festival{}, tts.Voice{}, 32000},
-		{"festival diphone", tts.Festival{}, tts.Voice{Name: tts.FestivalKAL}, 16000},
-		{"festival slower", tts.Festival{}, tts.Voice{Name: tts.FestivalKAL, Speed: 0.5}, 16000},
-		{"flite", tts.Flite{}, tts.Voice{}, 16000},
-		{"flite awb", tts.Flite{}, tts.Voice{Name: "awb"}, 16000},
+		{"festival HTS", tts.Festival{}, tts.Voice{}, 32000, true},
+		{"festival diphone", tts.Festival{}, tts.Voice{Name: tts.FestivalKAL}, 16000, false},
+		{"festival slower", tts.Festival{}, tts.Voice{Name: tts.FestivalKAL, Speed: 0.5}, 16000, false},
+		{"flite", tts.Flite{}, tts.Voice{}, 16000, true},
+		{"flite awb", tts.Flite{}, tts.Voice{Name: "awb"}, 16000, false},
 	}
 	durations := map[string]float64{}
 	for _, tt := range tests {
@@ -52,6 +56,9 @@ func TestFestivalAndFlite(t *testing.T) {
 			durations[tt.name] = p.Duration()
 			// Text that looks like an option or like Scheme is spoken.
 			for _, text := range []string{"--help", "(quit)", "-t"} {
+				if !tt.odd {
+					break
+				}
 				if _, err := tt.synth.Synthesize(ctx, text, tt.voice); err != nil {
 					t.Errorf("%q: %v", text, err)
 				}
