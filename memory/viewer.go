@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -220,10 +221,26 @@ func Quote(s string, max int) string {
 // misread: a "secret" marker, at any depth, that is not a JSON boolean
 // (secret: "true" or "yes" would leave the fact or value public, since
 // only true hides it), or spelled in another case ("Secret": true is a
-// secret key, hidden itself, and marks nothing). The error wraps
-// ErrInvalid and names the attribute's path.
+// secret key, hidden itself, and marks nothing; "SECRET": "a note" is
+// such a hidden value and is taken). The error wraps ErrInvalid and names
+// the attribute's path.
 func CheckSecretMarkers(attrs map[string]any) error {
 	return checkMarkers(attrs, "")
+}
+
+// looksLikeMarker reports whether v reads as a yes or no: a boolean, a
+// number, or a word such as "true", "yes" or "on".
+func looksLikeMarker(v any) bool {
+	switch x := v.(type) {
+	case bool, float64, int, int64, json.Number:
+		return true
+	case string:
+		switch asciiLower(strings.TrimSpace(x)) {
+		case "true", "false", "yes", "no", "on", "off", "y", "n", "1", "0":
+			return true
+		}
+	}
+	return false
 }
 
 func checkMarkers(v any, path string) error {
@@ -236,7 +253,12 @@ func checkMarkers(v any, path string) error {
 			}
 			if asciiLower(k) == AttrSecret {
 				if k != AttrSecret {
-					return fmt.Errorf("%w: attribute %s: the secret marker is written %q (lower case), or it marks nothing", ErrInvalid, p, AttrSecret)
+					// SECRET: "the note" is a secret-named value, hidden
+					// itself (SecretKey); SECRET: true meant a marker.
+					if looksLikeMarker(y) {
+						return fmt.Errorf("%w: attribute %s: the secret marker is written %q (lower case), or it marks nothing", ErrInvalid, p, AttrSecret)
+					}
+					continue
 				}
 				if _, ok := y.(bool); !ok {
 					return fmt.Errorf("%w: attribute %s must be true or false, got %v (%T): any other value leaves it public", ErrInvalid, p, y, y)

@@ -31,6 +31,7 @@ func TestSecretMarkersThatWouldLeakAreRefused(t *testing.T) {
 		{"yes", map[string]any{"secret": "yes"}},
 		{"a number", map[string]any{"secret": 1.0}},
 		{"another case", map[string]any{"Secret": true}},
+		{"another case, a word", map[string]any{"SECRET": "yes"}},
 		{"nested in an object", map[string]any{"plan": map[string]any{"secret": "true", "text": "poison the well"}}},
 		{"nested in a list", map[string]any{"plans": []any{map[string]any{"secret": "yes", "text": "poison the well"}}}},
 	} {
@@ -50,6 +51,16 @@ func TestSecretMarkersThatWouldLeakAreRefused(t *testing.T) {
 				t.Errorf("saving an entity with %v: %v, want ErrInvalid", tc.attrs, err)
 			}
 		})
+	}
+	// A secret-named value in another case is a note, hidden itself (the
+	// hostile campaign's SECRET: key): taken, and a player reads the fact
+	// without it.
+	note := must[memory.FactWrite](t)(g.WriteFact(ctx, memory.DM("dm"), memory.Relationship{SourceID: "grimjaw", TargetID: "vault",
+		Type: "GUARDS", Attributes: map[string]any{"SECRET": "the vault is empty", "since": "spring"}}, ""))
+	if f, err := player.Fact(ctx, note.Fact.ID); err != nil {
+		t.Errorf("a player reading a fact with a SECRET note: %v", err)
+	} else if _, ok := f.Attributes["SECRET"]; ok || f.Attributes["since"] != "spring" {
+		t.Errorf("a player reads the fact's attributes as %v, want since only", f.Attributes)
 	}
 	w := must[memory.FactWrite](t)(g.WriteFact(ctx, memory.DM("dm"), memory.Relationship{SourceID: "grimjaw", TargetID: "vault",
 		Type: "PLOTS_AGAINST", Attributes: map[string]any{"secret": true}}, ""))
