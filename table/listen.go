@@ -2,12 +2,14 @@ package table
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/correction"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
@@ -25,6 +27,27 @@ type batcher interface {
 	TranscribeBatch(ctx context.Context, pcm audio.PCM, h stt.Hints) (stt.Transcript, error)
 }
 
+// wholeStreamer is a Transcriber whose Transcribe itself sends the
+// utterance through a stream (*stt.Deepgram): without STTStreaming the
+// table opens that stream when the player starts speaking and, when they
+// stop, sends the whole utterance through it (TranscribeStream), so the end
+// of speech does not wait for a connection to be set up. What is sent and
+// when the recogniser gets it are as with Transcribe.
+type wholeStreamer interface {
+	streamer
+	TranscribeStream(ctx context.Context, st stt.Stream, pcm audio.PCM) (stt.Transcript, error)
+}
+
+// keepAliver is a stream that must be kept alive while it waits for audio
+// (*stt.DeepgramStream).
+type keepAliver interface {
+	KeepAlive() error
+}
+
+// keepAliveEvery is how often a stream opened for a whole utterance is
+// kept alive while the player speaks (stt.KeepAliveEvery).
+const keepAliveEvery = stt.KeepAliveEvery
+
 // resulter is a stream that reports interim and final results as they
 // come (*stt.DeepgramStream, *stt.RealtimeStream).
 type resulter interface {
@@ -32,20 +55,23 @@ type resulter interface {
 }
 
 // listening is one utterance streamed to speech-to-text while the player
-// speaks. The lane's goroutine queues audio (onAudio) and ends it
+// speaks, or (whole) one whose stream is opened while the player speaks and
+// gets the whole utterance when they stop. The lane's goroutine queues audio (onAudio) and ends it
 // (onUtterance); its own goroutine, started by the session and counted in
 // its WaitGroup, opens the stream, sends what is queued and, once the
 // utterance has ended, waits for the final transcript. transcribe takes
 // the result; when the stream could not be opened or failed, the
 // utterance is transcribed whole instead, so it is never lost.
 type listening struct {
-	user string
-	wake chan struct{} // audio was queued or the utterance ended
-	done chan struct{} // closed when tr and err are set
+	user  string
+	whole bool          // the utterance is sent whole once it ended
+	wake  chan struct{} // audio was queued or the utterance ended
+	done  chan struct{} // closed when tr and err are set
 
 	mu         sync.Mutex
 	queue      [][]int16
 	ended      bool
+	audio      audio.PCM       // whole: the utterance, once it ended
 	failed     bool            // the stream is gone: stop queueing audio
 	prefetched map[string]bool // NPCs whose context a partial transcript started
 	addressed  time.Time       // when a partial transcript first addressed an NPC
@@ -61,10 +87,11 @@ func (l *listening) signal() {
 	}
 }
 
-// end marks the utterance over; the stream finishes.
-func (l *listening) end() {
+// end marks the utterance over, with its audio (sent when whole); the
+// stream finishes.
+func (l *listening) end(pcm audio.PCM) {
 	l.mu.Lock()
-	l.ended = true
+	l.ended, l.audio = true, pcm
 	l.mu.Unlock()
 	l.signal()
 }
@@ -101,9 +128,9 @@ func (s *Session) onAudio(c audio.Chunk) {
 	l := s.listening[c.UserID]
 	if c.Start {
 		if l != nil { // never ended (cannot happen: the lane ends it first)
-			l.end()
+			l.end(audio.PCM{})
 		}
-		l = &listening{user: c.UserID, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		l = &listening{user: c.UserID, whole: s.whole != nil, wake: make(chan struct{}, 1), done: make(chan struct{}),
 			prefetched: map[string]bool{}}
 		s.listening[c.UserID] = l
 		// The router's goroutine is counted in s.wg, so the count is above
@@ -112,7 +139,7 @@ func (s *Session) onAudio(c audio.Chunk) {
 		go s.listen(st, l)
 	}
 	s.mu.Unlock()
-	if l == nil || len(c.Samples) == 0 {
+	if l == nil || l.whole || len(c.Samples) == 0 {
 		return
 	}
 	l.mu.Lock()
@@ -150,6 +177,10 @@ func (s *Session) listen(st streamer, l *listening) {
 	var readers sync.WaitGroup
 	defer readers.Wait()
 	defer stream.Close()
+	if l.whole {
+		l.tr, l.err = s.sendWhole(stream, l)
+		return
+	}
 	if rs, ok := stream.(resulter); ok {
 		readers.Add(1)
 		go func() { defer readers.Done(); s.follow(l, rs.Results()) }()
@@ -180,6 +211,50 @@ func (s *Session) listen(st streamer, l *listening) {
 		return
 	}
 }
+
+// sendWhole waits for the end of a whole utterance, keeping its stream
+// alive meanwhile, and sends it through the stream. The audio of a player
+// who opted out meanwhile is not sent.
+func (s *Session) sendWhole(stream stt.Stream, l *listening) (stt.Transcript, error) {
+	ka, _ := stream.(keepAliver)
+	var alive clock.Timer
+	var tick <-chan time.Time
+	if ka != nil {
+		alive = s.cfg.Clock.NewTimer(keepAliveEvery)
+		tick = alive.C()
+		defer func() { alive.Stop() }()
+	}
+	for {
+		select {
+		case <-l.wake:
+		case <-tick:
+			if err := ka.KeepAlive(); err != nil {
+				return stt.Transcript{}, fmt.Errorf("keeping the speech-to-text stream open: %w", err)
+			}
+			alive = s.cfg.Clock.NewTimer(keepAliveEvery)
+			tick = alive.C()
+			continue
+		case <-s.work.Done():
+			return stt.Transcript{}, fmt.Errorf("streaming speech-to-text: %w", s.work.Err())
+		}
+		l.mu.Lock()
+		ended, pcm := l.ended, l.audio
+		l.mu.Unlock()
+		if !ended {
+			continue
+		}
+		if (*s.optedOut.Load())[l.user] {
+			return stt.Transcript{}, errOptedOut
+		}
+		ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
+		defer cancel()
+		return s.whole.TranscribeStream(ctx, stream, pcm)
+	}
+}
+
+// errOptedOut: the player opted out while speaking; their utterance is
+// not transcribed.
+var errOptedOut = errors.New("the player opted out of being transcribed")
 
 // follow reads a stream's results while the player speaks: each time the
 // words heard so far address an NPC, that NPC's hot context starts being
@@ -256,8 +331,14 @@ func (s *Session) recognize(ctx context.Context, u utterance) (stt.Transcript, e
 		if err == nil {
 			return t, nil
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, errOptedOut) {
 			return stt.Transcript{}, err
+		}
+		if u.listen.whole {
+			// As Transcribe would have: a stream of its own, then the
+			// batch endpoint.
+			s.log.Warn("the speech-to-text stream opened ahead failed; transcribing the utterance whole", "user", u.UserID, "err", err)
+			return s.cfg.Providers.STT.Transcribe(ctx, u.Audio, s.hints())
 		}
 		s.log.Warn("streaming speech-to-text failed; transcribing the utterance whole", "user", u.UserID, "err", err)
 		if b, ok := s.cfg.Providers.STT.(batcher); ok {

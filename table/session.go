@@ -104,6 +104,9 @@ type Session struct {
 	agent Responder
 	voice Voice
 	log   *slog.Logger
+	// whole is the recogniser when whole utterances are sent through a
+	// stream opened as the player starts speaking (nil otherwise).
+	whole wholeStreamer
 
 	router *audio.Router
 	addr   *npc.Addresser
@@ -192,6 +195,11 @@ func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, ag
 	acfg.OnUtterance = s.onUtterance
 	acfg.OnEvent = s.onSpeech
 	if _, ok := cfg.Providers.STT.(streamer); ok && cfg.Providers.STTStreaming {
+		acfg.OnAudio = s.onAudio
+	} else if w, ok := cfg.Providers.STT.(wholeStreamer); ok {
+		// Whole utterances go through a stream opened when the player
+		// starts speaking (listen.go).
+		s.whole = w
 		acfg.OnAudio = s.onAudio
 	}
 	if d, ok := cfg.Observer.(dropObserver); ok {
@@ -410,7 +418,7 @@ func (s *Session) pump(out chan<- audio.Packet) {
 func (s *Session) onUtterance(au audio.Utterance) {
 	u := utterance{Utterance: au, detected: s.cfg.Clock.Now(), listen: s.takeListening(au.UserID)}
 	if u.listen != nil {
-		u.listen.end()
+		u.listen.end(au.Audio)
 	}
 	select {
 	case s.queue <- u:
