@@ -2,14 +2,12 @@ package table
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/correction"
-	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
@@ -66,18 +64,31 @@ type listening struct {
 	user  string
 	whole bool          // the utterance is sent whole once it ended
 	wake  chan struct{} // audio was queued or the utterance ended
-	done  chan struct{} // closed when tr and err are set
+	done  chan struct{} // closed when tr and err (whole: stream and err) are set
 
 	mu         sync.Mutex
 	queue      [][]int16
 	ended      bool
-	audio      audio.PCM       // whole: the utterance, once it ended
 	failed     bool            // the stream is gone: stop queueing audio
 	prefetched map[string]bool // NPCs whose context a partial transcript started
 	addressed  time.Time       // when a partial transcript first addressed an NPC
 
 	tr  stt.Transcript
 	err error
+
+	// whole: the stream opened for the utterance, closed once (release).
+	stream   stt.Stream
+	released sync.Once
+}
+
+// release closes a whole utterance's stream once it was opened.
+func (l *listening) release() {
+	<-l.done
+	l.released.Do(func() {
+		if l.stream != nil {
+			l.stream.Close()
+		}
+	})
 }
 
 func (l *listening) signal() {
@@ -87,11 +98,10 @@ func (l *listening) signal() {
 	}
 }
 
-// end marks the utterance over, with its audio (sent when whole); the
-// stream finishes.
-func (l *listening) end(pcm audio.PCM) {
+// end marks the utterance over; the stream finishes.
+func (l *listening) end() {
 	l.mu.Lock()
-	l.ended, l.audio = true, pcm
+	l.ended = true
 	l.mu.Unlock()
 	l.signal()
 }
@@ -128,7 +138,7 @@ func (s *Session) onAudio(c audio.Chunk) {
 	l := s.listening[c.UserID]
 	if c.Start {
 		if l != nil { // never ended (cannot happen: the lane ends it first)
-			l.end(audio.PCM{})
+			l.end()
 		}
 		l = &listening{user: c.UserID, whole: s.whole != nil, wake: make(chan struct{}, 1), done: make(chan struct{}),
 			prefetched: map[string]bool{}}
@@ -136,7 +146,11 @@ func (s *Session) onAudio(c audio.Chunk) {
 		// The router's goroutine is counted in s.wg, so the count is above
 		// zero here and Add cannot race End's Wait.
 		s.wg.Add(1)
-		go s.listen(st, l)
+		if l.whole {
+			go s.listenWhole(l)
+		} else {
+			go s.listen(st, l)
+		}
 	}
 	s.mu.Unlock()
 	if l == nil || l.whole || len(c.Samples) == 0 {
@@ -177,10 +191,6 @@ func (s *Session) listen(st streamer, l *listening) {
 	var readers sync.WaitGroup
 	defer readers.Wait()
 	defer stream.Close()
-	if l.whole {
-		l.tr, l.err = s.sendWhole(stream, l)
-		return
-	}
 	if rs, ok := stream.(resulter); ok {
 		readers.Add(1)
 		go func() { defer readers.Done(); s.follow(l, rs.Results()) }()
@@ -212,49 +222,58 @@ func (s *Session) listen(st streamer, l *listening) {
 	}
 }
 
-// sendWhole waits for the end of a whole utterance, keeping its stream
-// alive meanwhile, and sends it through the stream. The audio of a player
-// who opted out meanwhile is not sent.
-func (s *Session) sendWhole(stream stt.Stream, l *listening) (stt.Transcript, error) {
+// listenWhole opens the stream of a whole utterance while the player
+// speaks and keeps it alive until the utterance ends; recognize sends the
+// utterance through it and releases it.
+func (s *Session) listenWhole(l *listening) {
+	defer s.wg.Done()
+	stream, err := s.whole.OpenStream(s.work, s.hints())
+	if err != nil {
+		err = fmt.Errorf("opening the speech-to-text stream: %w", err)
+	}
+	l.stream, l.err = stream, err
+	close(l.done)
+	if err != nil {
+		return
+	}
 	ka, _ := stream.(keepAliver)
-	var alive clock.Timer
-	var tick <-chan time.Time
-	if ka != nil {
-		alive = s.cfg.Clock.NewTimer(keepAliveEvery)
-		tick = alive.C()
-		defer func() { alive.Stop() }()
+	if ka == nil {
+		return
 	}
 	for {
+		alive := s.cfg.Clock.NewTimer(keepAliveEvery)
 		select {
 		case <-l.wake:
-		case <-tick:
-			if err := ka.KeepAlive(); err != nil {
-				return stt.Transcript{}, fmt.Errorf("keeping the speech-to-text stream open: %w", err)
-			}
-			alive = s.cfg.Clock.NewTimer(keepAliveEvery)
-			tick = alive.C()
-			continue
+		case <-alive.C():
 		case <-s.work.Done():
-			return stt.Transcript{}, fmt.Errorf("streaming speech-to-text: %w", s.work.Err())
+			alive.Stop()
+			l.release()
+			return
 		}
+		alive.Stop()
 		l.mu.Lock()
-		ended, pcm := l.ended, l.audio
+		ended := l.ended
 		l.mu.Unlock()
-		if !ended {
-			continue
+		if ended {
+			return
 		}
-		if (*s.optedOut.Load())[l.user] {
-			return stt.Transcript{}, errOptedOut
+		if err := ka.KeepAlive(); err != nil {
+			// The utterance goes to Transcribe when it ends (recognize).
+			s.log.Debug("keeping the speech-to-text stream open failed", "user", l.user, "err", err)
+			return
 		}
-		ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
-		defer cancel()
-		return s.whole.TranscribeStream(ctx, stream, pcm)
 	}
 }
 
-// errOptedOut: the player opted out while speaking; their utterance is
-// not transcribed.
-var errOptedOut = errors.New("the player opted out of being transcribed")
+// releaseLater releases a whole utterance's stream that will not be used,
+// without waiting for it to be opened.
+func (s *Session) releaseLater(l *listening) {
+	if l == nil || !l.whole {
+		return
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); l.release() }()
+}
 
 // follow reads a stream's results while the player speaks: each time the
 // words heard so far address an NPC, that NPC's hot context starts being
@@ -326,19 +345,37 @@ func (s *Session) prefetchedEarly(user, npcID string) bool {
 // recognize is the utterance's transcript: the streamed one when it was
 // streamed, else (or when the stream failed) the whole utterance's.
 func (s *Session) recognize(ctx context.Context, u utterance) (stt.Transcript, error) {
+	if l := u.listen; l != nil && l.whole {
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			s.releaseLater(l)
+			return stt.Transcript{}, fmt.Errorf("waiting for the speech-to-text stream: %w", ctx.Err())
+		}
+		err := l.err
+		if err == nil {
+			var t stt.Transcript
+			t, err = s.whole.TranscribeStream(ctx, l.stream, u.Audio)
+			l.release()
+			if err == nil {
+				return t, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return stt.Transcript{}, err
+		}
+		// As Transcribe would have: a stream of its own, then the batch
+		// endpoint.
+		s.log.Warn("the speech-to-text stream opened ahead failed; transcribing the utterance whole", "user", u.UserID, "err", err)
+		return s.cfg.Providers.STT.Transcribe(ctx, u.Audio, s.hints())
+	}
 	if u.listen != nil {
 		t, err := u.listen.result(ctx)
 		if err == nil {
 			return t, nil
 		}
-		if ctx.Err() != nil || errors.Is(err, errOptedOut) {
+		if ctx.Err() != nil {
 			return stt.Transcript{}, err
-		}
-		if u.listen.whole {
-			// As Transcribe would have: a stream of its own, then the
-			// batch endpoint.
-			s.log.Warn("the speech-to-text stream opened ahead failed; transcribing the utterance whole", "user", u.UserID, "err", err)
-			return s.cfg.Providers.STT.Transcribe(ctx, u.Audio, s.hints())
 		}
 		s.log.Warn("streaming speech-to-text failed; transcribing the utterance whole", "user", u.UserID, "err", err)
 		if b, ok := s.cfg.Providers.STT.(batcher); ok {

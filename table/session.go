@@ -418,7 +418,7 @@ func (s *Session) pump(out chan<- audio.Packet) {
 func (s *Session) onUtterance(au audio.Utterance) {
 	u := utterance{Utterance: au, detected: s.cfg.Clock.Now(), listen: s.takeListening(au.UserID)}
 	if u.listen != nil {
-		u.listen.end(au.Audio)
+		u.listen.end()
 	}
 	select {
 	case s.queue <- u:
@@ -430,6 +430,7 @@ func (s *Session) onUtterance(au audio.Utterance) {
 		case s.queue <- u:
 		case <-s.work.Done():
 			s.log.Error("utterance not transcribed: the session ended while speech-to-text was behind", "user", u.UserID)
+			s.releaseLater(u.listen)
 		}
 	}
 }
@@ -525,6 +526,7 @@ func (s *Session) transcribeLoop() {
 	}()
 	for u := range s.queue {
 		if (*s.optedOut.Load())[u.UserID] || s.released.Load() {
+			s.releaseLater(u.listen)
 			continue
 		}
 		l, ok := s.transcribe(u, prev)

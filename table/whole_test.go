@@ -12,6 +12,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
+	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
 )
 
 // gatedClock is the system clock whose timers start only once gate is
@@ -112,5 +113,26 @@ func TestWholeUtteranceStreamOpensEarly(t *testing.T) {
 	}
 	if l.Timing.Addressed != 0 {
 		t.Fatalf("addressed early (at %v) without streaming", l.Timing.Addressed)
+	}
+}
+
+// TestWholeUtteranceStreamRefused: when the stream opened ahead is
+// refused, the utterance goes to Transcribe as before (its own stream,
+// refused too, then the batch endpoint): recorded and answered.
+func TestWholeUtteranceStreamRefused(t *testing.T) {
+	audiotest.Need(t, "espeak-ng")
+	r := newRig(t, 0)
+	r.dg.SetFailure(stttest.RefuseStream)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
+	defer cancel()
+	l, err := r.turn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Dropped != "" || !strings.Contains(l.Corrected, "Grimjaw") || l.Addressee != "grimjaw" {
+		t.Fatalf("line %q (dropped %q) answered by %q, want it recorded and answered", l.Corrected, l.Dropped, l.Addressee)
+	}
+	if streamed, batch := streamCalls(r.dg.Calls()); streamed != 0 || batch != 1 {
+		t.Fatalf("%d streamed and %d batch requests, want the batch fallback alone", streamed, batch)
 	}
 }

@@ -273,8 +273,10 @@ type DeepgramStream struct {
 	closed  sync.Once
 	buf     []byte
 	// wmu orders the writes of Send, Finish and KeepAlive: the
-	// connection takes one writer at a time.
-	wmu sync.Mutex
+	// connection takes one writer at a time. finished: CloseStream was
+	// sent.
+	wmu      sync.Mutex
+	finished bool
 }
 
 // Stream opens a streaming transcription of 16 kHz mono linear PCM.
@@ -340,9 +342,14 @@ const KeepAliveEvery = 4 * time.Second
 
 // KeepAlive keeps an open stream that has no audio to send yet from being
 // closed (Deepgram's KeepAlive message). It may be called while another
-// goroutine sends.
+// goroutine sends; after Finish it does nothing.
 func (s *DeepgramStream) KeepAlive() error {
-	if err := s.write(websocket.TextMessage, []byte(`{"type":"KeepAlive"}`)); err != nil {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.finished {
+		return nil
+	}
+	if err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"KeepAlive"}`)); err != nil {
 		return &provider.Error{Provider: "deepgram", Op: "keep alive", Err: err}
 	}
 	return nil
@@ -351,7 +358,11 @@ func (s *DeepgramStream) KeepAlive() error {
 // Finish tells Deepgram the audio is complete, waits for the last results
 // and returns the final transcript (the final results joined).
 func (s *DeepgramStream) Finish(ctx context.Context) (Transcript, error) {
-	if err := s.write(websocket.TextMessage, []byte(`{"type":"CloseStream"}`)); err != nil {
+	s.wmu.Lock()
+	s.finished = true
+	err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"CloseStream"}`))
+	s.wmu.Unlock()
+	if err != nil {
 		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "stream", Err: err}
 	}
 	select {
