@@ -66,7 +66,12 @@
 // (once per NPC and utterance, Timing.Addressed), so the answer starts
 // sooner. Only the final transcript is recorded, corrected and answered.
 // A stream that cannot be opened or fails leaves the utterance to the
-// recogniser's batch endpoint: it is never lost. `make bench-voice`
+// recogniser's batch endpoint: it is never lost. Without STTStreaming, a
+// recogniser whose whole-utterance transcription itself streams (Deepgram)
+// has its stream opened at the utterance's first audio all the same, kept
+// alive, and given the whole utterance once the lane closes it: no audio
+// leaves before the end, but the end of speech waits for no connection
+// (the keyword hints are those of the utterance's start). `make bench-voice`
 // (BenchmarkListen) measures end of speech → first NPC audio both ways.
 //
 // # Reports

@@ -25,6 +25,27 @@ type batcher interface {
 	TranscribeBatch(ctx context.Context, pcm audio.PCM, h stt.Hints) (stt.Transcript, error)
 }
 
+// wholeStreamer is a Transcriber whose Transcribe itself sends the
+// utterance through a stream (*stt.Deepgram): without STTStreaming the
+// table opens that stream when the player starts speaking and, when they
+// stop, sends the whole utterance through it (TranscribeStream), so the end
+// of speech does not wait for a connection to be set up. What is sent and
+// when the recogniser gets it are as with Transcribe.
+type wholeStreamer interface {
+	streamer
+	TranscribeStream(ctx context.Context, st stt.Stream, pcm audio.PCM) (stt.Transcript, error)
+}
+
+// keepAliver is a stream that must be kept alive while it waits for audio
+// (*stt.DeepgramStream).
+type keepAliver interface {
+	KeepAlive() error
+}
+
+// keepAliveEvery is how often a stream opened for a whole utterance is
+// kept alive while the player speaks (stt.KeepAliveEvery).
+const keepAliveEvery = stt.KeepAliveEvery
+
 // resulter is a stream that reports interim and final results as they
 // come (*stt.DeepgramStream, *stt.RealtimeStream).
 type resulter interface {
@@ -32,16 +53,18 @@ type resulter interface {
 }
 
 // listening is one utterance streamed to speech-to-text while the player
-// speaks. The lane's goroutine queues audio (onAudio) and ends it
+// speaks, or (whole) one whose stream is opened while the player speaks and
+// gets the whole utterance when they stop. The lane's goroutine queues audio (onAudio) and ends it
 // (onUtterance); its own goroutine, started by the session and counted in
 // its WaitGroup, opens the stream, sends what is queued and, once the
 // utterance has ended, waits for the final transcript. transcribe takes
 // the result; when the stream could not be opened or failed, the
 // utterance is transcribed whole instead, so it is never lost.
 type listening struct {
-	user string
-	wake chan struct{} // audio was queued or the utterance ended
-	done chan struct{} // closed when tr and err are set
+	user  string
+	whole bool          // the utterance is sent whole once it ended
+	wake  chan struct{} // audio was queued or the utterance ended
+	done  chan struct{} // closed when tr and err (whole: stream and err) are set
 
 	mu         sync.Mutex
 	queue      [][]int16
@@ -52,6 +75,20 @@ type listening struct {
 
 	tr  stt.Transcript
 	err error
+
+	// whole: the stream opened for the utterance, closed once (release).
+	stream   stt.Stream
+	released sync.Once
+}
+
+// release closes a whole utterance's stream once it was opened.
+func (l *listening) release() {
+	<-l.done
+	l.released.Do(func() {
+		if l.stream != nil {
+			l.stream.Close()
+		}
+	})
 }
 
 func (l *listening) signal() {
@@ -103,16 +140,20 @@ func (s *Session) onAudio(c audio.Chunk) {
 		if l != nil { // never ended (cannot happen: the lane ends it first)
 			l.end()
 		}
-		l = &listening{user: c.UserID, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		l = &listening{user: c.UserID, whole: s.whole != nil, wake: make(chan struct{}, 1), done: make(chan struct{}),
 			prefetched: map[string]bool{}}
 		s.listening[c.UserID] = l
 		// The router's goroutine is counted in s.wg, so the count is above
 		// zero here and Add cannot race End's Wait.
 		s.wg.Add(1)
-		go s.listen(st, l)
+		if l.whole {
+			go s.listenWhole(l)
+		} else {
+			go s.listen(st, l)
+		}
 	}
 	s.mu.Unlock()
-	if l == nil || len(c.Samples) == 0 {
+	if l == nil || l.whole || len(c.Samples) == 0 {
 		return
 	}
 	l.mu.Lock()
@@ -179,6 +220,59 @@ func (s *Session) listen(st streamer, l *listening) {
 		cancel()
 		return
 	}
+}
+
+// listenWhole opens the stream of a whole utterance while the player
+// speaks and keeps it alive until the utterance ends; recognize sends the
+// utterance through it and releases it.
+func (s *Session) listenWhole(l *listening) {
+	defer s.wg.Done()
+	stream, err := s.whole.OpenStream(s.work, s.hints())
+	if err != nil {
+		err = fmt.Errorf("opening the speech-to-text stream: %w", err)
+	}
+	l.stream, l.err = stream, err
+	close(l.done)
+	if err != nil {
+		return
+	}
+	ka, _ := stream.(keepAliver)
+	if ka == nil {
+		return
+	}
+	for {
+		alive := s.cfg.Clock.NewTimer(keepAliveEvery)
+		select {
+		case <-l.wake:
+		case <-alive.C():
+		case <-s.work.Done():
+			alive.Stop()
+			l.release()
+			return
+		}
+		alive.Stop()
+		l.mu.Lock()
+		ended := l.ended
+		l.mu.Unlock()
+		if ended {
+			return
+		}
+		if err := ka.KeepAlive(); err != nil {
+			// The utterance goes to Transcribe when it ends (recognize).
+			s.log.Debug("keeping the speech-to-text stream open failed", "user", l.user, "err", err)
+			return
+		}
+	}
+}
+
+// releaseLater releases a whole utterance's stream that will not be used,
+// without waiting for it to be opened.
+func (s *Session) releaseLater(l *listening) {
+	if l == nil || !l.whole {
+		return
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); l.release() }()
 }
 
 // follow reads a stream's results while the player speaks: each time the
@@ -251,6 +345,30 @@ func (s *Session) prefetchedEarly(user, npcID string) bool {
 // recognize is the utterance's transcript: the streamed one when it was
 // streamed, else (or when the stream failed) the whole utterance's.
 func (s *Session) recognize(ctx context.Context, u utterance) (stt.Transcript, error) {
+	if l := u.listen; l != nil && l.whole {
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			s.releaseLater(l)
+			return stt.Transcript{}, fmt.Errorf("waiting for the speech-to-text stream: %w", ctx.Err())
+		}
+		err := l.err
+		if err == nil {
+			var t stt.Transcript
+			t, err = s.whole.TranscribeStream(ctx, l.stream, u.Audio)
+			l.release()
+			if err == nil {
+				return t, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return stt.Transcript{}, err
+		}
+		// As Transcribe would have: a stream of its own, then the batch
+		// endpoint.
+		s.log.Warn("the speech-to-text stream opened ahead failed; transcribing the utterance whole", "user", u.UserID, "err", err)
+		return s.cfg.Providers.STT.Transcribe(ctx, u.Audio, s.hints())
+	}
 	if u.listen != nil {
 		t, err := u.listen.result(ctx)
 		if err == nil {

@@ -107,6 +107,9 @@ type Session struct {
 	agent Responder
 	voice Voice
 	log   *slog.Logger
+	// whole is the recogniser when whole utterances are sent through a
+	// stream opened as the player starts speaking (nil otherwise).
+	whole wholeStreamer
 
 	router *audio.Router
 	addr   *npc.Addresser
@@ -195,6 +198,11 @@ func start(ctx context.Context, cfg Config, cast *Cast, mem *session.Session, ag
 	acfg.OnUtterance = s.onUtterance
 	acfg.OnEvent = s.onSpeech
 	if _, ok := cfg.Providers.STT.(streamer); ok && cfg.Providers.STTStreaming {
+		acfg.OnAudio = s.onAudio
+	} else if w, ok := cfg.Providers.STT.(wholeStreamer); ok {
+		// Whole utterances go through a stream opened when the player
+		// starts speaking (listen.go).
+		s.whole = w
 		acfg.OnAudio = s.onAudio
 	}
 	if d, ok := cfg.Observer.(dropObserver); ok {
@@ -425,6 +433,7 @@ func (s *Session) onUtterance(au audio.Utterance) {
 		case s.queue <- u:
 		case <-s.work.Done():
 			s.log.Error("utterance not transcribed: the session ended while speech-to-text was behind", "user", u.UserID)
+			s.releaseLater(u.listen)
 		}
 	}
 }
@@ -530,6 +539,7 @@ func (s *Session) transcribeLoop() {
 	}()
 	for u := range s.queue {
 		if (*s.optedOut.Load())[u.UserID] || s.released.Load() {
+			s.releaseLater(u.listen)
 			continue
 		}
 		l, ok := s.transcribe(u, prev)

@@ -134,12 +134,30 @@ func (d *Deepgram) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Tran
 		return d.TranscribeBatch(ctx, pcm, h)
 	}
 	defer s.Close()
+	return transcribeOn(ctx, s, pcm)
+}
+
+// TranscribeStream sends a whole utterance through st, a stream opened
+// ahead of it (OpenStream, when the player started speaking), and returns
+// its final transcript: what Transcribe does once it has opened its
+// stream, without the wait for the connection. It does not close st.
+func (d *Deepgram) TranscribeStream(ctx context.Context, st Stream, pcm audio.PCM) (Transcript, error) {
+	if err := checkAudio(pcm); err != nil {
+		return Transcript{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout(pcm))
+	defer cancel()
+	return transcribeOn(ctx, st, pcm)
+}
+
+// transcribeOn sends pcm through st in 100 ms chunks and finishes it.
+func transcribeOn(ctx context.Context, st Stream, pcm audio.PCM) (Transcript, error) {
 	for i := 0; i < len(pcm.Samples); i += audio.Rate / 10 { // 100 ms chunks
-		if err := s.Send(pcm.Samples[i:min(i+audio.Rate/10, len(pcm.Samples))]); err != nil {
+		if err := st.Send(pcm.Samples[i:min(i+audio.Rate/10, len(pcm.Samples))]); err != nil {
 			return Transcript{}, err
 		}
 	}
-	return s.Finish(ctx)
+	return st.Finish(ctx)
 }
 
 // TranscribeBatch sends the utterance to the batch (pre-recorded) endpoint.
@@ -254,6 +272,11 @@ type DeepgramStream struct {
 	err     error
 	closed  sync.Once
 	buf     []byte
+	// wmu orders the writes of Send, Finish and KeepAlive: the
+	// connection takes one writer at a time. finished: CloseStream was
+	// sent.
+	wmu      sync.Mutex
+	finished bool
 }
 
 // Stream opens a streaming transcription of 16 kHz mono linear PCM.
@@ -300,8 +323,34 @@ func (s *DeepgramStream) Send(pcm []int16) error {
 	for _, v := range pcm {
 		s.buf = binary.LittleEndian.AppendUint16(s.buf, uint16(v))
 	}
-	if err := s.conn.WriteMessage(websocket.BinaryMessage, s.buf); err != nil {
+	if err := s.write(websocket.BinaryMessage, s.buf); err != nil {
 		return &provider.Error{Provider: "deepgram", Op: "stream", Err: err}
+	}
+	return nil
+}
+
+func (s *DeepgramStream) write(typ int, msg []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.conn.WriteMessage(typ, msg)
+}
+
+// KeepAliveEvery is how often a stream that waits for its audio must be
+// kept alive (KeepAlive): Deepgram closes a stream that received no audio
+// for 10 seconds.
+const KeepAliveEvery = 4 * time.Second
+
+// KeepAlive keeps an open stream that has no audio to send yet from being
+// closed (Deepgram's KeepAlive message). It may be called while another
+// goroutine sends; after Finish it does nothing.
+func (s *DeepgramStream) KeepAlive() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.finished {
+		return nil
+	}
+	if err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"KeepAlive"}`)); err != nil {
+		return &provider.Error{Provider: "deepgram", Op: "keep alive", Err: err}
 	}
 	return nil
 }
@@ -309,7 +358,11 @@ func (s *DeepgramStream) Send(pcm []int16) error {
 // Finish tells Deepgram the audio is complete, waits for the last results
 // and returns the final transcript (the final results joined).
 func (s *DeepgramStream) Finish(ctx context.Context) (Transcript, error) {
-	if err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"CloseStream"}`)); err != nil {
+	s.wmu.Lock()
+	s.finished = true
+	err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"CloseStream"}`))
+	s.wmu.Unlock()
+	if err != nil {
 		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "stream", Err: err}
 	}
 	select {

@@ -6,6 +6,9 @@
 //   - [Deepgram]: streaming over WebSocket (interim and final results,
 //     endpointing and utterance-end events) with nova-3 keyterm boosting,
 //     falling back to the batch endpoint when the stream cannot be opened.
+//     A stream can be opened ahead of its utterance, kept alive
+//     ([DeepgramStream.KeepAlive]) and given the whole utterance later
+//     ([Deepgram.TranscribeStream]).
 //   - [OpenAI]: any OpenAI-compatible /v1/audio/transcriptions endpoint
 //     (OpenAI, self-hosted Whisper servers), with the campaign's names in
 //     the prompt and a guard against Whisper's hallucinations on silence.
