@@ -40,19 +40,24 @@ type presence struct {
 // (a player at the table, with a character or not): nobody in the scene
 // heard it, so present is empty.
 func (s *Session) present(at time.Time, speaker string) (present []string, outside bool) {
-	var scene []string
-	var by string
-	switch sp := s.cfg.Controls.(type) {
-	case sceneSplit:
-		scene, by = sp.SplitAt(at)
-	case scenePlayers:
-		scene = sp.PlayersAt(at)
-	}
+	scene, by := s.splitAt(at)
 	var opted map[string]bool
 	if m := s.optedOut.Load(); m != nil {
 		opted = *m
 	}
 	return witnesses(s.voice.Users(), scene, by, opted, speaker)
+}
+
+// splitAt is the scene's players if the DM had split the party at at
+// (empty: not split), and the DM who split it when the controls know.
+func (s *Session) splitAt(at time.Time) (scene []string, by string) {
+	switch sp := s.cfg.Controls.(type) {
+	case sceneSplit:
+		return sp.SplitAt(at)
+	case scenePlayers:
+		return sp.PlayersAt(at), ""
+	}
+	return nil, ""
 }
 
 // witnesses are the users (not opted out) who hear a line of speaker
@@ -113,14 +118,7 @@ func (s *Session) mayAddress(user string, at time.Time) bool {
 	if m := s.optedOut.Load(); m != nil && (*m)[user] {
 		return false
 	}
-	var scene []string
-	var by string
-	switch sp := s.cfg.Controls.(type) {
-	case sceneSplit:
-		scene, by = sp.SplitAt(at)
-	case scenePlayers:
-		scene = sp.PlayersAt(at)
-	}
+	scene, by := s.splitAt(at)
 	_, outside := witnesses(nil, scene, by, nil, user)
 	return !outside
 }
