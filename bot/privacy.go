@@ -100,12 +100,7 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 	// and the cards posted to the DMs' direct messages are taken down.
 	cards := rep.Cards
 	if cc, ok := b.deps.Voice.(ContinuityCards); ok && cc.ContinuityCards() != nil {
-		for _, c := range cc.ContinuityCards().List(g.Campaign) {
-			if c.Line.SpeakerID == u.ID {
-				cards = append(cards, c.ID)
-			}
-		}
-		cc.ContinuityCards().ForgetSpeaker(g.Campaign, u.ID)
+		cards = append(cards, cc.ContinuityCards().ForgetSpeaker(g.Campaign, u.ID)...)
 	}
 	// After the answer (Discord waits 3 s for it): reading and deleting
 	// direct messages is a few REST calls per DM.

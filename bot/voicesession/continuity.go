@@ -105,12 +105,7 @@ func (m *Manager) guardOf(guildID, sessionID string) *guard.Guard {
 // a goroutine of the manager's (it takes the cards' direct messages down,
 // a few REST calls per DM).
 func (m *Manager) forgotten(req bot.StartRequest, speakerID string, rep memory.ForgetReport) {
-	for _, c := range m.cfg.Cards.List(req.Campaign) {
-		if c.Line.SpeakerID == speakerID {
-			rep.Cards = append(rep.Cards, c.ID)
-		}
-	}
-	m.cfg.Cards.ForgetSpeaker(req.Campaign, speakerID)
+	rep.Cards = append(rep.Cards, m.cfg.Cards.ForgetSpeaker(req.Campaign, speakerID)...)
 	m.log.Info("a forget-me queued during an outage ran", "campaign", req.Campaign, "cards", len(rep.Cards),
 		"sessions", len(rep.Sessions))
 	if req.Forgotten == nil {

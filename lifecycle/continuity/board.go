@@ -220,22 +220,24 @@ func (b *Board) List(campaign string) []Card {
 // ForgetSpeaker removes the campaign's cards that quote a line of
 // speakerID, a player who asked to be forgotten (/privacy forget-me): the
 // store's cards go with the player's other data, and the board would
-// otherwise keep their words. It reports how many cards went.
-func (b *Board) ForgetSpeaker(campaign, speakerID string) int {
+// otherwise keep their words. It returns the ids of the cards removed, so
+// that the caller takes down what it posted of them.
+func (b *Board) ForgetSpeaker(campaign, speakerID string) []string {
 	if speakerID == "" {
-		return 0
+		return nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := len(b.cards)
+	var ids []string
 	b.cards = slices.DeleteFunc(b.cards, func(c *Card) bool {
 		if c.Campaign == campaign && c.Line.SpeakerID == speakerID {
 			delete(b.unsaved, c.ID)
+			ids = append(ids, c.ID)
 			return true
 		}
 		return false
 	})
-	return n - len(b.cards)
+	return ids
 }
 
 func (b *Board) find(id string) *Card {
