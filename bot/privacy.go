@@ -121,16 +121,8 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		}
 		msg += "."
 	}
-	if b.deps.Reprocess != nil {
-		var failed []string
-		for _, s := range rep.Sessions {
-			if err := b.deps.Reprocess(ctx, g.Campaign, s); err != nil {
-				failed = append(failed, s)
-			}
-		}
-		if len(failed) > 0 {
-			msg += fmt.Sprintf("\n⚠️ Rebuilding the memory of sessions %s failed; the DM can run `glyphoxa process`.", strings.Join(failed, ", "))
-		}
+	if failed := b.rebuildSessions(ctx, g, rep.Sessions); len(failed) > 0 {
+		msg += fmt.Sprintf("\n⚠️ Rebuilding the memory of sessions %s failed; the DM can run `glyphoxa process`.", strings.Join(failed, ", "))
 	}
 	update(msg)
 }
@@ -141,13 +133,22 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 // chunks held the player's words are rebuilt.
 func (b *Bot) forgottenLate(g Guild, rep memory.ForgetReport) {
 	b.unpostCards(g, rep.Cards)
+	b.rebuildSessions(b.ctx, g, rep.Sessions)
+}
+
+// rebuildSessions rebuilds the memory of the sessions a forget-me took
+// words out of (Deps.Reprocess; nothing without it) and returns those it
+// could not rebuild, each logged.
+func (b *Bot) rebuildSessions(ctx context.Context, g Guild, sessions []string) (failed []string) {
 	if b.deps.Reprocess == nil {
-		return
+		return nil
 	}
-	for _, s := range rep.Sessions {
-		if err := b.deps.Reprocess(b.ctx, g.Campaign, s); err != nil {
-			b.log.Warn("rebuilding a session's memory after a forget-me that waited for the database failed; the DM can run glyphoxa process",
+	for _, s := range sessions {
+		if err := b.deps.Reprocess(ctx, g.Campaign, s); err != nil {
+			b.log.Warn("rebuilding a session's memory after a forget-me failed; the DM can run glyphoxa process",
 				"guild", g.ID, "campaign", g.Campaign, "session", s, "err", err)
+			failed = append(failed, s)
 		}
 	}
+	return failed
 }
