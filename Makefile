@@ -88,30 +88,33 @@ TESTFIRST ?= ./cmd/glyphoxa ./bot/console ./table/scene ./table ./voice/conn ./m
 
 ## test: everything, against a real PostgreSQL (started here unless GLYPHOXA_TEST_DSN is set)
 # The evaluation tests need only the database: they start at once and run
-# (mostly waiting on PostgreSQL) through go vet, the race-enabled build and
-# the race pass. The test programs install (apt, npm: mostly waiting on
-# the network and the dpkg lock) while go vet compiles, and then the
-# race-enabled build of the packages the tests need (cached: the test run
-# only compiles the tests). The race pass runs after `go vet ./...`, whose
-# checks (all of them, test files included) are a superset of the few go
-# test runs on each package before testing it: -vet=off skips that second
-# look. Test binaries are linked without symbol table and DWARF already
-# (go test passes -s -w to the linker unless asked for a binary with -c),
-# so -ldflags=-s/-w would change nothing.
+# (mostly waiting on PostgreSQL) beside everything else. The test programs
+# install (apt, npm: mostly waiting on the network and the dpkg lock) while
+# the race-enabled build of the packages the tests need runs (cached: the
+# test run only compiles the tests). `go vet ./...` and gofmt run beside the
+# build and the race pass, their output held back and printed at the end;
+# their checks (all of them, test files included) are a superset of the
+# few go test runs on each package before testing it: -vet=off skips that
+# second look. Any of the four failing fails the target. Test binaries are
+# linked without symbol table and DWARF already (go test passes -s -w to
+# the linker unless asked for a binary with -c), so -ldflags=-s/-w would
+# change nothing.
 test:
-	@export GLYPHOXA_TEST_DSN="$(DEVDSN)"; out=$$(mktemp); \
+	@export GLYPHOXA_TEST_DSN="$(DEVDSN)"; out=$$(mktemp); vetout=$$(mktemp); \
 	  $(GO) test -count=1 -parallel $(EVALPARALLEL) -timeout 25m -run '$(EVALTESTS)|$(SOLOTESTS)' $(EVALPKGS) $(SOLOPKGS) >"$$out" 2>&1 & evaluation=$$!; \
 	  scripts/testdeps.sh & deps=$$!; \
-	  $(MAKE) --no-print-directory vet; vetted=$$?; \
-	  $(GO) build -race ./... || vetted=1; \
-	  wait $$deps || vetted=1; \
-	  race=1; if (( ! vetted )); then \
+	  $(MAKE) --no-print-directory vet >"$$vetout" 2>&1 & vet=$$!; \
+	  setup=0; $(GO) build -race ./... || setup=1; \
+	  wait $$deps || setup=1; \
+	  race=1; if (( ! setup )); then \
 	    $(GO) test -race -vet=off -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m -skip '$(EVALTESTS)|$(SOLOTESTS)' \
 	      $(TESTFIRST) ./...; race=$$?; \
 	  fi; \
+	  wait $$vet; vetted=$$?; \
+	  echo "go vet and gofmt:"; cat "$$vetout"; rm -f "$$vetout"; (( vetted )) || echo ok; \
 	  wait $$evaluation; evaluated=$$?; \
 	  echo "evaluation tests (without the race detector):"; cat "$$out"; rm -f "$$out"; \
-	  exit $$(( vetted || race || evaluated ))
+	  exit $$(( setup || vetted || race || evaluated ))
 
 ## bench: memory-store latency at 1k and 100k entities (generated once, then reused)
 bench: build
