@@ -115,7 +115,7 @@ func corpora(t testing.TB) []corpus {
 		{"keep", genKeep, true}, {"burg", genBurg, true}, {"heist", genHeist, true},
 		{"tide", genTide, true}, {"hafen", genHafen, true},
 		{"loco", genLoco, true}, {"feud", genFeud, true}, {"saga", genSaga, true},
-		{"wharf", genWharf, true}, {"circus", genCircus, true}} {
+		{"wharf", genWharf, true}, {"circus", genCircus, true}, {"abbey", genAbbey, true}} {
 		file, qs := g.gen(evalSeed)
 		// Through YAML and Parse, so that a generated corpus is checked
 		// like a hand-written one.
@@ -321,6 +321,9 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 	for _, q := range c.questions {
 		add(baselineBM25, q, base.search(q.Q, maxK))
 	}
+	// lists holds each mode's contents per question, for the side-by-side
+	// print (GLYPHOXA_EVAL_SIDE).
+	lists := map[Mode][][]string{}
 	for _, m := range Modes() {
 		all, err := searchEach(ctx, c.questions, func(ctx context.Context, q question) ([]Result, error) {
 			return r.Search(ctx, Query{Text: q.Q, Mode: m, K: maxK})
@@ -340,8 +343,16 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 				contents[i] = x.Content
 			}
 			add(string(m), q, contents)
+			lists[m] = append(lists[m], contents)
 			if os.Getenv("GLYPHOXA_EVAL_DETAIL") != "" {
 				t.Logf("%-8s %-8s %-12s %.2f %q", c.name, m, q.Kind, found(contents[:min(10, len(contents))], q), q.Q)
+			}
+		}
+	}
+	if os.Getenv("GLYPHOXA_EVAL_SIDE") != "" {
+		for i, q := range c.questions {
+			if s := sideBySide(q, lists[ModeHybrid][i], lists[ModePPR][i], lists[ModeGraphRAG][i]); s != "" {
+				t.Logf("%s %s", c.name, s)
 			}
 		}
 	}
@@ -366,6 +377,41 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 		add("hybrid+bridge", q, contents)
 	}
 	return rt, camp
+}
+
+// sideBySide returns, for a question that hybrid answers less well than
+// the walk or graphrag at depth 5 or 10, the three lists' first ten side
+// by side, each chunk cut to 60 characters and marked *E<i> where it holds
+// the question's i-th evidence phrase; "" when hybrid does not lose.
+func sideBySide(q question, hybrid, walk, graphRAG []string) string {
+	sc := func(l []string, cut int) float64 { return found(l[:min(cut, len(l))], q) }
+	lose := false
+	for _, cut := range evalCuts {
+		lose = lose || sc(hybrid, cut) < max(sc(walk, cut), sc(graphRAG, cut))
+	}
+	if !lose {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %q: hybrid %.2f/%.2f, ppr %.2f/%.2f, graphrag %.2f/%.2f\n", q.Kind, q.Q,
+		sc(hybrid, 5), sc(hybrid, 10), sc(walk, 5), sc(walk, 10), sc(graphRAG, 5), sc(graphRAG, 10))
+	cell := func(l []string, i int) string {
+		if i >= len(l) {
+			return fmt.Sprintf("%-66s", "")
+		}
+		mark := ""
+		for j, ev := range q.evidence() {
+			if strings.Contains(strings.ToLower(l[i]), strings.ToLower(ev)) {
+				mark += fmt.Sprintf("*E%d", j)
+			}
+		}
+		text := []rune(strings.ReplaceAll(l[i], "\n", " | "))
+		return fmt.Sprintf("%-5s %-60s", mark, string(text[:min(60, len(text))]))
+	}
+	for i := range 10 {
+		fmt.Fprintf(&b, "%2d  hybrid %s  ppr %s  graphrag %s\n", i+1, cell(hybrid, i), cell(walk, i), cell(graphRAG, i))
+	}
+	return b.String()
 }
 
 // evalSearchers is how many questions of one corpus are searched at

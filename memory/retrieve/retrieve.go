@@ -1183,7 +1183,10 @@ func scoreConfidence(hits []postgres.ChunkHit, n int) float64 {
 	if len(hits) < n {
 		return 1
 	}
-	return max(0, 1-hits[n-1].Score/hits[0].Score)
+	// A cosine similarity (vector hits) can be negative at depth n; the
+	// ratio then exceeds 1, and the vector ranking's chunk seeds outweighed
+	// the full-text ones in the walk on no evidence: clamped to the range.
+	return min(1, max(0, 1-hits[n-1].Score/hits[0].Score))
 }
 
 // hybridParts is hybrid retrieval of the question and, with a Decomposer,
