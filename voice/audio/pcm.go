@@ -167,6 +167,17 @@ func NewRangeResampler(from, to int) *RangeResampler {
 // Len is how many output samples n input samples make.
 func (r *RangeResampler) Len(n int) int { return int(int64(n) * int64(r.up) / int64(r.down)) }
 
+// Need is how many input samples output samples 0 to n-1 read: Into gives
+// the same n outputs for any input at least this long (the input may be
+// growing while it is resampled).
+func (r *RangeResampler) Need(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	base := int(int64(n-1) * int64(r.down) / int64(r.up))
+	return base - r.k + r.taps
+}
+
 // Into writes output samples from to from+len(dst) of in, resampled, into
 // dst; from+len(dst) must not exceed r.Len(len(in)).
 func (r *RangeResampler) Into(dst, in []int16, from int) {

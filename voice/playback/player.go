@@ -101,31 +101,115 @@ type Result struct {
 // stops early.
 var ErrInterrupted = errors.New("playback interrupted")
 
-// chunk is one synthesised sentence; frames are resampled to 48 kHz and
-// encoded as they are sent, so the first frame does not wait for the
-// whole sentence to be resampled.
+// chunk is one sentence's speech as it arrives: the synthesis goroutine
+// appends samples and the player takes each frame as soon as the samples
+// it needs are there, so a streaming synthesizer's first frames play while
+// the rest of the sentence is still on its way. Frames are resampled to
+// 48 kHz and encoded as they are sent; a frame is computed from the same
+// input samples however the sentence arrived.
 type chunk struct {
-	text  string
+	text string
+	more chan struct{} // a token after each append and at the end
+
+	mu    sync.Mutex
 	pcm   []int16
-	rs    *audio.RangeResampler // nil when pcm is at SampleRate
-	n     int                   // samples at SampleRate
-	ready time.Time
+	rate  int                   // 0 until the first samples
+	rs    *audio.RangeResampler // nil when rate is SampleRate
+	done  bool
 	err   error
+	ready time.Time // when the first samples arrived
 }
 
-// frame is frame samples from i of c at SampleRate, in buf.
-func (c *chunk) frame(buf []int16, i int) []int16 {
-	m := min(FrameSamples, c.n-i)
+func newChunk(text string) *chunk { return &chunk{text: text, more: make(chan struct{}, 1)} }
+
+// add appends samples at rate that arrived at now.
+func (c *chunk) add(now time.Time, rate int, s []int16) error {
+	if rate <= 0 {
+		return fmt.Errorf("synthesizer returned audio at %d Hz", rate)
+	}
+	c.mu.Lock()
+	switch {
+	case c.rate == 0:
+		c.rate, c.ready = rate, now
+		if rate != SampleRate {
+			c.rs = audio.NewRangeResampler(rate, SampleRate)
+		}
+	case rate != c.rate:
+		c.mu.Unlock()
+		return fmt.Errorf("synthesizer changed the rate from %d to %d Hz within a sentence", c.rate, rate)
+	}
+	c.pcm = append(c.pcm, s...)
+	c.mu.Unlock()
+	c.signal()
+	return nil
+}
+
+// finish marks the sentence complete, or failed with err.
+func (c *chunk) finish(err error) {
+	c.mu.Lock()
+	c.done, c.err = true, err
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *chunk) signal() {
+	select {
+	case c.more <- struct{}{}:
+	default:
+	}
+}
+
+// frame returns the frame of output samples starting at i (in buf when
+// resampled). more is set when the samples it needs have not arrived
+// yet; a nil frame without more is the end of the sentence.
+func (c *chunk) frame(buf []int16, i int) (f []int16, more bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rate == 0 {
+		return nil, !c.done
+	}
+	n := len(c.pcm) // output samples so far
+	if c.rs != nil {
+		n = c.rs.Len(len(c.pcm))
+	}
+	m := FrameSamples
+	switch {
+	case c.done && i >= n:
+		return nil, false
+	case c.done:
+		m = min(m, n-i)
+	case c.rs == nil && i+m > len(c.pcm):
+		return nil, true
+	case c.rs != nil && c.rs.Need(i+m) > len(c.pcm):
+		// Not all of the frame's taps have arrived: computed now, its
+		// last samples would differ from the whole sentence's.
+		return nil, true
+	}
 	if c.rs == nil {
-		return c.pcm[i : i+m]
+		// Appends never change samples already there.
+		return c.pcm[i : i+m], false
 	}
 	c.rs.Into(buf[:m], c.pcm, i)
-	return buf[:m]
+	return buf[:m], false
+}
+
+// synthesize fills c with text's speech: as it arrives from a Streamer,
+// at once from another Synthesizer.
+func (p *Player) synthesize(ctx context.Context, synth tts.Synthesizer, c *chunk, v tts.Voice) error {
+	if st, ok := synth.(tts.Streamer); ok {
+		return st.SynthesizeStream(ctx, c.text, v, func(rate int, s []int16) error { return c.add(p.clk.Now(), rate, s) })
+	}
+	pcm, err := synth.Synthesize(ctx, c.text, v)
+	if err != nil {
+		return err
+	}
+	return c.add(p.clk.Now(), pcm.Rate, pcm.Samples)
 }
 
 // Play synthesises each sentence from sentences with synth in voice v and
-// plays it, starting each as soon as it is synthesised and the previous one
-// has finished. It returns when sentences is closed and everything has
+// plays it, starting each as soon as its first audio is there (a
+// tts.Streamer's first stretch; another synthesizer's whole sentence) and
+// the previous one has finished. It returns when sentences is closed and everything has
 // played, when Interrupt is called, or when ctx ends; then it sends the
 // five silence frames. Synthesis failures skip the sentence (they are in
 // Result.Failed and the returned error); a Writer failure ends playback
@@ -148,7 +232,12 @@ func (p *Player) Play(ctx context.Context, sentences <-chan string, synth tts.Sy
 		return Result{}, err
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	chunks := make(chan chunk, p.prefetch)
+	// The synthesis goroutine hands each sentence over before it starts
+	// synthesising it: the player waits on the chunk's samples, and at most
+	// prefetch sentences are synthesised ahead of the one playing. A
+	// sentence is read to its end without waiting for the player, so a
+	// streaming provider is never held up mid-answer.
+	chunks := make(chan *chunk, p.prefetch)
 	var taken []string // sentences the synthesis goroutine took, in order
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -167,24 +256,13 @@ func (p *Player) Play(ctx context.Context, sentences <-chan string, synth tts.Sy
 				return
 			}
 			taken = append(taken, text)
-			c := chunk{text: text}
-			pcm, err := synth.Synthesize(sctx, text, v)
-			if err == nil && pcm.Rate <= 0 {
-				err = fmt.Errorf("synthesizer returned audio at %d Hz", pcm.Rate)
-			}
-			if err == nil {
-				c.pcm, c.n = pcm.Samples, len(pcm.Samples)
-				if pcm.Rate != SampleRate {
-					c.rs = audio.NewRangeResampler(pcm.Rate, SampleRate)
-					c.n = c.rs.Len(len(pcm.Samples))
-				}
-			}
-			c.err, c.ready = err, p.clk.Now()
+			c := newChunk(text)
 			select {
 			case chunks <- c:
 			case <-sctx.Done():
 				return
 			}
+			c.finish(p.synthesize(sctx, synth, c, v))
 		}
 	}()
 	defer func() {
@@ -233,7 +311,7 @@ func (p *Player) Play(ctx context.Context, sentences <-chan string, synth tts.Sy
 	buf := make([]int16, FrameSamples)
 play:
 	for {
-		var c chunk
+		var c *chunk
 		var ok bool
 		select {
 		case c, ok = <-chunks:
@@ -245,17 +323,33 @@ play:
 		case <-ctx.Done():
 			break play
 		}
-		if c.err != nil {
-			res.Failed = append(res.Failed, c.text)
-			errs = append(errs, fmt.Errorf("sentence %q: %w", c.text, c.err))
-			p.log.Warn("speech synthesis failed", "sentence", c.text, "err", c.err)
-			continue
-		}
-		if res.FirstAudio.IsZero() {
-			res.FirstAudio = c.ready
-		}
-		for i := 0; i < c.n; i += FrameSamples {
-			f, err := enc.Frame(c.frame(buf, i))
+		for i := 0; ; i += FrameSamples {
+			pcm, more := c.frame(buf, i)
+			for more {
+				select {
+				case <-c.more:
+				case <-stop:
+					if i > 0 {
+						res.Cut = c.text
+					}
+					break play
+				case <-ctx.Done():
+					if i > 0 {
+						res.Cut = c.text
+					}
+					break play
+				}
+				pcm, more = c.frame(buf, i)
+			}
+			if pcm == nil {
+				break
+			}
+			if res.FirstAudio.IsZero() {
+				c.mu.Lock()
+				res.FirstAudio = c.ready
+				c.mu.Unlock()
+			}
+			f, err := enc.Frame(pcm)
 			if err != nil {
 				werr = fmt.Errorf("playback: %w", err)
 				res.Cut = c.text
@@ -275,6 +369,17 @@ play:
 				res.FirstFrame = p.clk.Now()
 			}
 			sent++
+		}
+		c.mu.Lock()
+		cerr := c.err
+		c.mu.Unlock()
+		if cerr != nil {
+			// A sentence that failed part way was heard in part: it is
+			// not said, and the next one plays.
+			res.Failed = append(res.Failed, c.text)
+			errs = append(errs, fmt.Errorf("sentence %q: %w", c.text, cerr))
+			p.log.Warn("speech synthesis failed", "sentence", c.text, "err", cerr)
+			continue
 		}
 		res.Said = append(res.Said, c.text)
 	}

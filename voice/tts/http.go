@@ -1,6 +1,7 @@
 package tts
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -35,13 +36,19 @@ type OpenAI struct {
 	HTTPClient *http.Client
 }
 
-var _ Synthesizer = (*OpenAI)(nil)
+var _ Streamer = (*OpenAI)(nil)
 
 // Synthesize asks for one sentence; the voice name defaults to "alloy".
 func (o *OpenAI) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM, error) {
+	return collect(func(sink Sink) error { return o.SynthesizeStream(ctx, text, v, sink) })
+}
+
+// SynthesizeStream asks for one sentence and hands its speech to sink as it
+// arrives; the voice name defaults to "alloy".
+func (o *OpenAI) SynthesizeStream(ctx context.Context, text string, v Voice, sink Sink) error {
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return audio.PCM{}, ErrNoText
+		return ErrNoText
 	}
 	base := o.BaseURL
 	if base == "" {
@@ -63,7 +70,7 @@ func (o *OpenAI) Synthesize(ctx context.Context, text string, v Voice) (audio.PC
 	if o.APIKey != "" {
 		hdr.Set("Authorization", "Bearer "+o.APIKey)
 	}
-	return post(ctx, "openai", o.HTTPClient, o.Timeout, strings.TrimRight(base, "/")+"/audio/speech", hdr, body)
+	return post(ctx, "openai", o.HTTPClient, o.Timeout, strings.TrimRight(base, "/")+"/audio/speech", hdr, body, sink)
 }
 
 // ElevenLabs synthesises with ElevenLabs' streaming endpoint
@@ -79,16 +86,22 @@ type ElevenLabs struct {
 	HTTPClient *http.Client
 }
 
-var _ Synthesizer = (*ElevenLabs)(nil)
+var _ Streamer = (*ElevenLabs)(nil)
 
 // Synthesize asks for one sentence; v.Name is the voice id and required.
 func (e *ElevenLabs) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM, error) {
+	return collect(func(sink Sink) error { return e.SynthesizeStream(ctx, text, v, sink) })
+}
+
+// SynthesizeStream asks for one sentence and hands its speech to sink as it
+// arrives; v.Name is the voice id and required.
+func (e *ElevenLabs) SynthesizeStream(ctx context.Context, text string, v Voice, sink Sink) error {
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return audio.PCM{}, ErrNoText
+		return ErrNoText
 	}
 	if v.Name == "" {
-		return audio.PCM{}, &provider.Error{Provider: "elevenlabs", Op: "request", Err: fmt.Errorf("voice has no ElevenLabs voice id")}
+		return &provider.Error{Provider: "elevenlabs", Op: "request", Err: fmt.Errorf("voice has no ElevenLabs voice id")}
 	}
 	base := e.BaseURL
 	if base == "" {
@@ -104,11 +117,21 @@ func (e *ElevenLabs) Synthesize(ctx context.Context, text string, v Voice) (audi
 	}
 	u := fmt.Sprintf("%s/v1/text-to-speech/%s/stream?output_format=pcm_%d", strings.TrimRight(base, "/"), url.PathEscape(v.Name), pcmRate)
 	hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"audio/pcm"}, "Xi-Api-Key": {e.APIKey}}
-	return post(ctx, "elevenlabs", e.HTTPClient, e.Timeout, u, hdr, body)
+	return post(ctx, "elevenlabs", e.HTTPClient, e.Timeout, u, hdr, body, sink)
 }
 
-// post sends a JSON request and reads raw 16-bit PCM (or a WAV file) back.
-func post(ctx context.Context, name string, client *http.Client, timeout time.Duration, u string, hdr http.Header, body any) (audio.PCM, error) {
+// maxAnswer bounds one sentence's answer (64 MiB, about 20 minutes of
+// 24 kHz speech).
+const maxAnswer = 64 << 20
+
+// readSize is how much of a raw PCM answer is read at a time: about 85 ms
+// of 24 kHz speech, so that the first frames play while the rest arrives.
+const readSize = 4096
+
+// post sends a JSON request and hands the raw 16-bit PCM answer to sink as
+// it arrives. A WAV answer is accepted too; it is read whole (its header
+// may put the data anywhere) and handed over at once.
+func post(ctx context.Context, name string, client *http.Client, timeout time.Duration, u string, hdr http.Header, body any, sink Sink) error {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
@@ -119,44 +142,72 @@ func post(ctx context.Context, name string, client *http.Client, timeout time.Du
 	defer cancel()
 	b, err := json.Marshal(body)
 	if err != nil {
-		return audio.PCM{}, &provider.Error{Provider: name, Op: "request", Err: err}
+		return &provider.Error{Provider: name, Op: "request", Err: err}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(b))
 	if err != nil {
-		return audio.PCM{}, &provider.Error{Provider: name, Op: "request", Err: err}
+		return &provider.Error{Provider: name, Op: "request", Err: err}
 	}
 	req.Header = hdr
 	resp, err := client.Do(req)
 	if err != nil {
-		return audio.PCM{}, &provider.Error{Provider: name, Op: "request", Err: err}
+		return &provider.Error{Provider: name, Op: "request", Err: err}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Status: resp.StatusCode, Err: err}
-	}
+	answer := bufio.NewReaderSize(io.LimitReader(resp.Body, maxAnswer), readSize)
 	if resp.StatusCode != http.StatusOK {
-		return audio.PCM{}, &provider.Error{Provider: name, Op: "request", Status: resp.StatusCode, Body: snippet(data)}
+		data, err := io.ReadAll(answer)
+		if err != nil {
+			return &provider.Error{Provider: name, Op: "read audio", Status: resp.StatusCode, Err: err}
+		}
+		return &provider.Error{Provider: name, Op: "request", Status: resp.StatusCode, Body: snippet(data)}
 	}
 	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") || strings.HasPrefix(ct, "text/") {
-		return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Body: snippet(data), Err: fmt.Errorf("answer is %s, not audio", ct)}
+		data, _ := io.ReadAll(answer)
+		return &provider.Error{Provider: name, Op: "read audio", Body: snippet(data), Err: fmt.Errorf("answer is %s, not audio", ct)}
 	}
-	if bytes.HasPrefix(data, []byte("RIFF")) {
+	if head, _ := answer.Peek(4); bytes.Equal(head, []byte("RIFF")) {
+		data, err := io.ReadAll(answer)
+		if err != nil {
+			return &provider.Error{Provider: name, Op: "read audio", Status: resp.StatusCode, Err: err}
+		}
 		pcm, err := audio.DecodeWAV(data)
 		if err != nil {
-			return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Err: err}
+			return &provider.Error{Provider: name, Op: "read audio", Err: err}
 		}
-		return pcm, nil
+		return sink(pcm.Rate, pcm.Samples)
 	}
-	if len(data)%2 != 0 {
-		return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Err: fmt.Errorf("odd length %d for 16-bit PCM", len(data))}
+	// Raw PCM: whole samples go to sink as they arrive; a read may end
+	// inside a sample, whose first byte waits for the next read.
+	buf := make([]byte, readSize)
+	have, total := 0, 0
+	for {
+		n, err := answer.Read(buf[have:])
+		have += n
+		total += n
+		if whole := have &^ 1; whole > 0 {
+			s := make([]int16, whole/2)
+			for i := range s {
+				s[i] = int16(binary.LittleEndian.Uint16(buf[2*i:]))
+			}
+			if err := sink(pcmRate, s); err != nil {
+				return err
+			}
+			copy(buf, buf[whole:have])
+			have -= whole
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return &provider.Error{Provider: name, Op: "read audio", Status: resp.StatusCode, Err: err}
+		}
 	}
-	if len(data) == 0 {
-		return audio.PCM{}, &provider.Error{Provider: name, Op: "read audio", Err: fmt.Errorf("empty answer")}
+	switch {
+	case total == 0:
+		return &provider.Error{Provider: name, Op: "read audio", Err: fmt.Errorf("empty answer")}
+	case have != 0:
+		return &provider.Error{Provider: name, Op: "read audio", Err: fmt.Errorf("odd length %d for 16-bit PCM", total)}
 	}
-	s := make([]int16, len(data)/2)
-	for i := range s {
-		s[i] = int16(binary.LittleEndian.Uint16(data[2*i:]))
-	}
-	return audio.PCM{Rate: pcmRate, Samples: s}, nil
+	return nil
 }
