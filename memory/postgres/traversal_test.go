@@ -242,10 +242,11 @@ func describe(ns []memory.Neighbor) string {
 	return b.String()
 }
 
-// publicAttrs calls glyphoxa_public_attributes only for attributes whose
-// text may hold a secret; on every other it must be the identity. Each
-// case is read through the shortcut and through the function alone, and
-// both must equal the Go definition.
+// publicAttrs reads the public attributes stored when an entity was
+// written, computed by glyphoxa_public_attributes only for attributes
+// whose text may hold a secret (migration 0029); on every other they must
+// be the attributes themselves. Each case is read through the column and
+// through the function alone, and both must equal the Go definition.
 func TestPublicAttrsShortcut(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -297,14 +298,22 @@ func TestPublicAttrsShortcut(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"k": gen(0), piece(): gen(1)})
 		cases = append(cases, string(b))
 	}
-	q := `SELECT ` + postgres.PublicAttrsSQLForTest("t") + `, glyphoxa_public_attributes(t.attributes),
-		t.attributes::text ~* '"(` + postgres.SecretKeyStartsForTest + `)'
-		FROM (SELECT $1::jsonb AS attributes) t`
+	// Each case is written as an entity, so that PostgreSQL computes its
+	// stored public attributes (migration 0029) as it does for every
+	// write, and read back through publicAttrs.
+	c := pgtest.Campaign(t, s, "camp")
+	q := `SELECT ` + postgres.PublicAttrsSQLForTest("e") + `, glyphoxa_public_attributes(e.attributes),
+		e.attributes::text ~* '"(` + postgres.SecretKeyStartsForTest + `)'
+		FROM entities e WHERE e.campaign_id = $1 AND e.id = $2`
 	shortcut, exact := 0, 0
-	for _, in := range cases {
+	for i, in := range cases {
+		id := fmt.Sprintf("case-%d", i)
+		_, err := s.Pool().Exec(ctx, `INSERT INTO entities (campaign_id, id, type, name, attributes) VALUES ($1, $2, 'thing', $2, $3::jsonb)`,
+			c.ID(), id, in)
+		check(t, err)
 		var fast, slow []byte
 		var matched bool
-		check(t, s.Pool().QueryRow(ctx, q, in).Scan(&fast, &slow, &matched))
+		check(t, s.Pool().QueryRow(ctx, q, c.ID(), id).Scan(&fast, &slow, &matched))
 		if matched {
 			exact++
 		} else {
@@ -319,8 +328,17 @@ func TestPublicAttrsShortcut(t *testing.T) {
 		wb, _ := json.Marshal(want)
 		check(t, json.Unmarshal(wb, &want))
 		if !reflect.DeepEqual(f, sl) || !reflect.DeepEqual(f, want) {
-			t.Errorf("%s: shortcut %s, function %s, Go %s", in, fast, slow, wb)
+			t.Errorf("%s: stored %s, function %s, Go %s", in, fast, slow, wb)
 		}
+	}
+	// The column's test for a possible secret is secretKeyStarts, as the
+	// facts' shortcut below: a migration changing one must change both.
+	var expr string
+	check(t, s.Pool().QueryRow(ctx, `SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d
+		JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+		WHERE d.adrelid = 'entities'::regclass AND a.attname = 'public_attributes'`).Scan(&expr))
+	if !strings.Contains(expr, `'"(`+postgres.SecretKeyStartsForTest+`)'`) {
+		t.Errorf("entities.public_attributes is %s, which does not test for %q", expr, postgres.SecretKeyStartsForTest)
 	}
 	t.Logf("%d cases took the shortcut, %d the function", shortcut, exact)
 	if shortcut < 20 || exact < 20 {
