@@ -242,6 +242,38 @@ func describe(ns []memory.Neighbor) string {
 	return b.String()
 }
 
+// Neighbors decodes attributes itself (without copying the row's bytes
+// and without reflection); it must read every object as scanning into a
+// *map[string]any does, an absent one as an empty map, and refuse what
+// is not an object.
+func TestScanAttributesAsMap(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{`{}`, `{"a": 1, "b": 1.5e300, "c": -0, "d": 12345678901234567890}`,
+		`{"s": "é\u00e9\ud83d\ude00\"\\", "n": null, "t": true, "arr": [1, "x", {"y": [null, {}]}]}`,
+		`{"dup": 1, "dup": 2}`, `{"deep": {"a": {"b": {"c": {"d": [[[]]]}}}}}`, "{\"bad utf8\": \"\xff\"}"} {
+		var want map[string]any
+		check(t, json.Unmarshal([]byte(in), &want))
+		got, err := postgres.ScanAttributesForTest([]byte(in))
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %#v, %v; want %#v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "null"} {
+		got, err := postgres.ScanAttributesForTest([]byte(in))
+		if in == "" {
+			got, err = postgres.ScanAttributesForTest(nil)
+		}
+		if err != nil || got == nil || len(got) != 0 {
+			t.Errorf("%q: got %#v, %v; want an empty map", in, got, err)
+		}
+	}
+	for _, in := range []string{`[]`, `[{"a": 1}]`, `"x"`, `1`, `{"a": `, `{"a": 1} x`} {
+		if got, err := postgres.ScanAttributesForTest([]byte(in)); err == nil {
+			t.Errorf("%s: got %#v, want an error", in, got)
+		}
+	}
+}
+
 // publicAttrs reads the public attributes stored when an entity was
 // written, computed by glyphoxa_public_attributes only for attributes
 // whose text may hold a secret (migration 0029); on every other they must
