@@ -48,8 +48,8 @@ func (w view) entityAttrs(alias string) string {
 // column public_attributes (migration 0029), NULL where it would return
 // its input. Reading it costs nothing per row; calling the function on
 // every read walked the object in PL/pgSQL, a loop and a call per key, and
-// even the test for whether it had to (below) cost a tenth of a 3-hop
-// walk.
+// even the test for whether it had to (below) took a tenth to a fifth of
+// the database's time for a 3-hop walk at 1k entities.
 //
 // The column is NULL when the attributes hold no secret: every secret
 // key, and the "secret" marker of a secret object, begins with one of
