@@ -27,3 +27,10 @@ func FactAttrsSQLForTest(alias string) string { return view{v: memory.PlayerView
 
 // SecretKeyStartsForTest is the alternation publicAttrs looks for.
 const SecretKeyStartsForTest = secretKeyStarts
+
+// ScanAttributesForTest decodes attribute JSON as Neighbors does.
+func ScanAttributesForTest(b []byte) (map[string]any, error) {
+	var a attributesScan
+	err := a.ScanBytes(b)
+	return a.m, err
+}

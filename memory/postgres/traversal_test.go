@@ -242,10 +242,43 @@ func describe(ns []memory.Neighbor) string {
 	return b.String()
 }
 
-// publicAttrs calls glyphoxa_public_attributes only for attributes whose
-// text may hold a secret; on every other it must be the identity. Each
-// case is read through the shortcut and through the function alone, and
-// both must equal the Go definition.
+// Neighbors decodes attributes itself (without copying the row's bytes
+// and without reflection); it must read every object as scanning into a
+// *map[string]any does, an absent one as an empty map, and refuse what
+// is not an object.
+func TestScanAttributesAsMap(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{`{}`, `{"a": 1, "b": 1.5e300, "c": -0, "d": 12345678901234567890}`,
+		`{"s": "é\u00e9\ud83d\ude00\"\\", "n": null, "t": true, "arr": [1, "x", {"y": [null, {}]}]}`,
+		`{"dup": 1, "dup": 2}`, `{"deep": {"a": {"b": {"c": {"d": [[[]]]}}}}}`, "{\"bad utf8\": \"\xff\"}"} {
+		var want map[string]any
+		check(t, json.Unmarshal([]byte(in), &want))
+		got, err := postgres.ScanAttributesForTest([]byte(in))
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got %#v, %v; want %#v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "null"} {
+		got, err := postgres.ScanAttributesForTest([]byte(in))
+		if in == "" {
+			got, err = postgres.ScanAttributesForTest(nil)
+		}
+		if err != nil || got == nil || len(got) != 0 {
+			t.Errorf("%q: got %#v, %v; want an empty map", in, got, err)
+		}
+	}
+	for _, in := range []string{`[]`, `[{"a": 1}]`, `"x"`, `1`, `{"a": `, `{"a": 1} x`} {
+		if got, err := postgres.ScanAttributesForTest([]byte(in)); err == nil {
+			t.Errorf("%s: got %#v, want an error", in, got)
+		}
+	}
+}
+
+// publicAttrs reads the public attributes stored when an entity was
+// written, computed by glyphoxa_public_attributes only for attributes
+// whose text may hold a secret (migration 0029); on every other they must
+// be the attributes themselves. Each case is read through the column and
+// through the function alone, and both must equal the Go definition.
 func TestPublicAttrsShortcut(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -297,14 +330,22 @@ func TestPublicAttrsShortcut(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"k": gen(0), piece(): gen(1)})
 		cases = append(cases, string(b))
 	}
-	q := `SELECT ` + postgres.PublicAttrsSQLForTest("t") + `, glyphoxa_public_attributes(t.attributes),
-		t.attributes::text ~* '"(` + postgres.SecretKeyStartsForTest + `)'
-		FROM (SELECT $1::jsonb AS attributes) t`
+	// Each case is written as an entity, so that PostgreSQL computes its
+	// stored public attributes (migration 0029) as it does for every
+	// write, and read back through publicAttrs.
+	c := pgtest.Campaign(t, s, "camp")
+	q := `SELECT ` + postgres.PublicAttrsSQLForTest("e") + `, glyphoxa_public_attributes(e.attributes),
+		e.attributes::text ~* '"(` + postgres.SecretKeyStartsForTest + `)'
+		FROM entities e WHERE e.campaign_id = $1 AND e.id = $2`
 	shortcut, exact := 0, 0
-	for _, in := range cases {
+	for i, in := range cases {
+		id := fmt.Sprintf("case-%d", i)
+		_, err := s.Pool().Exec(ctx, `INSERT INTO entities (campaign_id, id, type, name, attributes) VALUES ($1, $2, 'thing', $2, $3::jsonb)`,
+			c.ID(), id, in)
+		check(t, err)
 		var fast, slow []byte
 		var matched bool
-		check(t, s.Pool().QueryRow(ctx, q, in).Scan(&fast, &slow, &matched))
+		check(t, s.Pool().QueryRow(ctx, q, c.ID(), id).Scan(&fast, &slow, &matched))
 		if matched {
 			exact++
 		} else {
@@ -319,8 +360,17 @@ func TestPublicAttrsShortcut(t *testing.T) {
 		wb, _ := json.Marshal(want)
 		check(t, json.Unmarshal(wb, &want))
 		if !reflect.DeepEqual(f, sl) || !reflect.DeepEqual(f, want) {
-			t.Errorf("%s: shortcut %s, function %s, Go %s", in, fast, slow, wb)
+			t.Errorf("%s: stored %s, function %s, Go %s", in, fast, slow, wb)
 		}
+	}
+	// The column's test for a possible secret is secretKeyStarts, as the
+	// facts' shortcut below: a migration changing one must change both.
+	var expr string
+	check(t, s.Pool().QueryRow(ctx, `SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d
+		JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+		WHERE d.adrelid = 'entities'::regclass AND a.attname = 'public_attributes'`).Scan(&expr))
+	if !strings.Contains(expr, `'"(`+postgres.SecretKeyStartsForTest+`)'`) {
+		t.Errorf("entities.public_attributes is %s, which does not test for %q", expr, postgres.SecretKeyStartsForTest)
 	}
 	t.Logf("%d cases took the shortcut, %d the function", shortcut, exact)
 	if shortcut < 20 || exact < 20 {
