@@ -113,7 +113,6 @@ type Graph struct {
 	edges    []edge
 	facts    map[int64]int32   // fact id → edge index
 	mentions map[int32][]int32 // chunk node → edge indices
-	ties     []int32           // edge indices of the ties ([Graph.SetTies])
 	deg      []float64         // weighted degree of live edges
 	df       []int32           // live chunk links of each entity node
 	dead     int
@@ -167,7 +166,6 @@ func (g *Graph) Load(ctx context.Context) error {
 	g.cursor = cur
 	g.nodes, g.keys, g.isChunk, g.chunks = fresh.nodes, fresh.keys, fresh.isChunk, fresh.chunks
 	g.edges, g.facts, g.mentions, g.deg, g.df, g.dead = fresh.edges, fresh.facts, fresh.mentions, fresh.deg, fresh.df, fresh.dead
-	g.ties = fresh.ties
 	g.built, g.off, g.nbr, g.w, g.pos, g.extra = fresh.built, fresh.off, fresh.nbr, fresh.w, fresh.pos, fresh.extra
 	return nil
 }
@@ -308,13 +306,6 @@ func (g *Graph) compact() {
 	for id, i := range g.facts {
 		g.facts[id] = remap[i]
 	}
-	ties := g.ties[:0]
-	for _, i := range g.ties {
-		if remap[i] >= 0 {
-			ties = append(ties, remap[i])
-		}
-	}
-	g.ties = ties
 	for c, is := range g.mentions {
 		out := is[:0]
 		for _, i := range is {

@@ -345,7 +345,7 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 			add(string(m), q, contents)
 			lists[m] = append(lists[m], contents)
 			if os.Getenv("GLYPHOXA_EVAL_DETAIL") != "" {
-				t.Logf("%-8s %-8s %-12s %.2f %.2f %q", c.name, m, q.Kind, found(contents[:min(5, len(contents))], q), found(contents[:min(10, len(contents))], q), q.Q)
+				t.Logf("%-8s %-8s %-12s %.2f %q", c.name, m, q.Kind, found(contents[:min(10, len(contents))], q), q.Q)
 			}
 		}
 	}
@@ -375,31 +375,6 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 			}
 		}
 		add("hybrid+bridge", q, contents)
-	}
-	// Line ties, opt-in: measured beside the default.
-	tr, err := New(camp, e, Config{LineTies: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range []Mode{ModePPR, ModeHybrid} {
-		all, err := searchEach(ctx, c.questions, func(ctx context.Context, q question) ([]Result, error) {
-			return tr.Search(ctx, Query{Text: q.Q, K: maxK, Mode: m})
-		})
-		if err != nil {
-			t.Fatalf("%s %s+ties %v", c.name, m, err)
-		}
-		for i, q := range c.questions {
-			var contents []string
-			for _, x := range all[i] {
-				if x.Kind != KindEntity {
-					contents = append(contents, x.Content)
-				}
-			}
-			add(string(m)+"+ties", q, contents)
-			if os.Getenv("GLYPHOXA_EVAL_DETAIL") != "" {
-				t.Logf("%-8s %-8s %-12s %.2f %.2f %q", c.name, string(m)+"+ties", q.Kind, found(contents[:min(5, len(contents))], q), found(contents[:min(10, len(contents))], q), q.Q)
-			}
-		}
 	}
 	return rt, camp
 }

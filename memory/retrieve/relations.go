@@ -2,7 +2,6 @@ package retrieve
 
 import (
 	"context"
-	"os"
 	"strings"
 
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -129,25 +128,6 @@ func (r *Retriever) expandSeeds(ctx context.Context, text string, seeds []ppr.Se
 				out[i].Weight *= hopKeep
 				continue
 			}
-			if hop == 0 && relational && len(rels) == 0 && r.cfg.LineTies && os.Getenv("TIESF") != "" {
-				// No fact of the entity: its strongest ties in the
-				// transcript's lines stand for them (tieFact).
-				ties := r.graph.TiesOf(from)
-				var best []ppr.Tie
-				for _, t := range ties {
-					if t.Weight == ties[0].Weight {
-						best = append(best, t)
-					}
-				}
-				for _, t := range best {
-					share := 1 / float64(len(best))
-					followed = append(followed, weightedFact{memory.Relationship{ID: tieFact, SourceID: from, TargetID: t.B}, share})
-					if !have[t.B] {
-						have[t.B] = true
-						out = append(out, ppr.Seed{EntityID: t.B, Weight: share * out[i].Weight})
-					}
-				}
-			}
 			if hop == 0 && relational && len(rels) > 0 {
 				share := 1 / float64(len(rels))
 				for _, rel := range rels {
@@ -174,9 +154,6 @@ func asksOf(text string) bool {
 // Weights of a relationship hop: the entity reached gets hopGain times the
 // weight of the one it was reached from, which keeps hopKeep of its own.
 var hopGain, hopKeep = 2.0, 0.5
-
-// tieFact is the id of a line tie followed as a fact.
-const tieFact = -1
 
 // otherEnd is the end of rel that is not from.
 func otherEnd(rel memory.Relationship, from string) string {

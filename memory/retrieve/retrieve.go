@@ -126,7 +126,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -229,9 +228,6 @@ type Config struct {
 	// ChunkSeedWeight is the total weight of those chunk seeds; each named
 	// entity weighs at most 1 (default 0.3).
 	ChunkSeedWeight float64
-	// LineTies adds to the walk the ties between entities that the
-	// transcript shows line by line ([lineTies]).
-	LineTies bool
 	// RefreshEvery is how often, at most, a query first picks up graph
 	// changes (default 2 s; negative never refreshes).
 	RefreshEvery time.Duration
@@ -380,11 +376,6 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 	}
 	if err != nil {
 		return nil, err
-	}
-	if withGraph && r.cfg.LineTies {
-		if err := r.loadTies(ctx, r.matcher); err != nil {
-			return nil, err
-		}
 	}
 	if withGraph {
 		r.graphLoaded = true
@@ -810,9 +801,7 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 		// Here the walk only spreads the words' own chunks along the
 		// named entities: what it adds is how much more of that mass a
 		// chunk holds than its links alone bring it ([perDegree]).
-		if !(r.cfg.LineTies && os.Getenv("TIESD") != "") {
-			pr = perDegree(pr, func(id string) int { return len(r.graph.ChunkEntities(id)) })
-		}
+		pr = perDegree(pr, func(id string) int { return len(r.graph.ChunkEntities(id)) })
 	}
 	r.cfg.Logger.Debug("hybrid fusion", "text", conf, "vector", scoreConfidence(vec, n), "entities", entConf,
 		"independent", independent)
@@ -881,9 +870,6 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 	if only == nil {
 		gate := r.cfg.Weights.Facts * entConf
 		for i, f := range facts {
-			if f.ID == tieFact {
-				continue
-			}
 			key := "fact:" + strconv.FormatInt(f.ID, 10)
 			if _, dup := factByKey[key]; dup {
 				continue
