@@ -27,6 +27,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
+	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -133,6 +134,17 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		defer release()
 	}
 	if err != nil {
+		return err
+	}
+	// A forget-me and a span declared non-canon took lines out of
+	// sessions: their chunks are built again from the lines left, so the
+	// lines taken out are in none and the others' lines are found again.
+	deps.Reprocess = func(ctx context.Context, campaign, sessionID string) error {
+		camp, err := door.Open(ctx, campaign, memory.DMViewer())
+		if err != nil {
+			return err
+		}
+		_, err = chunk.Process(ctx, camp, providers.Embedder, chunk.Options{}, sessionID)
 		return err
 	}
 	claims := newGuildClaims(leases, nil, bcfg.Guilds, cfg.Discord.ShardID, cfg.Discord.ShardCount, logger)
