@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
@@ -192,5 +194,114 @@ lifecycle:
 		if !strings.Contains(c, want) {
 			t.Errorf("another player's line with %q left the chunks with the forgotten player's:\n%s", want, c)
 		}
+	}
+}
+
+// TestImportKilledMidTransactionLeavesNothing (ATTACK4): an operator
+// SIGKILLs `glyphoxa import` (a real process) while its transaction is
+// writing; the campaign holds nothing afterwards, not half a campaign, and
+// importing the file again gives the whole of it.
+func TestImportKilledMidTransactionLeavesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.NewDatabase(t)
+	const campaign, sessions, lines = "big-saga", 40, 250
+	var b strings.Builder
+	fmt.Fprintf(&b, "campaign: %s\nentities:\n  - {id: grimjaw, type: npc, name: Grimjaw}\nsessions:\n", campaign)
+	start := time.Date(2026, 1, 1, 19, 0, 0, 0, time.UTC)
+	for s := range sessions {
+		day := start.AddDate(0, 0, 7*s)
+		fmt.Fprintf(&b, "  - id: s%d\n    started_at: %s\n    ended_at: %s\n    entries:\n", s+1,
+			day.Format(time.RFC3339), day.Add(4*time.Hour).Format(time.RFC3339))
+		for l := range lines {
+			fmt.Fprintf(&b, "      - {speaker_id: u%d, speaker_name: P%d, text: \"Line %d of session %d: we ask Grimjaw about the road.\", at: %s}\n",
+				l%4, l%4, l, s+1, day.Add(time.Duration(l)*10*time.Second).Format(time.RFC3339))
+		}
+	}
+	file := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close(ctx)
+	count := func() (campaigns, entities, entries int) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM campaigns WHERE id = $1),
+			(SELECT count(*) FROM entities WHERE campaign_id = $1),
+			(SELECT count(*) FROM transcript_entries WHERE campaign_id = $1)`, campaign).Scan(&campaigns, &entities, &entries); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	// The schema first (an import into an empty database migrates it,
+	// outside the import's transaction).
+	if code, out, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %q %q", code, out, errs)
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envServeHelper+"=import --no-process "+file, "GLYPHOXA_DSN="+dsn)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// Kill it once its transaction has written rows (it holds a
+	// transaction id) and before it commits.
+	deadline := time.Now().Add(hangGuard)
+	for {
+		var writing bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL)`).Scan(&writing); err != nil {
+			t.Fatal(err)
+		}
+		if writing {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the import ended (%v) before it was seen writing; make the file bigger\n%s", err, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the import never wrote\n%s", stderr.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	// The server ends the dead client's backend (at its next read of the
+	// socket); until then its rows are uncommitted and invisible anyway.
+	for {
+		var left int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+			  AND backend_xid IS NOT NULL`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed import's backend never ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c, e, n := count(); c != 0 || e != 0 || n != 0 {
+		t.Fatalf("the killed import left %d campaign rows, %d entities, %d lines", c, e, n)
+	}
+	if code, out, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "import", "--no-process", file); code != 0 {
+		t.Fatalf("import again: %d %q %q", code, out, errs)
+	}
+	if c, e, n := count(); c != 1 || e != 1 || n != sessions*lines {
+		t.Fatalf("import after the kill: %d campaign rows, %d entities, %d lines; want 1, 1, %d", c, e, n, sessions*lines)
 	}
 }

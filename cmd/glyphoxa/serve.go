@@ -27,7 +27,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
-	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -136,17 +135,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// A forget-me and a span declared non-canon took lines out of
-	// sessions: their chunks are built again from the lines left, so the
-	// lines taken out are in none and the others' lines are found again.
-	deps.Reprocess = func(ctx context.Context, campaign, sessionID string) error {
-		camp, err := door.Open(ctx, campaign, memory.DMViewer())
-		if err != nil {
-			return err
-		}
-		_, err = chunk.Process(ctx, camp, providers.Embedder, chunk.Options{}, sessionID)
-		return err
-	}
+	// A forget-me and a span declared non-canon rebuild the chunks of the
+	// sessions they took lines out of.
+	deps.Reprocess = rechunk(door, providers.Embedder)
 	claims := newGuildClaims(leases, nil, bcfg.Guilds, cfg.Discord.ShardID, cfg.Discord.ShardCount, logger)
 	deps.Claims = claims
 	voice, err := voiceManager(door, cfg, providers, sess, m, claims.owns, claims.confirm, logger)

@@ -185,13 +185,26 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 }
 
 // MarkNonCanon marks the lines of a session between from and to (inclusive)
-// as non-canon and reports how many lines changed.
+// as non-canon and reports how many lines changed. In the same statement it
+// deletes the session's chunks that span a line it marked: a chunk quotes
+// its lines, and search and the NPCs' recall read chunks, so a non-canon
+// line is in none. The rest of those chunks' lines are chunked again by
+// the next chunking of the session (chunk.Process, or a live session's
+// next update), which leaves non-canon lines out.
 func (l *SessionLog) MarkNonCanon(ctx context.Context, sessionID string, from, to time.Time) (int64, error) {
-	tag, err := l.db.Exec(ctx, `UPDATE transcript_entries SET noncanon = true
-		WHERE campaign_id = $1 AND session_id = $2 AND at BETWEEN $3 AND $4 AND NOT noncanon`,
-		l.campaign, sessionID, from, to)
+	var n int64
+	err := l.db.QueryRow(ctx, `
+		WITH marked AS (
+			UPDATE transcript_entries SET noncanon = true
+			WHERE campaign_id = $1 AND session_id = $2 AND at BETWEEN $3 AND $4 AND NOT noncanon
+			RETURNING at),
+		gone AS (
+			DELETE FROM chunks c WHERE c.campaign_id = $1 AND c.session_id = $2
+			  AND EXISTS (SELECT 1 FROM marked m WHERE m.at BETWEEN c.start_at AND coalesce(c.end_at, c.start_at)))
+		SELECT count(*) FROM marked`,
+		l.campaign, sessionID, from, to).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("marking lines of session %q as non-canon: %w", sessionID, err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }
