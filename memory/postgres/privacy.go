@@ -144,15 +144,19 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			c.id, gone); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID)
+		// The lines go before the chunks: a chunking that read them and
+		// writes its chunks after this deletion of chunks finds them
+		// locked or gone when it checks them (SessionLog.StillCanon)
+		// and chunks the session again.
+		tag, err := tx.Exec(ctx, `DELETE FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2`, c.id, userID)
 		if err != nil {
 			return err
 		}
-		rep.Chunks = tag.RowsAffected()
-		if tag, err = tx.Exec(ctx, `DELETE FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2`, c.id, userID); err != nil {
+		rep.Entries = tag.RowsAffected()
+		if tag, err = tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID); err != nil {
 			return err
 		}
-		rep.Entries = tag.RowsAffected()
+		rep.Chunks = tag.RowsAffected()
 		if err := forgetPlayerKnowledge(ctx, tx, c.id, userID); err != nil {
 			return err
 		}
@@ -182,6 +186,33 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		return memory.ForgetReport{}, fmt.Errorf("forgetting speaker %s: %w", userID, err)
 	}
 	return rep, nil
+}
+
+// StillCanon reports whether every line of ids is still in session
+// sessionID and canon. A line that a transaction is deleting or marking
+// non-canon is waited for (FOR SHARE). A chunking calls it after writing
+// chunks made of lines it read earlier: a forget-me or a MarkNonCanon
+// that ran meanwhile either deleted those chunks (it ran after they were
+// written) or took the lines out before this check, and the session is
+// chunked again.
+func (l *SessionLog) StillCanon(ctx context.Context, sessionID string, ids []int64) (bool, error) {
+	if len(ids) == 0 {
+		return true, nil
+	}
+	rows, err := l.db.Query(ctx, `SELECT id FROM transcript_entries
+		WHERE campaign_id = $1 AND session_id = $2 AND id = ANY($3) AND NOT noncanon FOR SHARE`, l.campaign, sessionID, ids)
+	if err != nil {
+		return false, fmt.Errorf("checking the lines of session %q: %w", sessionID, err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return false, fmt.Errorf("checking the lines of session %q: %w", sessionID, err)
+	}
+	want := map[int64]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	return len(found) == len(want), nil
 }
 
 // MarkNonCanon marks the lines of a session between from and to (inclusive)
