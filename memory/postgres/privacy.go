@@ -82,6 +82,14 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		return rep, fmt.Errorf("%w: empty user id", memory.ErrInvalid)
 	}
 	err := pgx.BeginFunc(ctx, c.l1.db, func(tx pgx.Tx) error {
+		// The speaker's lines are locked first: a chunking or an
+		// extraction that checks the lines it read (SessionLog.StillCanon)
+		// waits for this transaction and finds them gone, however far it
+		// has got.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2 FOR UPDATE`,
+			c.id, userID); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `
 			SELECT DISTINCT session_id FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2
 			UNION
