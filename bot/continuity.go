@@ -233,6 +233,12 @@ func (b *Bot) continuityButton(ctx context.Context, i *discordgo.Interaction, re
 		return
 	}
 	b.updateCard(i, g, card, fmt.Sprintf("✅ Settled at %s: %s.", card.SettledAt.Format(time.TimeOnly+" UTC"), card.Note))
+	// Keep canon took the line out of the chunks that quoted it (the
+	// store deletes them): the session's other lines are chunked again,
+	// after the answer (Discord waits 3 s for it).
+	if card.Status == continuity.CardKept && !card.Unsaid {
+		b.rebuildSessions(ctx, g, []string{card.Line.SessionID}) // failures are logged
+	}
 }
 
 // updateCard replaces the card's message with where it stands.

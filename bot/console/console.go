@@ -72,6 +72,11 @@ type Config struct {
 	// Export writes the campaign's bundle for the DM's download
 	// (GET /export); nil answers 404.
 	Export Exporter
+	// Reprocess rebuilds a session's chunks after Keep canon marked one of
+	// its lines non-canon (the store deleted the chunks quoting it); nil
+	// leaves the rest of those chunks' lines to the session's next
+	// chunking (`glyphoxa process`).
+	Reprocess func(ctx context.Context, campaign, sessionID string) error
 	// SessionTTL is how long a sign-in lasts; default 12h.
 	SessionTTL time.Duration
 	// LinkTTL is how long a one-time link stays valid; default 15m.

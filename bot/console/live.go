@@ -312,7 +312,14 @@ func (s *Server) settleCard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("continuity card settled", "card", c.ID, "status", c.Status, "by", sessionOf(ctx).UserID)
-	s.back(w, r, "/live", fmt.Sprintf("Card settled (%s): %s.", c.Status, c.Note))
+	msg := fmt.Sprintf("Card settled (%s): %s.", c.Status, c.Note)
+	if c.Status == continuity.CardKept && !c.Unsaid && s.cfg.Reprocess != nil {
+		if err := s.cfg.Reprocess(ctx, camp.ID(), c.Line.SessionID); err != nil {
+			s.log.Warn("rebuilding a session's chunks after Keep canon", "session", c.Line.SessionID, "err", err)
+			msg += fmt.Sprintf(" ⚠ Rebuilding the memory of session %s failed; run glyphoxa process.", c.Line.SessionID)
+		}
+	}
+	s.back(w, r, "/live", msg)
 }
 
 func (s *Server) liveJSON(w http.ResponseWriter, r *http.Request) {

@@ -110,6 +110,10 @@ func newConsole(door *access.Door, cfg config.Config, logger *slog.Logger, campa
 	if err != nil {
 		return nil, err
 	}
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return console.New(console.Config{
 		Door:      door,
 		Campaigns: campaigns,
@@ -118,6 +122,7 @@ func newConsole(door *access.Door, cfg config.Config, logger *slog.Logger, campa
 		Asker:     asker,
 		Live:      live,
 		Export:    door,
+		Reprocess: rechunk(door, emb),
 		Logger:    logger,
 	})
 }

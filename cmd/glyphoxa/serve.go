@@ -135,6 +135,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// A forget-me and a span declared non-canon rebuild the chunks of the
+	// sessions they took lines out of.
+	deps.Reprocess = rechunk(door, providers.Embedder)
 	claims := newGuildClaims(leases, nil, bcfg.Guilds, cfg.Discord.ShardID, cfg.Discord.ShardCount, logger)
 	deps.Claims = claims
 	voice, err := voiceManager(door, cfg, providers, sess, m, claims.owns, claims.confirm, logger)

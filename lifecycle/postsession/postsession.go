@@ -69,6 +69,17 @@ type Graph interface {
 	UpsertRelationship(ctx context.Context, r memory.Relationship) (memory.Relationship, error)
 }
 
+// lineChecker is the optional capability of a Transcript that reports
+// whether lines are still in their session and canon, waiting for a
+// deletion under way (postgres.SessionLog.StillCanon).
+type lineChecker interface {
+	StillCanon(ctx context.Context, sessionID string, ids []int64) (bool, error)
+}
+
+// maxRereads bounds how many times an extraction reads its session again
+// because lines left it while a window was extracted.
+const maxRereads = 3
+
 // thresholder is the optional capability of a Graph that reports its review
 // threshold.
 type thresholder interface{ ReviewThreshold() float64 }
@@ -258,19 +269,27 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		return err
 	}
 	rep.Resumed = pos
-	all, err := p.cfg.Transcript.Entries(ctx, sessionID)
-	if err != nil {
-		return fmt.Errorf("reading session %q: %w", sessionID, err)
-	}
-	entries := all[:0:0]
-	for _, e := range all {
-		if !e.NonCanon {
-			entries = append(entries, e)
+	var entries []memory.TranscriptEntry
+	var windows int
+	read := func() error {
+		all, err := p.cfg.Transcript.Entries(ctx, sessionID)
+		if err != nil {
+			return fmt.Errorf("reading session %q: %w", sessionID, err)
 		}
+		entries = all[:0:0]
+		for _, e := range all {
+			if !e.NonCanon {
+				entries = append(entries, e)
+			}
+		}
+		windows = (len(entries) + p.cfg.Window - 1) / p.cfg.Window
+		if live {
+			windows = len(entries) / p.cfg.Window
+		}
+		return nil
 	}
-	windows := (len(entries) + p.cfg.Window - 1) / p.cfg.Window
-	if live {
-		windows = len(entries) / p.cfg.Window
+	if err := read(); err != nil {
+		return err
 	}
 	if pos >= windows {
 		if live {
@@ -284,12 +303,39 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		return fmt.Errorf("loading the known entities: %w", err)
 	}
 	res := NewResolver(known)
+	rereads := 0
 	for w := pos; w < windows; w++ {
 		lo, hi := w*p.cfg.Window, min((w+1)*p.cfg.Window, len(entries))
 		span := entries[lo:hi]
 		x, cached, err := p.extract(ctx, sessionID, w, res.entities, span)
 		if err != nil {
 			return fmt.Errorf("extracting window %d of %d of session %q: %w", w+1, windows, sessionID, err)
+		}
+		// Lines that left the session while the model read them (a
+		// forget-me, a line marked non-canon) may be quoted in its answer:
+		// the session is read again and the window extracted anew.
+		if lc, ok := p.cfg.Transcript.(lineChecker); ok {
+			ids := make([]int64, 0, len(span))
+			for _, e := range span {
+				if e.ID != 0 {
+					ids = append(ids, e.ID)
+				}
+			}
+			still, err := lc.StillCanon(ctx, sessionID, ids)
+			if err != nil {
+				return fmt.Errorf("checking window %d of %d of session %q: %w", w+1, windows, sessionID, err)
+			}
+			if !still {
+				if rereads++; rereads > maxRereads {
+					return fmt.Errorf("extracting window %d of session %q: its lines kept leaving while it was extracted (%d times); run it again",
+						w+1, sessionID, maxRereads)
+				}
+				if err := read(); err != nil {
+					return err
+				}
+				w--
+				continue
+			}
 		}
 		if err := p.apply(ctx, sessionID, span, x, res, rep); err != nil {
 			return fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)

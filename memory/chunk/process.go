@@ -54,9 +54,38 @@ func Process(ctx context.Context, c Campaign, e embed.Embedder, o Options, sessi
 	}
 	m := mention.NewMatcher(ents)
 	for _, sid := range sessions {
+		n, removed, err := processSession(ctx, c, e, m, o, sid)
+		if err != nil {
+			return rep, err
+		}
+		rep.Sessions++
+		rep.Chunks += n
+		rep.Removed += removed
+	}
+	return rep, nil
+}
+
+// maxChunkings bounds how many times processSession chunks a session
+// whose lines keep leaving while it is chunked.
+const maxChunkings = 3
+
+// processSession chunks and embeds one session, replacing its earlier
+// chunks, and returns how many chunks it has and how many were removed.
+// Lines that left the session while it was chunked (a forget-me, a line
+// marked non-canon: SessionLog.StillCanon) have it chunked again, so no
+// chunk quotes them.
+func processSession(ctx context.Context, c Campaign, e embed.Embedder, m *mention.Matcher, o Options, sid string) (int, int64, error) {
+	var removed int64
+	for range maxChunkings {
 		entries, err := c.Sessions().Entries(ctx, sid)
 		if err != nil {
-			return rep, fmt.Errorf("reading session %q: %w", sid, err)
+			return 0, removed, fmt.Errorf("reading session %q: %w", sid, err)
+		}
+		var ids []int64
+		for _, en := range entries {
+			if en.ID != 0 && !en.NonCanon {
+				ids = append(ids, en.ID)
+			}
 		}
 		chunks := Split(entries, m, o)
 		texts := make([]string, len(chunks))
@@ -67,23 +96,29 @@ func Process(ctx context.Context, c Campaign, e embed.Embedder, o Options, sessi
 		}
 		vs, err := embed.All(ctx, e, texts)
 		if err != nil {
-			return rep, fmt.Errorf("embedding the chunks of session %q: %w", sid, err)
+			return 0, removed, fmt.Errorf("embedding the chunks of session %q: %w", sid, err)
 		}
 		for i := range chunks {
 			chunks[i].Embedding = vs[i]
 		}
 		if err := c.Index().IndexChunks(ctx, chunks); err != nil {
-			return rep, err
+			return 0, removed, err
 		}
 		n, err := c.Index().DeleteSessionChunks(ctx, sid, keep)
 		if err != nil {
-			return rep, err
+			return 0, removed, err
 		}
-		rep.Sessions++
-		rep.Chunks += len(chunks)
-		rep.Removed += n
+		removed += n
+		still, err := c.Sessions().StillCanon(ctx, sid, ids)
+		if err != nil {
+			return 0, removed, err
+		}
+		if still {
+			return len(chunks), removed, nil
+		}
 	}
-	return rep, nil
+	return 0, removed, fmt.Errorf("chunking session %q: its lines kept leaving while it was chunked (%d times); run it again",
+		sid, maxChunkings)
 }
 
 // EmbedPending embeds every chunk of the campaign that has no embedding

@@ -82,6 +82,14 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		return rep, fmt.Errorf("%w: empty user id", memory.ErrInvalid)
 	}
 	err := pgx.BeginFunc(ctx, c.l1.db, func(tx pgx.Tx) error {
+		// The speaker's lines are locked first: a chunking or an
+		// extraction that checks the lines it read (SessionLog.StillCanon)
+		// waits for this transaction and finds them gone, however far it
+		// has got.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2 FOR UPDATE`,
+			c.id, userID); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `
 			SELECT DISTINCT session_id FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2
 			UNION
@@ -144,15 +152,19 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			c.id, gone); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID)
+		// The lines go before the chunks: a chunking that read them and
+		// writes its chunks after this deletion of chunks finds them
+		// locked or gone when it checks them (SessionLog.StillCanon)
+		// and chunks the session again.
+		tag, err := tx.Exec(ctx, `DELETE FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2`, c.id, userID)
 		if err != nil {
 			return err
 		}
-		rep.Chunks = tag.RowsAffected()
-		if tag, err = tx.Exec(ctx, `DELETE FROM transcript_entries WHERE campaign_id = $1 AND speaker_id = $2`, c.id, userID); err != nil {
+		rep.Entries = tag.RowsAffected()
+		if tag, err = tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID); err != nil {
 			return err
 		}
-		rep.Entries = tag.RowsAffected()
+		rep.Chunks = tag.RowsAffected()
 		if err := forgetPlayerKnowledge(ctx, tx, c.id, userID); err != nil {
 			return err
 		}
@@ -184,14 +196,54 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 	return rep, nil
 }
 
+// StillCanon reports whether every line of ids is still in session
+// sessionID and canon. A line that a transaction is deleting or marking
+// non-canon is waited for (FOR SHARE). A chunking calls it after writing
+// chunks made of lines it read earlier: a forget-me or a MarkNonCanon
+// that ran meanwhile either deleted those chunks (it ran after they were
+// written) or took the lines out before this check, and the session is
+// chunked again.
+func (l *SessionLog) StillCanon(ctx context.Context, sessionID string, ids []int64) (bool, error) {
+	if len(ids) == 0 {
+		return true, nil
+	}
+	rows, err := l.db.Query(ctx, `SELECT id FROM transcript_entries
+		WHERE campaign_id = $1 AND session_id = $2 AND id = ANY($3) AND NOT noncanon FOR SHARE`, l.campaign, sessionID, ids)
+	if err != nil {
+		return false, fmt.Errorf("checking the lines of session %q: %w", sessionID, err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return false, fmt.Errorf("checking the lines of session %q: %w", sessionID, err)
+	}
+	want := map[int64]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	return len(found) == len(want), nil
+}
+
 // MarkNonCanon marks the lines of a session between from and to (inclusive)
-// as non-canon and reports how many lines changed.
+// as non-canon and reports how many lines changed. In the same statement it
+// deletes the session's chunks that span a line it marked: a chunk quotes
+// its lines, and search and the NPCs' recall read chunks, so a non-canon
+// line is in none. The rest of those chunks' lines are chunked again by
+// the next chunking of the session (chunk.Process, or a live session's
+// next update), which leaves non-canon lines out.
 func (l *SessionLog) MarkNonCanon(ctx context.Context, sessionID string, from, to time.Time) (int64, error) {
-	tag, err := l.db.Exec(ctx, `UPDATE transcript_entries SET noncanon = true
-		WHERE campaign_id = $1 AND session_id = $2 AND at BETWEEN $3 AND $4 AND NOT noncanon`,
-		l.campaign, sessionID, from, to)
+	var n int64
+	err := l.db.QueryRow(ctx, `
+		WITH marked AS (
+			UPDATE transcript_entries SET noncanon = true
+			WHERE campaign_id = $1 AND session_id = $2 AND at BETWEEN $3 AND $4 AND NOT noncanon
+			RETURNING at),
+		gone AS (
+			DELETE FROM chunks c WHERE c.campaign_id = $1 AND c.session_id = $2
+			  AND EXISTS (SELECT 1 FROM marked m WHERE m.at BETWEEN c.start_at AND coalesce(c.end_at, c.start_at)))
+		SELECT count(*) FROM marked`,
+		l.campaign, sessionID, from, to).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("marking lines of session %q as non-canon: %w", sessionID, err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }
