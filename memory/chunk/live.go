@@ -18,7 +18,9 @@ import (
 // chunk's id derives from the lines it spans), embeds and indexes only the
 // chunks it has not indexed yet (usually the one still growing at the end,
 // and whatever a scene break or a topic shift closed since) or whose text
-// changed (a line amended by the background name correction), and removes
+// changed (a line amended by the background name correction) or that
+// went missing from the index (another process rebuilt the session's chunks
+// from an earlier read of its log), and removes
 // the chunks that no longer exist (the earlier shape of the growing one, or
 // chunks that held a forgotten speaker's lines). At the end of the session
 // its result is the same as [Process]'s. A Live is safe for concurrent use;
@@ -77,6 +79,26 @@ func (l *Live) Update(ctx context.Context) (LiveReport, error) {
 			return rep, err
 		}
 		l.emb, l.loaded = emb, true
+	} else {
+		// Others remove chunks too: a rebuild of the session after a
+		// forget-me or a span declared non-canon replaces its chunks with
+		// those of the lines it read, and may take away one this chunker
+		// indexed meanwhile for lines said since. A chunk believed indexed
+		// but gone is indexed again, so the session's latest lines are not
+		// left out of retrieval until it ends.
+		ids, err := l.camp.Index().ChunkIDs(ctx, l.session)
+		if err != nil {
+			return rep, err
+		}
+		present := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			present[id] = true
+		}
+		for id := range l.indexed {
+			if !present[id] {
+				delete(l.indexed, id)
+			}
+		}
 	}
 	entries, err := l.camp.Sessions().Entries(ctx, l.session)
 	if err != nil {

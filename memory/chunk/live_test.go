@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -92,4 +94,83 @@ func TestLiveUpdateAfterAFailedLanguageRead(t *testing.T) {
 	if rep.Chunks != 1 || rep.Added != 1 {
 		t.Errorf("Update after the failed one: %+v, want the session's one chunk indexed", rep)
 	}
+}
+
+// A rebuild of the session's chunks (after a forget-me or a span declared
+// non-canon) that read the log before the latest lines came replaces the
+// session's chunks with its own and takes away the one the live chunker
+// had indexed for those lines: the next Update indexes it again, instead
+// of leaving the latest lines out of retrieval until the session ends.
+func TestLiveIndexesAgainWhatARebuildTookAway(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	store, _ := pgtest.NewStore(t, 64)
+	camp, err := store.Campaign(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := camp.Sessions().StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	e := line(0, 0, "Thorin", "Grimjaw, the forge in Ironhold is cold.")
+	e.IdempotencyKey = "k0"
+	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{e}); err != nil {
+		t.Fatal(err)
+	}
+	emb, _ := embed.NewOffline(64)
+	live, err := NewLive(camp, emb, Options{}, "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live.Update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A line comes, the live chunker indexes it; then a rebuild that read
+	// the log before it keeps only the chunks of what it read.
+	before, err := camp.Index().ChunkIDs(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = line(1, 5, "Mira", "The smith Brannoc left for the Sunken Vault at dawn.")
+	e.IdempotencyKey = "k1"
+	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{e}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := live.Update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !indexed(ctx, t, camp, "Sunken Vault") {
+		t.Fatal("the live chunker did not index the new line")
+	}
+	if _, err := camp.Index().DeleteSessionChunks(ctx, "s1", before); err != nil {
+		t.Fatal(err)
+	}
+	if indexed(ctx, t, camp, "Sunken Vault") {
+		t.Fatal("the rebuild's stand-in left the new line's chunk")
+	}
+	rep, err := live.Update(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !indexed(ctx, t, camp, "Sunken Vault") || rep.Added == 0 {
+		t.Fatalf("after the rebuild the live chunker did not index the latest line again (%+v)", rep)
+	}
+}
+
+// indexed reports whether a chunk of session s1 holds text.
+func indexed(ctx context.Context, t *testing.T, camp interface {
+	Index() *postgres.SemanticIndex
+}, text string) bool {
+	t.Helper()
+	cs, err := camp.Index().Chunks(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if strings.Contains(c.Content, text) {
+			return true
+		}
+	}
+	return false
 }

@@ -126,6 +126,15 @@ func (x *SemanticIndex) Chunks(ctx context.Context, sessionID string) ([]memory.
 	return pgx.CollectRows(rows, scanChunk)
 }
 
+// ChunkIDs returns the ids of a session's chunks, in no order.
+func (x *SemanticIndex) ChunkIDs(ctx context.Context, sessionID string) ([]string, error) {
+	rows, err := x.db.Query(ctx, `SELECT id FROM chunks WHERE campaign_id = $1 AND session_id = $2`, x.campaign, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("listing the chunks of session %q: %w", sessionID, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // UnembeddedChunks returns up to limit chunks that have no embedding yet.
 func (x *SemanticIndex) UnembeddedChunks(ctx context.Context, limit int) ([]memory.Chunk, error) {
 	rows, err := x.db.Query(ctx, `
