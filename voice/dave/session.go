@@ -53,7 +53,13 @@ type Session struct {
 	channelID uint64
 	sig       *mls.SignatureKey
 
-	version     int
+	version int
+	// described says the gateway has told the protocol version (op 4, or
+	// op 24): until then the session cannot know whether the call is
+	// end-to-end encrypted, so Encrypt lets no frame out (a connection
+	// that re-identifies with a new DAVE session may still be sending
+	// on its old transport meanwhile).
+	described   bool
 	initialized bool
 	extSender   *mls.ExternalSender
 	recognized  map[uint64]bool
@@ -109,7 +115,7 @@ func (s *Session) groupID() []byte { return binary.BigEndian.AppendUint64(nil, s
 func (s *Session) SessionDescription(version int) ([]conn.Outbound, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.version = version
+	s.version, s.described = version, true
 	if version == 0 {
 		s.passthroughForever = true
 		return nil, nil
@@ -246,7 +252,7 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 		return nil, nil
 	default: // prepare epoch
 		if t.Epoch == 1 {
-			s.version = t.ProtocolVersion
+			s.version, s.described = t.ProtocolVersion, true
 			return s.reinit()
 		}
 		return nil, nil
@@ -505,12 +511,17 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 // Encrypt protects an outgoing Opus frame. Frames pass through unchanged
 // only under protocol version 0 (no DAVE, or a downgrade executed) and for
 // the silence frame; with DAVE on and no send key (no group yet, or the
-// recoveries gave up) it returns ErrNoSendKey: no key, no frame.
+// recoveries gave up) it returns ErrNoSendKey: no key, no frame. Before
+// the gateway has told the protocol version (op 4) no frame goes out
+// either (ErrNoSendKey): the call may be end-to-end encrypted.
 func (s *Session) Encrypt(frame []byte) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.version == 0 || IsSilence(frame) {
+	if IsSilence(frame) || (s.described && s.version == 0) {
 		return frame, nil
+	}
+	if !s.described {
+		return nil, fmt.Errorf("%w (the voice gateway has not told the protocol version yet)", ErrNoSendKey)
 	}
 	if s.sender == nil {
 		return nil, ErrNoSendKey
@@ -544,8 +555,14 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 		out, err := r.decrypt(p, now)
 		if err == nil {
 			// The first receiver is the newest epoch's: only its frames
-			// show that the current group works.
-			s.decrypted(userID, i == 0)
+			// show that the current group works, and only while we are in
+			// one: after a refused commit or welcome (group reset, waiting
+			// to be re-added) the receivers left are the old group's, and
+			// a frame they open says nothing about the commits the
+			// gateway sends us (issue 29: players talking through a run
+			// of invalid commits reset the attempts and the bot never
+			// gave up).
+			s.decrypted(userID, i == 0 && s.group != nil)
 			// Its session is ready: no more plaintext from it.
 			delete(s.joining, userID)
 			return out, nil
