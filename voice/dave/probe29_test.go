@@ -1,0 +1,136 @@
+package dave
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/glyphoxa/glyphoxa/voice/gateway"
+	"github.com/glyphoxa/glyphoxa/voice/mls"
+)
+
+// Probe 1 (issue 29), deterministic: the gateway keeps sending b commits
+// and welcomes it cannot process while a keeps talking under the epoch b
+// still holds keys for. a's frames decrypt between every refusal; they say
+// nothing about the commits, so b still gives up after MaxRecoveries.
+func TestProbe29RefusalsInterleavedWithGoodFrames(t *testing.T) {
+	gw, a, b := pair(t)
+	bad := []byte{0, 1, 0, 1, 0xff}
+	refused := 0
+	for attempt := 1; attempt <= 3*(MaxRecoveries+1) && b.Failed() == nil; attempt++ {
+		goodFrame(t, a, b)
+		gw.tid++
+		op, body := gateway.OpDAVEAnnounceCommit, bad
+		if attempt > 1 {
+			op, body = gateway.OpDAVEWelcome, []byte{0, 2, 0, 0}
+		}
+		out, err := b.HandleBinary(op, TransitionPayload{gw.tid, body}.Marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, _, _ := ops(out)
+		refused += inv
+		// a's frames keep coming while b waits for its backoff.
+		for i := 0; i < 3; i++ {
+			goodFrame(t, a, b)
+		}
+		gw.clock = gw.clock.Add(MaxRecoveryBackoff / 2)
+		b.TakeOutbound()
+	}
+	t.Logf("refusals interleaved with good frames: %d op 31, then %v", refused, b.Failed())
+	if !errors.Is(b.Failed(), ErrRecoveryGaveUp) || refused != MaxRecoveries+1 {
+		t.Fatalf("%d op 31, failed %v; want ErrRecoveryGaveUp after %d", refused, b.Failed(), MaxRecoveries+1)
+	}
+	if out, err := b.Encrypt([]byte("the NPC speaks")); !errors.Is(err, ErrNoSendKey) || out != nil {
+		t.Fatalf("after giving up: %q, %v", out, err)
+	}
+}
+
+// Probe 2 (issue 29): every state in which a session has no key to send
+// with while the call is end-to-end encrypted lets no frame out; only
+// protocol version 0 does.
+func TestProbe29NoKeyNoFrame(t *testing.T) {
+	frame := []byte("an opus frame of the NPC")
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T) *Session
+		plain bool // version 0: passthrough is the protocol
+	}{
+		{"before op 4", func(t *testing.T) *Session {
+			s, err := NewSession(1, testChannel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}, false},
+		{"op 4 with DAVE, no group yet", func(t *testing.T) *Session {
+			return newFakeGateway(t).connect(1)
+		}, false},
+		{"op 4 without DAVE", func(t *testing.T) *Session {
+			s, err := NewSession(1, testChannel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.SessionDescription(0); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}, true},
+		{"a downgrade prepared (op 21 v0) but never executed", func(t *testing.T) *Session {
+			gw, a, _ := pair(t)
+			gw.jsonOp(a, gateway.OpDAVEPrepareTransition, map[string]int{"transition_id": 9, "protocol_version": 0})
+			return a
+		}, false},
+		{"a downgrade executed (op 22)", func(t *testing.T) *Session {
+			gw, a, _ := pair(t)
+			gw.jsonOp(a, gateway.OpDAVEPrepareTransition, map[string]int{"transition_id": 9, "protocol_version": 0})
+			gw.jsonOp(a, gateway.OpDAVEExecuteTransition, map[string]int{"transition_id": 9})
+			return a
+		}, true},
+		{"an upgrade prepared again after a downgrade (op 24 epoch 1), no group yet", func(t *testing.T) *Session {
+			gw, a, _ := pair(t)
+			gw.jsonOp(a, gateway.OpDAVEPrepareTransition, map[string]int{"transition_id": 9, "protocol_version": 0})
+			gw.jsonOp(a, gateway.OpDAVEExecuteTransition, map[string]int{"transition_id": 9})
+			gw.jsonOp(a, gateway.OpDAVEPrepareEpoch, map[string]int{"transition_id": 10, "epoch": 1, "protocol_version": 1})
+			return a
+		}, false},
+		{"op 22 for a transition never prepared", func(t *testing.T) *Session {
+			gw := newFakeGateway(t)
+			s := gw.connect(1)
+			gw.jsonOp(s, gateway.OpDAVEExecuteTransition, map[string]int{"transition_id": 42})
+			return s
+		}, false},
+		{"removed from the group by a commit", func(t *testing.T) *Session {
+			gw, _, b, _ := trio(t)
+			gw.round([]uint64{1, 3}, 1, nil, func(s *Session) []*mls.MLSMessage {
+				return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalRemove, Removed: leafOf(t, s, 2)})}
+			})
+			return b
+		}, false},
+		{"a commit refused, waiting to be re-added", func(t *testing.T) *Session {
+			gw, _, b := pair(t)
+			gw.tid++
+			if _, err := b.HandleBinary(gateway.OpDAVEAnnounceCommit, TransitionPayload{gw.tid, []byte{0, 1, 0, 1, 0xff}}.Marshal()); err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.setup(t)
+			out, err := s.Encrypt(frame)
+			switch {
+			case tc.plain && (err != nil || string(out) != string(frame)):
+				t.Fatalf("protocol version 0: %q, %v; want the frame as it is", out, err)
+			case !tc.plain && err == nil && string(out) == string(frame):
+				t.Fatal("the frame went out as plain Opus")
+			case !tc.plain && err == nil && !isProtocolFrame(out):
+				t.Fatalf("the frame went out as %x, not a DAVE frame", out)
+			case !tc.plain && err != nil && !errors.Is(err, ErrNoSendKey):
+				t.Fatalf("no frame, but %v; want ErrNoSendKey", err)
+			}
+			t.Logf("%s: err %v, %d bytes", tc.name, err, len(out))
+		})
+	}
+}
+
+func isProtocolFrame(b []byte) bool { _, err := parseFrame(b); return err == nil }
