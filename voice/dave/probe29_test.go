@@ -3,6 +3,7 @@ package dave
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
 	"github.com/glyphoxa/glyphoxa/voice/mls"
@@ -134,3 +135,85 @@ func TestProbe29NoKeyNoFrame(t *testing.T) {
 }
 
 func isProtocolFrame(b []byte) bool { _, err := parseFrame(b); return err == nil }
+
+// Probe 5 (issue 29): plaintext frames pass only from a member whose own
+// DAVE session is not ready (it (re)connected, or was re-added with a new
+// key). When it is the bot that re-identifies (its session description
+// again, the gateway's roster op 11, then a welcome into the same call),
+// the other members never left: their sessions are ready, and a plain
+// frame in their name is a spoof, not a member that rejoined.
+func TestProbe29NoPlaintextFromMembersThatStayedWhenWeRejoin(t *testing.T) {
+	plain := []byte("a plain opus frame in a's name")
+	gw, a, b, c := trio(t)
+	exchange(t, a, b)
+	exchange(t, c, b)
+	// b's voice session is lost; it identifies again with the same DAVE
+	// session: op 4 again, then the roster (op 11) of who is in the call.
+	if _, err := b.SessionDescription(1); err != nil {
+		t.Fatal(err)
+	}
+	kp := b.kp.KeyPackage
+	gw.jsonOp(b, gateway.OpClientsConnect, map[string][]string{"user_ids": {"1", "3"}})
+	gw.binOp(b, gateway.OpDAVEExternalSender, gw.sender.Marshal())
+	// The gateway removes b's old leaf and adds its new key package; b
+	// joins by welcome.
+	gw.kps[2] = kp
+	gw.round([]uint64{1, 3}, 1, []uint64{2}, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{
+			gw.proposal(s, &mls.Proposal{Type: mls.ProposalRemove, Removed: leafOf(t, s, 2)}),
+			gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: kp}),
+		}
+	})
+	gw.execute()
+	samePrivacy(t, a, b, c)
+	gw.clock = gw.clock.Add(time.Second)
+	if out, err := b.Decrypt(1, plain); err == nil {
+		t.Fatalf("after b rejoined, a plain frame in the name of a, who never left, was accepted: %q", out)
+	}
+	exchange(t, a, b)
+	exchange(t, c, b)
+	// A member that really rejoins still gets its window (the allowance
+	// the protocol makes for a client whose session is not ready yet).
+	delete(gw.members, 3)
+	for _, s := range []*Session{a, b} {
+		gw.jsonOp(s, gateway.OpClientDisconnect, map[string]string{"user_id": "3"})
+	}
+	gw.round([]uint64{1, 2}, 1, nil, func(s *Session) []*mls.MLSMessage {
+		return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalRemove, Removed: leafOf(t, s, 3)})}
+	})
+	gw.execute()
+	gw.clock = gw.clock.Add(time.Minute)
+	gw.connect(3)
+	if _, err := b.Decrypt(3, []byte("plain from the rejoining c")); err != nil {
+		t.Fatalf("a rejoining member's plain frame: %v", err)
+	}
+	if _, err := b.Decrypt(1, plain); err == nil {
+		t.Fatal("a plain frame in the name of a, who never left, was accepted while c rejoined")
+	}
+}
+
+// Probe 5 (issue 29): a downgrade the gateway prepares (op 21, version 0)
+// opens receive passthrough while it is pending; one that never executes
+// does not keep it open for ever: plain frames in a member's name are
+// refused once PendingDowngradeExpiry has passed, and the members still
+// encrypt.
+func TestProbe29PendingDowngradeThatNeverExecutes(t *testing.T) {
+	gw, a, b := pair(t)
+	gw.clock = gw.clock.Add(time.Minute)
+	plain := []byte("plain opus frame")
+	gw.jsonOp(b, gateway.OpDAVEPrepareTransition, map[string]int{"transition_id": 9, "protocol_version": 0})
+	if _, err := b.Decrypt(1, plain); err != nil {
+		t.Fatalf("plaintext while the downgrade is pending: %v", err)
+	}
+	gw.clock = gw.clock.Add(PendingDowngradeExpiry + time.Second)
+	if out, err := b.Decrypt(1, plain); err == nil {
+		t.Fatalf("plaintext accepted %v after a downgrade that never executed: %q", PendingDowngradeExpiry, out)
+	}
+	exchange(t, a, b)
+	// Once executed, passthrough is the protocol.
+	gw.jsonOp(b, gateway.OpDAVEExecuteTransition, map[string]int{"transition_id": 9})
+	gw.clock = gw.clock.Add(time.Hour)
+	if _, err := b.Decrypt(1, plain); err != nil {
+		t.Fatalf("plaintext after the downgrade executed: %v", err)
+	}
+}

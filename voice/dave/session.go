@@ -85,6 +85,13 @@ type Session struct {
 	// own DAVE session is ready, as libdave and davey allow for a new
 	// sender's decryptor (see [Session.Decrypt]).
 	joining map[uint64]time.Time
+	// lastMembers holds the signature keys of the members of the last
+	// group we were in, kept while we are out of one (a refused commit,
+	// a re-identify) and cleared of a member when it disconnects (op 13):
+	// a member still there with the same key when we are welcomed back
+	// never left, its session is ready, and a plain frame in its name is
+	// not its own.
+	lastMembers map[uint64]string
 
 	rec recovery
 }
@@ -96,7 +103,7 @@ var _ conn.E2EE = (*Session)(nil)
 func NewSession(userID, channelID uint64, opts ...Option) (*Session, error) {
 	s := &Session{userID: userID, channelID: channelID, log: slog.Default(), now: time.Now,
 		recognized: map[uint64]bool{}, transitions: map[uint16]int{}, receivers: map[uint64][]*recvState{},
-		joining: map[uint64]time.Time{}, passthroughForever: true}
+		joining: map[uint64]time.Time{}, lastMembers: map[uint64]string{}, passthroughForever: true}
 	for _, o := range opts {
 		o(s)
 	}
@@ -214,6 +221,12 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 			}
 			if op == gateway.OpClientsConnect {
 				s.recognized[id] = true
+				if _, stayed := s.lastMembers[id]; stayed && s.group == nil {
+					// We are the one (re)joining: this is the roster of
+					// who is in the call, and this member was in our
+					// last group and never disconnected.
+					continue
+				}
 				// A client that connects has a new DAVE session: its
 				// frames may come before it (and the commit adding it)
 				// is ready.
@@ -221,6 +234,7 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 			} else {
 				delete(s.recognized, id)
 				delete(s.joining, id)
+				delete(s.lastMembers, id)
 			}
 		}
 		return nil, nil
@@ -244,7 +258,11 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 			return nil, nil
 		}
 		if t.ProtocolVersion == 0 {
-			s.passthroughForever = true
+			// A downgrade is coming: plaintext passes while it is
+			// pending, for PendingDowngradeExpiry (as discord.js does),
+			// and for good once it executes. A downgrade that never
+			// executes does not leave the door open for ever (PROBE29).
+			s.passthroughUntil = latest(s.passthroughUntil, s.now().Add(PendingDowngradeExpiry))
 		}
 		return []conn.Outbound{ready(tid)}, nil
 	case gateway.OpDAVEExecuteTransition:
@@ -257,6 +275,18 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 		}
 		return nil, nil
 	}
+}
+
+// PendingDowngradeExpiry is how long plaintext frames pass after a
+// downgrade to protocol version 0 is prepared (op 21) and before it
+// executes (op 22); discord.js allows 24 s.
+const PendingDowngradeExpiry = 24 * time.Second
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func ready(tid uint16) conn.Outbound {
@@ -453,8 +483,13 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 	}
 	// Members by their signature key: a client that rejoined has a new
 	// one, even when its removal and its new add come in one commit.
-	before := map[uint64]string{}
-	if s.group != nil {
+	// When we are the one joining (no group: our first welcome, or back
+	// after a refused commit or a re-identify), the members we knew are
+	// those of our last group.
+	weJoin := s.group == nil
+	before := s.lastMembers
+	if !weJoin {
+		before = map[uint64]string{}
 		for _, leaf := range s.group.Members() {
 			if id, err := userIDOf(&leaf.Credential); err == nil {
 				before[id] = string(leaf.SignatureKey)
@@ -475,12 +510,21 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 		}
 	}
 	for id := range seen {
-		if old, ok := before[id]; id != s.userID && (!ok || old != sigs[id]) {
+		old, ok := before[id]
+		switch {
+		case id == s.userID:
+		case !ok || old != sigs[id]:
 			// A member new to us (or back): its first frames may be
 			// plaintext while its own session gets ready.
 			s.joining[id] = now.Add(KeyExpiry)
+		case weJoin:
+			// It stayed while we were out: its session is ready
+			// (PROBE29: after the bot re-identified, plain frames in the
+			// names of members who never left were accepted).
+			delete(s.joining, id)
 		}
 	}
+	s.lastMembers = sigs
 	for id, list := range s.receivers {
 		kept := list[:0]
 		for _, r := range list {
