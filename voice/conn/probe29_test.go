@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/dave"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
+	"github.com/glyphoxa/glyphoxa/voice/rtp"
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
 
@@ -220,5 +222,97 @@ func TestProbe29InvalidCommitsWhilePlayersTalk(t *testing.T) {
 	}
 	if inv > dave.MaxRecoveries+1 {
 		t.Fatalf("op 31 sent %d times, want at most %d", inv, dave.MaxRecoveries+1)
+	}
+}
+
+// Probe 4 (issue 29), on the wire: an SSRC passes from one user to another
+// with no pause, the new user's numbering just below where the old one's
+// stopped, and its first two packets swapped. Once with the old user's op
+// 13 before the new user's op 5, once with only the op 5 that names the
+// new owner. Every packet of the new user is delivered, in order, as the
+// new user's, with nothing reported lost or late.
+func TestProbe29SSRCPassesToAnotherUser(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		leaves bool // the old user's client disconnects first (op 13)
+	}{
+		{"after op 13", true},
+		{"op 5 alone", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := server(t, voicetest.Config{})
+			bot := dial(t, srv, botID, nil)
+			events := recordEvents(bot)
+			player := dial(t, srv, playerID, nil)
+			dial(t, srv, playerBID, nil)
+			waitUser(t, bot, playerID)
+			waitUser(t, bot, playerBID)
+			const ssrc = 4242
+			send := func(seqs ...uint16) {
+				for _, seq := range seqs {
+					pkt, err := srv.Seal(botID, rtp.Header{PayloadType: rtp.PayloadTypeOpus, Sequence: seq, Timestamp: uint32(seq) * 960, SSRC: ssrc},
+						[]byte(fmt.Sprint("opus ", seq)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := srv.InjectUDP(botID, pkt); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			expect := func(what, user string, want []uint16) {
+				t.Helper()
+				var got []uint16
+				lost := 0
+				timeout := time.After(hangGuard)
+				for len(got) < len(want) {
+					select {
+					case p := <-bot.Packets():
+						if p.SSRC != ssrc {
+							continue
+						}
+						if p.UserID != user {
+							t.Fatalf("%s: packet %d delivered as %s's, want %s's", what, p.Sequence, p.UserID, user)
+						}
+						got = append(got, p.Sequence)
+						lost += p.Lost
+					case <-timeout:
+						t.Fatalf("%s: got %v, want %v; stats %+v", what, got, want, bot.Stats())
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) || lost != 0 {
+					t.Fatalf("%s: got %v (lost %d), want %v", what, got, lost, want)
+				}
+			}
+			srv.AnnounceSpeaker(botID, playerID, ssrc)
+			events.wait(t, "speaking", kind(conn.EventSpeaking, playerID))
+			send(3000, 3001, 3002, 3003, 3004, 3005)
+			expect("the first owner", playerID, []uint16{3000, 3001, 3002, 3003, 3004, 3005})
+			if tc.leaves {
+				player.Close()
+				events.wait(t, "player left", kind(conn.EventUserLeft, playerID))
+			}
+			srv.AnnounceSpeaker(botID, playerBID, ssrc)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			if err := voicetest.Wait(ctx, func() bool {
+				n := 0
+				for _, e := range events.snapshot() {
+					if e.Kind == conn.EventSpeaking && e.UserID == playerBID {
+						n++
+					}
+				}
+				return n > 0
+			}); err != nil {
+				t.Fatal("the new owner's op 5 never arrived")
+			}
+			send(2991, 2990, 2992, 2993, 2994, 2995)
+			expect("the new owner", playerBID, []uint16{2990, 2991, 2992, 2993, 2994, 2995})
+			if st := bot.Stats(); st.Late != 0 || st.Lost != 0 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
 	}
 }
