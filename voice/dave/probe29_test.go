@@ -217,3 +217,80 @@ func TestProbe29PendingDowngradeThatNeverExecutes(t *testing.T) {
 		t.Fatalf("plaintext after the downgrade executed: %v", err)
 	}
 }
+
+// Probe 1 (issue 29): several senders whose frames do not decrypt at once,
+// interleaved frame by frame. With one sender whose frames do decrypt
+// among them the group works: no recovery, however long it goes on. With
+// none, at most one recovery per executed transition, and the session
+// gives up after MaxRecoveries re-adds in which they stay broken; each
+// re-add is a new epoch, so epochs stay bounded too.
+func TestProbe29SeveralBrokenSendersAtOnce(t *testing.T) {
+	quad := func(t *testing.T) (gw *fakeGateway, a, b, c, d *Session) {
+		gw, a, b, c = trio(t)
+		d = gw.connect(4)
+		gw.round([]uint64{1, 2, 3}, 1, []uint64{4}, func(s *Session) []*mls.MLSMessage {
+			return []*mls.MLSMessage{gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[4]})}
+		})
+		gw.execute()
+		gw.clock = gw.clock.Add(time.Minute)
+		samePrivacy(t, a, b, c, d)
+		return gw, a, b, c, d
+	}
+	t.Run("one good sender among two broken", func(t *testing.T) {
+		_, a, b, c, d := quad(t)
+		for i := 0; i < 20*RecoveryThreshold; i++ {
+			badFrames(t, a, b, 1)
+			badFrames(t, c, b, 1)
+			if i%50 == 0 {
+				goodFrame(t, d, b)
+			}
+		}
+		if out := b.TakeOutbound(); len(out) != 0 {
+			t.Fatalf("the session sent %d messages (first op %d) while one sender's frames decrypted", len(out), out[0].Op)
+		}
+		if !b.Ready() || b.Epoch() != 3 || b.Failed() != nil {
+			t.Fatalf("ready %v epoch %d failed %v", b.Ready(), b.Epoch(), b.Failed())
+		}
+	})
+	t.Run("three broken senders, none good", func(t *testing.T) {
+		gw, a, b, c, d := quad(t)
+		startEpoch := gw.members[1].Epoch()
+		recoveries, transitions := 0, 0
+		for round := 0; round < 4*MaxRecoveries && b.Failed() == nil; round++ {
+			for i := 0; i < 4*RecoveryThreshold; i++ {
+				badFrames(t, a, b, 1)
+				badFrames(t, c, b, 1)
+				badFrames(t, d, b, 1)
+			}
+			gw.clock = gw.clock.Add(MaxRecoveryBackoff / 2)
+			inv, _, _ := ops(b.TakeOutbound())
+			if inv > 1 {
+				t.Fatalf("round %d: %d op 31 for one transition", round, inv)
+			}
+			recoveries += inv
+			if b.Failed() != nil || inv == 0 {
+				break
+			}
+			// The gateway re-adds b: a, c and d commit, a's commit wins.
+			gw.kps[2] = b.kp.KeyPackage
+			gw.round([]uint64{1, 3, 4}, 1, []uint64{2}, func(s *Session) []*mls.MLSMessage {
+				return []*mls.MLSMessage{
+					gw.proposal(s, &mls.Proposal{Type: mls.ProposalRemove, Removed: leafOf(t, s, 2)}),
+					gw.proposal(s, &mls.Proposal{Type: mls.ProposalAdd, KeyPackage: gw.kps[2]}),
+				}
+			})
+			gw.execute()
+			transitions++
+			gw.clock = gw.clock.Add(time.Minute)
+		}
+		epochs := gw.members[1].Epoch() - startEpoch
+		t.Logf("three broken senders: %d op 31, %d re-adds (epochs %d), then %v", recoveries, transitions, epochs, b.Failed())
+		if !errors.Is(b.Failed(), ErrRecoveryGaveUp) || recoveries != MaxRecoveries+1 || transitions != MaxRecoveries {
+			t.Fatalf("%d op 31, %d re-adds, failed %v; want ErrRecoveryGaveUp after %d op 31 and %d re-adds",
+				recoveries, transitions, b.Failed(), MaxRecoveries+1, MaxRecoveries)
+		}
+		if out, err := b.Encrypt([]byte("the NPC")); !errors.Is(err, ErrNoSendKey) || out != nil {
+			t.Fatalf("after giving up: %q, %v", out, err)
+		}
+	})
+}
