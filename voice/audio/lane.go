@@ -159,6 +159,24 @@ func (l *Lane) push(p Packet) error {
 	return err
 }
 
+// stale reports whether push would drop p unprocessed: a copy of a packet
+// waiting for a missing one, or an earlier one than the stream expects
+// that starts no new stream (late, or a duplicate of one processed).
+func (l *Lane) stale(p Packet) bool {
+	if !l.started || p.SSRC != l.ssrc {
+		return false
+	}
+	if _, dup := l.held[p.Sequence]; dup {
+		return true
+	}
+	d := int16(p.Sequence - l.next)
+	if d >= 0 || l.opening && int(d) >= -max(l.cfg.ReorderWindow, startWindow) {
+		return false
+	}
+	idle := !l.arrived.IsZero() && p.Received.Sub(l.arrived) >= restartGap
+	return d >= -maxJump && !idle
+}
+
 // rateCost is what p, of n48 samples at 48 kHz, costs against the rate
 // limit: its own duration and the gap before it that the lane would fill
 // with concealment and silence (a sender cannot make audio out of gaps in

@@ -53,7 +53,11 @@ func (r *Router) Push(p Packet) error {
 	if err != nil {
 		n = FrameSamples * 3 // a bad packet is concealed as 20 ms
 	}
-	if !l.rate.take(p.Received, l.rateCost(p, n)) {
+	// A packet the lane drops anyway (a duplicate, or one given up as
+	// late) costs nothing: a network that delivers packets twice would
+	// otherwise spend the speaker's rate on the copies and cut real
+	// audio (PROBE29).
+	if !l.stale(p) && !l.rate.take(p.Received, l.rateCost(p, n)) {
 		l.stats.RateDropped++
 		l.drops++
 		if r.cfg.OnDrop != nil {

@@ -807,9 +807,30 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) (*wsGen, erro
 	c.mu.Lock()
 	c.ready = true
 	c.mu.Unlock()
+	c.announceSpeaking(gen, ready.SSRC)
 	c.emit(Event{Kind: EventReady})
 	c.log.Info("voice connected", "mode", mode, "ssrc", ready.SSRC, "dave", sd.DAVEProtocolVersion)
 	return gen, nil
+}
+
+// announceSpeaking tells a new session at once that the bot is in the
+// middle of speaking (op 5 for its new SSRC, after a re-identify or a
+// Switch mid-utterance), rather than with the next frame: a listener drops
+// packets from an SSRC no op 5 has named yet (discord.js does), and op 5
+// travels through the gateway while the frame right behind it goes
+// straight over UDP, so announced with the frame, the first frame under
+// the new SSRC was lost (PROBE29, heard by discord.js).
+func (c *Conn) announceSpeaking(gen *wsGen, ssrc uint32) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if !c.speaking || c.spokeAs == ssrc {
+		return
+	}
+	if err := gen.sendJSON(gateway.OpSpeaking, gateway.Speaking{Speaking: gateway.SpeakingMicrophone, SSRC: ssrc}); err != nil {
+		c.log.Warn("voice: announcing speaking under the new SSRC", "ssrc", ssrc, "err", err)
+		return
+	}
+	c.spokeAs = ssrc
 }
 
 // dialWS opens the WebSocket. The dialer honours only ctx's deadline once

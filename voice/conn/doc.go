@@ -11,7 +11,8 @@
 //     (Packet.Lost); a speaker's stream starts over, with no loss
 //     reported, when its sequence numbers jump by more than 1000 packets,
 //     when its SSRC is reused with lower numbers after a second's pause,
-//     and when its client disconnects (op 13); the first packets of a
+//     when its client disconnects (op 13), and when op 5 names another
+//     user for its SSRC; the first packets of a
 //     stream wait for up to three (or the reorder delay) so that a packet
 //     reordered at the start is not dropped;
 //   - sends Opus frames with WriteOpus (the caller paces them every 20 ms;
@@ -34,8 +35,9 @@
 //     repeated decrypt failures) and reports EventE2EEFailed when it gives
 //     up; Rejoin then starts a new voice and DAVE session in the channel;
 //   - announces speaking (op 5) before the first frame of a stream and
-//     again before the first frame under a new SSRC (after a re-identify
-//     or a Switch in the middle of a stream);
+//     again for a new SSRC (after a re-identify or a Switch in the middle
+//     of a stream) as soon as the new session is ready, ahead of its
+//     first frame, which listeners would otherwise drop;
 //   - follows the bot to another channel or voice server with Switch
 //     (EventMoved; a new DAVE session for the new group), rejoining through
 //     Config.Rejoin if the new session fails, and ending with a clear

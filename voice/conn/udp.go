@@ -225,7 +225,10 @@ func (c *Conn) deliver(p audio.Packet) {
 //   - a lower sequence number after the lane was idle restartGap (a
 //     client that reconnected with its old SSRC);
 //   - the speaker's client disconnected (op 13): the connection drops its
-//     lanes.
+//     lanes;
+//   - a speaking message (op 5) named another user for the SSRC, with no
+//     op 13 first (PROBE29: the new owner's stream, numbered just below
+//     the old one's, was dropped as late).
 //
 // A restart reports no loss (the packets in between were never sent), and
 // what the lane held is delivered first. The first packets of a lane
@@ -233,6 +236,7 @@ func (c *Conn) deliver(p audio.Packet) {
 // reorder delay, so that a packet or two reordered at the very start of
 // a stream are put in order rather than dropped as late.
 type lane struct {
+	user    string // whose stream it is: an SSRC named anew by op 5 for another user starts over
 	started bool
 	opening bool   // the start of the stream is not fixed yet
 	next    uint16 // sequence expected next
@@ -262,13 +266,13 @@ func (l *lane) push(p audio.Packet, late func()) []audio.Packet {
 	var out []audio.Packet
 	if l.started {
 		d := int16(p.Sequence - l.next)
-		if d > maxJump || d < -maxJump || d < 0 && !l.opening && p.Received.Sub(l.last) >= restartGap {
+		if p.UserID != l.user || d > maxJump || d < -maxJump || d < 0 && !l.opening && p.Received.Sub(l.last) >= restartGap {
 			out = l.flush()
 			*l = lane{held: l.held[:0]}
 		}
 	}
 	if !l.started {
-		l.started, l.opening, l.next = true, true, p.Sequence
+		l.started, l.opening, l.next, l.user = true, true, p.Sequence, p.UserID
 	}
 	l.last = p.Received
 	d := int16(p.Sequence - l.next)

@@ -32,12 +32,15 @@
 // # Passthrough and recovery
 //
 // Frames go out unencrypted only under protocol version 0 (op 4 without
-// DAVE, or an executed downgrade); with DAVE on and no send key,
-// [Session.Encrypt] returns [ErrNoSendKey] and the frame is not sent.
-// Unencrypted frames are accepted while a downgrade is pending or done,
-// for [KeyExpiry] after an upgrade, and from a member that (re)joined, for
-// [KeyExpiry] or until its first frame decrypts: a client sends a few
-// frames before its own session is ready, as libdave and davey allow.
+// DAVE, or an executed downgrade); with DAVE on and no send key, and
+// before op 4 has told the version, [Session.Encrypt] returns
+// [ErrNoSendKey] and the frame is not sent. Unencrypted frames are
+// accepted once a downgrade executed, for [PendingDowngradeExpiry] while
+// one is prepared, for [KeyExpiry] after an upgrade, and from a member
+// that (re)joined, for [KeyExpiry] or until its first frame decrypts: a
+// client sends a few frames before its own session is ready, as libdave
+// and davey allow. Members that stayed in the group while this session
+// rejoined it (a re-identify, a refused commit) get no such window.
 //
 // Decrypt failures start a recovery (op 31, a fresh key package) only when
 // they say our group state is wrong: more than [RecoveryThreshold] in a

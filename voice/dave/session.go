@@ -53,7 +53,13 @@ type Session struct {
 	channelID uint64
 	sig       *mls.SignatureKey
 
-	version     int
+	version int
+	// described says the gateway has told the protocol version (op 4, or
+	// op 24): until then the session cannot know whether the call is
+	// end-to-end encrypted, so Encrypt lets no frame out (a connection
+	// that re-identifies with a new DAVE session may still be sending
+	// on its old transport meanwhile).
+	described   bool
 	initialized bool
 	extSender   *mls.ExternalSender
 	recognized  map[uint64]bool
@@ -79,6 +85,13 @@ type Session struct {
 	// own DAVE session is ready, as libdave and davey allow for a new
 	// sender's decryptor (see [Session.Decrypt]).
 	joining map[uint64]time.Time
+	// lastMembers holds the signature keys of the members of the last
+	// group we were in, kept while we are out of one (a refused commit,
+	// a re-identify) and cleared of a member when it disconnects (op 13):
+	// a member still there with the same key when we are welcomed back
+	// never left, its session is ready, and a plain frame in its name is
+	// not its own.
+	lastMembers map[uint64]string
 
 	rec recovery
 }
@@ -90,7 +103,7 @@ var _ conn.E2EE = (*Session)(nil)
 func NewSession(userID, channelID uint64, opts ...Option) (*Session, error) {
 	s := &Session{userID: userID, channelID: channelID, log: slog.Default(), now: time.Now,
 		recognized: map[uint64]bool{}, transitions: map[uint16]int{}, receivers: map[uint64][]*recvState{},
-		joining: map[uint64]time.Time{}, passthroughForever: true}
+		joining: map[uint64]time.Time{}, lastMembers: map[uint64]string{}, passthroughForever: true}
 	for _, o := range opts {
 		o(s)
 	}
@@ -109,7 +122,7 @@ func (s *Session) groupID() []byte { return binary.BigEndian.AppendUint64(nil, s
 func (s *Session) SessionDescription(version int) ([]conn.Outbound, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.version = version
+	s.version, s.described = version, true
 	if version == 0 {
 		s.passthroughForever = true
 		return nil, nil
@@ -208,6 +221,12 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 			}
 			if op == gateway.OpClientsConnect {
 				s.recognized[id] = true
+				if _, stayed := s.lastMembers[id]; stayed && s.group == nil {
+					// We are the one (re)joining: this is the roster of
+					// who is in the call, and this member was in our
+					// last group and never disconnected.
+					continue
+				}
 				// A client that connects has a new DAVE session: its
 				// frames may come before it (and the commit adding it)
 				// is ready.
@@ -215,6 +234,7 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 			} else {
 				delete(s.recognized, id)
 				delete(s.joining, id)
+				delete(s.lastMembers, id)
 			}
 		}
 		return nil, nil
@@ -238,7 +258,11 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 			return nil, nil
 		}
 		if t.ProtocolVersion == 0 {
-			s.passthroughForever = true
+			// A downgrade is coming: plaintext passes while it is
+			// pending, for PendingDowngradeExpiry (as discord.js does),
+			// and for good once it executes. A downgrade that never
+			// executes does not leave the door open for ever (PROBE29).
+			s.passthroughUntil = latest(s.passthroughUntil, s.now().Add(PendingDowngradeExpiry))
 		}
 		return []conn.Outbound{ready(tid)}, nil
 	case gateway.OpDAVEExecuteTransition:
@@ -246,11 +270,23 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 		return nil, nil
 	default: // prepare epoch
 		if t.Epoch == 1 {
-			s.version = t.ProtocolVersion
+			s.version, s.described = t.ProtocolVersion, true
 			return s.reinit()
 		}
 		return nil, nil
 	}
+}
+
+// PendingDowngradeExpiry is how long plaintext frames pass after a
+// downgrade to protocol version 0 is prepared (op 21) and before it
+// executes (op 22); discord.js allows 24 s.
+const PendingDowngradeExpiry = 24 * time.Second
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func ready(tid uint16) conn.Outbound {
@@ -447,8 +483,13 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 	}
 	// Members by their signature key: a client that rejoined has a new
 	// one, even when its removal and its new add come in one commit.
-	before := map[uint64]string{}
-	if s.group != nil {
+	// When we are the one joining (no group: our first welcome, or back
+	// after a refused commit or a re-identify), the members we knew are
+	// those of our last group.
+	weJoin := s.group == nil
+	before := s.lastMembers
+	if !weJoin {
+		before = map[uint64]string{}
 		for _, leaf := range s.group.Members() {
 			if id, err := userIDOf(&leaf.Credential); err == nil {
 				before[id] = string(leaf.SignatureKey)
@@ -469,12 +510,21 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 		}
 	}
 	for id := range seen {
-		if old, ok := before[id]; id != s.userID && (!ok || old != sigs[id]) {
+		old, ok := before[id]
+		switch {
+		case id == s.userID:
+		case !ok || old != sigs[id]:
 			// A member new to us (or back): its first frames may be
 			// plaintext while its own session gets ready.
 			s.joining[id] = now.Add(KeyExpiry)
+		case weJoin:
+			// It stayed while we were out: its session is ready
+			// (PROBE29: after the bot re-identified, plain frames in the
+			// names of members who never left were accepted).
+			delete(s.joining, id)
 		}
 	}
+	s.lastMembers = sigs
 	for id, list := range s.receivers {
 		kept := list[:0]
 		for _, r := range list {
@@ -505,12 +555,17 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 // Encrypt protects an outgoing Opus frame. Frames pass through unchanged
 // only under protocol version 0 (no DAVE, or a downgrade executed) and for
 // the silence frame; with DAVE on and no send key (no group yet, or the
-// recoveries gave up) it returns ErrNoSendKey: no key, no frame.
+// recoveries gave up) it returns ErrNoSendKey: no key, no frame. Before
+// the gateway has told the protocol version (op 4) no frame goes out
+// either (ErrNoSendKey): the call may be end-to-end encrypted.
 func (s *Session) Encrypt(frame []byte) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.version == 0 || IsSilence(frame) {
+	if IsSilence(frame) || (s.described && s.version == 0) {
 		return frame, nil
+	}
+	if !s.described {
+		return nil, fmt.Errorf("%w (the voice gateway has not told the protocol version yet)", ErrNoSendKey)
 	}
 	if s.sender == nil {
 		return nil, ErrNoSendKey
@@ -544,8 +599,14 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 		out, err := r.decrypt(p, now)
 		if err == nil {
 			// The first receiver is the newest epoch's: only its frames
-			// show that the current group works.
-			s.decrypted(userID, i == 0)
+			// show that the current group works, and only while we are in
+			// one: after a refused commit or welcome (group reset, waiting
+			// to be re-added) the receivers left are the old group's, and
+			// a frame they open says nothing about the commits the
+			// gateway sends us (issue 29: players talking through a run
+			// of invalid commits reset the attempts and the bot never
+			// gave up).
+			s.decrypted(userID, i == 0 && s.group != nil)
 			// Its session is ready: no more plaintext from it.
 			delete(s.joining, userID)
 			return out, nil
