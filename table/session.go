@@ -145,8 +145,9 @@ type Session struct {
 	latencies []time.Duration
 	speaking  context.CancelFunc // interrupts the NPC speaking now
 	lost      uint64             // packets the transport reported lost
-	// e2eeRejoins counts the rejoins after end-to-end encryption failed.
-	e2eeRejoins int
+	// e2eeRejoins are when the session rejoined after end-to-end
+	// encryption failed, those of the last e2eeRejoinWindow.
+	e2eeRejoins []time.Time
 	// listening are the open speech-to-text streams, by user.
 	listening map[string]*listening
 	// startedAt and droppedAt are when each player last started speaking
@@ -1415,27 +1416,43 @@ func (s *Session) watch() {
 	}
 }
 
-// maxE2EERejoins is how many times a session rejoins its voice channel
-// after end-to-end encryption failed before it leaves it to the DM.
-const maxE2EERejoins = 2
+// maxE2EERejoins is how many times within e2eeRejoinWindow a session
+// rejoins its voice channel after end-to-end encryption failed before it
+// leaves it to the DM: a call whose encryption keeps failing is not
+// rejoined again and again, while failures hours apart in a long session
+// are each rejoined.
+const (
+	maxE2EERejoins   = 2
+	e2eeRejoinWindow = time.Hour
+)
 
 // e2eeFailed handles EventE2EEFailed: the DAVE session gave up, so the bot
 // can neither hear nor be heard (it never sends audio unencrypted). The
 // table rejoins the channel with a new voice and DAVE session, in the
 // background; if the connection cannot rejoin, or rejoining failed, or it
-// already rejoined maxE2EERejoins times, it tells the DM in the text
+// already rejoined maxE2EERejoins times in the last hour, it tells the DM in the text
 // channel. It runs on the watch loop.
 func (s *Session) e2eeFailed(cause error) {
 	s.log.Error("end-to-end encryption with the voice channel failed; rejoining", "err", cause)
-	s.mu.Lock()
-	s.e2eeRejoins++
-	n := s.e2eeRejoins
-	s.mu.Unlock()
 	r, ok := s.voice.(rejoiner)
-	if !ok || n > maxE2EERejoins {
+	now := s.cfg.Clock.Now()
+	s.mu.Lock()
+	recent := s.e2eeRejoins[:0]
+	for _, at := range s.e2eeRejoins {
+		if now.Sub(at) < e2eeRejoinWindow {
+			recent = append(recent, at)
+		}
+	}
+	s.e2eeRejoins = recent
+	again := ok && len(recent) < maxE2EERejoins
+	if again {
+		s.e2eeRejoins = append(s.e2eeRejoins, now)
+	}
+	s.mu.Unlock()
+	if !again {
 		why := "this connection cannot rejoin by itself"
 		if ok {
-			why = fmt.Sprintf("it already rejoined %d times", maxE2EERejoins)
+			why = fmt.Sprintf("it already rejoined %d times in the last hour", maxE2EERejoins)
 		}
 		s.tellDM(fmt.Sprintf("End-to-end encryption with the voice channel failed (%v) and %s: the NPCs can neither hear "+
 			"nor be heard. End the session and start it again.", cause, why))
