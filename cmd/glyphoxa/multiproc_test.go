@@ -225,16 +225,25 @@ lifecycle:
 		return n
 	}
 	var sent []discordtest.Interaction
-	command := func(g guild, want string, name string, opts ...discordtest.Opt) {
+	// command sends the same command in every guild at once (the guilds
+	// are independent: their sessions start, and their NPCs speak in real
+	// time, side by side), then waits for each guild's answer.
+	command := func(want string, name string, opts ...discordtest.Opt) {
 		t.Helper()
-		i := fake.Command(g.id, g.text, dm, name, opts...)
-		sent = append(sent, i)
-		if err := fake.Send(i); err != nil {
-			t.Fatal(err)
+		var is []discordtest.Interaction
+		for _, g := range gs {
+			i := fake.Command(g.id, g.text, dm, name, opts...)
+			sent = append(sent, i)
+			is = append(is, i)
+			if err := fake.Send(i); err != nil {
+				t.Fatal(err)
+			}
 		}
-		c, err := fake.WaitCall(hangGuard, discordtest.PathIs("PATCH", i.OriginalPath(fake.AppID)))
-		if err != nil || !strings.Contains(string(c.Body), want) {
-			t.Fatalf("guild %s: %s %v: %v %s", g.id, name, opts, err, c.Body)
+		for k, i := range is {
+			c, err := fake.WaitCall(hangGuard, discordtest.PathIs("PATCH", i.OriginalPath(fake.AppID)))
+			if err != nil || !strings.Contains(string(c.Body), want) {
+				t.Fatalf("guild %s: %s %v: %v %s", gs[k].id, name, opts, err, c.Body)
+			}
 		}
 	}
 
@@ -244,9 +253,7 @@ lifecycle:
 			t.Fatal(err)
 		}
 	}
-	for _, g := range gs {
-		command(g, "Recording", "session", discordtest.Sub("start"))
-	}
+	command("Recording", "session", discordtest.Sub("start"))
 	owners := map[string]string{} // guild → owner
 	sessions := map[string]string{}
 	for _, g := range gs {
@@ -269,9 +276,9 @@ lifecycle:
 	// A first line in each session, acknowledged.
 	said := map[string][]string{}
 	say := func(round int) {
+		text := fmt.Sprintf("Round %d.", round) // short: it is spoken in real time
+		command("says", "npc", discordtest.Sub("say", discordtest.Str("npc", "grimjaw"), discordtest.Str("text", text)))
 		for _, g := range gs {
-			text := fmt.Sprintf("Round %d.", round) // short: it is spoken in real time
-			command(g, "says", "npc", discordtest.Sub("say", discordtest.Str("npc", "grimjaw"), discordtest.Str("text", text)))
 			said[g.id] = append(said[g.id], text)
 		}
 	}
