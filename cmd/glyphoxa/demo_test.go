@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
@@ -27,7 +26,7 @@ func TestDemoSpoken(t *testing.T) {
 	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	audiotest.Need(t, "pocketsphinx_continuous")
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	code, out, errs := runCLI(t, vars, "demo", "--state-dir", t.TempDir(), "--file", sampleCampaignFile, "--scene", demoScene, "--out", t.TempDir())
 	if code != 0 {
 		t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
@@ -150,7 +149,7 @@ lines:
 		t.Fatal(err)
 	}
 	const sceneLines, sceneCommands = 5, 1
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	code, out, errs := runCLI(t, vars, "demo", "--state-dir", t.TempDir(), "--file", sampleCampaignFile, "--scene", sceneFile, "--json", "--out", t.TempDir())
 	if code != 0 {
 		t.Fatalf("demo exited %d: %s\n%s", code, errs, out)
@@ -210,7 +209,7 @@ lines:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t), "GLYPHOXA_LLM_BASE_URL": llm.URL(), "GLYPHOXA_LLM_MODEL": "fake"}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t), "GLYPHOXA_LLM_BASE_URL": llm.URL(), "GLYPHOXA_LLM_MODEL": "fake"}
 	dir := t.TempDir()
 	code, out, errs := runCLI(t, vars, "demo", "--state-dir", t.TempDir(), "--file", sampleCampaignFile, "--scene", scene, "--out", dir)
 	if code != 0 {
