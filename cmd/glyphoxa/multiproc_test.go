@@ -22,7 +22,6 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
@@ -98,7 +97,7 @@ func TestServeProcessesShareGuilds(t *testing.T) {
 		leaseTime = 3 * time.Second
 		dmID      = "200000000000000001"
 	)
-	dsn := pgtest.NewDatabase(t)
+	dsn := migratedDB(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
 	saga, err := os.ReadFile("../../testdata/campaigns/ironhold-saga.yaml")
 	if err != nil {
