@@ -83,12 +83,15 @@ func TestDemoSpoken(t *testing.T) {
 func asHeard(t *testing.T, path, out string) string {
 	t.Helper()
 	var heard []string
-	for _, m := range regexp.MustCompile(`(?m)^ +heard  (".*")$`).FindAllStringSubmatch(out, -1) {
-		h, err := strconv.Unquote(m[1])
-		if err != nil {
-			t.Fatalf("heard text %s: %v", m[1], err)
+	for _, m := range regexp.MustCompile(`said   (".*")\n +heard  (".*")\n`).FindAllStringSubmatch(out, -1) {
+		said, err1 := strconv.Unquote(m[1])
+		h, err2 := strconv.Unquote(m[2])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("said %s, heard %s: %v %v", m[1], m[2], err1, err2)
 		}
-		heard = append(heard, h)
+		if said != "" { // not a late answer to a line reported before
+			heard = append(heard, h)
+		}
 	}
 	text, err := os.ReadFile(path)
 	if err != nil {
