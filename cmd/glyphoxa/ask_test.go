@@ -43,7 +43,7 @@ func askJSON(t *testing.T, vars map[string]string, args ...string) []askResult {
 
 func TestImportProcessesAndAskAnswers(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	code, out, errs := runCLI(t, vars, "import", sample)
 	if code != 0 || !strings.Contains(out, "processed 2 sessions into") {
 		t.Fatalf("import: %d %q %q", code, out, errs)
@@ -122,7 +122,7 @@ func TestImportProcessesAndAskAnswers(t *testing.T) {
 
 func TestProcessIsIdempotent(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	if code, out, errs := runCLI(t, vars, "import", "--no-process", sample); code != 0 || strings.Contains(out, "processed") {
 		t.Fatalf("import --no-process: %d %q %q", code, out, errs)
 	}
@@ -156,7 +156,7 @@ func TestProcessIsIdempotent(t *testing.T) {
 
 func TestAskErrors(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	createCampaign(t, vars["GLYPHOXA_DSN"], "c") // read commands never create one
 	cases := []struct {
 		name     string

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // campaignsIn lists the campaigns of the database at dsn.
@@ -28,7 +27,7 @@ func campaignsIn(t *testing.T, dsn string) []string {
 // The CLI errors of issue 30 name the problem and the fix.
 func TestCLIErrorsNameTheFix(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	if code, out, errs := runCLI(t, vars, "import", "--no-process", sample); code != 0 {
 		t.Fatalf("import: %d %q %q", code, out, errs)
 	}

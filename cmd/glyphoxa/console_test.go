@@ -18,7 +18,6 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 func TestConsoleCommandPrintsAOneTimeLink(t *testing.T) {
@@ -96,7 +95,7 @@ func TestConsoleCommandPrintsAOneTimeLink(t *testing.T) {
 func TestServeServesTheConsole(t *testing.T) {
 	t.Parallel()
 	const guildID = "100000000000000001"
-	dsn := pgtest.NewDatabase(t)
+	dsn := migratedDB(t)
 	consoleAddr := freeAddr(t)
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf(`discord:

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 const correctionEntities = "../../correction/testdata/entities.yaml"
@@ -94,7 +93,7 @@ func TestCorrectStdin(t *testing.T) {
 
 func TestCorrectFromDatabase(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	if code, out, errs := runCLI(t, vars, "migrate"); code != 0 {
 		t.Fatalf("migrate: %d %q %q", code, out, errs)
 	}

@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 var factID = regexp.MustCompile(`#[0-9]+`)
@@ -18,8 +16,8 @@ var factID = regexp.MustCompile(`#[0-9]+`)
 // refused with nothing written.
 func TestExportImportBundle(t *testing.T) {
 	t.Parallel()
-	src := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
-	dst := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	src := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
+	dst := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	dir := t.TempDir()
 	if code, out, errs := runCLI(t, src, "import", "--no-process", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
 		t.Fatalf("import: %d %s %s", code, out, errs)

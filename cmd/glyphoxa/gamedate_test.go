@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 const frostCampaign = `campaign: frost
@@ -41,7 +39,7 @@ sessions:
 // game_date the calendar does not read, naming the session and line.
 func TestAskAsOfInWorldDate(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte(strings.Replace(frostCampaign, "Frostfall 9, 1452 DR", "9 Snowmelt 1452", 1)), 0o600); err != nil {

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // An unknown entity type is a warning naming the line (an error with
@@ -14,7 +12,7 @@ import (
 // characters, so a name cannot drive the terminal.
 func TestImportWarningsStrictAndEscapes(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "odd\x1b[2J.yaml")
 	doc := "campaign: odd\nentities:\n  - {id: a, type: npc, name: A}\n  - {id: b, type: \"star\\e[31mship\", name: B}\n"
@@ -45,7 +43,7 @@ func TestImportWarningsStrictAndEscapes(t *testing.T) {
 // overrides the key.
 func TestImportAppliesFileLanguage(t *testing.T) {
 	t.Parallel()
-	vars := map[string]string{"GLYPHOXA_DSN": pgtest.NewDatabase(t)}
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
 	dir := t.TempDir()
 	doc := `campaign: %s
 language: de

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -19,6 +20,14 @@ func runCLI(t testing.TB, vars map[string]string, args ...string) (code int, std
 		getenv: func(k string) string { return vars[k] }}
 	code = run(context.Background(), args, e)
 	return code, out.String(), errb.String()
+}
+
+// migratedDB is a fresh database with the schema of the default
+// embedding dimension in place (pgtest.NewMigratedDatabase), for tests
+// that are not about migrating.
+func migratedDB(t *testing.T) string {
+	t.Helper()
+	return pgtest.NewMigratedDatabase(t, config.Default().Memory.EmbeddingDimensions)
 }
 
 func TestImportAndInspect(t *testing.T) {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
 	"github.com/glyphoxa/glyphoxa/voice/voicetest"
 )
@@ -98,7 +97,7 @@ func TestServeProcessesShareGuilds(t *testing.T) {
 		leaseTime = 3 * time.Second
 		dmID      = "200000000000000001"
 	)
-	dsn := pgtest.NewDatabase(t)
+	dsn := migratedDB(t)
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
 	saga, err := os.ReadFile("../../testdata/campaigns/ironhold-saga.yaml")
 	if err != nil {
@@ -225,16 +224,25 @@ lifecycle:
 		return n
 	}
 	var sent []discordtest.Interaction
-	command := func(g guild, want string, name string, opts ...discordtest.Opt) {
+	// command sends the same command in every guild at once (the guilds
+	// are independent: their sessions start, and their NPCs speak in real
+	// time, side by side), then waits for each guild's answer.
+	command := func(want string, name string, opts ...discordtest.Opt) {
 		t.Helper()
-		i := fake.Command(g.id, g.text, dm, name, opts...)
-		sent = append(sent, i)
-		if err := fake.Send(i); err != nil {
-			t.Fatal(err)
+		var is []discordtest.Interaction
+		for _, g := range gs {
+			i := fake.Command(g.id, g.text, dm, name, opts...)
+			sent = append(sent, i)
+			is = append(is, i)
+			if err := fake.Send(i); err != nil {
+				t.Fatal(err)
+			}
 		}
-		c, err := fake.WaitCall(hangGuard, discordtest.PathIs("PATCH", i.OriginalPath(fake.AppID)))
-		if err != nil || !strings.Contains(string(c.Body), want) {
-			t.Fatalf("guild %s: %s %v: %v %s", g.id, name, opts, err, c.Body)
+		for k, i := range is {
+			c, err := fake.WaitCall(hangGuard, discordtest.PathIs("PATCH", i.OriginalPath(fake.AppID)))
+			if err != nil || !strings.Contains(string(c.Body), want) {
+				t.Fatalf("guild %s: %s %v: %v %s", gs[k].id, name, opts, err, c.Body)
+			}
 		}
 	}
 
@@ -244,9 +252,7 @@ lifecycle:
 			t.Fatal(err)
 		}
 	}
-	for _, g := range gs {
-		command(g, "Recording", "session", discordtest.Sub("start"))
-	}
+	command("Recording", "session", discordtest.Sub("start"))
 	owners := map[string]string{} // guild → owner
 	sessions := map[string]string{}
 	for _, g := range gs {
@@ -269,9 +275,9 @@ lifecycle:
 	// A first line in each session, acknowledged.
 	said := map[string][]string{}
 	say := func(round int) {
+		text := fmt.Sprintf("Round %d.", round) // short: it is spoken in real time
+		command("says", "npc", discordtest.Sub("say", discordtest.Str("npc", "grimjaw"), discordtest.Str("text", text)))
 		for _, g := range gs {
-			text := fmt.Sprintf("Round %d.", round) // short: it is spoken in real time
-			command(g, "says", "npc", discordtest.Sub("say", discordtest.Str("npc", "grimjaw"), discordtest.Str("text", text)))
 			said[g.id] = append(said[g.id], text)
 		}
 	}

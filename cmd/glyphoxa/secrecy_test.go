@@ -115,7 +115,7 @@ func newHostile(t *testing.T) *hostile {
 	ctx := context.Background()
 	// Imported as a user does: the sessions are chunked and embedded, so
 	// retrieval has chunks, and an NPC heard lines, to work on.
-	dsn := pgtest.NewDatabase(t)
+	dsn := migratedDB(t)
 	if code, out, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "import", hostileFile); code != 0 {
 		t.Fatalf("import: %d %s %s", code, out, errs)
 	}

@@ -69,7 +69,7 @@ func get(url string) (int, string, error) {
 func TestServeRunsTheBotWithHealthAndMetrics(t *testing.T) {
 	t.Parallel()
 	const guildID = "100000000000000001"
-	dsn := pgtest.NewDatabase(t)
+	dsn := migratedDB(t)
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := fmt.Sprintf(`discord:
   token: fake-token

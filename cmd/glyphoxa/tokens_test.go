@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // TestShortMCPTokensAreRefusedInEveryMode: a token shorter than 16
@@ -17,7 +15,7 @@ import (
 // variable and never shows the token.
 func TestShortMCPTokensAreRefusedInEveryMode(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.NewDatabase(t)
+	dsn := migratedDB(t)
 	if code, _, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "import", "../../testdata/campaigns/ironhold-saga.yaml"); code != 0 {
 		t.Fatalf("import: %s", errs)
 	}

@@ -159,6 +159,7 @@ func TestForgetTakesSpooledCards(t *testing.T) {
 // TestPutCardRefusesBadCards: a card without id or time, or a guard with
 // no way to store cards, is refused at once, never spooled.
 func TestPutCardRefusesBadCards(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewStore(t, 8)
 	dead, ping := deadCampaign(t, dsn)
 	ctx := context.Background()

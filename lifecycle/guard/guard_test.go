@@ -117,6 +117,7 @@ func TestSpoolSurvivesRestartAndReplaysInOrder(t *testing.T) {
 }
 
 func TestBadInputIsRefusedNotSpooled(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewStore(t, 8)
 	down, ping := closedStore(t, dsn)
 	g, err := guard.New(guard.Config{Store: down, Ping: ping, SpoolDir: t.TempDir(), Probe: fastProbe(), Logger: quiet()})
@@ -143,6 +144,7 @@ func TestBadInputIsRefusedNotSpooled(t *testing.T) {
 }
 
 func TestFullSpoolIsALoudError(t *testing.T) {
+	t.Parallel()
 	_, dsn := pgtest.NewStore(t, 8)
 	down, ping := closedStore(t, dsn)
 	g, err := guard.New(guard.Config{Store: down, Ping: ping, SpoolDir: t.TempDir(), MaxSpoolBytes: 600, Probe: fastProbe(), Logger: quiet()})
@@ -163,12 +165,14 @@ func TestFullSpoolIsALoudError(t *testing.T) {
 }
 
 func TestNewNeedsItsParts(t *testing.T) {
+	t.Parallel()
 	if _, err := guard.New(guard.Config{}); err == nil {
 		t.Fatal("New without a store succeeded")
 	}
 }
 
 func TestRefusedSpooledWriteIsSetAside(t *testing.T) {
+	t.Parallel()
 	store, dsn := pgtest.NewStore(t, 8)
 	dir := t.TempDir()
 	ctx := context.Background()

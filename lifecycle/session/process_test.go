@@ -136,6 +136,7 @@ func (c *childProc) note(l string) {
 // TestSIGTERMShutsDownCleanly: on SIGTERM a session stops within its
 // shutdown timeout, and everything recorded is in the session log once.
 func TestSIGTERMShutsDownCleanly(t *testing.T) {
+	t.Parallel()
 	store, dsn := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, store, "c")
 	c := startChild(t, dsn, t.TempDir())
@@ -178,6 +179,7 @@ func TestSIGTERMShutsDownCleanly(t *testing.T) {
 // and consolidates; a session started again on the same state directory
 // stores every recorded line once.
 func TestKillAndRestart(t *testing.T) {
+	t.Parallel()
 	store, dsn := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, store, "c")
 	dir := t.TempDir()

@@ -69,6 +69,7 @@ func (p *countingPost) count() int {
 // post-session processing runs; nothing more is written. The new owner
 // resumes the same session id and ends it.
 func TestReleaseHandsTheSessionOver(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, store, "c")
 	ctx := context.Background()
@@ -167,6 +168,7 @@ func TestReleaseHandsTheSessionOver(t *testing.T) {
 
 // Release after End is refused: the session ended.
 func TestReleaseAfterEnd(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, store, "c")
 	ctx := context.Background()

@@ -67,6 +67,7 @@ func checkExactlyOnce(t *testing.T, l1 memory.SessionStore, sessionID string, n 
 }
 
 func TestLifecycle(t *testing.T) {
+	// Not parallel: leakcheck counts every goroutine of the process.
 	leakcheck.Check(t)
 	store, _ := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, store, "c")
@@ -153,6 +154,7 @@ func TestLifecycle(t *testing.T) {
 }
 
 func TestStartNeedsItsParts(t *testing.T) {
+	t.Parallel()
 	_, err := session.Start(context.Background(), session.Config{SessionID: "s"})
 	if err == nil || !strings.Contains(err.Error(), "Config.Log") || !strings.Contains(err.Error(), "Config.StateDir") {
 		t.Fatalf("Start with a bare config = %v, want an error naming the missing fields", err)

@@ -14,6 +14,7 @@ import (
 // TestSummarizeAt: Config.SummarizeAt (lifecycle.summarize_at) is where
 // summarising starts, as a fraction of MaxTokens.
 func TestSummarizeAt(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, store, "c")
 	ctx := context.Background()

@@ -86,6 +86,7 @@ func TestWriteFactPerWriter(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each row has a database of its own
 			ctx := ctxT(t)
 			s, c := timelineCampaign(t, fmt.Sprintf("writers-%d", i))
 			g := c.Graph()
