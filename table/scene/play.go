@@ -340,10 +340,7 @@ const stepPatience = 2 * time.Second
 // machine the next line, played at once, would otherwise talk over it.
 func (p *player) wait(d time.Duration) {
 	for d > 0 {
-		s := time.Second
-		if d < s {
-			s = d
-		}
+		s := min(d, maxStep)
 		p.step(s)
 		d -= s
 		if !p.held.IsZero() && !p.clk.Now().Before(p.held.Add(p.mergeWait())) {
@@ -351,6 +348,20 @@ func (p *player) wait(d time.Duration) {
 		}
 	}
 }
+
+// advance lets d pass in steps of maxStep at most.
+func (p *player) advance(d time.Duration) {
+	for d > 0 {
+		s := min(d, maxStep)
+		p.step(s)
+		d -= s
+	}
+}
+
+// maxStep is the longest step of virtual time: the table's periodic work
+// (name refresh every 2 s, the lanes' ticks) runs at least once a second
+// of scene time.
+const maxStep = time.Second
 
 // mergeWait is the table's wait for the rest of a name said alone.
 func (p *player) mergeWait() time.Duration {
@@ -411,51 +422,75 @@ func (p *player) line(ctx context.Context, st Step) (LineEvent, error) {
 	// A Discord client's RTP clock runs on through silence (it sends
 	// nothing then): the timestamp moves on by the time since its last
 	// frame.
+	start := p.clk.Now()
 	if last, ok := p.last[pl.ID]; ok {
-		p.ts[pl.ID] += uint32(p.clk.Now().Sub(last) / playback.FrameDuration * 960)
+		p.ts[pl.ID] += uint32(start.Sub(last) / playback.FrameDuration * 960)
 	}
-	for _, fr := range frames {
-		if err := p.tr.send(ctx, audio.Packet{UserID: pl.ID, SSRC: ssrc, Sequence: p.seq[pl.ID], Timestamp: p.ts[pl.ID], Opus: fr}); err != nil {
+	// The frames arrive as Discord delivers them, one every 20 ms: each is
+	// stamped with its arrival in scene time (the lanes time the audio and
+	// the rate limit by it), so the line is sent at once and then its
+	// length passes, in steps, rather than in a step per frame.
+	for i, fr := range frames {
+		at := start.Add(time.Duration(i) * playback.FrameDuration)
+		if err := p.tr.send(ctx, audio.Packet{UserID: pl.ID, SSRC: ssrc, Sequence: p.seq[pl.ID], Timestamp: p.ts[pl.ID],
+			Opus: fr, Received: at}); err != nil {
 			return LineEvent{}, err
 		}
 		p.seq[pl.ID]++
 		p.ts[pl.ID] += 960
-		p.step(playback.FrameDuration)
 	}
+	p.advance(time.Duration(len(frames)) * playback.FrameDuration)
 	p.last[pl.ID] = p.clk.Now()
-	// Silence until the lane ends the utterance and speech-to-text takes
-	// it. Virtual time goes on in steps (the lane measures the silence
-	// after a line by the clock) until the utterance is taken or a minute
-	// of silence has passed; speech-to-text itself runs in real time.
-	started := time.Now()
-	for silent := time.Duration(0); ; silent += playback.FrameDuration {
+	if optedOut {
+		// The table drops an opted-out player's audio unheard: the player
+		// lets two seconds of silence pass and goes on.
+		p.advance(optedOutSilence)
 		select {
-		case <-called:
+		case <-called: // the table heard it after all (the opt-out read was stale)
 			return p.result(ctx, st, pl)
-		case <-ctx.Done():
-			return LineEvent{}, ctx.Err()
 		default:
 		}
-		if optedOut && silent > 2*time.Second {
-			// The table drops an opted-out player's audio unheard.
-			p.rec.expect(nil)
-			return LineEvent{LineReport: table.LineReport{At: p.clk.Now(), SpeakerID: pl.ID, Speaker: pl.Name,
-				Dropped: "the player opted out of recording"}, Said: st.Say}, nil
-		}
-		if time.Since(started) > p.o.LineTimeout {
-			return LineEvent{}, fmt.Errorf("line %d (%s: %q): the audio lanes heard no utterance", st.line, pl.Name, st.Say)
-		}
-		if silent < maxSilence {
-			p.step(playback.FrameDuration)
-		} else {
-			time.Sleep(5 * time.Millisecond)
-		}
+		p.rec.expect(nil)
+		return LineEvent{LineReport: table.LineReport{At: p.clk.Now(), SpeakerID: pl.ID, Speaker: pl.Name,
+			Dropped: "the player opted out of recording"}, Said: st.Say}, nil
+	}
+	// Silence until the lane has ended the utterance: it measures the
+	// silence after the last frame by the clock, and ends the utterance
+	// on the first tick after Endpoint (and the lanes' TickSlack) of it.
+	// Then speech-to-text takes it, in real time: scene time stands still
+	// until it has (LineTimeout at most).
+	p.advance(p.quiet())
+	p.step(playback.FrameDuration) // the lanes' tick at the end of the quiet
+	t := time.NewTimer(p.o.LineTimeout)
+	defer t.Stop()
+	select {
+	case <-called:
+		return p.result(ctx, st, pl)
+	case <-ctx.Done():
+		return LineEvent{}, ctx.Err()
+	case <-t.C:
+		return LineEvent{}, fmt.Errorf("line %d (%s: %q): the audio lanes heard no utterance within %s", st.line, pl.Name, st.Say, p.o.LineTimeout)
 	}
 }
 
-// maxSilence is the most virtual time a line waits for its utterance to
-// be taken; after it, the wait is in real time only.
-const maxSilence = time.Minute
+// quiet is the silence after a line by which the lanes have ended its
+// utterance: Endpoint, the ticks' slack, and a frame either side for the
+// tick's rounding.
+func (p *player) quiet() time.Duration {
+	a := p.o.Settings.Audio
+	endpoint, slack := a.Endpoint, a.TickSlack
+	if endpoint <= 0 {
+		endpoint = audio.DefaultEndpoint
+	}
+	if slack <= 0 {
+		slack = audio.DefaultTickSlack
+	}
+	return endpoint + slack + 2*playback.FrameDuration
+}
+
+// optedOutSilence is the silence the player lets pass after an opted-out
+// player's line, which the table drops unheard.
+const optedOutSilence = 2 * time.Second
 
 // result waits for the table's report of the line.
 func (p *player) result(ctx context.Context, st Step, pl Player) (LineEvent, error) {

@@ -28,6 +28,14 @@
 // through the audio lanes, speech-to-text, name correction, the session
 // log, addressing and, when an NPC is addressed, its turn. Commands are run
 // as the bot runs them for their author (see [Commands]).
+//
+// Scene time passes in steps of a second at most, and the table's periodic
+// work (the lanes' ticks, name refresh, consolidation) runs at each step.
+// A line's frames are sent at once, each stamped with the scene time it
+// arrives at (one every 20 ms, as Discord delivers them), and then the
+// line's length and the silence that ends its utterance pass. Scene time
+// stands still while the table works in real time: speech-to-text once the
+// utterance has ended, and the turns that answer it.
 package scene
 
 import (
