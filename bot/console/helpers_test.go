@@ -18,6 +18,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -97,11 +98,17 @@ func newFixtureOn(t *testing.T, store *postgres.Store) *fixture {
 }
 
 // newDoor opens the memory door of cfg, its probe stopped when the test
-// ends.
+// ends. Unless cfg says otherwise, its health probe retries every 20 to
+// 200 ms while the database is down (production: 1 s doubling to 30 s):
+// the outage tests wait for the door to see the database back, and with
+// the production backoff that wait was up to 16 s after the restart.
 func newDoor(tb testing.TB, cfg access.Config) *access.Door {
 	tb.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Probe == (reconnect.Backoff{}) {
+		cfg.Probe = reconnect.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
 	}
 	d, err := access.New(cfg)
 	if err != nil {

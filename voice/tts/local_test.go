@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
@@ -18,6 +19,7 @@ import (
 )
 
 func TestFestivalAndFlite(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "text2wave")
 	audiotest.Need(t, "flite")
 	ctx := context.Background()
@@ -37,37 +39,48 @@ func TestFestivalAndFlite(t *testing.T) {
 		{"flite", tts.Flite{}, tts.Voice{}, 16000, true},
 		{"flite awb", tts.Flite{}, tts.Voice{Name: "awb"}, 16000, false},
 	}
+	// Every synthesis is a program run of its own (a festival run loads
+	// festival: two seconds of CPU); they run in parallel subtests.
+	var mu sync.Mutex
 	durations := map[string]float64{}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := tt.synth.Synthesize(ctx, "Welcome to Ironhold, traveller.", tt.voice)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Rate != tt.rate {
-				t.Errorf("rate %d, want %d", p.Rate, tt.rate)
-			}
-			if lvl := p.RMS(); lvl < -35 {
-				t.Errorf("%.1f dBFS, not audible", lvl)
-			}
-			if d := p.Duration(); d < 1 || d > 6 {
-				t.Errorf("%.2f s for four words", d)
-			}
-			durations[tt.name] = p.Duration()
-			// Text that looks like an option or like Scheme is spoken.
-			for _, text := range []string{"--help", "(quit)", "-t"} {
+	t.Run("voices", func(t *testing.T) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				p, err := tt.synth.Synthesize(ctx, "Welcome to Ironhold, traveller.", tt.voice)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.Rate != tt.rate {
+					t.Errorf("rate %d, want %d", p.Rate, tt.rate)
+				}
+				if lvl := p.RMS(); lvl < -35 {
+					t.Errorf("%.1f dBFS, not audible", lvl)
+				}
+				if d := p.Duration(); d < 1 || d > 6 {
+					t.Errorf("%.2f s for four words", d)
+				}
+				mu.Lock()
+				durations[tt.name] = p.Duration()
+				mu.Unlock()
+				if _, err := tt.synth.Synthesize(ctx, " \n", tt.voice); !errors.Is(err, tts.ErrNoText) {
+					t.Errorf("blank text: %v, want ErrNoText", err)
+				}
+				// Text that looks like an option or like Scheme is spoken.
 				if !tt.odd {
-					break
+					return
 				}
-				if _, err := tt.synth.Synthesize(ctx, text, tt.voice); err != nil {
-					t.Errorf("%q: %v", text, err)
+				for _, text := range []string{"--help", "(quit)", "-t"} {
+					t.Run(text, func(t *testing.T) {
+						t.Parallel()
+						if _, err := tt.synth.Synthesize(ctx, text, tt.voice); err != nil {
+							t.Errorf("%q: %v", text, err)
+						}
+					})
 				}
-			}
-			if _, err := tt.synth.Synthesize(ctx, " \n", tt.voice); !errors.Is(err, tts.ErrNoText) {
-				t.Errorf("blank text: %v, want ErrNoText", err)
-			}
-		})
-	}
+			})
+		}
+	})
 	if durations["festival slower"] < 1.5*durations["festival diphone"] {
 		t.Errorf("half speed lasts %.2f s, normal %.2f s", durations["festival slower"], durations["festival diphone"])
 	}
@@ -81,15 +94,20 @@ func TestFestivalAndFlite(t *testing.T) {
 		{"flite: unknown voice", tts.Flite{}, "kal_diphone"},
 		{"flite: a path is no voice", tts.Flite{}, "/tmp/x.flitevox"},
 	}
-	for _, b := range bad {
-		_, err := b.synth.Synthesize(ctx, "hello", tts.Voice{Name: b.voice})
-		var pe *provider.Error
-		if !errors.Is(err, tts.ErrBadVoice) || !errors.As(err, &pe) || !strings.Contains(err.Error(), b.voice) && b.name != "festival: unknown voice" {
-			t.Errorf("%s: %v, want a provider.Error wrapping ErrBadVoice and naming the voice", b.name, err)
-		} else {
-			t.Logf("%s: %v", b.name, err)
+	t.Run("bad voices", func(t *testing.T) {
+		for _, b := range bad {
+			t.Run(b.name, func(t *testing.T) {
+				t.Parallel()
+				_, err := b.synth.Synthesize(ctx, "hello", tts.Voice{Name: b.voice})
+				var pe *provider.Error
+				if !errors.Is(err, tts.ErrBadVoice) || !errors.As(err, &pe) || !strings.Contains(err.Error(), b.voice) && b.name != "festival: unknown voice" {
+					t.Errorf("%s: %v, want a provider.Error wrapping ErrBadVoice and naming the voice", b.name, err)
+				} else {
+					t.Logf("%s: %v", b.name, err)
+				}
+			})
 		}
-	}
+	})
 	for _, s := range []tts.Synthesizer{tts.Festival{Path: "/nonexistent/text2wave"}, tts.Flite{Path: "/nonexistent/flite"}} {
 		var pe *provider.Error
 		if _, err := s.Synthesize(ctx, "hello", tts.Voice{}); !errors.As(err, &pe) {
@@ -168,6 +186,7 @@ func TestLocalSelection(t *testing.T) {
 }
 
 func TestLocalSpeaks(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "text2wave")
 	audiotest.Need(t, "flite")
 	audiotest.Need(t, "espeak-ng")
@@ -188,15 +207,19 @@ func TestLocalSpeaks(t *testing.T) {
 		{"en-gb+m3", 22050}, // a persona's espeak-ng voice
 		{"espeak-ng:en-us", 22050},
 	}
+	// One program run per voice, in parallel subtests (l is safe for
+	// concurrent use).
 	for _, tt := range tests {
-		p, err := l.Synthesize(ctx, "The gate opens at dawn.", tts.Voice{Name: tt.voice})
-		if err != nil {
-			t.Errorf("%q: %v", tt.voice, err)
-			continue
-		}
-		if p.Rate != tt.rate || p.RMS() < -35 {
-			t.Errorf("%q: %d Hz at %.1f dBFS, want %d Hz and audible", tt.voice, p.Rate, p.RMS(), tt.rate)
-		}
+		t.Run(tt.voice, func(t *testing.T) {
+			t.Parallel()
+			p, err := l.Synthesize(ctx, "The gate opens at dawn.", tts.Voice{Name: tt.voice})
+			if err != nil {
+				t.Fatalf("%q: %v", tt.voice, err)
+			}
+			if p.Rate != tt.rate || p.RMS() < -35 {
+				t.Errorf("%q: %d Hz at %.1f dBFS, want %d Hz and audible", tt.voice, p.Rate, p.RMS(), tt.rate)
+			}
+		})
 	}
 	for _, v := range []string{"bogus:voice", "festival:", "festival:kal_diphone)(quit"} {
 		if _, err := l.Synthesize(ctx, "hello", tts.Voice{Name: v}); !errors.Is(err, tts.ErrBadVoice) {

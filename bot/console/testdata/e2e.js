@@ -7,7 +7,6 @@
 // of observations; the Go test asserts on them and on the database.
 "use strict";
 const fs = require("fs");
-const os = require("os");
 const path = require("path");
 const { chromium } = require("playwright-core");
 
@@ -15,15 +14,16 @@ const cfg = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const out = { steps: [] };
 const step = (name, data) => { out.steps.push(Object.assign({ name }, data || {})); };
 
+// launch starts the one Chromium both the DM and the player use, each in
+// a context of its own (cookies and storage apart, like two browsers):
+// starting Chromium twice cost seconds of CPU.
 async function launch() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "glyphoxa-chromium-"));
-  const ctx = await chromium.launchPersistentContext(dir, {
-    executablePath: cfg.chromium, headless: true, viewport: { width: 1280, height: 900 },
+  return chromium.launch({
+    executablePath: cfg.chromium, headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
       "--disable-sync", "--no-first-run"],
     timeout: 0, // no budget: e2e_test.go's hang guard ends a stuck browser
   });
-  return { ctx, dir };
 }
 
 async function shot(page, name) {
@@ -36,8 +36,9 @@ async function overflow(page) {
 }
 
 (async () => {
-  const dm = await launch();
-  const page = dm.ctx.pages()[0] || await dm.ctx.newPage();
+  const browser = await launch();
+  const dm = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await dm.newPage();
   page.setDefaultTimeout(0); // waits on events; e2e_test.go holds the hang guard
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
@@ -146,12 +147,11 @@ async function overflow(page) {
   }
   step("narrow", { overflow: narrow });
   step("errors", { dm: errors.slice() });
-  await dm.ctx.close();
-  fs.rmSync(dm.dir, { recursive: true, force: true });
+  await dm.close();
 
   // A player: save everything the browser receives.
-  const pl = await launch();
-  const pp = pl.ctx.pages()[0] || await pl.ctx.newPage();
+  const pl = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const pp = await pl.newPage();
   pp.setDefaultTimeout(0);
   let n = 0;
   const saves = [];
@@ -181,7 +181,7 @@ async function overflow(page) {
   await pp.goto(cfg.base + "/review");
   step("player", { entities: buttons, review: await pp.locator("h1").innerText() });
   await Promise.all(saves);
-  await pl.ctx.close();
-  fs.rmSync(pl.dir, { recursive: true, force: true });
+  await pl.close();
+  await browser.close();
   process.stdout.write(JSON.stringify(out) + "\n");
 })().catch((e) => { process.stdout.write(JSON.stringify(Object.assign(out, { error: String(e && e.stack || e) })) + "\n"); process.exit(1); });
