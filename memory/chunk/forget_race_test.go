@@ -9,7 +9,6 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // heldEmbedder embeds like next, but its first call waits for release:
@@ -64,23 +63,11 @@ func TestProcessAfterLinesLeftWhileItChunked(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
-			store, _ := pgtest.NewStore(t, 64)
-			camp, err := store.Campaign(ctx, "c1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := camp.Sessions().StartSession(ctx, "s1", t0); err != nil {
-				t.Fatal(err)
-			}
-			es := []memory.TranscriptEntry{
+			camp, _ := startSession(ctx, t,
 				line(0, 0, "Lyra", "We should ask the miller about the grain."),
 				line(0, 10, "Thorin", "I will stand watch at the north gate tonight."),
 				line(0, 20, "Lyra", "The dragon Vermithrax sleeps under the mountain."),
-				line(0, 30, "Lyra", "The bridge at Ashford washed out last spring."),
-			}
-			if _, err := camp.Sessions().WriteEntries(ctx, es); err != nil {
-				t.Fatal(err)
-			}
+				line(0, 30, "Lyra", "The bridge at Ashford washed out last spring."))
 			off, _ := embed.NewOffline(64)
 			h := &heldEmbedder{next: off, held: make(chan struct{}), release: make(chan struct{})}
 			done := make(chan error, 1)

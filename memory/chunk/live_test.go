@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -23,19 +24,7 @@ func TestLiveUpdateAfterAFailedLanguageRead(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	store, dsn := pgtest.NewStore(t, 64)
-	camp, err := store.Campaign(ctx, "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := camp.Sessions().StartSession(ctx, "s1", t0); err != nil {
-		t.Fatal(err)
-	}
-	e := line(0, 0, "Thorin", "Grimjaw, the forge in Ironhold is cold.")
-	e.IdempotencyKey = "k0"
-	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{e}); err != nil {
-		t.Fatal(err)
-	}
+	camp, dsn := startSession(ctx, t, line(0, 0, "Thorin", "Grimjaw, the forge in Ironhold is cold."))
 	emb, _ := embed.NewOffline(64)
 	live, err := NewLive(camp, emb, Options{}, "s1", nil)
 	if err != nil {
@@ -105,19 +94,7 @@ func TestLiveIndexesAgainWhatARebuildTookAway(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	store, _ := pgtest.NewStore(t, 64)
-	camp, err := store.Campaign(ctx, "c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := camp.Sessions().StartSession(ctx, "s1", t0); err != nil {
-		t.Fatal(err)
-	}
-	e := line(0, 0, "Thorin", "Grimjaw, the forge in Ironhold is cold.")
-	e.IdempotencyKey = "k0"
-	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{e}); err != nil {
-		t.Fatal(err)
-	}
+	camp, _ := startSession(ctx, t, line(0, 0, "Thorin", "Grimjaw, the forge in Ironhold is cold."))
 	emb, _ := embed.NewOffline(64)
 	live, err := NewLive(camp, emb, Options{}, "s1", nil)
 	if err != nil {
@@ -132,7 +109,7 @@ func TestLiveIndexesAgainWhatARebuildTookAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e = line(1, 5, "Mira", "The smith Brannoc left for the Sunken Vault at dawn.")
+	e := line(1, 5, "Mira", "The smith Brannoc left for the Sunken Vault at dawn.")
 	e.IdempotencyKey = "k1"
 	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{e}); err != nil {
 		t.Fatal(err)
@@ -173,4 +150,30 @@ func indexed(ctx context.Context, t *testing.T, camp interface {
 		}
 	}
 	return false
+}
+
+// startSession opens campaign c1 on a store of its own, starts session s1
+// and writes lines to it (idempotency keys k0, k1, … where a line has
+// none); dsn is the store's database.
+func startSession(ctx context.Context, t *testing.T, lines ...memory.TranscriptEntry) (camp *postgres.Campaign, dsn string) {
+	t.Helper()
+	store, dsn := pgtest.NewStore(t, 64)
+	camp, err := store.Campaign(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := camp.Sessions().StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range lines {
+		if lines[i].IdempotencyKey == "" {
+			lines[i].IdempotencyKey = fmt.Sprintf("k%d", i)
+		}
+	}
+	if len(lines) > 0 {
+		if _, err := camp.Sessions().WriteEntries(ctx, lines); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return camp, dsn
 }
