@@ -52,9 +52,16 @@ func TestLiveUpdateAfterAFailedLanguageRead(t *testing.T) {
 		failed <- err
 	}()
 	// Cancelled once the read is seen waiting for the lock: an event, not
-	// a deadline.
+	// a deadline. It is watched from a connection of its own: inside the
+	// locker's transaction pg_stat_activity keeps the snapshot of its first
+	// read, and a first look before the read began waiting never saw it.
+	watch, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(context.Background())
 	for waiting := false; !waiting; {
-		if err := locker.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+		if err := watch.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%text_config%'`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
