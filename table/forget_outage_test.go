@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
@@ -21,16 +23,15 @@ import (
 // (ATTACK3: the replay dropped the report, so only the answering
 // process's own cards left the DMs' messages).
 func TestForgetDuringAnOutageHandsBackTheDeletedCards(t *testing.T) {
-	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
-	cl, store := outageStore(t)
+	cl := pgcluster.Start(t)
+	t.Setenv(pgtest.EnvDSN, cl.DSN())
 	type forgotten struct {
 		speaker string
 		rep     memory.ForgetReport
 	}
 	got := make(chan forgotten, 4)
-	r := newRigOn(t, store, 0, nil, func(c *table.Config) {
-		c.Settings.Probe = outageProbe()
+	r := newRigWith(t, 0, nil, func(c *table.Config) {
 		c.OnForgotten = func(speaker string, rep memory.ForgetReport) { got <- forgotten{speaker, rep} }
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard, not a budget
