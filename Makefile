@@ -90,8 +90,10 @@ TESTFIRST ?= ./cmd/glyphoxa ./bot/console ./table/scene ./table ./voice/conn ./m
 # The evaluation tests need only the database: they start at once and run
 # (mostly waiting on PostgreSQL) beside everything else. The test programs
 # install (apt, npm: mostly waiting on the network and the dpkg lock) while
-# the race-enabled build of the packages the tests need runs (cached: the
-# test run only compiles the tests). `go vet ./...` and gofmt run beside the
+# the race-enabled compile of every package and its tests runs (go list
+# -export compiles without linking: the test run then only links the test
+# binaries; `go build ./...` also linked the two commands, ~40 s of CPU on
+# a warm cache for binaries no test runs). `go vet ./...` and gofmt run beside the
 # build and the race pass, their output held back and printed at the end;
 # their checks (all of them, test files included) are a superset of the
 # few go test runs on each package before testing it: -vet=off skips that
@@ -104,7 +106,7 @@ test:
 	  $(GO) test -count=1 -parallel $(EVALPARALLEL) -timeout 25m -run '$(EVALTESTS)|$(SOLOTESTS)' $(EVALPKGS) $(SOLOPKGS) >"$$out" 2>&1 & evaluation=$$!; \
 	  scripts/testdeps.sh & deps=$$!; \
 	  $(MAKE) --no-print-directory vet >"$$vetout" 2>&1 & vet=$$!; \
-	  setup=0; $(GO) build -race ./... || setup=1; \
+	  setup=0; $(GO) list -export -race -deps -test ./... >/dev/null || setup=1; \
 	  wait $$deps || setup=1; \
 	  race=1; if (( ! setup )); then \
 	    $(GO) test -race -vet=off -count=1 -p $(TESTPACKAGES) -parallel $(TESTPARALLEL) -timeout 25m -skip '$(EVALTESTS)|$(SOLOTESTS)' \
