@@ -275,6 +275,7 @@ type Retriever struct {
 
 	mu          sync.Mutex // guards the fields below and serialises refreshes
 	graph       *ppr.Graph
+	lgraph      *ppr.Graph // experiment: line-weighted walk for the fusion by score
 	graphLoaded bool
 	matcher     *mention.Matcher
 	lastNames   int64 // the entity change the name index was loaded at
@@ -371,6 +372,9 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 	switch {
 	case withGraph && !r.graphLoaded:
 		err = r.graph.Load(ctx)
+		if err == nil {
+			err = r.loadLineWeights(ctx, r.matcher)
+		}
 	case r.graphLoaded && !fresh:
 		_, err = r.graph.Refresh(ctx)
 	}
@@ -618,6 +622,11 @@ func entityConfidence(seeds []ppr.Seed) float64 {
 // entity seeds ([entityConfidence]).
 func (r *Retriever) pprRank(ctx context.Context, text string, k int, named []mention.Match, only []string,
 	vec, fts []postgres.ChunkHit) ([]ppr.Result, []weightedFact, float64, error) {
+	return r.pprRankOn(ctx, r.graph, text, k, named, only, vec, fts)
+}
+
+func (r *Retriever) pprRankOn(ctx context.Context, graph *ppr.Graph, text string, k int, named []mention.Match, only []string,
+	vec, fts []postgres.ChunkHit) ([]ppr.Result, []weightedFact, float64, error) {
 	own := r.seeds(named)
 	conf := entityConfidence(own)
 	seeds, facts, err := r.expandSeeds(ctx, text, own)
@@ -655,10 +664,10 @@ func (r *Retriever) pprRank(ctx context.Context, text string, k int, named []men
 	if only != nil {
 		fetch = 0
 	}
-	rk := r.graph.Rank(seeds, chunkSeeds, fetch)
+	rk := graph.Rank(seeds, chunkSeeds, fetch)
 	if r.cfg.Bridge && len(rk.Chunks) > 0 {
 		if more := r.bridge(seeds, rk.Chunks); len(more) > len(seeds) {
-			rk = r.graph.Rank(more, chunkSeeds, fetch)
+			rk = graph.Rank(more, chunkSeeds, fetch)
 		}
 	}
 	allowed := set(only)
@@ -801,7 +810,12 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 		// Here the walk only spreads the words' own chunks along the
 		// named entities: what it adds is how much more of that mass a
 		// chunk holds than its links alone bring it ([perDegree]).
-		pr = perDegree(pr, func(id string) int { return len(r.graph.ChunkEntities(id)) })
+		if r.lgraph != nil {
+			if pr, _, _, err = r.pprRankOn(ctx, r.lgraph, text, n, named, only, vec, fts); err != nil {
+				return nil, err
+			}
+		}
+		pr = r.lineDegree(pr)
 	}
 	r.cfg.Logger.Debug("hybrid fusion", "text", conf, "vector", scoreConfidence(vec, n), "entities", entConf,
 		"independent", independent)
