@@ -28,7 +28,7 @@ func (r *Retriever) loadLineWeights(ctx context.Context, m *mention.Matcher) err
 		chunks[c.ID] = c.Content
 		linked[c.ID] = r.graph.ChunkEntities(c.ID)
 	}
-	w := lineMentionWeights(chunks, linked, m, mode == "units")
+	w := lineMentionWeights(chunks, linked, m, mode)
 	if os.Getenv("GLYPHOXA_LINEA") == "" {
 		r.graph.SetMentionWeights(w)
 		return nil
@@ -50,7 +50,7 @@ func (r *Retriever) loadLineWeights(ctx context.Context, m *mention.Matcher) err
 // unit shared evenly among them; an entity linked to the chunk that no
 // line names counts as named alone in one line. With units the weight is
 // the entity's units; otherwise its part of the chunk's units.
-func lineMentionWeights(chunks map[string]string, linked map[string][]string, m *mention.Matcher, units bool) map[string]map[string]float64 {
+func lineMentionWeights(chunks map[string]string, linked map[string][]string, m *mention.Matcher, mode string) map[string]map[string]float64 {
 	out := map[string]map[string]float64{}
 	for id, content := range chunks {
 		u := map[string]float64{}
@@ -76,9 +76,12 @@ func lineMentionWeights(chunks map[string]string, linked map[string][]string, m 
 		}
 		ws := map[string]float64{}
 		for e, x := range u {
-			if units {
+			switch mode {
+			case "units1":
+				ws[e] = 1 + x
+			case "units":
 				ws[e] = x
-			} else {
+			default:
 				ws[e] = x / total
 			}
 		}
