@@ -275,7 +275,6 @@ type Retriever struct {
 
 	mu          sync.Mutex // guards the fields below and serialises refreshes
 	graph       *ppr.Graph
-	lgraph      *ppr.Graph // experiment: line-weighted walk for the fusion by score
 	graphLoaded bool
 	matcher     *mention.Matcher
 	lastNames   int64 // the entity change the name index was loaded at
@@ -372,9 +371,6 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 	switch {
 	case withGraph && !r.graphLoaded:
 		err = r.graph.Load(ctx)
-		if err == nil {
-			err = r.loadLineWeights(ctx, r.matcher)
-		}
 	case r.graphLoaded && !fresh:
 		_, err = r.graph.Refresh(ctx)
 	}
@@ -622,11 +618,6 @@ func entityConfidence(seeds []ppr.Seed) float64 {
 // entity seeds ([entityConfidence]).
 func (r *Retriever) pprRank(ctx context.Context, text string, k int, named []mention.Match, only []string,
 	vec, fts []postgres.ChunkHit) ([]ppr.Result, []weightedFact, float64, error) {
-	return r.pprRankOn(ctx, r.graph, text, k, named, only, vec, fts)
-}
-
-func (r *Retriever) pprRankOn(ctx context.Context, graph *ppr.Graph, text string, k int, named []mention.Match, only []string,
-	vec, fts []postgres.ChunkHit) ([]ppr.Result, []weightedFact, float64, error) {
 	own := r.seeds(named)
 	conf := entityConfidence(own)
 	seeds, facts, err := r.expandSeeds(ctx, text, own)
@@ -664,10 +655,10 @@ func (r *Retriever) pprRankOn(ctx context.Context, graph *ppr.Graph, text string
 	if only != nil {
 		fetch = 0
 	}
-	rk := graph.Rank(seeds, chunkSeeds, fetch)
+	rk := r.graph.Rank(seeds, chunkSeeds, fetch)
 	if r.cfg.Bridge && len(rk.Chunks) > 0 {
 		if more := r.bridge(seeds, rk.Chunks); len(more) > len(seeds) {
-			rk = graph.Rank(more, chunkSeeds, fetch)
+			rk = r.graph.Rank(more, chunkSeeds, fetch)
 		}
 	}
 	allowed := set(only)
@@ -810,12 +801,7 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 		// Here the walk only spreads the words' own chunks along the
 		// named entities: what it adds is how much more of that mass a
 		// chunk holds than its links alone bring it ([perDegree]).
-		if r.lgraph != nil {
-			if pr, _, _, err = r.pprRankOn(ctx, r.lgraph, text, n, named, only, vec, fts); err != nil {
-				return nil, err
-			}
-		}
-		pr = r.lineDegree(pr)
+		pr = perDegree(pr, func(id string) int { return len(r.graph.ChunkEntities(id)) })
 	}
 	r.cfg.Logger.Debug("hybrid fusion", "text", conf, "vector", scoreConfidence(vec, n), "entities", entConf,
 		"independent", independent)
