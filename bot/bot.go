@@ -81,6 +81,8 @@ type Bot struct {
 	registered map[string]bool // guild id → commands registered
 
 	handlers map[string]handler // command path → role and handler
+
+	seen seenIDs // the interactions handled lately, to run each once
 }
 
 // Option adjusts a Bot.

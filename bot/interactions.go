@@ -82,6 +82,13 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 			b.log.Error("interaction handler panicked", "interaction", i.ID, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	// Discord may deliver an interaction twice (a resumed gateway
+	// replaying it, a retry): the second runs nothing (a command twice is
+	// two writes, and Discord refuses a second answer anyway).
+	if !b.seen.first(i.ID) {
+		b.log.Debug("an interaction delivered twice is dropped", "interaction", i.ID)
+		return
+	}
 	if i.GuildID == "" {
 		// A continuity card's buttons are pressed in a direct message:
 		// they name their guild (see continuity.go).
