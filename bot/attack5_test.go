@@ -2,7 +2,10 @@ package bot_test
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
@@ -39,5 +42,56 @@ func TestAnInteractionDeliveredTwiceRunsOnce(t *testing.T) {
 	rels := must[[]memory.Relationship](t)(h.camp.Graph().Relationships(ctx, "grimjaw", memory.TraversalOpts{RelTypes: []string{"FEARS"}}))
 	if len(rels) != 1 {
 		t.Errorf("Grimjaw fears %+v, want one fact", rels)
+	}
+}
+
+// TestPlayerSearchReadsOnlyWhatTheyWitnessed (ATTACK5): while the DM had
+// split the party, a player outside the scene typed /memory search and read
+// what was said in it (the search read every canon line). A player's
+// search reads the lines their character witnessed: the scene's player
+// finds the scene's line, the other player does not, the DM does.
+func TestPlayerSearchReadsOnlyWhatTheyWitnessed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, bot.Deps{})
+	ctx := context.Background()
+	lyra := discordtest.Member{UserID: "u2", Name: "Lyra"}
+	sl := h.camp.Sessions()
+	start := time.Date(2026, 4, 2, 19, 0, 0, 0, time.UTC)
+	if err := sl.StartSession(ctx, "split", start); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		at      time.Duration
+		players []string
+	}{{0, []string{player.UserID, lyra.UserID}}, {time.Minute, []string{lyra.UserID}}} {
+		if err := sl.RecordPresence(ctx, "split", start.Add(p.at), p.players); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range []memory.TranscriptEntry{
+		{SpeakerID: theDM.UserID, SpeakerName: "Dana", Text: "Everyone sees the lanterns of Quillmere harbour.", At: start.Add(30 * time.Second)},
+		{SpeakerID: theDM.UserID, SpeakerName: "Dana", Text: "Lyra alone finds the sapphire key under the Quillmere altar.", At: start.Add(2 * time.Minute)},
+	} {
+		e.SessionID = "split"
+		if _, err := sl.WriteEntry(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search := func(m discordtest.Member) string {
+		t.Helper()
+		i := h.fake.Command(guildID, channelID, m, "memory", discordtest.Sub("search",
+			discordtest.Str("query", "Quillmere"), discordtest.Str("mode", "text")))
+		h.send(i)
+		raw, _ := json.Marshal(h.original(i))
+		return decodeMessage(t, raw).text()
+	}
+	if out := search(player); strings.Contains(out, "sapphire") || !strings.Contains(out, "lanterns") {
+		t.Errorf("Thorin, outside Lyra's scene, searched and read:\n%s", out)
+	}
+	if out := search(lyra); !strings.Contains(out, "sapphire") || !strings.Contains(out, "lanterns") {
+		t.Errorf("Lyra searched her own scene and read:\n%s", out)
+	}
+	if out := search(theDM); !strings.Contains(out, "sapphire") || !strings.Contains(out, "lanterns") {
+		t.Errorf("the DM searched and read:\n%s", out)
 	}
 }

@@ -176,8 +176,8 @@ func commandHandlers() map[string]handler {
 		// A grant and what a character knows name what other players
 		// may not know (a player reads their own with /recap for:me).
 		"memory grant": dm(mem), "memory known-by": dm(mem),
-		// Search reads what was said at the table (and chunks of it),
-		// which every player heard.
+		// Search reads what was said at the table: a player's, through a
+		// handle bound to them, the lines their character witnessed.
 		"memory search": all(mem),
 		// Recaps are player-safe for players (recapCommand); for:me reads
 		// through a handle bound to the member, their own knowledge only.
