@@ -3,13 +3,17 @@ package bot_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bwmarrin/discordgo"
+
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // TestAnInteractionDeliveredTwiceRunsOnce (ATTACK5): Discord may deliver
@@ -93,5 +97,70 @@ func TestPlayerSearchReadsOnlyWhatTheyWitnessed(t *testing.T) {
 	}
 	if out := search(theDM); !strings.Contains(out, "sapphire") || !strings.Contains(out, "lanterns") {
 		t.Errorf("the DM searched and read:\n%s", out)
+	}
+}
+
+// TestDMCommandsNamingAnotherCampaignsFacts (ATTACK5): fact ids are
+// numbered across every campaign of the database, so a DM of one server
+// can type the id of another server's fact (or entity) into /memory fact
+// retire, forget fact, confirm, reject, grant and entity show. Each is
+// refused as unknown here, and the other campaign's fact is untouched.
+func TestDMCommandsNamingAnotherCampaignsFacts(t *testing.T) {
+	t.Parallel()
+	store, _ := pgtest.NewStore(t, 16)
+	ctx := context.Background()
+	other := pgtest.Campaign(t, store, "other-saga")
+	og := other.Graph()
+	for _, e := range []memory.Entity{{ID: "zorvath", Name: "Zorvath", Type: memory.EntityNPC,
+		Attributes: map[string]any{"dm_plan": "ZORVATH-PLAN-MARKER"}}, {ID: "tarnmoor", Name: "Tarnmoor", Type: memory.EntityLocation}} {
+		if err := og.UpsertEntity(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := og.WriteFact(ctx, memory.DM("dm-elsewhere"), memory.Relationship{SourceID: "zorvath", TargetID: "tarnmoor", Type: "HIDES_AT",
+		Provenance: memory.Provenance{Timestamp: time.Now(), Confidence: 1, Source: memory.SourceStated, DMConfirmed: true}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprint(w.Fact.ID)
+	h := newHarnessOn(t, bot.Deps{}, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}}, store)
+	for _, tc := range []struct {
+		name string
+		i    discordtest.Interaction
+	}{
+		{"fact retire", h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Group("fact", discordtest.Sub("retire", discordtest.Str("fact", id))))},
+		{"forget fact", h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Group("forget", discordtest.Sub("fact", discordtest.Str("fact", id))))},
+		{"confirm", h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Sub("confirm", discordtest.Str("fact", id)))},
+		{"reject", h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Sub("reject", discordtest.Str("fact", id)))},
+		{"grant", h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Sub("grant", discordtest.Str("player", "<@"+player.UserID+">"), discordtest.Str("fact", id)))},
+		{"entity show", h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Group("entity", discordtest.Sub("show", discordtest.Str("entity", "zorvath"))))},
+		{"fact list", h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Group("fact", discordtest.Sub("list", discordtest.Str("entity", "zorvath"))))},
+	} {
+		r := h.send(tc.i)
+		out := string(r.raw)
+		if r.Type == discordgo.InteractionResponseDeferredChannelMessageWithSource {
+			raw, _ := json.Marshal(h.original(tc.i))
+			out = string(raw)
+		}
+		if !strings.Contains(out, "not found") && !strings.Contains(out, "nothing in this campaign is called") {
+			t.Errorf("%s of another campaign's fact #%s was not refused as unknown: %s", tc.name, id, out)
+		}
+		if strings.Contains(out, "Zorvath") || strings.Contains(out, "ZORVATH-PLAN-MARKER") || strings.Contains(out, "Tarnmoor") {
+			t.Errorf("%s of another campaign's fact #%s answered: %s", tc.name, id, out)
+		}
+	}
+	f, err := og.Fact(ctx, w.Fact.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Status != memory.StatusActive {
+		t.Errorf("another campaign's fact was changed from this one: %+v", f)
+	}
+	grants, err := h.camp.Grants(ctx, player.UserID, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(grants) != 0 {
+		t.Errorf("a fact of another campaign was granted: %+v", grants)
 	}
 }
