@@ -81,6 +81,8 @@ type Bot struct {
 	registered map[string]bool // guild id → commands registered
 
 	handlers map[string]handler // command path → role and handler
+
+	seen seenIDs // the interactions handled lately, to run each once
 }
 
 // Option adjusts a Bot.
@@ -241,10 +243,15 @@ func (b *Bot) campaign(ctx context.Context, guildID string, v memory.Viewer) (*m
 }
 
 // viewerOf is who a member reads the campaign as: the DM's viewer for a
-// member IsDM names, a player's for everyone else.
+// member IsDM names, the member's own player viewer for everyone else
+// (what any player sees, and of the lines said at the table those their
+// character witnessed).
 func viewerOf(g Guild, m *discordgo.Member) memory.Viewer {
 	if isDM(g, m) {
 		return memory.DMViewer()
+	}
+	if m != nil && m.User != nil {
+		return memory.PlayerViewerOf(m.User.ID)
 	}
 	return memory.PlayerViewer()
 }

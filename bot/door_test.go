@@ -44,7 +44,7 @@ func TestCommandsReadAsTheInvokingMember(t *testing.T) {
 		m      discordtest.Member
 		viewer memory.Viewer
 	}{
-		{"player", player, memory.PlayerViewer()},
+		{"player", player, memory.PlayerViewerOf(player.UserID)},
 		{"DM by role", theDM, memory.DMViewer()},
 		{"administrator", discordtest.Member{UserID: "300", Name: "Admin", Admin: true}, memory.DMViewer()},
 	} {

@@ -82,6 +82,13 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 			b.log.Error("interaction handler panicked", "interaction", i.ID, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	// Discord may deliver an interaction twice (a resumed gateway
+	// replaying it, a retry): the second runs nothing (a command twice is
+	// two writes, and Discord refuses a second answer anyway).
+	if !b.seen.first(i.ID) {
+		b.log.Debug("an interaction delivered twice is dropped", "interaction", i.ID)
+		return
+	}
 	if i.GuildID == "" {
 		// A continuity card's buttons are pressed in a direct message:
 		// they name their guild (see continuity.go).
@@ -169,8 +176,8 @@ func commandHandlers() map[string]handler {
 		// A grant and what a character knows name what other players
 		// may not know (a player reads their own with /recap for:me).
 		"memory grant": dm(mem), "memory known-by": dm(mem),
-		// Search reads what was said at the table (and chunks of it),
-		// which every player heard.
+		// Search reads what was said at the table: a player's, through a
+		// handle bound to them, the lines their character witnessed.
 		"memory search": all(mem),
 		// Recaps are player-safe for players (recapCommand); for:me reads
 		// through a handle bound to the member, their own knowledge only.

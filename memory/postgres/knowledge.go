@@ -298,6 +298,10 @@ const witnessedSQL = `(t.speaker_id = $2 OR coalesce((
 	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
 	ORDER BY p.at DESC LIMIT 1), false))`
 
+// witnessedBy is witnessedSQL with the player as parameter param (a
+// statement whose $2 is something else).
+func witnessedBy(param string) string { return strings.ReplaceAll(witnessedSQL, "$2", param) }
+
 // KnowledgeOf is what player userID's character knows from the sessions
 // played from session fromSession on (every session when empty): the
 // canon lines it witnessed, the canon facts revealed in its presence that

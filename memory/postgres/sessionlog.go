@@ -16,6 +16,7 @@ import (
 type SessionLog struct {
 	db       querier
 	campaign string
+	view     view // who reads: Search gives a player the lines they witnessed
 }
 
 const entryColumns = `id, session_id, speaker_id, speaker_name, npc_id, text, raw_text, at, duration_ms, coalesce(idempotency_key, ''), noncanon`
@@ -130,10 +131,17 @@ func (l *SessionLog) Entries(ctx context.Context, sessionID string) ([]memory.Tr
 
 // Search finds entries whose corrected text matches query, ranked with
 // ts_rank, best first, words stemmed in the campaign's language
-// ([Campaign.SetLanguage]). Non-canon lines are left out.
+// ([Campaign.SetLanguage]). Non-canon lines are left out. A handle bound to
+// one player (memory.PlayerViewerOf) finds only the lines their character
+// witnessed (see [Campaign.KnowledgeOf]: a line of a split scene reaches
+// the scene's players only).
 func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOpts) ([]memory.EntryHit, error) {
 	if err := memory.CheckQuery(query); err != nil {
 		return nil, err
+	}
+	witness := ""
+	if l.view.v.Role == memory.RolePlayer {
+		witness = l.view.v.PlayerID
 	}
 	if strings.TrimSpace(query) == "" {
 		return nil, fmt.Errorf("%w: empty search query", memory.ErrInvalid)
@@ -147,14 +155,15 @@ func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOp
 		q AS (SELECT CASE WHEN $8 THEN coalesce(nullif(replace(plainto_tsquery(cfg.cfg, $2)::text, '&', '|'), ''), '')::tsquery
 		                  ELSE websearch_to_tsquery(cfg.cfg, $2) END AS q FROM cfg)
 		SELECT `+entryColumns+`, ts_rank(tsv, q.q) AS rank
-		FROM transcript_entries, q
+		FROM transcript_entries t, q
 		WHERE campaign_id = $1 AND tsv @@ q.q AND NOT noncanon
+		  AND ($9 = '' OR `+witnessedBy("$9")+`)
 		  AND ($3 = '' OR session_id = $3)
 		  AND ($4 = '' OR speaker_id = $4)
 		  AND ($5::timestamptz IS NULL OR at > $5)
 		  AND ($6::timestamptz IS NULL OR at < $6)
 		ORDER BY rank DESC, at DESC, id DESC
-		LIMIT $7`, l.campaign, query, o.SessionID, o.SpeakerID, nullTime(o.After), nullTime(o.Before), limit, o.Any)
+		LIMIT $7`, l.campaign, query, o.SessionID, o.SpeakerID, nullTime(o.After), nullTime(o.Before), limit, o.Any, witness)
 	if err != nil {
 		return nil, fmt.Errorf("searching the session log for %q: %w", query, err)
 	}

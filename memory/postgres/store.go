@@ -243,7 +243,7 @@ func newCampaign(s *Store, db querier, id string, gate Gate, v view) *Campaign {
 		store: s,
 		db:    q,
 		view:  v,
-		l1:    &SessionLog{db: q, campaign: id},
+		l1:    &SessionLog{db: q, campaign: id, view: v},
 		l2:    &SemanticIndex{db: q, campaign: id, dims: s.dims},
 		graph: g,
 	}

@@ -169,7 +169,7 @@ func (g *Graph) FactsAsOfRef(ctx context.Context, entityID, ref string) ([]memor
 		facts, err := g.FactsAsOfTime(ctx, entityID, t)
 		return facts, ref, err
 	}
-	sl := &SessionLog{db: g.db, campaign: g.campaign}
+	sl := &SessionLog{db: g.db, campaign: g.campaign, view: g.view}
 	cal, _, err := sl.Calendar(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("facts as of %q: %w", ref, err)
