@@ -279,14 +279,20 @@ func TestImportKilledMidTransactionLeavesNothing(t *testing.T) {
 	// transaction id) and waits for the lock, before it could commit.
 	deadline := time.Now().Add(hangGuard)
 	for {
-		var held bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL
-			  AND wait_event_type = 'Lock')`).Scan(&held); err != nil {
+		var held, early bool
+		if err := pool.QueryRow(ctx, `SELECT
+			coalesce(bool_or(backend_xid IS NOT NULL), false), coalesce(bool_or(backend_xid IS NULL), false)
+			FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+			  AND backend_type = 'client backend' AND wait_event_type = 'Lock'`).Scan(&held, &early); err != nil {
 			t.Fatal(err)
 		}
 		if held {
 			break
+		}
+		if early {
+			// It waits before writing anything: killing it now would
+			// prove nothing about a half-written import.
+			t.Fatalf("the import waits for transcript_entries before writing anything; lock a table it writes later\n%s", stderr.String())
 		}
 		select {
 		case err := <-exited:
