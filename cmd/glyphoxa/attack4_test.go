@@ -201,11 +201,18 @@ lifecycle:
 // SIGKILLs `glyphoxa import` (a real process) while its transaction is
 // writing; the campaign holds nothing afterwards, not half a campaign, and
 // importing the file again gives the whole of it.
+//
+// The import is held mid-transaction, not caught there: the test locks
+// transcript_entries against writes first, so the import writes the
+// campaign, its entity and its sessions, then waits for the lock with its
+// transaction open until it is killed. (The test once polled every
+// millisecond for a 10,000-line import's window of writing: thousands of
+// probes, and a file that big only to make the window wide enough.)
 func TestImportKilledMidTransactionLeavesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn := pgtest.NewDatabase(t)
-	const campaign, sessions, lines = "big-saga", 40, 250
+	const campaign, sessions, lines = "big-saga", 4, 25
 	var b strings.Builder
 	fmt.Fprintf(&b, "campaign: %s\nentities:\n  - {id: grimjaw, type: npc, name: Grimjaw}\nsessions:\n", campaign)
 	start := time.Date(2026, 1, 1, 19, 0, 0, 0, time.UTC)
@@ -243,6 +250,22 @@ func TestImportKilledMidTransactionLeavesNothing(t *testing.T) {
 		t.Fatalf("migrate: %d %q %q", code, out, errs)
 	}
 
+	// The lock is held from a connection of its own: pool watches
+	// pg_stat_activity outside any transaction, so each look is fresh.
+	locker, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	lock, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, "LOCK TABLE transcript_entries IN EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envServeHelper+"=import --no-process "+file, "GLYPHOXA_DSN="+dsn)
 	var stderr syncBuffer
@@ -253,31 +276,43 @@ func TestImportKilledMidTransactionLeavesNothing(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	// Kill it once its transaction has written rows (it holds a
-	// transaction id) and before it commits.
+	// transaction id) and waits for the lock, before it could commit.
 	deadline := time.Now().Add(hangGuard)
 	for {
-		var writing bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL)`).Scan(&writing); err != nil {
+		var held, early bool
+		if err := pool.QueryRow(ctx, `SELECT
+			coalesce(bool_or(backend_xid IS NOT NULL), false), coalesce(bool_or(backend_xid IS NULL), false)
+			FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+			  AND backend_type = 'client backend' AND wait_event_type = 'Lock'`).Scan(&held, &early); err != nil {
 			t.Fatal(err)
 		}
-		if writing {
+		if held {
 			break
+		}
+		if early {
+			// It waits before writing anything: killing it now would
+			// prove nothing about a half-written import.
+			t.Fatalf("the import waits for transcript_entries before writing anything; lock a table it writes later\n%s", stderr.String())
 		}
 		select {
 		case err := <-exited:
-			t.Fatalf("the import ended (%v) before it was seen writing; make the file bigger\n%s", err, stderr.String())
+			t.Fatalf("the import ended (%v) while transcript_entries was locked against it\n%s", err, stderr.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the import never wrote\n%s", stderr.String())
+			t.Fatalf("the import was never seen writing and waiting for the lock\n%s", stderr.String())
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-exited
+	// Its backend, waiting for the lock, notices the dead client only
+	// once it gets the lock: release it.
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// The server ends the dead client's backend (at its next read of the
 	// socket); until then its rows are uncommitted and invisible anyway.
 	for {
