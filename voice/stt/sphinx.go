@@ -165,6 +165,9 @@ func parseSphinx(out string, pad float64) Transcript {
 		if w == "<s>" || w == "</s>" || w == "<sil>" || strings.HasPrefix(w, "[") || strings.HasPrefix(w, "++") {
 			continue
 		}
+		// A posterior summed in pocketsphinx's log domain can come out a
+		// hair above 1 ("1.0001"); a confidence is 0 to 1.
+		conf = min(max(conf, 0), 1)
 		t.Words = append(t.Words, Word{Text: w, Start: seconds(max(start-pad, 0)), End: seconds(max(end-pad, 0)), Confidence: conf})
 		confSum += conf
 	}
