@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -218,11 +219,47 @@ func TestTraversals(t *testing.T) {
 			if len(all) != len(ents) {
 				t.Fatalf("%d lists for %d entities", len(all), len(ents))
 			}
+			types := must[[][]postgres.FactType](t)(gv.FactTypesOfEach(ctx, ents, o))
+			if len(types) != len(ents) {
+				t.Fatalf("%d type lists for %d entities", len(types), len(ents))
+			}
 			for i, id := range ents {
 				one := must[[]memory.Relationship](t)(gv.Relationships(ctx, id, o))
 				if fmt.Sprint(all[i]) != fmt.Sprint(one) {
 					t.Errorf("%v %s %+v: together %v, alone %v", v, id, o, all[i], one)
 				}
+				var want []postgres.FactType
+				for _, r := range one {
+					want = append(want, postgres.FactType{ID: r.ID, Type: r.Type})
+				}
+				if fmt.Sprint(types[i]) != fmt.Sprint(want) {
+					t.Errorf("%v %s %+v: types %v, relationships %v", v, id, o, types[i], want)
+				}
+			}
+		}
+		// Facts by id gives each reader only the active facts it may see,
+		// as it reads them otherwise, whatever ids it asks for (all the
+		// DM's, a secret one among them, and an id of no fact).
+		var asked []int64
+		mine := map[int64]memory.Relationship{}
+		for _, id := range ents {
+			for _, r := range must[[]memory.Relationship](t)(c.Graph().Relationships(ctx, id, memory.TraversalOpts{})) {
+				asked = append(asked, r.ID)
+			}
+			for _, r := range must[[]memory.Relationship](t)(gv.Relationships(ctx, id, memory.TraversalOpts{})) {
+				mine[r.ID] = r
+			}
+		}
+		got := must[map[int64]memory.Relationship](t)(gv.Facts(ctx, append(asked, -1)))
+		if v.Role == memory.RolePlayer && len(got) >= len(set(asked)) {
+			t.Errorf("a player reads every fact by id, the secret one too: %v", got)
+		}
+		if len(got) != len(mine) {
+			t.Errorf("%v: facts by id %v, visible %v", v, got, mine)
+		}
+		for id, r := range mine {
+			if fmt.Sprint(got[id]) != fmt.Sprint(r) {
+				t.Errorf("%v: fact %d by id %v, as a relationship %v", v, id, got[id], r)
 			}
 		}
 	}
@@ -297,4 +334,12 @@ func mustVisible(t *testing.T, g memory.KnowledgeGraph, npc string, sc memory.Vi
 		t.Fatal(err)
 	}
 	return e, r
+}
+
+func set[T comparable](xs []T) map[T]bool {
+	out := map[T]bool{}
+	for _, x := range xs {
+		out[x] = true
+	}
+	return out
 }
