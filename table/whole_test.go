@@ -9,7 +9,6 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/table"
-	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
 	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
@@ -81,10 +80,8 @@ func TestWholeUtteranceStreamOpensEarly(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
 	defer cancel()
-	for _, p := range r.packets {
-		r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
-		r.seq++
-		r.ts += 960
+	if err := r.send(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case <-spy.opened:
