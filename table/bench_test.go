@@ -108,7 +108,17 @@ func newRig(tb testing.TB, indexEvery time.Duration) *rig {
 // opens, mod changes the table's configuration.
 func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.Campaign), mod func(*table.Config)) *rig {
 	tb.Helper()
-	store, _ := pgtest.NewStore(tb, 64)
+	store, _ := pgtest.NewStore(tb, rigDims)
+	return newRigOn(tb, store, indexEvery, before, mod)
+}
+
+// rigDims is the dimension of the rig's embeddings.
+const rigDims = 64
+
+// newRigOn is newRigWith on store (a private cluster's, in the outage
+// tests), which holds no campaign yet.
+func newRigOn(tb testing.TB, store *postgres.Store, indexEvery time.Duration, before func(*postgres.Campaign), mod func(*table.Config)) *rig {
+	tb.Helper()
 	camp := pgtest.Import(tb, store, campaignPath)
 	if before != nil {
 		before(camp)
@@ -132,7 +142,7 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 	if err != nil {
 		tb.Fatal(err)
 	}
-	emb, err := embed.NewOffline(64)
+	emb, err := embed.NewOffline(rigDims)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 // with the next one (Packet.Lost); the table hands that on to the lanes,
 // which conceal it at once, and counts it.
 func TestLossReachesTheLanes(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	r := newRig(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -68,6 +69,7 @@ func (d *dropCounter) count(reason string) int {
 // still, so a whole line of packets arrives at one instant: all but the
 // burst allowance (1 s of audio) is dropped.
 func TestRateDropsReachTheObserver(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	obs := &dropCounter{Observer: nopObs{}, drops: map[string]int{}}
 	clk := clocktest.NewFake(time.Now())
@@ -101,6 +103,7 @@ func (nopObs) SessionEnded()                      {}
 // session log and the spool both refuse (here: the session's memory is
 // fenced) is reported dropped, and no NPC audio is sent.
 func TestNoReplyToALineNotRecorded(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	r := newRig(t, 0)
 	r.s.Memory().Fence()

@@ -17,6 +17,7 @@ import (
 // line is reported as said outside the scene, and the DM's "answers next"
 // is kept for a line of the scene.
 func TestNoAnswerFromASplitSceneToAPlayerOutsideIt(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	controls := live.NewControls()
 	// The DM split the party well before the player spoke: the rig sends

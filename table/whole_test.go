@@ -71,6 +71,7 @@ func (o openSpy) OpenStream(ctx context.Context, h stt.Hints) (stt.Stream, error
 // waits for no connection. The line is transcribed from the one stream,
 // recorded and answered, and nothing is addressed early.
 func TestWholeUtteranceStreamOpensEarly(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	gate := make(chan struct{})
 	var spy openSpy
@@ -117,6 +118,7 @@ func TestWholeUtteranceStreamOpensEarly(t *testing.T) {
 // refused, the utterance goes to Transcribe as before (its own stream,
 // refused too, then the batch endpoint): recorded and answered.
 func TestWholeUtteranceStreamRefused(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	r := newRig(t, 0)
 	r.dg.SetFailure(stttest.RefuseStream)
