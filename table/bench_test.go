@@ -91,6 +91,12 @@ type rig struct {
 	ts      uint32
 	camp    *postgres.Campaign
 	dg      *stttest.Deepgram
+	// clock is the table's clock unless the test set its own (timed).
+	clock *rigClock
+	timed bool
+	// stall, when set, runs before the player's i-th packet is sent: a
+	// test pauses the sender there as a loaded machine might.
+	stall func(i int)
 }
 
 func newRig(tb testing.TB, indexEvery time.Duration) *rig {
@@ -102,7 +108,17 @@ func newRig(tb testing.TB, indexEvery time.Duration) *rig {
 // opens, mod changes the table's configuration.
 func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.Campaign), mod func(*table.Config)) *rig {
 	tb.Helper()
-	store, _ := pgtest.NewStore(tb, 64)
+	store, _ := pgtest.NewStore(tb, rigDims)
+	return newRigOn(tb, store, indexEvery, before, mod)
+}
+
+// rigDims is the dimension of the rig's embeddings.
+const rigDims = 64
+
+// newRigOn is newRigWith on store (a private cluster's, in the outage
+// tests), which holds no campaign yet.
+func newRigOn(tb testing.TB, store *postgres.Store, indexEvery time.Duration, before func(*postgres.Campaign), mod func(*table.Config)) *rig {
+	tb.Helper()
 	camp := pgtest.Import(tb, store, campaignPath)
 	if before != nil {
 		before(camp)
@@ -126,12 +142,15 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 	if err != nil {
 		tb.Fatal(err)
 	}
-	emb, err := embed.NewOffline(64)
+	emb, err := embed.NewOffline(rigDims)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := &rig{voice: &benchVoice{packets: make(chan audio.Packet, 256), events: make(chan conn.Event)},
-		packets: playerLine(tb), reports: make(chan table.LineReport, 16), camp: camp, dg: dg}
+	// Unbuffered: when a send returns, the table has taken the packet
+	// (and the lanes hold the one before), so the rig's clock does not
+	// run on while sent packets wait in a buffer (see send).
+	r := &rig{voice: &benchVoice{packets: make(chan audio.Packet), events: make(chan conn.Event)},
+		packets: playerLine(tb), reports: make(chan table.LineReport, 16), camp: camp, dg: dg, clock: newRigClock()}
 	controls := live.NewControls()
 	controls.SetScene(live.Scene{Present: []string{"grimjaw"}})
 	cfg := table.Config{Campaign: pgtest.Open(tb, store, camp.ID(), memory.DMViewer()), SessionID: "bench", Voice: r.voice,
@@ -139,10 +158,11 @@ func newRigWith(tb testing.TB, indexEvery time.Duration, before func(*postgres.C
 			Speaker: &table.Voices{Default: &tts.OpenAI{BaseURL: speech.URL + "/v1"}, DefaultVoice: "onyx", Clock: instant{}}},
 		Settings: table.Settings{StateDir: tb.TempDir(), IndexEvery: indexEvery},
 		Controls: controls, Logger: quiet(), UserName: func(string) string { return "Thorin" },
-		OnLine: func(l table.LineReport) { r.reports <- l }}
+		OnLine: func(l table.LineReport) { r.reports <- l }, Clock: r.clock}
 	if mod != nil {
 		mod(&cfg)
 	}
+	r.timed = cfg.Clock == clock.Clock(r.clock)
 	r.s, err = table.Open(context.Background(), cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -178,12 +198,48 @@ func playerLine(tb testing.TB) []audio.Packet {
 	return slices.Clone(playerLineOnce.packets)
 }
 
-// turn sends the player's line and waits for the table's report.
-func (r *rig) turn(ctx context.Context) (table.LineReport, error) {
-	for _, p := range r.packets {
-		r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
+// send sends the player's line. On the rig's clock (see rigClock) the
+// clock stands still while the packets are sent, each is stamped with its
+// arrival one frame (20 ms) after the one before, and then the clock moves
+// on by the line's length; on a clock the test set, the table stamps them
+// as they come. edit, when set, changes packet i before it is sent, or
+// leaves it out (the transport lost it) by returning false.
+func (r *rig) send(ctx context.Context, edit func(i int, p *audio.Packet) bool) error {
+	var at time.Time
+	release := func(time.Duration) {}
+	if r.timed {
+		at, release = r.clock.hold()
+	}
+	defer func() { release(time.Duration(len(r.packets)) * frame) }()
+	for i, p := range r.packets {
+		if r.stall != nil {
+			r.stall(i)
+		}
+		pk := audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
+		if r.timed {
+			pk.Received = at.Add(time.Duration(i) * frame)
+		}
 		r.seq++
 		r.ts += 960
+		if edit != nil && !edit(i, &pk) {
+			continue
+		}
+		select {
+		case r.voice.packets <- pk:
+		case <-ctx.Done():
+			return fmt.Errorf("sending the player's line: %w", ctx.Err())
+		}
+	}
+	return nil
+}
+
+// frame is the length of one of the player's Opus packets.
+const frame = 20 * time.Millisecond
+
+// turn sends the player's line and waits for the table's report.
+func (r *rig) turn(ctx context.Context) (table.LineReport, error) {
+	if err := r.send(ctx, nil); err != nil {
+		return table.LineReport{}, err
 	}
 	r.ts += 50 * 960
 	select {

@@ -16,6 +16,7 @@ import (
 // within each provider's budget, and an entity the DM adds is boosted,
 // found and corrected after the next refresh.
 func TestCastFollowsTheCampaign(t *testing.T) {
+	t.Parallel()
 	store, _ := pgtest.NewStore(t, 16)
 	camp := pgtest.Import(t, store, campaignPath)
 	ctx := context.Background()

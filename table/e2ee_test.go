@@ -42,6 +42,7 @@ func (v *rejoinVoice) rejoins() int {
 // rejoins the channel; it tells the DM in the text channel when that
 // fails, when the voice cannot rejoin, or after rejoining twice already.
 func TestTableRejoinsWhenEndToEndEncryptionFails(t *testing.T) {
+	t.Parallel()
 	gaveUp := errors.New("gave up: " + dave.ErrRecoveryGaveUp.Error())
 	for _, tc := range []struct {
 		name     string
@@ -57,6 +58,7 @@ func TestTableRejoinsWhenEndToEndEncryptionFails(t *testing.T) {
 		{"failed again and again", true, nil, 3, 2, "already rejoined 2 times"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var mu sync.Mutex
 			var told []string
 			var rv *rejoinVoice

@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
@@ -23,15 +21,16 @@ import (
 // (ATTACK3: the replay dropped the report, so only the answering
 // process's own cards left the DMs' messages).
 func TestForgetDuringAnOutageHandsBackTheDeletedCards(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
-	cl := pgcluster.Start(t)
-	t.Setenv(pgtest.EnvDSN, cl.DSN())
+	cl, store := outageStore(t)
 	type forgotten struct {
 		speaker string
 		rep     memory.ForgetReport
 	}
 	got := make(chan forgotten, 4)
-	r := newRigWith(t, 0, nil, func(c *table.Config) {
+	r := newRigOn(t, store, 0, nil, func(c *table.Config) {
+		c.Settings.Probe = outageProbe()
 		c.OnForgotten = func(speaker string, rep memory.ForgetReport) { got <- forgotten{speaker, rep} }
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard, not a budget

@@ -15,6 +15,7 @@ import (
 // kept quoting the forgotten player's words until 20 newer turns pushed
 // them out).
 func TestForgetTakesThePlayerOutOfTheStatus(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	r := newRig(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, not a budget

@@ -34,6 +34,7 @@ func streamCalls(cs []stttest.Call) (streamed, batch int) {
 // recorded and answered. Without streaming the same line is transcribed
 // after it ended and nothing is addressed early.
 func TestStreamingAddressesEarly(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	for _, tc := range []struct {
 		name      string
@@ -45,6 +46,7 @@ func TestStreamingAddressesEarly(t *testing.T) {
 		{"openai realtime streaming", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			oa := stttest.NewOpenAI(func(stttest.Call) string { return heard + " realtime" })
 			defer oa.Close()
 			r := newRigWith(t, 0, nil, func(c *table.Config) {
@@ -93,6 +95,7 @@ func TestStreamingAddressesEarly(t *testing.T) {
 // without a final result, the utterance is transcribed whole by the batch
 // endpoint: it is recorded and answered all the same.
 func TestStreamFailureFallsBack(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	for _, tc := range []struct {
 		name    string
@@ -102,6 +105,7 @@ func TestStreamFailureFallsBack(t *testing.T) {
 		{"dropped", stttest.DropStream},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			r := newRigWith(t, 0, nil, func(c *table.Config) { c.Providers.STTStreaming = true })
 			r.dg.SetFailure(tc.failure)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only

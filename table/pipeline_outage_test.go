@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
@@ -19,10 +20,10 @@ import (
 // back the spool drains and the session log holds every line and reply in
 // the order they were said.
 func TestOutageWhileALineIsRecorded(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
-	cl := pgcluster.Start(t)
-	t.Setenv(pgtest.EnvDSN, cl.DSN())
-	r := newRig(t, 0)
+	cl, store := outageStore(t)
+	r := newRigOn(t, store, 0, nil, func(c *table.Config) { c.Settings.Probe = outageProbe() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard, not a budget
 	defer cancel()
 
@@ -101,4 +102,27 @@ func TestOutageWhileALineIsRecorded(t *testing.T) {
 			t.Errorf("reply %d is logged before its line (%d < %d)", i+1, replyPos[i], pos[i])
 		}
 	}
+}
+
+// outageStore starts a private cluster the test can stop and opens a
+// store on it (closed when the test ends). The rig is opened on the store
+// (newRigOn), not through GLYPHOXA_TEST_DSN: a test that sets the
+// environment cannot run in parallel.
+func outageStore(t *testing.T) (*pgcluster.Cluster, *postgres.Store) {
+	t.Helper()
+	cl := pgcluster.Start(t)
+	store, err := postgres.NewStore(context.Background(), cl.DSN(), rigDims, postgres.WithLogger(quiet()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	return cl, store
+}
+
+// outageProbe is the outage tests' health probe backoff: the database is
+// looked for again every 100 ms to 1 s, so that the test does not wait out
+// production's backoff (up to 30 s) once it is back. The outage's effects
+// do not depend on how often the probe runs.
+func outageProbe() reconnect.Backoff {
+	return reconnect.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
 }

@@ -10,6 +10,7 @@ import (
 // the split scene was heard by the scene's players and NPCs; only players
 // with a character were left out, by the knowledge query).
 func TestWitnessesOfASplitParty(t *testing.T) {
+	t.Parallel()
 	users := []string{"p3", "p1", "dm", "p2", "p4"}
 	scene := []string{"p1", "p2"}
 	for _, tc := range []struct {
@@ -32,6 +33,7 @@ func TestWitnessesOfASplitParty(t *testing.T) {
 		{"in the scene, opted out left out", scene, "dm", map[string]bool{"p2": true}, "p1", "[p1]", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, outside := witnesses(users, tc.scene, tc.by, tc.opted, tc.speaker)
 			if fmt.Sprint(got) != tc.want || outside != tc.outside {
 				t.Fatalf("witnesses = %v, outside %v; want %s, %v", got, outside, tc.want, tc.outside)

@@ -17,6 +17,7 @@ import (
 // splits the party, only the scene's players; nothing new while it does
 // not change.
 func TestPresenceFollowsTheVoiceChannelAndTheScene(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	controls := live.NewControls()
 	controls.SetScene(live.Scene{Present: []string{"grimjaw"}})
@@ -68,6 +69,7 @@ func TestPresenceFollowsTheVoiceChannelAndTheScene(t *testing.T) {
 // TestPresenceLeavesOutOptedOutPlayers: a player who opted out is not
 // recorded as present either (nothing is stored about them).
 func TestPresenceLeavesOutOptedOutPlayers(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	r := newRigWith(t, 0, func(c *postgres.Campaign) {
 		if err := c.OptOut(context.Background(), player); err != nil {

@@ -20,6 +20,7 @@ import (
 // been reported), and the LLM's correction then amends the recorded line
 // in the session log and the conversation, keeping the raw text.
 func TestLLMCorrectionRunsAfterTheReply(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard only
 	defer cancel()
 	release := make(chan struct{})

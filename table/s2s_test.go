@@ -19,6 +19,7 @@ import (
 // permissions, against memory) and speaks the answer; its transcript is
 // recorded like any line.
 func TestSpeechToSpeechNPC(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	const answer = "The shipment went into Duskwood, lad."
 	srv := realtimetest.NewServer(t, realtimetest.Options{Replies: []realtimetest.Reply{{

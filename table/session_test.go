@@ -17,21 +17,19 @@ import (
 // with the next one (Packet.Lost); the table hands that on to the lanes,
 // which conceal it at once, and counts it.
 func TestLossReachesTheLanes(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	r := newRig(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const gone = 20
-	for i, p := range r.packets {
-		if i != gone {
-			lost := 0
-			if i == gone+1 {
-				lost = 1
-			}
-			r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus, Lost: lost}
+	if err := r.send(ctx, func(i int, p *audio.Packet) bool {
+		if i == gone+1 {
+			p.Lost = 1
 		}
-		r.seq++
-		r.ts += 960
+		return i != gone
+	}); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case l := <-r.reports:
@@ -71,14 +69,15 @@ func (d *dropCounter) count(reason string) int {
 // still, so a whole line of packets arrives at one instant: all but the
 // burst allowance (1 s of audio) is dropped.
 func TestRateDropsReachTheObserver(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	obs := &dropCounter{Observer: nopObs{}, drops: map[string]int{}}
 	clk := clocktest.NewFake(time.Now())
 	r := newRigWith(t, 0, nil, func(c *table.Config) { c.Observer = obs; c.Clock = clk })
-	for _, p := range r.packets {
-		r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
-		r.seq++
-		r.ts += 960
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard only
+	defer cancel()
+	if err := r.send(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 	// At most 1 s of the line (50 packets) passes, and a few packets of
 	// the silence before it.
@@ -104,15 +103,14 @@ func (nopObs) SessionEnded()                      {}
 // session log and the spool both refuse (here: the session's memory is
 // fenced) is reported dropped, and no NPC audio is sent.
 func TestNoReplyToALineNotRecorded(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	r := newRig(t, 0)
 	r.s.Memory().Fence()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, p := range r.packets {
-		r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
-		r.seq++
-		r.ts += 960
+	if err := r.send(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case l := <-r.reports:

@@ -7,7 +7,6 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/live"
-	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
 
@@ -18,6 +17,7 @@ import (
 // line is reported as said outside the scene, and the DM's "answers next"
 // is kept for a line of the scene.
 func TestNoAnswerFromASplitSceneToAPlayerOutsideIt(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	controls := live.NewControls()
 	// The DM split the party well before the player spoke: the rig sends
@@ -30,10 +30,8 @@ func TestNoAnswerFromASplitSceneToAPlayerOutsideIt(t *testing.T) {
 	r := newRigWith(t, 0, nil, func(c *table.Config) { c.Controls = controls })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard, not a budget
 	defer cancel()
-	for _, p := range r.packets {
-		r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
-		r.seq++
-		r.ts += 960
+	if err := r.send(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 	var l table.LineReport
 	select {

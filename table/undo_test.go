@@ -13,6 +13,7 @@ import (
 // withdraws the latest by its id (non-canon in the session log, as Undo),
 // refuses an older one and a second withdrawal.
 func TestUndoReply(t *testing.T) {
+	t.Parallel()
 	replies := make(chan table.Reply, 4)
 	r := newRigWith(t, 0, nil, func(cfg *table.Config) { cfg.OnReply = func(rp table.Reply) { replies <- rp } })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/table"
-	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/stt"
 	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
@@ -72,6 +71,7 @@ func (o openSpy) OpenStream(ctx context.Context, h stt.Hints) (stt.Stream, error
 // waits for no connection. The line is transcribed from the one stream,
 // recorded and answered, and nothing is addressed early.
 func TestWholeUtteranceStreamOpensEarly(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	gate := make(chan struct{})
 	var spy openSpy
@@ -81,10 +81,8 @@ func TestWholeUtteranceStreamOpensEarly(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only
 	defer cancel()
-	for _, p := range r.packets {
-		r.voice.packets <- audio.Packet{UserID: player, SSRC: 1, Sequence: r.seq, Timestamp: r.ts, Opus: p.Opus}
-		r.seq++
-		r.ts += 960
+	if err := r.send(ctx, nil); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case <-spy.opened:
@@ -120,6 +118,7 @@ func TestWholeUtteranceStreamOpensEarly(t *testing.T) {
 // refused, the utterance goes to Transcribe as before (its own stream,
 // refused too, then the batch endpoint): recorded and answered.
 func TestWholeUtteranceStreamRefused(t *testing.T) {
+	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
 	r := newRig(t, 0)
 	r.dg.SetFailure(stttest.RefuseStream)

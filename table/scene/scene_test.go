@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -109,8 +110,28 @@ func newHarnessOn(t *testing.T, store *postgres.Store) *harness {
 		Providers: table.Providers{LLM: client, Embedder: emb, Summarizer: contextmgr.NewOpenAISummarizer(client, "fake")},
 		Settings: table.Settings{StateDir: t.TempDir(), MaxContextTokens: 900,
 			Audio: audio.Config{Endpoint: 600 * time.Millisecond, MaxUtterance: 30 * time.Second}},
-		PlayerVoice: &cachedVoice{real: tts.Espeak{}},
-		Logger:      quiet(), LineTimeout: 3 * time.Minute}} // a hang guard: many scenes play at once on a loaded machine
+		PlayerVoice: &cachedVoice{real: tts.Espeak{}}, NPCVoice: chime{},
+		Logger: quiet(), LineTimeout: 3 * time.Minute}} // a hang guard: many scenes play at once on a loaded machine
+}
+
+// chime is the NPCs' voice in the scene tests: a quarter second of tone
+// whatever they say. The tests read what an NPC said (its reply, the
+// session log, the witness store), never how it sounds, and each 20 ms of
+// an NPC's speech costs the table an Opus encoding: spoken by espeak-ng,
+// the replies were a third of a scene's Go CPU besides the lanes
+// (TestWitnessHarbor under -race, pprof), for audio nobody listens to.
+type chime struct{}
+
+func (chime) Synthesize(_ context.Context, text string, _ tts.Voice) (audio.PCM, error) {
+	if strings.TrimSpace(text) == "" {
+		return audio.PCM{}, tts.ErrNoText
+	}
+	const rate, n = 48000, 48000 / 4
+	pcm := audio.PCM{Rate: rate, Samples: make([]int16, n)}
+	for i := range pcm.Samples {
+		pcm.Samples[i] = int16(4000 * math.Sin(2*math.Pi*440*float64(i)/rate))
+	}
+	return pcm, nil
 }
 
 // cachedVoice is espeak-ng speaking each sentence once: the fake NPCs say
