@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,7 @@ func newDatabase(tb testing.TB, template string) string {
 	if template != "" {
 		create += " TEMPLATE " + template
 	}
+	create += copyStrategy(conn)
 	if _, err := conn.Exec(ctx, create); err != nil {
 		tb.Fatalf("creating test database: %v", err)
 	}
@@ -96,6 +98,28 @@ func newDatabase(tb testing.TB, template string) string {
 		tb.Fatalf("%s: %v", EnvDSN, err)
 	}
 	return dsn
+}
+
+// copyStrategy returns the STRATEGY clause for CREATE DATABASE on the
+// server at conn: FILE_COPY from PostgreSQL 15 on (which added the clause
+// and made WAL_LOG the default), nothing before. A test database is a copy
+// of a template of about 9 MB (the catalogs and our schema, no rows).
+// WAL_LOG reads it through shared buffers and writes every page to the
+// WAL; FILE_COPY copies the files and asks for a checkpoint, which on the
+// test server (fsync off) writes out dirty buffers without syncing them.
+// Measured on a throwaway cluster (fsync off, shared_buffers 1 GB, an
+// otherwise idle server on a loaded machine), 40 rounds of create from the
+// migrated template, connect and query, drop, CPU of client and server:
+// 46.3 and 47.7 s with WAL_LOG, 32.3 and 40.4 s with FILE_COPY, 13.5 and
+// 13.0 s for the connect and query alone; the copy and drop cost 0.8 to
+// 0.9 s of CPU with WAL_LOG, 0.5 to 0.7 s with FILE_COPY.
+func copyStrategy(conn *pgx.Conn) string {
+	v := conn.PgConn().ParameterStatus("server_version")
+	major, _, _ := strings.Cut(v, ".")
+	if n, err := strconv.Atoi(strings.TrimFunc(major, func(r rune) bool { return r < '0' || r > '9' })); err == nil && n >= 15 {
+		return " STRATEGY FILE_COPY"
+	}
+	return ""
 }
 
 // withDatabase returns dsn (a URL or key=value DSN) pointing at database name.
