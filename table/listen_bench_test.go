@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/table/live"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
@@ -69,6 +70,7 @@ func BenchmarkListen(b *testing.B) {
 			mode := map[bool]string{false: "whole", true: "streaming"}[streaming]
 			b.Run(sc.name+"/"+mode, func(b *testing.B) {
 				r := newRigWith(b, 0, nil, func(c *table.Config) {
+					c.Clock = clock.Real() // as serve (see newBenchRig)
 					c.Providers.STTStreaming = streaming
 					controls := live.NewControls()
 					controls.SetScene(live.Scene{Present: sc.present})
