@@ -15,13 +15,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// NewMigratedDatabase creates a database holding this tree's schema for
-// dims-dimensional embeddings and returns its DSN; it is dropped when the
-// test ends. It is a copy of the template NewStore copies, so a program
-// under test that migrates on start finds nothing to do.
+// NewMigratedDatabase lends the test a database holding this tree's schema
+// for dims-dimensional embeddings, from the pool NewStore takes from, and
+// returns its DSN. A program under test that migrates on start finds
+// nothing to do.
 func NewMigratedDatabase(tb testing.TB, dims int) string {
 	tb.Helper()
-	return newDatabase(tb, migratedTemplate(tb, dims))
+	return migratedDatabase(tb, dims)
 }
 
 // Fixture is a database built once per test process and copied for each

@@ -1,9 +1,12 @@
 // Package pgtest gives tests a real PostgreSQL with pgvector.
 //
 // The server comes from GLYPHOXA_TEST_DSN, which `make test` sets after
-// bringing up a private cluster (scripts/devdb.sh). Each test gets a fresh
-// database of its own, dropped when the test ends. Without a server, tests
-// fail when CI=true and skip elsewhere with a message saying how to get one.
+// bringing up a private cluster (scripts/devdb.sh). Each test gets a
+// database of its own: NewStore and NewMigratedDatabase lend it one of a
+// pool of migrated databases, emptied before it is lent (see pool.go);
+// NewDatabase creates an empty one, dropped when the test ends. Without a
+// server, tests fail when CI=true and skip elsewhere with a message saying
+// how to get one.
 package pgtest
 
 import (
@@ -138,13 +141,13 @@ func withDatabase(dsn, name string) (string, error) {
 	return dsn + " dbname=" + name, nil
 }
 
-// NewStore opens a store with dims-dimensional embeddings on a fresh
-// database; it is closed when the test ends. The database is a copy of a
-// template migrated once for this schema and dimension (see
-// migratedTemplate), so the test does not run every migration again.
+// NewStore opens a store with dims-dimensional embeddings on a database of
+// the test's own; it is closed when the test ends. The database comes from
+// the pool (see migratedDatabase): migrated once for this schema and
+// dimension, empty but for what the migrations write.
 func NewStore(tb testing.TB, dims int, opts ...postgres.Option) (*postgres.Store, string) {
 	tb.Helper()
-	dsn := newDatabase(tb, migratedTemplate(tb, dims))
+	dsn := migratedDatabase(tb, dims)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := postgres.NewStore(ctx, dsn, dims, opts...)
@@ -230,7 +233,6 @@ func migratedTemplate(tb testing.TB, dims int) string {
 	if !ok {
 		return ""
 	}
-	name := "glyphoxa_tmpl_" + key
 	admin := DSN(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -243,6 +245,18 @@ func migratedTemplate(tb testing.TB, dims int) string {
 		tb.Fatalf("locking the template database: %v", err)
 	}
 	defer conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", templateLockKey)
+	return ensureTemplate(ctx, tb, conn, key, dims)
+}
+
+// templatePrefix starts the name of every migrated template.
+const templatePrefix = "glyphoxa_tmpl_"
+
+// ensureTemplate returns the name of the migrated template of schema key
+// and dims, building it if it does not exist. The caller holds the
+// template lock on conn.
+func ensureTemplate(ctx context.Context, tb testing.TB, conn *pgx.Conn, key string, dims int) string {
+	tb.Helper()
+	name := templatePrefix + key
 	var exists bool
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
 		tb.Fatalf("looking for the template database: %v", err)
@@ -250,6 +264,7 @@ func migratedTemplate(tb testing.TB, dims int) string {
 	if exists {
 		return name
 	}
+	sweepStale(ctx, tb, conn, key)
 	// Built under another name and renamed once complete: a template
 	// half-built by a test process that died is never used.
 	var b [6]byte
@@ -264,7 +279,7 @@ func migratedTemplate(tb testing.TB, dims int) string {
 			conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+building+" WITH (FORCE)")
 		}
 	}()
-	dsn, err := withDatabase(admin, building)
+	dsn, err := withDatabase(DSN(tb), building)
 	if err != nil {
 		tb.Fatalf("%s: %v", EnvDSN, err)
 	}
@@ -275,28 +290,65 @@ func migratedTemplate(tb testing.TB, dims int) string {
 	s.Close()
 	// The server ends a closed session's backend a moment later;
 	// FORCE-free rename needs it gone, and so does every copy.
-	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", building); err != nil {
-		tb.Fatalf("closing the template database's sessions: %v", err)
-	}
-	for {
-		var n int
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", building).Scan(&n); err != nil {
-			tb.Fatalf("waiting for the template database's sessions to end: %v", err)
-		}
-		if n == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			tb.Fatalf("the template database's sessions did not end: %v", ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+	if err := waitUnused(ctx, conn, building); err != nil {
+		tb.Fatalf("the template database: %v", err)
 	}
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
 		tb.Fatalf("naming the template database: %v", err)
 	}
+	if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+name+" IS "+quoteLiteral(strconv.FormatInt(time.Now().Unix(), 10))); err != nil {
+		tb.Fatalf("dating the template database: %v", err)
+	}
 	built = true
 	return name
+}
+
+// sweepStale drops what tests of other schemas left on the server: the
+// pooled databases of other schema keys that no test holds, and the
+// templates of other schema keys built more than fixtureMaxAge ago (or
+// before templates were dated). It runs when a template is built, that
+// is once per schema change, under the template lock, so no copy of a
+// template is under way. A test process of another schema that still
+// runs builds its template again, and copies its pooled databases again,
+// when it next needs them.
+func sweepStale(ctx context.Context, tb testing.TB, conn *pgx.Conn, key string) {
+	tb.Helper()
+	rows, err := conn.Query(ctx, `SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database
+		WHERE (datname LIKE $1 || '%' OR datname LIKE $2 || '%') AND datname NOT LIKE $1 || $3 || '%' AND datname NOT LIKE $2 || $3 || '%'`,
+		poolPrefix, templatePrefix, key)
+	if err != nil {
+		tb.Logf("looking for stale test databases: %v", err)
+		return
+	}
+	type db struct{ name, comment string }
+	dbs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (db, error) {
+		var d db
+		return d, r.Scan(&d.name, &d.comment)
+	})
+	if err != nil {
+		tb.Logf("looking for stale test databases: %v", err)
+		return
+	}
+	for _, d := range dbs {
+		if rest, ok := strings.CutPrefix(d.name, templatePrefix); ok {
+			built, err := strconv.ParseInt(d.comment, 10, 64)
+			if len(rest) == 16 && (err != nil || time.Since(time.Unix(built, 0)) > fixtureMaxAge) {
+				dropDatabase(conn, d.name)
+			}
+			continue
+		}
+		k, nstr, ok := strings.Cut(strings.TrimPrefix(d.name, poolPrefix), "_")
+		n, err := strconv.Atoi(nstr)
+		if !ok || len(k) != 16 || err != nil {
+			continue
+		}
+		var got bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", poolLockSpace(k), n).Scan(&got); err != nil || !got {
+			continue
+		}
+		dropDatabase(conn, d.name)
+		conn.Exec(ctx, "SELECT pg_advisory_unlock($1, $2)", poolLockSpace(k), n)
+	}
 }
 
 // schemaKey hashes what decides a migrated database's contents: the

@@ -1,0 +1,217 @@
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+)
+
+// sampleCampaign fills most of the schema: entities, facts, sessions,
+// lines, chunks and their postings.
+const sampleCampaign = "../../../testdata/campaigns/ironhold-saga.yaml"
+
+// poolDatabase copies the template into a pooled database of the test's
+// own, under a name no other test takes, dropped when the test ends.
+func poolDatabase(t *testing.T) (admin *pgx.Conn, name, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	key, ok := schemaKey(8)
+	if !ok {
+		t.Fatal("the migrations' source files are not readable from the test")
+	}
+	admin, err := pgx.Connect(ctx, DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name = "glyphoxa_t_" + hex.EncodeToString(b[:])
+	if dsn, err = withDatabase(DSN(t), name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dropDatabase(admin, name) })
+	copyToPool(ctx, t, admin, key, 8, name, dsn)
+	return admin, name, dsn
+}
+
+// fill imports the sample campaign into the database at dsn and leaves
+// planner statistics behind.
+func fill(t *testing.T, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := postgres.NewStore(ctx, dsn, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := Import(t, s, sampleCampaign)
+	// Chunks, with embeddings in the HNSW index, and their postings.
+	sessions, err := c.Sessions().Sessions(ctx)
+	if err != nil || len(sessions) == 0 {
+		t.Fatalf("the sample campaign's sessions: %v (%d)", err, len(sessions))
+	}
+	if err := c.Index().IndexChunks(ctx, []memory.Chunk{
+		{ID: "k1", SessionID: sessions[0].ID, Content: "Aldric pours the ale.", Embedding: []float32{1, 0, 0, 0, 0, 0, 0, 0}},
+		{ID: "k2", SessionID: sessions[0].ID, Content: "Brenna sharpens the blade.", Embedding: []float32{0, 1, 0, 0, 0, 0, 0, 0}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// contents lists the public tables with rows, the sequences that moved and
+// the tables with planner statistics, as "rows:<table>", "seq:<sequence>"
+// and "stats:<table>".
+func contents(t *testing.T, dsn string) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tb := range tables {
+		var some bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM "+pgx.Identifier{"public", tb}.Sanitize()+")").Scan(&some); err != nil {
+			t.Fatal(err)
+		}
+		if some {
+			got = append(got, "rows:"+tb)
+		}
+	}
+	rows, err = conn.Query(ctx, "SELECT 'seq:' || sequencename FROM pg_sequences WHERE schemaname = 'public' AND last_value IS NOT NULL ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err = conn.Query(ctx, `SELECT DISTINCT 'stats:' || starelid::regclass::text FROM pg_statistic
+		WHERE starelid IN (SELECT oid FROM pg_class WHERE relnamespace = 'public'::regnamespace) ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(append(got, seqs...), stats...)
+}
+
+// TestLentDatabaseIsAsTheTemplate fills a pooled database as a test would,
+// leaves a session in a transaction holding a lock on it (a test process
+// killed mid-test), and lends it again: the next test must find only what
+// the migrations wrote.
+func TestLentDatabaseIsAsTheTemplate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin, name, dsn := poolDatabase(t)
+	fresh := contents(t, dsn)
+	for _, c := range fresh {
+		if !strings.HasPrefix(c, "rows:") {
+			t.Fatalf("a fresh copy of the template has %s", c)
+		}
+	}
+	fill(t, dsn)
+	filled := contents(t, dsn)
+	if len(filled) <= len(fresh)+3 {
+		t.Fatalf("the sample campaign filled only %v (fresh: %v): the test checks nothing", filled, fresh)
+	}
+
+	stuck, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close(ctx)
+	if _, err := stuck.Exec(ctx, "BEGIN; LOCK TABLE entities IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := lend(ctx, admin, name, dsn); err != nil {
+		t.Fatalf("lending a used database: %v", err)
+	}
+	if got := contents(t, dsn); strings.Join(got, " ") != strings.Join(fresh, " ") {
+		t.Errorf("lent after use, it holds %v; a fresh copy holds %v", got, fresh)
+	}
+	if err := stuck.Ping(ctx); err == nil {
+		t.Error("the session left in a transaction survived the lending")
+	}
+}
+
+// TestLentDatabaseWithAChangedSchemaIsRefused: a test that changed the
+// schema or the migrations' rows leaves a database that no emptying makes
+// right; lending it fails (and migratedDatabase copies it again).
+func TestLentDatabaseWithAChangedSchemaIsRefused(t *testing.T) {
+	t.Parallel()
+	for _, change := range []string{
+		"ALTER TABLE entities ADD COLUMN extra int",
+		"DROP INDEX " + "chunks_embedding_hnsw",
+		"ALTER TABLE entities DISABLE TRIGGER USER",
+		"DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)",
+		"CREATE TABLE scratch (id int)",
+	} {
+		t.Run(change, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			admin, name, dsn := poolDatabase(t)
+			if err := lend(ctx, admin, name, dsn); err != nil {
+				t.Fatalf("lending an unchanged database: %v", err)
+			}
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = conn.Exec(ctx, change)
+			conn.Close(ctx)
+			if err != nil {
+				t.Fatalf("making the change: %v", err)
+			}
+			if err := lend(ctx, admin, name, dsn); err == nil {
+				t.Fatal("a database whose schema changed was lent")
+			}
+		})
+	}
+}
+
+// TestPooledDatabasesAreTheTestsOwn: two tests holding pooled databases at
+// once hold different ones, and a database is lent again once its test
+// ends.
+func TestPooledDatabasesAreTheTestsOwn(t *testing.T) {
+	t.Parallel()
+	var first, second string
+	t.Run("both", func(t *testing.T) {
+		first = migratedDatabase(t, 8)
+		second = migratedDatabase(t, 8)
+		if first == second {
+			t.Fatalf("two holders got the same database %s", first)
+		}
+		fill(t, first)
+	})
+	// Whichever database this gets (other test processes take them
+	// too), it must hold nothing of another test's.
+	again := migratedDatabase(t, 8)
+	_, _, fresh := poolDatabase(t)
+	if got, want := contents(t, again), contents(t, fresh); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("a lent database holds %v; a fresh copy %v", got, want)
+	}
+}
