@@ -122,24 +122,81 @@ func (r *raceGateway) firstWinner() string {
 	return r.winners[0]
 }
 
-// tap keeps the DAVE frames the server relayed, by sender.
+// tap keeps the DAVE frames the server relayed, by sender, and their RTP
+// headers.
 type tap struct {
-	mu     sync.Mutex
-	byUser map[string][][]byte
+	mu      sync.Mutex
+	byUser  map[string][][]byte
+	headers map[string][]rtp.Header
 }
 
-func (w *tap) observe(from string, _ rtp.Header, payload []byte) {
+func (w *tap) observe(from string, h rtp.Header, payload []byte) {
 	w.mu.Lock()
 	w.byUser[from] = append(w.byUser[from], bytes.Clone(payload))
+	if w.headers == nil {
+		w.headers = map[string][]rtp.Header{}
+	}
+	w.headers[from] = append(w.headers[from], h)
 	w.mu.Unlock()
 }
 
 func (w *tap) take(user string) [][]byte {
+	out, _ := w.takeWithHeaders(user)
+	return out
+}
+
+func (w *tap) takeWithHeaders(user string) ([][]byte, []rtp.Header) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := w.byUser[user]
+	out, hs := w.byUser[user], w.headers[user]
 	w.byUser[user] = nil
+	if w.headers != nil {
+		w.headers[user] = nil
+	}
+	return out, hs
+}
+
+// describeWire says, for each relayed payload, its RTP sequence number and
+// timestamp and, for a DAVE frame, its truncated nonce (the top byte is
+// the ratchet generation): what a frame discord.js lost carried.
+func describeWire(wire [][]byte, hs []rtp.Header) []string {
+	out := make([]string, len(wire))
+	for i, w := range wire {
+		d := "silence"
+		if !bytes.Equal(w, silence) {
+			if n, ok := daveNonce(w); ok {
+				d = fmt.Sprintf("DAVE nonce %d (generation %d)", n, n>>24)
+			} else {
+				d = "not a DAVE frame"
+			}
+		}
+		if i < len(hs) {
+			d = fmt.Sprintf("seq %d ts %d %s", hs[i].Sequence, hs[i].Timestamp, d)
+		}
+		out[i] = d
+	}
 	return out
+}
+
+// daveNonce reads the truncated nonce of a DAVE protocol frame: its
+// trailer is the 8-byte tag, the ULEB128 nonce, the unencrypted ranges,
+// the supplemental size byte and the magic 0xFAFA.
+func daveNonce(f []byte) (uint32, bool) {
+	if len(f) < 12 || f[len(f)-1] != 0xFA || f[len(f)-2] != 0xFA {
+		return 0, false
+	}
+	size := int(f[len(f)-3])
+	if size < 12 || size > len(f) {
+		return 0, false
+	}
+	var n uint64
+	for i, shift := len(f)-size+8, 0; i < len(f)-3 && shift < 35; i, shift = i+1, shift+7 {
+		n |= uint64(f[i]&0x7f) << shift
+		if f[i]&0x80 == 0 {
+			return uint32(n), true
+		}
+	}
+	return 0, false
 }
 
 // opusFrames encodes n 20 ms frames of a gliding two-tone signal (48 kHz
@@ -296,9 +353,14 @@ func (c *call) glyphoxaToDJS(what string, from *conn.Conn, fromID string, frames
 		c.t.Fatal(err)
 	}
 	want := append(append([][]byte{}, frames...), silence, silence, silence, silence, silence)
-	got := c.djs.call("received", map[string]any{"userId": fromID, "count": len(want), "ms": 5000}).Frames
-	wire := c.tap.take(fromID)
+	r := c.djs.call("received", map[string]any{"userId": fromID, "count": len(want), "ms": 5000})
+	got := r.Frames
+	wire, hs := c.tap.takeWithHeaders(fromID)
 	c.t.Logf("%s: glyphoxa sent %d frames (+5 silence), the server relayed %d, discord.js received %d", what, len(frames), len(wire), len(got))
+	if len(got) != len(want) || len(r.Lost) != 0 {
+		c.t.Logf("%s: discord.js's receiver got %d packets, did not hand out %s; kernel drops %d; their seqs %v; relayed: %q; glyphoxa stats %+v",
+			what, r.Packets, r.Lost, r.KernelDrops, r.Seqs, describeWire(wire, hs), from.Stats())
+	}
 	sameHex(c.t, what, got, want)
 	checkProtected(c.t, what, wire, frames)
 }

@@ -7,7 +7,11 @@
 // gateway of voice/dave/davetest) behind a local TLS front with a
 // certificate generated per test, since discord.js always dials wss://;
 // testdata/djs-peer.js joins it through a voice server update naming the
-// front, beside one or two glyphoxa clients. Outside CI the tests skip
+// front, beside one or two glyphoxa clients. The peer accounts for every
+// RTP packet its receiver got (handed out, or why not: unknown SSRC,
+// transport or DAVE decrypt failure with davey's error, kernel drops), and
+// a stream that falls short prints that beside what each relayed frame
+// carried (RTP sequence and timestamp, DAVE nonce). Outside CI the tests skip
 // when node is missing; under CI (CI set) a missing node or peer fails
 // them.
 package interop

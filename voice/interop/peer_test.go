@@ -42,6 +42,14 @@ type djsState struct {
 	Mode        string            `json:"mode"`
 	Frames      []string          `json:"frames"`
 	Payloads    []json.RawMessage `json:"payloads"`
+	// Packets, Lost, Seqs and KernelDrops account for the RTP packets the
+	// receiver got from the user since the last received call: how many,
+	// those it did not hand out (with why), their sequence numbers, and
+	// the datagrams the kernel dropped for the peer's UDP socket.
+	Packets     int               `json:"packets"`
+	Lost        []json.RawMessage `json:"lost"`
+	Seqs        []int             `json:"seqs"`
+	KernelDrops int               `json:"kernelDrops"`
 }
 
 // startDJS runs the discord.js peer for the test's duration, trusting ca.

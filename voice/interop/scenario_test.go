@@ -111,6 +111,6 @@ func scenario(t *testing.T, mode, favour string) {
 	if k := c.srv.Keepalives(djsID) + c.srv.StrayKeepalives(); k == 0 {
 		t.Fatal("the server saw no keepalive from discord.js")
 	}
-	t.Logf("keepalives: discord.js %d (+%d before protocol selection), glyphoxa %d; glyphoxa stats %+v",
-		c.srv.Keepalives(djsID), c.srv.StrayKeepalives(), c.srv.Keepalives(botID), bot.Stats())
+	t.Logf("keepalives: discord.js %d (+%d before protocol selection), glyphoxa %d; glyphoxa stats %+v; packets the relay sealed again lest discord.js misread them (issue 29): %d of %d",
+		c.srv.Keepalives(djsID), c.srv.StrayKeepalives(), c.srv.Keepalives(botID), bot.Stats(), c.srv.Resealed(), c.srv.Relayed())
 }

@@ -5,6 +5,9 @@
 // and disconnect, resume with replay of missed messages — and relay
 // encrypted media between clients like Discord's SFU: transport encryption
 // is removed and re-applied per receiver, the DAVE payload is untouched.
+// The relay picks each receiver's transport counter; it skips a counter
+// under which a packet without a header extension would show the
+// extension profile 0xBEDE where discord.js looks for one (see sealFor).
 //
 // The gateway's DAVE role is a [DAVEHandler] (package voice/dave/davetest
 // implements it); [Config.Observe] shows the relayed payloads, so tests can
@@ -119,6 +122,7 @@ type Server struct {
 	refuse   atomic.Int32
 
 	relayed, dropped atomic.Int64
+	resealed         atomic.Int64
 	natDropped       atomic.Int64
 	resumes          atomic.Int64
 	keepalives       map[string]int // by user id
@@ -284,11 +288,81 @@ func (s *Server) Seal(userID string, h rtp.Header, payload []byte) ([]byte, erro
 		return nil, fmt.Errorf("client %s has no session yet", userID)
 	}
 	hb, _ := h.Marshal()
+	return s.sealFor(c, hb, payload), nil
+}
+
+// SealWithCounter encrypts a media payload for a client under the given
+// transport counter, leaving the client's counter alone; with SetCounter
+// a test can steer the relay onto a chosen nonce.
+func (s *Server) SealWithCounter(userID string, h rtp.Header, payload []byte, counter uint32) ([]byte, error) {
+	s.mu.Lock()
+	c := s.clients[userID]
+	s.mu.Unlock()
+	if c == nil || c.cipher == nil {
+		return nil, fmt.Errorf("client %s has no session yet", userID)
+	}
+	hb, err := h.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("marshalling the header: %w", err)
+	}
+	return c.cipher.Seal(nil, hb, payload, counter), nil
+}
+
+// SetCounter sets the transport counter of the last packet sealed for a
+// client: the next packet the relay (or Seal) sends it uses counter+1.
+func (s *Server) SetCounter(userID string, counter uint32) error {
+	s.mu.Lock()
+	c := s.clients[userID]
+	s.mu.Unlock()
+	if c == nil {
+		return fmt.Errorf("no client %s", userID)
+	}
 	c.mu.Lock()
-	c.counter++
-	ctr := c.counter
+	c.counter = counter
 	c.mu.Unlock()
-	return c.cipher.Seal(nil, hb, payload, ctr), nil
+	return nil
+}
+
+// Resealed is the number of packets the relay sealed again under the next
+// counter because their first ciphertext bytes read as an RTP extension
+// profile (see sealFor).
+func (s *Server) Resealed() int64 { return s.resealed.Load() }
+
+// sealFor transport-encrypts a payload for a client under its next
+// counter. A packet whose header has no extension (X bit clear, no CSRC)
+// and whose first two ciphertext bytes, right after the 12-byte header,
+// happen to read BE DE (one packet in 65,536) is sealed again under the
+// following counter. @discordjs/voice 0.19.2 (VoiceReceiver.parsePacket)
+// takes those two bytes for the one-byte extension profile without
+// looking at the X bit, cuts 4 × (the next two bytes) bytes off the
+// payload and so loses the frame (davey refuses what is left as
+// unencrypted): issue 29, FRAMELOSS. By RFC 3550 §5.1 and the voice spec
+// (discord-voice-dave.md C.1 and C.2: an extension preamble only if X=1)
+// those bytes are ciphertext and the packet is valid. The fake plays
+// Discord's SFU, which picks the counter per receiver, and any counter
+// not used before is right (receivers read it from the packet); taking
+// the next keeps the interop tests about glyphoxa, not that bug.
+func (s *Server) sealFor(c *client, header, payload []byte) []byte {
+	for {
+		c.mu.Lock()
+		c.counter++
+		ctr := c.counter
+		c.mu.Unlock()
+		out := c.cipher.Seal(nil, header, payload, ctr)
+		if !readsAsExtension(header, out) {
+			return out
+		}
+		s.resealed.Add(1)
+	}
+}
+
+// readsAsExtension reports whether a sealed packet without an RTP header
+// extension has, where an extension's profile would be, the bytes of the
+// one-byte-header profile (0xBEDE), in its ciphertext.
+func readsAsExtension(header, pkt []byte) bool {
+	const fixedHeader, extensionBit = 12, 0x10
+	return len(header) == fixedHeader && header[0]&extensionBit == 0 &&
+		len(pkt) >= fixedHeader+2 && pkt[fixedHeader] == 0xBE && pkt[fixedHeader+1] == 0xDE
 }
 
 // Send delivers messages to clients.
@@ -746,11 +820,7 @@ func (s *Server) relay() {
 			}
 		}
 		for _, d := range dsts {
-			d.mu.Lock()
-			d.counter++
-			ctr := d.counter
-			d.mu.Unlock()
-			out := d.cipher.Seal(nil, pkt[:hl], plain, ctr)
+			out := s.sealFor(d, pkt[:hl], plain)
 			s.udp.WriteToUDPAddrPort(out, d.addr)
 			s.relayed.Add(1)
 		}

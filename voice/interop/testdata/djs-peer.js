@@ -12,6 +12,76 @@ const voice = require('@discordjs/voice');
 
 const debug = process.env.DJS_PEER_DEBUG ? (m) => process.stderr.write(`djs: ${m}\n`) : null;
 
+// Diagnostics: every RTP packet the receiver gets from a known SSRC is
+// logged with what became of it, so a frame discord.js never hands out
+// is accounted for (not on the wire; refused by the transport cipher; a
+// DAVE decrypt failure, with davey's error; dropped for want of an SSRC
+// or a subscription). The log goes out with each `received` reply.
+const fates = new Map(); // user id -> [{seq, ts, fate, error}]
+let lastDAVEError = null;
+{
+  const davey = require('@snazzah/davey');
+  const decrypt = davey.DAVESession.prototype.decrypt;
+  davey.DAVESession.prototype.decrypt = function (...args) {
+    try {
+      return decrypt.apply(this, args);
+    } catch (e) {
+      lastDAVEError = String(e && e.message ? e.message : e);
+      throw e;
+    }
+  };
+  const onUdpMessage = voice.VoiceReceiver.prototype.onUdpMessage;
+  voice.VoiceReceiver.prototype.onUdpMessage = function (msg) {
+    if (msg.length <= 12) return onUdpMessage.call(this, msg);
+    const user = this.ssrcMap.get(msg.readUInt32BE(8));
+    const entry = { seq: msg.readUInt16BE(2), ts: msg.readUInt32BE(4), ssrc: msg.readUInt32BE(8), fate: 'delivered' };
+    if (!user) entry.fate = 'unknown SSRC';
+    else if (!this.subscriptions.get(user.userId)) entry.fate = 'no subscription';
+    else if (!this.connectionData.secretKey) entry.fate = 'no transport key';
+    const status = this.voiceConnection.state.status;
+    const code = this.voiceConnection.state.networking?.state.code;
+    if (status !== 'ready' || (code !== 4 && code !== 5)) entry.state = `${status}/${code}`;
+    this.udpEntry = entry;
+    lastDAVEError = null;
+    try {
+      return onUdpMessage.call(this, msg);
+    } finally {
+      this.udpEntry = null;
+      if (entry.fate !== 'delivered') {
+        // The RTP X bit, and the two bytes after the fixed header, which
+        // parsePacket takes for an extension profile when they read BEDE
+        // whatever X says.
+        entry.x = (msg[0] >> 4) & 1;
+        entry.bytes12 = msg.subarray(12, 16).toString('hex');
+      }
+      const list = fates.get(user ? user.userId : `ssrc ${entry.ssrc}`) ?? [];
+      list.push(entry);
+      fates.set(user ? user.userId : `ssrc ${entry.ssrc}`, list);
+    }
+  };
+  const parsePacket = voice.VoiceReceiver.prototype.parsePacket;
+  voice.VoiceReceiver.prototype.parsePacket = function (...args) {
+    const entry = this.udpEntry;
+    let out;
+    try {
+      out = parsePacket.apply(this, args);
+    } catch (e) {
+      if (entry) { entry.fate = 'transport decrypt failed'; entry.error = String(e); }
+      throw e;
+    }
+    if (entry && !out) {
+      entry.fate = 'DAVE decrypt failed';
+      entry.error = lastDAVEError;
+      const d = this.voiceConnection.state.networking?.state.dave;
+      if (d) {
+        entry.dave = { pendingTransitions: [...d.pendingTransitions.keys()], reinitializing: d.reinitializing,
+          consecutiveFailures: d.consecutiveFailures, epoch: String(d.session?.epoch ?? '') };
+      }
+    }
+    return out;
+  };
+}
+
 let connection = null;
 let payloads = []; // gateway op 4 payloads the adapter was asked to send
 const received = new Map(); // user id -> hex frames
@@ -38,6 +108,21 @@ function waitFor(what, cond, ms) {
     };
     tick();
   });
+}
+
+// kernelDrops is how many datagrams the kernel dropped for the UDP
+// socket (its receive buffer full), from /proc/net/udp; -1 if unknown.
+function kernelDrops() {
+  try {
+    const port = networking()?.udp?.socket.address().port;
+    if (!port) return -1;
+    const hex = port.toString(16).toUpperCase().padStart(4, '0');
+    for (const line of require('node:fs').readFileSync('/proc/net/udp', 'utf8').split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 12 && f[1].endsWith(`:${hex}`)) return Number(f[f.length - 1]);
+    }
+  } catch { /* not Linux */ }
+  return -1;
 }
 
 function describe() {
@@ -139,7 +224,10 @@ const commands = {
     await new Promise((r) => setTimeout(r, 200));
     const out = list();
     received.set(c.userId, []);
-    return { frames: out };
+    const log = fates.get(c.userId) ?? [];
+    fates.set(c.userId, []);
+    return { frames: out, packets: log.length, lost: log.filter((e) => e.fate !== 'delivered'), seqs: log.map((e) => e.seq),
+      kernelDrops: kernelDrops() };
   },
 
   // play {frames: [hex]}: send Opus frames through an audio player, 20 ms
