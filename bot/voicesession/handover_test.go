@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,5 +130,75 @@ func TestSayCutByAHandOverIsNotAcknowledged(t *testing.T) {
 				t.Errorf("Say: %v", sayErr)
 			}
 		})
+	}
+}
+
+// A process whose claim on the guild is gone, as far as it knows without
+// asking the database (its lease expired with no renewal: it stalled past
+// the lease time and woke up, before its heartbeat noticed), records
+// nothing more in the session, which another process may be writing now:
+// the DM's line is refused, not acknowledged, and not stored.
+func TestNoLineIsRecordedOnceTheClaimIsGone(t *testing.T) {
+	t.Parallel()
+	store, _ := pgtest.NewStore(t, 16)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	emb, err := embed.NewOffline(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held atomic.Bool
+	held.Store(true)
+	var asked atomic.Int32
+	m, err := voicesession.New(voicesession.Config{Door: pgtest.Door(t, store), Link: &handoverLink{},
+		Providers: table.Providers{STT: &scriptedSTT{}, Embedder: emb},
+		Settings:  table.Settings{StateDir: t.TempDir(), LeaveWhenEmpty: time.Hour},
+		Holder: func(g string) func() bool {
+			if g != guildID {
+				t.Errorf("the claim of guild %s was asked for, want %s", g, guildID)
+			}
+			return func() bool { asked.Add(1); return held.Load() }
+		},
+		Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t)
+	if err := m.Start(ctx, bot.StartRequest{GuildID: guildID, VoiceChannelID: channel, Campaign: "ironhold-saga",
+		Controls: live.NewControls(), Announce: func(string) {}}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := m.Status(guildID)
+	if err := m.Say(ctx, guildID, "grimjaw", "Round 1."); err != nil {
+		t.Fatalf("Say while the claim is held: %v", err)
+	}
+	if asked.Load() == 0 {
+		t.Fatal("the line was recorded without asking whether the claim is held")
+	}
+	held.Store(false)
+	err = m.Say(ctx, guildID, "grimjaw", "Round 2.")
+	if !errors.Is(err, session.ErrReleased) {
+		t.Errorf("Say once the claim is gone = %v, want an error saying the session was handed over", err)
+	}
+	var texts []string
+	for _, e := range entries(t, camp, st.SessionID) {
+		texts = append(texts, e.Text)
+	}
+	if len(texts) != 1 || texts[0] != "Round 1." {
+		t.Errorf("session log %q, want only the line said while the claim was held", texts)
+	}
+
+	// Nor does it end the session (the other process runs it): /session
+	// end or shutdown hands it over instead; nothing is processed here.
+	if err := m.End(ctx, guildID); !errors.Is(err, session.ErrReleased) {
+		t.Errorf("End once the claim is gone = %v, want an error saying the session was handed over", err)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Errorf("closing the manager: %v", err)
+	}
+	if s := sessionRow(t, camp, st.SessionID); !s.EndedAt.IsZero() {
+		t.Errorf("a process that lost the claim marked the session ended: %+v", s)
+	}
+	if n := processingRows(t, store, st.SessionID); n != 0 {
+		t.Errorf("%d post-session processing rows written by a process that lost the claim", n)
 	}
 }

@@ -121,6 +121,11 @@ func (c *guildClaims) Running(ctx context.Context, guildID string, s *bot.Claime
 // owns reports whether this process holds the guild's claim.
 func (c *guildClaims) owns(guildID string) bool { return c.set.Holds(guildClaim(guildID)) }
 
+// holder says, for a session starting in the guild, whether this process
+// still holds the guild's claim (voicesession.Config.Holder): the session
+// records nothing once the claim is lost or its lease expired.
+func (c *guildClaims) holder(guildID string) func() bool { return c.set.Holder(guildClaim(guildID)) }
+
 // confirm asks the database whether this process still holds the guild's
 // claim (voicesession.Config.Confirm).
 func (c *guildClaims) confirm(ctx context.Context, guildID string) (bool, error) {

@@ -88,6 +88,22 @@ func (s *Set) Holds(name string) bool {
 	return ok && k.Held()
 }
 
+// Holder returns the Keeper.Held of name's claim as the set holds it now,
+// for a writer that asks before each write and must not wait on the set's
+// lock (a claim being taken holds it for a round trip). A later claim of
+// the same name (taken again after a loss) is another claim: the function
+// returned for this one stays false. It always returns false when the set
+// does not hold name now.
+func (s *Set) Holder(name string) func() bool {
+	s.mu.Lock()
+	k, ok := s.held[name]
+	s.mu.Unlock()
+	if !ok {
+		return func() bool { return false }
+	}
+	return k.Held
+}
+
 // Check asks the database whether the set still holds name: nil when its
 // token is current and it has not expired, an error wrapping ErrLost when
 // it does not (or the set never held it), another error when the database
