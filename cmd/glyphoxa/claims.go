@@ -13,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
+	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
 )
 
 // Names of serve's claims (lifecycle/lease).
@@ -82,15 +83,20 @@ func (c *guildClaims) theBot() *bot.Bot {
 // has that session resumed first.
 func (c *guildClaims) Claim(ctx context.Context, guildID string) (bool, error) {
 	ok, state, err := c.set.Take(ctx, guildClaim(guildID))
-	if ok && state != "" {
-		c.resume(ctx, guildID, "", state)
+	if ok && state != "" && c.resume(ctx, guildID, "", state) != nil && !c.owns(guildID) {
+		// Given back: its session is taken over at a later round (by
+		// whichever process), and this one does not answer meanwhile.
+		return false, err
 	}
 	return ok, err
 }
 
 // resume resumes the session a taken claim carries; one it cannot resume
 // is dropped from the claim (so that nobody retries it forever) and
-// reported.
+// reported. One whose outage spool the process that ran it still holds
+// open (it is alive: it stalled past its lease, and hands the session over,
+// closing its spool, once it notices the loss) is not dropped: the claim
+// is given up with its session, and the next round takes it again.
 func (c *guildClaims) resume(ctx context.Context, guildID, previous, state string) error {
 	b := c.theBot()
 	if b == nil {
@@ -100,6 +106,14 @@ func (c *guildClaims) resume(ctx context.Context, guildID, previous, state strin
 	if err == nil {
 		c.log.Info("taking over the session of a stopped process", "guild", guildID, "session", s.SessionID, "previous_owner", previous)
 		err = b.Resume(ctx, guildID, s)
+	}
+	if errors.Is(err, spool.ErrLocked) {
+		c.log.Info("the process that ran the session still has its spool open; taking the session over at the next round",
+			"guild", guildID, "session", s.SessionID, "previous_owner", previous, "err", err)
+		if rerr := c.set.Release(ctx, guildClaim(guildID), true); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return fmt.Errorf("guild %s: %w", guildID, err)
 	}
 	if err != nil {
 		_ = c.Running(ctx, guildID, nil)
