@@ -576,7 +576,10 @@ func (s *Session) drainAndClose(ctx context.Context, verb, warn string) (drained
 // ended but handed over (Release): another process goes on with it, and
 // End returns an error wrapping ErrReleased.
 func (s *Session) End(ctx context.Context) error {
-	if s.claimLost() {
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if !ended && s.claimLost() {
 		// Another process goes on with the session: ending it here would
 		// mark it ended under that process's feet.
 		s.log.Warn("ending a session whose claim this process lost: handing it over instead")
