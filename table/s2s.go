@@ -261,7 +261,7 @@ func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history [
 	s.addr.NoteReply(npcID, l.entry.SpeakerID, s.cfg.Clock.Now())
 	if text != "" {
 		key := fmt.Sprintf("voice:%s:%s:reply:%d", s.id, npcID, l.entry.At.UnixNano())
-		if at, ok := s.recordNPC(ctx, npcID, text, key); ok {
+		if at, err := s.recordNPC(ctx, npcID, text, key); err == nil {
 			s.noteReply(&replyState{npcID: npcID, key: key, text: text, at: at}, l.entry.SpeakerID, true)
 		}
 	}

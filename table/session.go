@@ -1103,7 +1103,7 @@ func (s *Session) answer(l line, npcID string, rep *LineReport) {
 		return
 	}
 	key := fmt.Sprintf("voice:%s:%s:reply:%d", s.id, npcID, l.entry.At.UnixNano())
-	if at, ok := s.recordNPC(ctx, npcID, rep.Reply, key); ok {
+	if at, err := s.recordNPC(ctx, npcID, rep.Reply, key); err == nil {
 		s.noteReply(&replyState{npcID: npcID, key: key, text: rep.Reply, at: at}, l.entry.SpeakerID, s.cfg.Providers.Speaker != nil)
 	}
 }
@@ -1186,18 +1186,21 @@ func (s *Session) speakAsync(ctx context.Context, npcID string, sentences <-chan
 	return heardC, errC
 }
 
-// recordNPC records an NPC's line and returns when it was said; false when
-// recording failed.
-func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) (time.Time, bool) {
+// recordNPC records an NPC's line and returns when it was said; the error
+// says it is not in the session log (it was logged too). It wraps
+// lifecycle/session.ErrReleased when the session was handed over to
+// another process (Release): the line is the new owner's to record, and
+// this one no longer writes.
+func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) (time.Time, error) {
 	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: npcID, SpeakerName: s.cast.NPCName(npcID), NPCID: npcID,
 		Text: text, RawText: text, At: s.cfg.Clock.Now().UTC(), IdempotencyKey: key}
 	s.notePresence(e.At, "")
 	if err := s.mem.Record(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("recording the NPC's line failed", "npc", npcID, "err", err)
-		return time.Time{}, false
+		return time.Time{}, err
 	}
 	s.wit.Heard(e, s.scene())
-	return e.At, true
+	return e.At, nil
 }
 
 // ErrNothingToUndo is returned by Undo when no NPC reply can be withdrawn.
@@ -1287,7 +1290,15 @@ func (s *Session) withdrawLocked(ctx context.Context, r *replyState) (Undone, er
 	return u, nil
 }
 
-// Say speaks exact words as an NPC (the DM puppeting it).
+// Say speaks exact words as an NPC (the DM puppeting it) and records what
+// was heard of them. It returns nil only when the line is in the session
+// log (or the outage spool, which the session log gets from): a caller
+// acknowledges the line on nil and on nothing else. When the session is
+// handed over to another process (Release) or ended while the NPC speaks,
+// nothing more is recorded here and Say returns an error wrapping
+// lifecycle/session.ErrReleased or ErrEnded: the line is not in the session
+// log, and the DM is to say it again (in the process that runs the session
+// now).
 func (s *Session) Say(ctx context.Context, npcID, text string) error {
 	if s.capture.Err() != nil {
 		return errors.New("the session is ending")
@@ -1311,8 +1322,20 @@ func (s *Session) Say(ctx context.Context, npcID, text string) error {
 	if err := <-speakErr; err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("speaking as %s: %w", s.cast.NPCName(npcID), err)
 	}
-	if len(heard) > 0 {
-		s.recordNPC(ctx, npcID, strings.Join(heard, " "), fmt.Sprintf("voice:%s:%s:say:%d", s.id, npcID, s.cfg.Clock.Now().UnixNano()))
+	if len(heard) == 0 {
+		// Cut before a word was spoken: by a hand-over or an end (an
+		// error: the DM must not read that the NPC said it), or by the
+		// DM's own undo.
+		switch {
+		case s.released.Load():
+			return fmt.Errorf("%s's line was not spoken or recorded: %w", s.cast.NPCName(npcID), session.ErrReleased)
+		case s.ended.Load():
+			return fmt.Errorf("%s's line was not spoken or recorded: %w", s.cast.NPCName(npcID), session.ErrEnded)
+		}
+		return nil
+	}
+	if _, err := s.recordNPC(ctx, npcID, strings.Join(heard, " "), fmt.Sprintf("voice:%s:%s:say:%d", s.id, npcID, s.cfg.Clock.Now().UnixNano())); err != nil {
+		return fmt.Errorf("%s's line is not in the session log: %w", s.cast.NPCName(npcID), err)
 	}
 	return nil
 }

@@ -217,7 +217,13 @@ type Config struct {
 	OnForgotten func(speakerID string, rep memory.ForgetReport)
 	// OnAmend receives each recorded line the LLM name correction amended
 	// after the table answered it (nil: none; the log says it too).
-	OnAmend  func(Amendment)
+	OnAmend func(Amendment)
+	// Held, if set, says whether this process still holds the claim under
+	// which it runs the session (see lifecycle/session.Config.Held): once
+	// it says no, nothing more is recorded here (Say returns an error
+	// wrapping lifecycle/session.ErrReleased). It must return at once.
+	// nil: always held.
+	Held     func() bool
 	Observer Observer
 	Clock    clock.Clock
 	Logger   *slog.Logger
@@ -387,6 +393,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 				o.SpoolQuarantined(camp.ID())
 			}
 		},
+		Held:          cfg.Held,
 		Probe:         st.Probe,
 		MaxSpoolBytes: st.SpoolMaxBytes,
 		PostSession:   post,

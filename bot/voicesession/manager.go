@@ -51,6 +51,13 @@ type Config struct {
 	// process has its session handed over (Release) rather than ended.
 	// An error (the database cannot tell) ends it as without Confirm.
 	Confirm func(ctx context.Context, guildID string) (bool, error)
+	// Holder, if set, returns for a guild whose session starts whether
+	// this process still holds the guild's claim (lifecycle/lease
+	// Set.Holder): the session asks it before every line it records and,
+	// once it says no (the claim was lost, or its lease expired without a
+	// renewal: a process that stalled past its lease time), records
+	// nothing more (see table.Config.Held). nil: always held.
+	Holder func(guildID string) func() bool
 	// Continuity checks each line against canon and raises a card for
 	// the DM on a contradiction (see lifecycle/continuity); Cards holds
 	// them (New makes one when nil).
@@ -173,6 +180,9 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, err
 		Logger: m.log.With("guild", req.GuildID, "channel", req.VoiceChannelID)}
 	if req.Controls != nil {
 		tcfg.Controls = req.Controls
+	}
+	if m.cfg.Holder != nil {
+		tcfg.Held = m.cfg.Holder(req.GuildID)
 	}
 	if req.Replied != nil {
 		tcfg.OnReply = func(r table.Reply) {

@@ -13,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
+	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
 )
 
 // Names of serve's claims (lifecycle/lease).
@@ -47,14 +48,21 @@ type guildClaims struct {
 
 	mu  sync.Mutex
 	bot *bot.Bot
+	// failed counts the failed resumptions of each session (by id).
+	failed map[string]int
 }
+
+// resumeAttempts is how many times a process tries to resume a session it
+// took over before it drops it from the claim: a first failure may be the
+// old owner waking up at that moment (its voice connection, its spool).
+const resumeAttempts = 3
 
 var _ bot.GuildClaims = (*guildClaims)(nil)
 
 // newGuildClaims claims the guilds of guilds that land on shard shardID of
 // shardCount; lost is told of a guild another process took over.
 func newGuildClaims(l *lease.Leases, clk clock.Clock, guilds []bot.Guild, shardID, shardCount int, log *slog.Logger) *guildClaims {
-	c := &guildClaims{clk: clock.OrReal(clk), log: log, mine: map[string]bool{}, every: l.TTL() / 3}
+	c := &guildClaims{clk: clock.OrReal(clk), log: log, mine: map[string]bool{}, every: l.TTL() / 3, failed: map[string]int{}}
 	for _, g := range guilds {
 		if s, ok := guildShard(g.ID, shardCount); ok && (shardCount <= 1 || s == shardID) {
 			c.mine[g.ID] = true
@@ -82,15 +90,21 @@ func (c *guildClaims) theBot() *bot.Bot {
 // has that session resumed first.
 func (c *guildClaims) Claim(ctx context.Context, guildID string) (bool, error) {
 	ok, state, err := c.set.Take(ctx, guildClaim(guildID))
-	if ok && state != "" {
-		c.resume(ctx, guildID, "", state)
+	if ok && state != "" && c.resume(ctx, guildID, "", state) != nil && !c.owns(guildID) {
+		// Given back: its session is taken over at a later round (by
+		// whichever process), and this one does not answer meanwhile.
+		return false, err
 	}
 	return ok, err
 }
 
 // resume resumes the session a taken claim carries; one it cannot resume
 // is dropped from the claim (so that nobody retries it forever) and
-// reported.
+// reported, after resumeAttempts failures (before, the claim is given up
+// with its session, and the next round takes it again). One whose outage
+// spool the process that ran it still holds open (it is alive: it stalled
+// past its lease, and hands the session over, closing its spool, once it
+// notices the loss) is never dropped: it waits for that process.
 func (c *guildClaims) resume(ctx context.Context, guildID, previous, state string) error {
 	b := c.theBot()
 	if b == nil {
@@ -100,6 +114,25 @@ func (c *guildClaims) resume(ctx context.Context, guildID, previous, state strin
 	if err == nil {
 		c.log.Info("taking over the session of a stopped process", "guild", guildID, "session", s.SessionID, "previous_owner", previous)
 		err = b.Resume(ctx, guildID, s)
+	}
+	retry := false
+	if s.SessionID != "" {
+		c.mu.Lock()
+		if err == nil {
+			delete(c.failed, s.SessionID)
+		} else {
+			c.failed[s.SessionID]++
+			retry = c.failed[s.SessionID] < resumeAttempts
+		}
+		c.mu.Unlock()
+	}
+	if errors.Is(err, spool.ErrLocked) || retry {
+		c.log.Info("could not resume the session of a stopped process yet; taking it over at the next round",
+			"guild", guildID, "session", s.SessionID, "previous_owner", previous, "err", err)
+		if rerr := c.set.Release(ctx, guildClaim(guildID), true); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return fmt.Errorf("guild %s: %w", guildID, err)
 	}
 	if err != nil {
 		_ = c.Running(ctx, guildID, nil)
@@ -120,6 +153,11 @@ func (c *guildClaims) Running(ctx context.Context, guildID string, s *bot.Claime
 
 // owns reports whether this process holds the guild's claim.
 func (c *guildClaims) owns(guildID string) bool { return c.set.Holds(guildClaim(guildID)) }
+
+// holder says, for a session starting in the guild, whether this process
+// still holds the guild's claim (voicesession.Config.Holder): the session
+// records nothing once the claim is lost or its lease expired.
+func (c *guildClaims) holder(guildID string) func() bool { return c.set.Holder(guildClaim(guildID)) }
 
 // confirm asks the database whether this process still holds the guild's
 // claim (voicesession.Config.Confirm).

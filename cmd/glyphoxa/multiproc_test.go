@@ -75,9 +75,14 @@ func (r rewriteHost) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // Three serve processes on one database and one fake Discord, a session
 // started in each guild: each session runs in exactly one process and each
-// command is answered once. One process is killed (SIGKILL) mid-session:
-// another takes its sessions over within the lease time and goes on
-// writing the same sessions; every acknowledged NPC line is stored once.
+// command is answered once. One process is killed (SIGKILL) right after a
+// line was acknowledged: another takes its sessions over within the lease
+// time and goes on writing the same sessions. Then another is stopped
+// (SIGSTOP) past its lease time, as a stalled process: the last one takes
+// its sessions over, though the stalled process still holds their outage
+// spools open, and goes on; woken up (SIGCONT), the stalled process answers
+// nothing, writes nothing and hands its sessions over. Every acknowledged
+// NPC line is stored once, in its guild's one session.
 func TestServeProcessesShareGuilds(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -283,65 +288,170 @@ lifecycle:
 	}
 	say(1)
 
-	// Kill the process that owns the most guilds.
-	count := map[string]int{}
-	for _, o := range owners {
-		count[o]++
-	}
-	victimOwner := ""
-	for o, c := range count {
-		if victimOwner == "" || c > count[victimOwner] || c == count[victimOwner] && o < victimOwner {
-			victimOwner = o
+	// stopped picks, among the running processes, the one that owns the
+	// most guilds, and stops it with sig; it returns the process, its
+	// owner id and its guilds.
+	stopped := func(sig syscall.Signal, running []*proc) (*proc, string, []guild) {
+		t.Helper()
+		count := map[string]int{}
+		for _, g := range gs {
+			var owner string
+			if err := db.QueryRow(ctx, "SELECT owner FROM leases WHERE name = $1", "guild/"+g.id).Scan(&owner); err != nil {
+				t.Fatal(err)
+			}
+			owners[g.id] = owner
+			count[owner]++
 		}
-	}
-	var victim *proc
-	for _, p := range ps {
-		if strings.Contains(victimOwner, fmt.Sprintf("/%d/", p.cmd.Process.Pid)) {
-			victim = p
+		var p *proc
+		owner := ""
+		for _, q := range running {
+			for o, c := range count {
+				if strings.Contains(o, fmt.Sprintf("/%d/", q.cmd.Process.Pid)) &&
+					(p == nil || c > count[owner] || c == count[owner] && o < owner) {
+					p, owner = q, o
+				}
+			}
 		}
-	}
-	if victim == nil {
-		t.Fatalf("no process has owner id %s", victimOwner)
-	}
-	var orphaned []guild
-	for _, g := range gs {
-		if owners[g.id] == victimOwner {
-			orphaned = append(orphaned, g)
+		if p == nil {
+			t.Fatalf("no running process owns a guild: %v", owners)
 		}
+		var its []guild
+		for _, g := range gs {
+			if owners[g.id] == owner {
+				its = append(its, g)
+			}
+		}
+		if err := p.cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		return p, owner, its
 	}
+	// tookOver counts the takeovers announced in a guild's channel.
+	tookOver := func(g guild) int {
+		n := 0
+		for _, c := range fake.Calls() {
+			if c.Method == "POST" && c.Path == "/channels/"+g.text+"/messages" && strings.Contains(string(c.Body), "took it over") {
+				n++
+			}
+		}
+		return n
+	}
+	// takenOver waits for the sessions of guilds whose owner stopped at
+	// since to be taken over (announced in their channels once more than
+	// before): the claim changes hands (to another process than owner's,
+	// when owner is not empty) and still carries the session. It returns
+	// how long the last took.
+	takenOver := func(its []guild, before map[string]int, owner string, since time.Time) time.Duration {
+		t.Helper()
+		var took time.Duration
+		for _, g := range its {
+			waitFor(t, hangGuard, "the session of guild "+g.id+" taken over", func() bool { return tookOver(g) > before[g.id] })
+			if d := time.Since(since); d > took {
+				took = d
+			}
+			var now, state string
+			var token int64
+			if err := db.QueryRow(ctx, "SELECT owner, token, state FROM leases WHERE name = $1", "guild/"+g.id).Scan(&now, &token, &state); err != nil {
+				t.Fatal(err)
+			}
+			s, err := parseState(state)
+			if now == owner || token < 2 || err != nil || s != sessions[g.id] {
+				t.Errorf("guild %s after the takeover: owner %s (was %s) token %d session %q (%v), want another owner, a new token, session %s",
+					g.id, now, owner, token, s, err, sessions[g.id])
+			}
+		}
+		return took
+	}
+	announced := func() map[string]int {
+		m := map[string]int{}
+		for _, g := range gs {
+			m[g.id] = tookOver(g)
+		}
+		return m
+	}
+
+	// Kill the process that owns the most guilds, right after it
+	// acknowledged a line.
+	before := announced()
 	killedAt := time.Now()
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	victim, victimOwner, orphaned := stopped(syscall.SIGKILL, ps)
 	<-victim.done
+	victim.done <- nil // for the deferred clean-up
 
 	// Its sessions are taken over: the claim changes hands, and the new
 	// owner says so in the session's channel.
-	var takeover time.Duration
-	for _, g := range orphaned {
-		if _, err := fake.WaitCall(hangGuard, func(c discordtest.Call) bool {
-			return c.Method == "POST" && c.Path == "/channels/"+g.text+"/messages" && strings.Contains(string(c.Body), "took it over")
-		}); err != nil {
-			t.Fatalf("guild %s: its session was not taken over: %v", g.id, err)
-		}
-		if d := time.Since(killedAt); d > takeover {
-			takeover = d
-		}
-		var owner, state string
-		var token int64
-		if err := db.QueryRow(ctx, "SELECT owner, token, state FROM leases WHERE name = $1", "guild/"+g.id).Scan(&owner, &token, &state); err != nil {
-			t.Fatal(err)
-		}
-		s, err := parseState(state)
-		if owner == victimOwner || token < 2 || err != nil || s != sessions[g.id] {
-			t.Errorf("guild %s after the takeover: owner %s token %d session %q (%v), want another owner, a new token, session %s",
-				g.id, owner, token, s, err, sessions[g.id])
-		}
-	}
+	takeover := takenOver(orphaned, before, victimOwner, killedAt)
 	t.Logf("%d of %d sessions taken over %s after SIGKILL (lease time %s)", len(orphaned), guilds, takeover.Round(time.Millisecond), leaseTime)
 
 	// The sessions go on: a second line in each.
 	say(2)
+
+	// Stop (SIGSTOP) the surviving process that owns the most guilds, past
+	// its lease time: it stalls, holding its sessions' outage spools open
+	// (the processes share lifecycle.spool_dir).
+	var survivors []*proc
+	for _, p := range ps {
+		if p != victim {
+			survivors = append(survivors, p)
+		}
+	}
+	before = announced()
+	stoppedAt := time.Now()
+	sleeper, sleeperOwner, stalled := stopped(syscall.SIGSTOP, survivors)
+	waitFor(t, hangGuard, "the stalled process's claims taken", func() bool {
+		for _, g := range stalled {
+			var owner string
+			if err := db.QueryRow(ctx, "SELECT owner FROM leases WHERE name = $1", "guild/"+g.id).Scan(&owner); err != nil || owner == sleeperOwner {
+				return false
+			}
+		}
+		return true
+	})
+	// While it sleeps, the DM puts a line in an NPC's mouth in one of its
+	// guilds: the stalled process gets the interaction only when it wakes,
+	// and the last process cannot resume the session yet (the spool is
+	// open in the stalled one): it is answered at most once, maybe never.
+	late := stalled[0]
+	lateLine := "Round 2b."
+	lateSay := fake.Command(late.id, late.text, dm, "npc", discordtest.Sub("say", discordtest.Str("npc", "grimjaw"), discordtest.Str("text", lateLine)))
+	if err := fake.Send(lateSay); err != nil {
+		t.Fatal(err)
+	}
+
+	// It wakes up (SIGCONT): it answers nothing (its claims expired),
+	// records nothing, and hands each of its sessions over, closing their
+	// spools; then one of the two processes (the woken one too, once it
+	// handed them over) takes each over, under a new token.
+	if err := sleeper.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	takeover = takenOver(stalled, before, "", stoppedAt)
+	t.Logf("%d of %d sessions taken over %s after SIGSTOP and SIGCONT (lease time %s)", len(stalled), guilds, takeover.Round(time.Millisecond), leaseTime)
+	waitFor(t, hangGuard, "the woken process handing its sessions over", func() bool {
+		text, _ := os.ReadFile(sleeper.log)
+		return strings.Count(string(text), "handed the session over to another glyphoxa process") >= len(stalled)
+	})
+	// The sessions go on in the last process: a third line in each.
+	say(3)
+	// The line sent while the process slept is stored once if it was
+	// acknowledged, not at all otherwise.
+	acked := false
+	for _, c := range fake.Calls() {
+		if c.Method == "PATCH" && c.Path == lateSay.OriginalPath(fake.AppID) && strings.Contains(string(c.Body), "says") {
+			acked = true
+		}
+	}
+	if n := answers(lateSay); n > 1 {
+		t.Errorf("the line sent while a process slept was answered %d times, want at most once", n)
+	}
+	if acked {
+		said[late.id] = append(said[late.id], lateLine)
+	} else {
+		var n int
+		if err := db.QueryRow(ctx, "SELECT count(*) FROM transcript_entries WHERE campaign_id = $1 AND text = $2", campaigns[late.id], lateLine).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%q was not acknowledged, yet it is stored %d times (%v)", lateLine, n, err)
+		}
+	}
 
 	// Stop the others; every acknowledged line is stored exactly once, in
 	// its guild's one session; every command was answered once.
@@ -358,7 +468,6 @@ lifecycle:
 			p.done <- nil
 		}
 	}
-	victim.done <- nil
 	for _, g := range gs {
 		for _, text := range said[g.id] {
 			var n int
@@ -390,6 +499,11 @@ lifecycle:
 
 // parseState returns the session id of a guild claim's state.
 func parseState(state string) (string, error) {
+	if state == "" {
+		// What serve leaves when a session ended, or when it could not
+		// resume one it took over (it logs why): not JSON to decode.
+		return "", fmt.Errorf("the claim carries no session (it ended, or its resumption failed: see the serve logs)")
+	}
 	s, err := bot.ParseClaimedSession(state)
 	return s.SessionID, err
 }

@@ -140,7 +140,7 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	deps.Reprocess = rechunk(door, providers.Embedder)
 	claims := newGuildClaims(leases, nil, bcfg.Guilds, cfg.Discord.ShardID, cfg.Discord.ShardCount, logger)
 	deps.Claims = claims
-	voice, err := voiceManager(door, cfg, providers, sess, m, claims.owns, claims.confirm, logger)
+	voice, err := voiceManager(door, cfg, providers, sess, m, claims.owns, claims.confirm, claims.holder, logger)
 	if err != nil {
 		return err
 	}

@@ -174,7 +174,7 @@ func newSynthesizer(c config.TTS, log *slog.Logger) (tts.Synthesizer, error) {
 // voiceManager returns the voice session manager of a Discord session.
 func voiceManager(door *access.Door, cfg config.Config, p table.Providers, sess *discordgo.Session,
 	observer table.Observer, owns func(guildID string) bool, confirm func(ctx context.Context, guildID string) (bool, error),
-	log *slog.Logger) (*voicesession.Manager, error) {
+	holder func(guildID string) func() bool, log *slog.Logger) (*voicesession.Manager, error) {
 	joiner := bot.NewJoiner(sess)
 	for _, h := range joiner.Handlers() {
 		sess.AddHandler(h)
@@ -183,7 +183,7 @@ func voiceManager(door *access.Door, cfg config.Config, p table.Providers, sess 
 	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: log, NewE2EE: dave.NewE2EE(log),
 		Backoff: conn.Backoff{Initial: rc.Initial.Std(), Max: rc.Max.Std(), Attempts: rc.Attempts}})
 	return voicesession.New(voicesession.Config{Door: door, Link: link, Providers: p, Settings: tableSettings(cfg),
-		UserName: memberName(sess), Observer: observer, Owns: owns, Confirm: confirm, Continuity: cfg.Lifecycle.Continuity,
+		UserName: memberName(sess), Observer: observer, Owns: owns, Confirm: confirm, Holder: holder, Continuity: cfg.Lifecycle.Continuity,
 		Logger: log})
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,12 @@ type Keeper struct {
 	mu sync.Mutex
 	ls Lease
 
+	// Read by Held without the lock, which a renewal holds for a round
+	// trip: the expiry of the last renewal (Unix nanoseconds) and whether
+	// the claim was lost or released.
+	expires atomic.Int64
+	gone    atomic.Bool
+
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -28,6 +35,7 @@ type Keeper struct {
 // goroutine; it must not call Stop or Release.
 func (l *Leases) Keep(ls Lease, lost func(error)) *Keeper {
 	k := &Keeper{l: l, ls: ls, lost: lost, stop: make(chan struct{}), done: make(chan struct{})}
+	k.expires.Store(ls.Expires.UnixNano())
 	go k.run()
 	return k
 }
@@ -37,6 +45,19 @@ func (k *Keeper) Lease() Lease {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.ls
+}
+
+// Held reports whether the claim is still this process's as far as the
+// process can know without asking the database: it was neither lost nor
+// released, and the expiry of its last renewal is still ahead on the
+// clock. Past that expiry the claim is lost even if the heartbeat has not
+// noticed yet (a process that stalled past its lease time and woke up, or
+// whose renewals failed): no renewal can succeed any more (Renew requires
+// an unexpired claim) and another process may have taken it. Whoever
+// writes for the claim asks Held before each write; this is the one place
+// that rule lives.
+func (k *Keeper) Held() bool {
+	return !k.gone.Load() && k.l.clk.Now().UnixNano() < k.expires.Load()
 }
 
 // SetState records the work the claim resumes; see Leases.SetState.
@@ -62,6 +83,7 @@ func (k *Keeper) Stop() {
 // its work stays for the next holder to resume.
 func (k *Keeper) Release(ctx context.Context, keepState bool) error {
 	k.Stop()
+	k.gone.Store(true)
 	return k.l.Release(ctx, k.Lease(), keepState)
 }
 
@@ -81,6 +103,7 @@ func (k *Keeper) run() {
 		ls, err := k.l.Renew(ctx, k.ls)
 		if err == nil {
 			k.ls = ls
+			k.expires.Store(ls.Expires.UnixNano())
 		}
 		expires := k.ls.Expires
 		k.mu.Unlock()
@@ -94,6 +117,7 @@ func (k *Keeper) run() {
 		default:
 			continue // try again; the claim still runs
 		}
+		k.gone.Store(true)
 		if k.lost != nil {
 			k.lost(err)
 		}

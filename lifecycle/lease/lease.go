@@ -27,26 +27,29 @@
 // Only the claim's own statements (Renew, SetState, Check, Release) carry
 // the fencing token. A guild's voice session writes its lines through the
 // memory guard (lifecycle/guard), which does not: those writes are fenced
-// by the process, not by the database. When a process notices that it
-// lost a guild's claim (its Keeper's lost function, on the first renewal
-// that fails with [ErrLost]), serve hands the session over at once
-// (bot.Bot.Lost, table.Session.Release): the session's memory is fenced
-// before anything else (no line is recorded or amended from then on), the
-// lines it had acknowledged are drained into the session log, and it is
-// neither marked ended nor processed; the new holder goes on writing it
-// under the same id.
+// by the process, not by the database, and the rule lives in one place,
+// [Keeper.Held]: a claim is this process's only until the expiry of its
+// last renewal, on its own clock (past it, no renewal can succeed and
+// another process may hold it). The session asks Held before every write
+// ([Set.Holder], lifecycle/session Config.Held) and records nothing once
+// it says no; a set answers for a claim only while it is held
+// ([Set.Holds], [Set.Claim]). So a process that stalls past its lease (a
+// long pause, a frozen VM) and wakes up writes nothing from its first
+// instant awake, before its heartbeat runs. When the heartbeat notices
+// the loss ([Keeper]'s lost function), serve hands the session over
+// (bot.Bot.Lost, table.Session.Release): the lines it had acknowledged are
+// drained into the session log, and it is neither marked ended nor
+// processed; the new holder goes on writing it under the same id. A line
+// not recorded is not acknowledged (table.Session.Say returns an error).
 //
-// The window that remains: a process notices a loss only at its next
-// renewal, and renewals come every third of the lease time ([DefaultTTL]
-// 15 s: up to 5 s, plus one renewal's round trip). A process that stalls
-// (a long pause, a frozen VM) past its lease and wakes up after another
-// process took the claim over may record lines in the taken-over session
-// until its heartbeat ticks, up to a third of the lease time. Such lines
-// are not lost and break nothing (each line has its own idempotency key),
-// but an utterance both processes heard in that window may be stored
-// twice, and a reply may be spoken by both. The expiry is not used as a
-// local fence on purpose: during a database outage no process can renew,
-// and the session must go on spooling its lines rather than stop.
+// The window that remains is one write: a write that passed the check
+// when the process stalled lands when it wakes up, possibly after another
+// process took the claim over. It lands once (each line has its own
+// idempotency key), in the same session, so nothing is lost or broken, but
+// an utterance both processes heard may be stored twice. During a database
+// outage no process can renew: a session goes on spooling its lines until
+// its lease expires, then is handed over like any other, and resumes (in
+// whichever process takes the claim) when the database is back.
 package lease
 
 import (

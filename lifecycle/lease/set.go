@@ -49,8 +49,10 @@ func (s *Set) claim(ctx context.Context, name string) (bool, string, error) {
 	if s.closed {
 		return false, "", errors.New("lease: the claims are closed (shutting down)")
 	}
-	if _, ok := s.held[name]; ok {
-		return true, "", nil
+	if k, ok := s.held[name]; ok {
+		// Past its expiry the claim is lost, whether or not the heartbeat
+		// has noticed (Keeper.Held): this process no longer answers for it.
+		return k.Held(), "", nil
 	}
 	ls, err := s.l.Acquire(ctx, name, "")
 	var held *HeldError
@@ -76,13 +78,30 @@ func (s *Set) claim(ctx context.Context, name string) (bool, string, error) {
 	return true, ls.State, nil
 }
 
-// Holds reports whether the set holds name (as far as its heartbeat
-// knows).
+// Holds reports whether the set holds name as far as the process knows
+// without asking the database (Keeper.Held): it took the claim, and the
+// claim was neither lost nor released nor let expire on the clock.
 func (s *Set) Holds(name string) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.held[name]
-	return ok
+	k, ok := s.held[name]
+	s.mu.Unlock()
+	return ok && k.Held()
+}
+
+// Holder returns the Keeper.Held of name's claim as the set holds it now,
+// for a writer that asks before each write and must not wait on the set's
+// lock (a claim being taken holds it for a round trip). A later claim of
+// the same name (taken again after a loss) is another claim: the function
+// returned for this one stays false. It always returns false when the set
+// does not hold name now.
+func (s *Set) Holder(name string) func() bool {
+	s.mu.Lock()
+	k, ok := s.held[name]
+	s.mu.Unlock()
+	if !ok {
+		return func() bool { return false }
+	}
+	return k.Held
 }
 
 // Check asks the database whether the set still holds name: nil when its

@@ -3,6 +3,7 @@ package lease_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
 )
@@ -89,5 +90,70 @@ func TestSetCheckSeesALossBeforeTheHeartbeat(t *testing.T) {
 	}
 	if err := sa.Check(ctx, "guild/9"); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("check of a claim taken behind the holder's back = %v, want ErrLost", err)
+	}
+}
+
+// A claim is held only until the expiry of its last renewal, on the
+// process's clock: a process that stalled past its lease time (here its
+// heartbeat is stopped, as a process under SIGSTOP) no longer holds it
+// when it wakes up, before any heartbeat of its own has run, and its set
+// no longer answers for it, while another process takes it. Released, it
+// is not held either.
+func TestHeldEndsAtTheExpiryBeforeTheHeartbeat(t *testing.T) {
+	a, b, clk := pair(t)
+	ctx := hangGuard(t)
+	la, err := a.Acquire(ctx, "guild/11", "session s11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := a.Keep(la, nil)
+	if !k.Held() {
+		t.Fatal("a claim just taken is not held")
+	}
+	k.Stop() // the process stalls: no heartbeat runs from now on
+	clk.Advance(ttl - time.Millisecond)
+	if !k.Held() {
+		t.Fatal("the claim is not held before its expiry")
+	}
+	clk.Advance(time.Millisecond)
+	if k.Held() {
+		t.Error("the claim is still held at its expiry, with no renewal since")
+	}
+	if _, err := b.Acquire(ctx, "guild/11", ""); err != nil {
+		t.Fatalf("another process cannot take the expired claim: %v", err)
+	}
+	if k.Held() {
+		t.Error("the claim is held after another process took it")
+	}
+
+	// A set: its claim stops answering at the expiry, whether or not its
+	// heartbeat has run since (and noticed the loss).
+	sa := a.NewSet(nil)
+	defer sa.Close(ctx, false)
+	if ok, err := sa.Claim(ctx, "guild/12"); !ok || err != nil {
+		t.Fatalf("claim = %v %v", ok, err)
+	}
+	clk.Advance(ttl)
+	if sa.Holds("guild/12") {
+		t.Error("the set holds a claim past its expiry")
+	}
+	if _, err := b.Acquire(ctx, "guild/12", ""); err != nil {
+		t.Fatalf("another process cannot take the expired claim: %v", err)
+	}
+	if ok, err := sa.Claim(ctx, "guild/12"); ok || err != nil {
+		t.Errorf("the set answers for a claim past its expiry: %v %v", ok, err)
+	}
+
+	// Released: not held.
+	lc, err := a.Acquire(ctx, "guild/13", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := a.Keep(lc, nil)
+	if err := kc.Release(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if kc.Held() {
+		t.Error("a released claim is held")
 	}
 }

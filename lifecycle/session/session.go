@@ -161,6 +161,13 @@ type Config struct {
 	DrainTimeout time.Duration
 	// ShutdownTimeout bounds Run's shutdown (default 10 s).
 	ShutdownTimeout time.Duration
+	// Held, if set, says whether this process still holds the claim under
+	// which it runs the session (lifecycle/lease Keeper.Held: the claim
+	// was not lost and its lease has not expired on the clock). It is
+	// asked before every write; once it says no, the session is fenced
+	// (see Fence) and Record, RecordPresence and Amend return ErrReleased.
+	// It must return at once. nil: always held.
+	Held func() bool
 	// Clock drives periodic work (default the system clock).
 	Clock clock.Clock
 	// Logger (default slog.Default()).
@@ -303,7 +310,7 @@ func (s *Session) abort(context.Context) {
 // outage spool cannot take it (a full or broken disk). A line of a speaker
 // forgotten (Forget) after it was said is dropped without error.
 func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
-	if s.fenced.Load() {
+	if s.isFenced() {
 		return fmt.Errorf("recording in session %q: %w", s.cfg.SessionID, ErrReleased)
 	}
 	s.mu.Lock()
@@ -348,7 +355,7 @@ func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
 // lines, so it is spooled during an outage and replayed in order with
 // them. It fails after End and on bad input.
 func (s *Session) RecordPresence(ctx context.Context, at time.Time, players []string) error {
-	if s.fenced.Load() {
+	if s.isFenced() {
 		return fmt.Errorf("recording presence in session %q: %w", s.cfg.SessionID, ErrReleased)
 	}
 	s.mu.Lock()
@@ -372,7 +379,7 @@ func (s *Session) Amend(ctx context.Context, key, text string) (bool, error) {
 	if strings.TrimSpace(key) == "" || strings.TrimSpace(text) == "" {
 		return false, fmt.Errorf("%w: amending a line needs its key and a text", memory.ErrInvalid)
 	}
-	if s.fenced.Load() {
+	if s.isFenced() {
 		return false, fmt.Errorf("amending a line of session %q: %w", s.cfg.SessionID, ErrReleased)
 	}
 	s.cm.Amend(key, text)
@@ -480,6 +487,26 @@ func (s *Session) Consolidation() consolidate.Stats { return s.cons.Stats() }
 // facts up to date now.
 func (s *Session) ConsolidateNow(ctx context.Context) error { return s.cons.ConsolidateNow(ctx) }
 
+// isFenced reports whether the session no longer writes: it was fenced
+// (Fence, Release), or Config.Held says the claim is lost, which fences it
+// for good.
+func (s *Session) isFenced() bool {
+	if s.fenced.Load() {
+		return true
+	}
+	if s.claimLost() {
+		if !s.fenced.Swap(true) {
+			s.log.Warn("this process no longer holds the session's claim: it records nothing more (another process goes on with it)")
+		}
+		return true
+	}
+	return false
+}
+
+// claimLost reports whether Config.Held says this process lost the
+// session's claim.
+func (s *Session) claimLost() bool { return s.cfg.Held != nil && !s.cfg.Held() }
+
 // Fence refuses every later write of the session (Record and Amend return
 // ErrReleased): another process took it over. It does no I/O and returns at
 // once, so it may run on the claim's heartbeat as soon as the loss is
@@ -545,7 +572,20 @@ func (s *Session) drainAndClose(ctx context.Context, verb, warn string) (drained
 // End ends the session: final flush, stop, then post-session processing in
 // the background (see Wait). Calling it again returns the first result;
 // after Release it returns an error wrapping ErrReleased and does nothing.
+// A session whose claim this process lost (Config.Held says so) is not
+// ended but handed over (Release): another process goes on with it, and
+// End returns an error wrapping ErrReleased.
 func (s *Session) End(ctx context.Context) error {
+	s.mu.Lock()
+	ended := s.ended
+	s.mu.Unlock()
+	if !ended && s.claimLost() {
+		// Another process goes on with the session: ending it here would
+		// mark it ended under that process's feet.
+		s.log.Warn("ending a session whose claim this process lost: handing it over instead")
+		err := s.Release(ctx)
+		return fmt.Errorf("ending session %q: %w", s.cfg.SessionID, errors.Join(ErrReleased, err))
+	}
 	s.endMu.Lock()
 	defer s.endMu.Unlock()
 	s.mu.Lock()
