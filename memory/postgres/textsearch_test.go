@@ -126,7 +126,9 @@ func TestIndexChunksOneCall(t *testing.T) {
 		{ID: "k2", SessionID: "s1", Content: "Elara kept the lantern", StartAt: t0.Add(time.Minute)},
 		{ID: "k3", SessionID: "s2", Content: "The crypt of Ironhold is cold", SpeakerIDs: []string{"u4", "u1"},
 			EntityIDs: []string{"ironhold", "elara"}, StartAt: later, EndAt: later.Add(time.Minute)},
-		{ID: "k4", SessionID: "s2", Content: "Nobody spoke", StartAt: later.Add(time.Minute)},
+		// Speaker ids that an array literal would have to quote.
+		{ID: "k4", SessionID: "s2", Content: "Nobody spoke", SpeakerIDs: []string{`u,"{5}"`, "NULL", ""},
+			StartAt: later.Add(time.Minute)},
 	}))
 	checkTextStats(t, s, "after the second call")
 	type row struct {
@@ -138,7 +140,7 @@ func TestIndexChunksOneCall(t *testing.T) {
 		"k1": {"Grimm sold the silver hammer", []string{"u3"}, []string{"elara", "grimm"}, t0, t0.Add(2 * time.Minute)},
 		"k2": {"Elara kept the lantern", []string{}, []string{}, t0.Add(time.Minute), time.Time{}},
 		"k3": {"The crypt of Ironhold is cold", []string{"u4", "u1"}, []string{"elara", "ironhold"}, later, later.Add(time.Minute)},
-		"k4": {"Nobody spoke", []string{}, []string{}, later.Add(time.Minute), time.Time{}},
+		"k4": {"Nobody spoke", []string{`u,"{5}"`, "NULL", ""}, []string{}, later.Add(time.Minute), time.Time{}},
 	}
 	got := map[string]row{}
 	for _, sid := range []string{"s1", "s2"} {
