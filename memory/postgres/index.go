@@ -31,7 +31,11 @@ func (x *SemanticIndex) checkEmbedding(v []float32, what string) error {
 }
 
 // IndexChunks upserts chunks by id, creating their sessions if needed and
-// replacing their entity links, in one transaction.
+// replacing their entity links, in one transaction. A chunk listed twice
+// is written as its last listing. The chunks go in as one statement per
+// table, not one per chunk, so the statistics and postings triggers on
+// chunks (migrations 0008, 0013, 0027) run once for the whole set: a
+// session's chunks cost one trigger run, not one per chunk.
 func (x *SemanticIndex) IndexChunks(ctx context.Context, cs []memory.Chunk) error {
 	for i, c := range cs {
 		if strings.TrimSpace(c.ID) == "" || strings.TrimSpace(c.SessionID) == "" {
@@ -44,38 +48,89 @@ func (x *SemanticIndex) IndexChunks(ctx context.Context, cs []memory.Chunk) erro
 	if len(cs) == 0 {
 		return nil
 	}
-	return pgx.BeginFunc(ctx, x.db, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, c := range cs {
-			var emb *pgvector.Vector
-			if c.Embedding != nil {
-				v := pgvector.NewVector(c.Embedding)
-				emb = &v
-			}
+	// Sessions are created in the order of their first chunk, from that
+	// chunk's start (or now), as writing the chunks one by one did.
+	var sessIDs []string
+	var sessStarts []time.Time
+	seenSession := map[string]bool{}
+	last := map[string]int{}
+	for i, c := range cs {
+		last[c.ID] = i
+		if !seenSession[c.SessionID] {
+			seenSession[c.SessionID] = true
 			start := c.StartAt
 			if start.IsZero() {
 				start = time.Now()
 			}
-			b.Queue(`INSERT INTO sessions (campaign_id, id, started_at) VALUES ($1, $2, $3)
-				ON CONFLICT (campaign_id, id) DO NOTHING`, x.campaign, c.SessionID, start)
-			b.Queue(`INSERT INTO chunks (campaign_id, id, session_id, content, embedding, speaker_ids, start_at, end_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-				ON CONFLICT (campaign_id, id) DO UPDATE SET
-				    session_id = excluded.session_id, content = excluded.content, embedding = excluded.embedding,
-				    speaker_ids = excluded.speaker_ids, start_at = excluded.start_at, end_at = excluded.end_at,
-				    updated_at = now()`,
-				x.campaign, c.ID, c.SessionID, c.Content, emb, nonNil(c.SpeakerIDs), nullTime(c.StartAt), nullTime(c.EndAt))
-			b.Queue(`DELETE FROM chunk_entities WHERE campaign_id = $1 AND chunk_id = $2 AND entity_id <> ALL($3)`,
-				x.campaign, c.ID, nonNil(c.EntityIDs))
-			b.Queue(`INSERT INTO chunk_entities (campaign_id, chunk_id, entity_id)
-				SELECT $1, $2, e.id FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($3)
-				ON CONFLICT DO NOTHING`, x.campaign, c.ID, nonNil(c.EntityIDs))
+			sessIDs = append(sessIDs, c.SessionID)
+			sessStarts = append(sessStarts, start)
 		}
+	}
+	// One row per chunk id (its last listing), in the order given. A
+	// chunk's speakers and entities are slices [from:to] (1-based,
+	// inclusive; from > to: none) of one flat array each, since SQL arrays
+	// of arrays must be rectangular.
+	n := len(last)
+	ids := make([]string, 0, n)
+	sessions := make([]string, 0, n)
+	contents := make([]string, 0, n)
+	embs := make([]*pgvector.Vector, 0, n)
+	starts := make([]*time.Time, 0, n)
+	ends := make([]*time.Time, 0, n)
+	var speakers, entities []string
+	var spFrom, spTo, entFrom, entTo []int32
+	for i, c := range cs {
+		if last[c.ID] != i {
+			continue
+		}
+		ids = append(ids, c.ID)
+		sessions = append(sessions, c.SessionID)
+		contents = append(contents, c.Content)
+		var emb *pgvector.Vector
+		if c.Embedding != nil {
+			v := pgvector.NewVector(c.Embedding)
+			emb = &v
+		}
+		embs = append(embs, emb)
+		starts = append(starts, nullTime(c.StartAt))
+		ends = append(ends, nullTime(c.EndAt))
+		spFrom = append(spFrom, int32(len(speakers)+1))
+		speakers = append(speakers, c.SpeakerIDs...)
+		spTo = append(spTo, int32(len(speakers)))
+		entFrom = append(entFrom, int32(len(entities)+1))
+		entities = append(entities, c.EntityIDs...)
+		entTo = append(entTo, int32(len(entities)))
+	}
+	speakers, entities = nonNil(speakers), nonNil(entities)
+	return pgx.BeginFunc(ctx, x.db, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO sessions (campaign_id, id, started_at)
+			SELECT $1, u.id, u.started_at FROM unnest($2::text[], $3::timestamptz[]) WITH ORDINALITY AS u(id, started_at, ord)
+			ORDER BY u.ord
+			ON CONFLICT (campaign_id, id) DO NOTHING`, x.campaign, sessIDs, sessStarts)
+		b.Queue(`INSERT INTO chunks (campaign_id, id, session_id, content, embedding, speaker_ids, start_at, end_at)
+			SELECT $1, u.id, u.session_id, u.content, u.embedding, ($6::text[])[u.sp_from:u.sp_to], u.start_at, u.end_at
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::vector[], $7::int[], $8::int[], $9::timestamptz[], $10::timestamptz[])
+			    WITH ORDINALITY AS u(id, session_id, content, embedding, sp_from, sp_to, start_at, end_at, ord)
+			ORDER BY u.ord
+			ON CONFLICT (campaign_id, id) DO UPDATE SET
+			    session_id = excluded.session_id, content = excluded.content, embedding = excluded.embedding,
+			    speaker_ids = excluded.speaker_ids, start_at = excluded.start_at, end_at = excluded.end_at,
+			    updated_at = now()`,
+			x.campaign, ids, sessions, contents, embs, speakers, spFrom, spTo, starts, ends)
+		b.Queue(`DELETE FROM chunk_entities ce USING unnest($2::text[], $4::int[], $5::int[]) AS u(id, ent_from, ent_to)
+			WHERE ce.campaign_id = $1 AND ce.chunk_id = u.id AND ce.entity_id <> ALL(($3::text[])[u.ent_from:u.ent_to])`,
+			x.campaign, ids, entities, entFrom, entTo)
+		b.Queue(`INSERT INTO chunk_entities (campaign_id, chunk_id, entity_id)
+			SELECT $1, u.id, e.id FROM unnest($2::text[], $4::int[], $5::int[]) WITH ORDINALITY AS u(id, ent_from, ent_to, ord)
+			JOIN entities e ON e.campaign_id = $1 AND e.id = ANY(($3::text[])[u.ent_from:u.ent_to])
+			ORDER BY u.ord, e.id
+			ON CONFLICT DO NOTHING`, x.campaign, ids, entities, entFrom, entTo)
 		br := tx.SendBatch(ctx, b)
-		for i := 0; i < b.Len(); i++ {
+		for _, what := range []string{"their sessions", "the chunks", "their old entity links", "their entity links"} {
 			if _, err := br.Exec(); err != nil {
 				br.Close()
-				return fmt.Errorf("indexing chunk %q: %w", cs[i/4].ID, err)
+				return fmt.Errorf("indexing %d chunks (%s): %w", n, what, err)
 			}
 		}
 		return br.Close()

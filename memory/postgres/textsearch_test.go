@@ -95,6 +95,76 @@ func TestTextStatsFollowChunkWrites(t *testing.T) {
 	checkTextStats(t, s, "after deleting a session's chunks")
 }
 
+// TestIndexChunksOneCall: one IndexChunks call that adds chunks, rewrites
+// others, lists a chunk twice and creates a session writes what writing
+// the chunks one by one would (a twice-listed chunk as its last listing),
+// and leaves the text statistics and postings equal to the chunks'.
+func TestIndexChunksOneCall(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "a")
+	for _, id := range []string{"grimm", "elara", "ironhold"} {
+		check(t, c.Graph().UpsertEntity(ctx, memory.Entity{ID: id, Type: memory.EntityNPC, Name: id}))
+	}
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{
+		{ID: "k1", SessionID: "s1", Content: "Grimm forged the gold hammer", SpeakerIDs: []string{"u1", "u2"},
+			EntityIDs: []string{"grimm", "ironhold"}, StartAt: t0, EndAt: t0.Add(time.Minute)},
+		{ID: "k2", SessionID: "s1", Content: "Elara kept the lantern", SpeakerIDs: []string{"u2"},
+			EntityIDs: []string{"elara"}, StartAt: t0.Add(time.Minute)},
+	}))
+	checkTextStats(t, s, "after the first call")
+	later := t0.Add(time.Hour)
+	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{
+		// Rewritten: new words, speakers and entity links.
+		{ID: "k1", SessionID: "s1", Content: "Grimm sold the silver hammer", SpeakerIDs: []string{"u3"},
+			EntityIDs: []string{"grimm", "elara", "nobody"}, StartAt: t0, EndAt: t0.Add(2 * time.Minute)},
+		// Listed twice: the last listing stands.
+		{ID: "k3", SessionID: "s2", Content: "A draft that is replaced", SpeakerIDs: []string{"u1"},
+			EntityIDs: []string{"ironhold"}, StartAt: later},
+		// Unchanged words, links dropped.
+		{ID: "k2", SessionID: "s1", Content: "Elara kept the lantern", StartAt: t0.Add(time.Minute)},
+		{ID: "k3", SessionID: "s2", Content: "The crypt of Ironhold is cold", SpeakerIDs: []string{"u4", "u1"},
+			EntityIDs: []string{"ironhold", "elara"}, StartAt: later, EndAt: later.Add(time.Minute)},
+		// Speaker ids that an array literal would have to quote.
+		{ID: "k4", SessionID: "s2", Content: "Nobody spoke", SpeakerIDs: []string{`u,"{5}"`, "NULL", ""},
+			StartAt: later.Add(time.Minute)},
+	}))
+	checkTextStats(t, s, "after the second call")
+	type row struct {
+		content            string
+		speakers, entities []string
+		start, end         time.Time
+	}
+	want := map[string]row{
+		"k1": {"Grimm sold the silver hammer", []string{"u3"}, []string{"elara", "grimm"}, t0, t0.Add(2 * time.Minute)},
+		"k2": {"Elara kept the lantern", []string{}, []string{}, t0.Add(time.Minute), time.Time{}},
+		"k3": {"The crypt of Ironhold is cold", []string{"u4", "u1"}, []string{"elara", "ironhold"}, later, later.Add(time.Minute)},
+		"k4": {"Nobody spoke", []string{`u,"{5}"`, "NULL", ""}, []string{}, later.Add(time.Minute), time.Time{}},
+	}
+	got := map[string]row{}
+	for _, sid := range []string{"s1", "s2"} {
+		for _, ch := range must[[]memory.Chunk](t)(c.Index().Chunks(ctx, sid)) {
+			got[ch.ID] = row{ch.Content, append([]string{}, ch.SpeakerIDs...), append([]string{}, ch.EntityIDs...), ch.StartAt, ch.EndAt}
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d chunks, want %d: %+v", len(got), len(want), got)
+	}
+	for id, w := range want {
+		g := got[id]
+		slices.Sort(g.entities)
+		if g.content != w.content || !slices.Equal(g.speakers, w.speakers) || !slices.Equal(g.entities, w.entities) ||
+			!g.start.Equal(w.start) || !g.end.Equal(w.end) {
+			t.Errorf("chunk %s: %+v, want %+v", id, g, w)
+		}
+	}
+	ss := must[[]memory.Session](t)(c.Sessions().Sessions(ctx))
+	if len(ss) != 2 || ss[1].ID != "s2" || !ss[1].StartedAt.Equal(later) {
+		t.Errorf("sessions %+v, want s1 and s2 (from its first chunk's start)", ss)
+	}
+}
+
 // referenceTextSearch scores every chunk matching any of the query's
 // lexemes by Okapi BM25 (k1 1.2, b 0.75), counting document frequencies,
 // lengths and the average length from the chunks themselves.
