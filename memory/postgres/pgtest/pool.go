@@ -110,17 +110,28 @@ func migratedDatabase(tb testing.TB, dims int) string {
 	}
 	held = true
 	tb.Cleanup(func() {
-		// Sessions the test left open (a program it started, a pool
-		// not closed) end here rather than linger until the next
-		// test takes the database.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := hold.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
-			tb.Logf("ending the sessions on %s: %v", name, err)
+		if err := giveBack(ctx, hold, name); err != nil {
+			tb.Errorf("giving back pooled test database %s: %v", name, err)
 		}
 		hold.Close(context.Background())
 	})
 	return dsn
+}
+
+// giveBack closes pooled database name to connections and ends the
+// sessions still on it, as dropping it did: a program the test started or
+// a connection pool it did not close must not reconnect and write into the
+// database once another test holds it. lend opens it again.
+func giveBack(ctx context.Context, admin *pgx.Conn, name string) error {
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+name+" WITH ALLOW_CONNECTIONS false"); err != nil {
+		return fmt.Errorf("closing it to connections: %w", err)
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
+		return fmt.Errorf("ending its sessions: %w", err)
+	}
+	return nil
 }
 
 // errMissing is lend's report of a pooled database not yet created.
@@ -149,6 +160,9 @@ func lend(ctx context.Context, admin *pgx.Conn, name, dsn string) error {
 	// a transaction holding locks.
 	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
 		return fmt.Errorf("ending its sessions: %w", err)
+	}
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+name+" WITH ALLOW_CONNECTIONS true"); err != nil {
+		return fmt.Errorf("opening it to connections: %w", err)
 	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {

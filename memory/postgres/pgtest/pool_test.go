@@ -215,3 +215,36 @@ func TestPooledDatabasesAreTheTestsOwn(t *testing.T) {
 		t.Errorf("a lent database holds %v; a fresh copy %v", got, want)
 	}
 }
+
+// TestGivenBackDatabaseTakesNoConnection: once its test ended, a pooled
+// database ends the sessions left on it and refuses new ones (a leaked
+// connection pool reconnecting would write into the next test's
+// database) until it is lent again.
+func TestGivenBackDatabaseTakesNoConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin, name, dsn := poolDatabase(t)
+	left, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer left.Close(ctx)
+	if err := giveBack(ctx, admin, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := left.Ping(ctx); err == nil {
+		t.Error("a session left on a given-back database survived")
+	}
+	if c, err := pgx.Connect(ctx, dsn); err == nil {
+		c.Close(ctx)
+		t.Fatal("a given-back database took a new connection")
+	}
+	if err := lend(ctx, admin, name, dsn); err != nil {
+		t.Fatalf("lending it again: %v", err)
+	}
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connecting to it once lent again: %v", err)
+	}
+	c.Close(ctx)
+}
