@@ -120,6 +120,14 @@ type Session struct {
 	work    context.Context // transcription and turns; cancelled last
 	stopAll context.CancelFunc
 	wg      sync.WaitGroup
+	// entry lets a caller outside the session's goroutines (Say) count
+	// itself in wg: Add from such a caller could race the Wait of End or
+	// Release, so it goes through enter, which refuses once stopping began
+	// (closeEntry, before the Wait).
+	entry struct {
+		mu     sync.Mutex
+		closed bool
+	}
 
 	queue   chan utterance // utterances waiting for speech-to-text
 	lines   chan line      // recorded lines waiting for the NPCs
@@ -271,6 +279,7 @@ func (s *Session) End(ctx context.Context) error {
 		s.ended.Store(true)
 		s.stopCap()
 		s.interrupt()
+		s.closeEntry()
 		done := make(chan struct{})
 		go func() { s.wg.Wait(); close(done) }()
 		select {
@@ -337,6 +346,7 @@ func (s *Session) Release(ctx context.Context) error {
 		s.stopCap()
 		s.stopAll()
 		s.interrupt()
+		s.closeEntry()
 		done := make(chan struct{})
 		go func() { s.wg.Wait(); close(done) }()
 		select {
@@ -1203,6 +1213,27 @@ func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) (time.
 	return e.At, nil
 }
 
+// enter counts a caller from outside the session's goroutines in s.wg
+// until it calls s.wg.Done; false once the session is stopping (End,
+// Release), when it must not start.
+func (s *Session) enter() bool {
+	s.entry.mu.Lock()
+	defer s.entry.mu.Unlock()
+	if s.entry.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// closeEntry refuses every later enter; End and Release call it before they
+// wait for s.wg.
+func (s *Session) closeEntry() {
+	s.entry.mu.Lock()
+	s.entry.closed = true
+	s.entry.mu.Unlock()
+}
+
 // ErrNothingToUndo is returned by Undo when no NPC reply can be withdrawn.
 var ErrNothingToUndo = errors.New("no NPC reply to withdraw in this session")
 
@@ -1300,9 +1331,10 @@ func (s *Session) withdrawLocked(ctx context.Context, r *replyState) (Undone, er
 // log, and the DM is to say it again (in the process that runs the session
 // now).
 func (s *Session) Say(ctx context.Context, npcID, text string) error {
-	if s.capture.Err() != nil {
+	if s.capture.Err() != nil || !s.enter() {
 		return errors.New("the session is ending")
 	}
+	defer s.wg.Done()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Settings.TurnTimeout)
 	defer cancel()
 	release, err := s.floor.Acquire(ctx, npcID)
