@@ -303,19 +303,27 @@ func ensureTemplate(ctx context.Context, tb testing.TB, conn *pgx.Conn, key stri
 	return name
 }
 
+// templateMaxAge is how old a template of another schema key must be
+// before sweepStale drops it. A key is a schema and a dimension, so a
+// template of another key may be in use (another dimension, another
+// checkout against the same server); one in use longer is simply built
+// again when next needed.
+const templateMaxAge = 7 * 24 * time.Hour
+
 // sweepStale drops what tests of other schemas left on the server: the
-// pooled databases of other schema keys that no test holds, and the
-// templates of other schema keys built more than fixtureMaxAge ago (or
-// before templates were dated). It runs when a template is built, that
-// is once per schema change, under the template lock, so no copy of a
-// template is under way. A test process of another schema that still
+// templates of other schema keys built more than templateMaxAge ago (or
+// before templates were dated), then the pooled databases no test holds
+// whose template is gone. It runs when a template is built, that is once
+// per schema change and dimension, under the template lock, so no copy of
+// a template is under way. A test process of another schema that still
 // runs builds its template again, and copies its pooled databases again,
 // when it next needs them.
 func sweepStale(ctx context.Context, tb testing.TB, conn *pgx.Conn, key string) {
 	tb.Helper()
 	rows, err := conn.Query(ctx, `SELECT datname, coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database
-		WHERE (datname LIKE $1 || '%' OR datname LIKE $2 || '%') AND datname NOT LIKE $1 || $3 || '%' AND datname NOT LIKE $2 || $3 || '%'`,
-		poolPrefix, templatePrefix, key)
+		WHERE (datname LIKE $1 || '%' OR datname LIKE $2 || '%') AND datname NOT LIKE $1 || $3 || '%' AND datname NOT LIKE $2 || $3 || '%'
+		ORDER BY datname LIKE $2 || '%'`,
+		templatePrefix, poolPrefix, key)
 	if err != nil {
 		tb.Logf("looking for stale test databases: %v", err)
 		return
@@ -329,17 +337,21 @@ func sweepStale(ctx context.Context, tb testing.TB, conn *pgx.Conn, key string) 
 		tb.Logf("looking for stale test databases: %v", err)
 		return
 	}
+	kept := map[string]bool{} // keys whose template stays
+	// Templates come first (ORDER BY: false before true).
 	for _, d := range dbs {
-		if rest, ok := strings.CutPrefix(d.name, templatePrefix); ok {
+		if k, ok := strings.CutPrefix(d.name, templatePrefix); ok {
 			built, err := strconv.ParseInt(d.comment, 10, 64)
-			if len(rest) == 16 && (err != nil || time.Since(time.Unix(built, 0)) > fixtureMaxAge) {
+			if len(k) == 16 && (err != nil || time.Since(time.Unix(built, 0)) > templateMaxAge) {
 				dropDatabase(conn, d.name)
+			} else {
+				kept[k] = true
 			}
 			continue
 		}
 		k, nstr, ok := strings.Cut(strings.TrimPrefix(d.name, poolPrefix), "_")
 		n, err := strconv.Atoi(nstr)
-		if !ok || len(k) != 16 || err != nil {
+		if !ok || len(k) != 16 || err != nil || kept[k] {
 			continue
 		}
 		var got bool

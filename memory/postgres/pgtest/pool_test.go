@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -247,4 +249,64 @@ func TestGivenBackDatabaseTakesNoConnection(t *testing.T) {
 		t.Fatalf("connecting to it once lent again: %v", err)
 	}
 	c.Close(ctx)
+}
+
+// TestSweepDropsOnlyWhatNobodyUses: a new schema's template sweeps the
+// undated or old templates of other keys and the pooled databases of keys
+// whose template is gone, but not one a test holds, nor the template and
+// pool of a key in use (another dimension of the schema).
+func TestSweepDropsOnlyWhatNobodyUses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	key := func() string {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}
+	stale, live := key(), key()
+	names := map[string]bool{ // name: kept
+		templatePrefix + stale:    false,
+		poolPrefix + stale + "_0": false,
+		poolPrefix + stale + "_1": true, // held below
+		templatePrefix + live:     true,
+		poolPrefix + live + "_0":  true,
+	}
+	for n := range names {
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+n+copyStrategy(admin)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { dropDatabase(admin, n) })
+	}
+	if _, err := admin.Exec(ctx, "COMMENT ON DATABASE "+templatePrefix+live+" IS "+quoteLiteral(strconv.FormatInt(time.Now().Unix(), 10))); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := pgx.Connect(ctx, DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1, 1)", poolLockSpace(stale)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLockKey); err != nil {
+		t.Fatal(err)
+	}
+	sweepStale(ctx, t, admin, key())
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_unlock($1)", templateLockKey); err != nil {
+		t.Fatal(err)
+	}
+	for n, kept := range names {
+		var exists bool
+		if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", n).Scan(&exists); err != nil {
+			t.Fatal(err)
+		}
+		if exists != kept {
+			t.Errorf("%s: exists after the sweep %v, want %v", n, exists, kept)
+		}
+	}
 }
