@@ -11,7 +11,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/voicesession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
-	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/table"
@@ -57,12 +56,7 @@ func (c *cutSpeaker) Speak(ctx context.Context, _ npc.Voice, sentences <-chan st
 // load).
 func TestSayCutByAHandOverIsNotAcknowledged(t *testing.T) {
 	t.Parallel()
-	store, _ := pgtest.NewStore(t, 16)
-	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
-	emb, err := embed.NewOffline(16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, camp, emb := sagaStore(t)
 	for _, tc := range []struct {
 		name string
 		// cut: the claim is lost while the NPC speaks; spokenFirst: its
@@ -140,12 +134,7 @@ func TestSayCutByAHandOverIsNotAcknowledged(t *testing.T) {
 // the DM's line is refused, not acknowledged, and not stored.
 func TestNoLineIsRecordedOnceTheClaimIsGone(t *testing.T) {
 	t.Parallel()
-	store, _ := pgtest.NewStore(t, 16)
-	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
-	emb, err := embed.NewOffline(16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, camp, emb := sagaStore(t)
 	var held atomic.Bool
 	held.Store(true)
 	var asked atomic.Int32

@@ -247,12 +247,7 @@ func waitFor(ctx context.Context, cond func() bool) error {
 // ended, and the channel is not left.
 func TestSessionStoppingByItselfIsHandedOverWhenTheGuildWasLost(t *testing.T) {
 	t.Parallel()
-	store, _ := pgtest.NewStore(t, 16)
-	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
-	emb, err := embed.NewOffline(16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, camp, emb := sagaStore(t)
 	for _, tc := range []struct {
 		name      string
 		owned     bool

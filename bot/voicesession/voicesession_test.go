@@ -256,6 +256,19 @@ func newHarnessOn(t *testing.T, store *postgres.Store, settings table.Settings, 
 	return h
 }
 
+// sagaStore is a store holding the sample campaign (ironhold-saga) with
+// 16-dimensional embeddings, and the offline embedder of that dimension.
+func sagaStore(t *testing.T) (*postgres.Store, *postgres.Campaign, *embed.Offline) {
+	t.Helper()
+	store, _ := pgtest.NewStore(t, 16)
+	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
+	emb, err := embed.NewOffline(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, camp, emb
+}
+
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	t.Cleanup(cancel)
@@ -474,12 +487,7 @@ func (failingLink) Leave(string) error { return nil }
 
 func TestFailedJoinLeavesNothingRunning(t *testing.T) {
 	t.Parallel()
-	store, _ := pgtest.NewStore(t, 16)
-	camp := pgtest.Import(t, store, "../../testdata/campaigns/ironhold-saga.yaml")
-	emb, err := embed.NewOffline(16)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, camp, emb := sagaStore(t)
 	m, err := voicesession.New(voicesession.Config{Door: pgtest.Door(t, store), Link: failingLink{},
 		Providers: table.Providers{STT: &scriptedSTT{}, Embedder: emb}, Settings: table.Settings{StateDir: t.TempDir()},
 		Logger: quiet()})
