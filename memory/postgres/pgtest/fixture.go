@@ -158,11 +158,17 @@ func dropDatabase(conn *pgx.Conn, name string) {
 	_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 }
 
+// endSessions terminates every session on database name but conn's own.
+func endSessions(ctx context.Context, conn *pgx.Conn, name string) error {
+	_, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name)
+	return err
+}
+
 // waitUnused terminates the sessions still on database name (a closed
 // pool's backends end a moment after the client leaves) and waits until
 // none is left: CREATE DATABASE ... TEMPLATE needs it unused.
 func waitUnused(ctx context.Context, conn *pgx.Conn, name string) error {
-	if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
+	if err := endSessions(ctx, conn, name); err != nil {
 		return fmt.Errorf("closing the sessions on %s: %w", name, err)
 	}
 	for {

@@ -128,7 +128,7 @@ func giveBack(ctx context.Context, admin *pgx.Conn, name string) error {
 	if _, err := admin.Exec(ctx, "ALTER DATABASE "+name+" WITH ALLOW_CONNECTIONS false"); err != nil {
 		return fmt.Errorf("closing it to connections: %w", err)
 	}
-	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
+	if err := endSessions(ctx, admin, name); err != nil {
 		return fmt.Errorf("ending its sessions: %w", err)
 	}
 	return nil
@@ -158,7 +158,7 @@ func lend(ctx context.Context, admin *pgx.Conn, name, dsn string) error {
 	}
 	// A process killed mid-test may have left sessions, even one in
 	// a transaction holding locks.
-	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1", name); err != nil {
+	if err := endSessions(ctx, admin, name); err != nil {
 		return fmt.Errorf("ending its sessions: %w", err)
 	}
 	if _, err := admin.Exec(ctx, "ALTER DATABASE "+name+" WITH ALLOW_CONNECTIONS true"); err != nil {
