@@ -31,7 +31,8 @@ import (
 // in another layout (the whole document in flow style, say) is parsed whole
 // when it is at most [MaxWholeBytes], and refused otherwise.
 
-// BatchItems is the number of list items parsed and written together.
+// BatchItems is the number of list items parsed and written together,
+// unless [Options.BatchItems] says otherwise.
 const BatchItems = 1000
 
 // MaxWholeBytes is the largest file parsed as one document when its layout
@@ -83,6 +84,7 @@ type chunk struct {
 // splitter cuts a campaign file into chunks.
 type splitter struct {
 	r      *bufio.Reader
+	batch  int // items a batch holds at most
 	line   int
 	read   int64
 	emit   func(chunk) error
@@ -298,7 +300,7 @@ func (s *splitter) newItem(l []byte) error {
 		s.headerKeyLine(l)
 		return nil
 	}
-	if s.bufItems == BatchItems {
+	if s.bufItems == s.batch {
 		if err := s.flushItems(); err != nil {
 			return err
 		}
@@ -349,7 +351,7 @@ func (s *splitter) sessionLine(l []byte, blank bool) error {
 			}
 			return nil
 		case ind == s.entryInd && isItem(l, ind):
-			if s.bufItems == BatchItems {
+			if s.bufItems == s.batch {
 				if err := s.flushEntries(); err != nil {
 					return err
 				}
@@ -547,6 +549,18 @@ type Options struct {
 	Progress func(Progress)
 	// BatchTimeout bounds the writing of one batch (default 2 minutes).
 	BatchTimeout time.Duration
+	// BatchItems is the number of list items parsed and written together
+	// (default [BatchItems]): what a batch costs in memory and in one
+	// write. It changes nothing in what is stored.
+	BatchItems int
+}
+
+// batchItems is o.BatchItems or its default.
+func (o Options) batchItems() int {
+	if o.BatchItems > 0 {
+		return o.BatchItems
+	}
+	return BatchItems
 }
 
 // pass reads the file once, handing each parsed batch to fn.
@@ -560,7 +574,7 @@ type batch struct {
 }
 
 func pass(r io.Reader, o Options, onKeys func(key, value string, line int) error, fn func(batch) error) error {
-	sp := &splitter{r: bufio.NewReaderSize(r, 1<<16)}
+	sp := &splitter{r: bufio.NewReaderSize(r, 1<<16), batch: o.batchItems()}
 	sp.onKeys = onKeys
 	sp.emit = func(c chunk) error {
 		b, err := parseChunk(c)
@@ -828,7 +842,7 @@ func (sum *Summary) Apply(ctx context.Context, r io.Reader, l1 memory.SessionSto
 		f := File{Entities: b.entities, Relationships: b.rels}
 		if len(b.entities) > 0 {
 			if err := g.UpsertEntities(bctx, f.MemoryEntities()); err != nil {
-				return batchErr(bctx, fmt.Errorf("line %d: importing entities: %w", b.entities[0].line, err), o.BatchTimeout)
+				return batchErr(bctx, fmt.Errorf("line %d: importing entities: %w", b.entities[0].line, err), o.BatchTimeout, o.batchItems())
 			}
 			a.Entities += len(b.entities)
 		}
@@ -836,7 +850,7 @@ func (sum *Summary) Apply(ctx context.Context, r io.Reader, l1 memory.SessionSto
 			n, err := f.applyRelationships(bctx, g, starts)
 			a.Relationships += n
 			if err != nil {
-				return batchErr(bctx, err, o.BatchTimeout)
+				return batchErr(bctx, err, o.BatchTimeout, o.batchItems())
 			}
 		}
 		for _, s := range b.inline {
@@ -845,14 +859,14 @@ func (sum *Summary) Apply(ctx context.Context, r io.Reader, l1 memory.SessionSto
 			}
 			n, err := writeEntries(bctx, l1, s, s.Entries)
 			if err != nil {
-				return batchErr(bctx, err, o.BatchTimeout)
+				return batchErr(bctx, err, o.BatchTimeout, o.batchItems())
 			}
 			a.NewEntries += n
 			sessionIdx++
 		}
 		if len(b.entries) > 0 || b.header != nil {
 			if err := startSession(bctx, b.session); err != nil {
-				return batchErr(bctx, err, o.BatchTimeout)
+				return batchErr(bctx, err, o.BatchTimeout, o.batchItems())
 			}
 			s := sum.sessions[b.session]
 			entries := b.entries
@@ -862,7 +876,7 @@ func (sum *Summary) Apply(ctx context.Context, r io.Reader, l1 memory.SessionSto
 			}
 			n, err := writeEntries(bctx, l1, s, entries)
 			if err != nil {
-				return batchErr(bctx, err, o.BatchTimeout)
+				return batchErr(bctx, err, o.BatchTimeout, o.batchItems())
 			}
 			a.NewEntries += n
 			prog.Entries += len(entries)
@@ -884,9 +898,9 @@ func (sum *Summary) Apply(ctx context.Context, r io.Reader, l1 memory.SessionSto
 }
 
 // batchErr names a batch that ran out of time.
-func batchErr(ctx context.Context, err error, limit time.Duration) error {
+func batchErr(ctx context.Context, err error, limit time.Duration, items int) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("a batch of at most %d items took longer than %s (nothing was imported): %w", BatchItems, limit, err)
+		return fmt.Errorf("a batch of at most %d items took longer than %s (nothing was imported): %w", items, limit, err)
 	}
 	return err
 }

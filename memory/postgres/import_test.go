@@ -148,14 +148,21 @@ sessions:
 	}
 }
 
+// streamBatch is the batch size the streaming import tests cut files
+// with (campaignfile.Options.BatchItems): small, so that a file of a few
+// hundred items crosses batch boundaries in every section, as a file of
+// thousands does with the default size.
+const streamBatch = 40
+
 // streamLayouts are one campaign written in the layouts YAML allows: the
 // streaming import must store exactly what the whole-document parser does.
+// Each section spans more than one batch of streamBatch items.
 func streamLayouts(entries int) map[string]string {
 	var ents, rels, lines strings.Builder
-	for i := range 3 * campaignfile.BatchItems / 2 {
+	for i := range 3 * streamBatch / 2 {
 		fmt.Fprintf(&ents, "  - {id: e%d, type: npc, name: \"Entity %d\", attributes: {n: %d}}\n", i, i, i)
 	}
-	for i := 1; i < 1200; i++ {
+	for i := 1; i < 3*streamBatch/2; i++ {
 		fmt.Fprintf(&rels, "  - {source: e%d, target: e%d, type: KNOWS}\n", i-1, i)
 	}
 	for i := range entries {
@@ -173,7 +180,7 @@ func streamLayouts(entries int) map[string]string {
 
 func TestStreamingImportStoresWhatParseDoes(t *testing.T) {
 	t.Parallel()
-	for name, doc := range streamLayouts(2*campaignfile.BatchItems + 17) {
+	for name, doc := range streamLayouts(2*streamBatch + 17) {
 		// Each layout has a store of its own: they run in parallel.
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -215,7 +222,7 @@ func streamingImportMatchesParse(t *testing.T, s *postgres.Store, name, doc stri
 	reset()
 
 	var progress []campaignfile.Progress
-	sum, err := campaignfile.Check(strings.NewReader(doc), "f.yaml", campaignfile.Options{})
+	sum, err := campaignfile.Check(strings.NewReader(doc), "f.yaml", campaignfile.Options{BatchItems: streamBatch})
 	check(t, err)
 	if sum.Counts != f.Counts() || sum.Campaign != "streamy" {
 		t.Fatalf("Check counts %+v, Parse %+v", sum.Counts, f.Counts())
@@ -227,7 +234,7 @@ func streamingImportMatchesParse(t *testing.T, s *postgres.Store, name, doc stri
 		// product's 2-minute default: a loaded machine may be slow.
 		got, err = sum.Apply(ctx, strings.NewReader(doc), c.Sessions(), c.Graph(), campaignfile.Options{
 			Size: int64(len(doc)), Progress: func(p campaignfile.Progress) { progress = append(progress, p) },
-			BatchTimeout: hangGuard})
+			BatchTimeout: hangGuard, BatchItems: streamBatch})
 		return err
 	}))
 	if got != want {
