@@ -40,7 +40,7 @@ func TestForgetMeDropsTheContinuityCardsQuotingThePlayer(t *testing.T) {
 		Line: continuity.Line{SessionID: "s9", SpeakerID: player.UserID, Speaker: "Thorin", Text: "Vexa is in Duskwood.", At: at}})
 
 	r := h.send(h.fake.Button(guildID, channelID, player, "forgetme:yes:"+player.UserID))
-	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Deleted ") {
+	if r.Type != discordgo.InteractionResponseDeferredMessageUpdate || !strings.Contains(r.Data.Content, "Deleted ") {
 		t.Fatalf("forget-me result: %+v", r)
 	}
 	if c, ok := board.Get(mine.ID); ok {
@@ -100,7 +100,7 @@ func TestForgetMeTakesDownThePostedCards(t *testing.T) {
 	}
 
 	r := h.send(h.fake.Button(guildID, channelID, player, "forgetme:yes:"+player.UserID))
-	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Deleted ") {
+	if r.Type != discordgo.InteractionResponseDeferredMessageUpdate || !strings.Contains(r.Data.Content, "Deleted ") {
 		t.Fatalf("forget-me result: %+v", r)
 	}
 	// The cards are taken down after the answer: wait for it (a hang

@@ -83,6 +83,13 @@ type Bot struct {
 	handlers map[string]handler // command path → role and handler
 
 	seen seenIDs // the interactions handled lately, to run each once
+	// acks holds how the interactions in progress were acknowledged
+	// (interaction id → acked), so that their answers edit the
+	// acknowledged response.
+	acks sync.Map
+	// handled, when set (by tests), is told each interaction's id once
+	// its handler returned.
+	handled func(id string)
 }
 
 // Option adjusts a Bot.

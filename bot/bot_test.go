@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +47,49 @@ type harness struct {
 	door *access.Door
 	camp *access.Campaign
 	bot  *bot.Bot
+	// handled closes, per interaction id, once the bot's handler returned.
+	handled *handledSet
+}
+
+// handledSet is the interactions whose handlers returned, by id.
+type handledSet struct {
+	mu    sync.Mutex
+	chans map[string]chan struct{}
+}
+
+func (s *handledSet) ch(id string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.chans == nil {
+		s.chans = map[string]chan struct{}{}
+	}
+	c, ok := s.chans[id]
+	if !ok {
+		c = make(chan struct{})
+		s.chans[id] = c
+	}
+	return c
+}
+
+func (s *handledSet) mark(id string) {
+	c := s.ch(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-c: // a second delivery of the same interaction
+	default:
+		close(c)
+	}
+}
+
+// waitHandled waits until the bot's handler of i returned.
+func (h *harness) waitHandled(i discordtest.Interaction) {
+	h.t.Helper()
+	select {
+	case <-h.handled.ch(i.ID):
+	case <-time.After(wait):
+		h.t.Fatalf("the handler of interaction %s did not return", i.ID)
+	}
 }
 
 func newHarness(t *testing.T, deps bot.Deps) *harness {
@@ -83,9 +128,10 @@ func newHarnessOn(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Stor
 	door.Start(ctx)
 	t.Cleanup(func() { door.Close() })
 	deps.Door = door
+	handled := &handledSet{}
 	b, err := bot.New(bot.Config{Guilds: []bot.Guild{g},
 		Logger: slog.New(slog.DiscardHandler)},
-		deps, bot.WithSession(sess))
+		deps, bot.WithSession(sess), bot.WithHandled(handled.mark))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +150,7 @@ func newHarnessOn(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, fake: fake, pool: store.Pool(), door: door, bot: b, camp: camp}
+	h := &harness{t: t, fake: fake, pool: store.Pool(), door: door, bot: b, camp: camp, handled: handled}
 	// Ready once the commands are registered.
 	if _, err := fake.WaitCall(wait, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
 		t.Fatal(err)
@@ -126,7 +172,12 @@ type response struct {
 	raw json.RawMessage
 }
 
-// send dispatches an interaction and returns its initial response.
+// send dispatches an interaction and returns its initial response. An
+// acknowledgement that defers (a command or button that acts: the bot
+// acts only once Discord took the acknowledgement) is returned once the
+// handler is done, with the answer that completed it: Data holds the edit
+// of the original response (its content followed by any follow-ups'),
+// and raw is {"type": the acknowledgement's, "data": the edit}.
 func (h *harness) send(i discordtest.Interaction) response {
 	h.t.Helper()
 	if err := h.fake.Send(i); err != nil {
@@ -141,6 +192,36 @@ func (h *harness) send(i discordtest.Interaction) response {
 		h.t.Fatalf("decoding the response %s: %v", c.Body, err)
 	}
 	r.raw = c.Body
+	if r.Type != discordgo.InteractionResponseDeferredChannelMessageWithSource && r.Type != discordgo.InteractionResponseDeferredMessageUpdate {
+		return r
+	}
+	h.waitHandled(i)
+	var contents []string
+	for _, call := range h.fake.Calls() {
+		edit := call.Method == "PATCH" && call.Path == i.OriginalPath(h.fake.AppID)
+		if !edit && !(call.Method == "POST" && call.Path == i.FollowupPath(h.fake.AppID)) {
+			continue
+		}
+		var m struct {
+			Flags      discordgo.MessageFlags `json:"flags"`
+			Content    string                 `json:"content"`
+			Components []json.RawMessage      `json:"components"`
+			Embeds     []json.RawMessage      `json:"embeds"`
+		}
+		if err := call.Decode(&m); err != nil {
+			h.t.Fatalf("decoding %s %s: %v", call.Method, call.Path, err)
+		}
+		contents = append(contents, m.Content)
+		if edit {
+			r.Data.Components, r.Data.Embeds = m.Components, m.Embeds
+			// raw keeps the shape of an initial response: the
+			// acknowledgement's type, the edit as its data.
+			r.raw = json.RawMessage(fmt.Sprintf(`{"type":%d,"data":%s}`, r.Type, call.Body))
+		} else {
+			r.Data.Flags |= m.Flags
+		}
+	}
+	r.Data.Content = strings.Join(contents, "\n")
 	return r
 }
 
@@ -214,7 +295,7 @@ func TestPendingFactConfirmedByButton(t *testing.T) {
 	// The DM presses Confirm on the first fact.
 	press := h.fake.Button(guildID, channelID, theDM, "pend:c:"+itoa(first.ID)+":0:")
 	r = h.send(press)
-	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Confirmed") {
+	if r.Type != discordgo.InteractionResponseDeferredMessageUpdate || !strings.Contains(r.Data.Content, "Confirmed") {
 		t.Fatalf("button response %+v", r)
 	}
 	f, err := h.camp.Graph().Fact(ctx, first.ID)
@@ -275,7 +356,7 @@ func TestForgetMeDeletesThePlayersLines(t *testing.T) {
 		t.Fatalf("another member pressed forget-me: %+v", r)
 	}
 	r = h.send(h.fake.Button(guildID, channelID, player, "forgetme:yes:"+player.UserID))
-	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Deleted "+itoa(int64(before))+" lines") {
+	if r.Type != discordgo.InteractionResponseDeferredMessageUpdate || !strings.Contains(r.Data.Content, "Deleted "+itoa(int64(before))+" lines") {
 		t.Fatalf("forget-me result: %+v", r)
 	}
 	if n := count(); n != 0 {

@@ -166,6 +166,11 @@ func (b *Bot) conflictButton(ctx context.Context, i *discordgo.Interaction, g Gu
 	var note string
 	switch parts[0] {
 	case "n", "o":
+		// Settling changes the campaign's memory: acknowledged first, it
+		// runs only if Discord still takes the answer (see ack).
+		if !b.ack(i, true) {
+			return
+		}
 		keepNew := parts[0] == "n"
 		c, err := camp.Graph().ResolveConflict(ctx, id, keepNew)
 		if err != nil {

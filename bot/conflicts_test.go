@@ -178,7 +178,7 @@ func TestConflictsSettledByButtons(t *testing.T) {
 
 	// Keep old: Grimjaw never moved.
 	r = h.send(h.fake.Button(guildID, channelID, theDM, "conf:o:"+itoa(moved.ID)+":0"))
-	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Kept the old fact") {
+	if r.Type != discordgo.InteractionResponseDeferredMessageUpdate || !strings.Contains(r.Data.Content, "Kept the old fact") {
 		t.Fatalf("keep old: %s", r.raw)
 	}
 	after := decodeMessage(t, mustData(t, r.raw))
@@ -201,7 +201,7 @@ func TestConflictsSettledByButtons(t *testing.T) {
 
 	// Keep new: Elara went to the vault in s2, and was at the tower before.
 	r = h.send(h.fake.Button(guildID, channelID, theDM, "conf:n:"+itoa(elara.ID)+":0"))
-	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Kept the new fact") ||
+	if r.Type != discordgo.InteractionResponseDeferredMessageUpdate || !strings.Contains(r.Data.Content, "Kept the new fact") ||
 		!strings.Contains(r.Data.Content, "retired as of session s2") {
 		t.Fatalf("keep new: %s", r.raw)
 	}

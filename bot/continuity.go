@@ -208,6 +208,11 @@ func (b *Bot) continuityButton(ctx context.Context, i *discordgo.Interaction, re
 		b.refuse(i, "Only the DM can settle a continuity card.")
 		return
 	}
+	// Settling writes to the store: acknowledged first, it runs only if
+	// Discord still takes the answer (see ack).
+	if !b.ack(i, true) {
+		return
+	}
 	camp, _, err := b.campaign(ctx, g.ID, memory.DMViewer())
 	if err != nil {
 		b.reply(i, true, "⚠️ "+errText(err))

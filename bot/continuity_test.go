@@ -182,7 +182,7 @@ func TestContinuityCards(t *testing.T) {
 
 	// The DM's Retcon, from the direct message.
 	r := h.send(h.fake.DMButton(theDM, "cont:r:"+guildID+":"+place.ID))
-	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "Settled") ||
+	if r.Type != discordgo.InteractionResponseDeferredMessageUpdate || !strings.Contains(r.Data.Content, "Settled") ||
 		!strings.Contains(string(r.raw), "retconned") {
 		t.Fatalf("the DM's Retcon: %s", r.raw)
 	}

@@ -17,3 +17,6 @@ func (b *Bot) CampaignFor(ctx context.Context, guildID string, m *discordgo.Memb
 	g, _ := b.guild(guildID)
 	return b.campaignFor(ctx, g, &discordgo.Interaction{GuildID: guildID, Member: m})
 }
+
+// WithHandled tells f each interaction's id once its handler returned.
+func WithHandled(f func(id string)) Option { return func(b *Bot) { b.handled = f } }

@@ -75,6 +75,9 @@ func user(i *discordgo.Interaction) *discordgo.User {
 func (b *Bot) onInteraction(i *discordgo.Interaction) {
 	b.inflight.Add(1)
 	defer b.inflight.Done()
+	if b.handled != nil {
+		defer b.handled(i.ID)
+	}
 	ctx, cancel := context.WithTimeout(b.ctx, interactionTimeout)
 	defer cancel()
 	defer func() {
@@ -89,6 +92,7 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 		b.log.Debug("an interaction delivered twice is dropped", "interaction", i.ID)
 		return
 	}
+	defer b.acks.Delete(i.ID)
 	if i.GuildID == "" {
 		// A continuity card's buttons are pressed in a direct message:
 		// they name their guild (see continuity.go).

@@ -61,7 +61,9 @@ func (b *Bot) sessionPlayer(ctx context.Context, i *discordgo.Interaction, g Gui
 		b.reply(i, true, "Name the member and the character they play: `/session player member:@name character:Thorin`.")
 		return
 	}
-	b.deferReply(i, true)
+	if !b.deferReply(i, true) {
+		return
+	}
 	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
 		b.finishErr(i, err)
@@ -134,7 +136,9 @@ func (b *Bot) memoryKnownBy(ctx context.Context, i *discordgo.Interaction, camp 
 // bound to them alone; private.
 func (b *Bot) recapForMe(ctx context.Context, i *discordgo.Interaction, g Guild) {
 	me := user(i).ID
-	b.deferReply(i, true)
+	if !b.deferReply(i, true) {
+		return
+	}
 	v := memory.PlayerViewerOf(me)
 	if isDM(g, i.Member) {
 		v = memory.DMViewer()

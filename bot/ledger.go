@@ -17,7 +17,9 @@ const maxLedgerShown = 40
 // player the ones the DM confirmed, for the DM those waiting for review
 // too. Optionally only those naming one person.
 func (b *Bot) ledgerCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
-	b.deferReply(i, true)
+	if !b.deferReply(i, true) {
+		return
+	}
 	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
 		b.finishErr(i, err)

@@ -38,7 +38,9 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 		b.entityEditModal(ctx, i, g, c.str("entity"))
 		return
 	}
-	b.deferReply(i, true)
+	if !b.deferReply(i, true) {
+		return
+	}
 	// Bound to the member's viewer: a player's search reads the campaign
 	// as a player sees it.
 	camp, err := b.campaignFor(ctx, g, i)
@@ -443,6 +445,14 @@ func (b *Bot) pendingButton(ctx context.Context, i *discordgo.Interaction, g Gui
 	}
 	var note string
 	switch action {
+	case "c", "r", "a", "x", "u":
+		// A review changes the campaign's memory: acknowledged first, it
+		// runs only if Discord still takes the answer (see ack).
+		if !b.ack(i, true) {
+			return
+		}
+	}
+	switch action {
 	case "c", "r":
 		var f memory.Relationship
 		if action == "c" {
@@ -544,6 +554,9 @@ func (b *Bot) factEditSubmit(ctx context.Context, i *discordgo.Interaction, g Gu
 	id, _ := strconv.ParseInt(parts[0], 10, 64)
 	page, _ := strconv.Atoi(parts[1])
 	session := parts[2]
+	if !b.ack(i, true) {
+		return
+	}
 	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
 		b.reply(i, true, "⚠️ "+errText(err))
@@ -664,6 +677,9 @@ func (b *Bot) entityEditModal(ctx context.Context, i *discordgo.Interaction, g G
 // entityEditSubmit applies the modal through EditEntity; invalid input
 // changes nothing.
 func (b *Bot) entityEditSubmit(ctx context.Context, i *discordgo.Interaction, g Guild, id string, v map[string]string) {
+	if !b.ack(i, false) {
+		return
+	}
 	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
 		b.reply(i, true, "⚠️ "+errText(err))

@@ -13,8 +13,18 @@ import (
 func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild, c command) {
 	controls := b.state.controlsFor(g.ID)
 	switch c.path {
+	case "npc mute", "npc unmute", "npc next", "npc direct":
+		// These change the table at once: acknowledged first, they act
+		// only if Discord still takes the answer (see ack).
+		if !b.ack(i, false) {
+			return
+		}
+	}
+	switch c.path {
 	case "npc list":
-		b.deferReply(i, true)
+		if !b.deferReply(i, true) {
+			return
+		}
 		camp, err := b.campaignFor(ctx, g, i)
 		if err != nil {
 			b.finishErr(i, err)
@@ -135,7 +145,9 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 			b.reply(i, true, "⚠️ no voice session is running; start one with /session start")
 			return
 		}
-		b.deferReply(i, true)
+		if !b.deferReply(i, true) {
+			return
+		}
 		got, running, err := u.Undo(ctx, g.ID)
 		switch {
 		case !running:
@@ -151,7 +163,9 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 				got.NPCName, got.Reply, got.NPCName), nil, nil)
 		}
 	case "npc say":
-		b.deferReply(i, true)
+		if !b.deferReply(i, true) {
+			return
+		}
 		if b.deps.Voice == nil || !b.state.hasSession(g.ID) {
 			b.finishErr(i, fmt.Errorf("no voice session is running; start one with /session start"))
 			return
@@ -172,7 +186,9 @@ func (b *Bot) npcCommand(ctx context.Context, i *discordgo.Interaction, g Guild,
 		}
 		b.finish(i, true, fmt.Sprintf("🗣️ %s says: %s", e.Name, c.str("text")), nil, nil)
 	case "npc scene":
-		b.deferReply(i, true)
+		if !b.deferReply(i, true) {
+			return
+		}
 		camp, err := b.campaignFor(ctx, g, i)
 		if err != nil {
 			b.finishErr(i, err)

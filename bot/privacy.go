@@ -14,7 +14,9 @@ func (b *Bot) privacyCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 	u := user(i)
 	switch c.path {
 	case "privacy opt-out", "privacy opt-in":
-		b.deferReply(i, true)
+		if !b.deferReply(i, true) {
+			return
+		}
 		camp, err := b.campaignFor(ctx, g, i)
 		if err != nil {
 			b.finishErr(i, err)
@@ -61,6 +63,11 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 	}
 	if answer != "yes" {
 		update("Nothing was deleted.")
+		return
+	}
+	// Deleting is acknowledged first: a press Discord no longer takes
+	// (a late process, see ack) deletes nothing; the member presses again.
+	if !b.ack(i, true) {
 		return
 	}
 	// The presser's own data, through the presser's own handle.

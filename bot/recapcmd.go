@@ -42,7 +42,9 @@ func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guil
 		// A public recap is read by players: it is always player-safe.
 		safe = true
 	}
-	b.deferReply(i, delivery != "public")
+	if !b.deferReply(i, delivery != "public") {
+		return
+	}
 	// A player's recap reads through a player's handle: the store leaves
 	// out in SQL what players may not see.
 	camp, err := b.campaignFor(ctx, g, i)

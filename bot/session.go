@@ -31,7 +31,9 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 			b.reply(i, true, "Join a voice channel first; glyphoxa joins the one you are in.")
 			return
 		}
-		b.deferReply(i, true)
+		if !b.deferReply(i, true) {
+			return
+		}
 		text := g.TextChannelID
 		if text == "" {
 			text = i.ChannelID
@@ -49,7 +51,9 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 			b.reply(i, true, "No session is running.")
 			return
 		}
-		b.deferReply(i, true)
+		if !b.deferReply(i, true) {
+			return
+		}
 		st, _ := b.deps.Voice.Status(g.ID)
 		if err := b.deps.Voice.End(ctx, g.ID); err != nil {
 			b.finishErr(i, fmt.Errorf("ending the session: %w", err))
@@ -81,7 +85,9 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 // campaign's last one when none is running, after reading it in the
 // campaign's calendar; the date is stored in the calendar's own form.
 func (b *Bot) sessionDate(ctx context.Context, i *discordgo.Interaction, g Guild, date string) {
-	b.deferReply(i, true)
+	if !b.deferReply(i, true) {
+		return
+	}
 	camp, _, err := b.campaign(ctx, g.ID, memory.DMViewer())
 	if err != nil {
 		b.finishErr(i, err)

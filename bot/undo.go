@@ -53,6 +53,11 @@ func (b *Bot) undoButton(ctx context.Context, i *discordgo.Interaction, g Guild,
 		b.reply(i, true, "This button has expired.")
 		return
 	}
+	// Withdrawing changes the conversation: acknowledged first, it runs
+	// only if Discord still takes the answer (see ack).
+	if !b.ack(i, true) {
+		return
+	}
 	got, running, err := u.UndoReply(ctx, g.ID, id)
 	switch {
 	case !running:

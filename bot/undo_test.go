@@ -122,7 +122,7 @@ func TestUndoButton(t *testing.T) {
 		t.Errorf("an older reply: %+v", r.Data)
 	}
 	r := press(theDM, "r2", "↩️ Grimjaw answered.")
-	if r.Type != discordgo.InteractionResponseUpdateMessage || !strings.Contains(r.Data.Content, "~~↩️ Grimjaw answered.~~") ||
+	if r.Type != discordgo.InteractionResponseDeferredMessageUpdate || !strings.Contains(r.Data.Content, "~~↩️ Grimjaw answered.~~") ||
 		!strings.Contains(r.Data.Content, "Withdrawn by the DM") || len(r.Data.Components) != 0 {
 		t.Errorf("the DM's press: type %d, %q, %d components", r.Type, r.Data.Content, len(r.Data.Components))
 	}

@@ -66,6 +66,13 @@ type Server struct {
 	voiceEndpoints map[string]string // by guild, over voiceEndpoint
 	voiceSeq       int
 
+	// tokens are the interactions built by this fake, by token: when
+	// (on the fake's clock), whether the test expired them and whether
+	// they were acknowledged.
+	tokens    map[string]*token
+	clock     time.Duration // the fake's clock: moved by Advance only
+	ackWindow time.Duration // 0: no interaction expires by age
+
 	oauthApp    OAuthApp
 	oauthUsers  []oauthGrant
 	oauthCodes  map[string]oauthGrant
@@ -91,6 +98,7 @@ func New() *Server {
 		AppID:    "900000000000000002",
 		members:  map[string]*discordgo.Member{},
 		messages: map[string][]discordgo.Message{},
+		tokens:   map[string]*token{},
 		identify: make(chan json.RawMessage, 4),
 		gwOps:    make(chan GatewayOp, 64),
 
@@ -260,7 +268,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"id": DMChannel(req.RecipientID), "type": 1,
 			"recipients": []map[string]any{{"id": req.RecipientID}}})
 	case r.Method == http.MethodPost && len(parts) == 4 && parts[0] == "interactions" && parts[3] == "callback":
-		w.WriteHeader(http.StatusNoContent)
+		switch s.callback(parts[2]) {
+		case callbackExpired:
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, unknownInteraction)
+		case callbackRepeated:
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"message": "Interaction has already been acknowledged.", "code": 40060}`)
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	case parts[0] == "webhooks" && len(parts) >= 3 && s.unusable(parts[2]):
+		// An interaction never acknowledged has no webhook to answer on.
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"message": "Unknown Webhook", "code": 10015}`)
 	case parts[0] == "webhooks":
 		var m discordgo.Message
 		json.Unmarshal(body, &m)

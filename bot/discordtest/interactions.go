@@ -89,6 +89,7 @@ func (s *Server) interaction(typ int, guild, channel string, m Member, data map[
 	if message != nil {
 		p["message"] = message
 	}
+	s.born(tok)
 	return Interaction{ID: id, Token: tok, Payload: p}
 }
 
