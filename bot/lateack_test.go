@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,6 +80,9 @@ type lateCase struct {
 	// acted reports whether a fresh interaction did what it does, beyond
 	// the store's and the table's digests changing.
 	acted func(h *harness) error
+	// untouched, when set, checks what the digests do not see (a voice
+	// session's) after the late interactions.
+	untouched func() error
 }
 
 // sendExpired sends i, which Discord refuses to acknowledge, and checks
@@ -126,6 +130,11 @@ func runLate(t *testing.T, h *harness, cases []lateCase) {
 		}
 		if got := h.tableDigest(); got != table {
 			t.Errorf("%s: a late interaction changed the table: %s → %s", tc.name, table, got)
+		}
+		if tc.untouched != nil {
+			if err := tc.untouched(); err != nil {
+				t.Errorf("%s: a late interaction acted: %v", tc.name, err)
+			}
 		}
 		if tc.name == "npc next" {
 			if got := h.bot.Controls(guildID).TakeNext(); got != "" {
@@ -250,6 +259,78 @@ func TestLateButtonsActOnNothing(t *testing.T) {
 				return fmt.Errorf("%d lines of the player remain", n)
 			}
 			return nil
+		}},
+	})
+}
+
+// sayVoice is a running voice session that speaks for NPCs and withdraws
+// replies (replyVoice).
+type sayVoice struct {
+	*replyVoice
+	sayMu sync.Mutex
+	said  []string
+}
+
+func (v *sayVoice) Say(_ context.Context, _, npcID, text string) error {
+	v.sayMu.Lock()
+	defer v.sayMu.Unlock()
+	v.said = append(v.said, npcID+": "+text)
+	return nil
+}
+
+func (v *sayVoice) spoken() []string {
+	v.sayMu.Lock()
+	defer v.sayMu.Unlock()
+	return append([]string(nil), v.said...)
+}
+
+// TestLateVoiceAndConflictActionsActOnNothing: a late /npc say speaks
+// nothing, a late Undo withdraws nothing, a late conflict button settles
+// nothing.
+func TestLateVoiceAndConflictActionsActOnNothing(t *testing.T) {
+	t.Parallel()
+	v := &sayVoice{replyVoice: &replyVoice{gone: map[string]bool{}}}
+	h := newHarness(t, bot.Deps{Voice: v})
+	if err := h.bot.Resume(context.Background(), guildID, bot.ClaimedSession{Campaign: campaign, VoiceChannelID: channelID,
+		TextChannelID: channelID, SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	v.reply(bot.NPCReply{ID: "r1", NPCName: "Grimjaw", Text: "Forty gold.", Voiced: true})
+	undone := func() []string {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return append([]string(nil), v.undone...)
+	}
+	conflicts := seedConflicts(t, h)
+	runLate(t, h, []lateCase{
+		{name: "npc say", i: func(h *harness) discordtest.Interaction {
+			return h.fake.Command(guildID, channelID, theDM, "npc", discordtest.Sub("say", discordtest.Str("npc", "grimjaw"), discordtest.Str("text", "Begone.")))
+		}, untouched: func() error {
+			if s := v.spoken(); len(s) != 0 {
+				return fmt.Errorf("spoke %q", s)
+			}
+			return nil
+		}, acted: func(*harness) error {
+			if s := v.spoken(); len(s) != 1 || s[0] != "grimjaw: Begone." {
+				return fmt.Errorf("spoke %q", s)
+			}
+			return nil
+		}},
+		{name: "undo button", i: func(h *harness) discordtest.Interaction {
+			return h.fake.Button(guildID, channelID, theDM, "undo:r1")
+		}, untouched: func() error {
+			if u := undone(); len(u) != 0 {
+				return fmt.Errorf("withdrew %q", u)
+			}
+			return nil
+		}, acted: func(*harness) error {
+			if u := undone(); len(u) != 1 || u[0] != "r1" {
+				return fmt.Errorf("withdrew %q", u)
+			}
+			return nil
+		}},
+		{name: "conflict button", i: func(h *harness) discordtest.Interaction {
+			return h.fake.Button(guildID, channelID, theDM, fmt.Sprintf("conf:o:%d:0", conflicts[0].ID))
 		}},
 	})
 }
