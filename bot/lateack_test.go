@@ -13,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/calendar"
 )
 
 // storeDigest is the campaign database's content: every table's rows,
@@ -190,6 +191,10 @@ func TestLateCommandsActOnNothing(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, bot.Deps{})
 	pending, active := h.factIDs("pending"), h.factIDs("active")
+	cal := &calendar.Calendar{Months: []calendar.Month{{Name: "Deepwinter", Days: 30}, {Name: "Frostfall", Days: 30}}, Era: "DR"}
+	if err := h.camp.Sessions().SetCalendar(context.Background(), cal); err != nil {
+		t.Fatal(err)
+	}
 	cmd := func(m discordtest.Member, name string, opts ...discordtest.Opt) func(*harness) discordtest.Interaction {
 		return func(h *harness) discordtest.Interaction { return h.fake.Command(guildID, channelID, m, name, opts...) }
 	}
@@ -214,6 +219,7 @@ func TestLateCommandsActOnNothing(t *testing.T) {
 			discordtest.Str("name", "Orla Brightwater"), discordtest.Str("kind", "npc"))))},
 		{name: "memory grant", i: cmd(theDM, "memory", discordtest.Sub("grant", userOpt("player", player.UserID), discordtest.Str("text", "a crown under the well")))},
 		{name: "session player", i: cmd(theDM, "session", discordtest.Sub("player", userOpt("member", player.UserID), discordtest.Str("character", "Thorin")))},
+		{name: "session date", i: cmd(theDM, "session", discordtest.Sub("date", discordtest.Str("date", "3 Frostfall 1452")))},
 		{name: "privacy opt-out", i: cmd(player, "privacy", discordtest.Sub("opt-out"))},
 	})
 }
