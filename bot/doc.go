@@ -15,4 +15,11 @@
 // receives only what players may see. An outage (memory.ErrUnavailable)
 // and a refusal (memory.ErrForbidden) are answered in plain words, never
 // with the driver's message.
+//
+// A command, button or form that changes something is acknowledged first
+// (a deferred reply or a deferred update) and acts only if Discord took
+// the acknowledgement: one Discord refuses (10062 "Unknown interaction",
+// its 3 s gone while the process was paused, or Discord unreachable) is
+// logged at Warn and changes nothing; the member, told that the
+// application did not respond, runs it again.
 package bot
