@@ -108,6 +108,12 @@ func newHarnessFor(t *testing.T, deps bot.Deps, g bot.Guild) *harness {
 // such as a private cluster's), into which it imports the sample campaign.
 func newHarnessOn(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Store) *harness {
 	t.Helper()
+	return newHarnessLogged(t, deps, g, store, slog.New(slog.DiscardHandler))
+}
+
+// newHarnessLogged is newHarnessOn with the bot logging to log.
+func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Store, log *slog.Logger) *harness {
+	t.Helper()
 	pgtest.Import(t, store, "../testdata/campaigns/ironhold-saga.yaml")
 	ctx := context.Background()
 	fake := discordtest.New()
@@ -130,7 +136,7 @@ func newHarnessOn(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Stor
 	deps.Door = door
 	handled := &handledSet{}
 	b, err := bot.New(bot.Config{Guilds: []bot.Guild{g},
-		Logger: slog.New(slog.DiscardHandler)},
+		Logger: log},
 		deps, bot.WithSession(sess), bot.WithHandled(handled.mark))
 	if err != nil {
 		t.Fatal(err)

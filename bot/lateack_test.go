@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/calendar"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // storeDigest is the campaign database's content: every table's rows,
@@ -339,4 +341,72 @@ func TestLateVoiceAndConflictActionsActOnNothing(t *testing.T) {
 			return h.fake.Button(guildID, channelID, theDM, fmt.Sprintf("conf:o:%d:0", conflicts[0].ID))
 		}},
 	})
+}
+
+// logRecords keeps the records a logger handled.
+type logRecords struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecords) WithGroup(string) slog.Handler      { return l }
+
+// about returns the records with an attribute interaction = id.
+func (l *logRecords) about(id string) []slog.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []slog.Record
+	for _, r := range l.recs {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "interaction" && a.Value.String() == id {
+				out = append(out, r)
+				return false
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// TestRefusedAcknowledgementIsLoggedOnce: a late command leaves one Warn
+// naming the command and the interaction, and nothing else about it.
+func TestRefusedAcknowledgementIsLoggedOnce(t *testing.T) {
+	t.Parallel()
+	logs := &logRecords{}
+	store, _ := pgtest.NewStore(t, 16)
+	h := newHarnessLogged(t, bot.Deps{}, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}}, store, slog.New(logs))
+	for _, tc := range []struct {
+		name, want string
+		i          discordtest.Interaction
+	}{
+		{"command", "/memory fact add", h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Group("fact", discordtest.Sub("add",
+			discordtest.Str("subject", "grimjaw"), discordtest.Str("relation", "fears"), discordtest.Str("object", "duskwood"))))},
+		{"button", "button forgetme", h.fake.Button(guildID, channelID, player, "forgetme:yes:"+player.UserID)},
+	} {
+		h.fake.Expire(tc.i)
+		h.sendExpired(tc.i)
+		recs := logs.about(tc.i.ID)
+		if len(recs) != 1 || recs[0].Level != slog.LevelWarn {
+			t.Errorf("%s: want one Warn about the interaction, got %d records: %+v", tc.name, len(recs), recs)
+			continue
+		}
+		var command string
+		recs[0].Attrs(func(a slog.Attr) bool {
+			if a.Key == "command" {
+				command = a.Value.String()
+			}
+			return true
+		})
+		if command != tc.want {
+			t.Errorf("%s: the Warn names the command %q, want %q", tc.name, command, tc.want)
+		}
+	}
 }
