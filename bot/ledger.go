@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
+	"github.com/glyphoxa/glyphoxa/memory"
 )
 
 // maxLedgerShown bounds the entries /ledger lists (the newest).
@@ -20,6 +22,12 @@ func (b *Bot) ledgerCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 	if !b.deferReply(i, true) {
 		return
 	}
+	who := c.str("who")
+	if strings.IndexFunc(who, unicode.IsControl) >= 0 {
+		// Not echoed raw: a NUL or an escape in the reply is no name.
+		b.finishErr(i, fmt.Errorf("who: %s holds a control character; name a character as it is written", memory.Quote(who, 60)))
+		return
+	}
 	camp, err := b.campaignFor(ctx, g, i)
 	if err != nil {
 		b.finishErr(i, err)
@@ -30,7 +38,6 @@ func (b *Bot) ledgerCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 		b.finishErr(i, err)
 		return
 	}
-	who := strings.TrimSpace(c.str("who"))
 	if who != "" {
 		kept := items[:0]
 		for _, it := range items {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
@@ -60,6 +61,13 @@ func TestLedgerCommand(t *testing.T) {
 	}
 	if only := run(theDM, discordtest.Str("who", "Brannoc")); !strings.Contains(only, "hammer") || strings.Contains(only, "ten gold") {
 		t.Fatalf("the ledger of Brannoc: %s", only)
+	}
+	// A name with a control character is refused, quoted, not echoed.
+	for _, who := range []string{"Bran\x00noc", "Brannoc\x1b[2J", "Bran\u0085noc"} {
+		got := run(theDM, discordtest.Str("who", who))
+		if strings.ContainsFunc(got, unicode.IsControl) || !strings.Contains(got, "control character") {
+			t.Errorf("who %q: %q", who, got)
+		}
 	}
 }
 
