@@ -13,6 +13,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/lifecycle/continuity"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/calendar"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
@@ -409,4 +410,50 @@ func TestRefusedAcknowledgementIsLoggedOnce(t *testing.T) {
 			t.Errorf("%s: the Warn names the command %q, want %q", tc.name, command, tc.want)
 		}
 	}
+}
+
+// TestLateContinuityButtonSettlesNothing: a continuity card's Retcon,
+// pressed in the DM's direct messages, settles nothing when Discord no
+// longer accepts it; a fresh press settles the card.
+func TestLateContinuityButtonSettlesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v := &cardVoice{board: continuity.NewBoard()}
+	h := newHarnessFor(t, bot.Deps{Voice: v}, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole},
+		DMUserIDs: []string{theDM.UserID}})
+	if err := h.bot.Resume(ctx, guildID, bot.ClaimedSession{Campaign: campaign, VoiceChannelID: channelID,
+		TextChannelID: channelID, SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	chk, err := continuity.New(continuity.Config{Source: continuity.CampaignSource(h.camp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chk.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cards := v.raise(t, chk, "Thorin", "Grimjaw is in Duskwood.", time.Date(2026, 3, 1, 19, 30, 0, 0, time.UTC))
+	if len(cards) != 1 {
+		t.Fatalf("cards %+v; want one", cards)
+	}
+	card := cards[0]
+	status := func() string {
+		c, _ := v.board.Get(card.ID)
+		return c.Status
+	}
+	runLate(t, h, []lateCase{
+		{name: "continuity Retcon", i: func(h *harness) discordtest.Interaction {
+			return h.fake.DMButton(theDM, "cont:r:"+guildID+":"+card.ID)
+		}, untouched: func() error {
+			if s := status(); s != continuity.CardOpen {
+				return fmt.Errorf("the card is %s", s)
+			}
+			return nil
+		}, acted: func(*harness) error {
+			if s := status(); s == continuity.CardOpen {
+				return fmt.Errorf("the card is still %s", s)
+			}
+			return nil
+		}},
+	})
 }
