@@ -131,10 +131,12 @@ func (c *Campaign) PlayerCharacters(ctx context.Context) ([]PlayerCharacter, err
 }
 
 // RecordPresence records that from at on, the players present in session
-// sessionID are players (a presence span; see migration 0023). It creates
-// the session if needed and is idempotent: a second record at the same
-// time replaces the first.
-func (l *SessionLog) RecordPresence(ctx context.Context, sessionID string, at time.Time, players []string) error {
+// sessionID are players (a presence span; see migration 0023), and whether
+// the DM had split the party then (split, migration 0031: true for the
+// scene's span and for the empty span of a line said outside the scene
+// alike). It creates the session if needed and is idempotent: a second
+// record at the same time replaces the first.
+func (l *SessionLog) RecordPresence(ctx context.Context, sessionID string, at time.Time, players []string, split bool) error {
 	if strings.TrimSpace(sessionID) == "" {
 		return fmt.Errorf("%w: presence without a session id", memory.ErrInvalid)
 	}
@@ -157,9 +159,9 @@ func (l *SessionLog) RecordPresence(ctx context.Context, sessionID string, at ti
 			INSERT INTO sessions (campaign_id, id, started_at) VALUES ($1, $2, $3)
 			ON CONFLICT (campaign_id, id) DO UPDATE SET started_at = least(sessions.started_at, excluded.started_at)
 			RETURNING 1)
-		INSERT INTO session_presence (campaign_id, session_id, at, players) SELECT $1, $2, $3, $4 FROM s
-		ON CONFLICT (campaign_id, session_id, at) DO UPDATE SET players = excluded.players`,
-		l.campaign, sessionID, at.UTC(), ps)
+		INSERT INTO session_presence (campaign_id, session_id, at, players, split) SELECT $1, $2, $3, $4, $5 FROM s
+		ON CONFLICT (campaign_id, session_id, at) DO UPDATE SET players = excluded.players, split = excluded.split`,
+		l.campaign, sessionID, at.UTC(), ps, split)
 	if err != nil {
 		return fmt.Errorf("recording presence in session %q: %w", sessionID, err)
 	}
@@ -171,6 +173,8 @@ type Presence struct {
 	SessionID string
 	At        time.Time
 	Players   []string
+	// Split reports that the DM had split the party from At on.
+	Split bool
 }
 
 // Presence lists a session's presence rows in order (DM only: it says
@@ -179,14 +183,14 @@ func (c *Campaign) Presence(ctx context.Context, sessionID string) ([]Presence, 
 	if err := c.graph.dmOnly("reading who was present"); err != nil {
 		return nil, err
 	}
-	rows, err := c.db.Query(ctx, `SELECT session_id, at, players FROM session_presence
+	rows, err := c.db.Query(ctx, `SELECT session_id, at, players, split FROM session_presence
 		WHERE campaign_id = $1 AND session_id = $2 ORDER BY at`, c.id, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the presence of session %q: %w", sessionID, err)
 	}
 	var out []Presence
 	var p Presence
-	_, err = pgx.ForEachRow(rows, []any{&p.SessionID, &p.At, &p.Players}, func() error { out = append(out, p); return nil })
+	_, err = pgx.ForEachRow(rows, []any{&p.SessionID, &p.At, &p.Players, &p.Split}, func() error { out = append(out, p); return nil })
 	if err != nil {
 		return nil, fmt.Errorf("reading the presence of session %q: %w", sessionID, err)
 	}
@@ -301,6 +305,72 @@ const witnessedSQL = `(t.speaker_id = $2 OR coalesce((
 // witnessedBy is witnessedSQL with the player as parameter param (a
 // statement whose $2 is something else).
 func witnessedBy(param string) string { return strings.ReplaceAll(witnessedSQL, "$2", param) }
+
+// publicLineSQL is the predicate "transcript entry t may be read by any
+// player" (a handle bound to no one player, memory.PlayerViewer: a public
+// /recap, the MCP player role without a user): the session's last presence
+// row at or before t does not say the party was split (migration 0031). A
+// line of a split scene, and one said at the table outside it, are in a
+// split span; a line before any presence row (an imported session, one
+// played before presence was recorded) is in none: no split is known, and
+// it stays as readable as before. Unlike witnessedSQL it does not ask who
+// was listed: "not listed" also means "not in the voice channel", and a
+// player who joined late still reads, in a public recap, what the party
+// said together before.
+const publicLineSQL = `NOT coalesce((
+	SELECT p.split FROM session_presence p
+	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
+	ORDER BY p.at DESC LIMIT 1), false)`
+
+// lineVisible is the SQL predicate true when the viewer may read
+// transcript entry t (the one witness rule of every player read of the
+// session log): the DM and the system read every line; a player bound to
+// their user id (memory.PlayerViewerOf) the lines their character
+// witnessed (witnessedSQL); any player (memory.PlayerViewer) the lines said
+// while the party was not split (publicLineSQL). An NPC's handle reads
+// every line here: what an NPC heard is limited where its context is built
+// (lifecycle/witness) and where it searches (SearchHeard, HeardChunks).
+//
+// The player's id is written as a literal, as the NPC's is (see [view]):
+// it passed memory.Viewer.Validate when the handle was bound.
+func (w view) lineVisible() string {
+	switch {
+	case w.v.Role != memory.RolePlayer:
+		return "true"
+	case w.v.PlayerID != "":
+		return witnessedBy(sqlLiteral(w.v.PlayerID))
+	}
+	return publicLineSQL
+}
+
+// chunkVisible is the SQL predicate true when the viewer may read chunk c
+// of the semantic index. A chunk holds several lines (those of its session
+// said from c.start_at to c.end_at), and its text cannot be cut to what a
+// reader may see, so a player reads a chunk only when every line it may
+// hold is one they may read: bound to a player, no line in its span that
+// their character did not witness; any player, no split presence span
+// overlapping it (a chunk that mixes public lines and lines of a split
+// scene is left out for players: the public lines stay readable line by
+// line in the session log). A chunk without times is taken to span its
+// whole session. The DM, the system and NPCs read every chunk (an NPC's
+// retrieval is limited to what it heard by HeardChunks).
+func (w view) chunkVisible(alias string) string {
+	if w.v.Role != memory.RolePlayer {
+		return "true"
+	}
+	from := "coalesce(" + alias + ".start_at, '-infinity')"
+	to := "coalesce(" + alias + ".end_at, " + alias + ".start_at, 'infinity')"
+	if w.v.PlayerID != "" {
+		return `NOT EXISTS (SELECT 1 FROM transcript_entries t WHERE t.campaign_id = ` + alias + `.campaign_id
+			AND t.session_id = ` + alias + `.session_id AND NOT t.noncanon AND t.at BETWEEN ` + from + ` AND ` + to + `
+			AND NOT ` + witnessedBy(sqlLiteral(w.v.PlayerID)) + `)`
+	}
+	// A split span [p.at, next row's at) overlapping [from, to].
+	return `NOT EXISTS (SELECT 1 FROM session_presence p WHERE p.campaign_id = ` + alias + `.campaign_id
+			AND p.session_id = ` + alias + `.session_id AND p.split AND p.at <= ` + to + `
+			AND coalesce((SELECT min(n.at) FROM session_presence n WHERE n.campaign_id = p.campaign_id
+			              AND n.session_id = p.session_id AND n.at > p.at), 'infinity') > ` + from + `)`
+}
 
 // KnowledgeOf is what player userID's character knows from the sessions
 // played from session fromSession on (every session when empty): the

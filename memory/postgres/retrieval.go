@@ -91,6 +91,9 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	if len(terms) == 0 {
 		return []ChunkHit{}, nil
 	}
+	if only, err = x.visibleAmong(ctx, only); err != nil {
+		return nil, err
+	}
 	lexemes := make([]string, len(terms))
 	idfs := make([]float64, len(terms))
 	for i, t := range terms {
@@ -189,7 +192,7 @@ func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, lexemes [
 		), cand AS (
 		    SELECT c.id, c.tsv, c.doc_len FROM chunks c
 		    WHERE c.campaign_id = $1 AND c.tsv @@ (SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest($2::text[]) l)
-		      AND c.id = ANY($8)
+		      AND c.id = ANY($8) AND `+x.view.chunkVisible("c")+`
 		), scored AS (
 		    SELECT cand.id, `+bm25Sum("t.tf", "cand.doc_len")+` AS score
 		    FROM cand
@@ -221,6 +224,10 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 	if limit <= 0 {
 		limit = 10
 	}
+	only, err := x.visibleAmong(ctx, only)
+	if err != nil {
+		return nil, err
+	}
 	if only == nil {
 		// The campaign's chunks, by the search of [SemanticIndex.Search]:
 		// the same chunks in the same order, without reading their
@@ -233,7 +240,7 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 		return hits, nil
 	}
 	rows, err := x.db.Query(ctx, `SELECT `+hitSelect+`, 1 - (c.embedding <=> $2) FROM chunks c
-		WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND c.id = ANY($3)
+		WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND c.id = ANY($3) AND `+x.view.chunkVisible("c")+`
 		ORDER BY (c.embedding <=> $2) + 0, c.id LIMIT $4`, x.campaign, pgvector.NewVector(embedding), only, limit)
 	if err != nil {
 		return nil, fmt.Errorf("searching the semantic index: %w", err)
@@ -245,7 +252,8 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 // the order of ids; ids that do not exist are left out.
 func (x *SemanticIndex) ChunksByID(ctx context.Context, ids []string) ([]memory.Chunk, error) {
 	rows, err := x.db.Query(ctx, `SELECT `+hitSelect+`, array_position($2::text[], c.id)::float8 FROM chunks c
-		WHERE c.campaign_id = $1 AND c.id = ANY($2) ORDER BY array_position($2::text[], c.id)`, x.campaign, nonNil(ids))
+		WHERE c.campaign_id = $1 AND c.id = ANY($2) AND `+x.view.chunkVisible("c")+`
+		ORDER BY array_position($2::text[], c.id)`, x.campaign, nonNil(ids))
 	if err != nil {
 		return nil, fmt.Errorf("reading chunks: %w", err)
 	}
