@@ -93,7 +93,7 @@ func TestSplitSceneReachesOnlyItsPlayers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]bool{}     // session + text of the canon lines r reads
+			want := map[string]bool{}      // session + text of the canon lines r reads
 			wantChunk := map[string]bool{} // chunk ids r reads
 			for _, l := range lines {
 				if !l.noncanon && r.reads(l) {
