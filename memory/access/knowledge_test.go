@@ -35,6 +35,7 @@ type knowledgeCorpus struct {
 			By       []string `yaml:"by"`
 			NonCanon bool     `yaml:"noncanon"`
 			Public   bool     `yaml:"public"`
+			Unrecord bool     `yaml:"unrecorded"`
 		} `yaml:"steps"`
 	} `yaml:"sessions"`
 	Facts []struct {
@@ -54,6 +55,8 @@ type corpusLine struct {
 	// public: any player may read it (said while the party was not split).
 	public   bool
 	noncanon bool
+	// unrecorded: said before any presence was recorded.
+	unrecorded bool
 }
 
 // loadKnowledgeCorpus writes a corpus into campaign id and returns its
@@ -119,7 +122,8 @@ func loadKnowledgeCorpus(t *testing.T, s *postgres.Store, id, path string) (know
 					t.Fatal(err)
 				}
 			}
-			lines = append(lines, corpusLine{session: sess.ID, text: st.Text, by: st.By, public: st.Public, noncanon: st.NonCanon})
+			lines = append(lines, corpusLine{session: sess.ID, text: st.Text, by: st.By, public: st.Public, noncanon: st.NonCanon,
+				unrecorded: st.Unrecord})
 		}
 	}
 	for _, sess := range kc.Sessions {

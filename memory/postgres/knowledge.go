@@ -322,13 +322,31 @@ const publicLineSQL = `NOT coalesce((
 	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
 	ORDER BY p.at DESC LIMIT 1), false)`
 
+// unrecordedSQL is the predicate "transcript entry t was said before any
+// presence row of its session": an imported session, one played before
+// presence was recorded. No split is known for it.
+const unrecordedSQL = `NOT EXISTS (SELECT 1 FROM session_presence p
+	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at)`
+
+// boundLineSQL is the predicate "player lit (an SQL literal) may read
+// transcript entry t": their character witnessed it (witnessedSQL), or it
+// was said before any presence was recorded (unrecordedSQL). The second
+// keeps an imported session readable to a player bound to their id as it is
+// to any player (a bound player never reads less than a public recap
+// shows of a session nobody's presence was recorded in); what a character
+// knows ([Campaign.KnowledgeOf]) stays what it witnessed.
+func boundLineSQL(lit string) string {
+	return "(" + witnessedBy(lit) + " OR " + unrecordedSQL + ")"
+}
+
 // lineVisible is the SQL predicate true when the viewer may read
 // transcript entry t (the one witness rule of every player read of the
 // session log): the DM and the system read every line; a player bound to
 // their user id (memory.PlayerViewerOf) the lines their character
-// witnessed (witnessedSQL); any player (memory.PlayerViewer) the lines said
-// while the party was not split (publicLineSQL). An NPC's handle reads
-// every line here: what an NPC heard is limited where its context is built
+// witnessed and those said before any presence was recorded
+// (boundLineSQL); any player (memory.PlayerViewer) the lines said while the
+// party was not split (publicLineSQL). An NPC's handle reads every line
+// here: what an NPC heard is limited where its context is built
 // (lifecycle/witness) and where it searches (SearchHeard, HeardChunks).
 //
 // The player's id is written as a literal, as the NPC's is (see [view]):
@@ -338,7 +356,7 @@ func (w view) lineVisible() string {
 	case w.v.Role != memory.RolePlayer:
 		return "true"
 	case w.v.PlayerID != "":
-		return witnessedBy(sqlLiteral(w.v.PlayerID))
+		return boundLineSQL(sqlLiteral(w.v.PlayerID))
 	}
 	return publicLineSQL
 }
@@ -347,8 +365,8 @@ func (w view) lineVisible() string {
 // of the semantic index. A chunk holds several lines (those of its session
 // said from c.start_at to c.end_at), and its text cannot be cut to what a
 // reader may see, so a player reads a chunk only when every line it may
-// hold is one they may read: bound to a player, no line in its span that
-// their character did not witness; any player, no split presence span
+// hold is one they may read: bound to a player, no line in its span they
+// may not read (boundLineSQL); any player, no split presence span
 // overlapping it (a chunk that mixes public lines and lines of a split
 // scene is left out for players: the public lines stay readable line by
 // line in the session log). A chunk without times is taken to span its
@@ -363,7 +381,7 @@ func (w view) chunkVisible(alias string) string {
 	if w.v.PlayerID != "" {
 		return `NOT EXISTS (SELECT 1 FROM transcript_entries t WHERE t.campaign_id = ` + alias + `.campaign_id
 			AND t.session_id = ` + alias + `.session_id AND NOT t.noncanon AND t.at BETWEEN ` + from + ` AND ` + to + `
-			AND NOT ` + witnessedBy(sqlLiteral(w.v.PlayerID)) + `)`
+			AND NOT ` + boundLineSQL(sqlLiteral(w.v.PlayerID)) + `)`
 	}
 	// A split span [p.at, next row's at) overlapping [from, to].
 	return `NOT EXISTS (SELECT 1 FROM session_presence p WHERE p.campaign_id = ` + alias + `.campaign_id

@@ -123,8 +123,9 @@ func (l *SessionLog) GetRecent(ctx context.Context, sessionID string, window tim
 
 // Entries returns every entry of a session, oldest first; a player's
 // handle, only those the player may read (see [view.lineVisible]: bound
-// to a player, the lines their character witnessed; any player, those
-// said while the party was not split). A recap is written from these.
+// to a player, the lines their character witnessed and those said before
+// any presence was recorded; any player, those said while the party was
+// not split). A recap is written from these.
 func (l *SessionLog) Entries(ctx context.Context, sessionID string) ([]memory.TranscriptEntry, error) {
 	rows, err := l.db.Query(ctx, `SELECT `+entryColumnsT+` FROM transcript_entries t
 		WHERE t.campaign_id = $1 AND t.session_id = $2 AND `+l.view.lineVisible()+`
@@ -140,8 +141,9 @@ func (l *SessionLog) Entries(ctx context.Context, sessionID string) ([]memory.Tr
 // ([Campaign.SetLanguage]). Non-canon lines are left out. A handle bound to
 // one player (memory.PlayerViewerOf) finds only the lines their character
 // witnessed (see [Campaign.KnowledgeOf]: a line of a split scene reaches
-// the scene's players only); one for any player (memory.PlayerViewer) only
-// the lines said while the party was not split (see [view.lineVisible]).
+// the scene's players only) and those said before any presence was
+// recorded; one for any player (memory.PlayerViewer) only the lines said
+// while the party was not split (see [view.lineVisible]).
 func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOpts) ([]memory.EntryHit, error) {
 	if err := memory.CheckQuery(query); err != nil {
 		return nil, err
