@@ -35,9 +35,7 @@ func (x *SemanticIndex) visibleAmong(ctx context.Context, only []string) ([]stri
 	if x.view.v.Role != memory.RolePlayer {
 		return only, nil
 	}
-	rows, err := x.db.Query(ctx, `SELECT c.id FROM chunks c
-		WHERE c.campaign_id = $1 AND ($2::text[] IS NULL OR c.id = ANY($2)) AND `+x.view.chunkVisible("c")+`
-		ORDER BY c.id`, x.campaign, only)
+	rows, err := x.db.Query(ctx, x.view.visibleChunksSQL(), x.campaign, only)
 	if err != nil {
 		return nil, fmt.Errorf("listing the chunks %s may read: %w", x.view.v, err)
 	}

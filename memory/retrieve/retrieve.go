@@ -116,11 +116,14 @@
 //
 // With an NPC id, results are restricted to what that NPC heard: the
 // chunks of the sessions it spoke in, within [postgres.HeardWindow] of its
-// lines. Through a player's handle, results are restricted to what the
-// player may read (postgres.SemanticIndex.VisibleChunks: no chunk holding a
-// line of a split scene for any player; only chunks of lines their
-// character witnessed for a player bound to their user id), and log
-// entries to the lines the player may read.
+// lines. Through a player's handle, the store itself restricts every
+// search and every read of a chunk's text to what the player may read
+// (postgres.SemanticIndex.VisibleChunks: no chunk holding a line of a split
+// scene for any player; for a player bound to their user id, only chunks
+// of lines they may read), and log entries to the lines the player may
+// read; facts and entities are the graph as the player sees it. The walk
+// of the retrieval graph may pass through a chunk the player may not read
+// (it ranks, it never returns one).
 //
 // A campaign that has not been chunked yet is searched line by line in the
 // session log instead (results of kind "entry").
@@ -442,19 +445,6 @@ func (r *Retriever) search(ctx context.Context, q Query, dated []memory.Session)
 		}
 		only = ids
 	}
-	if only == nil {
-		// A player reads only the chunks whose every line they may read
-		// (a line of a split scene reaches only the scene's players): the
-		// store's rule (postgres view.chunkVisible), which also guards
-		// each read of a chunk's text. Restricting here keeps the walk
-		// and the fusions from ranking through what the player may not
-		// read.
-		ids, err := r.camp.Index().VisibleChunks(ctx)
-		if err != nil {
-			return nil, err
-		}
-		only = ids
-	}
 	strict, err := r.timeScope(ctx, q, dated)
 	if err != nil {
 		return nil, err
@@ -470,13 +460,6 @@ func (r *Retriever) search(ctx context.Context, q Query, dated []memory.Session)
 		}
 	}
 	fallback := q.NPCID == "" && strict == nil
-	if only != nil && len(only) == 0 {
-		// A player who may read no chunk: the lines they may read.
-		if fallback {
-			return r.entryFallback(ctx, q)
-		}
-		return []Result{}, nil
-	}
 	// Vector and full-text search need neither the graph nor the names.
 	var matcher *mention.Matcher
 	if q.Mode != ModeVector && q.Mode != ModeFTS {
