@@ -30,6 +30,9 @@ type presence struct {
 	last  []string
 	split bool
 	set   bool
+	// written is closed when the last span's write is done (nil before
+	// the first).
+	written chan struct{}
 }
 
 // present are the players present for a line speaker said at: those in
@@ -95,18 +98,28 @@ func witnesses(users, scene []string, by string, opted map[string]bool, speaker 
 // (spooled during an outage) on a goroutine the session owns, off the
 // turn's path. It reports whether the line was said outside a split scene
 // (see present): then the scene's NPCs did not hear it either.
-func (s *Session) notePresence(at time.Time, speaker string) (outside bool) {
+//
+// written is closed when the last span's write is done (nil when none was
+// written yet): the line must be recorded after it (see
+// awaitPresence). A line of a split scene written before the span saying
+// the party was split would read, until the span arrived (or for good,
+// were the process killed between the two), as said with the party
+// together: a public recap would tell it.
+func (s *Session) notePresence(at time.Time, speaker string) (outside bool, written <-chan struct{}) {
 	now, outside, split := s.present(at, speaker)
 	s.pres.mu.Lock()
 	if s.pres.set && slices.Equal(s.pres.last, now) && s.pres.split == split {
+		written = s.pres.written
 		s.pres.mu.Unlock()
-		return outside
+		return outside, written
 	}
-	s.pres.last, s.pres.split, s.pres.set = now, split, true
+	done := make(chan struct{})
+	s.pres.last, s.pres.split, s.pres.set, s.pres.written = now, split, true, done
 	s.pres.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer close(done)
 		ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
 		defer cancel()
 		if err := s.mem.RecordPresence(ctx, at, now, split); err != nil {
@@ -115,7 +128,19 @@ func (s *Session) notePresence(at time.Time, speaker string) (outside bool) {
 			s.log.Error("recording who is present failed", "players", now, "split", split, "err", err)
 		}
 	}()
-	return outside
+	return outside, done
+}
+
+// awaitPresence waits until the presence span written (from notePresence)
+// is recorded, or ctx ends.
+func awaitPresence(ctx context.Context, written <-chan struct{}) {
+	if written == nil {
+		return
+	}
+	select {
+	case <-written:
+	case <-ctx.Done():
+	}
 }
 
 // mayAddress reports whether a line user says at may reach an NPC: they
