@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,7 +66,7 @@ func splitChunks(t *testing.T, s *postgres.Store, id string) map[string]string {
 func TestSplitSceneReachesOnlyItsPlayers(t *testing.T) {
 	t.Parallel()
 	s, _ := pgtest.NewStore(t, 8)
-	_, lines := loadKnowledgeCorpus(t, s, "scene", "testdata/knowledge/split-party.yaml")
+	kc, lines := loadKnowledgeCorpus(t, s, "scene", "testdata/knowledge/split-party.yaml")
 	chunkOf := splitChunks(t, s, "scene")
 	d := newDoor(t, s, reconnect.Backoff{})
 	ctx := context.Background()
@@ -179,10 +180,36 @@ func TestSplitSceneReachesOnlyItsPlayers(t *testing.T) {
 					}
 				}
 			}
-			// The evidence of the fact resting on Grimjaw's answer in scene A.
+			// The facts: a player reads a fact (not secret) when a line it
+			// rests on is one they may read: the fact resting on Grimjaw's
+			// answer in scene A reaches scene A's players, not any player.
 			facts, err := c.Graph().FindFacts(ctx, access.FactQuery{Limit: 100})
 			if err != nil {
 				t.Fatal(err)
+			}
+			var gotFacts, wantFacts []string
+			for _, f := range facts {
+				gotFacts = append(gotFacts, f.Type)
+			}
+			for _, f := range kc.Facts {
+				revealed := false
+				for _, l := range lines {
+					revealed = revealed || strings.HasPrefix(l.text, f.Evidence) && r.reads(l)
+				}
+				if r.viewer == memory.DMViewer() || revealed && !f.Secret {
+					wantFacts = append(wantFacts, f.Rel)
+				}
+			}
+			slices.Sort(gotFacts)
+			slices.Sort(wantFacts)
+			checked += len(gotFacts)
+			if !slices.Equal(gotFacts, wantFacts) {
+				t.Errorf("facts = %v, want %v", gotFacts, wantFacts)
+				for _, g := range gotFacts {
+					if !slices.Contains(wantFacts, g) {
+						leaks++
+					}
+				}
 			}
 			for _, f := range facts {
 				ev, err := c.Graph().Evidence(ctx, f.ID)

@@ -4,7 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/benchdata"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -67,6 +71,68 @@ func BenchmarkVisibleChunks(b *testing.B) {
 					b.Fatalf("%d chunks visible, want %d", len(ids), r.want)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkPlayerNeighbors measures what the witness rule of facts costs a
+// player's walk (view.factRevealed): three hops through the 1k bench
+// campaign's graph, every fact resting on a line, half the sessions' second
+// halves split, as the DM (no rule), any player and a player bound to their
+// id.
+//
+//	go test ./memory/postgres -run '^$' -bench PlayerNeighbors -benchtime 200x
+func BenchmarkPlayerNeighbors(b *testing.B) {
+	spec := benchdata.Spec{Name: "walk", Entities: benchdata.Scale1k.Entities, Relationships: benchdata.Scale1k.Relationships,
+		Entries: 100, Chunks: 10, EntriesPerSession: 100, Dims: testDims, Seed: benchdata.Scale1k.Seed}
+	s, dsn := pgtest.NewStore(b, spec.Dims)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := pgxvec.RegisterTypes(ctx, conn); err != nil {
+		b.Fatal(err)
+	}
+	if err := benchdata.Generate(ctx, conn, "bench", spec, nil); err != nil {
+		b.Fatal(err)
+	}
+	c := pgtest.Campaign(b, s, "bench")
+	for _, q := range []string{
+		`INSERT INTO fact_evidence (fact_id, entry_id)
+		 SELECT r.id, (SELECT t.id FROM transcript_entries t WHERE t.campaign_id = 'bench' ORDER BY t.id OFFSET (r.id % 100) LIMIT 1)
+		 FROM relationships r WHERE r.campaign_id = 'bench'`,
+		`INSERT INTO session_presence (campaign_id, session_id, at, players, split)
+		 SELECT 'bench', s.id, s.started_at, '{u0,u1}'::text[], false FROM sessions s WHERE s.campaign_id = 'bench'
+		 UNION ALL
+		 SELECT 'bench', s.id, (SELECT t.at FROM transcript_entries t WHERE t.campaign_id = 'bench' AND t.session_id = s.id
+		                        ORDER BY t.at OFFSET 50 LIMIT 1), '{u1}', true
+		 FROM sessions s WHERE s.campaign_id = 'bench'`,
+	} {
+		if _, err := s.Pool().Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, r := range []struct {
+		name string
+		v    memory.Viewer
+	}{{"DM", memory.DMViewer()}, {"any player", memory.PlayerViewer()}, {"bound player", memory.PlayerViewerOf("u0")}} {
+		h, err := c.As(r.v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(r.name, func(b *testing.B) {
+			i, found := 0, 0
+			for b.Loop() {
+				ns, err := h.Graph().Neighbors(ctx, benchdata.EntityID(i*37%spec.Entities), 3, memory.TraversalOpts{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+				found += len(ns)
+			}
+			b.ReportMetric(float64(found)/float64(i), "entities/op")
 		})
 	}
 }
