@@ -410,37 +410,52 @@ func chunkSpan(alias string) (from, to string) {
 // checks both forms against the corpus' truth.
 func (w view) visibleChunksSQL() string {
 	from, to := chunkSpan("c")
-	spans := `WITH p AS MATERIALIZED (
-		SELECT session_id, at, players, split,
-		       coalesce(lead(at) OVER (PARTITION BY session_id ORDER BY at), 'infinity') AS until
-		FROM session_presence WHERE campaign_id = $1)`
 	var bad string
 	if w.v.PlayerID == "" {
 		// Chunks overlapping a split span.
-		bad = spans + `, bad AS (
+		bad = `WITH ` + spansCTE + `, bad AS (
 		SELECT DISTINCT c.id FROM p JOIN chunks c ON c.campaign_id = $1 AND c.session_id = p.session_id
 		WHERE p.split AND p.at <= ` + to + ` AND p.until > ` + from + `)`
 	} else {
-		// The canon lines the player may not read (boundLineSQL: a line
-		// in no span, said before any presence was recorded, is
-		// readable), and the chunks that hold one.
-		u := sqlLiteral(w.v.PlayerID)
-		bad = spans + `, lines AS MATERIALIZED (
-		SELECT t.session_id, t.at FROM p JOIN transcript_entries t ON t.campaign_id = $1 AND t.session_id = p.session_id
-		    AND t.at >= p.at AND t.at < p.until
-		WHERE NOT t.noncanon AND t.speaker_id <> ` + u + ` AND NOT (` + u + ` = ANY(p.players) AND (t.speaker_id = ANY(p.players)
-		    OR NOT EXISTS (SELECT 1 FROM player_characters pc WHERE pc.campaign_id = $1 AND pc.user_id = t.speaker_id))))
-		, bad AS (
-		SELECT c.id FROM lines l JOIN chunks c ON c.campaign_id = $1 AND c.session_id = l.session_id AND c.start_at <= l.at
-		WHERE l.at <= ` + to + `
+		// The chunks holding a canon line the player may not read.
+		bad = `WITH ` + spansCTE + `, ` + w.unreadableCTE() + `, bad AS (
+		SELECT c.id FROM unreadable l JOIN chunks c ON c.campaign_id = $1 AND c.session_id = l.session_id AND c.start_at <= l.at
+		WHERE NOT l.noncanon AND l.at <= ` + to + `
 		UNION
-		SELECT c.id FROM lines l JOIN chunks c ON c.campaign_id = $1 AND c.session_id = l.session_id AND c.start_at IS NULL
-		WHERE l.at <= ` + to + `)`
+		SELECT c.id FROM unreadable l JOIN chunks c ON c.campaign_id = $1 AND c.session_id = l.session_id AND c.start_at IS NULL
+		WHERE NOT l.noncanon AND l.at <= ` + to + `)`
 	}
 	return bad + `
 		SELECT c.id FROM chunks c WHERE c.campaign_id = $1 AND ($2::text[] IS NULL OR c.id = ANY($2))
 		  AND c.id NOT IN (SELECT id FROM bad)
 		ORDER BY c.id`
+}
+
+// spansCTE is the common table p: the presence spans of campaign $1, each
+// row's players and split from at until the session's next row.
+const spansCTE = `p AS MATERIALIZED (
+		SELECT session_id, at, players, split,
+		       coalesce(lead(at) OVER (PARTITION BY session_id ORDER BY at), 'infinity') AS until
+		FROM session_presence WHERE campaign_id = $1)`
+
+// unreadableCTE is, after spansCTE, the common table unreadable: the lines
+// (session_id, at, noncanon) of campaign $1 a player viewer may not read,
+// as sets: [view.lineVisible]'s rule for every line at once. A line is in
+// the span its session's last row at or before it opens; a line in no
+// span (said before any presence was recorded) is readable. Any player
+// may not read the lines of split spans; a bound player those their
+// character did not witness (witnessedSQL).
+func (w view) unreadableCTE() string {
+	cond := "p.split"
+	if w.v.PlayerID != "" {
+		u := sqlLiteral(w.v.PlayerID)
+		cond = `t.speaker_id <> ` + u + ` AND NOT (` + u + ` = ANY(p.players) AND (t.speaker_id = ANY(p.players)
+		    OR NOT EXISTS (SELECT 1 FROM player_characters pc WHERE pc.campaign_id = $1 AND pc.user_id = t.speaker_id)))`
+	}
+	return `unreadable AS MATERIALIZED (
+		SELECT t.session_id, t.at, t.noncanon FROM p JOIN transcript_entries t ON t.campaign_id = $1 AND t.session_id = p.session_id
+		    AND t.at >= p.at AND t.at < p.until
+		WHERE ` + cond + `)`
 }
 
 // KnowledgeOf is what player userID's character knows from the sessions

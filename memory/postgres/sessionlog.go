@@ -303,10 +303,19 @@ func (l *SessionLog) Sessions(ctx context.Context) ([]memory.Session, error) {
 }
 
 func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Session, error) {
-	rows, err := l.db.Query(ctx, `
-		SELECT s.id, s.started_at, s.ended_at, CASE WHEN `+strconv.FormatBool(l.view.v.Role == memory.RolePlayer)+` THEN '' ELSE s.summary END,
-		       (SELECT count(*) FROM transcript_entries t WHERE t.campaign_id = s.campaign_id AND t.session_id = s.id
-		          AND `+l.view.lineVisible()+`),
+	// A player's count leaves out the lines they may not read, counted as
+	// a set (view.unreadableCTE): line by line, listing 200 sessions of 250
+	// lines took about a second where the DM's took 65 ms.
+	player := l.view.v.Role == memory.RolePlayer
+	with, hidden := "", "0"
+	if player {
+		with = `WITH ` + spansCTE + `, ` + l.view.unreadableCTE() + `,
+		hidden AS MATERIALIZED (SELECT session_id, count(*) AS n FROM unreadable GROUP BY session_id)`
+		hidden = `coalesce((SELECT h.n FROM hidden h WHERE h.session_id = s.id), 0)`
+	}
+	rows, err := l.db.Query(ctx, with+`
+		SELECT s.id, s.started_at, s.ended_at, CASE WHEN `+strconv.FormatBool(player)+` THEN '' ELSE s.summary END,
+		       (SELECT count(*) FROM transcript_entries t WHERE t.campaign_id = s.campaign_id AND t.session_id = s.id) - `+hidden+`,
 		       s.game_date
 		FROM sessions s WHERE s.campaign_id = $1 AND ($2 = '' OR s.id = $2)
 		ORDER BY s.started_at, s.id`, l.campaign, only)
