@@ -68,7 +68,7 @@ func TestPlayerSearchReadsOnlyWhatTheyWitnessed(t *testing.T) {
 		at      time.Duration
 		players []string
 	}{{0, []string{player.UserID, lyra.UserID}}, {time.Minute, []string{lyra.UserID}}} {
-		if err := sl.RecordPresence(ctx, "split", start.Add(p.at), p.players); err != nil {
+		if err := sl.RecordPresence(ctx, "split", start.Add(p.at), p.players, p.at > 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -29,7 +29,7 @@ func TestPlayerKnowledgeCommands(t *testing.T) {
 		at      string
 		players []string
 	}{{"2026-03-08T19:00:00Z", []string{"u1", "u2", "u3"}}, {"2026-03-08T19:07:00Z", []string{"u2", "u3"}}} {
-		if err := h.camp.Sessions().RecordPresence(ctx, "s2", at(p.at), p.players); err != nil {
+		if err := h.camp.Sessions().RecordPresence(ctx, "s2", at(p.at), p.players, false); err != nil {
 			t.Fatal(err)
 		}
 	}

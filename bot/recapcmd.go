@@ -62,6 +62,17 @@ func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guil
 			return
 		}
 	}
+	// A player-safe recap is the party's, whoever asks and wherever it is
+	// posted: it reads as any player (memory.PlayerViewer), so no line of a
+	// split scene reaches it, not even one the asker witnessed (their own
+	// is /recap for:me). The DM's own recap (player_safe:false) reads
+	// everything.
+	if safe {
+		if camp, _, err = b.campaign(ctx, g.ID, memory.PlayerViewer()); err != nil {
+			b.finishErr(i, err)
+			return
+		}
+	}
 	scope := c.str("scope")
 	sessions, err := b.recapSessions(ctx, camp, scope, c.str("session"))
 	if err != nil {
@@ -180,17 +191,25 @@ func inWorldOrder(ctx context.Context, camp *memaccess.Campaign, played []memory
 // recapInput gathers one session's lines and facts. A player-safe recap is
 // built from the campaign as a player sees it (camp itself when it is a
 // player's handle, the DM's narrowed to the player viewer otherwise):
-// confirmed facts that are not secret, and the lines spoken at the table;
-// nothing secret reaches the model. Its avoid list (what the player view
+// confirmed facts that are not secret, and the lines the handle may read
+// (through "any player", those said while the party was not split); nothing
+// secret reaches the model. Its avoid list (what the player view
 // withholds, see Withheld, read through dm, the DM's handle) is only
 // checked locally, on the server.
 func recapInput(ctx context.Context, camp, dm *memaccess.Campaign, sessionID string, safe bool) (recap.Input, error) {
 	in := recap.Input{Evidence: map[int64][]string{}}
-	sess, err := camp.Sessions().Session(ctx, sessionID)
+	view := camp
+	if safe && camp.DM() {
+		var err error
+		if view, err = camp.As(memory.PlayerViewer()); err != nil {
+			return in, err
+		}
+	}
+	sess, err := view.Sessions().Session(ctx, sessionID)
 	if err != nil {
 		return in, err
 	}
-	es, err := camp.Sessions().Entries(ctx, sessionID)
+	es, err := view.Sessions().Entries(ctx, sessionID)
 	if err != nil {
 		return in, err
 	}
@@ -203,12 +222,6 @@ func recapInput(ctx context.Context, camp, dm *memaccess.Campaign, sessionID str
 	}
 	if len(in.Lines) > maxRecapLines {
 		in.Lines = in.Lines[len(in.Lines)-maxRecapLines:]
-	}
-	view := camp
-	if safe && camp.DM() {
-		if view, err = camp.As(memory.PlayerViewer()); err != nil {
-			return in, err
-		}
 	}
 	g := view.Graph()
 	// The session's facts as the campaign stood at its end, however old

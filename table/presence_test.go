@@ -13,9 +13,12 @@ import (
 )
 
 // TestPresenceFollowsTheVoiceChannelAndTheScene: the table records who is
-// present as lines are logged: the voice channel's users; when the DM
-// splits the party, only the scene's players; nothing new while it does
-// not change.
+// present as lines are logged, and whether the DM had split the party: the
+// voice channel's users; when the DM splits the party, only the scene's
+// players, marked split (a new span even when the scene holds everyone
+// present: the players outside the voice channel did not hear it either,
+// and a public recap must leave it out); nothing new while it does not
+// change; the party together again, not split.
 func TestPresenceFollowsTheVoiceChannelAndTheScene(t *testing.T) {
 	t.Parallel()
 	audiotest.Need(t, "espeak-ng")
@@ -31,7 +34,7 @@ func TestPresenceFollowsTheVoiceChannelAndTheScene(t *testing.T) {
 		}
 	}
 	// waitRows waits for the session's presence rows to number n.
-	waitRows := func(n int) [][]string {
+	waitRows := func(n int) []postgres.Presence {
 		t.Helper()
 		for {
 			ps, err := r.camp.Presence(ctx, "bench")
@@ -39,11 +42,7 @@ func TestPresenceFollowsTheVoiceChannelAndTheScene(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(ps) >= n {
-				out := make([][]string, len(ps))
-				for i, p := range ps {
-					out[i] = p.Players
-				}
-				return out
+				return ps
 			}
 			select {
 			case <-ctx.Done():
@@ -52,17 +51,37 @@ func TestPresenceFollowsTheVoiceChannelAndTheScene(t *testing.T) {
 			}
 		}
 	}
+	split := func(players ...string) {
+		scene := controls.Scene()
+		scene.Players = players
+		controls.SetScene(scene)
+	}
 	say("The forge is hot today.")
 	say("Mind the sparks.") // nobody came or went: no new span
-	// The DM splits the party: the scene holds another player only.
-	scene := controls.Scene()
-	scene.Players = []string{"someone-else"}
-	controls.SetScene(scene)
+	waitRows(1)
+	// The DM splits the party into a scene of the one player present.
+	split(player)
+	say("A scene of one.")
+	waitRows(2)
+	// The scene holds another player only.
+	split("someone-else")
 	say("Only the others hear this.")
-	got := waitRows(2)
-	want := [][]string{{player}, {}}
-	if len(got) != len(want) || !slices.Equal(got[0], want[0]) || len(got[1]) != 0 {
-		t.Fatalf("presence spans = %v, want %v", got, want)
+	waitRows(3)
+	// players:all.
+	split()
+	say("Together again.")
+	got := waitRows(4)
+	want := []struct {
+		players []string
+		split   bool
+	}{{[]string{player}, false}, {[]string{player}, true}, {[]string{}, true}, {[]string{player}, false}}
+	if len(got) != len(want) {
+		t.Fatalf("presence spans = %+v, want %+v", got, want)
+	}
+	for i, p := range got {
+		if !slices.Equal(p.Players, want[i].players) || p.Split != want[i].split {
+			t.Errorf("presence span %d = %v split=%v, want %v split=%v", i, p.Players, p.Split, want[i].players, want[i].split)
+		}
 	}
 }
 

@@ -630,7 +630,7 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 	// The witness log takes the line at once (the NPC's turn notes it was
 	// said to it); it lets go of it if the recording fails.
 	npcs := s.scene()
-	outside := s.notePresence(e.At, e.SpeakerID)
+	outside, written := s.notePresence(e.At, e.SpeakerID)
 	if outside {
 		// Said at the table outside the split scene: its NPCs did not
 		// hear it.
@@ -648,6 +648,7 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 		}
 		ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
 		defer cancel()
+		awaitPresence(ctx, written) // the span the line is in, first
 		if rec.err = s.mem.Record(ctx, e); rec.err != nil {
 			s.log.Error("recording a line failed", "user", u.UserID, "err", rec.err)
 			s.wit.Withdraw(e.IdempotencyKey)
@@ -1204,7 +1205,8 @@ func (s *Session) speakAsync(ctx context.Context, npcID string, sentences <-chan
 func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) (time.Time, error) {
 	e := memory.TranscriptEntry{SessionID: s.id, SpeakerID: npcID, SpeakerName: s.cast.NPCName(npcID), NPCID: npcID,
 		Text: text, RawText: text, At: s.cfg.Clock.Now().UTC(), IdempotencyKey: key}
-	s.notePresence(e.At, "")
+	_, written := s.notePresence(e.At, "")
+	awaitPresence(ctx, written) // the span the line is in, first
 	if err := s.mem.Record(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("recording the NPC's line failed", "npc", npcID, "err", err)
 		return time.Time{}, err

@@ -15,13 +15,20 @@ import (
 )
 
 // openCampaign opens the signed-in session's campaign bound to its viewer:
-// the DM's for a DM session, a player's otherwise. Every page reads
-// through it, so what a player may not see is left out in SQL.
+// the DM's for a DM session, otherwise the signed-in player's, bound to
+// their user id (memory.PlayerViewerOf). Every page reads through it, so
+// what a player may not see is left out in SQL: secrets, and of the lines
+// said at the table those their character did not witness (a split scene
+// they were not in). A session without a user id (none is made today)
+// would read as any player: no line of a split scene.
 func (s *Server) openCampaign(ctx context.Context) (*access.Campaign, error) {
 	sess := sessionOf(ctx)
 	v := memory.PlayerViewer()
-	if sess.DM {
+	switch {
+	case sess.DM:
 		v = memory.DMViewer()
+	case sess.UserID != "":
+		v = memory.PlayerViewerOf(sess.UserID)
 	}
 	c, err := s.cfg.Door.Open(ctx, sess.Campaign, v)
 	switch {

@@ -25,10 +25,10 @@ func TestPlayersPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 3, 8, 19, 0, 0, 0, time.UTC)
-	if err := f.camp.Sessions().RecordPresence(ctx, "s2", at, []string{player.UserID}); err != nil {
+	if err := f.camp.Sessions().RecordPresence(ctx, "s2", at, []string{player.UserID}, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.camp.Sessions().RecordPresence(ctx, "s2", at.Add(7*time.Minute), []string{other.UserID}); err != nil {
+	if err := f.camp.Sessions().RecordPresence(ctx, "s2", at.Add(7*time.Minute), []string{other.UserID}, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range []struct{ who, text string }{{player.UserID, "GRANT-PIA"}, {other.UserID, "GRANT-OTTO"}} {

@@ -17,8 +17,11 @@ import (
 
 // Recapper writes a session's recap: sentences, each citing the transcript
 // lines it rests on. A player-safe recap reveals no secret and no
-// unconfirmed fact. Without one the console makes extractive recaps with
-// bot/recap.
+// unconfirmed fact, and is written from the lines any player may read
+// (memory.PlayerViewer: no line of a split scene); the page shows only the
+// sentences citing a line the signed-in player may read. Without one the
+// console makes extractive recaps with bot/recap from the player's own
+// lines.
 type Recapper interface {
 	Recap(ctx context.Context, campaign, sessionID string, playerSafe bool) (recap.Recap, error)
 }

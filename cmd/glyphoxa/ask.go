@@ -26,7 +26,8 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		"from it and earlier sessions only, with the facts that held then about the entities the question names")
 	decompose := fs.Bool("decompose", false, "hybrid mode: have the LLM (providers.llm) split the question into simpler ones, searched beside it")
 	k := fs.Int("k", 5, "number of answers; in hybrid mode the entities the question names follow them")
-	as := fs.String("as", "dm", "read as dm (everything) or player (what the players may see; the DM's preview); --npc reads as that NPC")
+	as := fs.String("as", "dm", "read as dm (everything), player (what any player may see, no line of a split scene; the DM's preview) "+
+		"or player:USERID (what that player may see: the lines their character witnessed); --npc reads as that NPC")
 	asJSON := fs.Bool("json", false, "print a JSON array of {kind, id, content, score, session_id, entity_ids, at, game_date}; kind is chunk, entry, fact or entity")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -51,6 +52,7 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	}
 	defer store.Close()
 	var v memory.Viewer
+	user, bound := strings.CutPrefix(*as, "player:")
 	switch {
 	case *npcID != "":
 		v = memory.NPCViewer(*npcID)
@@ -58,8 +60,13 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		v = memory.DMViewer()
 	case *as == "player":
 		v = memory.PlayerViewer()
+	case bound:
+		v = memory.PlayerViewerOf(user)
+		if err := v.Validate(); err != nil || user == "" {
+			return usagef("--as player:USERID needs a Discord user id, got %q", user)
+		}
 	default:
-		return usagef("--as must be dm or player, got %q (use --npc ID to read as an NPC)", *as)
+		return usagef("--as must be dm, player or player:USERID, got %q (use --npc ID to read as an NPC)", *as)
 	}
 	camp, err := openCampaignAs(ctx, store, *campaign, v)
 	if err != nil {

@@ -575,6 +575,10 @@ type record struct {
 	Speaker string `json:"speaker,omitempty"`
 	// Players are the players present from At on (a presence record).
 	Players []string `json:"players,omitempty"`
+	// Split reports that the DM had split the party from At on (a
+	// presence record). A record spooled by an older glyphoxa has no
+	// field and replays as not split, as it was recorded.
+	Split bool `json:"split,omitempty"`
 	// Card is the continuity card of a card record (raised at At, quoting
 	// a line of Speaker).
 	Card *access.ContinuityCard `json:"card,omitempty"`
@@ -592,11 +596,12 @@ const (
 )
 
 // PresenceStore is the optional capability of a Config.Store that records
-// which players are present in a session from a time on (a
-// *postgres.SessionLog). Presence records travel the same way as lines:
-// spooled during an outage and replayed in order.
+// which players are present in a session from a time on, and whether the
+// DM had split the party then (a *postgres.SessionLog). Presence records
+// travel the same way as lines: spooled during an outage and replayed in
+// order.
 type PresenceStore interface {
-	RecordPresence(ctx context.Context, sessionID string, at time.Time, players []string) error
+	RecordPresence(ctx context.Context, sessionID string, at time.Time, players []string, split bool) error
 }
 
 // apply performs r against the store within WriteTimeout; for entries it
@@ -625,7 +630,7 @@ func (g *Guard) apply(ctx context.Context, r record) (int, error) {
 		if !ok {
 			return 0, fmt.Errorf("%w: a presence record, and a store that records no presence", memory.ErrInvalid)
 		}
-		return 0, ps.RecordPresence(ctx, r.Session, r.At, r.Players)
+		return 0, ps.RecordPresence(ctx, r.Session, r.At, r.Players, r.Split)
 	case opCard:
 		if g.cfg.PutCard == nil || r.Card == nil {
 			return 0, fmt.Errorf("%w: a continuity card record, and no Config.PutCard to store it", memory.ErrInvalid)
@@ -892,10 +897,10 @@ func (g *Guard) WriteEntries(ctx context.Context, es []memory.TranscriptEntry) (
 }
 
 // RecordPresence records that the players present in session id are
-// players from at on, or spools the record during an outage (see
-// PresenceStore). A store without the capability is an error wrapping
-// memory.ErrInvalid.
-func (g *Guard) RecordPresence(ctx context.Context, id string, at time.Time, players []string) error {
+// players from at on, and whether the DM had split the party (split), or
+// spools the record during an outage (see PresenceStore). A store without
+// the capability is an error wrapping memory.ErrInvalid.
+func (g *Guard) RecordPresence(ctx context.Context, id string, at time.Time, players []string, split bool) error {
 	if strings.TrimSpace(id) == "" {
 		return fmt.Errorf("%w: empty session id", memory.ErrInvalid)
 	}
@@ -905,7 +910,7 @@ func (g *Guard) RecordPresence(ctx context.Context, id string, at time.Time, pla
 	if _, ok := g.cfg.Store.(PresenceStore); !ok {
 		return fmt.Errorf("%w: the session log records no presence", memory.ErrInvalid)
 	}
-	_, err := g.write(ctx, record{Op: opPresence, Session: id, At: at, Players: append([]string{}, players...)})
+	_, err := g.write(ctx, record{Op: opPresence, Session: id, At: at, Players: append([]string{}, players...), Split: split})
 	return err
 }
 

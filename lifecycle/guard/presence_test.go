@@ -9,14 +9,18 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/internal/leakcheck"
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
+	"github.com/glyphoxa/glyphoxa/lifecycle/spool"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // TestPresenceSurvivesOutageAndRestart: presence recorded while the
 // database is down waits in the spool with the lines, survives a restart
-// of the process, and reaches the database on replay; a player forgotten
-// meanwhile leaves the spooled presence too.
+// of the process, and reaches the database on replay, with whether the DM
+// had split the party (a split span stays split: players who were not in
+// the scene must not read it); a player forgotten meanwhile leaves the
+// spooled presence too. A presence record spooled by an older glyphoxa,
+// without the split field, still replays (as not split).
 func TestPresenceSurvivesOutageAndRestart(t *testing.T) {
 	leakcheck.Check(t)
 	store, dsn := pgtest.NewStore(t, 8)
@@ -37,10 +41,10 @@ func TestPresenceSurvivesOutageAndRestart(t *testing.T) {
 		}
 	}
 	check(g.StartSession(ctx, "s1", t0))
-	check(g.RecordPresence(ctx, "s1", t0, []string{"p1", "p2", "p3"}))
+	check(g.RecordPresence(ctx, "s1", t0, []string{"p1", "p2", "p3"}, false))
 	_, err = g.WriteEntry(ctx, entry(1))
 	check(err)
-	check(g.RecordPresence(ctx, "s1", t0.Add(90*time.Second), []string{"p1", "p2"}))
+	check(g.RecordPresence(ctx, "s1", t0.Add(90*time.Second), []string{"p1", "p2"}, true))
 	_, err = g.WriteEntry(ctx, entry(2))
 	check(err)
 	if !g.IsDegraded() {
@@ -51,13 +55,18 @@ func TestPresenceSurvivesOutageAndRestart(t *testing.T) {
 		t.Fatalf("Forget during an outage: %v", err)
 	}
 	// Bad input is refused, not spooled.
-	if err := g.RecordPresence(ctx, "", t0, nil); !errors.Is(err, memory.ErrInvalid) {
+	if err := g.RecordPresence(ctx, "", t0, nil, false); !errors.Is(err, memory.ErrInvalid) {
 		t.Errorf("presence without a session: %v", err)
 	}
-	if err := g.RecordPresence(ctx, "s1", time.Time{}, nil); !errors.Is(err, memory.ErrInvalid) {
+	if err := g.RecordPresence(ctx, "s1", time.Time{}, nil, true); !errors.Is(err, memory.ErrInvalid) {
 		t.Errorf("presence without a time: %v", err)
 	}
 	check(g.Close())
+	// A record an older glyphoxa spooled: no split field.
+	sp, err := spool.Open(dir, spool.Options{Logger: quiet()})
+	check(err)
+	check(sp.Append([]byte(`{"op":"presence","session":"s1","at":"` + t0.Add(3*time.Minute).Format(time.RFC3339Nano) + `","players":["p1","p3"]}`)))
+	check(sp.Close())
 
 	// The next run, with the database up, replays the spool.
 	camp := pgtest.Campaign(t, store, "c")
@@ -73,13 +82,19 @@ func TestPresenceSurvivesOutageAndRestart(t *testing.T) {
 	check(g2.WaitHealthy(wctx))
 	ps, err := camp.Presence(ctx, "s1")
 	check(err)
-	if len(ps) != 2 {
-		t.Fatalf("%d presence rows after replay, want 2: %+v", len(ps), ps)
+	if len(ps) != 3 {
+		t.Fatalf("%d presence rows after replay, want 3: %+v", len(ps), ps)
 	}
-	want := [][]string{{"p1", "p3"}, {"p1"}}
+	want := []struct {
+		players []string
+		split   bool
+	}{{[]string{"p1", "p3"}, false}, {[]string{"p1"}, true}, {[]string{"p1", "p3"}, false}}
 	for i, p := range ps {
-		if !slices.Equal(p.Players, want[i]) {
-			t.Errorf("presence %d = %v, want %v (p2 forgotten)", i, p.Players, want[i])
+		if !slices.Equal(p.Players, want[i].players) {
+			t.Errorf("presence %d = %v, want %v (p2 forgotten)", i, p.Players, want[i].players)
+		}
+		if p.Split != want[i].split {
+			t.Errorf("presence %d split = %v, want %v", i, p.Split, want[i].split)
 		}
 	}
 	if !ps[1].At.Equal(t0.Add(90 * time.Second)) {
@@ -100,7 +115,7 @@ func TestPresenceNeedsACapableStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	if err := g.RecordPresence(context.Background(), "s1", t0, []string{"p1"}); !errors.Is(err, memory.ErrInvalid) {
+	if err := g.RecordPresence(context.Background(), "s1", t0, []string{"p1"}, false); !errors.Is(err, memory.ErrInvalid) {
 		t.Errorf("RecordPresence on a plain store = %v, want ErrInvalid", err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"unicode"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 )
@@ -89,6 +90,15 @@ type thresholder interface{ ReviewThreshold() float64 }
 // does not overwrite it, the two are linked and the DM reviews the pair.
 type factRecorder interface {
 	RecordFact(ctx context.Context, r memory.Relationship) (memory.Relationship, []memory.Conflict, error)
+}
+
+// evidenceLinker is the optional capability of a Graph that links a fact
+// to the transcript lines it rests on (postgres.Graph.AddEvidence): the
+// store shows a fact to a player only when one of them is a line the
+// player may read, so a fact told in a split scene reaches only the
+// scene's players.
+type evidenceLinker interface {
+	AddEvidence(ctx context.Context, factID int64, entryIDs []int64) error
 }
 
 // Config configures a Processor. Transcript, Graph, Extractor and Progress
@@ -499,6 +509,13 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 			}
 			return err
 		}
+		if ev, ok := p.cfg.Graph.(evidenceLinker); ok && stored.ID != 0 {
+			if lines := quotedLines(span, xr.Evidence); len(lines) > 0 {
+				if err := ev.AddEvidence(ctx, stored.ID, lines); err != nil {
+					return err
+				}
+			}
+		}
 		switch stored.Status {
 		case memory.StatusActive:
 			rep.Accepted++
@@ -540,4 +557,41 @@ func cleanAliases(name string, aliases []string) []string {
 // underscores ("located at" -> LOCATED_AT).
 func relType(s string) string {
 	return strings.ReplaceAll(strings.ToUpper(normalise(s)), " ", "_")
+}
+
+// minQuoted is the shortest text quotedLines matches: a shorter quote or
+// line ("Yes.") would match lines it does not come from.
+const minQuoted = 12
+
+// quotedLines are the ids of the lines of span a fact's evidence quotes:
+// the model quotes a line, or part of one, sometimes after its speaker's
+// name ("Thorin: I will stand watch"), sometimes several lines. A line
+// matches when its text holds the quote, or the quote holds its text,
+// compared without case, punctuation or repeated spaces. A quote that
+// matches no line links none (the fact then rests on no line, as one the
+// DM wrote).
+func quotedLines(span []memory.TranscriptEntry, quote string) []int64 {
+	qs := []string{flatten(quote)}
+	if _, after, ok := strings.Cut(quote, ": "); ok {
+		qs = append(qs, flatten(after))
+	}
+	var out []int64
+	for _, e := range span {
+		line := flatten(e.Text)
+		for _, q := range qs {
+			if len(q) >= minQuoted && strings.Contains(line, q) || len(line) >= minQuoted && strings.Contains(q, line) {
+				out = append(out, e.ID)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// flatten lower-cases s and keeps its letters and digits, one space
+// between words.
+func flatten(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ")
 }

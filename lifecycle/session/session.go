@@ -350,11 +350,12 @@ func (s *Session) Record(ctx context.Context, e memory.TranscriptEntry) error {
 	return nil
 }
 
-// RecordPresence records which players are present from at on (a
-// presence span, see guard.RecordPresence): through the same guard as the
-// lines, so it is spooled during an outage and replayed in order with
-// them. It fails after End and on bad input.
-func (s *Session) RecordPresence(ctx context.Context, at time.Time, players []string) error {
+// RecordPresence records which players are present from at on, and
+// whether the DM had split the party (a presence span, see
+// guard.RecordPresence): through the same guard as the lines, so it is
+// spooled during an outage and replayed in order with them. It fails after
+// End and on bad input.
+func (s *Session) RecordPresence(ctx context.Context, at time.Time, players []string, split bool) error {
 	if s.isFenced() {
 		return fmt.Errorf("recording presence in session %q: %w", s.cfg.SessionID, ErrReleased)
 	}
@@ -364,7 +365,7 @@ func (s *Session) RecordPresence(ctx context.Context, at time.Time, players []st
 	if ended {
 		return fmt.Errorf("recording presence in session %q: %w", s.cfg.SessionID, ErrEnded)
 	}
-	if err := s.guard.RecordPresence(ctx, s.cfg.SessionID, at, players); err != nil {
+	if err := s.guard.RecordPresence(ctx, s.cfg.SessionID, at, players, split); err != nil {
 		return fmt.Errorf("recording presence in session %q: %w", s.cfg.SessionID, err)
 	}
 	return nil

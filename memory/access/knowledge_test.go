@@ -28,11 +28,14 @@ type knowledgeCorpus struct {
 		Steps []struct {
 			At       string   `yaml:"at"`
 			Present  []string `yaml:"present"`
+			Split    bool     `yaml:"split"`
 			Speaker  string   `yaml:"speaker"`
 			NPC      string   `yaml:"npc"`
 			Text     string   `yaml:"text"`
 			By       []string `yaml:"by"`
 			NonCanon bool     `yaml:"noncanon"`
+			Public   bool     `yaml:"public"`
+			Unrecord bool     `yaml:"unrecorded"`
 		} `yaml:"steps"`
 	} `yaml:"sessions"`
 	Facts []struct {
@@ -49,6 +52,11 @@ type knowledgeCorpus struct {
 type corpusLine struct {
 	session, text string
 	by            []string
+	// public: any player may read it (said while the party was not split).
+	public   bool
+	noncanon bool
+	// unrecorded: said before any presence was recorded.
+	unrecorded bool
 }
 
 // loadKnowledgeCorpus writes a corpus into campaign id and returns its
@@ -96,7 +104,7 @@ func loadKnowledgeCorpus(t *testing.T, s *postgres.Store, id, path string) (know
 			}
 			at := sess.Start.Add(d)
 			if st.Present != nil {
-				if err := c.Sessions().RecordPresence(ctx, sess.ID, at, st.Present); err != nil {
+				if err := c.Sessions().RecordPresence(ctx, sess.ID, at, st.Present, st.Split); err != nil {
 					t.Fatal(err)
 				}
 				continue
@@ -114,7 +122,8 @@ func loadKnowledgeCorpus(t *testing.T, s *postgres.Store, id, path string) (know
 					t.Fatal(err)
 				}
 			}
-			lines = append(lines, corpusLine{session: sess.ID, text: st.Text, by: st.By})
+			lines = append(lines, corpusLine{session: sess.ID, text: st.Text, by: st.By, public: st.Public, noncanon: st.NonCanon,
+				unrecorded: st.Unrecord})
 		}
 	}
 	for _, sess := range kc.Sessions {

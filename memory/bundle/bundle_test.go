@@ -122,11 +122,11 @@ func played(t *testing.T, s *postgres.Store) *postgres.Campaign {
 	if err := c.SetKGLimit(ctx, 4321); err != nil {
 		t.Fatal(err)
 	}
-	// Per-player knowledge: a character, presence spans, a whisper and a
-	// granted fact.
+	// Per-player knowledge: a character, presence spans (the second one
+	// while the DM has split the party), a whisper and a granted fact.
 	must[postgres.PlayerCharacter](t)(c.SetPlayerCharacter(ctx, "u1", "thorin"))
 	for i, ps := range [][]string{{"u1", "u2"}, {"u2"}} {
-		if err := c.Sessions().RecordPresence(ctx, "s1", time.Date(2026, 3, 1, 19, i, 0, 0, time.UTC), ps); err != nil {
+		if err := c.Sessions().RecordPresence(ctx, "s1", time.Date(2026, 3, 1, 19, i, 0, 0, time.UTC), ps, i == 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -211,6 +211,7 @@ type view struct {
 	Sessions  []memory.Session
 	Lines     []string
 	Chunks    []string
+	Presence  []string
 	OptedOut  []string
 	Proposals []string
 	DM        string
@@ -263,6 +264,14 @@ func snapshot(t *testing.T, c *postgres.Campaign) view {
 		for _, ch := range must[[]memory.Chunk](t)(c.Index().Chunks(ctx, sess.ID)) {
 			v.Chunks = append(v.Chunks, fmt.Sprintf("%+v", ch))
 		}
+		for _, p := range must[[]postgres.Presence](t)(c.Presence(ctx, sess.ID)) {
+			v.Presence = append(v.Presence, fmt.Sprintf("%s %s %v split=%v", p.SessionID, p.At.UTC(), p.Players, p.Split))
+		}
+	}
+	// The split flag of the presence spans (migration 0031) travels: a
+	// copy that lost it would read the split scene to every player.
+	if !slices.ContainsFunc(v.Presence, func(s string) bool { return strings.HasSuffix(s, "split=true") }) {
+		t.Fatalf("the campaign has no split presence span: %q", v.Presence)
 	}
 	for u := range must[map[string]time.Time](t)(c.OptedOut(ctx)) {
 		v.OptedOut = append(v.OptedOut, u)

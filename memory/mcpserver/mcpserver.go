@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -82,7 +83,9 @@ type Asker interface {
 
 var _ Asker = (*retrieve.Asker)(nil)
 
-// Viewer is the store viewer of a role: the DM's, or any player's.
+// Viewer is the store viewer of a role: the DM's, or any player's (which
+// reads no line of a split scene; a player's own token binds to the
+// player instead, see [Server.viewer]).
 func (r Role) Viewer() memory.Viewer {
 	if r == RoleDM {
 		return memory.DMViewer()
@@ -153,7 +156,12 @@ type Tokens struct {
 	// Player tokens give player rights, shared by the group.
 	Player []string
 	// Players maps a player's own token to the player's name: player
-	// rights, and the player's writes are signed with the name.
+	// rights, and the player's writes are signed with the name. A name
+	// that is a player's Discord user id, or the name of exactly one
+	// player's character (`/session player`, the campaign file's
+	// players:), binds the token's reads to that player: the lines their
+	// character witnessed, a split scene they were in included. Any other
+	// name reads as any player (no line of a split scene).
 	Players map[string]string
 }
 
@@ -256,6 +264,8 @@ func (s *Server) HTTPHandler(tokens Tokens) (http.Handler, error) {
 type caller struct {
 	role  Role
 	actor string
+	// player is the name of a player's own token ("" for the group's).
+	player string
 }
 
 func (s *Server) caller(req *mcp.CallToolRequest) caller {
@@ -269,6 +279,12 @@ func (s *Server) caller(req *mcp.CallToolRequest) caller {
 		}
 		if u := req.Extra.TokenInfo.UserID; strings.HasPrefix(u, string(c.role)) {
 			user = u
+			if c.role == RolePlayer {
+				c.player = strings.TrimPrefix(u, string(RolePlayer)+":")
+				if c.player == u {
+					c.player = ""
+				}
+			}
 		}
 	}
 	name := "agent"
@@ -281,10 +297,45 @@ func (s *Server) caller(req *mcp.CallToolRequest) caller {
 	return c
 }
 
-// campaign is the campaign bound to the caller's role: every read through
-// it is filtered by the store.
+// campaign is the campaign bound to the caller's viewer (see
+// [Server.viewer]): every read through it is filtered by the store.
 func (s *Server) campaign(ctx context.Context, who caller) (*access.Campaign, error) {
-	return s.cfg.Door.Open(ctx, s.cfg.Campaign, who.role.Viewer())
+	v, err := s.viewer(ctx, who)
+	if err != nil {
+		return nil, err
+	}
+	return s.cfg.Door.Open(ctx, s.cfg.Campaign, v)
+}
+
+// viewer is who the caller reads as: the DM for the DM's token (and a
+// local stdio client by default); for a player's own token whose name is a
+// player's user id or the name of exactly one player's character, that
+// player (memory.PlayerViewerOf: the lines their character witnessed);
+// otherwise any player (memory.PlayerViewer: no line said while the party
+// was split). An ambiguous name binds to no one rather than guess.
+func (s *Server) viewer(ctx context.Context, who caller) (memory.Viewer, error) {
+	if who.role == RoleDM || who.player == "" {
+		return who.role.Viewer(), nil
+	}
+	pub, err := s.cfg.Door.Open(ctx, s.cfg.Campaign, memory.PlayerViewer())
+	if err != nil {
+		return memory.Viewer{}, err
+	}
+	pcs, err := pub.PlayerCharacters(ctx)
+	if err != nil {
+		return memory.Viewer{}, err
+	}
+	var users []string
+	for _, pc := range pcs {
+		if pc.UserID == who.player || strings.EqualFold(pc.Name, who.player) {
+			users = append(users, pc.UserID)
+		}
+	}
+	slices.Sort(users)
+	if users = slices.Compact(users); len(users) == 1 {
+		return memory.PlayerViewerOf(users[0]), nil
+	}
+	return memory.PlayerViewer(), nil
 }
 
 // Entity is an entity as agents see it.

@@ -383,7 +383,11 @@ func (s *Server) ask(ctx context.Context, req *mcp.CallToolRequest, in AskIn) (*
 	if k <= 0 || k > 50 {
 		k = 5
 	}
-	res, err := s.cfg.Asker.Ask(ctx, s.cfg.Campaign, s.caller(req).role.Viewer(), in.Question, k)
+	v, err := s.viewer(ctx, s.caller(req))
+	if err != nil {
+		return nil, AskOut{}, err
+	}
+	res, err := s.cfg.Asker.Ask(ctx, s.cfg.Campaign, v, in.Question, k)
 	if err != nil {
 		return nil, AskOut{}, err
 	}

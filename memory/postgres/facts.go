@@ -108,7 +108,9 @@ func (g *Graph) SessionFacts(ctx context.Context, sessionID string, withPending 
 	return pgx.CollectRows(rows, scanFactWithNames)
 }
 
-// Evidence returns the transcript lines a fact was extracted from, in order.
+// Evidence returns the transcript lines a fact was extracted from, in order;
+// a player's handle, those of them the player may read (see
+// [view.lineVisible]).
 func (g *Graph) Evidence(ctx context.Context, factID int64) ([]memory.TranscriptEntry, error) {
 	rows, err := g.db.Query(ctx, `
 		SELECT t.id, t.session_id, t.speaker_id, t.speaker_name, t.npc_id, t.text, t.raw_text, t.at, t.duration_ms,
@@ -116,7 +118,7 @@ func (g *Graph) Evidence(ctx context.Context, factID int64) ([]memory.Transcript
 		FROM fact_evidence fe
 		JOIN transcript_entries t ON t.id = fe.entry_id
 		JOIN relationships r ON r.id = fe.fact_id
-		WHERE r.campaign_id = $1 AND fe.fact_id = $2 AND `+g.view.factVisible("r")+`
+		WHERE r.campaign_id = $1 AND fe.fact_id = $2 AND `+g.view.factVisible("r")+` AND `+g.view.lineVisible()+`
 		ORDER BY t.at, t.id`, g.campaign, factID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the evidence of fact %d: %w", factID, err)

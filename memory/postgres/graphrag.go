@@ -80,7 +80,7 @@ func (g *Graph) QueryWithContext(ctx context.Context, query string, s memory.Gra
 		    SELECT c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.end_at, ts_rank(c.tsv, q.q)::float8 AS score
 		    FROM chunks c JOIN candidates k ON c.campaign_id = $1 AND c.id = k.chunk_id,
 		         websearch_to_tsquery(coalesce((SELECT text_config FROM campaigns WHERE id = $1), 'english'::regconfig), $5) AS q(q)
-		    WHERE c.tsv @@ q.q AND ($6 = '' OR c.session_id = $6)
+		    WHERE c.tsv @@ q.q AND ($6 = '' OR c.session_id = $6) AND `+g.view.chunkVisible("c")+`
 		    ORDER BY score DESC, c.start_at DESC, c.id
 		    LIMIT $7
 		)
@@ -106,7 +106,7 @@ func (g *Graph) QueryWithEmbedding(ctx context.Context, embedding []float32, top
 		    SELECT c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.end_at,
 		           1 - (c.embedding <=> $5) AS score
 		    FROM chunks c JOIN candidates k ON c.campaign_id = $1 AND c.id = k.chunk_id
-		    WHERE c.embedding IS NOT NULL AND ($6 = '' OR c.session_id = $6)
+		    WHERE c.embedding IS NOT NULL AND ($6 = '' OR c.session_id = $6) AND `+g.view.chunkVisible("c")+`
 		    ORDER BY c.embedding <=> $5, c.id
 		    LIMIT $7
 		)

@@ -18,6 +18,32 @@ type SemanticIndex struct {
 	db       querier
 	campaign string
 	dims     int
+	view     view // who reads: a player reads only the chunks whose every line they may read (view.chunkVisible)
+}
+
+// VisibleChunks returns the ids of the chunks the handle's viewer may read,
+// in id order, or nil when it reads every chunk (the DM, the system, an
+// NPC): a player's retrieval is restricted to them, as an NPC's is to the
+// chunks it heard (see [view.chunkVisible]).
+func (x *SemanticIndex) VisibleChunks(ctx context.Context) ([]string, error) {
+	return x.visibleAmong(ctx, nil)
+}
+
+// visibleAmong returns the chunks among only (every chunk when nil) the
+// viewer may read, or only itself when the viewer reads every chunk.
+func (x *SemanticIndex) visibleAmong(ctx context.Context, only []string) ([]string, error) {
+	if x.view.v.Role != memory.RolePlayer {
+		return only, nil
+	}
+	rows, err := x.db.Query(ctx, x.view.visibleChunksSQL(), x.campaign, only)
+	if err != nil {
+		return nil, fmt.Errorf("listing the chunks %s may read: %w", x.view.v, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if ids == nil && err == nil {
+		ids = []string{}
+	}
+	return ids, err
 }
 
 // Dimensions is the embedding dimension of the index.
@@ -173,7 +199,7 @@ func (x *SemanticIndex) Chunks(ctx context.Context, sessionID string) ([]memory.
 		SELECT c.id, c.session_id, c.content, NULL::vector, c.speaker_ids, c.start_at, c.end_at,
 		       coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
 		                 WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')
-		FROM chunks c WHERE c.campaign_id = $1 AND ($2 = '' OR c.session_id = $2)
+		FROM chunks c WHERE c.campaign_id = $1 AND ($2 = '' OR c.session_id = $2) AND `+x.view.chunkVisible("c")+`
 		ORDER BY c.start_at, c.id`, x.campaign, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("listing chunks: %w", err)
@@ -256,11 +282,11 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 	if topK <= 0 {
 		return nil, nil
 	}
-	const selectSQL = `SELECT c.id, c.session_id, c.content, c.embedding, c.speaker_ids, c.start_at, c.end_at,
+	selectSQL := `SELECT c.id, c.session_id, c.content, c.embedding, c.speaker_ids, c.start_at, c.end_at,
 		       coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
 		                 WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}'),
 		       c.embedding <=> $2 AS distance
-		FROM chunks c WHERE ` + chunkFilterSQL
+		FROM chunks c WHERE ` + chunkFilterSQL + ` AND ` + x.view.chunkVisible("c")
 	results, err := nearest(ctx, x.db, selectSQL, []any{x.campaign, pgvector.NewVector(embedding), f.SessionID, f.SpeakerID,
 		f.EntityID, nullTime(f.After), nullTime(f.Before)}, topK, scanChunkResult)
 	if err != nil {

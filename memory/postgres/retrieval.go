@@ -91,6 +91,11 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	if len(terms) == 0 {
 		return []ChunkHit{}, nil
 	}
+	// A player searches only the chunks they may read; each chunk
+	// returned is checked again where its text is read (scoreChunks).
+	if only, err = x.visibleAmong(ctx, only); err != nil {
+		return nil, err
+	}
 	lexemes := make([]string, len(terms))
 	idfs := make([]float64, len(terms))
 	for i, t := range terms {
@@ -201,6 +206,7 @@ func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, lexemes [
 		    LIMIT $4
 		)
 		SELECT `+hitSelect+`, s.score FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id
+		WHERE `+x.view.chunkVisible("c")+`
 		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, only)
 	if err != nil {
 		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
@@ -221,6 +227,10 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 	if limit <= 0 {
 		limit = 10
 	}
+	only, err := x.visibleAmong(ctx, only)
+	if err != nil {
+		return nil, err
+	}
 	if only == nil {
 		// The campaign's chunks, by the search of [SemanticIndex.Search]:
 		// the same chunks in the same order, without reading their
@@ -232,9 +242,15 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 		}
 		return hits, nil
 	}
-	rows, err := x.db.Query(ctx, `SELECT `+hitSelect+`, 1 - (c.embedding <=> $2) FROM chunks c
-		WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND c.id = ANY($3)
-		ORDER BY (c.embedding <=> $2) + 0, c.id LIMIT $4`, x.campaign, pgvector.NewVector(embedding), only, limit)
+	// A player's only are the chunks they may read (visibleAmong); each
+	// chunk returned is checked again where its text is read.
+	rows, err := x.db.Query(ctx, `WITH near AS (
+		    SELECT c.id, c.embedding <=> $2 AS distance FROM chunks c
+		    WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND c.id = ANY($3)
+		    ORDER BY (c.embedding <=> $2) + 0, c.id LIMIT $4)
+		SELECT `+hitSelect+`, 1 - n.distance FROM near n JOIN chunks c ON c.campaign_id = $1 AND c.id = n.id
+		WHERE `+x.view.chunkVisible("c")+`
+		ORDER BY n.distance, c.id`, x.campaign, pgvector.NewVector(embedding), only, limit)
 	if err != nil {
 		return nil, fmt.Errorf("searching the semantic index: %w", err)
 	}
@@ -245,7 +261,8 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 // the order of ids; ids that do not exist are left out.
 func (x *SemanticIndex) ChunksByID(ctx context.Context, ids []string) ([]memory.Chunk, error) {
 	rows, err := x.db.Query(ctx, `SELECT `+hitSelect+`, array_position($2::text[], c.id)::float8 FROM chunks c
-		WHERE c.campaign_id = $1 AND c.id = ANY($2) ORDER BY array_position($2::text[], c.id)`, x.campaign, nonNil(ids))
+		WHERE c.campaign_id = $1 AND c.id = ANY($2) AND `+x.view.chunkVisible("c")+`
+		ORDER BY array_position($2::text[], c.id)`, x.campaign, nonNil(ids))
 	if err != nil {
 		return nil, fmt.Errorf("reading chunks: %w", err)
 	}

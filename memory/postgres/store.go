@@ -244,7 +244,7 @@ func newCampaign(s *Store, db querier, id string, gate Gate, v view) *Campaign {
 		db:    q,
 		view:  v,
 		l1:    &SessionLog{db: q, campaign: id, view: v},
-		l2:    &SemanticIndex{db: q, campaign: id, dims: s.dims},
+		l2:    &SemanticIndex{db: q, campaign: id, dims: s.dims, view: v},
 		graph: g,
 	}
 }

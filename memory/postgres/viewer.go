@@ -89,11 +89,16 @@ func publicEntityCols(alias string) string {
 // factVisible is the SQL predicate true when the viewer may see
 // relationship alias: the DM sees every fact; players the facts that are
 // not secret and neither pending (waiting for the DM's review) nor
-// rejected; an NPC also the secret facts it is an end of or listed in
-// known_by, never a pending or rejected one.
+// rejected, and that were revealed where the player may read
+// (factRevealed); an NPC also the secret facts it is an end of or listed
+// in known_by, never a pending or rejected one.
 func (w view) factVisible(alias string) string {
 	if w.system() {
 		return "true"
+	}
+	if w.v.Role == memory.RolePlayer {
+		return "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb AND " + alias +
+			".status NOT IN ('pending', 'rejected') AND " + w.factRevealed(alias) + ")"
 	}
 	notSecret := "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb"
 	if w.v.Role == memory.RoleNPC {
@@ -102,6 +107,20 @@ func (w view) factVisible(alias string) string {
 			" OR coalesce(" + alias + ".attributes->'known_by' ? " + id + ", false)"
 	}
 	return notSecret + ") AND " + alias + ".status NOT IN ('pending', 'rejected')"
+}
+
+// factRevealed is the SQL predicate true when a player may learn fact
+// alias from the lines it rests on (fact_evidence): it rests on no line
+// (the DM's own, an import's, a line since forgotten), or on one the
+// player may read ([view.lineVisible]). A fact extracted only from the
+// lines of a split scene reaches the scene's players and no one else: not
+// a public recap, not the graph of a player who was not there (the DM
+// grants it with /memory grant). What a character knows
+// ([Campaign.KnowledgeOf]) asks the same of the lines it witnessed.
+func (w view) factRevealed(alias string) string {
+	return `(NOT EXISTS (SELECT 1 FROM fact_evidence fe WHERE fe.fact_id = ` + alias + `.id)
+		OR EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+		           WHERE fe.fact_id = ` + alias + `.id AND ` + w.lineVisible() + `))`
 }
 
 // factAttrs is the SQL expression of the attributes of relationship alias

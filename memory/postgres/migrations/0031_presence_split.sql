@@ -1,0 +1,14 @@
+-- Whether the party was split during a presence span: true from the time
+-- the DM split the party (`/npc scene players:@a @b`) until `players:all`,
+-- for the scene's rows and for the empty row of a line said at the table
+-- outside the scene alike. A player handle bound to no one ("any player":
+-- a public /recap, the MCP player role without a user) reads only the
+-- lines and chunks said outside every split span (memory/postgres
+-- knowledge.go's publicLineSQL); "not listed" in players cannot say this,
+-- since it also means "not in the voice channel" (a late joiner still gets
+-- the public recap of what they missed).
+--
+-- Rows written before this migration are false: their sessions read as
+-- they did before (no split is known), as do spool records and bundles
+-- written by an older glyphoxa.
+ALTER TABLE session_presence ADD COLUMN split boolean NOT NULL DEFAULT false;
