@@ -58,9 +58,8 @@ func splitChunks(t *testing.T, s *postgres.Store, id string) map[string]string {
 // "any player" (a public /recap, the console or MCP without a user), each
 // player bound to their user id, and the DM. Any player reads exactly the
 // lines said while the party was not split (the hand-written public:
-// truth); a bound player exactly the canon lines their character witnessed
-// (by:) and those said before any presence was recorded (unrecorded:); the
-// DM everything. A chunk is read only when every line it holds
+// truth); a bound player those and the canon lines their character
+// witnessed (by:); the DM everything. A chunk is read only when every line it holds
 // is, so the chunk mixing public lines and scene A's is read by the DM and
 // scene A's players only.
 func TestSplitSceneReachesOnlyItsPlayers(t *testing.T) {
@@ -86,7 +85,7 @@ func TestSplitSceneReachesOnlyItsPlayers(t *testing.T) {
 	}
 	for _, u := range []string{"p1", "p2", "p3"} {
 		readers = append(readers, reader{"player " + u, memory.PlayerViewerOf(u),
-			func(l corpusLine) bool { return slices.Contains(l.by, u) || l.unrecorded }, u != "p3"})
+			func(l corpusLine) bool { return l.public || l.unrecorded || slices.Contains(l.by, u) }, u != "p3"})
 	}
 	var leaks, checked int
 	for _, r := range readers {

@@ -322,30 +322,24 @@ const publicLineSQL = `NOT coalesce((
 	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
 	ORDER BY p.at DESC LIMIT 1), false)`
 
-// unrecordedSQL is the predicate "transcript entry t was said before any
-// presence row of its session": an imported session, one played before
-// presence was recorded. No split is known for it.
-const unrecordedSQL = `NOT EXISTS (SELECT 1 FROM session_presence p
-	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at)`
-
 // boundLineSQL is the predicate "player lit (an SQL literal) may read
-// transcript entry t": their character witnessed it (witnessedSQL), or it
-// was said before any presence was recorded (unrecordedSQL). The second
-// keeps an imported session readable to a player bound to their id as it is
-// to any player (a bound player never reads less than a public recap
-// shows of a session nobody's presence was recorded in); what a character
-// knows ([Campaign.KnowledgeOf]) stays what it witnessed.
+// transcript entry t": what any player may read (publicLineSQL), and the
+// lines of split scenes their character witnessed (witnessedSQL). Binding a
+// handle to a player only adds their own knowledge (memory.PlayerViewerOf):
+// a player who missed a session reads its table talk in the console as a
+// public recap would tell it, but no split scene they were not in. What a
+// character knows ([Campaign.KnowledgeOf]) is what it witnessed only.
 func boundLineSQL(lit string) string {
-	return "(" + witnessedBy(lit) + " OR " + unrecordedSQL + ")"
+	return "(" + publicLineSQL + " OR " + witnessedBy(lit) + ")"
 }
 
 // lineVisible is the SQL predicate true when the viewer may read
 // transcript entry t (the one witness rule of every player read of the
-// session log): the DM and the system read every line; a player bound to
-// their user id (memory.PlayerViewerOf) the lines their character
-// witnessed and those said before any presence was recorded
-// (boundLineSQL); any player (memory.PlayerViewer) the lines said while the
-// party was not split (publicLineSQL). An NPC's handle reads every line
+// session log): the DM and the system read every line; any player
+// (memory.PlayerViewer) the lines said while the party was not split
+// (publicLineSQL); a player bound to their user id (memory.PlayerViewerOf)
+// those and the lines of split scenes their character witnessed
+// (boundLineSQL). An NPC's handle reads every line
 // here: what an NPC heard is limited where its context is built
 // (lifecycle/witness) and where it searches (SearchHeard, HeardChunks).
 //
@@ -443,13 +437,13 @@ const spansCTE = `p AS MATERIALIZED (
 // as sets: [view.lineVisible]'s rule for every line at once. A line is in
 // the span its session's last row at or before it opens; a line in no
 // span (said before any presence was recorded) is readable. Any player
-// may not read the lines of split spans; a bound player those their
-// character did not witness (witnessedSQL).
+// may not read the lines of split spans; a bound player those of split
+// spans their character did not witness (witnessedSQL).
 func (w view) unreadableCTE() string {
 	cond := "p.split"
 	if w.v.PlayerID != "" {
 		u := sqlLiteral(w.v.PlayerID)
-		cond = `t.speaker_id <> ` + u + ` AND NOT (` + u + ` = ANY(p.players) AND (t.speaker_id = ANY(p.players)
+		cond = `p.split AND t.speaker_id <> ` + u + ` AND NOT (` + u + ` = ANY(p.players) AND (t.speaker_id = ANY(p.players)
 		    OR NOT EXISTS (SELECT 1 FROM player_characters pc WHERE pc.campaign_id = $1 AND pc.user_id = t.speaker_id)))`
 	}
 	return `unreadable AS MATERIALIZED (
