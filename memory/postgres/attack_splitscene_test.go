@@ -1,0 +1,153 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// TestAttackCountsTellTheSplitScene (ATTACK s11): a player's session
+// listing counts only the lines they may read (74dc288), but the
+// campaign's Counts (the MCP kg_ping tool, for the player role too) count
+// every line: the difference tells a player outside the scene that, and how
+// much, was said in a split scene they were not in. Expected: a player's
+// count of lines is the number of lines they may read (as Sessions says).
+func TestAttackCountsTellTheSplitScene(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, s, "camp")
+	sl := camp.Sessions()
+	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+	if err := sl.StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.RecordPresence(ctx, "s1", t0, []string{"lyra", "thorin"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.RecordPresence(ctx, "s1", t0.Add(time.Minute), []string{"thorin"}, true); err != nil {
+		t.Fatal(err)
+	}
+	for i, text := range []string{"Together at the gate.", "Thorin alone hears the code.", "And the second half of it."} {
+		if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "dm", SpeakerName: "Dana",
+			Text: text, At: t0.Add(time.Duration(i)*time.Minute + 30*time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range []memory.Viewer{memory.PlayerViewerOf("lyra"), memory.PlayerViewer()} {
+		c, err := camp.As(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := c.Sessions().Sessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readable := 0
+		for _, x := range ss {
+			readable += x.Entries
+		}
+		n, err := c.Counts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readable != 1 {
+			t.Fatalf("%s: sessions count %d readable lines, want 1", v, readable)
+		}
+		if n.Entries != readable {
+			t.Errorf("LEAK: %s counts %d transcript lines, reads %d: %d were said in a scene they were not in",
+				v, n.Entries, readable, n.Entries-readable)
+		}
+	}
+}
+
+// TestAttackKGSyncNamesARetiredSplitSceneFact (ATTACK s11): a fact resting
+// only on a line of a split scene is hidden from a player outside it
+// (factRevealed), in kg_read as everywhere. But once it leaves the active
+// graph (the DM retires it, or a later fact retires it), kg_sync names it
+// to every player among the removed edges: removedEdge checks that the
+// fact is not secret, pending, rejected or proposed, not that the caller
+// may read the line it was told in. Expected: a removed fact is named only
+// to a caller who could read it.
+func TestAttackKGSyncNamesARetiredSplitSceneFact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, s, "camp")
+	sl := camp.Sessions()
+	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+	if err := sl.StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.RecordPresence(ctx, "s1", t0, []string{"lyra", "thorin"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.RecordPresence(ctx, "s1", t0.Add(time.Minute), []string{"thorin"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "marla", SpeakerName: "Marla", NPCID: "marla",
+		Text: "The code to the Vault of Ash is hidden in the bell tower.", At: t0.Add(2 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	es, err := sl.Entries(ctx, "s1")
+	if err != nil || len(es) != 1 {
+		t.Fatalf("entries %+v (%v)", es, err)
+	}
+	line := es[0]
+	g := camp.Graph()
+	for _, e := range []memory.Entity{{ID: "marla", Type: memory.EntityNPC, Name: "Marla"}, {ID: "bell-tower", Type: "location", Name: "Bell Tower"}} {
+		if err := g.UpsertEntity(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: "marla", TargetID: "bell-tower", Type: "HID_VAULT_CODE_IN",
+		Provenance: memory.Provenance{SessionID: "s1", Confidence: 1, Source: memory.SourceStated, DMConfirmed: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.AddEvidence(ctx, f.ID, []int64{line.ID}); err != nil {
+		t.Fatal(err)
+	}
+	players := []memory.Viewer{memory.PlayerViewerOf("lyra"), memory.PlayerViewer()}
+	for _, v := range players {
+		c, err := camp.As(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kg, err := c.KGRead(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range kg.Edges {
+			if strings.Contains(e.Rel, "VAULT") || strings.Contains(strings.ToUpper(e.Rel), "VAULT") {
+				t.Fatalf("%s reads the scene's fact in kg_read already: %+v", v, e)
+			}
+		}
+	}
+	cursor, err := camp.LastChange(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.RetireFact(ctx, f.ID, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range players {
+		c, err := camp.As(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := c.KGSync(ctx, cursor, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range ch.Removed {
+			if strings.Contains(strings.ToUpper(r), "VAULT") {
+				t.Errorf("LEAK: %s, not in the scene, learns from kg_sync: %s", v, r)
+			}
+		}
+	}
+}
