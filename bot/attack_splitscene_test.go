@@ -14,26 +14,26 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
-// sayVoice is a running voice session that keeps what the narrator says
+// recapVoice is a running voice session that keeps what the narrator says
 // in the voice channel, heard by every player in it.
-type sayVoice struct {
+type recapVoice struct {
 	bot.VoiceSessions
 	mu   sync.Mutex
 	said []string
 }
 
-func (v *sayVoice) Start(context.Context, bot.StartRequest) error { return nil }
-func (v *sayVoice) End(context.Context, string) error             { return nil }
-func (v *sayVoice) Status(string) (bot.SessionStatus, bool) {
+func (v *recapVoice) Start(context.Context, bot.StartRequest) error { return nil }
+func (v *recapVoice) End(context.Context, string) error             { return nil }
+func (v *recapVoice) Status(string) (bot.SessionStatus, bool) {
 	return bot.SessionStatus{SessionID: "live"}, true
 }
-func (v *sayVoice) Say(_ context.Context, _, _, text string) error {
+func (v *recapVoice) Say(_ context.Context, _, _, text string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.said = append(v.said, text)
 	return nil
 }
-func (v *sayVoice) spoken() string {
+func (v *recapVoice) spoken() string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return strings.Join(v.said, "\n")
@@ -56,7 +56,7 @@ func TestAttackVoiceRecapSpeaksTheSplitScene(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &sayVoice{}
+	v := &recapVoice{}
 	h := newHarnessFor(t, bot.Deps{RecapLLM: client, Voice: v}, bot.Guild{ID: guildID, Campaign: campaign,
 		DMRoleIDs: []string{dmRole}, NarratorNPC: "grimjaw"})
 	ctx := context.Background()

@@ -38,8 +38,10 @@ func (b *Bot) recapCommand(ctx context.Context, i *discordgo.Interaction, g Guil
 		b.refuse(i, "Only the DM can have the narrator speak a recap.")
 		return
 	}
-	if delivery == "public" && !safe {
-		// A public recap is read by players: it is always player-safe.
+	if (delivery == "public" || delivery == "voice") && !safe {
+		// A recap posted in the channel or spoken in the voice channel
+		// reaches the players: it is always player-safe (read as any
+		// player: no secret, no split scene).
 		safe = true
 	}
 	if !b.deferReply(i, delivery != "public") {
