@@ -154,18 +154,31 @@ type Counts struct {
 	Proposals int `json:"pending_proposals"`
 }
 
-// Counts counts the campaign's memory in one query; facts the viewer may
-// not see are not counted.
+// Counts counts the campaign's memory in one query; what the viewer may
+// not read is not counted: facts it may not see, and for a player the
+// transcript lines and chunks of split scenes they were not in (a count
+// would tell them how much was said there).
 func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 	var n Counts
+	args := []any{c.id}
+	entries := `(SELECT count(*) FROM transcript_entries WHERE campaign_id = $1)`
+	chunks := `(SELECT count(*) FROM chunks WHERE campaign_id = $1)`
+	if c.view.v.Role == memory.RolePlayer {
+		// As sets, as the visible chunks are listed (view.visibleChunksSQL):
+		// the lines a player may not read are those of the presence spans
+		// their rule leaves out, counted once.
+		entries = `(` + entries + ` - (WITH ` + spansCTE + `, ` + c.view.unreadableCTE() + ` SELECT count(*) FROM unreadable))`
+		chunks = `(SELECT count(*) FROM (` + c.view.visibleChunksSQL() + `) v)`
+		args = append(args, nil) // $2: every chunk
+	}
 	err := c.l1.db.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM entities WHERE campaign_id = $1),
 		(SELECT count(*) FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r")+`),
 		(SELECT count(*) FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'pending' AND `+c.view.factVisible("r")+`),
 		(SELECT count(*) FROM sessions WHERE campaign_id = $1),
-		(SELECT count(*) FROM transcript_entries WHERE campaign_id = $1),
-		(SELECT count(*) FROM chunks WHERE campaign_id = $1),
-		(SELECT count(*) FROM proposals WHERE campaign_id = $1 AND status = 'pending')`, c.id).
+		`+entries+`,
+		`+chunks+`,
+		(SELECT count(*) FROM proposals WHERE campaign_id = $1 AND status = 'pending')`, args...).
 		Scan(&n.Entities, &n.Facts, &n.Pending, &n.Sessions, &n.Entries, &n.Chunks, &n.Proposals)
 	if err != nil {
 		return n, fmt.Errorf("counting: %w", err)

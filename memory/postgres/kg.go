@@ -697,10 +697,18 @@ func (c *Campaign) removedEdge(ctx context.Context, l KGLevel, ref string, dm bo
 		return "edge:dm:" + ref, true, nil
 	}
 	var from, to, rel, status, proposedBy string
-	var secret bool
-	err := c.l1.db.QueryRow(ctx, `SELECT source_id, target_id, rel_type, status, proposed_by,
-		coalesce(attributes->'secret' = 'true'::jsonb, false) FROM relationships WHERE campaign_id = $1 AND id::text = $2`,
-		c.id, ref).Scan(&from, &to, &rel, &status, &proposedBy, &secret)
+	var secret, revealed bool
+	// revealed: a player learns of a fact's removal only if they could
+	// have read the fact (view.factRevealed: not one told only in a split
+	// scene they were not in).
+	reveal := "true"
+	if c.view.v.Role == memory.RolePlayer {
+		reveal = c.view.factRevealed("r")
+	}
+	err := c.l1.db.QueryRow(ctx, `SELECT r.source_id, r.target_id, r.rel_type, r.status, r.proposed_by,
+		coalesce(r.attributes->'secret' = 'true'::jsonb, false), `+reveal+`
+		FROM relationships r WHERE r.campaign_id = $1 AND r.id::text = $2`,
+		c.id, ref).Scan(&from, &to, &rel, &status, &proposedBy, &secret, &revealed)
 	if isNoRows(err) {
 		return "", false, nil
 	}
@@ -709,7 +717,7 @@ func (c *Campaign) removedEdge(ctx context.Context, l KGLevel, ref string, dm bo
 	}
 	// A rejected fact never reached anyone but the DM, nor does its
 	// removal.
-	if proposedBy != "" || status == string(memory.StatusPending) || ((secret || status == string(memory.StatusRejected)) && !dm) {
+	if proposedBy != "" || status == string(memory.StatusPending) || ((secret || status == string(memory.StatusRejected) || !revealed) && !dm) {
 		return "", false, nil
 	}
 	return "edge:campaign:" + from + ":" + KGRel(rel) + ":" + to, true, nil
