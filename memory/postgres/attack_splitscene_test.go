@@ -151,3 +151,108 @@ func TestAttackKGSyncNamesARetiredSplitSceneFact(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackSplitAtTheExactInstant (ATTACK s11, holds): the time edges of
+// a split scene. The DM splits the party at S (Lyra alone) and brings it
+// together at R; lines are said at S exactly, 1 µs before S, 1 µs before
+// R and at R exactly, and chunks end at S exactly, start 1 µs before R or
+// at R exactly. A line at S is the scene's, one at R the party's
+// (live.Controls.SplitAt: a change holds from its own instant on); a chunk
+// touching the scene at one instant holds a line of it. Any player and
+// Thorin (not in the scene) read the party's lines and chunks only; Lyra
+// reads them all.
+func TestAttackSplitAtTheExactInstant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, s, "camp")
+	sl := camp.Sessions()
+	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+	split, rejoin := t0.Add(time.Minute), t0.Add(2*time.Minute)
+	const us = time.Microsecond // PostgreSQL's resolution
+	if err := sl.StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		at      time.Time
+		players []string
+		split   bool
+	}{{t0, []string{"lyra", "thorin"}, false}, {split, []string{"lyra"}, true}, {rejoin, []string{"lyra", "thorin"}, false}} {
+		if err := sl.RecordPresence(ctx, "s1", p.at, p.players, p.split); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := []struct {
+		at    time.Time
+		text  string
+		scene bool
+	}{
+		{split.Add(-us), "party before the split", false},
+		{split, "scene at the split", true},
+		{rejoin.Add(-us), "scene before the rejoin", true},
+		{rejoin, "party at the rejoin", false},
+	}
+	for _, l := range lines {
+		if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "dm", SpeakerName: "Dana",
+			Text: l.text, At: l.at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunks := []struct {
+		c     memory.Chunk
+		scene bool
+	}{
+		{memory.Chunk{ID: "before", StartAt: t0, EndAt: split.Add(-us)}, false},
+		{memory.Chunk{ID: "to-split", StartAt: t0, EndAt: split}, true},
+		{memory.Chunk{ID: "to-rejoin", StartAt: rejoin.Add(-us), EndAt: rejoin.Add(time.Minute)}, true},
+		{memory.Chunk{ID: "after", StartAt: rejoin, EndAt: rejoin.Add(time.Minute)}, false},
+	}
+	var cs []memory.Chunk
+	for _, c := range chunks {
+		c.c.SessionID, c.c.Content = "s1", c.c.ID
+		cs = append(cs, c.c)
+	}
+	if err := camp.Index().IndexChunks(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		v         memory.Viewer
+		seesScene bool
+	}{{memory.PlayerViewer(), false}, {memory.PlayerViewerOf("thorin"), false}, {memory.PlayerViewerOf("lyra"), true}, {memory.DMViewer(), true}} {
+		c, err := camp.As(tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := c.Sessions().Entries(ctx, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, e := range es {
+			got[e.Text] = true
+		}
+		for _, l := range lines {
+			if want := !l.scene || tc.seesScene; got[l.text] != want {
+				t.Errorf("%v reads line %q: %v, want %v", tc.v, l.text, got[l.text], want)
+			}
+		}
+		ids, err := c.Index().VisibleChunks(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		visible := map[string]bool{}
+		if ids == nil { // every chunk (the DM)
+			for _, ch := range chunks {
+				ids = append(ids, ch.c.ID)
+			}
+		}
+		for _, id := range ids {
+			visible[id] = true
+		}
+		for _, ch := range chunks {
+			if want := !ch.scene || tc.seesScene; visible[ch.c.ID] != want {
+				t.Errorf("%v reads chunk %q: %v, want %v", tc.v, ch.c.ID, visible[ch.c.ID], want)
+			}
+		}
+	}
+}
