@@ -24,7 +24,9 @@ import (
 // topPostings reads the first depth postings of each query word, and the
 // rest of the last one's tie group (the postings of equal tf and length,
 // up to depth more), and scores the chunks it met exactly, over all their
-// postings of the query's words. A chunk it did not meet holds, of the
+// postings of the query's words: those it read, and one lookup of the
+// primary key for each (chunk, word) it did not read of a word whose
+// postings it did not read to the end. A chunk it did not meet holds, of the
 // query's words, only words whose postings were not read to the end, each
 // at most as well as the bound of [postingEdge.bound]; when the limit-th
 // chunk met scores above the sum of those bounds, no chunk unmet can enter
@@ -32,7 +34,12 @@ import (
 // threshold, Broder et al. 2003, Turtle and Flood 1995, taken once). When
 // it cannot tell (several common words, none rare enough to decide), the
 // search scores every posting of the words ([SemanticIndex.scorePostings]),
-// which reads the postings index only, not the chunks.
+// which reads the postings index only, not the chunks. Both read each
+// word's postings, each unread posting and each hit's chunk through
+// subqueries kept apart (LATERAL, OFFSET 0), so that their plans stay
+// lookups when the planner has no statistics (a campaign just imported,
+// a test database): without them it reads a campaign's postings or
+// chunks whole for a few words or hits.
 
 // bm25Sum is the SQL of a chunk's BM25 score: the sum over the query words
 // it holds (w.idf, joined) of each word's contribution, tf and docLen
@@ -138,17 +145,37 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		        ORDER BY p.doc_len LIMIT 1) f
 		    WHERE e.n = $8
 		    GROUP BY e.lexeme
-		), cand AS (
+		), cand AS MATERIALIZED (
 		    SELECT t.chunk_id FROM top t UNION SELECT t.chunk_id FROM tail t
+		), unread AS MATERIALIZED (
+		    -- The candidates' postings not read yet: only a word whose
+		    -- postings were not all read (n = depth) can have one.
+		    SELECT e.lexeme, c.chunk_id FROM edge e CROSS JOIN cand c WHERE e.n = $8
+		    EXCEPT SELECT t.lexeme, t.chunk_id FROM top t
+		    EXCEPT SELECT t.lexeme, t.chunk_id FROM tail t
+		), post AS (
+		    -- Every posting of the words in the candidates: those read
+		    -- (a tail posting has the tf and length of its word's edge),
+		    -- and one lookup of chunk_postings_pkey for each (chunk, word)
+		    -- unread. The row comparisons name the key's columns in its
+		    -- order: only the key can find a (chunk, word) pair by them,
+		    -- so no plan walks chunk_postings_impact through a common
+		    -- word's postings for each candidate instead, statistics or
+		    -- none.
+		    SELECT t.lexeme, t.chunk_id, t.tf, t.doc_len FROM top t
+		    UNION ALL
+		    SELECT t.lexeme, t.chunk_id, e.tf, e.doc_len FROM tail t JOIN edge e ON e.lexeme = t.lexeme
+		    UNION ALL
+		    SELECT u.lexeme, u.chunk_id, h.tf, h.doc_len FROM unread u CROSS JOIN LATERAL (
+		        SELECT p.tf, p.doc_len FROM chunk_postings p
+		        WHERE p.campaign_id = $1 AND p.chunk_id = u.chunk_id
+		          AND (p.chunk_id, p.lexeme) >= (u.chunk_id, u.lexeme) AND (p.chunk_id, p.lexeme) <= (u.chunk_id, u.lexeme)
+		        OFFSET 0) h
 		), scored AS (
-		    -- Each candidate is scored over its own postings of the words
-		    -- (a lookup in chunk_postings_pkey), not by joining every
-		    -- posting of the words.
-		    SELECT cand.chunk_id AS id, (SELECT `+bm25Sum("p.tf::float8", "p.doc_len")+`
-		        FROM chunk_postings p JOIN w ON w.lexeme = p.lexeme
-		        WHERE p.campaign_id = $1 AND p.chunk_id = cand.chunk_id AND p.lexeme = ANY($2)) AS score
-		    FROM cand
-		    ORDER BY score DESC, cand.chunk_id
+		    SELECT k.chunk_id AS id, `+bm25Sum("k.tf::float8", "k.doc_len")+` AS score
+		    FROM post k JOIN w ON w.lexeme = k.lexeme
+		    GROUP BY k.chunk_id
+		    ORDER BY score DESC, k.chunk_id
 		    LIMIT $4
 		), bounds AS MATERIALIZED (
 		    SELECT array_agg(e.lexeme ORDER BY e.lexeme) AS lexemes, array_agg(e.n ORDER BY e.lexeme) AS n,
@@ -157,9 +184,9 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		           array_agg(coalesce((SELECT l.bound FROM low l WHERE l.lexeme = e.lexeme), 0) ORDER BY e.lexeme) AS low
 		    FROM edge e
 		)
-		SELECT `+hitSelect+`, s.score, b.lexemes, b.n, b.tf, b.len, b.tail, b.low
-		FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id CROSS JOIN bounds b
-		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, depth)
+		SELECT h.*, s.score, b.lexemes, b.n, b.tf, b.len, b.tail, b.low
+		FROM scored s CROSS JOIN LATERAL (`+hitOf("s.id")+`) h CROSS JOIN bounds b
+		ORDER BY s.score DESC, h.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, depth)
 	if err != nil {
 		return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}
@@ -215,14 +242,18 @@ func (x *SemanticIndex) scorePostings(ctx context.Context, query string, lexemes
 		WITH w AS MATERIALIZED (
 		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
 		), scored AS (
+		    -- Each word's postings from chunk_postings_impact (the subquery
+		    -- is kept apart, OFFSET 0, so that no plan reads the
+		    -- campaign's postings whole and joins the words to them).
 		    SELECT p.chunk_id AS id, `+bm25Sum("p.tf::float8", "p.doc_len")+` AS score
-		    FROM w JOIN chunk_postings p ON p.campaign_id = $1 AND p.lexeme = w.lexeme
+		    FROM w CROSS JOIN LATERAL (SELECT q.chunk_id, q.lexeme, q.tf, q.doc_len FROM chunk_postings q
+		        WHERE q.campaign_id = $1 AND q.lexeme = w.lexeme OFFSET 0) p
 		    GROUP BY p.chunk_id
 		    ORDER BY score DESC, p.chunk_id
 		    LIMIT $4
 		)
-		SELECT `+hitSelect+`, s.score FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id
-		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B)
+		SELECT h.*, s.score FROM scored s CROSS JOIN LATERAL (`+hitOf("s.id")+`) h
+		ORDER BY s.score DESC, h.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B)
 	if err != nil {
 		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}
