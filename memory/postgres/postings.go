@@ -115,7 +115,70 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		idf[t.lexeme] = t.idf
 	}
 	depth := postingDepth(limit)
-	rows, err := x.db.Query(ctx, `
+	rows, err := x.db.Query(ctx, topPostingsSQL(), x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, depth)
+	if err != nil {
+		return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
+	}
+	var hits []ChunkHit
+	var lx []string
+	var n, tf, dl, tail []int64
+	var low []float64
+	for rows.Next() {
+		h, err := scanHitWith(rows, &lx, &n, &tf, &dl, &tail, &low)
+		if err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
+		}
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
+	}
+	if len(hits) == 0 {
+		// No word has a posting: no chunk matches.
+		return []ChunkHit{}, true, nil
+	}
+	if len(n) != len(lx) || len(tf) != len(lx) || len(dl) != len(lx) || len(tail) != len(lx) || len(low) != len(lx) {
+		return nil, false, fmt.Errorf("full-text search of chunks for %q: %d words but %d, %d, %d, %d, %d bounds",
+			query, len(lx), len(n), len(tf), len(dl), len(tail), len(low))
+	}
+	edges := make([]postingEdge, len(lx))
+	for i := range lx {
+		edges[i] = postingEdge{lexeme: lx[i], read: n[i], tf: tf[i], docLen: dl[i], tail: tail[i], lower: low[i]}
+	}
+	return hits, proveTop(hits, edges, idf, depth, avgLen, limit), nil
+}
+
+// proveTop tells whether hits, the best limit chunks among those whose
+// postings topPostings met, are the best of all chunks: whether the
+// limit-th outscores what a chunk unmet could score.
+func proveTop(hits []ChunkHit, edges []postingEdge, idf map[string]float64, depth int64, avgLen float64, limit int) bool {
+	var ub float64
+	for _, e := range edges {
+		ub += idf[e.lexeme] * e.bound(depth, avgLen)
+	}
+	if ub == 0 {
+		return true // every posting of every word was read
+	}
+	return len(hits) >= limit && hits[limit-1].Score > ub+scoreSlack
+}
+
+// scorePostings scores every chunk holding any of lexemes by BM25
+// (weighted by idfs) from the words' postings, best first, at most limit.
+func (x *SemanticIndex) scorePostings(ctx context.Context, query string, lexemes []string, idfs []float64,
+	avgLen float64, limit int) ([]ChunkHit, error) {
+	rows, err := x.db.Query(ctx, scorePostingsSQL(), x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B)
+	if err != nil {
+		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
+	}
+	return pgx.CollectRows(rows, scanHit)
+}
+
+// topPostingsSQL returns the query of [SemanticIndex.topPostings]. Parameters:
+// $1 the campaign, $2 and $3 the words and their idfs, $4 the limit, $5
+// the average length, $6 k1, $7 b, $8 the depth.
+func topPostingsSQL() string {
+	return `
 		WITH w AS MATERIALIZED (
 		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
 		), top AS MATERIALIZED (
@@ -172,7 +235,7 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		          AND (p.chunk_id, p.lexeme) >= (u.chunk_id, u.lexeme) AND (p.chunk_id, p.lexeme) <= (u.chunk_id, u.lexeme)
 		        OFFSET 0) h
 		), scored AS (
-		    SELECT k.chunk_id AS id, `+bm25Sum("k.tf::float8", "k.doc_len")+` AS score
+		    SELECT k.chunk_id AS id, ` + bm25Sum("k.tf::float8", "k.doc_len") + ` AS score
 		    FROM post k JOIN w ON w.lexeme = k.lexeme
 		    GROUP BY k.chunk_id
 		    ORDER BY score DESC, k.chunk_id
@@ -185,77 +248,27 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		    FROM edge e
 		)
 		SELECT h.*, s.score, b.lexemes, b.n, b.tf, b.len, b.tail, b.low
-		FROM scored s CROSS JOIN LATERAL (`+hitOf("s.id")+`) h CROSS JOIN bounds b
-		ORDER BY s.score DESC, h.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, depth)
-	if err != nil {
-		return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
-	}
-	var hits []ChunkHit
-	var lx []string
-	var n, tf, dl, tail []int64
-	var low []float64
-	for rows.Next() {
-		h, err := scanHitWith(rows, &lx, &n, &tf, &dl, &tail, &low)
-		if err != nil {
-			rows.Close()
-			return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
-		}
-		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
-	}
-	if len(hits) == 0 {
-		// No word has a posting: no chunk matches.
-		return []ChunkHit{}, true, nil
-	}
-	if len(n) != len(lx) || len(tf) != len(lx) || len(dl) != len(lx) || len(tail) != len(lx) || len(low) != len(lx) {
-		return nil, false, fmt.Errorf("full-text search of chunks for %q: %d words but %d, %d, %d, %d, %d bounds",
-			query, len(lx), len(n), len(tf), len(dl), len(tail), len(low))
-	}
-	edges := make([]postingEdge, len(lx))
-	for i := range lx {
-		edges[i] = postingEdge{lexeme: lx[i], read: n[i], tf: tf[i], docLen: dl[i], tail: tail[i], lower: low[i]}
-	}
-	return hits, proveTop(hits, edges, idf, depth, avgLen, limit), nil
+		FROM scored s CROSS JOIN LATERAL (` + hitOf("s.id") + `) h CROSS JOIN bounds b
+		ORDER BY s.score DESC, h.id`
 }
 
-// proveTop tells whether hits, the best limit chunks among those whose
-// postings topPostings met, are the best of all chunks: whether the
-// limit-th outscores what a chunk unmet could score.
-func proveTop(hits []ChunkHit, edges []postingEdge, idf map[string]float64, depth int64, avgLen float64, limit int) bool {
-	var ub float64
-	for _, e := range edges {
-		ub += idf[e.lexeme] * e.bound(depth, avgLen)
-	}
-	if ub == 0 {
-		return true // every posting of every word was read
-	}
-	return len(hits) >= limit && hits[limit-1].Score > ub+scoreSlack
-}
-
-// scorePostings scores every chunk holding any of lexemes by BM25
-// (weighted by idfs) from the words' postings, best first, at most limit.
-func (x *SemanticIndex) scorePostings(ctx context.Context, query string, lexemes []string, idfs []float64,
-	avgLen float64, limit int) ([]ChunkHit, error) {
-	rows, err := x.db.Query(ctx, `
+// scorePostingsSQL returns the query of [SemanticIndex.scorePostings], with
+// the parameters of topPostingsSQL but the depth.
+func scorePostingsSQL() string {
+	return `
 		WITH w AS MATERIALIZED (
 		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
 		), scored AS (
 		    -- Each word's postings from chunk_postings_impact (the subquery
 		    -- is kept apart, OFFSET 0, so that no plan reads the
 		    -- campaign's postings whole and joins the words to them).
-		    SELECT p.chunk_id AS id, `+bm25Sum("p.tf::float8", "p.doc_len")+` AS score
+		    SELECT p.chunk_id AS id, ` + bm25Sum("p.tf::float8", "p.doc_len") + ` AS score
 		    FROM w CROSS JOIN LATERAL (SELECT q.chunk_id, q.lexeme, q.tf, q.doc_len FROM chunk_postings q
 		        WHERE q.campaign_id = $1 AND q.lexeme = w.lexeme OFFSET 0) p
 		    GROUP BY p.chunk_id
 		    ORDER BY score DESC, p.chunk_id
 		    LIMIT $4
 		)
-		SELECT h.*, s.score FROM scored s CROSS JOIN LATERAL (`+hitOf("s.id")+`) h
-		ORDER BY s.score DESC, h.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B)
-	if err != nil {
-		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
-	}
-	return pgx.CollectRows(rows, scanHit)
+		SELECT h.*, s.score FROM scored s CROSS JOIN LATERAL (` + hitOf("s.id") + `) h
+		ORDER BY s.score DESC, h.id`
 }
