@@ -407,11 +407,10 @@ func sameHits(t *testing.T, what string, got, want []postgres.ChunkHit) {
 
 // TestTextSearchPlansWithoutStatistics checks the plans of the BM25
 // queries in a campaign the planner has no statistics for (a test
-// database, a campaign just imported), custom and generic: each
-// candidate's unread postings are primary-key lookups, not walks of a
-// word's postings in chunk_postings_impact, and no plan reads a table
-// of the campaign whole (sequential or bitmap scans) for a few words or
-// hits.
+// database, a campaign just imported), custom and generic: a candidate's
+// postings are read from the primary key, not by walking a word's
+// postings in chunk_postings_impact, and no plan reads a table of the
+// campaign whole (sequential or bitmap scans) for a few words or hits.
 func TestTextSearchPlansWithoutStatistics(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
