@@ -25,6 +25,15 @@ const hitSelect = `c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.e
 	coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
 	          WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')`
 
+// hitOf is a subquery of the hit columns of chunk id (a column of an
+// outer query) of campaign $1, for a LATERAL join: one lookup of
+// chunks_pkey for each hit. Kept apart (OFFSET 0), so that no plan reads
+// the campaign's chunks to join them to a few hits when it has no
+// statistics to count them by.
+func hitOf(id string) string {
+	return `SELECT ` + hitSelect + ` FROM chunks c WHERE c.campaign_id = $1 AND c.id = ` + id + ` OFFSET 0`
+}
+
 func scanHit(row pgx.CollectableRow) (ChunkHit, error) { return scanHitWith(row) }
 
 // scanHitWith scans a chunk hit followed by the columns of extra.
@@ -103,6 +112,17 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	}
 	if only != nil {
 		return x.scoreChunks(ctx, query, lexemes, idfs, avgLen, limit, only)
+	}
+	// Words whose postings number no more than the top postings would
+	// read of them (depth each) are scored whole: reading every posting
+	// costs less than reading the top ones, proving and scoring the
+	// candidates (measured on the evaluation corpora, 200 chunks).
+	var postings int64
+	for _, t := range terms {
+		postings += t.df
+	}
+	if postings <= postingDepth(limit)*int64(len(terms)) {
+		return x.scorePostings(ctx, query, lexemes, idfs, avgLen, limit)
 	}
 	hits, proven, err := x.topPostings(ctx, query, terms, avgLen, limit)
 	if err != nil || proven {

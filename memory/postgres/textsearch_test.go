@@ -404,3 +404,72 @@ func sameHits(t *testing.T, what string, got, want []postgres.ChunkHit) {
 		}
 	}
 }
+
+// TestTextSearchPlansWithoutStatistics checks the plans of the BM25
+// queries in a campaign the planner has no statistics for (a test
+// database, a campaign just imported), custom and generic: a candidate's
+// postings are read from the primary key, not by walking a word's
+// postings in chunk_postings_impact, and no plan reads a table of the
+// campaign whole (sequential or bitmap scans) for a few words or hits.
+func TestTextSearchPlansWithoutStatistics(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := ctxT(t)
+	c := pgtest.Campaign(t, s, "camp")
+	var cs []memory.Chunk
+	// 300 chunks of 40 words each, as long as a table's turns: 12,000
+	// postings, the size of an evaluation corpus.
+	for i := range 300 {
+		content := "the gold was near the old crypt"
+		if i%3 == 0 {
+			content = "gold, gold at the gate, said Anlymir by the lantern"
+		}
+		for j := range 35 {
+			content += fmt.Sprintf(" word%d", (i*7+j*13)%900)
+		}
+		cs = append(cs, memory.Chunk{ID: fmt.Sprintf("c%03d", i), SessionID: "s1", Content: content,
+			StartAt: t0.Add(time.Duration(i) * time.Minute)})
+	}
+	check(t, c.Index().IndexChunks(ctx, cs))
+	var stats int
+	check(t, s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_statistic
+		WHERE starelid IN ('chunk_postings'::regclass, 'chunks'::regclass)`).Scan(&stats))
+	if stats != 0 {
+		t.Fatalf("%d statistics rows: the test needs a database without", stats)
+	}
+	conn, err := s.Pool().Acquire(ctx)
+	check(t, err)
+	defer conn.Release()
+	words, idfs := []string{"gold", "crypt", "lantern"}, []float64{0.1, 0.5, 1.2}
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		_, err := conn.Exec(ctx, "SET plan_cache_mode = "+mode)
+		check(t, err)
+		for _, q := range []struct {
+			name, sql string
+			args      []any
+		}{
+			{"top postings", postgres.TopPostingsSQLForTest(), []any{"camp", words, idfs, 5, 7.0, 1.2, 0.75, int64(32)}},
+			{"every posting", postgres.ScorePostingsSQLForTest(), []any{"camp", words, idfs, 5, 7.0, 1.2, 0.75}},
+		} {
+			rows, err := conn.Query(ctx, "EXPLAIN "+q.sql, q.args...)
+			check(t, err)
+			var plan []string
+			for rows.Next() {
+				var line string
+				check(t, rows.Scan(&line))
+				plan = append(plan, line)
+			}
+			check(t, rows.Err())
+			for i, line := range plan {
+				bad := strings.Contains(line, "Seq Scan on chunk") || strings.Contains(line, "Bitmap Heap Scan on chunk")
+				if strings.Contains(line, "using chunk_postings_impact") && i+1 < len(plan) &&
+					strings.Contains(plan[i+1], "(chunk_id = ") {
+					bad = true // a word's postings walked for one chunk
+				}
+				if bad {
+					t.Errorf("%s, %s: %s in the plan:\n%s", q.name, mode, strings.TrimSpace(line), strings.Join(plan, "\n"))
+				}
+			}
+		}
+	}
+}
