@@ -105,12 +105,78 @@ func (b *Bot) Resume(ctx context.Context, guildID string, s ClaimedSession) erro
 	case b.state.hasSession(guildID):
 		return nil
 	}
+	players, err := b.restoreSplit(ctx, g, s)
+	if err != nil {
+		return fmt.Errorf("resuming session %s: %w", s.SessionID, err)
+	}
 	if err := b.startVoice(ctx, g, s); err != nil {
 		return fmt.Errorf("resuming session %s: %w", s.SessionID, err)
 	}
-	b.log.Info("resumed the session of a process that stopped", "guild", guildID, "session", s.SessionID)
-	b.announce(s.TextChannelID, fmt.Sprintf("▶️ The glyphoxa process running session %s stopped; this one took it over and goes on recording.", s.SessionID))
+	b.log.Info("resumed the session of a process that stopped", "guild", guildID, "session", s.SessionID, "split", players)
+	msg := fmt.Sprintf("▶️ The glyphoxa process running session %s stopped; this one took it over and goes on recording.", s.SessionID)
+	if len(players) > 0 {
+		msg += " The party is still split as it was left, the scene holding " + scenePlayersText(players) +
+			": `/npc scene players:all` when it is together again."
+	}
+	b.announce(s.TextChannelID, msg)
 	return nil
+}
+
+// restoreSplit sets the guild's scene to the split the session was left
+// in, read from its presence rows (the store writes them in order with
+// the lines, so they hold the split in force when the stopped process
+// recorded its last line): without it the live controls, which lived in
+// the stopped process, would take the party for together and record the
+// rest of a split scene as heard by everyone. It returns the scene's
+// players (empty: the party was together, or the session has no presence
+// yet).
+//
+// The scene's players are those of the session's last split row that
+// lists any (the last row may be the empty one of a line said at the table
+// outside the scene); a scene player who was not in the voice channel
+// then is not listed, and is taken as outside the scene until the DM sets
+// it again (they read less, never more). The rows do not say which DM
+// split the party: the DM who started the session (s.StartedBy) is taken
+// as the one whose lines the scene hears; another DM's lines count as
+// said at the table until the DM sets the scene again.
+//
+// A split the rows cannot name players for (every row of the split is
+// empty: nobody in the scene was in the voice channel) is resumed as a
+// scene of the DM alone: every player's line is then said at the table
+// outside it, read by its speaker and the DM, until the DM sets the scene
+// again; without a DM to name it is an error. Resuming with the party
+// together would make the rest of the scene public.
+func (b *Bot) restoreSplit(ctx context.Context, g Guild, s ClaimedSession) ([]string, error) {
+	camp, _, err := b.campaign(ctx, g.ID, memory.DMViewer())
+	if err != nil {
+		return nil, fmt.Errorf("reading where the party was: %w", err)
+	}
+	rows, err := camp.Presence(ctx, s.SessionID)
+	if err != nil {
+		return nil, fmt.Errorf("reading where the party was: %w", err)
+	}
+	var players []string
+	for i := len(rows) - 1; i >= 0 && rows[i].Split; i-- {
+		if len(rows[i].Players) > 0 {
+			players = rows[i].Players
+			break
+		}
+	}
+	switch {
+	case len(rows) == 0 || !rows[len(rows)-1].Split:
+		return nil, nil
+	case len(players) == 0 && s.StartedBy == "":
+		return nil, fmt.Errorf("the party was split, but no presence row of session %s names the scene's players, nor does the claim name its DM", s.SessionID)
+	case len(players) == 0:
+		b.log.Warn("the party was split, but no presence row names the scene's players: resuming with the DM alone in it",
+			"guild", g.ID, "session", s.SessionID, "dm", s.StartedBy)
+		players = []string{s.StartedBy}
+	}
+	controls := b.state.controlsFor(g.ID)
+	scene := controls.Scene()
+	scene.Players, scene.By = players, s.StartedBy
+	controls.SetScene(scene)
+	return players, nil
 }
 
 // Lost hands over the session of a guild whose claim another process

@@ -22,17 +22,41 @@ type sceneSplit interface {
 	SplitAt(t time.Time) (players []string, by string)
 }
 
-// presence remembers the last set of present players recorded, and
-// whether the party was split, so that a span is written only when either
-// changes.
+// presence is the session's presence spans as this process wrote them,
+// so that a line is compared with the span in force at its own time, not
+// with the last span written: lines are timed at the start of their
+// utterance but noted when their speech-to-text is done, out of order (a
+// long narration started first is transcribed after a short answer).
 type presence struct {
-	mu    sync.Mutex
-	last  []string
-	split bool
-	set   bool
-	// written is closed when the last span's write is done (nil before
-	// the first).
+	mu sync.Mutex
+	// spans are the rows written, sorted by time (each at a microsecond,
+	// the store's resolution).
+	spans []span
+	// tail is closed when the last write queued is done (nil before the
+	// first): writes go one after the other, in the order they were
+	// decided.
+	tail chan struct{}
+}
+
+// span is one presence row: the players present from at on, whether the
+// party was split, and written, closed when its row is written.
+type span struct {
+	at      time.Time
+	players []string
+	split   bool
 	written chan struct{}
+	// last is the time of the latest line noted in the span (at most: a
+	// span split by a later row keeps it); zero when none was.
+	last time.Time
+}
+
+// covering is the index of the span in force at t (-1: none).
+func (p *presence) covering(t time.Time) int {
+	i, found := slices.BinarySearchFunc(p.spans, t, func(s span, t time.Time) int { return s.at.Compare(t) })
+	if found {
+		return i
+	}
+	return i - 1
 }
 
 // present are the players present for a line speaker said at: those in
@@ -92,40 +116,84 @@ func witnesses(users, scene []string, by string, opted map[string]bool, speaker 
 	return slices.Compact(out), false
 }
 
-// notePresence records, when it changed, who is present from at on and
-// whether the party is split (the time of the line of speaker about to be
-// recorded; speaker is empty for an NPC's line). The write goes through the session's memory guard
-// (spooled during an outage) on a goroutine the session owns, off the
-// turn's path. It reports whether the line was said outside a split scene
-// (see present): then the scene's NPCs did not hear it either.
+// notePresence records who is present at at and whether the party is
+// split (the time of the line of speaker about to be recorded; speaker is
+// empty for an NPC's line), when that differs from the span in force at
+// at. The write goes through the session's memory guard (spooled during
+// an outage) on a goroutine the session owns, off the turn's path. It
+// reports whether the line was said outside a split scene (see present):
+// then the scene's NPCs did not hear it either.
 //
-// written is closed when the last span's write is done (nil when none was
-// written yet): the line must be recorded after it (see
+// Lines are noted out of order (timed at their start, noted when
+// transcribed), so the span a line falls in may be older than the last
+// one written: a span written at at then splits it, and, when a line
+// later than at was already noted in it, the span it split is written
+// again a microsecond after at (first, before the span at at), so that
+// the lines after at keep the presence they were recorded with. Two lines
+// in the same microsecond with different presences share the span: its
+// players are those both lines had, and it is split if either was (a
+// line then reaches fewer readers, never more).
+//
+// written is closed when the span the line falls in is written (nil when
+// none was written yet): the line must be recorded after it (see
 // awaitPresence). A line of a split scene written before the span saying
 // the party was split would read, until the span arrived (or for good,
 // were the process killed between the two), as said with the party
 // together: a public recap would tell it.
 func (s *Session) notePresence(at time.Time, speaker string) (outside bool, written <-chan struct{}) {
 	now, outside, split := s.present(at, speaker)
-	s.pres.mu.Lock()
-	if s.pres.set && slices.Equal(s.pres.last, now) && s.pres.split == split {
-		written = s.pres.written
-		s.pres.mu.Unlock()
-		return outside, written
+	key := at.UTC().Truncate(time.Microsecond)
+	p := &s.pres
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := p.covering(key)
+	if i >= 0 {
+		cur := &p.spans[i]
+		if cur.at.Equal(key) {
+			now = slices.DeleteFunc(now, func(u string) bool { return !slices.Contains(cur.players, u) })
+			split = split || cur.split
+		}
+		if slices.Equal(cur.players, now) && cur.split == split {
+			if key.After(cur.last) {
+				cur.last = key
+			}
+			return outside, cur.written
+		}
 	}
+	var rows []span
+	if i >= 0 && p.spans[i].last.After(key) {
+		// Lines after at were recorded in span i: they keep it.
+		next := key.Add(time.Microsecond)
+		if i+1 == len(p.spans) || p.spans[i+1].at.After(next) {
+			rows = append(rows, span{at: next, players: p.spans[i].players, split: p.spans[i].split, last: p.spans[i].last})
+		}
+	}
+	rows = append(rows, span{at: key, players: now, split: split, last: key})
 	done := make(chan struct{})
-	s.pres.last, s.pres.split, s.pres.set, s.pres.written = now, split, true, done
-	s.pres.mu.Unlock()
+	for _, r := range rows {
+		r.written = done
+		j, found := slices.BinarySearchFunc(p.spans, r.at, func(s span, t time.Time) int { return s.at.Compare(t) })
+		if found {
+			p.spans[j] = r
+		} else {
+			p.spans = slices.Insert(p.spans, j, r)
+		}
+	}
+	prev := p.tail
+	p.tail = done
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer close(done)
+		awaitPresence(s.work, prev) // in the order decided
 		ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
 		defer cancel()
-		if err := s.mem.RecordPresence(ctx, at, now, split); err != nil {
-			// An outage is spooled by the guard; this is a refusal (a
-			// store without presence, the session ended).
-			s.log.Error("recording who is present failed", "players", now, "split", split, "err", err)
+		for _, r := range rows {
+			if err := s.mem.RecordPresence(ctx, r.at, r.players, r.split); err != nil {
+				// An outage is spooled by the guard; this is a refusal (a
+				// store without presence, the session ended).
+				s.log.Error("recording who is present failed", "at", r.at, "players", r.players, "split", r.split, "err", err)
+			}
 		}
 	}()
 	return outside, done

@@ -140,7 +140,7 @@ type Session struct {
 	released atomic.Bool
 
 	optedOut atomic.Pointer[map[string]bool]
-	pres     presence // the players present, as last recorded
+	pres     presence // the presence spans written
 
 	mu        sync.Mutex
 	recorded  map[string]string // user id → name of recorded speakers
