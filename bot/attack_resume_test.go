@@ -19,9 +19,8 @@ func (resumeVoice) Status(string) (bot.SessionStatus, bool) {
 	return bot.SessionStatus{SessionID: "live"}, true
 }
 
-// TestAttackResumedSessionForgetsTheSplit (ATTACK s11, from i-attack
-// 824d546; its voice fake renamed, as the file it was in holds another
-// test): the DM's split of the party lives in the process's live controls
+// TestResumedSessionKeepsTheSplit (a leak an adversarial review found, fixed since; the test
+// keeps it fixed): the DM's split of the party lives in the process's live controls
 // only (runtimeState; the claim's state, ClaimedSession, holds no scene).
 // When the process running a split session stops (an operator kills it, a
 // host dies) and another takes the claim (Resume), the new process's
@@ -31,7 +30,7 @@ func (resumeVoice) Status(string) (bot.SessionStatus, bool) {
 // last presence span says the party was split (Lyra alone). Expected: a
 // resumed session goes on with the split it was left in (or records
 // nothing as "together" until the DM says so).
-func TestAttackResumedSessionForgetsTheSplit(t *testing.T) {
+func TestResumedSessionKeepsTheSplit(t *testing.T) {
 	t.Parallel()
 	h := newHarnessFor(t, bot.Deps{Voice: resumeVoice{}}, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}})
 	ctx := context.Background()

@@ -39,7 +39,8 @@ func (v *recapVoice) spoken() string {
 	return strings.Join(v.said, "\n")
 }
 
-// TestAttackVoiceRecapSpeaksTheSplitScene (ATTACK s11): /recap
+// TestVoiceRecapIsPlayerSafe (a leak an adversarial review found, fixed
+// since; the test keeps it fixed): /recap
 // delivery:voice has the narrator speak in the voice channel, where every
 // player hears it, as a public recap is read by every player in the text
 // channel. A public recap is forced player-safe (it reads as any player:
@@ -47,7 +48,7 @@ func (v *recapVoice) spoken() string {
 // `/recap delivery:voice` without player_safe (its default for the DM is
 // false) speaks the lines of Lyra's split scene to Thorin, who was not in
 // it. Expected: a voice recap reads as any player, as a public one does.
-func TestAttackVoiceRecapSpeaksTheSplitScene(t *testing.T) {
+func TestVoiceRecapIsPlayerSafe(t *testing.T) {
 	t.Parallel()
 	echo := &echoRecap{}
 	srv := llmtest.New(echo.handle)

@@ -23,7 +23,8 @@ type usersVoice struct {
 
 func (v usersVoice) Users() []string { return v.users }
 
-// TestAttackSplitLineTranscribedLateIsPublic (ATTACK s11): a line is
+// TestSplitLineTranscribedLateStaysInItsScene (a leak an adversarial review found, fixed
+// since; the test keeps it fixed): a line is
 // timed at the start of its utterance (u.Start) but its presence is noted
 // when its speech-to-text is done, and notePresence writes a span only
 // when the set differs from the last one it wrote. After the DM splits the
@@ -34,7 +35,7 @@ func (v usersVoice) Users() []string { return v.users }
 // finds the set unchanged and writes no span. It was said before the
 // first split span, so the store places it in the span of the party
 // together: a public recap and Thorin, who was not in the scene, read it.
-func TestAttackSplitLineTranscribedLateIsPublic(t *testing.T) {
+func TestSplitLineTranscribedLateStaysInItsScene(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
 	defer cancel()

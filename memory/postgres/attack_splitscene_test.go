@@ -10,13 +10,14 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
-// TestAttackCountsTellTheSplitScene (ATTACK s11): a player's session
+// TestPlayerCountsLeaveOutSplitScenes (a leak an adversarial review found, fixed
+// since; the test keeps it fixed): a player's session
 // listing counts only the lines they may read (74dc288), but the
 // campaign's Counts (the MCP kg_ping tool, for the player role too) count
 // every line: the difference tells a player outside the scene that, and how
 // much, was said in a split scene they were not in. Expected: a player's
 // count of lines is the number of lines they may read (as Sessions says).
-func TestAttackCountsTellTheSplitScene(t *testing.T) {
+func TestPlayerCountsLeaveOutSplitScenes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := pgtest.NewStore(t, 8)
@@ -65,7 +66,8 @@ func TestAttackCountsTellTheSplitScene(t *testing.T) {
 	}
 }
 
-// TestAttackKGSyncNamesARetiredSplitSceneFact (ATTACK s11): a fact resting
+// TestKGSyncHidesARetiredSplitSceneFact (a leak an adversarial review found, fixed
+// since; the test keeps it fixed): a fact resting
 // only on a line of a split scene is hidden from a player outside it
 // (factRevealed), in kg_read as everywhere. But once it leaves the active
 // graph (the DM retires it, or a later fact retires it), kg_sync names it
@@ -73,7 +75,7 @@ func TestAttackCountsTellTheSplitScene(t *testing.T) {
 // fact is not secret, pending, rejected or proposed, not that the caller
 // may read the line it was told in. Expected: a removed fact is named only
 // to a caller who could read it.
-func TestAttackKGSyncNamesARetiredSplitSceneFact(t *testing.T) {
+func TestKGSyncHidesARetiredSplitSceneFact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := pgtest.NewStore(t, 8)
@@ -152,7 +154,7 @@ func TestAttackKGSyncNamesARetiredSplitSceneFact(t *testing.T) {
 	}
 }
 
-// TestAttackSplitAtTheExactInstant (ATTACK s11, holds): the time edges of
+// TestSplitAtTheExactInstant (an adversarial review's probe, which held): the time edges of
 // a split scene. The DM splits the party at S (Lyra alone) and brings it
 // together at R; lines are said at S exactly, 1 µs before S, 1 µs before
 // R and at R exactly, and chunks end at S exactly, start 1 µs before R or
@@ -161,7 +163,7 @@ func TestAttackKGSyncNamesARetiredSplitSceneFact(t *testing.T) {
 // touching the scene at one instant holds a line of it. Any player and
 // Thorin (not in the scene) read the party's lines and chunks only; Lyra
 // reads them all.
-func TestAttackSplitAtTheExactInstant(t *testing.T) {
+func TestSplitAtTheExactInstant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, _ := pgtest.NewStore(t, 8)

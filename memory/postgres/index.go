@@ -23,7 +23,7 @@ type SemanticIndex struct {
 
 // VisibleChunks returns the ids of the chunks the handle's viewer may read,
 // in id order, or nil when it reads every chunk (the DM, the system, an
-// NPC): a player's retrieval is restricted to them, as an NPC's is to the
+// NPC, a player of a campaign whose party was never split): a player's retrieval is restricted to them, as an NPC's is to the
 // chunks it heard (see [view.chunkVisible]).
 func (x *SemanticIndex) VisibleChunks(ctx context.Context) ([]string, error) {
 	return x.visibleAmong(ctx, nil)
@@ -31,8 +31,22 @@ func (x *SemanticIndex) VisibleChunks(ctx context.Context) ([]string, error) {
 
 // visibleAmong returns the chunks among only (every chunk when nil) the
 // viewer may read, or only itself when the viewer reads every chunk.
+//
+// A player is kept from a chunk only by a split presence span (any player
+// reads every line outside them, and a bound player reads more): in a
+// campaign whose party was never split, the most common, a player reads
+// every chunk, and the search is not restricted (one lookup instead of
+// listing the campaign's chunks on every search).
 func (x *SemanticIndex) visibleAmong(ctx context.Context, only []string) ([]string, error) {
 	if x.view.v.Role != memory.RolePlayer {
+		return only, nil
+	}
+	var split bool
+	if err := x.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM session_presence WHERE campaign_id = $1 AND split)`,
+		x.campaign).Scan(&split); err != nil {
+		return nil, fmt.Errorf("listing the chunks %s may read: %w", x.view.v, err)
+	}
+	if !split {
 		return only, nil
 	}
 	rows, err := x.db.Query(ctx, x.view.visibleChunksSQL(), x.campaign, only)
