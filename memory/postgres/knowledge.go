@@ -607,3 +607,29 @@ func (l *SessionLog) SetPlayer(ctx context.Context, userID, entityID string) err
 	}
 	return nil
 }
+
+// SplitLines are the lines among ids of session sessionID said while the
+// DM had split the party (in a split presence span: what any player may not
+// read, see publicLineSQL), in id order. Post-session extraction asks it of
+// each window it extracts: what it draws from a window holding such a line
+// may come from the split scene. The system's and the DM's handles only.
+func (l *SessionLog) SplitLines(ctx context.Context, sessionID string, ids []int64) ([]int64, error) {
+	if !l.view.system() {
+		return nil, fmt.Errorf("reading which lines were said in a split scene: %w: for the DM only (this handle reads as %s)",
+			memory.ErrForbidden, l.view.v)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := l.db.Query(ctx, `SELECT t.id FROM transcript_entries t
+		WHERE t.campaign_id = $1 AND t.session_id = $2 AND t.id = ANY($3) AND NOT `+publicLineSQL+`
+		ORDER BY t.id`, l.campaign, sessionID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the split-scene lines of session %q: %w", sessionID, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading the split-scene lines of session %q: %w", sessionID, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,123 @@
+package postgres_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// TestQuoteOfASplitSceneIsTheScenes: a fact told with the party together
+// and restated in a split scene (it rests on both lines) is read by every
+// player, but its quote ("evidence", "said_at") only by those who may read
+// every line it rests on: the DM and Thorin, in the scene; not Lyra, not
+// any player. SplitLines names the scene's line, for the system only.
+func TestQuoteOfASplitSceneIsTheScenes(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	ctx := ctxT(t)
+	start := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+	sl := c.Sessions()
+	if err := sl.StartSession(ctx, "s1", start); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		at      time.Duration
+		players []string
+		split   bool
+	}{{0, []string{"lyra", "thorin"}, false}, {2 * time.Minute, []string{"thorin"}, true}} {
+		if err := sl.RecordPresence(ctx, "s1", start.Add(p.at), p.players, p.split); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, text := range []string{"Thorin owes me ten gold.", "Thorin owes me ten gold, leave it in the crypt of Saint Oda."} {
+		if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "grimjaw", NPCID: "grimjaw",
+			SpeakerName: "Grimjaw", Text: text, At: start.Add(time.Duration(1+2*i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := sl.Entries(ctx, "s1")
+	if err != nil || len(es) != 2 {
+		t.Fatalf("the session's lines: %v, %v", es, err)
+	}
+	ids := []int64{es[0].ID, es[1].ID}
+	split, err := sl.SplitLines(ctx, "s1", ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(split, ids[1:]) {
+		t.Errorf("SplitLines = %v, want %v (the scene's line)", split, ids[1:])
+	}
+	player, err := c.As(memory.PlayerViewerOf("thorin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := player.Sessions().SplitLines(ctx, "s1", ids); !errors.Is(err, memory.ErrForbidden) {
+		t.Errorf("a player's SplitLines: %v, want ErrForbidden", err)
+	}
+	g := c.Graph()
+	for _, e := range []memory.Entity{{ID: "thorin", Type: "player", Name: "Thorin"}, {ID: "grimjaw", Type: "npc", Name: "Grimjaw"}} {
+		if err := g.UpsertEntity(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: "thorin", TargetID: "grimjaw", Type: "OWES",
+		Attributes: map[string]any{"what": "ten gold", "evidence": "Grimjaw: Thorin owes me ten gold, leave it in the crypt of Saint Oda.",
+			"said_at": start.Add(3 * time.Minute).Format(time.RFC3339)},
+		Provenance: memory.Provenance{SessionID: "s1", Timestamp: start, Confidence: 1, Source: memory.SourceStated}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.AddEvidence(ctx, f.ID, ids); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		v     memory.Viewer
+		quote bool
+	}{
+		{memory.DMViewer(), true},
+		{memory.PlayerViewerOf("thorin"), true},
+		{memory.PlayerViewerOf("lyra"), false},
+		{memory.PlayerViewer(), false},
+	} {
+		h, err := c.As(tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := h.Graph().FindFacts(ctx, postgres.FactQuery{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) != 1 {
+			t.Fatalf("%s reads %d facts, want the debt (it was told with the party together)", tc.v, len(fs))
+		}
+		a := fs[0].Attributes
+		_, ev := a["evidence"]
+		_, at := a["said_at"]
+		switch {
+		case a["what"] != "ten gold":
+			t.Errorf("%s reads the debt without its other attributes: %v", tc.v, a)
+		case ev != tc.quote || at != tc.quote:
+			t.Errorf("%s reads the quote: evidence %v, said_at %v; want %v", tc.v, ev, at, tc.quote)
+		case !tc.quote && strings.Contains(strings.ToLower(fmtAttrs(a)), "saint oda"):
+			t.Errorf("%s reads the scene's words: %v", tc.v, a)
+		}
+	}
+}
+
+func fmtAttrs(a map[string]any) string {
+	var b strings.Builder
+	for k, v := range a {
+		b.WriteString(k)
+		if s, ok := v.(string); ok {
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
