@@ -505,8 +505,12 @@ func (c *Campaign) KnowledgeOf(ctx context.Context, userID, fromSession string) 
 			return err
 		}
 		// Facts: canon, visible to players, and revealed in the character's
-		// presence: a line they rest on was witnessed. A fact resting on no
-		// line (the DM's, an import's) is no revelation: the DM grants it.
+		// presence: a line they rest on was witnessed, said with the party
+		// together, or, of a split scene, with every split line the fact
+		// rests on witnessed too (as view.factRevealed: a player at the
+		// table outside the scene witnessed their own line, not the
+		// scene's). A fact resting on no line (the DM's, an import's) is
+		// no revelation: the DM grants it.
 		rows, err = tx.Query(ctx, `
 			SELECT r.id, s.name, r.rel_type, t2.name, r.session_id, r.established_at
 			FROM relationships r
@@ -516,7 +520,10 @@ func (c *Campaign) KnowledgeOf(ctx context.Context, userID, fromSession string) 
 			  AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
 			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
 			               JOIN sessions st ON st.campaign_id = t.campaign_id AND st.id = t.session_id
-			               WHERE fe.fact_id = r.id AND NOT t.noncanon AND st.started_at >= $3 AND `+witnessedSQL+`)
+			               WHERE fe.fact_id = r.id AND NOT t.noncanon AND st.started_at >= $3 AND `+witnessedSQL+`
+			                 AND (`+publicLineSQL+` OR NOT EXISTS (SELECT 1 FROM fact_evidence fe2
+			                      JOIN transcript_entries t ON t.id = fe2.entry_id
+			                      WHERE fe2.fact_id = r.id AND NOT `+publicLineSQL+` AND NOT `+witnessedSQL+`)))
 			ORDER BY r.established_at, r.id`, c.id, userID, since)
 		if err != nil {
 			return err

@@ -16,7 +16,11 @@ import (
 // and restated in a split scene (it rests on both lines) is read by every
 // player, but its quote ("evidence", "said_at") only by those who may read
 // every line it rests on: the DM and Thorin, in the scene; not Lyra, not
-// any player. SplitLines names the scene's line, for the system only.
+// any player. SplitLines names the scene's line, for the system only. A
+// fact resting on a line Lyra said at the table outside the scene and on
+// the scene's line (extraction's rule when the model paraphrases a window
+// holding both) is the DM's alone: Lyra reads her own line, not the
+// scene's, and Thorin not hers.
 func TestQuoteOfASplitSceneIsTheScenes(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -31,7 +35,8 @@ func TestQuoteOfASplitSceneIsTheScenes(t *testing.T) {
 		at      time.Duration
 		players []string
 		split   bool
-	}{{0, []string{"lyra", "thorin"}, false}, {2 * time.Minute, []string{"thorin"}, true}} {
+	}{{0, []string{"lyra", "thorin"}, false}, {2 * time.Minute, []string{"thorin"}, true},
+		{4 * time.Minute, []string{}, true}, {5 * time.Minute, []string{"thorin"}, true}} {
 		if err := sl.RecordPresence(ctx, "s1", start.Add(p.at), p.players, p.split); err != nil {
 			t.Fatal(err)
 		}
@@ -42,17 +47,21 @@ func TestQuoteOfASplitSceneIsTheScenes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "lyra", SpeakerName: "Lyra",
+		Text: "I wait at the inn.", At: start.Add(4*time.Minute + 30*time.Second)}); err != nil {
+		t.Fatal(err)
+	}
 	es, err := sl.Entries(ctx, "s1")
-	if err != nil || len(es) != 2 {
+	if err != nil || len(es) != 3 {
 		t.Fatalf("the session's lines: %v, %v", es, err)
 	}
-	ids := []int64{es[0].ID, es[1].ID}
+	ids := []int64{es[0].ID, es[1].ID, es[2].ID}
 	split, err := sl.SplitLines(ctx, "s1", ids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(split, ids[1:]) {
-		t.Errorf("SplitLines = %v, want %v (the scene's line)", split, ids[1:])
+		t.Errorf("SplitLines = %v, want %v (the scene's line, Lyra's at the table)", split, ids[1:])
 	}
 	player, err := c.As(memory.PlayerViewerOf("thorin"))
 	if err != nil {
@@ -62,7 +71,8 @@ func TestQuoteOfASplitSceneIsTheScenes(t *testing.T) {
 		t.Errorf("a player's SplitLines: %v, want ErrForbidden", err)
 	}
 	g := c.Graph()
-	for _, e := range []memory.Entity{{ID: "thorin", Type: "player", Name: "Thorin"}, {ID: "grimjaw", Type: "npc", Name: "Grimjaw"}} {
+	for _, e := range []memory.Entity{{ID: "thorin", Type: "player", Name: "Thorin"}, {ID: "grimjaw", Type: "npc", Name: "Grimjaw"},
+		{ID: "lyra", Type: "player", Name: "Lyra"}, {ID: "crypt", Type: "location", Name: "Crypt of Saint Oda"}} {
 		if err := g.UpsertEntity(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -74,28 +84,51 @@ func TestQuoteOfASplitSceneIsTheScenes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.AddEvidence(ctx, f.ID, ids); err != nil {
+	if err := g.AddEvidence(ctx, f.ID, ids[:2]); err != nil {
 		t.Fatal(err)
+	}
+	mixed, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: "lyra", TargetID: "crypt", Type: "KNOWS_OF",
+		Provenance: memory.Provenance{SessionID: "s1", Timestamp: start, Confidence: 1, Source: memory.SourceInferred}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.AddEvidence(ctx, mixed.ID, ids[1:]); err != nil {
+		t.Fatal(err)
+	}
+	// What the characters know: the debt, heard together; not the fact
+	// resting on Lyra's line at the table and the scene's.
+	for _, who := range []string{"lyra", "thorin"} {
+		if got := knownFacts(t, c, who); !slices.Equal(got, []string{"OWES"}) {
+			t.Errorf("%s's character knows %v, want [OWES]", who, got)
+		}
 	}
 	for _, tc := range []struct {
 		v     memory.Viewer
 		quote bool
+		facts int
 	}{
-		{memory.DMViewer(), true},
-		{memory.PlayerViewerOf("thorin"), true},
-		{memory.PlayerViewerOf("lyra"), false},
-		{memory.PlayerViewer(), false},
+		{memory.DMViewer(), true, 2},
+		{memory.PlayerViewerOf("thorin"), true, 1},
+		{memory.PlayerViewerOf("lyra"), false, 1},
+		{memory.PlayerViewer(), false, 1},
 	} {
 		h, err := c.As(tc.v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fs, err := h.Graph().FindFacts(ctx, postgres.FactQuery{Limit: 10})
+		fs, err := h.Graph().FindFacts(ctx, postgres.FactQuery{Text: "OWES", Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(fs) != 1 {
-			t.Fatalf("%s reads %d facts, want the debt (it was told with the party together)", tc.v, len(fs))
+			t.Fatalf("%s reads %d debts, want the debt (it was told with the party together)", tc.v, len(fs))
+		}
+		all, err := h.Graph().FindFacts(ctx, postgres.FactQuery{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != tc.facts {
+			t.Errorf("%s %q reads %d facts, want %d (%v)", tc.v, tc.v.PlayerID, len(all), tc.facts, all)
 		}
 		a := fs[0].Attributes
 		_, ev := a["evidence"]
@@ -109,6 +142,21 @@ func TestQuoteOfASplitSceneIsTheScenes(t *testing.T) {
 			t.Errorf("%s reads the scene's words: %v", tc.v, a)
 		}
 	}
+}
+
+// knownFacts are the types of the facts player's character knows, read
+// through the DM's handle.
+func knownFacts(t *testing.T, c *postgres.Campaign, player string) []string {
+	t.Helper()
+	k, err := c.KnowledgeOf(ctxT(t), player, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range k.Facts {
+		out = append(out, f.Rel)
+	}
+	return out
 }
 
 func fmtAttrs(a map[string]any) string {
