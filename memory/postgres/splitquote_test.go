@@ -169,3 +169,56 @@ func fmtAttrs(a map[string]any) string {
 	}
 	return b.String()
 }
+
+// TestForgetSpeakerTakesTheirQuoteOffAFactThatStays: a fact resting on
+// another speaker's line (extraction rests a fact from a window holding a
+// split scene on the scene's lines, whatever it quotes) stays when the
+// speaker it quotes is forgotten, without the quote.
+func TestForgetSpeakerTakesTheirQuoteOffAFactThatStays(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	c := pgtest.Campaign(t, s, "camp")
+	ctx := ctxT(t)
+	sl := c.Sessions()
+	if err := sl.StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range []struct{ id, text string }{
+		{"lyra", "We should ask the miller about the grain."},
+		{"marla", "The code to the vault is four four one seven."},
+	} {
+		if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: l.id, SpeakerName: l.id,
+			Text: l.text, At: t0.Add(time.Duration(i+1) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := sl.Entries(ctx, "s1")
+	if err != nil || len(es) != 2 {
+		t.Fatalf("the session's lines: %v, %v", es, err)
+	}
+	g := c.Graph()
+	for _, e := range []memory.Entity{{ID: "lyra", Type: "player", Name: "Lyra"}, {ID: "mill", Type: "location", Name: "Mill"}} {
+		if err := g.UpsertEntity(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: "lyra", TargetID: "mill", Type: "GOES_TO",
+		Attributes: map[string]any{"evidence": "lyra: We should ask the miller about the grain.", "extracted": true},
+		Provenance: memory.Provenance{SessionID: "s1", Timestamp: t0, Confidence: 1, Source: memory.SourceStated}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.AddEvidence(ctx, f.ID, []int64{es[1].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ForgetSpeaker(ctx, "lyra"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.Fact(ctx, f.ID)
+	if err != nil {
+		t.Fatalf("the fact resting on marla's line is gone: %v", err)
+	}
+	if _, ok := got.Attributes["evidence"]; ok || got.Attributes["extracted"] != true {
+		t.Errorf("after lyra is forgotten the fact's attributes are %v, want no evidence, the rest kept", got.Attributes)
+	}
+}
