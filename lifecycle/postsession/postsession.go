@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -99,6 +100,15 @@ type factRecorder interface {
 // scene's players.
 type evidenceLinker interface {
 	AddEvidence(ctx context.Context, factID int64, entryIDs []int64) error
+}
+
+// splitLiner is the optional capability of a Transcript that reports which
+// lines of a session were said while the DM had split the party
+// (postgres.SessionLog.SplitLines): what the processor draws from a window
+// holding one may come from the split scene, so it rests on the scene's
+// lines (see [Processor] apply).
+type splitLiner interface {
+	SplitLines(ctx context.Context, sessionID string, ids []int64) ([]int64, error)
 }
 
 // Config configures a Processor. Transcript, Graph, Extractor and Progress
@@ -325,13 +335,7 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		// forget-me, a line marked non-canon) may be quoted in its answer:
 		// the session is read again and the window extracted anew.
 		if lc, ok := p.cfg.Transcript.(lineChecker); ok {
-			ids := make([]int64, 0, len(span))
-			for _, e := range span {
-				if e.ID != 0 {
-					ids = append(ids, e.ID)
-				}
-			}
-			still, err := lc.StillCanon(ctx, sessionID, ids)
+			still, err := lc.StillCanon(ctx, sessionID, lineIDs(span))
 			if err != nil {
 				return fmt.Errorf("checking window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 			}
@@ -347,7 +351,13 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 				continue
 			}
 		}
-		if err := p.apply(ctx, sessionID, span, x, res, rep); err != nil {
+		var split []int64
+		if sl, ok := p.cfg.Transcript.(splitLiner); ok {
+			if split, err = sl.SplitLines(ctx, sessionID, lineIDs(span)); err != nil {
+				return fmt.Errorf("reading the split scenes of window %d of %d of session %q: %w", w+1, windows, sessionID, err)
+			}
+		}
+		if err := p.apply(ctx, sessionID, span, split, x, res, rep); err != nil {
 			return fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
 		if err := p.cfg.Progress.Save(ctx, sessionID, p.cfg.Stage, w+1, !live && w+1 == windows); err != nil {
@@ -409,8 +419,44 @@ func linesHash(span []memory.TranscriptEntry) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// apply stores one window's extraction.
-func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.TranscriptEntry, x Extraction, res *Resolver, rep *Report) error {
+// lineIDs are the ids of the stored lines of span.
+func lineIDs(span []memory.TranscriptEntry) []int64 {
+	ids := make([]int64, 0, len(span))
+	for _, e := range span {
+		if e.ID != 0 {
+			ids = append(ids, e.ID)
+		}
+	}
+	return ids
+}
+
+// hiddenDescription is the attribute that keeps the description of an
+// entity first extracted from a window holding lines of a split scene: a
+// secret attribute (memory.SecretKey), read by the DM only.
+const hiddenDescription = "hidden_description"
+
+// apply stores one window's extraction. split are the window's lines said
+// while the DM had split the party: the model read them with the rest, and
+// a model's answer cannot be traced to its lines with certainty (it
+// paraphrases, quotes several lines in one evidence, describes an entity
+// from what it heard), so what it draws from such a window is kept from
+// the players who were not in the scene:
+//   - a fact rests on the split lines its evidence quotes, or, when it
+//     quotes none of them (a paraphrase, a quote of a line said with the
+//     party together), on every split line of the window. A fact resting
+//     on a line said with the party and one of the scene is thus not
+//     public: what the scene added to it cannot be told apart. (The store
+//     shows a fact to a player when a line it rests on is one they may
+//     read, so a fact also revealed elsewhere, in another window or
+//     session, stays readable to those who were there; its quote only
+//     when every line it rests on is.)
+//   - a new entity's description is kept as hiddenDescription, for the
+//     DM. Its name stays readable (the store has no evidence for
+//     entities): a player outside the scene may learn that it exists.
+//
+// A window without split lines is stored as it was said: a fact rests on
+// the lines its evidence quotes, and on none when it quotes none.
+func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.TranscriptEntry, split []int64, x Extraction, res *Resolver, rep *Report) error {
 	at := span[len(span)-1].At
 	ids := map[string]string{} // name used in this extraction -> entity id
 	ensure := func(name, typ string, aliases []string, desc string) (string, error) {
@@ -431,7 +477,10 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 		}
 		e := memory.Entity{ID: res.NewID(name), Type: typ, Name: strings.TrimSpace(name), Aliases: cleanAliases(name, aliases),
 			Attributes: map[string]any{"first_session": sessionID}}
-		if desc != "" {
+		switch {
+		case desc != "" && len(split) > 0:
+			e.Attributes[hiddenDescription] = desc
+		case desc != "":
 			e.Attributes["description"] = desc
 		}
 		if err := p.cfg.Graph.UpsertEntity(ctx, e); err != nil {
@@ -510,7 +559,7 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 			return err
 		}
 		if ev, ok := p.cfg.Graph.(evidenceLinker); ok && stored.ID != 0 {
-			if lines := quotedLines(span, xr.Evidence); len(lines) > 0 {
+			if lines := restsOn(quotedLines(span, xr.Evidence), split); len(lines) > 0 {
 				if err := ev.AddEvidence(ctx, stored.ID, lines); err != nil {
 					return err
 				}
@@ -524,6 +573,25 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 		}
 	}
 	return nil
+}
+
+// restsOn are the lines a fact quoting lines quoted rests on, in a window
+// whose split-scene lines are split: quoted when there are none, else the
+// split lines it quotes, else every split line (see [Processor.apply]).
+func restsOn(quoted, split []int64) []int64 {
+	if len(split) == 0 {
+		return quoted
+	}
+	var out []int64
+	for _, id := range quoted {
+		if slices.Contains(split, id) {
+			out = append(out, id)
+		}
+	}
+	if len(out) == 0 {
+		return split
+	}
+	return out
 }
 
 // idFor finds the entity a relationship end names: one of this window's

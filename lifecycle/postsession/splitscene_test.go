@@ -27,9 +27,32 @@ func closed() chan struct{} { c := make(chan struct{}); close(c); return c }
 // in a split scene to the scene's players only: Thorin's watch at the
 // north gate, said while the DM had split the party (Thorin alone in the
 // scene), is a fact the DM and Thorin read and any player does not; Lyra's
-// visit to the mill, said with the party together, every player reads.
+// visit to the mill, said with the party together, every player reads
+// when the model read it apart from the scene (a window of one line).
+// Read in one window with the scene's line, it rests on the scene's line:
+// what the model drew from a window holding a split scene reaches the
+// scene's players only (the conservative rule of postsession's apply).
 func TestExtractedFactsRestOnTheirLines(t *testing.T) {
 	t.Parallel()
+	both := []string{"lyra>mill", "thorin>north-gate"}
+	for _, tc := range []struct {
+		name    string
+		window  int
+		outside []string // what Lyra and any player read
+	}{
+		{"a window per line", 1, []string{"lyra>mill"}},
+		{"one window", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			extractedFactsRestOnTheirLines(t, tc.window, both, tc.outside)
+		})
+	}
+}
+
+// extractedFactsRestOnTheirLines runs TestExtractedFactsRestOnTheirLines
+// with extraction windows of window lines (0: the default).
+func extractedFactsRestOnTheirLines(t *testing.T, window int, both, outside []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
 	defer cancel()
 	store, _ := pgtest.NewStore(t, 8)
@@ -60,7 +83,7 @@ func TestExtractedFactsRestOnTheirLines(t *testing.T) {
 	if err := sl.EndSession(ctx, "s1", t0.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := postsession.New(postsession.Config{Transcript: sl, Graph: camp.Graph(), Extractor: quotingExtractor{},
+	p, err := postsession.New(postsession.Config{Transcript: sl, Graph: camp.Graph(), Extractor: quotingExtractor{}, Window: window,
 		Progress: postsession.NewStoredProgress(camp.Processing()), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -92,15 +115,14 @@ func TestExtractedFactsRestOnTheirLines(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	both := []string{"lyra>mill", "thorin>north-gate"}
 	for _, tc := range []struct {
 		v    memory.Viewer
 		want []string
 	}{
 		{memory.DMViewer(), both},
 		{memory.PlayerViewerOf("thorin"), both},
-		{memory.PlayerViewerOf("lyra"), []string{"lyra>mill"}},
-		{memory.PlayerViewer(), []string{"lyra>mill"}},
+		{memory.PlayerViewerOf("lyra"), outside},
+		{memory.PlayerViewer(), outside},
 	} {
 		if got := facts(tc.v); !slices.Equal(got, tc.want) {
 			t.Errorf("%s reads facts %v, want %v", tc.v, got, tc.want)

@@ -505,8 +505,12 @@ func (c *Campaign) KnowledgeOf(ctx context.Context, userID, fromSession string) 
 			return err
 		}
 		// Facts: canon, visible to players, and revealed in the character's
-		// presence: a line they rest on was witnessed. A fact resting on no
-		// line (the DM's, an import's) is no revelation: the DM grants it.
+		// presence: a line they rest on was witnessed, said with the party
+		// together, or, of a split scene, with every split line the fact
+		// rests on witnessed too (as view.factRevealed: a player at the
+		// table outside the scene witnessed their own line, not the
+		// scene's). A fact resting on no line (the DM's, an import's) is
+		// no revelation: the DM grants it.
 		rows, err = tx.Query(ctx, `
 			SELECT r.id, s.name, r.rel_type, t2.name, r.session_id, r.established_at
 			FROM relationships r
@@ -516,7 +520,10 @@ func (c *Campaign) KnowledgeOf(ctx context.Context, userID, fromSession string) 
 			  AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
 			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
 			               JOIN sessions st ON st.campaign_id = t.campaign_id AND st.id = t.session_id
-			               WHERE fe.fact_id = r.id AND NOT t.noncanon AND st.started_at >= $3 AND `+witnessedSQL+`)
+			               WHERE fe.fact_id = r.id AND NOT t.noncanon AND st.started_at >= $3 AND `+witnessedSQL+`
+			                 AND (`+publicLineSQL+` OR NOT EXISTS (SELECT 1 FROM fact_evidence fe2
+			                      JOIN transcript_entries t ON t.id = fe2.entry_id
+			                      WHERE fe2.fact_id = r.id AND NOT `+publicLineSQL+` AND NOT `+witnessedSQL+`)))
 			ORDER BY r.established_at, r.id`, c.id, userID, since)
 		if err != nil {
 			return err
@@ -606,4 +613,30 @@ func (l *SessionLog) SetPlayer(ctx context.Context, userID, entityID string) err
 		return fmt.Errorf("setting the character of %s: %w: no entity %q", userID, memory.ErrNotFound, entityID)
 	}
 	return nil
+}
+
+// SplitLines are the lines among ids of session sessionID said while the
+// DM had split the party (in a split presence span: what any player may not
+// read, see publicLineSQL), in id order. Post-session extraction asks it of
+// each window it extracts: what it draws from a window holding such a line
+// may come from the split scene. The system's and the DM's handles only.
+func (l *SessionLog) SplitLines(ctx context.Context, sessionID string, ids []int64) ([]int64, error) {
+	if !l.view.system() {
+		return nil, fmt.Errorf("reading which lines were said in a split scene: %w: for the DM only (this handle reads as %s)",
+			memory.ErrForbidden, l.view.v)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := l.db.Query(ctx, `SELECT t.id FROM transcript_entries t
+		WHERE t.campaign_id = $1 AND t.session_id = $2 AND t.id = ANY($3) AND NOT `+publicLineSQL+`
+		ORDER BY t.id`, l.campaign, sessionID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the split-scene lines of session %q: %w", sessionID, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("reading the split-scene lines of session %q: %w", sessionID, err)
+	}
+	return out, nil
 }

@@ -144,6 +144,19 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			return err
 		}
 		rep.Facts = int64(len(gone))
+		// A fact that stays (it also rests on other speakers' lines: one
+		// extracted from a window holding a split scene rests on the
+		// scene's lines, lifecycle/postsession) loses its quote of the
+		// speaker's line.
+		if _, err := tx.Exec(ctx, `
+			UPDATE relationships r SET attributes = r.attributes - 'evidence'
+			WHERE r.campaign_id = $1 AND jsonb_typeof(r.attributes->'evidence') = 'string' AND EXISTS (SELECT 1 FROM transcript_entries t
+			      WHERE t.campaign_id = $1 AND t.speaker_id = $2 AND t.session_id = r.session_id AND t.text <> ''
+			        AND (r.attributes->>'evidence' IN (t.text, t.speaker_name || ': ' || t.text)
+			             OR (length(t.text) >= $3 AND strpos(r.attributes->>'evidence', t.text) > 0)))`,
+			c.id, userID, minQuotedLine); err != nil {
+			return err
+		}
 		// A bulk review keeps the facts it touched as they were, for its
 		// undo: the deleted facts' quotes with them. Its undo could no
 		// longer run (a fact it changed is gone), so the batch goes.

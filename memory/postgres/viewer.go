@@ -110,17 +110,24 @@ func (w view) factVisible(alias string) string {
 }
 
 // factRevealed is the SQL predicate true when a player may learn fact
-// alias from the lines it rests on (fact_evidence): it rests on no line
-// (the DM's own, an import's, a line since forgotten), or on one the
-// player may read ([view.lineVisible]). A fact extracted only from the
-// lines of a split scene reaches the scene's players and no one else: not
-// a public recap, not the graph of a player who was not there (the DM
-// grants it with /memory grant). What a character knows
-// ([Campaign.KnowledgeOf]) asks the same of the lines it witnessed.
+// alias from the lines it rests on (fact_evidence): it rests on a line
+// said while the party was not split (publicLineSQL: told to everyone),
+// or every line it rests on is one the player may read
+// ([view.lineVisible]; so also a fact resting on no line: the DM's own, an
+// import's, a line since forgotten). A fact extracted only from the lines
+// of a split scene reaches the scene's players and no one else: not a
+// public recap, not the graph of a player who was not there (the DM grants
+// it with /memory grant). Of split lines, one the player may read is not
+// enough: extraction rests a fact on every scene line of its window when
+// it cannot tell which it came from (lifecycle/postsession), and a player
+// talking at the table outside the scene reads their own line. What a
+// character knows ([Campaign.KnowledgeOf]) asks the same of the lines it
+// witnessed.
 func (w view) factRevealed(alias string) string {
-	return `(NOT EXISTS (SELECT 1 FROM fact_evidence fe WHERE fe.fact_id = ` + alias + `.id)
-		OR EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
-		           WHERE fe.fact_id = ` + alias + `.id AND ` + w.lineVisible() + `))`
+	return `(EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+		           WHERE fe.fact_id = ` + alias + `.id AND ` + publicLineSQL + `)
+		OR NOT EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+		           WHERE fe.fact_id = ` + alias + `.id AND NOT ` + w.lineVisible() + `))`
 }
 
 // factAttrs is the SQL expression of the attributes of relationship alias
@@ -139,9 +146,34 @@ func (w view) factAttrs(alias string) string {
 		return alias + ".attributes"
 	}
 	a := alias + ".attributes"
-	return "CASE WHEN " + a + "::text ~* '\"(" + secretKeyStarts + ")' OR jsonb_typeof(" + a + ") <> 'object' THEN " +
-		"(glyphoxa_public_attributes(" + a + " - 'secret') || CASE WHEN " + a + "->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)" +
-		" ELSE " + a + " END"
+	public := func(a string) string {
+		return "CASE WHEN " + a + "::text ~* '\"(" + secretKeyStarts + ")' OR jsonb_typeof(" + a + ") <> 'object' THEN " +
+			"(glyphoxa_public_attributes(" + a + " - 'secret') || CASE WHEN " + a + "->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)" +
+			" ELSE " + a + " END"
+	}
+	if w.v.Role != memory.RolePlayer {
+		return public(a)
+	}
+	return "CASE WHEN " + w.quoteUnreadable(alias) + " THEN " + public("("+a+" - '"+strings.Join(quoteKeys[:], "' - '")+"')") +
+		" ELSE " + public(a) + " END"
+}
+
+// quoteKeys are the attributes of a fact that quote a line it rests on
+// (extraction's and the ledger's "evidence", the ledger's "said_at").
+var quoteKeys = [...]string{"evidence", "said_at"}
+
+// quoteUnreadable is the SQL predicate true when relationship alias
+// carries a quote (quoteKeys) and rests on a line the player viewer may
+// not read ([view.lineVisible]): a fact a player may read (it was also
+// revealed where they were) whose quote may be of a split scene they were
+// not in (a debt restated in the scene, extraction's quote of several
+// lines). Its quote is then left out for them: the store cannot tell
+// which line a quote comes from, so a player reads one only when every
+// line the fact rests on is one they may read.
+func (w view) quoteUnreadable(alias string) string {
+	a := alias + ".attributes"
+	return "((" + a + " ? '" + quoteKeys[0] + "' OR " + a + " ? '" + quoteKeys[1] + "') AND EXISTS (SELECT 1 FROM fact_evidence fe" +
+		" JOIN transcript_entries t ON t.id = fe.entry_id WHERE fe.fact_id = " + alias + ".id AND NOT " + w.lineVisible() + "))"
 }
 
 // relCols are the relationship columns of r as the viewer reads them, in
