@@ -14,7 +14,8 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
-// TestAttackLedgerQuotesARestatementInASplitScene (ATTACK s11): a debt
+// TestLedgerKeepsARestatementInASplitSceneFromOutsiders (a leak an adversarial review found, fixed
+// since; the test keeps it fixed): a debt
 // said with the party together (session 1) and restated in a split scene
 // of session 2 (Thorin alone with Grimjaw) is one ledger entry: the same
 // fact, now quoting its latest restatement (its "evidence" and "said_at"
@@ -23,7 +24,7 @@ import (
 // split scene's line, with the hiding place Grimjaw told Thorin alone.
 // Expected: a player not in the scene reads the entry (they heard the
 // debt) quoting a line they may read, never the scene's.
-func TestAttackLedgerQuotesARestatementInASplitScene(t *testing.T) {
+func TestLedgerKeepsARestatementInASplitSceneFromOutsiders(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, _ := pgtest.NewStore(t, 8)

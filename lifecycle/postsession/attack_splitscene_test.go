@@ -56,7 +56,8 @@ func splitSession(ctx context.Context, t *testing.T, camp *postgres.Campaign) {
 	}
 }
 
-// TestAttackSplitSceneExtractionReachesOutsiders (ATTACK s11): what the
+// TestSplitSceneExtractionStaysInTheScene (a leak an adversarial review found, fixed
+// since; the test keeps it fixed): what the
 // post-session extraction stores from a split scene must reach the
 // scene's players only. Lyra (bound) and any player (a public recap, the
 // MCP player role) must not learn of the Vault of Ash or its code:
@@ -70,7 +71,7 @@ func splitSession(ctx context.Context, t *testing.T, camp *postgres.Campaign) {
 //     quoting the scene's line;
 //   - entity: the entity the model extracted from the scene, with its
 //     description, is listed to every player (entities carry no evidence).
-func TestAttackSplitSceneExtractionReachesOutsiders(t *testing.T) {
+func TestSplitSceneExtractionStaysInTheScene(t *testing.T) {
 	t.Parallel()
 	const secret = "four four one seven"
 	people := []postsession.ExtractedEntity{{Name: "Thorin", Type: "player"}, {Name: "Lyra", Type: "player"},
