@@ -122,10 +122,10 @@ func (l *SessionLog) GetRecent(ctx context.Context, sessionID string, window tim
 }
 
 // Entries returns every entry of a session, oldest first; a player's
-// handle, only those the player may read (see [view.lineVisible]: bound
-// to a player, the lines their character witnessed and those said before
-// any presence was recorded; any player, those said while the party was
-// not split). A recap is written from these.
+// handle, only those the player may read (see [view.lineVisible]: any
+// player, those said while the party was not split; bound to a player,
+// those and the lines of split scenes their character witnessed). A recap
+// is written from these.
 func (l *SessionLog) Entries(ctx context.Context, sessionID string) ([]memory.TranscriptEntry, error) {
 	rows, err := l.db.Query(ctx, `SELECT `+entryColumnsT+` FROM transcript_entries t
 		WHERE t.campaign_id = $1 AND t.session_id = $2 AND `+l.view.lineVisible()+`
