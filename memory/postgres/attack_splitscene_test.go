@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -23,16 +24,7 @@ func TestPlayerCountsLeaveOutSplitScenes(t *testing.T) {
 	s, _ := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, s, "camp")
 	sl := camp.Sessions()
-	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
-	if err := sl.StartSession(ctx, "s1", t0); err != nil {
-		t.Fatal(err)
-	}
-	if err := sl.RecordPresence(ctx, "s1", t0, []string{"lyra", "thorin"}, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := sl.RecordPresence(ctx, "s1", t0.Add(time.Minute), []string{"thorin"}, true); err != nil {
-		t.Fatal(err)
-	}
+	t0 := splitAfterAMinute(t, sl)
 	for i, text := range []string{"Together at the gate.", "Thorin alone hears the code.", "And the second half of it."} {
 		if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "dm", SpeakerName: "Dana",
 			Text: text, At: t0.Add(time.Duration(i)*time.Minute + 30*time.Second)}); err != nil {
@@ -81,16 +73,7 @@ func TestKGSyncHidesARetiredSplitSceneFact(t *testing.T) {
 	s, _ := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, s, "camp")
 	sl := camp.Sessions()
-	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
-	if err := sl.StartSession(ctx, "s1", t0); err != nil {
-		t.Fatal(err)
-	}
-	if err := sl.RecordPresence(ctx, "s1", t0, []string{"lyra", "thorin"}, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := sl.RecordPresence(ctx, "s1", t0.Add(time.Minute), []string{"thorin"}, true); err != nil {
-		t.Fatal(err)
-	}
+	t0 := splitAfterAMinute(t, sl)
 	if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "marla", SpeakerName: "Marla", NPCID: "marla",
 		Text: "The code to the Vault of Ash is hidden in the bell tower.", At: t0.Add(2 * time.Minute)}); err != nil {
 		t.Fatal(err)
@@ -257,4 +240,23 @@ func TestSplitAtTheExactInstant(t *testing.T) {
 			}
 		}
 	}
+}
+
+// splitAfterAMinute starts session s1 of sl with Lyra and Thorin together,
+// and a minute later splits the party, Thorin alone in the scene. It
+// returns the session's start.
+func splitAfterAMinute(t *testing.T, sl *postgres.SessionLog) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+	if err := sl.StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.RecordPresence(ctx, "s1", t0, []string{"lyra", "thorin"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.RecordPresence(ctx, "s1", t0.Add(time.Minute), []string{"thorin"}, true); err != nil {
+		t.Fatal(err)
+	}
+	return t0
 }

@@ -34,8 +34,3 @@ func ScanAttributesForTest(b []byte) (map[string]any, error) {
 	err := a.ScanBytes(b)
 	return a.m, err
 }
-
-// TopPostingsSQLForTest and ScorePostingsSQLForTest are the BM25 queries
-// of TextSearch.
-func TopPostingsSQLForTest() string   { return topPostingsSQL() }
-func ScorePostingsSQLForTest() string { return scorePostingsSQL() }
