@@ -88,7 +88,7 @@ func (h *harness) waitHandled(i discordtest.Interaction) {
 	select {
 	case <-h.handled.ch(i.ID):
 	case <-time.After(wait):
-		h.t.Fatalf("the handler of interaction %s did not return", i.ID)
+		h.hung(fmt.Sprintf("the handler of interaction %s did not return", i.ID))
 	}
 }
 
@@ -108,12 +108,20 @@ func newHarnessFor(t *testing.T, deps bot.Deps, g bot.Guild) *harness {
 // such as a private cluster's), into which it imports the sample campaign.
 func newHarnessOn(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Store) *harness {
 	t.Helper()
-	return newHarnessLogged(t, deps, g, store, slog.New(slog.DiscardHandler))
+	return newHarnessLogged(t, deps, g, store, nil)
 }
 
-// newHarnessLogged is newHarnessOn with the bot logging to log.
+// newHarnessLogged is newHarnessOn with the bot also logging to log (when
+// not nil). Whatever the test passes, the bot and its door log to the
+// test: kept quiet, and printed if the test fails (keepLog).
 func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Store, log *slog.Logger) *harness {
 	t.Helper()
+	kept := keepLog(t)
+	if log == nil {
+		log = kept
+	} else {
+		log = slog.New(slog.NewMultiHandler(kept.Handler(), log.Handler()))
+	}
 	pgtest.Import(t, store, "../testdata/campaigns/ironhold-saga.yaml")
 	ctx := context.Background()
 	fake := discordtest.New()
@@ -127,7 +135,7 @@ func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.
 	}
 	sess.LogLevel = discordgo.LogError
 	fake.Attach(sess)
-	door, err := access.New(access.Config{Store: store, Logger: slog.New(slog.DiscardHandler)})
+	door, err := access.New(access.Config{Store: store, Logger: kept.With("part", "door")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,9 +166,7 @@ func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.
 	}
 	h := &harness{t: t, fake: fake, pool: store.Pool(), door: door, bot: b, camp: camp, handled: handled}
 	// Ready once the commands are registered.
-	if _, err := fake.WaitCall(wait, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
-		t.Fatal(err)
-	}
+	h.waitCall(discordtest.PathHasPrefix("PUT", "/applications/"))
 	return h
 }
 
@@ -189,10 +195,7 @@ func (h *harness) send(i discordtest.Interaction) response {
 	if err := h.fake.Send(i); err != nil {
 		h.t.Fatal(err)
 	}
-	c, err := h.fake.WaitCall(wait, discordtest.PathIs("POST", i.CallbackPath()))
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	c := h.waitCall(discordtest.PathIs("POST", i.CallbackPath()))
 	var r response
 	if err := c.Decode(&r); err != nil {
 		h.t.Fatalf("decoding the response %s: %v", c.Body, err)
@@ -234,10 +237,7 @@ func (h *harness) send(i discordtest.Interaction) response {
 // original waits for the deferred response's edit.
 func (h *harness) original(i discordtest.Interaction) map[string]any {
 	h.t.Helper()
-	c, err := h.fake.WaitCall(wait, discordtest.PathIs("PATCH", i.OriginalPath(h.fake.AppID)))
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	c := h.waitCall(discordtest.PathIs("PATCH", i.OriginalPath(h.fake.AppID)))
 	var m map[string]any
 	if err := c.Decode(&m); err != nil {
 		h.t.Fatal(err)
@@ -248,10 +248,7 @@ func (h *harness) original(i discordtest.Interaction) map[string]any {
 func TestRegistersExactlyTheCommandsInBoundGuilds(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, bot.Deps{})
-	c, err := h.fake.WaitCall(wait, discordtest.PathHasPrefix("PUT", "/applications/"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := h.waitCall(discordtest.PathHasPrefix("PUT", "/applications/"))
 	if c.Path != "/applications/"+h.fake.AppID+"/guilds/"+guildID+"/commands" {
 		t.Fatalf("registered at %s", c.Path)
 	}
@@ -446,10 +443,7 @@ func TestLongOutputIsSplit(t *testing.T) {
 	if n := len([]rune(first["content"].(string))); n > 2000 || n < 1000 {
 		t.Fatalf("first message of %d characters", n)
 	}
-	c, err := h.fake.WaitCall(wait, discordtest.PathIs("POST", i.FollowupPath(h.fake.AppID)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := h.waitCall(discordtest.PathIs("POST", i.FollowupPath(h.fake.AppID)))
 	var follow map[string]any
 	c.Decode(&follow)
 	if follow["flags"] != float64(discordgo.MessageFlagsEphemeral) || len([]rune(follow["content"].(string))) > 2000 {

@@ -108,12 +108,9 @@ func TestContinuityCards(t *testing.T) {
 	at := time.Date(2026, 3, 1, 19, 30, 0, 0, time.UTC)
 	sent := func(cardID string) dmMessage {
 		t.Helper()
-		c, err := h.fake.WaitCall(wait, func(c discordtest.Call) bool {
+		c := h.waitCall(func(c discordtest.Call) bool {
 			return c.Method == "POST" && strings.Contains(string(c.Body), cardID) && strings.HasPrefix(c.Path, "/channels/")
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if c.Path != "/channels/"+discordtest.DMChannel(theDM.UserID)+"/messages" {
 			t.Fatalf("the card went to %s; want the DM's direct messages", c.Path)
 		}

@@ -76,12 +76,9 @@ func TestUndoButton(t *testing.T) {
 	}
 	posted := func(id string) (string, string) {
 		t.Helper()
-		c, err := h.fake.WaitCall(wait, func(c discordtest.Call) bool {
+		c := h.waitCall(func(c discordtest.Call) bool {
 			return c.Method == "POST" && strings.HasSuffix(c.Path, "/channels/"+channelID+"/messages") && strings.Contains(string(c.Body), "undo:"+id)
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var m struct {
 			Content    string `json:"content"`
 			Components []struct {
