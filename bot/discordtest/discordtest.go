@@ -6,6 +6,8 @@
 //
 // Point a discordgo session at it with [Server.Attach], which swaps the
 // session's HTTP transport for one that sends discord.com requests here.
+// [Server.FailNext] makes chosen calls fail as the network or Discord's
+// edge does (a dropped connection, a lost answer, a 502 or 503).
 package discordtest
 
 import (
@@ -61,6 +63,8 @@ type Server struct {
 	nextID   atomic.Int64
 	seq      atomic.Int64
 	waiters  []waiter
+	faults   []*fault
+	faulted  []Call
 
 	voiceEndpoint  string
 	voiceEndpoints map[string]string // by guild, over voiceEndpoint
@@ -227,6 +231,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		body = []byte("null")
 	}
 	c := Call{Method: r.Method, Path: path, Body: json.RawMessage(body)}
+	if f, ok := s.takeFault(c); ok {
+		failCall(w, f, func(w http.ResponseWriter) { s.handle(w, r, c) })
+		return
+	}
+	s.handle(w, r, c)
+}
+
+// handle answers a REST call and records it.
+func (s *Server) handle(w http.ResponseWriter, r *http.Request, c Call) {
+	path, body := c.Path, []byte(c.Body)
 	w.Header().Set("Content-Type", "application/json")
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	if s.Token != "" && r.Header.Get("Authorization") != "Bot "+s.Token {
