@@ -22,4 +22,13 @@
 // its 3 s gone while the process was paused, or Discord unreachable) is
 // logged at Warn and changes nothing; the member, told that the
 // application did not respond, runs it again.
+//
+// An exchange with Discord that fails on the way (a dropped connection,
+// a timeout, a 5xx) is not taken for a refusal: the acknowledgement and
+// the edits of a response are sent again, a few times with backoff, so a
+// member is not left with "thinking…" when the bot could answer (an
+// acknowledgement whose answer was lost is recognised by Discord's
+// refusal of the second copy as already acknowledged). A follow-up
+// message is sent again only when Discord surely did not post it. An
+// answer that finally fails is logged at Error.
 package bot

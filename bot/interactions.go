@@ -93,6 +93,8 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 		return
 	}
 	defer b.acks.Delete(i.ID)
+	// Run before the ack is forgotten, and when the handler panics too.
+	defer b.answerIfSilent(i)
 	if i.GuildID == "" {
 		// A continuity card's buttons are pressed in a direct message:
 		// they name their guild (see continuity.go).

@@ -1,8 +1,10 @@
 package bot
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -56,27 +58,47 @@ func (b *Bot) ack(i *discordgo.Interaction, update bool) bool {
 	return b.deferReply(i, true)
 }
 
-// acked is how an interaction was acknowledged.
+// acked is how an interaction was acknowledged, and whether an answer
+// followed.
 type acked struct {
 	typ       discordgo.InteractionResponseType
 	ephemeral bool
+	// answered is set once an answer (an edit or a follow-up) was sent,
+	// whether or not Discord took it.
+	answered atomic.Bool
 }
 
 // respond sends an interaction's response and reports whether Discord took
 // it. The first response is the acknowledgement; a refused one is logged
-// once, at Warn, with the interaction's name and id. Once acknowledged,
+// once, at Warn, with the interaction's name and id. A failed exchange
+// (a dropped connection, a timeout, a 5xx) is retried (see callDiscord):
+// Discord's refusal of a retry as already acknowledged means the first
+// attempt got through, and the handler acts; a Discord that stayed
+// unreachable is logged at Error and nothing is done. Once acknowledged,
 // responses edit the acknowledged message (followOn).
 func (b *Bot) respond(i *discordgo.Interaction, r *discordgo.InteractionResponse) bool {
 	if a, ok := b.acks.Load(i.ID); ok {
-		return b.followOn(i, a.(acked), r)
+		return b.followOn(i, a.(*acked), r)
 	}
-	if err := b.sess.InteractionRespond(i, r); err != nil {
+	n, err := b.callDiscord(i, "the initial response", lostExchange, func(opts ...discordgo.RequestOption) error {
+		return b.sess.InteractionRespond(i, r, opts...)
+	})
+	switch {
+	case err == nil:
+	case n > 1 && alreadyAcknowledged(err):
+		// An earlier attempt got through; its answer was lost.
+		b.log.Info("an initial response whose answer was lost had reached Discord", "interaction", i.ID, "attempts", n)
+	case lostExchange(err):
+		b.log.Error("could not reach Discord to acknowledge an interaction: nothing is done",
+			"command", interactionName(i), "interaction", i.ID, "attempts", n, "err", err)
+		return false
+	default:
 		b.log.Warn("Discord refused the acknowledgement of an interaction (late or unreachable): nothing is done",
 			"command", interactionName(i), "interaction", i.ID, "err", err)
 		return false
 	}
 	if r.Type == discordgo.InteractionResponseDeferredChannelMessageWithSource || r.Type == discordgo.InteractionResponseDeferredMessageUpdate {
-		b.acks.Store(i.ID, acked{typ: r.Type, ephemeral: r.Data != nil && r.Data.Flags&discordgo.MessageFlagsEphemeral != 0})
+		b.acks.Store(i.ID, &acked{typ: r.Type, ephemeral: r.Data != nil && r.Data.Flags&discordgo.MessageFlagsEphemeral != 0})
 	}
 	return true
 }
@@ -84,7 +106,7 @@ func (b *Bot) respond(i *discordgo.Interaction, r *discordgo.InteractionResponse
 // followOn completes an acknowledged interaction with r: a message edits
 // the deferred reply (or, after a deferred update, follows up privately);
 // an update edits the message the button was on.
-func (b *Bot) followOn(i *discordgo.Interaction, a acked, r *discordgo.InteractionResponse) bool {
+func (b *Bot) followOn(i *discordgo.Interaction, a *acked, r *discordgo.InteractionResponse) bool {
 	var data discordgo.InteractionResponseData
 	if r.Data != nil {
 		data = *r.Data
@@ -98,11 +120,7 @@ func (b *Bot) followOn(i *discordgo.Interaction, a acked, r *discordgo.Interacti
 		}
 		params := &discordgo.WebhookParams{Content: data.Content, Embeds: data.Embeds, Components: data.Components,
 			AllowedMentions: &discordgo.MessageAllowedMentions{}, Flags: data.Flags}
-		if _, err := b.sess.FollowupMessageCreate(i, true, params); err != nil {
-			b.log.Error("sending a follow-up message", "interaction", i.ID, "err", err)
-			return false
-		}
-		return true
+		return b.followUp(i, params)
 	case discordgo.InteractionResponseUpdateMessage:
 		content := data.Content
 		edit := &discordgo.WebhookEdit{Content: &content, AllowedMentions: &discordgo.MessageAllowedMentions{}}
@@ -112,11 +130,7 @@ func (b *Bot) followOn(i *discordgo.Interaction, a acked, r *discordgo.Interacti
 		if data.Components != nil {
 			edit.Components = &data.Components
 		}
-		if _, err := b.sess.InteractionResponseEdit(i, edit); err != nil {
-			b.log.Error("editing an interaction response", "interaction", i.ID, "err", err)
-			return false
-		}
-		return true
+		return b.editOriginal(i, edit)
 	}
 	b.log.Error("a response of this type cannot follow an acknowledgement", "interaction", i.ID, "type", r.Type)
 	return false
@@ -174,8 +188,7 @@ func (b *Bot) finish(i *discordgo.Interaction, ephemeral bool, text string, embe
 			if comps != nil {
 				edit.Components = &comps
 			}
-			if _, err := b.sess.InteractionResponseEdit(i, edit); err != nil {
-				b.log.Error("editing an interaction response", "interaction", i.ID, "err", err)
+			if !b.editOriginal(i, edit) {
 				return false
 			}
 			continue
@@ -185,10 +198,76 @@ func (b *Bot) finish(i *discordgo.Interaction, ephemeral bool, text string, embe
 		if ephemeral {
 			params.Flags = discordgo.MessageFlagsEphemeral
 		}
-		if _, err := b.sess.FollowupMessageCreate(i, true, params); err != nil {
-			b.log.Error("sending a follow-up message", "interaction", i.ID, "err", err)
+		if !b.followUp(i, params) {
 			return false
 		}
+	}
+	return true
+}
+
+// answering records that an answer to the acknowledged interaction i is
+// being sent.
+func (b *Bot) answering(i *discordgo.Interaction) {
+	if a, ok := b.acks.Load(i.ID); ok {
+		a.(*acked).answered.Store(true)
+	}
+}
+
+// msgNoAnswer answers a deferred reply whose handler ended without an
+// answer (a panic, or a path that forgot to answer).
+const msgNoAnswer = "⚠️ Something went wrong and glyphoxa could not answer this. It was logged for whoever runs glyphoxa; try again."
+
+// answerIfSilent is run when the handler of i returns, or panics: a
+// deferred reply that got no answer would show "thinking…" until Discord
+// gives up on it 15 minutes later, so it is answered with msgNoAnswer,
+// and the handler's silence is logged at Error. A deferred update (a
+// button) shows nothing while it waits and is left alone.
+func (b *Bot) answerIfSilent(i *discordgo.Interaction) {
+	v, ok := b.acks.Load(i.ID)
+	if !ok {
+		return
+	}
+	a := v.(*acked)
+	if a.typ != discordgo.InteractionResponseDeferredChannelMessageWithSource || a.answered.Load() {
+		return
+	}
+	b.log.Error("an acknowledged interaction's handler ended without answering it", "command", interactionName(i),
+		"interaction", i.ID)
+	b.finish(i, a.ephemeral, msgNoAnswer, nil, nil)
+}
+
+// editOriginal edits the acknowledged response of i, trying again while
+// the exchange with Discord fails (an edit sent twice sets the same
+// message). It reports whether Discord took the edit; when it did not,
+// the member is left without an answer, which is logged at Error.
+func (b *Bot) editOriginal(i *discordgo.Interaction, edit *discordgo.WebhookEdit) bool {
+	b.answering(i)
+	n, err := b.callDiscord(i, "an edit of the response", lostExchange, func(opts ...discordgo.RequestOption) error {
+		_, err := b.sess.InteractionResponseEdit(i, edit, opts...)
+		return err
+	})
+	if err != nil {
+		b.log.Error("editing an interaction response failed: the member has no answer", "command", interactionName(i),
+			"interaction", i.ID, "attempts", n, "err", err)
+		return false
+	}
+	return true
+}
+
+// followUp posts a follow-up message of i, trying again only when Discord
+// surely did not post it (a follow-up sent twice shows twice). It reports
+// whether Discord took it; when it did not, the failure is logged at
+// Error.
+func (b *Bot) followUp(i *discordgo.Interaction, params *discordgo.WebhookParams) bool {
+	b.answering(i)
+	n, err := b.callDiscord(i, "a follow-up message", notPosted, func(opts ...discordgo.RequestOption) error {
+		_, err := b.sess.FollowupMessageCreate(i, true, params, opts...)
+		return err
+	})
+	if err != nil {
+		b.log.Error("sending a follow-up message failed: part of the answer is missing", "command", interactionName(i),
+			"interaction", i.ID, "attempts", n, "err", err)
+		return false
 	}
 	return true
 }
@@ -204,11 +283,14 @@ const (
 	msgUnavailable = "The campaign's memory is unavailable right now: its database cannot be reached. " +
 		"Try again in a minute; a running session keeps every line and stores it when the database is back."
 	msgForbidden = "That part of the campaign's memory is for the DM only."
+	msgTooLong   = "This took too long and was stopped. Try again in a minute; " +
+		"if it happens again, the campaign's database or a provider may be overloaded."
 )
 
 // errText is what a member reads for err: a plain sentence for an outage
-// (memory.ErrUnavailable, never the driver's message) or a refusal
-// (memory.ErrForbidden), the error itself otherwise, which names the
+// (memory.ErrUnavailable, never the driver's message), a refusal
+// (memory.ErrForbidden) or work that ran out of time (the handler's bound,
+// interactionTimeout, or a provider's), the error itself otherwise, which names the
 // problem with the member's input.
 func errText(err error) string {
 	switch {
@@ -216,6 +298,8 @@ func errText(err error) string {
 		return msgUnavailable
 	case errors.Is(err, memory.ErrForbidden):
 		return msgForbidden
+	case errors.Is(err, context.DeadlineExceeded):
+		return msgTooLong
 	}
 	return err.Error()
 }
