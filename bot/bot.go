@@ -12,6 +12,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/memory"
 	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
@@ -90,6 +91,8 @@ type Bot struct {
 	// handled, when set (by tests), is told each interaction's id once
 	// its handler returned.
 	handled func(id string)
+	// clock times the watch on deferred replies (see watch).
+	clock clock.Clock
 }
 
 // Option adjusts a Bot.
@@ -115,7 +118,7 @@ func New(cfg Config, deps Deps, opts ...Option) (*Bot, error) {
 		seen[g.ID] = true
 	}
 	b := &Bot{cfg: cfg, deps: deps, log: cfg.Logger, state: newRuntimeState(), registered: map[string]bool{},
-		handlers: commandHandlers()}
+		handlers: commandHandlers(), clock: clock.Real()}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -303,5 +306,11 @@ func IsDM(g Guild, userID string, permissions int64, roles []string) bool {
 }
 
 // interactionTimeout bounds the work of one interaction (deferred replies
-// may take up to 15 minutes on Discord's side; ours take far less).
+// may take up to 15 minutes on Discord's side; ours take far less): its
+// handler's context ends then, and a deferred reply still unanswered
+// watchGrace later is answered by the bot (see watch).
 const interactionTimeout = 2 * time.Minute
+
+// watchGrace is how long after interactionTimeout a handler that heeds
+// its context has to answer by itself.
+const watchGrace = 15 * time.Second

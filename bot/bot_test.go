@@ -112,9 +112,9 @@ func newHarnessOn(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Stor
 }
 
 // newHarnessLogged is newHarnessOn with the bot also logging to log (when
-// not nil). Whatever the test passes, the bot and its door log to the
+// not nil) and built with opts. Whatever the test passes, the bot and its door log to the
 // test: kept quiet, and printed if the test fails (keepLog).
-func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Store, log *slog.Logger) *harness {
+func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Store, log *slog.Logger, opts ...bot.Option) *harness {
 	t.Helper()
 	kept := keepLog(t)
 	if log == nil {
@@ -145,7 +145,7 @@ func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.
 	handled := &handledSet{}
 	b, err := bot.New(bot.Config{Guilds: []bot.Guild{g},
 		Logger: log},
-		deps, bot.WithSession(sess), bot.WithHandled(handled.mark))
+		deps, append([]bot.Option{bot.WithSession(sess), bot.WithHandled(handled.mark)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

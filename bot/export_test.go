@@ -5,6 +5,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
@@ -17,6 +18,13 @@ func (b *Bot) CampaignFor(ctx context.Context, guildID string, m *discordgo.Memb
 	g, _ := b.guild(guildID)
 	return b.campaignFor(ctx, g, &discordgo.Interaction{GuildID: guildID, Member: m})
 }
+
+// WithClock times the watch on deferred replies by c.
+func WithClock(c clock.Clock) Option { return func(b *Bot) { b.clock = c } }
+
+// WatchAfter is how long after its start a deferred reply still
+// unanswered is answered by the bot.
+const WatchAfter = interactionTimeout + watchGrace
 
 // WithHandled tells f each interaction's id once its handler returned.
 func WithHandled(f func(id string)) Option { return func(b *Bot) { b.handled = f } }

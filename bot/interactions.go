@@ -95,6 +95,7 @@ func (b *Bot) onInteraction(i *discordgo.Interaction) {
 	defer b.acks.Delete(i.ID)
 	// Run before the ack is forgotten, and when the handler panics too.
 	defer b.answerIfSilent(i)
+	defer b.watch(i)()
 	if i.GuildID == "" {
 		// A continuity card's buttons are pressed in a direct message:
 		// they name their guild (see continuity.go).

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
@@ -288,5 +290,63 @@ func TestAcknowledgedCommandIsAlwaysAnswered(t *testing.T) {
 				t.Errorf("%d Errors about the interaction, want %d", n, tc.errors)
 			}
 		})
+	}
+}
+
+// stuckSearcher is an embedding search stuck on something that does not
+// heed its context: it says when it is entered, and returns once release
+// is closed.
+type stuckSearcher struct{ entered, release chan struct{} }
+
+func (s stuckSearcher) SearchMeaning(context.Context, string, string, int) ([]bot.SearchHit, error) {
+	close(s.entered)
+	<-s.release
+	return nil, nil
+}
+
+// TestStuckHandlerStillAnswers (HANG): a handler stuck past its bound on
+// something that ignores its context still leaves the DM an answer (that
+// it took too long), logged at Error; when it comes unstuck, its own
+// answer edits the response. The watch runs on a fake clock the test
+// moves.
+func TestStuckHandlerStillAnswers(t *testing.T) {
+	t.Parallel()
+	store, _ := pgtest.NewStore(t, 16)
+	logs := &logRecords{}
+	stuck := stuckSearcher{entered: make(chan struct{}), release: make(chan struct{})}
+	clk := clocktest.NewFake(time.Date(2026, 4, 1, 19, 0, 0, 0, time.UTC))
+	h := newHarnessLogged(t, bot.Deps{Searcher: stuck}, bot.Guild{ID: guildID, Campaign: campaign, DMRoleIDs: []string{dmRole}},
+		store, slog.New(logs), bot.WithClock(clk))
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(stuck.release) }) })
+	i := h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Sub("search",
+		discordtest.Str("query", "Grimjaw"), discordtest.Str("mode", "semantic")))
+	if err := h.fake.Send(i); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stuck.entered:
+	case <-time.After(wait):
+		h.hung("the handler never reached the search")
+	}
+	clk.Advance(bot.WatchAfter)
+	if first, _ := h.original(i)["content"].(string); !strings.Contains(first, "took too long") {
+		t.Errorf("the DM read %q while the handler was stuck", first)
+	}
+	if n := levelsAbout(logs, i.ID)[slog.LevelError]; n != 1 {
+		t.Errorf("%d Errors about the interaction, want 1", n)
+	}
+	release.Do(func() { close(stuck.release) })
+	h.waitHandled(i)
+	edits := h.callsTo("PATCH", i.OriginalPath(h.fake.AppID))
+	if len(edits) != 2 {
+		t.Fatalf("%d edits of the original, want the watch's and the handler's", len(edits))
+	}
+	var m struct{ Content string }
+	if err := edits[1].Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.Content, "**Related memories** (0)") {
+		t.Errorf("the handler's own answer: %q", m.Content)
 	}
 }

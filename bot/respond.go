@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/bwmarrin/discordgo"
 
@@ -44,8 +44,9 @@ func (b *Bot) deferReply(i *discordgo.Interaction, ephemeral bool) bool {
 // with the interaction buffered, or that could not reach Discord, is
 // refused (HTTP 404, code 10062 "Unknown interaction"), and the member
 // has already seen "The application did not respond" and may retry. A
-// refused or failed acknowledgement means: act on nothing. The decision
-// rests on Discord's answer, not on comparing clocks.
+// refused acknowledgement, or one Discord could not be reached for (see
+// respond: a failed exchange is retried first), means: act on nothing.
+// The decision rests on Discord's answer, not on comparing clocks.
 //
 // A command acknowledges with a deferred ephemeral reply; a button or a
 // form submitted from a message (update) with a deferred update of that
@@ -63,9 +64,13 @@ func (b *Bot) ack(i *discordgo.Interaction, update bool) bool {
 type acked struct {
 	typ       discordgo.InteractionResponseType
 	ephemeral bool
-	// answered is set once an answer (an edit or a follow-up) was sent,
-	// whether or not Discord took it.
-	answered atomic.Bool
+	// mu serialises the answers (edits and follow-ups) of the handler
+	// and of the bot's own safety nets (answerIfSilent, watch), so they
+	// reach Discord in the order they were decided.
+	mu sync.Mutex
+	// answered is set, under mu, once an answer was sent, whether or
+	// not Discord took it.
+	answered bool
 }
 
 // respond sends an interaction's response and reports whether Discord took
@@ -205,12 +210,39 @@ func (b *Bot) finish(i *discordgo.Interaction, ephemeral bool, text string, embe
 	return true
 }
 
-// answering records that an answer to the acknowledged interaction i is
-// being sent.
-func (b *Bot) answering(i *discordgo.Interaction) {
-	if a, ok := b.acks.Load(i.ID); ok {
-		a.(*acked).answered.Store(true)
+// answering waits for the answers to i being sent (see acked.mu) and
+// records that another is; the returned func lets the next go.
+func (b *Bot) answering(i *discordgo.Interaction) (done func()) {
+	v, ok := b.acks.Load(i.ID)
+	if !ok {
+		return func() {}
 	}
+	a := v.(*acked)
+	a.mu.Lock()
+	a.answered = true
+	return a.mu.Unlock
+}
+
+// answerUnanswered answers the deferred reply of i with msg, unless an
+// answer was sent already (or i is not a deferred reply: a deferred
+// update shows nothing while it waits), and logs why at Error. It
+// reports whether it answered.
+func (b *Bot) answerUnanswered(i *discordgo.Interaction, msg, why string) bool {
+	v, ok := b.acks.Load(i.ID)
+	if !ok {
+		return false
+	}
+	a := v.(*acked)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.typ != discordgo.InteractionResponseDeferredChannelMessageWithSource || a.answered {
+		return false
+	}
+	a.answered = true
+	b.log.Error(why, "command", interactionName(i), "interaction", i.ID)
+	content := msg
+	b.edit(i, &discordgo.WebhookEdit{Content: &content, AllowedMentions: &discordgo.MessageAllowedMentions{}})
+	return true
 }
 
 // msgNoAnswer answers a deferred reply whose handler ended without an
@@ -220,20 +252,33 @@ const msgNoAnswer = "⚠️ Something went wrong and glyphoxa could not answer t
 // answerIfSilent is run when the handler of i returns, or panics: a
 // deferred reply that got no answer would show "thinking…" until Discord
 // gives up on it 15 minutes later, so it is answered with msgNoAnswer,
-// and the handler's silence is logged at Error. A deferred update (a
-// button) shows nothing while it waits and is left alone.
+// and the handler's silence is logged at Error.
 func (b *Bot) answerIfSilent(i *discordgo.Interaction) {
-	v, ok := b.acks.Load(i.ID)
-	if !ok {
-		return
+	b.answerUnanswered(i, msgNoAnswer, "an acknowledged interaction's handler ended without answering it")
+}
+
+// watch bounds how long a member waits for a deferred reply: a handler
+// that did not answer watchGrace past its bound (interactionTimeout),
+// stuck on something that does not heed its context, leaves the member
+// told msgTooLong, and is logged at Error. The handler's own answer, if
+// it comes later, edits the response again. The returned stop ends the
+// watch, waiting for an answer it is sending.
+func (b *Bot) watch(i *discordgo.Interaction) (stop func()) {
+	t := b.clock.NewTimer(interactionTimeout + watchGrace)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-quit:
+			t.Stop()
+		case <-t.C():
+			b.answerUnanswered(i, "⚠️ "+msgTooLong, "an interaction's handler is still running past its bound: the member is told it took too long")
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
 	}
-	a := v.(*acked)
-	if a.typ != discordgo.InteractionResponseDeferredChannelMessageWithSource || a.answered.Load() {
-		return
-	}
-	b.log.Error("an acknowledged interaction's handler ended without answering it", "command", interactionName(i),
-		"interaction", i.ID)
-	b.finish(i, a.ephemeral, msgNoAnswer, nil, nil)
 }
 
 // editOriginal edits the acknowledged response of i, trying again while
@@ -241,7 +286,12 @@ func (b *Bot) answerIfSilent(i *discordgo.Interaction) {
 // message). It reports whether Discord took the edit; when it did not,
 // the member is left without an answer, which is logged at Error.
 func (b *Bot) editOriginal(i *discordgo.Interaction, edit *discordgo.WebhookEdit) bool {
-	b.answering(i)
+	defer b.answering(i)()
+	return b.edit(i, edit)
+}
+
+// edit is editOriginal without waiting for other answers.
+func (b *Bot) edit(i *discordgo.Interaction, edit *discordgo.WebhookEdit) bool {
 	n, err := b.callDiscord(i, "an edit of the response", lostExchange, func(opts ...discordgo.RequestOption) error {
 		_, err := b.sess.InteractionResponseEdit(i, edit, opts...)
 		return err
@@ -259,7 +309,7 @@ func (b *Bot) editOriginal(i *discordgo.Interaction, edit *discordgo.WebhookEdit
 // whether Discord took it; when it did not, the failure is logged at
 // Error.
 func (b *Bot) followUp(i *discordgo.Interaction, params *discordgo.WebhookParams) bool {
-	b.answering(i)
+	defer b.answering(i)()
 	n, err := b.callDiscord(i, "a follow-up message", notPosted, func(opts ...discordgo.RequestOption) error {
 		_, err := b.sess.FollowupMessageCreate(i, true, params, opts...)
 		return err
