@@ -64,7 +64,7 @@ TESTPACKAGES ?= 4
 # tests and inside the table (the NPCs' recall tool) in table's, table/
 # scene's and cmd/glyphoxa's. They run once, without -race, beside the race
 # pass, which skips them by name (no other test in the tree has these
-# names). Their sixteen databases (fifteen corpora and the determinism
+# names). Their seventeen databases (sixteen corpora and the determinism
 # check's) are built and searched side by side, EVALPARALLEL at a time: most
 # of their CPU is the database server's (115 core-seconds in 58 s on 2
 # cores, quiet, of which the test process used about 20).

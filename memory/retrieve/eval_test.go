@@ -115,7 +115,8 @@ func corpora(t testing.TB) []corpus {
 		{"keep", genKeep, true}, {"burg", genBurg, true}, {"heist", genHeist, true},
 		{"tide", genTide, true}, {"hafen", genHafen, true},
 		{"loco", genLoco, true}, {"feud", genFeud, true}, {"saga", genSaga, true},
-		{"wharf", genWharf, true}, {"circus", genCircus, true}, {"abbey", genAbbey, true}} {
+		{"wharf", genWharf, true}, {"circus", genCircus, true}, {"abbey", genAbbey, true},
+		{"vine", genVine, true}} {
 		file, qs := g.gen(evalSeed)
 		// Through YAML and Parse, so that a generated corpus is checked
 		// like a hand-written one.

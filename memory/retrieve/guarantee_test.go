@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -72,5 +73,25 @@ func TestByBetterRank(t *testing.T) {
 	got := byBetterRank([]string{"a", "b", "c"}, []string{"c", "d", "a"})
 	if want := []string{"a", "c", "b", "d"}; !slices.Equal(got, want) {
 		t.Errorf("byBetterRank = %v, want %v", got, want)
+	}
+}
+
+func TestBetterRanks(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lists [][]string
+		want  map[string]int
+	}{
+		{"none", nil, map[string]int{}},
+		{"one ranking", [][]string{{"a", "b"}}, map[string]int{"a": 1, "b": 2}},
+		// A chunk both rankings hold counts once, at its better rank.
+		{"the better of two", [][]string{{"a", "b", "c"}, {"c", "d", "a"}},
+			map[string]int{"a": 1, "b": 2, "c": 1, "d": 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := betterRanks(tc.lists...); !maps.Equal(got, tc.want) {
+				t.Errorf("betterRanks = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -57,27 +57,34 @@
 //     words can (the answer need not share a word with the question): the
 //     two are independent witnesses and are fused by reciprocal rank
 //     (RRFK 60, the published default, Cormack, Clarke and Buettcher
-//     2009), each at full weight, whatever their score scales. A third
-//     witness joins them then, at the direct ranking's weight: the
-//     question's words by full text with the name of the entity the
-//     relationship led to added, the question with the relation resolved
-//     (query expansion, [Retriever.expandedText]; feud recall@10 0.50 to
-//     0.58, wharf, written before it and never tuned on, recall@5 0.65 to
-//     0.75, names 0.87 to 0.97, saltmere 0.85 to 0.88, no corpus lower).
-//     Reciprocal ranks then promise nothing about a part: a chunk that
-//     only the walk and the expansion hold (the relative's answer, in
-//     other words than the question's) scores 1/(60+r) twice, and the
-//     chunks that the words rank in both the direct and the expanded
-//     ranking, the named one's and others' talk of the object, outscore it
-//     (feud: the answer fifth in the walk and second in the expansion,
-//     not in the hybrid ten). So the fused list is then reordered to hold,
-//     in every prefix of length d, the first d/2 of each witness: the
-//     words (the direct and the expanded ranking, one witness, each chunk
-//     at its better rank of the two) and the walk ([guarantee]; feud
-//     recall@10 0.58 to 0.75, level with the walk; circus, written and
-//     scored before it, recall@5 0.58 to 0.67; saltmere recall@5 0.88 to
-//     0.86, one question whose answer, fifth by fusion, yields its place
-//     to the walk's second; no other corpus moved).
+//     2009), each at full weight, whatever their score scales. The
+//     words then speak in two rankings: the question by full text as it
+//     is asked, and with the name of the entity the relationship led to
+//     added, the question with the relation resolved (query expansion,
+//     [Retriever.expandedText]; feud recall@10 0.50 to 0.58, wharf,
+//     written before it and never tuned on, recall@5 0.65 to 0.75, names
+//     0.87 to 0.97, saltmere 0.85 to 0.88, no corpus lower). The two are
+//     the same words, one witness, and each chunk scores once, at its
+//     better rank of the two (CombMAX of the reciprocal ranks, Fox and
+//     Shaw 1994). Summed, they counted the same evidence twice: the
+//     chunks the words rank in both, the named one's and others' talk of
+//     the object, scored 1/(60+r) twice and outscored a chunk that only
+//     the walk and the expansion hold, the relative's answer in other
+//     words than the question's (feud recall@5 0.29 to 0.38; saltmere
+//     0.86 to 0.85, less than one question; vine, written and scored
+//     before it, and every other corpus level).
+//     Reciprocal ranks still promise nothing about a part: a chunk one
+//     witness ranks high and the other not at all can fall below any
+//     number of chunks the two agree on (feud: the answer fifth in the
+//     walk and second in the expansion, not in the hybrid ten). So the
+//     fused list is then reordered to hold, in every prefix of length d,
+//     the first d/2 of each witness: the words (the direct and the
+//     expanded ranking, each chunk at its better rank of the two) and
+//     the walk ([guarantee]; feud recall@10 0.58 to 0.75, level with the
+//     walk; circus, written and scored before it, recall@5 0.58 to 0.67;
+//     saltmere recall@5 0.88 to 0.86, one question whose answer, fifth
+//     by fusion, yields its place to the walk's second; no other corpus
+//     moved).
 //     Otherwise
 //     the walk is the direct rankings' own chunks diffused along the
 //     entities the question names; it knows only those entities, so it
@@ -761,8 +768,10 @@ func (r *Retriever) load(ctx context.Context, ranked []ppr.Result) ([]postgres.C
 // every ranker, the full-text ranking (vector when full text matched
 // nothing), and the facts the question's relationship words led to (see
 // the package doc): by reciprocal rank when the walk followed such a
-// relationship, each item scoring the sum over the rankings it appears in
-// of weight/(RRFK + rank), the facts' weight Weights.Facts times the
+// relationship, each item scoring the sum over the witnesses it appears in
+// of weight/(RRFK + rank) (the direct and the expanded ranking one
+// witness, the words, at a chunk's better rank of the two), the facts'
+// weight Weights.Facts times the
 // confidence of the named entities; otherwise by max-normalised score,
 // the walk's weight Weights.Walk times that confidence. The entities
 // the question names by full name or alias follow the k answers, so that
@@ -815,14 +824,16 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 	// parts are the rankings fused by reciprocal rank, each best first
 	// (see [guarantee]).
 	var parts [][]string
+	// words are, when the rankings are fused by rank, the rankings by the
+	// question's words: the direct and the expanded one.
+	var words [][]string
 	if conf > 0 {
 		if independent {
 			parts = append(parts, chunkIDs(direct))
+			words = append(words, chunkIDs(direct))
 		}
-		for i, h := range direct {
-			if independent {
-				fused[h.Chunk.ID] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
-			} else {
+		for _, h := range direct {
+			if !independent {
 				fused[h.Chunk.ID] += r.cfg.Weights.Direct * h.Score / direct[0].Score
 			}
 		}
@@ -845,10 +856,21 @@ func (r *Retriever) hybrid(ctx context.Context, text string, k, n int, m *mentio
 				parts = append(parts, chunkIDs(exp))
 			}
 		}
-		for i, h := range exp {
+		for _, h := range exp {
 			chunks[h.Chunk.ID] = h.Chunk
-			fused[h.Chunk.ID] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(i+1))
 		}
+		if independent {
+			words = append(words, chunkIDs(exp))
+		}
+	}
+	// The words are one witness in the fusion by rank, as in [guarantee]:
+	// each chunk scores once, at its better rank of the two rankings
+	// (CombMAX of the reciprocal ranks), not their sum. The expansion is
+	// the same words with one name added and ranks mostly the same
+	// chunks; summed, the evidence of the words counted twice against the
+	// walk's once (see the package doc).
+	for id, rk := range betterRanks(words...) {
+		fused[id] += r.cfg.Weights.Direct / (r.cfg.RRFK + float64(rk))
 	}
 	walk := r.cfg.Weights.Walk
 	if !independent {
@@ -1436,6 +1458,20 @@ func guarantee(ids []string, parts [][]string) []string {
 		}
 		placed[take] = true
 		out = append(out, take)
+	}
+	return out
+}
+
+// betterRanks returns each item's best rank, from 1, in any of the
+// rankings of one witness (each best first).
+func betterRanks(lists ...[]string) map[string]int {
+	out := map[string]int{}
+	for _, list := range lists {
+		for i, id := range list {
+			if r, ok := out[id]; !ok || i+1 < r {
+				out[id] = i + 1
+			}
+		}
 	}
 	return out
 }
