@@ -8,6 +8,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/benchdata"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
@@ -144,5 +145,105 @@ func BenchmarkPlayerNeighbors(b *testing.B) {
 			}
 			b.ReportMetric(float64(found)/float64(i), "entities/op")
 		})
+	}
+}
+
+// splitBenchCampaign writes campaign "bench": sessions sessions of 250
+// lines said by u0, u1 and u2 in 50 chunks of 5 lines each (so 50 chunks
+// a session), each chunk with words and an embedding, the party present
+// throughout; with split, u1 alone in a split scene from line 100 to line
+// 150 of every session (a fifth of each session: 10 of its 50 chunks).
+func splitBenchCampaign(b testing.TB, sessions int, split bool) (*postgres.Store, *postgres.Campaign) {
+	b.Helper()
+	s, _ := pgtest.NewStore(b, testDims)
+	c := pgtest.Campaign(b, s, "bench")
+	ctx := context.Background()
+	presence := `(VALUES (0, '{u0,u1,u2}'::text[], false))`
+	if split {
+		presence = `(VALUES (0, '{u0,u1,u2}'::text[], false), (100, '{u1}', true), (150, '{u0,u1,u2}', false))`
+	}
+	for _, q := range []string{
+		`INSERT INTO sessions (campaign_id, id, started_at)
+		 SELECT 'bench', 's' || i, timestamptz '2026-01-01' + i * interval '1 day' FROM generate_series(1, $1) i`,
+		`INSERT INTO transcript_entries (campaign_id, session_id, speaker_id, speaker_name, text, at)
+		 SELECT 'bench', 's' || i, 'u' || (j % 3), 'P', 'line ' || j, timestamptz '2026-01-01' + i * interval '1 day' + j * interval '10 seconds'
+		 FROM generate_series(1, $1) i, generate_series(0, 249) j`,
+		// Words: x<n> rare (a few chunks each), y<n> common (one chunk in
+		// 31), "tale" in every chunk.
+		`INSERT INTO chunks (campaign_id, id, session_id, content, start_at, end_at, embedding)
+		 SELECT 'bench', 's' || i || '-' || k, 's' || i,
+		        'tale x' || ((i * 50 + k) * 7919 % 997) || ' y' || ((i * 50 + k) % 31) || ' z' || (k % 5),
+		        timestamptz '2026-01-01' + i * interval '1 day' + k * 5 * interval '10 seconds',
+		        timestamptz '2026-01-01' + i * interval '1 day' + (k * 5 + 4) * interval '10 seconds' + interval '1 second',
+		        ARRAY[sin(i * 50 + k), cos(i * 50 + k), sin(1.7 * (i * 50 + k)), cos(2.3 * (i * 50 + k)),
+		              sin(3.1 * (i * 50 + k)), cos(0.3 * (i * 50 + k)), sin(0.7 * (i * 50 + k)), 0.5]::real[]::vector
+		 FROM generate_series(1, $1) i, generate_series(0, 49) k`,
+		`INSERT INTO session_presence (campaign_id, session_id, at, players, split)
+		 SELECT 'bench', 's' || i, timestamptz '2026-01-01' + i * interval '1 day' + p.line * interval '10 seconds', p.players, p.split
+		 FROM generate_series(1, $1) i, ` + presence + ` p(line, players, split)`,
+	} {
+		if _, err := s.Pool().Exec(ctx, q, sessions); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The statistics a live database has (autovacuum's).
+	if _, err := s.Pool().Exec(ctx, `ANALYZE sessions, transcript_entries, chunks, chunk_postings, session_presence`); err != nil {
+		b.Fatal(err)
+	}
+	return s, c
+}
+
+// BenchmarkPlayerSearch measures the two searches of a hybrid ask
+// (TextSearch for a rare and a common word, then VectorSearch, 10 hits
+// each) at 10,000 and 100,000 chunks (200 and 2,000 sessions of
+// splitBenchCampaign), with the party never split and split for a fifth
+// of every session, as the DM, any player, and a player bound to their
+// id outside the split scenes (u0) and in them (u1).
+//
+//	go test ./memory/postgres -run '^$' -bench PlayerSearch -benchtime 20x
+func BenchmarkPlayerSearch(b *testing.B) {
+	ctx := context.Background()
+	for _, scale := range []struct {
+		name     string
+		sessions int
+	}{{"10k", 200}, {"100k", 2000}} {
+		for _, split := range []bool{false, true} {
+			name := scale.name + "/unsplit"
+			if split {
+				name = scale.name + "/split"
+			}
+			b.Run(name, func(b *testing.B) {
+				_, c := splitBenchCampaign(b, scale.sessions, split)
+				for _, r := range []struct {
+					name string
+					v    memory.Viewer
+				}{
+					{"DM", memory.DMViewer()},
+					{"any player", memory.PlayerViewer()},
+					{"bound player outside", memory.PlayerViewerOf("u0")},
+					{"bound player inside", memory.PlayerViewerOf("u1")},
+				} {
+					h, err := c.As(r.v)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Run(r.name, func(b *testing.B) {
+						for b.Loop() {
+							text, err := h.Index().TextSearch(ctx, "x17 y3", 10, nil)
+							if err != nil {
+								b.Fatal(err)
+							}
+							vec, err := h.Index().VectorSearch(ctx, []float32{1, 0, 0.5, 0, 0, 0.2, 0, 0.5}, 10, nil)
+							if err != nil {
+								b.Fatal(err)
+							}
+							if len(text) != 10 || len(vec) != 10 {
+								b.Fatalf("%d words hits and %d vector hits, want 10 each", len(text), len(vec))
+							}
+						}
+					})
+				}
+			})
+		}
 	}
 }
