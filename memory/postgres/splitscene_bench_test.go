@@ -13,15 +13,17 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
-// BenchmarkVisibleChunks measures what the witness rule costs a player's
-// retrieval: the chunks a reader may read (SemanticIndex.VisibleChunks,
-// read before every player question), and the session listing with its
+// BenchmarkVisibleChunks measures what the witness rule costs a listing:
+// the chunks a reader may read, listed whole (SemanticIndex.VisibleChunks;
+// a search no longer lists them, it leaves out the few a player may not
+// read, see BenchmarkPlayerSearch), and the session listing with its
 // counts of readable lines (Sessions), over 200 sessions of 250 lines in
 // 50 chunks of 5 lines each (10,000 chunks), the party split for a fifth of
 // each session, as any player, as a player bound to their id, and (no
-// filter: nil) as the DM. On a 2-core machine: 15 ms for any player, 37 ms
-// for a player in the scene, 101 ms for one outside it (chunk by chunk,
-// with the row-by-row predicate, it was 0.5 s, 0.6 s and 3 s).
+// filter: nil) as the DM. On a 2-core machine, when every player search
+// listed them: 15 ms for any player, 37 ms for a player in the scene, 101
+// ms for one outside it (chunk by chunk, with the row-by-row predicate, it
+// was 0.5 s, 0.6 s and 3 s).
 //
 //	go test ./memory/postgres -run '^$' -bench VisibleChunks -benchtime 20x
 func BenchmarkVisibleChunks(b *testing.B) {
