@@ -198,9 +198,11 @@ func splitBenchCampaign(b testing.TB, sessions int, split bool) (*postgres.Store
 // BenchmarkPlayerSearch measures the two searches of a hybrid ask
 // (TextSearch for a rare and a common word, then VectorSearch, 10 hits
 // each) at 10,000 and 100,000 chunks (200 and 2,000 sessions of
-// splitBenchCampaign), with the party split for a fifth of every session,
-// then (the split scenes' presence rows deleted) never split, as the DM,
-// any player, and a player bound to their id outside the split scenes
+// splitBenchCampaign) in three campaigns: the party split for a fifth of
+// every session ("split": a fifth of the chunks in split scenes), then,
+// the split scenes' presence rows deleted from 19 sessions in 20, split in
+// one session in 20 ("rare": 1 % of the chunks), then never split, as the
+// DM, any player, and a player bound to their id outside the split scenes
 // (u0) and in them (u1).
 //
 //	go test ./memory/postgres -run '^$' -bench PlayerSearch -benchtime 5x
@@ -212,18 +214,25 @@ func BenchmarkPlayerSearch(b *testing.B) {
 	}{{"10k", 200}, {"100k", 2000}} {
 		b.Run(scale.name, func(b *testing.B) {
 			s, c := splitBenchCampaign(b, scale.sessions, true)
-			for _, split := range []bool{true, false} {
-				name := "split"
-				if !split {
-					name = "unsplit"
-					if _, err := s.Pool().Exec(ctx, `DELETE FROM session_presence WHERE campaign_id = 'bench' AND at > (
-						SELECT min(q.at) FROM session_presence q WHERE q.campaign_id = 'bench' AND q.session_id = session_presence.session_id)`); err != nil {
+			for _, split := range []struct {
+				name  string
+				every int // sessions split: one in every (0: none)
+			}{{"split", 1}, {"rare", 20}, {"unsplit", 0}} {
+				if split.every != 1 {
+					// Delete the rows after each session's first (the
+					// scene's and the one ending it) from the sessions
+					// no longer split.
+					if _, err := s.Pool().Exec(ctx, `DELETE FROM session_presence p WHERE campaign_id = 'bench'
+						AND substr(p.session_id, 2)::int % nullif($1::int, 0) IS DISTINCT FROM 0
+						AND at > (SELECT min(q.at) FROM session_presence q WHERE q.campaign_id = 'bench' AND q.session_id = p.session_id)`,
+						split.every); err != nil {
 						b.Fatal(err)
 					}
 					if _, err := s.Pool().Exec(ctx, `ANALYZE session_presence`); err != nil {
 						b.Fatal(err)
 					}
 				}
+				name := split.name
 				for _, r := range []struct {
 					name string
 					v    memory.Viewer
