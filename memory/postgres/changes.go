@@ -167,7 +167,7 @@ func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 		// As sets, as the visible chunks are listed (view.visibleChunksSQL):
 		// the lines a player may not read are those of the presence spans
 		// their rule leaves out, counted once.
-		entries = `(` + entries + ` - (WITH ` + spansCTE + `, ` + c.view.unreadableCTE() + ` SELECT count(*) FROM unreadable))`
+		entries = `(` + entries + ` - (WITH ` + c.view.unreadableCTE() + ` SELECT count(*) FROM unreadable))`
 		chunks = `(SELECT count(*) FROM (` + c.view.visibleChunksSQL() + `) v)`
 		args = append(args, nil) // $2: every chunk
 	}

@@ -23,23 +23,12 @@ type SemanticIndex struct {
 
 // VisibleChunks returns the ids of the chunks the handle's viewer may read,
 // in id order, or nil when it reads every chunk (the DM, the system, an
-// NPC, a player of a campaign whose party was never split): a player's retrieval is restricted to them, as an NPC's is to the
-// chunks it heard (see [view.chunkVisible]).
+// NPC, a player of a campaign whose party was never split) (see
+// [view.chunkVisible]). The searches do not list them: they leave out the
+// few a player may not read (view.deniedCTEs).
 func (x *SemanticIndex) VisibleChunks(ctx context.Context) ([]string, error) {
-	return x.visibleAmong(ctx, nil)
-}
-
-// visibleAmong returns the chunks among only (every chunk when nil) the
-// viewer may read, or only itself when the viewer reads every chunk.
-//
-// A player is kept from a chunk only by a split presence span (any player
-// reads every line outside them, and a bound player reads more): in a
-// campaign whose party was never split, the most common, a player reads
-// every chunk, and the search is not restricted (one lookup instead of
-// listing the campaign's chunks on every search).
-func (x *SemanticIndex) visibleAmong(ctx context.Context, only []string) ([]string, error) {
 	if x.view.v.Role != memory.RolePlayer {
-		return only, nil
+		return nil, nil
 	}
 	var split bool
 	if err := x.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM session_presence WHERE campaign_id = $1 AND split)`,
@@ -47,9 +36,9 @@ func (x *SemanticIndex) visibleAmong(ctx context.Context, only []string) ([]stri
 		return nil, fmt.Errorf("listing the chunks %s may read: %w", x.view.v, err)
 	}
 	if !split {
-		return only, nil
+		return nil, nil
 	}
-	rows, err := x.db.Query(ctx, x.view.visibleChunksSQL(), x.campaign, only)
+	rows, err := x.db.Query(ctx, x.view.visibleChunksSQL(), x.campaign, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing the chunks %s may read: %w", x.view.v, err)
 	}
@@ -325,15 +314,19 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 // after hnsw.max_scan_tuples, or fewer rows match): ordering by an
 // expression the index cannot serve forces a scan of the filtered rows
 // through the btree indexes.
+//
+// JIT compilation is turned off the same way (see [withoutJIT]): a
+// player's search filters by the chunks they may not read, whose
+// estimated cost can pass jit_above_cost.
 func nearest[T any](ctx context.Context, db querier, selectSQL string, args []any, limit int, scan pgx.RowToFunc[T]) ([]T, error) {
 	args = append(args, limit)
 	limitArg := fmt.Sprintf(" LIMIT $%d", len(args))
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'strict_order', true)`)
+	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'strict_order', true), set_config('jit', 'off', true)`)
 	b.Queue(selectSQL+` ORDER BY c.embedding <=> $2`+limitArg, args...)
 	res := db.SendBatch(ctx, b)
-	var setting string
-	if err := res.QueryRow().Scan(&setting); err != nil {
+	var setting, jit string
+	if err := res.QueryRow().Scan(&setting, &jit); err != nil {
 		res.Close()
 		return nil, fmt.Errorf("enabling iterative index scans (pgvector 0.8 or newer is required): %w", err)
 	}
@@ -349,11 +342,73 @@ func nearest[T any](ctx context.Context, db querier, selectSQL string, args []an
 	if err != nil || len(out) >= limit {
 		return out, err
 	}
-	rows, err = db.Query(ctx, selectSQL+` ORDER BY (c.embedding <=> $2) + 0`+limitArg, args...)
-	if err != nil {
-		return nil, err
+	err = withoutJIT(ctx, db, selectSQL+` ORDER BY (c.embedding <=> $2) + 0`+limitArg, args, func(rows pgx.Rows) error {
+		out, err = pgx.CollectRows(rows, scan)
+		return err
+	})
+	return out, err
+}
+
+// withoutJIT runs sql with JIT compilation off and passes its rows to fn
+// (which need not close them). The setting is local to the batch's
+// implicit transaction, as in [nearest] (to a caller's transaction, to its
+// end). A player's searches run so: their filter of the chunks the player
+// may not read (view.deniedCTEs) is estimated dear in a campaign with many
+// split scenes, past jit_above_cost, and compiling took 30 to 290 ms of
+// queries that ran in 40 to 450 ms (EXPLAIN ANALYZE at 100,000 chunks, a
+// fifth of them in split scenes, on a loaded 2-core machine): a loss
+// whatever the query does.
+func withoutJIT(ctx context.Context, db querier, sql string, args []any, fn func(pgx.Rows) error) error {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('jit', 'off', true)`)
+	b.Queue(sql, args...)
+	res := db.SendBatch(ctx, b)
+	if _, err := res.Exec(); err != nil {
+		res.Close()
+		return fmt.Errorf("turning JIT compilation off: %w", err)
 	}
-	return pgx.CollectRows(rows, scan)
+	rows, err := res.Query()
+	if err != nil {
+		res.Close()
+		return err
+	}
+	err = fn(rows)
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// search runs a search's query sql and passes its rows to fn: a player's
+// without JIT compilation (withoutJIT), anyone else's as it is.
+func (x *SemanticIndex) search(ctx context.Context, sql string, args []any, fn func(pgx.Rows) error) error {
+	if x.view.v.Role == memory.RolePlayer {
+		return withoutJIT(ctx, x.db, sql, args, fn)
+	}
+	rows, err := x.db.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := fn(rows); err != nil {
+		return err
+	}
+	return rows.Err()
+}
+
+// searchHits is search collecting chunk hits.
+func (x *SemanticIndex) searchHits(ctx context.Context, sql string, args ...any) ([]ChunkHit, error) {
+	var hits []ChunkHit
+	err := x.search(ctx, sql, args, func(rows pgx.Rows) error {
+		var err error
+		hits, err = pgx.CollectRows(rows, scanHit)
+		return err
+	})
+	return hits, err
 }
 
 func scanChunkResult(row pgx.CollectableRow) (memory.ChunkResult, error) {

@@ -368,8 +368,8 @@ func (w view) lineVisible() string {
 // retrieval is limited to what it heard by HeardChunks).
 //
 // It is checked row by row, for the few chunks a read returns; the set of
-// every chunk a player may read is [view.visibleChunksSQL], the same rule
-// computed for the whole campaign at once.
+// chunks a player may not read is [view.deniedCTEs], the same rule computed
+// as sets from the split presence spans, which searches filter by.
 func (w view) chunkVisible(alias string) string {
 	if w.v.Role != memory.RolePlayer {
 		return "true"
@@ -394,62 +394,119 @@ func chunkSpan(alias string) (from, to string) {
 	return "coalesce(" + alias + ".start_at, '-infinity')", "coalesce(" + alias + ".end_at, " + alias + ".start_at, 'infinity')"
 }
 
-// visibleChunksSQL selects, in id order, the ids of the chunks of campaign
-// $1 among $2 (text[], every chunk when NULL) a player viewer may read: the
-// rule of [view.chunkVisible], computed as sets (the presence spans of the
-// campaign once, joined to its chunks or to the lines a bound player may
-// not read) rather than chunk by chunk: over 10,000 chunks 15 ms for any
-// player and 37 to 101 ms for a bound one, where row by row took 0.5 s to
-// 3 s (BenchmarkVisibleChunks). TestSplitSceneReachesOnlyItsPlayers
-// checks both forms against the corpus' truth.
-func (w view) visibleChunksSQL() string {
-	from, to := chunkSpan("c")
-	var bad string
-	if w.v.PlayerID == "" {
-		// Chunks overlapping a split span.
-		bad = `WITH ` + spansCTE + `, bad AS (
-		SELECT DISTINCT c.id FROM p JOIN chunks c ON c.campaign_id = $1 AND c.session_id = p.session_id
-		WHERE p.split AND p.at <= ` + to + ` AND p.until > ` + from + `)`
-	} else {
-		// The chunks holding a canon line the player may not read.
-		bad = `WITH ` + spansCTE + `, ` + w.unreadableCTE() + `, bad AS (
-		SELECT c.id FROM unreadable l JOIN chunks c ON c.campaign_id = $1 AND c.session_id = l.session_id AND c.start_at <= l.at
-		WHERE NOT l.noncanon AND l.at <= ` + to + `
-		UNION
-		SELECT c.id FROM unreadable l JOIN chunks c ON c.campaign_id = $1 AND c.session_id = l.session_id AND c.start_at IS NULL
-		WHERE NOT l.noncanon AND l.at <= ` + to + `)`
+// deniedCTEs returns the common tables (for a WITH list, without a
+// trailing comma) whose last, denied, holds the ids of the chunks of
+// campaign $1 a player viewer may not read: [view.chunkVisible]'s rule
+// computed as sets. A chunk overlapping no split presence span holds only
+// lines every player may read; so the campaign's split spans (splitSpansCTE)
+// are read first, then the chunks of their sessions that overlap them (a
+// range of chunks_session each), and of those any player may not read
+// any, a bound player those holding a canon line of the span they may not
+// read (unreadableLine: a range of transcript_entries_session_at each,
+// stopping at the first). The table is empty in a campaign never split
+// and as small as its split scenes otherwise: a search filters by it
+// (notDenied) and pays for the split scenes, not for the campaign's size.
+// It returns "" for a viewer who reads every chunk.
+// TestSplitSceneReachesOnlyItsPlayers (in memory/access) checks both forms
+// against the corpus' truth.
+func (w view) deniedCTEs() string {
+	if w.v.Role != memory.RolePlayer {
+		return ""
 	}
-	return bad + `
+	from, to := chunkSpan("c")
+	// A chunk [from, to] overlaps a span [p.at, p.until) when it starts
+	// before the span ends (or has no start: it spans its session) and
+	// ends at or after it starts.
+	overlap := splitSpansCTE + `, overlap AS MATERIALIZED (
+		SELECT p.session_id, p.at, p.until, p.players, o.id, o.from_at, o.to_at FROM p CROSS JOIN LATERAL (
+		    SELECT c.id, ` + from + ` AS from_at, ` + to + ` AS to_at FROM chunks c
+		    WHERE c.campaign_id = $1 AND c.session_id = p.session_id AND c.start_at < p.until AND ` + to + ` >= p.at
+		    UNION ALL
+		    SELECT c.id, ` + from + `, ` + to + ` FROM chunks c
+		    WHERE c.campaign_id = $1 AND c.session_id = p.session_id AND c.start_at IS NULL
+		    OFFSET 0) o)`
+	if w.v.PlayerID == "" {
+		return overlap + `, denied AS MATERIALIZED (SELECT DISTINCT id FROM overlap)`
+	}
+	// A lateral lookup, not EXISTS: as a semi-join, the plan read the
+	// campaign's lines whole.
+	return overlap + `, denied AS MATERIALIZED (
+		SELECT DISTINCT p.id FROM overlap p CROSS JOIN LATERAL (
+		    SELECT 1 FROM transcript_entries t WHERE t.campaign_id = $1 AND t.session_id = p.session_id
+		      AND t.at >= greatest(p.at, p.from_at) AND t.at <= least(p.until, p.to_at) AND t.at < p.until AND NOT t.noncanon
+		      AND ` + unreadableLine(sqlLiteral(w.v.PlayerID)) + ` LIMIT 1) u)`
+}
+
+// notDenied is the SQL predicate "chunk id col is not in deniedCTEs' denied
+// table" ("true" for a viewer who reads every chunk). NOT IN over a
+// subquery is planned as a hashed subplan: one hash probe a row.
+func (w view) notDenied(col string) string {
+	if w.v.Role != memory.RolePlayer {
+		return "true"
+	}
+	return col + ` NOT IN (SELECT id FROM denied)`
+}
+
+// withCTEs is a WITH clause of the non-empty common tables among ctes ("" when
+// all are empty), to put before a SELECT.
+func withCTEs(ctes ...string) string {
+	var out []string
+	for _, c := range ctes {
+		if c != "" {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "WITH " + strings.Join(out, ", ") + "\n"
+}
+
+// visibleChunksSQL selects, in id order, the ids of the chunks of campaign
+// $1 among $2 (text[], every chunk when NULL) a player viewer may read:
+// those not denied (deniedCTEs).
+func (w view) visibleChunksSQL() string {
+	return withCTEs(w.deniedCTEs()) + `
 		SELECT c.id FROM chunks c WHERE c.campaign_id = $1 AND ($2::text[] IS NULL OR c.id = ANY($2))
-		  AND c.id NOT IN (SELECT id FROM bad)
+		  AND ` + w.notDenied("c.id") + `
 		ORDER BY c.id`
 }
 
-// spansCTE is the common table p: the presence spans of campaign $1, each
-// row's players and split from at until the session's next row.
-const spansCTE = `p AS MATERIALIZED (
-		SELECT session_id, at, players, split,
-		       coalesce(lead(at) OVER (PARTITION BY session_id ORDER BY at), 'infinity') AS until
-		FROM session_presence WHERE campaign_id = $1)`
+// splitSpansCTE is the common table p: the split presence spans of
+// campaign $1, each split row's players from at until the session's next
+// row (a lookup in the primary key), read through session_presence_split
+// (migration 0032): as many rows as the campaign has split scenes.
+const splitSpansCTE = `p AS MATERIALIZED (
+		SELECT s.session_id, s.at, s.players,
+		       coalesce((SELECT q.at FROM session_presence q WHERE q.campaign_id = $1 AND q.session_id = s.session_id
+		                 AND q.at > s.at ORDER BY q.at LIMIT 1), 'infinity') AS until
+		FROM session_presence s WHERE s.campaign_id = $1 AND s.split)`
 
-// unreadableCTE is, after spansCTE, the common table unreadable: the lines
-// (session_id, at, noncanon) of campaign $1 a player viewer may not read,
-// as sets: [view.lineVisible]'s rule for every line at once. A line is in
-// the span its session's last row at or before it opens; a line in no
-// span (said before any presence was recorded) is readable. Any player
-// may not read the lines of split spans; a bound player those of split
-// spans their character did not witness (witnessedSQL).
+// unreadableCTE is the common tables p (splitSpansCTE) and unreadable: the
+// lines (session_id, at, noncanon) of campaign $1 a player viewer may not
+// read, as sets: [view.lineVisible]'s rule for every line at once. A line
+// is in the span its session's last row at or before it opens; a line in
+// no split span (said while the party was together, or before any
+// presence was recorded) is readable. Any player may not read the lines of
+// split spans; a bound player those of split spans their character did not
+// witness (witnessedSQL).
 func (w view) unreadableCTE() string {
-	cond := "p.split"
+	cond := "true"
 	if w.v.PlayerID != "" {
-		u := sqlLiteral(w.v.PlayerID)
-		cond = `p.split AND t.speaker_id <> ` + u + ` AND NOT (` + u + ` = ANY(p.players) AND (t.speaker_id = ANY(p.players)
-		    OR NOT EXISTS (SELECT 1 FROM player_characters pc WHERE pc.campaign_id = $1 AND pc.user_id = t.speaker_id)))`
+		cond = unreadableLine(sqlLiteral(w.v.PlayerID))
 	}
-	return `unreadable AS MATERIALIZED (
+	return splitSpansCTE + `, unreadable AS MATERIALIZED (
 		SELECT t.session_id, t.at, t.noncanon FROM p JOIN transcript_entries t ON t.campaign_id = $1 AND t.session_id = p.session_id
 		    AND t.at >= p.at AND t.at < p.until
 		WHERE ` + cond + `)`
+}
+
+// unreadableLine is the SQL predicate "line t of split span p (its players
+// p.players) was not witnessed by player lit (an SQL literal) of campaign
+// $1": witnessedSQL's rule, given the span.
+func unreadableLine(lit string) string {
+	return `t.speaker_id <> ` + lit + ` AND NOT (` + lit + ` = ANY(p.players) AND (t.speaker_id = ANY(p.players)
+		    OR NOT EXISTS (SELECT 1 FROM player_characters pc WHERE pc.campaign_id = $1 AND pc.user_id = t.speaker_id)))`
 }
 
 // KnowledgeOf is what player userID's character knows from the sessions

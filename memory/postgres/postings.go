@@ -113,23 +113,22 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		idf[t.lexeme] = t.idf
 	}
 	depth := postingDepth(limit)
-	rows, err := x.db.Query(ctx, topPostingsSQL(), x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, depth)
-	if err != nil {
-		return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
-	}
 	var hits []ChunkHit
 	var lx []string
 	var n, tf, dl, tail []int64
 	var low []float64
-	for rows.Next() {
-		h, err := scanHitWith(rows, &lx, &n, &tf, &dl, &tail, &low)
-		if err != nil {
-			rows.Close()
-			return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
-		}
-		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
+	err := x.search(ctx, x.view.topPostingsSQL(), []any{x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, depth},
+		func(rows pgx.Rows) error {
+			for rows.Next() {
+				h, err := scanHitWith(rows, &lx, &n, &tf, &dl, &tail, &low)
+				if err != nil {
+					return err
+				}
+				hits = append(hits, h)
+			}
+			return rows.Err()
+		})
+	if err != nil {
 		return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}
 	if len(hits) == 0 {
@@ -165,24 +164,29 @@ func proveTop(hits []ChunkHit, edges []postingEdge, idf map[string]float64, dept
 // (weighted by idfs) from the words' postings, best first, at most limit.
 func (x *SemanticIndex) scorePostings(ctx context.Context, query string, lexemes []string, idfs []float64,
 	avgLen float64, limit int) ([]ChunkHit, error) {
-	rows, err := x.db.Query(ctx, scorePostingsSQL(), x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B)
+	hits, err := x.searchHits(ctx, x.view.scorePostingsSQL(), x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B)
 	if err != nil {
 		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}
-	return pgx.CollectRows(rows, scanHit)
+	return hits, nil
 }
 
 // topPostingsSQL returns the query of [SemanticIndex.topPostings]. Parameters:
 // $1 the campaign, $2 and $3 the words and their idfs, $4 the limit, $5
 // the average length, $6 k1, $7 b, $8 the depth.
-func topPostingsSQL() string {
-	return `
-		WITH w AS MATERIALIZED (
+//
+// For a player the postings of the chunks they may not read are skipped
+// (view.deniedCTEs): the words' postings read are those of the chunks the
+// player may read, best first, and the proof holds over those. The bound
+// of the smaller tfs (low) is taken over every posting: a bound over more
+// chunks is no smaller, so it stays a bound, and it needs no filter.
+func (w view) topPostingsSQL() string {
+	return withCTEs(w.deniedCTEs(), `w AS MATERIALIZED (
 		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
-		), top AS MATERIALIZED (
+		)`) + `, top AS MATERIALIZED (
 		    SELECT w.lexeme, h.chunk_id, h.tf, h.doc_len FROM w CROSS JOIN LATERAL (
 		        SELECT p.chunk_id, p.tf, p.doc_len FROM chunk_postings p
-		        WHERE p.campaign_id = $1 AND p.lexeme = w.lexeme
+		        WHERE p.campaign_id = $1 AND p.lexeme = w.lexeme AND ` + w.notDenied("p.chunk_id") + `
 		        ORDER BY p.tf DESC, p.doc_len, p.chunk_id LIMIT $8) h
 		), edge AS MATERIALIZED (
 		    SELECT DISTINCT ON (t.lexeme) t.lexeme, t.tf, t.doc_len, t.chunk_id,
@@ -192,7 +196,7 @@ func topPostingsSQL() string {
 		    SELECT e.lexeme, h.chunk_id FROM edge e CROSS JOIN LATERAL (
 		        SELECT p.chunk_id FROM chunk_postings p
 		        WHERE p.campaign_id = $1 AND p.lexeme = e.lexeme AND p.tf = e.tf AND p.doc_len = e.doc_len
-		          AND p.chunk_id > e.chunk_id
+		          AND p.chunk_id > e.chunk_id AND ` + w.notDenied("p.chunk_id") + `
 		        ORDER BY p.chunk_id LIMIT $8) h
 		    WHERE e.n = $8
 		), low AS MATERIALIZED (
@@ -229,27 +233,27 @@ func topPostingsSQL() string {
 		    FROM edge e
 		)
 		SELECT h.*, s.score, b.lexemes, b.n, b.tf, b.len, b.tail, b.low
-		FROM scored s CROSS JOIN LATERAL (` + hitOf("s.id") + `) h CROSS JOIN bounds b
+		FROM scored s CROSS JOIN LATERAL (` + w.hitOf("s.id") + `) h CROSS JOIN bounds b
 		ORDER BY s.score DESC, h.id`
 }
 
 // scorePostingsSQL returns the query of [SemanticIndex.scorePostings], with
-// the parameters of topPostingsSQL but the depth.
-func scorePostingsSQL() string {
-	return `
-		WITH w AS MATERIALIZED (
+// the parameters of topPostingsSQL but the depth; for a player, without
+// the postings of the chunks they may not read.
+func (w view) scorePostingsSQL() string {
+	return withCTEs(w.deniedCTEs(), `w AS MATERIALIZED (
 		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
-		), scored AS (
+		)`) + `, scored AS (
 		    -- Each word's postings from chunk_postings_impact (the subquery
 		    -- is kept apart, OFFSET 0, so that no plan reads the
 		    -- campaign's postings whole and joins the words to them).
 		    SELECT p.chunk_id AS id, ` + bm25Sum("p.tf::float8", "p.doc_len") + ` AS score
 		    FROM w CROSS JOIN LATERAL (SELECT q.chunk_id, q.lexeme, q.tf, q.doc_len FROM chunk_postings q
-		        WHERE q.campaign_id = $1 AND q.lexeme = w.lexeme OFFSET 0) p
+		        WHERE q.campaign_id = $1 AND q.lexeme = w.lexeme AND ` + w.notDenied("q.chunk_id") + ` OFFSET 0) p
 		    GROUP BY p.chunk_id
 		    ORDER BY score DESC, p.chunk_id
 		    LIMIT $4
 		)
-		SELECT h.*, s.score FROM scored s CROSS JOIN LATERAL (` + hitOf("s.id") + `) h
+		SELECT h.*, s.score FROM scored s CROSS JOIN LATERAL (` + w.hitOf("s.id") + `) h
 		ORDER BY s.score DESC, h.id`
 }

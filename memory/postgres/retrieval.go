@@ -27,11 +27,12 @@ const hitSelect = `c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.e
 
 // hitOf is a subquery of the hit columns of chunk id (a column of an
 // outer query) of campaign $1, for a LATERAL join: one lookup of
-// chunks_pkey for each hit. Kept apart (OFFSET 0), so that no plan reads
-// the campaign's chunks to join them to a few hits when it has no
+// chunks_pkey for each hit, and the viewer's check of the chunk, row by
+// row, where its text is read. Kept apart (OFFSET 0), so that no plan
+// reads the campaign's chunks to join them to a few hits when it has no
 // statistics to count them by.
-func hitOf(id string) string {
-	return `SELECT ` + hitSelect + ` FROM chunks c WHERE c.campaign_id = $1 AND c.id = ` + id + ` OFFSET 0`
+func (w view) hitOf(id string) string {
+	return `SELECT ` + hitSelect + ` FROM chunks c WHERE c.campaign_id = $1 AND c.id = ` + id + ` AND ` + w.chunkVisible("c") + ` OFFSET 0`
 }
 
 func scanHit(row pgx.CollectableRow) (ChunkHit, error) { return scanHitWith(row) }
@@ -100,16 +101,15 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	if len(terms) == 0 {
 		return []ChunkHit{}, nil
 	}
-	// A player searches only the chunks they may read; each chunk
-	// returned is checked again where its text is read (scoreChunks).
-	if only, err = x.visibleAmong(ctx, only); err != nil {
-		return nil, err
-	}
 	lexemes := make([]string, len(terms))
 	idfs := make([]float64, len(terms))
 	for i, t := range terms {
 		lexemes[i], idfs[i] = t.lexeme, t.idf
 	}
+	// A player searches the chunks they may read: those not denied
+	// (view.deniedCTEs), in every query below, so that the limit chunks
+	// returned are the best of those. Each chunk returned is checked
+	// again, row by row, where its text is read.
 	if only != nil {
 		return x.scoreChunks(ctx, query, lexemes, idfs, avgLen, limit, only)
 	}
@@ -208,13 +208,12 @@ func (x *SemanticIndex) textTerms(ctx context.Context, query string) ([]textTerm
 // limit.
 func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, lexemes []string, idfs []float64,
 	avgLen float64, limit int, only []string) ([]ChunkHit, error) {
-	rows, err := x.db.Query(ctx, `
-		WITH w AS MATERIALIZED (
+	hits, err := x.searchHits(ctx, withCTEs(x.view.deniedCTEs(), `w AS MATERIALIZED (
 		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
-		), cand AS (
+		)`)+`, cand AS (
 		    SELECT c.id, c.tsv, c.doc_len FROM chunks c
 		    WHERE c.campaign_id = $1 AND c.tsv @@ (SELECT string_agg(quote_literal(l), ' | ')::tsquery FROM unnest($2::text[]) l)
-		      AND c.id = ANY($8)
+		      AND c.id = ANY($8) AND `+x.view.notDenied("c.id")+`
 		), scored AS (
 		    SELECT cand.id, `+bm25Sum("t.tf", "cand.doc_len")+` AS score
 		    FROM cand
@@ -231,7 +230,7 @@ func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, lexemes [
 	if err != nil {
 		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}
-	return pgx.CollectRows(rows, scanHit)
+	return hits, nil
 }
 
 // VectorSearch returns the limit chunks nearest to embedding, nearest
@@ -247,34 +246,34 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 	if limit <= 0 {
 		limit = 10
 	}
-	only, err := x.visibleAmong(ctx, only)
-	if err != nil {
-		return nil, err
-	}
+	// A player searches the chunks they may read: those not denied
+	// (view.deniedCTEs), so that the limit chunks returned are the nearest
+	// of those, not the nearest of all less the denied. Each chunk
+	// returned is checked again, row by row, where its text is read.
 	if only == nil {
 		// The campaign's chunks, by the search of [SemanticIndex.Search]:
 		// the same chunks in the same order, without reading their
-		// embeddings (1.5 kB each at 384 dimensions, dropped here).
-		hits, err := nearest(ctx, x.db, `SELECT `+hitSelect+`, 1 - (c.embedding <=> $2) FROM chunks c
-			WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL`, []any{x.campaign, pgvector.NewVector(embedding)}, limit, scanHit)
+		// embeddings (1.5 kB each at 384 dimensions, dropped here). The
+		// index scan is iterative: it reads on past the denied chunks.
+		hits, err := nearest(ctx, x.db, withCTEs(x.view.deniedCTEs())+`SELECT `+hitSelect+`, 1 - (c.embedding <=> $2) FROM chunks c
+			WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND `+x.view.notDenied("c.id")+` AND `+x.view.chunkVisible("c"),
+			[]any{x.campaign, pgvector.NewVector(embedding)}, limit, scanHit)
 		if err != nil {
 			return nil, fmt.Errorf("searching the semantic index: %w", err)
 		}
 		return hits, nil
 	}
-	// A player's only are the chunks they may read (visibleAmong); each
-	// chunk returned is checked again where its text is read.
-	rows, err := x.db.Query(ctx, `WITH near AS (
+	hits, err := x.searchHits(ctx, withCTEs(x.view.deniedCTEs(), `near AS (
 		    SELECT c.id, c.embedding <=> $2 AS distance FROM chunks c
-		    WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND c.id = ANY($3)
-		    ORDER BY (c.embedding <=> $2) + 0, c.id LIMIT $4)
+		    WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND c.id = ANY($3) AND `+x.view.notDenied("c.id")+`
+		    ORDER BY (c.embedding <=> $2) + 0, c.id LIMIT $4)`)+`
 		SELECT `+hitSelect+`, 1 - n.distance FROM near n JOIN chunks c ON c.campaign_id = $1 AND c.id = n.id
 		WHERE `+x.view.chunkVisible("c")+`
 		ORDER BY n.distance, c.id`, x.campaign, pgvector.NewVector(embedding), only, limit)
 	if err != nil {
 		return nil, fmt.Errorf("searching the semantic index: %w", err)
 	}
-	return pgx.CollectRows(rows, scanHit)
+	return hits, nil
 }
 
 // ChunksByID returns the chunks with the given ids (without embeddings), in

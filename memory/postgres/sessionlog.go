@@ -309,7 +309,7 @@ func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Sessio
 	player := l.view.v.Role == memory.RolePlayer
 	with, hidden := "", "0"
 	if player {
-		with = `WITH ` + spansCTE + `, ` + l.view.unreadableCTE() + `,
+		with = `WITH ` + l.view.unreadableCTE() + `,
 		hidden AS MATERIALIZED (SELECT session_id, count(*) AS n FROM unreadable GROUP BY session_id)`
 		hidden = `coalesce((SELECT h.n FROM hidden h WHERE h.session_id = s.id), 0)`
 	}

@@ -125,9 +125,10 @@
 // chunks of the sessions it spoke in, within [postgres.HeardWindow] of its
 // lines. Through a player's handle, the store itself restricts every
 // search and every read of a chunk's text to what the player may read
-// (postgres.SemanticIndex.VisibleChunks: no chunk holding a line of a split
-// scene for any player; for a player bound to their user id, only chunks
-// of lines they may read), and log entries to the lines the player may
+// (no chunk holding a line of a split scene for any player; for a player
+// bound to their user id, only chunks of lines they may read: the searches
+// leave the others out inside their queries, so k results are the k best
+// the player may read), and log entries to the lines the player may
 // read; facts and entities are the graph as the player sees it. The walk
 // of the retrieval graph may pass through a chunk the player may not read
 // (it ranks, it never returns one).
