@@ -475,7 +475,7 @@ func (w view) visibleChunksSQL() string {
 // splitSpansCTE is the common table p: the split presence spans of
 // campaign $1, each split row's players from at until the session's next
 // row (a lookup in the primary key), read through session_presence_split
-// (migration 0032): as many rows as the campaign has split scenes.
+// (migration 0033): as many rows as the campaign has split scenes.
 const splitSpansCTE = `p AS MATERIALIZED (
 		SELECT s.session_id, s.at, s.players,
 		       coalesce((SELECT q.at FROM session_presence q WHERE q.campaign_id = $1 AND q.session_id = s.session_id
