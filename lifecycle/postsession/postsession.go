@@ -102,6 +102,18 @@ type evidenceLinker interface {
 	AddEvidence(ctx context.Context, factID int64, entryIDs []int64) error
 }
 
+// sceneEntityWriter is the optional capability of a Graph that keeps an
+// entity first heard in a split scene from the players who were not there
+// (postgres.Graph.AddSceneEntity): the entity is written with the lines it
+// was heard in, in one transaction, and a player sees it only through a
+// trace they may read; later windows naming it add their lines
+// (AddEntityEvidence), so a name said with the party together reaches
+// every player.
+type sceneEntityWriter interface {
+	AddSceneEntity(ctx context.Context, e memory.Entity, heard []int64) error
+	AddEntityEvidence(ctx context.Context, heard map[string][]int64) error
+}
+
 // splitLiner is the optional capability of a Transcript that reports which
 // lines of a session were said while the DM had split the party
 // (postgres.SessionLog.SplitLines): what the processor draws from a window
@@ -451,14 +463,26 @@ const hiddenDescription = "hidden_description"
 //     session, stays readable to those who were there; its quote only
 //     when every line it rests on is.)
 //   - a new entity's description is kept as hiddenDescription, for the
-//     DM. Its name stays readable (the store has no evidence for
-//     entities): a player outside the scene may learn that it exists.
+//     DM. Its name, unless one of the window's lines said with the party
+//     together names it, is the scene's: the entity is written as heard
+//     in the split lines naming it (or in every split line of the window
+//     when none names it: the model may have respelt it), and a player
+//     sees it only through a trace they may read (sceneEntityWriter).
+//   - the lines of the window naming an entity it extracted or resolved
+//     are added to the entity's evidence (kept only for an entity first
+//     heard in a split scene): a name said with the party together, in
+//     this window or a later one, reaches every player.
 //
 // A window without split lines is stored as it was said: a fact rests on
 // the lines its evidence quotes, and on none when it quotes none.
 func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.TranscriptEntry, split []int64, x Extraction, res *Resolver, rep *Report) error {
 	at := span[len(span)-1].At
 	ids := map[string]string{} // name used in this extraction -> entity id
+	scene, _ := p.cfg.Graph.(sceneEntityWriter)
+	if len(split) > 0 && scene == nil {
+		p.log.Warn("the graph cannot keep entities first heard in a split scene from other players: their names are listed to every player",
+			"session", sessionID)
+	}
 	ensure := func(name, typ string, aliases []string, desc string) (string, error) {
 		if id, ok := ids[normalise(name)]; ok {
 			return id, nil
@@ -483,7 +507,11 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 		case desc != "":
 			e.Attributes["description"] = desc
 		}
-		if err := p.cfg.Graph.UpsertEntity(ctx, e); err != nil {
+		if heard := sceneHeard(span, split, append([]string{e.Name}, e.Aliases...)); heard != nil && scene != nil {
+			if err := scene.AddSceneEntity(ctx, e, heard); err != nil {
+				return "", err
+			}
+		} else if err := p.cfg.Graph.UpsertEntity(ctx, e); err != nil {
 			return "", err
 		}
 		res.Add(e)
@@ -572,7 +600,80 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 			rep.Pending++
 		}
 	}
+	if scene != nil {
+		if err := scene.AddEntityEvidence(ctx, namedIn(span, ids, res)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// sceneHeard are the lines a new entity named names (its name and
+// aliases) was heard in, when it is the scene's: nil when the window holds
+// no split line (split) or a line said with the party together names it;
+// else the split lines naming it, or every split line when none does (the
+// model may have respelt a name the speech-to-text wrote otherwise).
+func sceneHeard(span []memory.TranscriptEntry, split []int64, names []string) []int64 {
+	if len(split) == 0 {
+		return nil
+	}
+	var heard []int64
+	for _, id := range namingLines(span, names) {
+		if !slices.Contains(split, id) {
+			return nil
+		}
+		heard = append(heard, id)
+	}
+	if len(heard) == 0 {
+		return slices.Clone(split)
+	}
+	return heard
+}
+
+// namedIn are, for each entity this window's extraction named (ids, by the
+// name used), the lines of span naming it by its name or an alias.
+func namedIn(span []memory.TranscriptEntry, ids map[string]string, res *Resolver) map[string][]int64 {
+	names := map[string][]string{}
+	for used, id := range ids {
+		names[id] = append(names[id], used)
+	}
+	for _, e := range res.entities {
+		if _, ok := names[e.ID]; ok {
+			names[e.ID] = append(names[e.ID], append([]string{e.Name}, e.Aliases...)...)
+		}
+	}
+	out := map[string][]int64{}
+	for id, ns := range names {
+		if lines := namingLines(span, ns); len(lines) > 0 {
+			out[id] = lines
+		}
+	}
+	return out
+}
+
+// namingLines are the ids of the lines of span that say one of names as
+// whole words, compared as flatten does (without case or punctuation).
+func namingLines(span []memory.TranscriptEntry, names []string) []int64 {
+	var ns []string
+	for _, n := range names {
+		if f := flatten(n); f != "" {
+			ns = append(ns, " "+f+" ")
+		}
+	}
+	var out []int64
+	for _, e := range span {
+		if e.ID == 0 {
+			continue
+		}
+		line := " " + flatten(e.Text) + " "
+		for _, n := range ns {
+			if strings.Contains(line, n) {
+				out = append(out, e.ID)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // restsOn are the lines a fact quoting lines quoted rests on, in a window

@@ -302,6 +302,21 @@ const witnessedSQL = `(t.speaker_id = $2 OR coalesce((
 	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
 	ORDER BY p.at DESC LIMIT 1), false))`
 
+// heardSQL is witnessedSQL without the speaker's own line: the session's
+// last presence row at or before transcript entry t lists player $2 and
+// its speaker is in that row or has no character. A player talking at the
+// table outside a split scene said their line but heard none of the
+// scene's (entity evidence, [view.entityTraced]).
+const heardSQL = `coalesce((
+	SELECT $2 = ANY(p.players) AND (t.speaker_id = ANY(p.players) OR NOT EXISTS (
+		SELECT 1 FROM player_characters pc WHERE pc.campaign_id = t.campaign_id AND pc.user_id = t.speaker_id))
+	FROM session_presence p
+	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
+	ORDER BY p.at DESC LIMIT 1), false)`
+
+// heardBy is heardSQL with the player as SQL literal lit.
+func heardBy(lit string) string { return strings.ReplaceAll(heardSQL, "$2", lit) }
+
 // witnessedBy is witnessedSQL with the player as parameter param (a
 // statement whose $2 is something else).
 func witnessedBy(param string) string { return strings.ReplaceAll(witnessedSQL, "$2", param) }
