@@ -83,7 +83,7 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 			return
 		}
 		b.finish(i, true, fmt.Sprintf("%s %s", verb, b.describeFact(ctx, graph, f)), nil, nil)
-	case "memory entity add", "memory entity merge", "memory entity retire":
+	case "memory entity add", "memory entity merge", "memory entity retire", "memory entity reveal":
 		b.entityCommand(ctx, i, g, camp, c)
 	case "memory entity show":
 		embed, err := b.entityEmbedAsOf(ctx, graph, c.str("entity"), c.str("as_of"))
@@ -610,6 +610,9 @@ func (b *Bot) entityEmbedAsOf(ctx context.Context, g *memaccess.Graph, ref, asOf
 	var desc []string
 	if len(e.Aliases) > 0 {
 		desc = append(desc, "Also called: "+strings.Join(e.Aliases, ", "))
+	}
+	if scene, err := g.SceneOnly(ctx, e.ID); err == nil && scene {
+		desc = append(desc, "*First heard in a split scene: players who were not there do not see it* (`/memory entity reveal`)")
 	}
 	keys := make([]string, 0, len(e.Attributes))
 	for k := range e.Attributes {

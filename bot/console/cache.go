@@ -48,7 +48,10 @@ type campaignSnap struct {
 // graphSnapshot returns the current snapshot of the campaign as its
 // handle's viewer reads it, reloading it when the graph changed.
 func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*snapshot, error) {
-	key := camp.ID() + "\x00" + camp.Viewer().String()
+	// The player's id too: a handle bound to one player reads the facts
+	// and entities of the split scenes they were in, which no other
+	// player's snapshot may hold (Viewer.String is "player" for all).
+	key := camp.ID() + "\x00" + camp.Viewer().String() + "\x00" + camp.Viewer().PlayerID
 	s.snaps.mu.Lock()
 	cs, ok := s.snaps.per[key]
 	if !ok {
