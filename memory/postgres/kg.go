@@ -534,10 +534,12 @@ func (c *Campaign) KGRecall(ctx context.Context, level KGLevel, id string, undel
 	var err error
 	switch level {
 	case KGCampaign:
-		tag, err = c.l1.db.Exec(ctx, `UPDATE entities SET kg_archived_at = NULL, updated_at = $3,
-			attributes = CASE WHEN $4 THEN attributes - 'archived' ELSE attributes END
-			WHERE campaign_id = $1 AND id = $2 AND ($4 OR NOT coalesce(attributes->'archived' = 'true'::jsonb, false))`,
-			c.id, id, now, undelete)
+		// A player recalls only a node they may see: one first heard in a
+		// split scene they were not in is not found, and not touched.
+		tag, err = c.l1.db.Exec(ctx, `UPDATE entities ue SET kg_archived_at = NULL, updated_at = $3,
+			attributes = CASE WHEN $4 THEN ue.attributes - 'archived' ELSE ue.attributes END
+			WHERE ue.campaign_id = $1 AND ue.id = $2 AND ($4 OR NOT coalesce(ue.attributes->'archived' = 'true'::jsonb, false))
+			  AND `+c.view.entityVisible("ue"), c.id, id, now, undelete)
 	case KGDM:
 		tag, err = c.l1.db.Exec(ctx, `UPDATE dm_nodes SET archived_at = NULL, updated_at = $3 WHERE campaign_id = $1 AND id = $2`,
 			c.id, id, now)
