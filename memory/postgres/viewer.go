@@ -127,7 +127,8 @@ func (w view) entityTraced(alias string) string {
 		OR EXISTS (SELECT 1 FROM relationships er WHERE er.campaign_id = ` + alias + `.campaign_id
 		       AND ` + alias + `.id IN (er.source_id, er.target_id) AND ` + w.factVisible("er") + `)
 		OR EXISTS (SELECT 1 FROM chunk_entities ece JOIN chunks ec ON ec.campaign_id = ece.campaign_id AND ec.id = ece.chunk_id
-		       WHERE ece.campaign_id = ` + alias + `.campaign_id AND ece.entity_id = ` + alias + `.id AND ` + w.chunkVisible("ec") + `)`
+		       WHERE ece.campaign_id = ` + alias + `.campaign_id AND ece.entity_id = ` + alias + `.id AND ` + w.chunkVisible("ec") + `
+		         AND ` + w.chunkHeard("ec") + `)`
 	if w.v.PlayerID != "" {
 		s += `
 		OR EXISTS (SELECT 1 FROM player_grants eg JOIN relationships egr ON egr.campaign_id = eg.campaign_id AND egr.id = eg.fact_id
