@@ -48,11 +48,15 @@ var sceneEntities = []sceneEntity{
 	{"x-raven", "Raven Form", []string{"Elara turns into a raven."}, nil},
 	// Heard in scene A (p1 alone), then revealed by the DM.
 	{"x-oath", "Lantern Oath", []string{"I read the stolen ledger by a lantern."}, []string{"any", "p1", "p2", "p3"}},
-	// Heard in scene A, and mentioned by a chunk of a public line.
-	{"x-ledger", "Grey Ledger", []string{"I pocket the ledger"}, []string{"any", "p1", "p2", "p3"}},
+	// Heard in scene A, and its full name said in a public line whose
+	// chunk mentions it (a chunk that mentions an entity without saying its
+	// full name is no trace: TestAttackCommonAliasRevealsSceneEntity).
+	{"x-ledger", "Ledger", []string{"I pocket the ledger"}, []string{"any", "p1", "p2", "p3"}},
 	// Heard in scene B, and the end of a fact the DM wrote (resting on no
-	// line: told to every player).
-	{"x-crown", "Raven Crown", []string{"Elara, what do you know of the Dawn Hammer?"}, []string{"any", "p1", "p2", "p3"}},
+	// line): the fact names it, so it is hidden, with the entity, from the
+	// players who may not see it (the DM's writes do not publish an
+	// entity; PublishEntity does).
+	{"x-crown", "Raven Crown", []string{"Elara, what do you know of the Dawn Hammer?"}, []string{"p3"}},
 	// Heard in scene A, the end of a fact told there, which the DM
 	// granted p3.
 	{"x-crate", "Sealed Crate", []string{"Grimjaw, what is in the crate?"}, []string{"p1", "p2", "p3"}},

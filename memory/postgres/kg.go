@@ -706,10 +706,11 @@ func (c *Campaign) removedEdge(ctx context.Context, l KGLevel, ref string, dm bo
 	var secret, revealed bool
 	// revealed: a player learns of a fact's removal only if they could
 	// have read the fact (view.factRevealed: not one told only in a split
-	// scene they were not in).
+	// scene they were not in; view.endsVisibleSQL: not one naming an
+	// entity they may not see).
 	reveal := "true"
 	if c.view.v.Role == memory.RolePlayer {
-		reveal = c.view.factRevealed("r")
+		reveal = "(" + c.view.factRevealed("r") + " AND " + c.view.endsVisibleSQL("r") + ")"
 	}
 	err := c.l1.db.QueryRow(ctx, `SELECT r.source_id, r.target_id, r.rel_type, r.status, r.proposed_by,
 		coalesce(r.attributes->'secret' = 'true'::jsonb, false), `+reveal+`

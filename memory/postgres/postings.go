@@ -113,7 +113,7 @@ func (x *SemanticIndex) topPostings(ctx context.Context, query string, terms []t
 		idf[t.lexeme] = t.idf
 	}
 	depth := postingDepth(limit)
-	rows, err := x.db.Query(ctx, topPostingsSQL(), x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, depth)
+	rows, err := x.db.Query(ctx, topPostingsSQL(x.view), x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, depth)
 	if err != nil {
 		return nil, false, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}
@@ -165,7 +165,7 @@ func proveTop(hits []ChunkHit, edges []postingEdge, idf map[string]float64, dept
 // (weighted by idfs) from the words' postings, best first, at most limit.
 func (x *SemanticIndex) scorePostings(ctx context.Context, query string, lexemes []string, idfs []float64,
 	avgLen float64, limit int) ([]ChunkHit, error) {
-	rows, err := x.db.Query(ctx, scorePostingsSQL(), x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B)
+	rows, err := x.db.Query(ctx, scorePostingsSQL(x.view), x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B)
 	if err != nil {
 		return nil, fmt.Errorf("full-text search of chunks for %q: %w", query, err)
 	}
@@ -175,7 +175,7 @@ func (x *SemanticIndex) scorePostings(ctx context.Context, query string, lexemes
 // topPostingsSQL returns the query of [SemanticIndex.topPostings]. Parameters:
 // $1 the campaign, $2 and $3 the words and their idfs, $4 the limit, $5
 // the average length, $6 k1, $7 b, $8 the depth.
-func topPostingsSQL() string {
+func topPostingsSQL(w view) string {
 	return `
 		WITH w AS MATERIALIZED (
 		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
@@ -229,13 +229,13 @@ func topPostingsSQL() string {
 		    FROM edge e
 		)
 		SELECT h.*, s.score, b.lexemes, b.n, b.tf, b.len, b.tail, b.low
-		FROM scored s CROSS JOIN LATERAL (` + hitOf("s.id") + `) h CROSS JOIN bounds b
+		FROM scored s CROSS JOIN LATERAL (` + w.hitOf("s.id") + `) h CROSS JOIN bounds b
 		ORDER BY s.score DESC, h.id`
 }
 
 // scorePostingsSQL returns the query of [SemanticIndex.scorePostings], with
 // the parameters of topPostingsSQL but the depth.
-func scorePostingsSQL() string {
+func scorePostingsSQL(w view) string {
 	return `
 		WITH w AS MATERIALIZED (
 		    SELECT u.lexeme, u.idf FROM unnest($2::text[], $3::float8[]) AS u(lexeme, idf)
@@ -250,6 +250,6 @@ func scorePostingsSQL() string {
 		    ORDER BY score DESC, p.chunk_id
 		    LIMIT $4
 		)
-		SELECT h.*, s.score FROM scored s CROSS JOIN LATERAL (` + hitOf("s.id") + `) h
+		SELECT h.*, s.score FROM scored s CROSS JOIN LATERAL (` + w.hitOf("s.id") + `) h
 		ORDER BY s.score DESC, h.id`
 }

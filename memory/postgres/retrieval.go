@@ -21,17 +21,20 @@ type ChunkHit struct {
 	Score float64
 }
 
-const hitSelect = `c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.end_at,
-	coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
-	          WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')`
+// hitSelect are the columns of a chunk hit of chunks c, in the order
+// scanHitWith reads them: the entities it mentions are those the viewer
+// may see ([view.chunkEntityIDs]).
+func (w view) hitSelect() string {
+	return `c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.end_at, ` + w.chunkEntityIDs("c")
+}
 
 // hitOf is a subquery of the hit columns of chunk id (a column of an
 // outer query) of campaign $1, for a LATERAL join: one lookup of
 // chunks_pkey for each hit. Kept apart (OFFSET 0), so that no plan reads
 // the campaign's chunks to join them to a few hits when it has no
 // statistics to count them by.
-func hitOf(id string) string {
-	return `SELECT ` + hitSelect + ` FROM chunks c WHERE c.campaign_id = $1 AND c.id = ` + id + ` OFFSET 0`
+func (w view) hitOf(id string) string {
+	return `SELECT ` + w.hitSelect() + ` FROM chunks c WHERE c.campaign_id = $1 AND c.id = ` + id + ` OFFSET 0`
 }
 
 func scanHit(row pgx.CollectableRow) (ChunkHit, error) { return scanHitWith(row) }
@@ -225,7 +228,7 @@ func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, lexemes [
 		    ORDER BY score DESC, cand.id
 		    LIMIT $4
 		)
-		SELECT `+hitSelect+`, s.score FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id
+		SELECT `+x.view.hitSelect()+`, s.score FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id
 		WHERE `+x.view.chunkVisible("c")+`
 		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, only)
 	if err != nil {
@@ -255,7 +258,7 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 		// The campaign's chunks, by the search of [SemanticIndex.Search]:
 		// the same chunks in the same order, without reading their
 		// embeddings (1.5 kB each at 384 dimensions, dropped here).
-		hits, err := nearest(ctx, x.db, `SELECT `+hitSelect+`, 1 - (c.embedding <=> $2) FROM chunks c
+		hits, err := nearest(ctx, x.db, `SELECT `+x.view.hitSelect()+`, 1 - (c.embedding <=> $2) FROM chunks c
 			WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL`, []any{x.campaign, pgvector.NewVector(embedding)}, limit, scanHit)
 		if err != nil {
 			return nil, fmt.Errorf("searching the semantic index: %w", err)
@@ -268,7 +271,7 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 		    SELECT c.id, c.embedding <=> $2 AS distance FROM chunks c
 		    WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND c.id = ANY($3)
 		    ORDER BY (c.embedding <=> $2) + 0, c.id LIMIT $4)
-		SELECT `+hitSelect+`, 1 - n.distance FROM near n JOIN chunks c ON c.campaign_id = $1 AND c.id = n.id
+		SELECT `+x.view.hitSelect()+`, 1 - n.distance FROM near n JOIN chunks c ON c.campaign_id = $1 AND c.id = n.id
 		WHERE `+x.view.chunkVisible("c")+`
 		ORDER BY n.distance, c.id`, x.campaign, pgvector.NewVector(embedding), only, limit)
 	if err != nil {
@@ -280,7 +283,7 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 // ChunksByID returns the chunks with the given ids (without embeddings), in
 // the order of ids; ids that do not exist are left out.
 func (x *SemanticIndex) ChunksByID(ctx context.Context, ids []string) ([]memory.Chunk, error) {
-	rows, err := x.db.Query(ctx, `SELECT `+hitSelect+`, array_position($2::text[], c.id)::float8 FROM chunks c
+	rows, err := x.db.Query(ctx, `SELECT `+x.view.hitSelect()+`, array_position($2::text[], c.id)::float8 FROM chunks c
 		WHERE c.campaign_id = $1 AND c.id = ANY($2) AND `+x.view.chunkVisible("c")+`
 		ORDER BY array_position($2::text[], c.id)`, x.campaign, nonNil(ids))
 	if err != nil {

@@ -93,8 +93,8 @@ func publicEntityCols(alias string) string {
 // the DM's [Graph.PublishEntity]) and a scene_only one through a trace
 // they may read ([view.entityTraced]). So a name first heard in a side
 // scene reaches the scene's players and not the player outside it, until
-// it is said where they were, a fact about it is revealed to them, the DM
-// grants them one, or the DM publishes it.
+// its full name is said where they were, the DM grants them a fact about
+// it, or the DM publishes it.
 //
 // A campaign never split has no scene_only entity: the predicate's first
 // arm holds for every row and the traces are never looked at.
@@ -106,17 +106,25 @@ func (w view) entityVisible(alias string) string {
 }
 
 // entityTraced is the SQL predicate true when the player viewer may read a
-// trace of entity alias: a canon line it was heard in (entity_evidence)
-// said with the party together, or, for a player bound to their user id,
-// heard by their character in its scene (heardBy: not merely their own
-// line said at the table outside the scene, which extraction may count as
-// evidence when it cannot tell which line named the entity); a fact they
-// may see ([view.factVisible]) that has it as an end; a chunk they may read
-// ([view.chunkVisible]) that mentions it; for a bound player, a fact the DM
-// granted them that has it as an end. The traces are the reads that would
-// name the entity to them anyway (a fact's ends, a chunk's entities, a
-// grant's "Source REL Target"), so what a player is shown of the graph
-// stays whole.
+// trace of entity alias that names it: a canon line it was heard in
+// (entity_evidence) said with the party together, or, for a player bound
+// to their user id, heard by their character in its scene (heardBy: not
+// merely their own line said at the table outside the scene, which
+// extraction may count as evidence when it cannot tell which line named
+// the entity); a chunk they may read and heard ([view.chunkVisible],
+// [view.chunkHeard]) whose text says the entity's full name
+// ([namesSQL]); for a bound player, a fact the DM granted them that has it
+// as an end.
+//
+// Only what says the name counts. Extraction adds a line to the evidence
+// only when it says the entity's full name (lifecycle/postsession); a
+// chunk's mention (the chunker links by alias and by sound) or a fact (an
+// extractor handed the known entities infers one from a line that never
+// names it) is no trace: a generic alias ("the Abbess"), a sound-alike
+// guess ("Corin") or an epithet said with the party together does not
+// show "Veiled Abbess" to every player. A fact with an end the player may
+// not see is hidden from them in turn ([view.factVisible]), and so is the
+// entity's id among a chunk's mentions ([view.chunkEntityIDs]).
 func (w view) entityTraced(alias string) string {
 	heard := publicLineSQL
 	if w.v.PlayerID != "" {
@@ -124,10 +132,9 @@ func (w view) entityTraced(alias string) string {
 	}
 	s := `(EXISTS (SELECT 1 FROM entity_evidence ee JOIN transcript_entries t ON t.id = ee.entry_id
 		       WHERE ee.campaign_id = ` + alias + `.campaign_id AND ee.entity_id = ` + alias + `.id AND NOT t.noncanon AND ` + heard + `)
-		OR EXISTS (SELECT 1 FROM relationships er WHERE er.campaign_id = ` + alias + `.campaign_id
-		       AND ` + alias + `.id IN (er.source_id, er.target_id) AND ` + w.factVisible("er") + `)
 		OR EXISTS (SELECT 1 FROM chunk_entities ece JOIN chunks ec ON ec.campaign_id = ece.campaign_id AND ec.id = ece.chunk_id
-		       WHERE ece.campaign_id = ` + alias + `.campaign_id AND ece.entity_id = ` + alias + `.id AND ` + w.chunkVisible("ec") + `
+		       WHERE ece.campaign_id = ` + alias + `.campaign_id AND ece.entity_id = ` + alias + `.id
+		         AND ` + namesSQL("ec.content", alias+".name") + ` AND ` + w.chunkVisible("ec") + `
 		         AND ` + w.chunkHeard("ec") + `)`
 	if w.v.PlayerID != "" {
 		s += `
@@ -138,11 +145,48 @@ func (w view) entityTraced(alias string) string {
 	return s + ")"
 }
 
+// namesSQL is the SQL predicate true when text (an SQL expression) says
+// name as whole words, compared as lifecycle/postsession's flatten
+// compares them: without case, every run of characters other than letters
+// and digits taken for one space. A name without a letter or digit names
+// nothing.
+func namesSQL(text, name string) string {
+	flat := func(x string) string { return "lower(regexp_replace(" + x + ", '[^[:alnum:]]+', ' ', 'g'))" }
+	return "(btrim(" + flat(name) + ") <> '' AND ' ' || " + flat(text) + " || ' ' LIKE '% ' || btrim(" + flat(name) + ") || ' %')"
+}
+
+// chunkEntityIDs is the SQL expression of the ids of the entities chunk
+// alias mentions (chunk_entities), sorted, that the viewer may see
+// ([view.entityVisible]): a player reading a chunk is not given the id of
+// an entity first heard in a split scene they were not in (ids are slugs
+// of names). The DM, the system and NPCs get every id.
+func (w view) chunkEntityIDs(alias string) string {
+	visible := ""
+	if w.v.Role == memory.RolePlayer {
+		visible = ` AND EXISTS (SELECT 1 FROM entities ve WHERE ve.campaign_id = ce.campaign_id AND ve.id = ce.entity_id AND ` +
+			w.entityVisible("ve") + `)`
+	}
+	return `coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
+		WHERE ce.campaign_id = ` + alias + `.campaign_id AND ce.chunk_id = ` + alias + `.id` + visible + `), '{}')`
+}
+
+// endsVisibleSQL is the SQL predicate true when the player viewer may see
+// both ends of relationship alias: neither is a scene_only entity without
+// a trace they may read ([view.entityTraced]). Only scene_only entities
+// are looked at (entities_scene_only, a partial index): in a campaign
+// never split it is two index probes that find nothing.
+func (w view) endsVisibleSQL(alias string) string {
+	return `NOT EXISTS (SELECT 1 FROM entities fx WHERE fx.campaign_id = ` + alias + `.campaign_id
+		AND fx.id IN (` + alias + `.source_id, ` + alias + `.target_id) AND fx.scene_only AND NOT ` + w.entityTraced("fx") + `)`
+}
+
 // factVisible is the SQL predicate true when the viewer may see
 // relationship alias: the DM sees every fact; players the facts that are
 // not secret and neither pending (waiting for the DM's review) nor
-// rejected, and that were revealed where the player may read
-// (factRevealed); an NPC also the secret facts it is an end of or listed
+// rejected, that were revealed where the player may read (factRevealed),
+// and whose ends they may both see ([view.endsVisibleSQL]: a fact an
+// extractor inferred from a public line about an entity of a split scene
+// names it, so it is hidden from the players who may not see it); an NPC also the secret facts it is an end of or listed
 // in known_by, never a pending or rejected one.
 func (w view) factVisible(alias string) string {
 	if w.system() {
@@ -150,7 +194,7 @@ func (w view) factVisible(alias string) string {
 	}
 	if w.v.Role == memory.RolePlayer {
 		return "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb AND " + alias +
-			".status NOT IN ('pending', 'rejected') AND " + w.factRevealed(alias) + ")"
+			".status NOT IN ('pending', 'rejected') AND " + w.factRevealed(alias) + " AND " + w.endsVisibleSQL(alias) + ")"
 	}
 	notSecret := "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb"
 	if w.v.Role == memory.RoleNPC {
