@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -89,12 +90,15 @@ func (g *Graph) AddEntity(ctx context.Context, e memory.Entity) (memory.Entity, 
 	return out, nil
 }
 
-// cleanAliases trims aliases and drops empty ones, duplicates and the name
-// itself, case-insensitively, keeping the first spelling.
 // hiddenAliases is the attribute keeping the names of an entity first
 // heard in a split scene merged into one every player sees: a secret
 // attribute (memory.SecretKey), read by the DM only.
 const hiddenAliases = "hidden_aliases"
+
+// hiddenAttributes is the attribute keeping the public attributes of an
+// entity first heard in a split scene merged into one every player sees
+// (those the kept entity lacks): a secret attribute, read by the DM only.
+const hiddenAttributes = "hidden_attributes"
 
 // stringsOf is v's strings when v is a list (an attribute read from JSON).
 func stringsOf(v any) []string {
@@ -112,6 +116,8 @@ func stringsOf(v any) []string {
 	return out
 }
 
+// cleanAliases trims aliases and drops empty ones, duplicates and the name
+// itself, case-insensitively, keeping the first spelling.
 func cleanAliases(name string, aliases []string) []string {
 	seen := map[string]bool{strings.ToLower(strings.TrimSpace(name)): true}
 	out := []string{}
@@ -165,7 +171,8 @@ type EntityMerge struct {
 // An entity first heard in a split scene (scene_only, see
 // [view.entityVisible]) merged into one every player sees gives its names
 // to intoID's hiddenAliases, a secret attribute only the DM reads, not to
-// its aliases; two such entities merge into one resting on the lines of
+// its aliases, and its public attributes intoID lacks to hiddenAttributes,
+// not to intoID's keys; two such entities merge into one resting on the lines of
 // both (the players of either scene then see both names: the DM said they
 // are one). Merging an entity players know into a scene_only one is
 // refused: the merged entity would carry the known one's facts and
@@ -285,6 +292,27 @@ func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID str
 			})
 			aliases = cleanAliases(into.Name, into.Aliases)
 			attrs[hiddenAliases] = hidden
+			// So are its public attributes (a title, a gist: they may say
+			// its name or what only the scene heard): those intoID lacks
+			// go to hiddenAttributes, not to intoID's own keys. Its secret
+			// ones fill intoID's keys as before, read by the DM only.
+			moved, _ := into.Attributes[hiddenAttributes].(map[string]any)
+			moved = maps.Clone(moved)
+			for k, v := range from.Attributes {
+				if _, ok := into.Attributes[k]; ok || memory.SecretKey(k) {
+					continue
+				}
+				delete(attrs, k)
+				if moved == nil {
+					moved = map[string]any{}
+				}
+				if _, ok := moved[k]; !ok {
+					moved[k] = v
+				}
+			}
+			if moved != nil {
+				attrs[hiddenAttributes] = moved
+			}
 		}
 		if fromScene && intoScene {
 			// Both heard in split scenes: the merged entity rests on the
