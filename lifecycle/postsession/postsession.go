@@ -114,6 +114,15 @@ type sceneEntityWriter interface {
 	AddEntityEvidence(ctx context.Context, heard map[string][]int64) error
 }
 
+// hiddenLister is the optional capability of a Graph that lists the
+// entities some player may not see (postgres.Graph.HiddenFromPlayers): the
+// model extracting a window said with the party together is not told of
+// them, so that it cannot write their names into what every player reads
+// (a new entity's alias or description, a fact's quote).
+type hiddenLister interface {
+	HiddenFromPlayers(ctx context.Context) ([]string, error)
+}
+
 // splitLiner is the optional capability of a Transcript that reports which
 // lines of a session were said while the DM had split the party
 // (postgres.SessionLog.SplitLines): what the processor draws from a window
@@ -335,11 +344,34 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		return fmt.Errorf("loading the known entities: %w", err)
 	}
 	res := NewResolver(known)
+	hidden := map[string]bool{}
+	if hl, ok := p.cfg.Graph.(hiddenLister); ok {
+		ids, err := hl.HiddenFromPlayers(ctx)
+		if err != nil {
+			return fmt.Errorf("loading the entities hidden from players: %w", err)
+		}
+		for _, id := range ids {
+			hidden[id] = true
+		}
+	}
 	rereads := 0
 	for w := pos; w < windows; w++ {
 		lo, hi := w*p.cfg.Window, min((w+1)*p.cfg.Window, len(entries))
 		span := entries[lo:hi]
-		x, cached, err := p.extract(ctx, sessionID, w, res.entities, span)
+		var split []int64
+		if sl, ok := p.cfg.Transcript.(splitLiner); ok {
+			if split, err = sl.SplitLines(ctx, sessionID, lineIDs(span)); err != nil {
+				return fmt.Errorf("reading the split scenes of window %d of %d of session %q: %w", w+1, windows, sessionID, err)
+			}
+		}
+		// A window said with the party together is extracted without
+		// the entities some player may not see (hiddenLister); one holding
+		// split lines with every entity (what it draws is the scene's).
+		knownHere := res.entities
+		if len(split) == 0 && len(hidden) > 0 {
+			knownHere = slices.DeleteFunc(slices.Clone(res.entities), func(e memory.Entity) bool { return hidden[e.ID] })
+		}
+		x, cached, err := p.extract(ctx, sessionID, w, knownHere, span)
 		if err != nil {
 			return fmt.Errorf("extracting window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
@@ -363,13 +395,7 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 				continue
 			}
 		}
-		var split []int64
-		if sl, ok := p.cfg.Transcript.(splitLiner); ok {
-			if split, err = sl.SplitLines(ctx, sessionID, lineIDs(span)); err != nil {
-				return fmt.Errorf("reading the split scenes of window %d of %d of session %q: %w", w+1, windows, sessionID, err)
-			}
-		}
-		if err := p.apply(ctx, sessionID, span, split, x, res, rep); err != nil {
+		if err := p.apply(ctx, sessionID, span, split, x, res, hidden, rep); err != nil {
 			return fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
 		if err := p.cfg.Progress.Save(ctx, sessionID, p.cfg.Stage, w+1, !live && w+1 == windows); err != nil {
@@ -475,7 +501,8 @@ const hiddenDescription = "hidden_description"
 //
 // A window without split lines is stored as it was said: a fact rests on
 // the lines its evidence quotes, and on none when it quotes none.
-func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.TranscriptEntry, split []int64, x Extraction, res *Resolver, rep *Report) error {
+func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.TranscriptEntry, split []int64, x Extraction, res *Resolver,
+	hidden map[string]bool, rep *Report) error {
 	at := span[len(span)-1].At
 	ids := map[string]string{} // name used in this extraction -> entity id
 	scene, _ := p.cfg.Graph.(sceneEntityWriter)
@@ -507,10 +534,11 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 		case desc != "":
 			e.Attributes["description"] = desc
 		}
-		if heard := sceneHeard(span, split, append([]string{e.Name}, e.Aliases...)); heard != nil && scene != nil {
+		if heard := sceneHeard(span, split, e.Name, e.Aliases); heard != nil && scene != nil {
 			if err := scene.AddSceneEntity(ctx, e, heard); err != nil {
 				return "", err
 			}
+			hidden[e.ID] = true
 		} else if err := p.cfg.Graph.UpsertEntity(ctx, e); err != nil {
 			return "", err
 		}
@@ -608,44 +636,51 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 	return nil
 }
 
-// sceneHeard are the lines a new entity named names (its name and
-// aliases) was heard in, when it is the scene's: nil when the window holds
-// no split line (split) or a line said with the party together names it;
-// else the split lines naming it, or every split line when none does (the
-// model may have respelt a name the speech-to-text wrote otherwise).
-func sceneHeard(span []memory.TranscriptEntry, split []int64, names []string) []int64 {
+// sceneHeard are the lines a new entity was heard in, when it is the
+// scene's: nil when the window holds no split line (split) or a line said
+// with the party together says its full name; else the split lines naming
+// it (by its name or an alias), or every split line when none does (the
+// model may have respelt a name the speech-to-text wrote otherwise). Only
+// the full name said with the party together makes it everyone's: an
+// alias ("the Abbess") is often a common word, and the entity would show
+// its full name, heard only in the scene.
+func sceneHeard(span []memory.TranscriptEntry, split []int64, name string, aliases []string) []int64 {
 	if len(split) == 0 {
 		return nil
 	}
-	var heard []int64
-	for _, id := range namingLines(span, names) {
+	for _, id := range namingLines(span, []string{name}) {
 		if !slices.Contains(split, id) {
 			return nil
 		}
-		heard = append(heard, id)
 	}
+	heard := slices.DeleteFunc(namingLines(span, append([]string{name}, aliases...)), func(id int64) bool {
+		return !slices.Contains(split, id) // an alias said with the party together
+	})
 	if len(heard) == 0 {
 		return slices.Clone(split)
 	}
 	return heard
 }
 
-// namedIn are, for each entity this window's extraction named (ids, by the
-// name used), the lines of span naming it by its name or an alias.
+// namedIn are, for each entity this window's extraction named or resolved
+// (ids, by the name used), the lines of span saying its full name. Only
+// the full name counts (as in memory/postgres's view.entityTraced): the
+// name the extraction used may be a sound-alike guess ("Corin" resolved to
+// "Korrin Ashvale"), an epithet the model took for an alias ("the rich
+// lady") or a generic alias ("the Abbess"); a line saying one of those,
+// with the party together, must not show the full name to every player.
 func namedIn(span []memory.TranscriptEntry, ids map[string]string, res *Resolver) map[string][]int64 {
-	names := map[string][]string{}
-	for used, id := range ids {
-		names[id] = append(names[id], used)
-	}
-	for _, e := range res.entities {
-		if _, ok := names[e.ID]; ok {
-			names[e.ID] = append(names[e.ID], append([]string{e.Name}, e.Aliases...)...)
-		}
+	named := map[string]bool{}
+	for _, id := range ids {
+		named[id] = true
 	}
 	out := map[string][]int64{}
-	for id, ns := range names {
-		if lines := namingLines(span, ns); len(lines) > 0 {
-			out[id] = lines
+	for _, e := range res.entities {
+		if !named[e.ID] {
+			continue
+		}
+		if lines := namingLines(span, []string{e.Name}); len(lines) > 0 {
+			out[e.ID] = lines
 		}
 	}
 	return out

@@ -147,3 +147,27 @@ func (g *Graph) SceneOnly(ctx context.Context, id string) (bool, error) {
 	}
 	return scene, nil
 }
+
+// HiddenFromPlayers lists, sorted, the ids of the entities some player may
+// not see: first heard in a split scene, not published, and without a
+// trace every player may read ([view.entityTraced] for
+// memory.PlayerViewer). Post-session extraction leaves them out of the
+// known entities it hands the model for a window said with the party
+// together, so that the model cannot write their names into what every
+// player reads. DM only.
+func (g *Graph) HiddenFromPlayers(ctx context.Context) ([]string, error) {
+	if err := g.dmOnly("listing the entities hidden from players"); err != nil {
+		return nil, err
+	}
+	anyone := view{v: memory.PlayerViewer()}
+	rows, err := g.db.Query(ctx, `SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND e.scene_only AND NOT `+
+		anyone.entityTraced("e")+` ORDER BY e.id`, g.campaign)
+	if err != nil {
+		return nil, fmt.Errorf("listing the entities hidden from players: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing the entities hidden from players: %w", err)
+	}
+	return ids, nil
+}
