@@ -161,7 +161,7 @@ func (g *Graph) HiddenFromPlayers(ctx context.Context) ([]string, error) {
 	}
 	anyone := view{v: memory.PlayerViewer()}
 	rows, err := g.db.Query(ctx, `SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND e.scene_only AND NOT `+
-		anyone.entityTraced("e")+` ORDER BY e.id`, g.campaign)
+		anyone.entityTraced("e")+` ORDER BY e.id COLLATE "C"`, g.campaign)
 	if err != nil {
 		return nil, fmt.Errorf("listing the entities hidden from players: %w", err)
 	}
