@@ -171,3 +171,26 @@ func (g *Graph) HiddenFromPlayers(ctx context.Context) ([]string, error) {
 	}
 	return ids, nil
 }
+
+// SceneEntitiesSeen lists, sorted, the ids of the entities first heard in
+// a split scene (scene_only) that the viewer may see now: what a player's
+// cached view of the graph depends on besides the change log, since a
+// trace (a line, a chunk) comes and goes without a change of the graph
+// (a forget-me deletes the only line that named one; a later window's
+// evidence shows one). For a handle that sees every entity (the DM, the
+// system, an NPC) it is nil: nothing to follow.
+func (g *Graph) SceneEntitiesSeen(ctx context.Context) ([]string, error) {
+	if g.view.v.Role != memory.RolePlayer {
+		return nil, nil
+	}
+	rows, err := g.db.Query(ctx, `SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND e.scene_only AND `+
+		g.view.entityTraced("e")+` ORDER BY e.id COLLATE "C"`, g.campaign)
+	if err != nil {
+		return nil, fmt.Errorf("listing the scene entities seen: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing the scene entities seen: %w", err)
+	}
+	return ids, nil
+}
