@@ -127,12 +127,15 @@ func (sn *snapshot) storeJSON(key string, b []byte) {
 }
 
 // recapKey identifies a recap by what it is made from: the session's lines
-// (their count and the newest), the graph (for what a player-safe recap
-// avoids) and the audience.
+// the reader may read (their count, the newest and a hash of every id: two
+// players of different split scenes may read as many lines ending with the
+// same one), the graph (for what a player-safe recap avoids) and the
+// audience.
 type recapKey struct {
 	campaign, session string
 	lines             int
 	last              int64
+	ids               uint64
 	cursor            int64
 	safe              bool
 }
