@@ -88,10 +88,25 @@ func (c *Campaign) entityChangeVisible() string {
 }
 
 // LastChange is the newest change id of the campaign (0 if none).
+//
+// For a handle bound to a player it is the newest change they may see
+// ([Campaign.changeVisible]): their cursor (the MCP sync's, the console's
+// snapshot's) does not move when something hidden from them is written, so
+// it does not tell them that an entity first heard in a split scene they
+// were not in, or a fact they may not read, was written. It reads the
+// campaign's log backwards from its newest change, and stops at the first
+// the player may see: usually the newest.
 func (c *Campaign) LastChange(ctx context.Context) (int64, error) {
 	var id int64
-	err := c.l1.db.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM graph_changes WHERE campaign_id = $1`, c.id).Scan(&id)
-	return id, err
+	q := `SELECT coalesce(max(id), 0) FROM graph_changes WHERE campaign_id = $1`
+	if c.view.v.Role == memory.RolePlayer {
+		q = `SELECT coalesce((SELECT ch.id FROM graph_changes ch WHERE ch.campaign_id = $1 AND ` + c.changeVisible() + `
+			ORDER BY ch.id DESC LIMIT 1), 0)`
+	}
+	if err := c.l1.db.QueryRow(ctx, q, c.id).Scan(&id); err != nil {
+		return 0, fmt.Errorf("reading the last change: %w", err)
+	}
+	return id, nil
 }
 
 // LastEntityChange is the newest change id of the campaign's entities (0
