@@ -16,9 +16,13 @@ import (
 	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
-// SemanticSearcher searches a campaign's memory by meaning.
+// SemanticSearcher searches a campaign's memory by meaning, through the
+// handle of the member who asks (camp, bound to their viewer): a player's
+// search reads only what the store lets that player read, so an
+// implementation cannot be wired to read the campaign as the DM for
+// everyone.
 type SemanticSearcher interface {
-	SearchMeaning(ctx context.Context, campaign, query string, k int) ([]SearchHit, error)
+	SearchMeaning(ctx context.Context, camp *memaccess.Campaign, query string, k int) ([]SearchHit, error)
 }
 
 // SearchHit is one semantic search result.
@@ -762,7 +766,7 @@ func (b *Bot) search(ctx context.Context, i *discordgo.Interaction, g Guild, cam
 		if b.deps.Searcher == nil {
 			out.WriteString("\n_Search by meaning needs an embedding provider (providers.embeddings)._\n")
 		} else {
-			hits, err := b.deps.Searcher.SearchMeaning(ctx, g.Campaign, query, 5)
+			hits, err := b.deps.Searcher.SearchMeaning(ctx, camp, query, 5)
 			if err != nil {
 				b.finishErr(i, err)
 				return
