@@ -141,7 +141,7 @@ func (w view) tracedSceneSQL() string {
 		UNION
 		SELECT ece.entity_id FROM scene JOIN chunk_entities ece ON ece.campaign_id = ` + c + ` AND ece.entity_id = scene.id
 		    JOIN chunks ec ON ec.campaign_id = ` + c + ` AND ec.id = ece.chunk_id
-		WHERE ` + w.chunkVisible("ec") + ` AND ` + w.chunkHeard("ec")
+		WHERE ` + w.chunkVisible("ec")
 	if w.v.PlayerID != "" {
 		s += `
 		UNION
@@ -159,7 +159,9 @@ func (w view) tracedSceneSQL() string {
 // line said at the table outside the scene, which extraction may count as
 // evidence when it cannot tell which line named the entity); a fact they
 // may see ([view.factVisible]) that has it as an end; a chunk they may read
-// ([view.chunkVisible]) that mentions it; for a bound player, a fact the DM
+// ([view.chunkVisible]) that mentions it (even a chunk of their own lines
+// said outside the scene: a chunk lists the entities it mentions to its
+// reader); for a bound player, a fact the DM
 // granted them that has it as an end. The traces are the reads that would
 // name the entity to them anyway (a fact's ends, a chunk's entities, a
 // grant's "Source REL Target"), so what a player is shown of the graph
@@ -174,8 +176,7 @@ func (w view) entityTraced(alias string) string {
 		OR EXISTS (SELECT 1 FROM relationships er WHERE er.campaign_id = ` + alias + `.campaign_id
 		       AND ` + alias + `.id IN (er.source_id, er.target_id) AND ` + w.factVisible("er") + `)
 		OR EXISTS (SELECT 1 FROM chunk_entities ece JOIN chunks ec ON ec.campaign_id = ece.campaign_id AND ec.id = ece.chunk_id
-		       WHERE ece.campaign_id = ` + alias + `.campaign_id AND ece.entity_id = ` + alias + `.id AND ` + w.chunkVisible("ec") + `
-		         AND ` + w.chunkHeard("ec") + `)`
+		       WHERE ece.campaign_id = ` + alias + `.campaign_id AND ece.entity_id = ` + alias + `.id AND ` + w.chunkVisible("ec") + `)`
 	if w.v.PlayerID != "" {
 		s += `
 		OR EXISTS (SELECT 1 FROM player_grants eg JOIN relationships egr ON egr.campaign_id = eg.campaign_id AND egr.id = eg.fact_id
