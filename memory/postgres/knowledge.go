@@ -309,7 +309,7 @@ const witnessedSQL = `(t.speaker_id = $2 OR coalesce((
 // last presence row at or before transcript entry t lists player $2 and
 // its speaker is in that row or has no character. A player talking at the
 // table outside a split scene said their line but heard none of the
-// scene's (entity evidence, [view.entityTraced]).
+// scene's (entity evidence, [view.tracedSceneSQL]).
 const heardSQL = `coalesce((
 	SELECT $2 = ANY(p.players) AND (t.speaker_id = ANY(p.players) OR NOT EXISTS (
 		SELECT 1 FROM player_characters pc WHERE pc.campaign_id = t.campaign_id AND pc.user_id = t.speaker_id))

@@ -95,7 +95,7 @@ func publicEntityCols(alias string) string {
 // NPCs see every entity; a player every entity not first heard in a split
 // scene (scene_only, migration 0032: set by extraction, cleared only by
 // the DM's [Graph.PublishEntity]) and a scene_only one through a trace
-// they may read ([view.entityTraced]). So a name first heard in a side
+// they may read ([view.tracedSceneSQL]). So a name first heard in a side
 // scene reaches the scene's players and not the player outside it, until
 // it is said where they were, a fact about it is revealed to them, the DM
 // grants them one, or the DM publishes it.
@@ -111,10 +111,23 @@ func (w view) entityVisible(alias string) string {
 }
 
 // tracedSceneSQL selects the ids of the campaign's scene_only entities the
-// player viewer may read a trace of (the rule of [view.entityTraced], as
-// sets: each trace is looked for among the scene_only entities' own
-// evidence, facts, chunk links and grants, joined to them, never over the
-// campaign's whole tables). [view.entityVisible] runs it through
+// player viewer may read a trace of: a canon line it was heard in
+// (entity_evidence) said with the party together, or, for a player bound
+// to their user id, heard by their character in its scene (heardBy: not
+// merely their own line said at the table outside the scene, which
+// extraction may count as evidence when it cannot tell which line named
+// the entity); a fact they may see ([view.factVisible]) that has it as an
+// end; a chunk they may read ([view.chunkVisible]) that mentions it (even
+// a chunk of their own lines said outside the scene: a chunk lists the
+// entities it mentions to its reader); for a bound player, a fact the DM
+// granted them that has it as an end. The traces are the reads that would
+// name the entity to them anyway (a fact's ends, a chunk's entities, a
+// grant's "Source REL Target"), so what a player is shown of the graph
+// stays whole.
+//
+// Each trace is looked for as a set, among the scene_only entities' own
+// evidence, facts, chunk links and grants joined to them, never over the
+// campaign's whole tables. [view.entityVisible] runs it through
 // glyphoxa_ids_nojit (migration 0032: JIT off) in an uncorrelated
 // subquery, an InitPlan: PostgreSQL computes it once per statement and
 // only when a scene_only row asks (OR stops at a true NOT scene_only), so
@@ -150,40 +163,6 @@ func (w view) tracedSceneSQL() string {
 		    JOIN player_grants eg ON eg.campaign_id = ` + c + ` AND eg.fact_id = egr.id AND eg.user_id = ` + sqlLiteral(w.v.PlayerID)
 	}
 	return s
-}
-
-// entityTraced is the SQL predicate true when the player viewer may read a
-// trace of entity alias: a canon line it was heard in (entity_evidence)
-// said with the party together, or, for a player bound to their user id,
-// heard by their character in its scene (heardBy: not merely their own
-// line said at the table outside the scene, which extraction may count as
-// evidence when it cannot tell which line named the entity); a fact they
-// may see ([view.factVisible]) that has it as an end; a chunk they may read
-// ([view.chunkVisible]) that mentions it (even a chunk of their own lines
-// said outside the scene: a chunk lists the entities it mentions to its
-// reader); for a bound player, a fact the DM
-// granted them that has it as an end. The traces are the reads that would
-// name the entity to them anyway (a fact's ends, a chunk's entities, a
-// grant's "Source REL Target"), so what a player is shown of the graph
-// stays whole.
-func (w view) entityTraced(alias string) string {
-	heard := publicLineSQL
-	if w.v.PlayerID != "" {
-		heard = "(" + publicLineSQL + " OR " + heardBy(sqlLiteral(w.v.PlayerID)) + ")"
-	}
-	s := `(EXISTS (SELECT 1 FROM entity_evidence ee JOIN transcript_entries t ON t.id = ee.entry_id
-		       WHERE ee.campaign_id = ` + alias + `.campaign_id AND ee.entity_id = ` + alias + `.id AND NOT t.noncanon AND ` + heard + `)
-		OR EXISTS (SELECT 1 FROM relationships er WHERE er.campaign_id = ` + alias + `.campaign_id
-		       AND ` + alias + `.id IN (er.source_id, er.target_id) AND ` + w.factVisible("er") + `)
-		OR EXISTS (SELECT 1 FROM chunk_entities ece JOIN chunks ec ON ec.campaign_id = ece.campaign_id AND ec.id = ece.chunk_id
-		       WHERE ece.campaign_id = ` + alias + `.campaign_id AND ece.entity_id = ` + alias + `.id AND ` + w.chunkVisible("ec") + `)`
-	if w.v.PlayerID != "" {
-		s += `
-		OR EXISTS (SELECT 1 FROM player_grants eg JOIN relationships egr ON egr.campaign_id = eg.campaign_id AND egr.id = eg.fact_id
-		       WHERE eg.campaign_id = ` + alias + `.campaign_id AND eg.user_id = ` + sqlLiteral(w.v.PlayerID) + `
-		         AND egr.status IN ('active', 'retired') AND ` + alias + `.id IN (egr.source_id, egr.target_id))`
-	}
-	return s + ")"
 }
 
 // factVisible is the SQL predicate true when the viewer may see
