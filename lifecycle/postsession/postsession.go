@@ -664,7 +664,7 @@ func sceneHeard(span []memory.TranscriptEntry, split []int64, name string, alias
 
 // namedIn are, for each entity this window's extraction named or resolved
 // (ids, by the name used), the lines of span saying its full name. Only
-// the full name counts (as in memory/postgres's view.entityTraced): the
+// the full name counts (as in memory/postgres's view.tracedSceneSQL): the
 // name the extraction used may be a sound-alike guess ("Corin" resolved to
 // "Korrin Ashvale"), an epithet the model took for an alias ("the rich
 // lady") or a generic alias ("the Abbess"); a line saying one of those,

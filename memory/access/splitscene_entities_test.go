@@ -40,7 +40,10 @@ var sceneEntities = []sceneEntity{
 	// Heard in two scenes: each scene's players see it.
 	{"x-guild", "Black Steel Guild", []string{"The docks smell of tar", "The tower stair winds up"}, []string{"p1", "p2", "p3"}},
 	// Heard only in p3's cross-talk at the table outside scene A: p3 said
-	// that line but heard no scene; no one else heard it.
+	// that line but heard no scene; no one else heard it. The chunk of
+	// p3's line mentions it but does not say its name: no trace (a
+	// chunk's entities are read only as the reader may see them,
+	// TestAttackChunkEntityIDsOfUnheardChunk), so no player sees it.
 	{"x-turn", "Turn Keeper", []string{"Is it my turn yet?"}, nil},
 	// Heard in scene A after p2 left the voice channel: p1 alone.
 	{"x-watch", "Alley Watch", []string{"Thorin alone reaches the alley"}, []string{"p1"}},
@@ -367,6 +370,39 @@ func TestSplitSceneEntityNames(t *testing.T) {
 			if n != len(all) || counts.Entities != len(all) {
 				leaks++
 				t.Errorf("LEAK to %s: EntityKinds count %d and Counts %d entities, but %d are listed", r.name, n, counts.Entities, len(all))
+			}
+			// The chunks a reader reads list the entities they mention.
+			listed, err := c.Index().Chunks(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var chunkIDs []string
+			for _, ch := range listed {
+				chunkIDs = append(chunkIDs, ch.ID)
+				ids("Chunks("+ch.ID+")", ch.EntityIDs)
+			}
+			byChunk, err := c.Index().ChunksByID(ctx, chunkIDs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ch := range byChunk {
+				ids("ChunksByID("+ch.ID+")", ch.EntityIDs)
+			}
+			near, err := c.Index().VectorSearch(ctx, []float32{1, 0, 0, 0, 0, 0, 0, 1}, 200, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range near {
+				ids("VectorSearch("+h.Chunk.ID+")", h.Chunk.EntityIDs)
+			}
+			for _, se := range sceneEntities {
+				hits, err := c.Index().TextSearch(ctx, se.name, 50, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, h := range hits {
+					ids("TextSearch("+se.name+")", h.Chunk.EntityIDs)
+				}
 			}
 			// The facts and what they name.
 			fs, err := g.FindFacts(ctx, access.FactQuery{Limit: 500, Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusRetired}})

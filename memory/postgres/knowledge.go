@@ -309,7 +309,7 @@ const witnessedSQL = `(t.speaker_id = $2 OR coalesce((
 // last presence row at or before transcript entry t lists player $2 and
 // its speaker is in that row or has no character. A player talking at the
 // table outside a split scene said their line but heard none of the
-// scene's (entity evidence, [view.entityTraced]).
+// scene's (entity evidence, [view.tracedSceneSQL]).
 const heardSQL = `coalesce((
 	SELECT $2 = ANY(p.players) AND (t.speaker_id = ANY(p.players) OR NOT EXISTS (
 		SELECT 1 FROM player_characters pc WHERE pc.campaign_id = t.campaign_id AND pc.user_id = t.speaker_id))
@@ -405,27 +405,6 @@ func (w view) chunkVisible(alias string) string {
 			AND p.session_id = ` + alias + `.session_id AND p.split AND p.at > ` + from + ` AND p.at <= ` + to + `)
 		AND NOT coalesce((SELECT p.split FROM session_presence p WHERE p.campaign_id = ` + alias + `.campaign_id
 			AND p.session_id = ` + alias + `.session_id AND p.at <= ` + from + ` ORDER BY p.at DESC LIMIT 1), false))`
-}
-
-// chunkHeard is the SQL predicate true when chunk alias holds a canon line
-// the player viewer heard: one said while the party was not split, or, for
-// a bound player, one their character heard in its scene (heardSQL). A
-// chunk of a bound player's own lines said at the table outside a split
-// scene is one they may read, but no trace of what the scene named: the
-// chunker links a chunk to the entities its text names, by sound too
-// (memory/mention), so such a chunk is no proof that they heard the name.
-func (w view) chunkHeard(alias string) string {
-	if w.v.Role != memory.RolePlayer {
-		return "true"
-	}
-	from, to := chunkSpan(alias)
-	heard := publicLineSQL
-	if w.v.PlayerID != "" {
-		heard = "(" + publicLineSQL + " OR " + heardBy(sqlLiteral(w.v.PlayerID)) + ")"
-	}
-	return `EXISTS (SELECT 1 FROM transcript_entries t WHERE t.campaign_id = ` + alias + `.campaign_id
-			AND t.session_id = ` + alias + `.session_id AND NOT t.noncanon AND t.at BETWEEN ` + from + ` AND ` + to + `
-			AND ` + heard + `)`
 }
 
 // chunkSpan is the span of lines chunk alias may hold.

@@ -150,7 +150,7 @@ func (g *Graph) SceneOnly(ctx context.Context, id string) (bool, error) {
 
 // HiddenFromPlayers lists, sorted, the ids of the entities some player may
 // not see: first heard in a split scene, not published, and without a
-// trace every player may read ([view.entityTraced] for
+// trace every player may read ([view.tracedSceneSQL] for
 // memory.PlayerViewer). Post-session extraction leaves them out of the
 // known entities it hands the model for a window said with the party
 // together, so that the model cannot write their names into what every
@@ -159,9 +159,9 @@ func (g *Graph) HiddenFromPlayers(ctx context.Context) ([]string, error) {
 	if err := g.dmOnly("listing the entities hidden from players"); err != nil {
 		return nil, err
 	}
-	anyone := view{v: memory.PlayerViewer()}
+	anyone := view{v: memory.PlayerViewer(), campaign: g.campaign}
 	rows, err := g.db.Query(ctx, `SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND e.scene_only AND NOT `+
-		anyone.entityTraced("e")+` ORDER BY e.id COLLATE "C"`, g.campaign)
+		anyone.entityVisible("e")+` ORDER BY e.id COLLATE "C"`, g.campaign)
 	if err != nil {
 		return nil, fmt.Errorf("listing the entities hidden from players: %w", err)
 	}
@@ -184,7 +184,7 @@ func (g *Graph) SceneEntitiesSeen(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	rows, err := g.db.Query(ctx, `SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND e.scene_only AND `+
-		g.view.entityTraced("e")+` ORDER BY e.id COLLATE "C"`, g.campaign)
+		g.view.entityVisible("e")+` ORDER BY e.id COLLATE "C"`, g.campaign)
 	if err != nil {
 		return nil, fmt.Errorf("listing the scene entities seen: %w", err)
 	}

@@ -53,3 +53,22 @@ CREATE TRIGGER entities_log_update AFTER UPDATE ON entities
     FOR EACH ROW WHEN ((OLD.type, OLD.name, OLD.aliases, OLD.attributes, OLD.retired_at, OLD.scene_only)
         IS DISTINCT FROM (NEW.type, NEW.name, NEW.aliases, NEW.attributes, NEW.retired_at, NEW.scene_only))
     EXECUTE FUNCTION glyphoxa_log_change('entity');
+
+-- A player's traces of scene_only entities look up the facts that end at
+-- one (view.tracedSceneSQL), of any status: relationships_in holds the
+-- active facts only, and relationships_triple leads with the source.
+CREATE INDEX relationships_target ON relationships (campaign_id, target_id);
+
+-- The ids a query (text) returns as text[], planned and run with JIT off.
+-- A player's entity reads ask, once per statement, which scene_only
+-- entities they may read a trace of (view.tracedSceneSQL): a few index
+-- lookups per scene_only entity, which the planner prices high enough to
+-- compile with JIT, and the compilation (0.5 to 1 s) cost far more than the
+-- query (BenchmarkSceneEntities). Only the store's own SQL is passed in.
+CREATE FUNCTION glyphoxa_ids_nojit(q text) RETURNS text[] LANGUAGE plpgsql STABLE SET jit = off AS $$
+DECLARE
+    ids text[];
+BEGIN
+    EXECUTE q INTO ids;
+    RETURN coalesce(ids, '{}');
+END $$;
