@@ -207,7 +207,7 @@ func (x *SemanticIndex) SetEmbeddings(ctx context.Context, embeddings map[string
 }
 
 // Chunks returns the chunks of a session in time order, with their entity
-// links (embeddings are not loaded).
+// links the viewer may see (embeddings are not loaded).
 func (x *SemanticIndex) Chunks(ctx context.Context, sessionID string) ([]memory.Chunk, error) {
 	rows, err := x.db.Query(ctx, `
 		SELECT c.id, c.session_id, c.content, NULL::vector, c.speaker_ids, c.start_at, c.end_at,
@@ -279,6 +279,9 @@ const chunkFilterSQL = `c.campaign_id = $1 AND c.embedding IS NOT NULL
 	AND ($7::timestamptz IS NULL OR c.start_at < $7)`
 
 // Search returns up to topK chunks nearest to embedding by cosine distance.
+// A search by an entity the viewer may not see ([view.entityVisible])
+// finds nothing, as one by an unknown id, and a chunk lists only the
+// entities the viewer may see ([view.chunkEntityIDs]).
 //
 // The HNSW index is scanned with pgvector's iterative scan, so a filter that
 // matches few chunks (one session among hundreds, or one campaign among
