@@ -367,7 +367,15 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 		    ORDER BY updated_at DESC, id DESC LIMIT 1) l ON true`, c.id)
 	b.Queue(`SELECT r.id, r.source_id, r.target_id, r.confidence FROM relationships r
 		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r"), c.id)
-	b.Queue(`SELECT entity_id, chunk_id FROM chunk_entities WHERE campaign_id = $1`, c.id)
+	// The mentions of entities the viewer may see only: a player's graph
+	// holds no node of an entity first heard in a split scene they were
+	// not in.
+	mentions := `SELECT ce.entity_id, ce.chunk_id FROM chunk_entities ce WHERE ce.campaign_id = $1`
+	if c.view.v.Role == memory.RolePlayer {
+		mentions += ` AND EXISTS (SELECT 1 FROM entities ve WHERE ve.campaign_id = ce.campaign_id AND ve.id = ce.entity_id AND ` +
+			c.view.entityVisible("ve") + `)`
+	}
+	b.Queue(mentions, c.id)
 	res := c.l1.db.SendBatch(ctx, b)
 	defer res.Close()
 	if err := res.QueryRow().Scan(&cur.Change, &cur.ChunksAt, &cur.ChunkID); err != nil {
@@ -413,7 +421,7 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 		c.id, cur.Change)
 	b.Queue(`SELECT coalesce(max(id), $2) FROM graph_changes WHERE campaign_id = $1`, c.id, cur.Change)
 	b.Queue(`SELECT c.id, c.updated_at,
-		    coalesce((SELECT array_agg(ce.entity_id) FROM chunk_entities ce WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')
+		    `+c.view.chunkEntityIDs("c")+`
 		FROM chunks c
 		WHERE c.campaign_id = $1 AND (c.updated_at, c.id) > ($2, $3)
 		ORDER BY c.updated_at, c.id`, c.id, cur.ChunksAt, cur.ChunkID)
