@@ -184,7 +184,7 @@ func splitList(s string) []string {
 	return out
 }
 
-// entityCommand runs /memory entity add, merge and retire.
+// entityCommand runs /memory entity add, merge, retire and reveal.
 func (b *Bot) entityCommand(ctx context.Context, i *discordgo.Interaction, g Guild, camp *memaccess.Campaign, c command) {
 	editor := user(i).ID
 	switch c.path {
@@ -226,7 +226,37 @@ func (b *Bot) entityCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 			msg += " Reason: " + r.Reason
 		}
 		b.finish(i, true, msg, nil, nil)
+	case "memory entity reveal":
+		e, was, err := RevealEntity(ctx, camp, c.str("entity"), editor)
+		if err != nil {
+			b.finishErr(i, fmt.Errorf("nothing was revealed: %w", err))
+			return
+		}
+		msg := fmt.Sprintf("**%s** was not first heard in a split scene: every player already sees it.", e.Name)
+		if was {
+			msg = fmt.Sprintf("Every player now sees **%s** (its name, aliases and public attributes; its facts stay as they were).", e.Name)
+		}
+		b.finish(i, true, msg, nil, nil)
 	}
+}
+
+// RevealEntity lets every player see the entity ref (an id, name or
+// alias), first heard in a split scene (the DM reveals it); was reports
+// whether it was hidden from some players before. Editing an entity does
+// not reveal it.
+func RevealEntity(ctx context.Context, camp *memaccess.Campaign, ref, editor string) (e memory.Entity, was bool, err error) {
+	err = camp.InTx(ctx, editorActor(editor), func(tc *memaccess.Campaign) error {
+		x, err := resolveEntity(ctx, tc.Graph(), ref)
+		if err != nil {
+			return err
+		}
+		if was, err = tc.Graph().SceneOnly(ctx, x.ID); err != nil {
+			return err
+		}
+		e, err = tc.Graph().PublishEntity(ctx, x.ID)
+		return err
+	})
+	return e, was, err
 }
 
 func factRefs(ids []int64) string {

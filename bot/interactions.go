@@ -178,7 +178,7 @@ func commandHandlers() map[string]handler {
 		"npc direct": dm(npc), "npc undo": dm(npc), "session player": dm(session),
 		"memory pending": dm(mem), "memory conflicts": dm(mem), "memory confirm": dm(mem), "memory reject": dm(mem),
 		"memory entity show": dm(mem), "memory entity edit": dm(mem), "memory fact add": dm(mem), "memory fact retire": dm(mem),
-		"memory entity add": dm(mem), "memory entity merge": dm(mem), "memory entity retire": dm(mem),
+		"memory entity add": dm(mem), "memory entity merge": dm(mem), "memory entity retire": dm(mem), "memory entity reveal": dm(mem),
 		"memory forget fact": dm(mem), "memory forget span": dm(mem), "memory fact list": dm(mem), "memory changes": dm(mem),
 		// A grant and what a character knows name what other players
 		// may not know (a player reads their own with /recap for:me).

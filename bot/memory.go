@@ -16,9 +16,13 @@ import (
 	memaccess "github.com/glyphoxa/glyphoxa/memory/access"
 )
 
-// SemanticSearcher searches a campaign's memory by meaning.
+// SemanticSearcher searches a campaign's memory by meaning, through the
+// handle of the member who asks (camp, bound to their viewer): a player's
+// search reads only what the store lets that player read, so an
+// implementation cannot be wired to read the campaign as the DM for
+// everyone.
 type SemanticSearcher interface {
-	SearchMeaning(ctx context.Context, campaign, query string, k int) ([]SearchHit, error)
+	SearchMeaning(ctx context.Context, camp *memaccess.Campaign, query string, k int) ([]SearchHit, error)
 }
 
 // SearchHit is one semantic search result.
@@ -83,7 +87,7 @@ func (b *Bot) memoryCommand(ctx context.Context, i *discordgo.Interaction, g Gui
 			return
 		}
 		b.finish(i, true, fmt.Sprintf("%s %s", verb, b.describeFact(ctx, graph, f)), nil, nil)
-	case "memory entity add", "memory entity merge", "memory entity retire":
+	case "memory entity add", "memory entity merge", "memory entity retire", "memory entity reveal":
 		b.entityCommand(ctx, i, g, camp, c)
 	case "memory entity show":
 		embed, err := b.entityEmbedAsOf(ctx, graph, c.str("entity"), c.str("as_of"))
@@ -611,6 +615,9 @@ func (b *Bot) entityEmbedAsOf(ctx context.Context, g *memaccess.Graph, ref, asOf
 	if len(e.Aliases) > 0 {
 		desc = append(desc, "Also called: "+strings.Join(e.Aliases, ", "))
 	}
+	if scene, err := g.SceneOnly(ctx, e.ID); err == nil && scene {
+		desc = append(desc, "*First heard in a split scene: players who were not there do not see it* (`/memory entity reveal`)")
+	}
 	keys := make([]string, 0, len(e.Attributes))
 	for k := range e.Attributes {
 		keys = append(keys, k)
@@ -759,7 +766,7 @@ func (b *Bot) search(ctx context.Context, i *discordgo.Interaction, g Guild, cam
 		if b.deps.Searcher == nil {
 			out.WriteString("\n_Search by meaning needs an embedding provider (providers.embeddings)._\n")
 		} else {
-			hits, err := b.deps.Searcher.SearchMeaning(ctx, g.Campaign, query, 5)
+			hits, err := b.deps.Searcher.SearchMeaning(ctx, camp, query, 5)
 			if err != nil {
 				b.finishErr(i, err)
 				return

@@ -273,8 +273,9 @@ func factSentence(f memaccess.FactWithNames) string {
 }
 
 // Withheld lists, as text, what the player view leaves out and the
-// DM's view shows: the facts a player may not see, as sentences, and the
-// attribute strings (of entities and facts) the store withholds from a
+// DM's view shows: the facts a player may not see, as sentences, the
+// names of the entities it may not see (first heard in a split scene) and
+// the attribute strings (of entities and facts) the store withholds from a
 // player. It decides nothing
 // about secrecy: it is the difference of two viewer-bound reads, so the
 // store's one definition (memory.Viewer, migration 0010) decides. It feeds
@@ -330,6 +331,12 @@ func Withheld(ctx context.Context, dm *memaccess.Campaign) ([]string, error) {
 		strs[e.ID] = stringSet(e.Attributes)
 	}
 	for _, e := range ents {
+		if _, ok := strs[e.ID]; !ok {
+			// An entity the player view leaves out (first heard in a split
+			// scene): its names too.
+			out = append(out, e.Name)
+			out = append(out, e.Aliases...)
+		}
 		for _, x := range stringsIn(map[string]any(e.Attributes), nil) {
 			if !strs[e.ID][x] {
 				out = append(out, x)

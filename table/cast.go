@@ -88,7 +88,24 @@ func (c *Cast) Refresh(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("reading the campaign's entities: %w", err)
 	}
-	cents := correction.FromMemory(ents)
+	// The names corrected, found in lines and boosted are those every
+	// player may see: the correction rewrites a player's guess to the
+	// campaign's spelling in their own line, and the keyword lists are
+	// shared by every speaker, so an entity first heard in a split scene
+	// (memory/postgres: scene_only) is left out until every player may see
+	// it. Its NPC persona is kept; the chunker's matcher keeps every name
+	// (the store shows a chunk's mentions only to those who may see them).
+	vocab := ents
+	if v := c.camp.Viewer(); v.Role == 0 || v.Role == memory.RoleDM {
+		hidden, err := c.camp.Graph().HiddenFromPlayers(ctx)
+		if err != nil {
+			return false, fmt.Errorf("reading the campaign's entities: %w", err)
+		}
+		if len(hidden) > 0 {
+			vocab = slices.DeleteFunc(slices.Clone(ents), func(e memory.Entity) bool { return slices.Contains(hidden, e.ID) })
+		}
+	}
+	cents := correction.FromMemory(vocab)
 	if err := c.pipe.SetEntities(cents); err != nil {
 		return false, fmt.Errorf("preparing the campaign's names: %w", err)
 	}

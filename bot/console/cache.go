@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/glyphoxa/glyphoxa/bot/recap"
@@ -18,9 +19,11 @@ import (
 // differ: the store filters a player's in SQL) and reloads it only when the
 // log has moved.
 
-// snapshot is a campaign's knowledge graph as of a change-log id.
+// snapshot is a campaign's knowledge graph as of a change-log id and, for
+// a player, the entities first heard in split scenes they saw then.
 type snapshot struct {
 	cursor   int64
+	seen     string
 	entities []memory.Entity
 	byID     map[string]int
 	// facts are every fact, whatever its status, with the names of
@@ -48,7 +51,10 @@ type campaignSnap struct {
 // graphSnapshot returns the current snapshot of the campaign as its
 // handle's viewer reads it, reloading it when the graph changed.
 func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*snapshot, error) {
-	key := camp.ID() + "\x00" + camp.Viewer().String()
+	// The player's id too: a handle bound to one player reads the facts
+	// and entities of the split scenes they were in, which no other
+	// player's snapshot may hold (Viewer.String is "player" for all).
+	key := camp.ID() + "\x00" + camp.Viewer().String() + "\x00" + camp.Viewer().PlayerID
 	s.snaps.mu.Lock()
 	cs, ok := s.snaps.per[key]
 	if !ok {
@@ -61,9 +67,19 @@ func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*sna
 	if err != nil {
 		return nil, fmt.Errorf("reading the graph's change log: %w", err)
 	}
+	// What a player sees of entities first heard in split scenes changes
+	// with lines and chunks too (a forget-me, a later window naming one),
+	// which the change log does not follow: the snapshot is reloaded when
+	// that set changed. (Empty, and cheap, for the DM and a campaign
+	// never split.)
+	seenIDs, err := camp.Graph().SceneEntitiesSeen(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the graph's scene entities: %w", err)
+	}
+	seen := strings.Join(seenIDs, "\x00")
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.cur != nil && cs.cur.cursor == cursor {
+	if cs.cur != nil && cs.cur.cursor == cursor && cs.cur.seen == seen {
 		return cs.cur, nil
 	}
 	g := camp.Graph()
@@ -76,7 +92,7 @@ func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*sna
 	if err != nil {
 		return nil, err
 	}
-	sn := &snapshot{cursor: cursor, entities: ents, byID: make(map[string]int, len(ents)), facts: facts,
+	sn := &snapshot{cursor: cursor, seen: seen, entities: ents, byID: make(map[string]int, len(ents)), facts: facts,
 		byEntity: map[string][]int{}, json: map[string][]byte{}}
 	for i, e := range ents {
 		sn.byID[e.ID] = i
@@ -111,12 +127,15 @@ func (sn *snapshot) storeJSON(key string, b []byte) {
 }
 
 // recapKey identifies a recap by what it is made from: the session's lines
-// (their count and the newest), the graph (for what a player-safe recap
-// avoids) and the audience.
+// the reader may read (their count, the newest and a hash of every id: two
+// players of different split scenes may read as many lines ending with the
+// same one), the graph (for what a player-safe recap avoids) and the
+// audience.
 type recapKey struct {
 	campaign, session string
 	lines             int
 	last              int64
+	ids               uint64
 	cursor            int64
 	safe              bool
 }

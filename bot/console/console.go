@@ -244,6 +244,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /entities/{id}/edit", s.need(dmOnly, s.editEntity))
 	m.HandleFunc("POST /entities/{id}/merge", s.need(dmOnly, s.mergeEntity))
 	m.HandleFunc("POST /entities/{id}/retire", s.need(dmOnly, s.retireEntity))
+	m.HandleFunc("POST /entities/{id}/reveal", s.need(dmOnly, s.revealEntity))
 	m.HandleFunc("GET /npc", s.need(dmOnly, s.npcList))
 	m.HandleFunc("GET /npc/{id}", s.need(dmOnly, s.npcPage))
 	m.HandleFunc("POST /npc/{id}/persona", s.need(dmOnly, s.savePersona))

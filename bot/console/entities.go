@@ -112,6 +112,11 @@ func (s *Server) entityPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
+	scene, err := g.SceneOnly(ctx, id)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
 	rels, err := g.Relationships(ctx, id, memory.TraversalOpts{Limit: 50})
 	if err != nil {
 		s.failErr(w, r, err)
@@ -143,7 +148,7 @@ func (s *Server) entityPage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, http.StatusOK, "entity.html", page{Title: e.Name, Nav: "entities", Data: map[string]any{
 		"Entity": e, "Aliases": strings.Join(e.Aliases, ", "), "Attributes": attrs, "Facts": facts,
-		"Retired": retired, "Retirement": ret, "Kinds": kinds, "Others": others, "Message": s.takeFlash(r)}})
+		"Retired": retired, "Retirement": ret, "SceneOnly": scene, "Kinds": kinds, "Others": others, "Message": s.takeFlash(r)}})
 }
 
 func (s *Server) editEntity(w http.ResponseWriter, r *http.Request) {
@@ -200,4 +205,21 @@ func (s *Server) retireEntity(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("entity retired", "entity", id, "by", sessionOf(ctx).UserID)
 	s.back(w, r, entityPath(id), fmt.Sprintf("Retired %s: %d canon facts stopped holding (kept for \"as of\").", e.Name, len(ret.Facts)))
+}
+
+func (s *Server) revealEntity(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	e, _, err := bot.RevealEntity(ctx, camp, id, sessionOf(ctx).UserID)
+	if err != nil {
+		s.back(w, r, entityPath(id), "⚠ Nothing was revealed: "+flashErr(err))
+		return
+	}
+	s.log.Info("entity revealed", "entity", id, "by", sessionOf(ctx).UserID)
+	s.back(w, r, entityPath(id), fmt.Sprintf("Every player now sees %s.", e.Name))
 }

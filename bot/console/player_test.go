@@ -58,6 +58,7 @@ func TestPlayerOnTheDMsNewPages(t *testing.T) {
 		{"/entities/" + a + "/edit", url.Values{"name": {"Renamed"}, "attributes": {`{"secret_knowledge":"mine"}`}}},
 		{"/entities/" + a + "/merge", url.Values{"into": {z}}},
 		{"/entities/" + a + "/retire", url.Values{"reason": {"gone"}}},
+		{"/entities/" + a + "/reveal", url.Values{}},
 	} {
 		p.form.Set("csrf", tok)
 		if resp, _ := b.post(p.path, p.form, nil); resp.StatusCode != http.StatusForbidden {

@@ -2,8 +2,10 @@ package console
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"strconv"
 	"strings"
@@ -182,6 +184,11 @@ func (s *Server) recap(ctx context.Context, camp *access.Campaign, sessionID str
 	if len(in.Lines) > 0 {
 		key.last = in.Lines[len(in.Lines)-1].ID
 	}
+	h := fnv.New64a()
+	for _, l := range in.Lines {
+		_ = binary.Write(h, binary.LittleEndian, l.ID)
+	}
+	key.ids = h.Sum64()
 	if rc, ok := s.recaps.get(key); ok {
 		return rc, nil
 	}

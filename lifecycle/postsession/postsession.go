@@ -102,6 +102,27 @@ type evidenceLinker interface {
 	AddEvidence(ctx context.Context, factID int64, entryIDs []int64) error
 }
 
+// sceneEntityWriter is the optional capability of a Graph that keeps an
+// entity first heard in a split scene from the players who were not there
+// (postgres.Graph.AddSceneEntity): the entity is written with the lines it
+// was heard in, in one transaction, and a player sees it only through a
+// trace they may read; later windows naming it add their lines
+// (AddEntityEvidence), so a name said with the party together reaches
+// every player.
+type sceneEntityWriter interface {
+	AddSceneEntity(ctx context.Context, e memory.Entity, heard []int64) error
+	AddEntityEvidence(ctx context.Context, heard map[string][]int64) error
+}
+
+// hiddenLister is the optional capability of a Graph that lists the
+// entities some player may not see (postgres.Graph.HiddenFromPlayers): the
+// model extracting a window said with the party together is not told of
+// them, so that it cannot write their names into what every player reads
+// (a new entity's alias or description, a fact's quote).
+type hiddenLister interface {
+	HiddenFromPlayers(ctx context.Context) ([]string, error)
+}
+
 // splitLiner is the optional capability of a Transcript that reports which
 // lines of a session were said while the DM had split the party
 // (postgres.SessionLog.SplitLines): what the processor draws from a window
@@ -323,11 +344,34 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		return fmt.Errorf("loading the known entities: %w", err)
 	}
 	res := NewResolver(known)
+	hidden := map[string]bool{}
+	if hl, ok := p.cfg.Graph.(hiddenLister); ok {
+		ids, err := hl.HiddenFromPlayers(ctx)
+		if err != nil {
+			return fmt.Errorf("loading the entities hidden from players: %w", err)
+		}
+		for _, id := range ids {
+			hidden[id] = true
+		}
+	}
 	rereads := 0
 	for w := pos; w < windows; w++ {
 		lo, hi := w*p.cfg.Window, min((w+1)*p.cfg.Window, len(entries))
 		span := entries[lo:hi]
-		x, cached, err := p.extract(ctx, sessionID, w, res.entities, span)
+		var split []int64
+		if sl, ok := p.cfg.Transcript.(splitLiner); ok {
+			if split, err = sl.SplitLines(ctx, sessionID, lineIDs(span)); err != nil {
+				return fmt.Errorf("reading the split scenes of window %d of %d of session %q: %w", w+1, windows, sessionID, err)
+			}
+		}
+		// A window said with the party together is extracted without
+		// the entities some player may not see (hiddenLister); one holding
+		// split lines with every entity (what it draws is the scene's).
+		knownHere := res.entities
+		if len(split) == 0 && len(hidden) > 0 {
+			knownHere = slices.DeleteFunc(slices.Clone(res.entities), func(e memory.Entity) bool { return hidden[e.ID] })
+		}
+		x, cached, err := p.extract(ctx, sessionID, w, knownHere, span)
 		if err != nil {
 			return fmt.Errorf("extracting window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
@@ -351,13 +395,7 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 				continue
 			}
 		}
-		var split []int64
-		if sl, ok := p.cfg.Transcript.(splitLiner); ok {
-			if split, err = sl.SplitLines(ctx, sessionID, lineIDs(span)); err != nil {
-				return fmt.Errorf("reading the split scenes of window %d of %d of session %q: %w", w+1, windows, sessionID, err)
-			}
-		}
-		if err := p.apply(ctx, sessionID, span, split, x, res, rep); err != nil {
+		if err := p.apply(ctx, sessionID, span, split, x, res, hidden, rep); err != nil {
 			return fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
 		if err := p.cfg.Progress.Save(ctx, sessionID, p.cfg.Stage, w+1, !live && w+1 == windows); err != nil {
@@ -451,14 +489,27 @@ const hiddenDescription = "hidden_description"
 //     session, stays readable to those who were there; its quote only
 //     when every line it rests on is.)
 //   - a new entity's description is kept as hiddenDescription, for the
-//     DM. Its name stays readable (the store has no evidence for
-//     entities): a player outside the scene may learn that it exists.
+//     DM. Its name, unless one of the window's lines said with the party
+//     together names it, is the scene's: the entity is written as heard
+//     in the split lines naming it (or in every split line of the window
+//     when none names it: the model may have respelt it), and a player
+//     sees it only through a trace they may read (sceneEntityWriter).
+//   - the lines of the window naming an entity it extracted or resolved
+//     are added to the entity's evidence (kept only for an entity first
+//     heard in a split scene): a name said with the party together, in
+//     this window or a later one, reaches every player.
 //
 // A window without split lines is stored as it was said: a fact rests on
 // the lines its evidence quotes, and on none when it quotes none.
-func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.TranscriptEntry, split []int64, x Extraction, res *Resolver, rep *Report) error {
+func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.TranscriptEntry, split []int64, x Extraction, res *Resolver,
+	hidden map[string]bool, rep *Report) error {
 	at := span[len(span)-1].At
 	ids := map[string]string{} // name used in this extraction -> entity id
+	scene, _ := p.cfg.Graph.(sceneEntityWriter)
+	if len(split) > 0 && scene == nil {
+		p.log.Warn("the graph cannot keep entities first heard in a split scene from other players: their names are listed to every player",
+			"session", sessionID)
+	}
 	ensure := func(name, typ string, aliases []string, desc string) (string, error) {
 		if id, ok := ids[normalise(name)]; ok {
 			return id, nil
@@ -483,7 +534,12 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 		case desc != "":
 			e.Attributes["description"] = desc
 		}
-		if err := p.cfg.Graph.UpsertEntity(ctx, e); err != nil {
+		if heard := sceneHeard(span, split, e.Name, e.Aliases); heard != nil && scene != nil {
+			if err := scene.AddSceneEntity(ctx, e, heard); err != nil {
+				return "", err
+			}
+			hidden[e.ID] = true
+		} else if err := p.cfg.Graph.UpsertEntity(ctx, e); err != nil {
 			return "", err
 		}
 		res.Add(e)
@@ -572,7 +628,87 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 			rep.Pending++
 		}
 	}
+	if scene != nil {
+		if err := scene.AddEntityEvidence(ctx, namedIn(span, ids, res)); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// sceneHeard are the lines a new entity was heard in, when it is the
+// scene's: nil when the window holds no split line (split) or a line said
+// with the party together says its full name; else the split lines naming
+// it (by its name or an alias), or every split line when none does (the
+// model may have respelt a name the speech-to-text wrote otherwise). Only
+// the full name said with the party together makes it everyone's: an
+// alias ("the Abbess") is often a common word, and the entity would show
+// its full name, heard only in the scene.
+func sceneHeard(span []memory.TranscriptEntry, split []int64, name string, aliases []string) []int64 {
+	if len(split) == 0 {
+		return nil
+	}
+	for _, id := range namingLines(span, []string{name}) {
+		if !slices.Contains(split, id) {
+			return nil
+		}
+	}
+	heard := slices.DeleteFunc(namingLines(span, append([]string{name}, aliases...)), func(id int64) bool {
+		return !slices.Contains(split, id) // an alias said with the party together
+	})
+	if len(heard) == 0 {
+		return slices.Clone(split)
+	}
+	return heard
+}
+
+// namedIn are, for each entity this window's extraction named or resolved
+// (ids, by the name used), the lines of span saying its full name. Only
+// the full name counts (as in memory/postgres's view.tracedSceneSQL): the
+// name the extraction used may be a sound-alike guess ("Corin" resolved to
+// "Korrin Ashvale"), an epithet the model took for an alias ("the rich
+// lady") or a generic alias ("the Abbess"); a line saying one of those,
+// with the party together, must not show the full name to every player.
+func namedIn(span []memory.TranscriptEntry, ids map[string]string, res *Resolver) map[string][]int64 {
+	named := map[string]bool{}
+	for _, id := range ids {
+		named[id] = true
+	}
+	out := map[string][]int64{}
+	for _, e := range res.entities {
+		if !named[e.ID] {
+			continue
+		}
+		if lines := namingLines(span, []string{e.Name}); len(lines) > 0 {
+			out[e.ID] = lines
+		}
+	}
+	return out
+}
+
+// namingLines are the ids of the lines of span that say one of names as
+// whole words, compared as flatten does (without case or punctuation).
+func namingLines(span []memory.TranscriptEntry, names []string) []int64 {
+	var ns []string
+	for _, n := range names {
+		if f := flatten(n); f != "" {
+			ns = append(ns, " "+f+" ")
+		}
+	}
+	var out []int64
+	for _, e := range span {
+		if e.ID == 0 {
+			continue
+		}
+		line := " " + flatten(e.Text) + " "
+		for _, n := range ns {
+			if strings.Contains(line, n) {
+				out = append(out, e.ID)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // restsOn are the lines a fact quoting lines quoted rests on, in a window

@@ -41,6 +41,11 @@ func Tables() []Table {
 			Refs: map[string]string{"new_fact": "relationships", "old_fact": "relationships"}},
 		{Name: "chunks", From: `FROM chunks t WHERE t.campaign_id = $1 ORDER BY t.id`, Skip: []string{"tsv", "doc_len"}},
 		{Name: "chunk_entities", From: `FROM chunk_entities t WHERE t.campaign_id = $1 ORDER BY t.chunk_id, t.entity_id`},
+		// The lines an entity first heard in a split scene was heard in
+		// (migration 0032): without them a copy would hide it from the
+		// scene's players too.
+		{Name: "entity_evidence", From: `FROM entity_evidence t WHERE t.campaign_id = $1 ORDER BY t.entity_id, t.entry_id`,
+			Refs: map[string]string{"entry_id": "transcript_entries"}},
 		{Name: "session_processing", From: `FROM session_processing t WHERE t.campaign_id = $1 ORDER BY t.session_id, t.stage`},
 		{Name: "privacy_optouts", From: `FROM privacy_optouts t WHERE t.campaign_id = $1 ORDER BY t.user_id`},
 		{Name: "proposals", From: `FROM proposals t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id",

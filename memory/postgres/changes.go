@@ -69,14 +69,44 @@ func (c *Campaign) changeVisible() string {
 		return "true"
 	}
 	return `(ch.kind <> 'fact' OR EXISTS (SELECT 1 FROM relationships r
-		WHERE r.campaign_id = ch.campaign_id AND r.id::text = ch.ref AND ` + c.view.factVisible("r") + `))`
+		WHERE r.campaign_id = ch.campaign_id AND r.id::text = ch.ref AND ` + c.view.factVisible("r") + `)) AND ` + c.entityChangeVisible()
+}
+
+// entityChangeVisible is the SQL predicate true when the viewer may see
+// change ch if it is an entity's: the entity is one the viewer may see
+// ([view.entityVisible]), or it is gone and was not scene_only when it
+// was deleted (migration 0032 marks the changes of a scene_only entity
+// deleted or merged away): a player's change feed and kg_sync name no
+// entity first heard in a split scene they may not know of.
+func (c *Campaign) entityChangeVisible() string {
+	if c.view.v.Role != memory.RolePlayer {
+		return "true"
+	}
+	return `(ch.kind <> 'entity' OR EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref
+		    AND ` + c.view.entityVisible("ge") + `)
+		OR (NOT ch.scene_only AND NOT EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref)))`
 }
 
 // LastChange is the newest change id of the campaign (0 if none).
+//
+// For a handle bound to a player it is the newest change they may see
+// ([Campaign.changeVisible]): their cursor (the MCP sync's, the console's
+// snapshot's) does not move when something hidden from them is written, so
+// it does not tell them that an entity first heard in a split scene they
+// were not in, or a fact they may not read, was written. It reads the
+// campaign's log backwards from its newest change, and stops at the first
+// the player may see: usually the newest.
 func (c *Campaign) LastChange(ctx context.Context) (int64, error) {
 	var id int64
-	err := c.l1.db.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM graph_changes WHERE campaign_id = $1`, c.id).Scan(&id)
-	return id, err
+	q := `SELECT coalesce(max(id), 0) FROM graph_changes WHERE campaign_id = $1`
+	if c.view.v.Role == memory.RolePlayer {
+		q = `SELECT coalesce((SELECT ch.id FROM graph_changes ch WHERE ch.campaign_id = $1 AND ` + c.changeVisible() + `
+			ORDER BY ch.id DESC LIMIT 1), 0)`
+	}
+	if err := c.l1.db.QueryRow(ctx, q, c.id).Scan(&id); err != nil {
+		return 0, fmt.Errorf("reading the last change: %w", err)
+	}
+	return id, nil
 }
 
 // LastEntityChange is the newest change id of the campaign's entities (0
@@ -172,7 +202,7 @@ func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 		args = append(args, nil) // $2: every chunk
 	}
 	err := c.l1.db.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM entities WHERE campaign_id = $1),
+		(SELECT count(*) FROM entities e WHERE e.campaign_id = $1 AND `+c.view.entityVisible("e")+`),
 		(SELECT count(*) FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r")+`),
 		(SELECT count(*) FROM relationships r WHERE r.campaign_id = $1 AND r.status = 'pending' AND `+c.view.factVisible("r")+`),
 		(SELECT count(*) FROM sessions WHERE campaign_id = $1),

@@ -68,8 +68,13 @@
 // waiting for review or rejected; an NPC also sees its own secrets and the
 // secret facts it is an end of or listed in known_by (never a pending or
 // rejected one). The memory-tool view (KGRead, KGNode, KGSync) takes its
-// gist, notes and touches from the same filtered attributes. A hidden fact
-// reads as not found, exactly like a missing one. A campaign bound to a
+// gist, notes and touches from the same filtered attributes. A player sees
+// an entity first heard in a split scene (scene_only, migration 0032) only
+// through a trace they may read that says its full name (view.entityVisible:
+// a line it was heard in, a chunk saying it, a grant), in every entity read;
+// a fact naming it and its id among a chunk's mentions are hidden with it.
+// A hidden fact or
+// entity reads as not found, exactly like a missing one. A campaign bound to a
 // player or an NPC cannot be bound to another viewer, writes facts only as
 // that player or NPC (proposals: WriteFact refuses the DM's, import's and
 // extraction's writers), and does not read why a fact or an entity was

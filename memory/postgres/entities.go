@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -89,6 +90,32 @@ func (g *Graph) AddEntity(ctx context.Context, e memory.Entity) (memory.Entity, 
 	return out, nil
 }
 
+// hiddenAliases is the attribute keeping the names of an entity first
+// heard in a split scene merged into one every player sees: a secret
+// attribute (memory.SecretKey), read by the DM only.
+const hiddenAliases = "hidden_aliases"
+
+// hiddenAttributes is the attribute keeping the public attributes of an
+// entity first heard in a split scene merged into one every player sees
+// (those the kept entity lacks): a secret attribute, read by the DM only.
+const hiddenAttributes = "hidden_attributes"
+
+// stringsOf is v's strings when v is a list (an attribute read from JSON).
+func stringsOf(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case []string:
+		out = append(out, x...)
+	case []any:
+		for _, y := range x {
+			if s, ok := y.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
 // cleanAliases trims aliases and drops empty ones, duplicates and the name
 // itself, case-insensitively, keeping the first spelling.
 func cleanAliases(name string, aliases []string) []string {
@@ -140,6 +167,16 @@ type EntityMerge struct {
 // to intoID, and so do the memory tools' references to fromID (see
 // moveMemoryToolRefs); fromID's name and aliases become aliases of intoID,
 // and its attributes fill the keys intoID lacks. Then fromID is deleted.
+//
+// An entity first heard in a split scene (scene_only, see
+// [view.entityVisible]) merged into one every player sees gives its names
+// to intoID's hiddenAliases, a secret attribute only the DM reads, not to
+// its aliases, and its public attributes intoID lacks to hiddenAttributes,
+// not to intoID's keys; two such entities merge into one resting on the lines of
+// both (the players of either scene then see both names: the DM said they
+// are one). Merging an entity players know into a scene_only one is
+// refused: the merged entity would carry the known one's facts and
+// mentions, and show the scene's name to everyone who knows them.
 func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID string) (EntityMerge, error) {
 	out := EntityMerge{From: fromID}
 	if err := g.dmOnly("merging entities"); err != nil {
@@ -172,6 +209,18 @@ func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID str
 		}
 		if into == nil {
 			return fmt.Errorf("entity %q: %w", intoID, memory.ErrNotFound)
+		}
+		var fromScene, intoScene bool
+		if err := tx.QueryRow(ctx, `SELECT bool_or(scene_only) FILTER (WHERE id = $2), bool_or(scene_only) FILTER (WHERE id = $3)
+			FROM entities WHERE campaign_id = $1 AND id IN ($2, $3)`, g.campaign, fromID, intoID).Scan(&fromScene, &intoScene); err != nil {
+			return err
+		}
+		if intoScene && !fromScene {
+			// The merged entity would carry fromID's traces (its facts and
+			// mentions) and so show intoID's name to every player who may
+			// read them.
+			return fmt.Errorf("%w: %q was first heard in a split scene and %q was not: merging would show %q's name to every player who knows %q; "+
+				"publish %q first, or merge %q into %q", memory.ErrInvalid, into.Name, from.Name, into.Name, from.Name, intoID, intoID, fromID)
 		}
 		// $2 from, $3 into, $4 the session. The fact's ends after the merge:
 		const src, dst = `CASE WHEN r.source_id = $2 THEN $3 ELSE r.source_id END`, `CASE WHEN r.target_id = $2 THEN $3 ELSE r.target_id END`
@@ -226,12 +275,53 @@ func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID str
 			return err
 		}
 		aliases := cleanAliases(into.Name, slices.Concat(into.Aliases, []string{from.Name}, from.Aliases))
-		attrs := make(map[string]any, len(into.Attributes)+len(from.Attributes))
+		attrs := make(map[string]any, len(into.Attributes)+len(from.Attributes)+1)
 		for k, v := range from.Attributes {
 			attrs[k] = v
 		}
 		for k, v := range into.Attributes {
 			attrs[k] = v
+		}
+		if fromScene && !intoScene {
+			// fromID's names were heard in a split scene only: intoID, seen
+			// by every player, keeps them where only the DM reads them
+			// (hiddenAliases, a secret attribute).
+			hidden := cleanAliases(into.Name, slices.Concat(stringsOf(into.Attributes[hiddenAliases]), []string{from.Name}, from.Aliases))
+			hidden = slices.DeleteFunc(hidden, func(a string) bool {
+				return slices.ContainsFunc(into.Aliases, func(b string) bool { return strings.EqualFold(a, b) })
+			})
+			aliases = cleanAliases(into.Name, into.Aliases)
+			attrs[hiddenAliases] = hidden
+			// So are its public attributes (a title, a gist: they may say
+			// its name or what only the scene heard): those intoID lacks
+			// go to hiddenAttributes, not to intoID's own keys. Its secret
+			// ones fill intoID's keys as before, read by the DM only.
+			moved, _ := into.Attributes[hiddenAttributes].(map[string]any)
+			moved = maps.Clone(moved)
+			for k, v := range from.Attributes {
+				if _, ok := into.Attributes[k]; ok || memory.SecretKey(k) {
+					continue
+				}
+				delete(attrs, k)
+				if moved == nil {
+					moved = map[string]any{}
+				}
+				if _, ok := moved[k]; !ok {
+					moved[k] = v
+				}
+			}
+			if moved != nil {
+				attrs[hiddenAttributes] = moved
+			}
+		}
+		if fromScene && intoScene {
+			// Both heard in split scenes: the merged entity rests on the
+			// lines of both.
+			if _, err := tx.Exec(ctx, `INSERT INTO entity_evidence (campaign_id, entity_id, entry_id)
+				SELECT campaign_id, $3, entry_id FROM entity_evidence WHERE campaign_id = $1 AND entity_id = $2
+				ON CONFLICT DO NOTHING`, g.campaign, fromID, intoID); err != nil {
+				return fmt.Errorf("moving %s's evidence: %w", fromID, err)
+			}
 		}
 		// The merged entity's own touches (read before they were moved):
 		// from becomes into, which does not touch itself.
@@ -358,10 +448,12 @@ type EntityKind struct {
 }
 
 // EntityKinds lists the entity types in use, most used first: what the
-// DM's kind suggestions offer beside the well-known ones.
+// DM's kind suggestions offer beside the well-known ones. A player's
+// handle counts the entities it may see ([view.entityVisible]).
 func (g *Graph) EntityKinds(ctx context.Context) ([]EntityKind, error) {
-	rows, err := g.db.Query(ctx, `SELECT type, count(*)::int FROM entities WHERE campaign_id = $1
-		GROUP BY type ORDER BY count(*) DESC, type`, g.campaign)
+	rows, err := g.db.Query(ctx, `SELECT e.type, count(*)::int FROM entities e WHERE e.campaign_id = $1
+		AND `+g.view.entityVisible("e")+`
+		GROUP BY e.type ORDER BY count(*) DESC, e.type`, g.campaign)
 	if err != nil {
 		return nil, fmt.Errorf("listing entity kinds: %w", err)
 	}

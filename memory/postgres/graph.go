@@ -113,9 +113,11 @@ func (g *Graph) UpsertEntities(ctx context.Context, es []memory.Entity) error {
 	})
 }
 
-// Entity returns one entity.
+// Entity returns one entity. One the viewer may not see
+// ([view.entityVisible]) is not found, as one that does not exist.
 func (g *Graph) Entity(ctx context.Context, id string) (memory.Entity, error) {
-	rows, err := g.db.Query(ctx, `SELECT `+g.view.entityCols("e")+` FROM entities e WHERE e.campaign_id = $1 AND e.id = $2`, g.campaign, id)
+	rows, err := g.db.Query(ctx, `SELECT `+g.view.entityCols("e")+` FROM entities e WHERE e.campaign_id = $1 AND e.id = $2
+		AND `+g.view.entityVisible("e"), g.campaign, id)
 	if err != nil {
 		return memory.Entity{}, fmt.Errorf("reading entity %q: %w", id, err)
 	}
@@ -185,9 +187,10 @@ func (g *Graph) DeleteEntity(ctx context.Context, id string) error {
 	return nil
 }
 
-// FindEntities lists entities matching f, ordered by name. Retired
-// entities (see [Graph.RetireEntity]) are left out of a search by name or
-// type unless f.IncludeRetired; a search by ids finds them.
+// FindEntities lists entities matching f the viewer may see
+// ([view.entityVisible]), ordered by name. Retired entities (see
+// [Graph.RetireEntity]) are left out of a search by name or type unless
+// f.IncludeRetired; a search by ids finds them.
 func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memory.Entity, error) {
 	if err := memory.CheckQuery(f.Name); err != nil {
 		return nil, fmt.Errorf("finding entities by name: %w", err)
@@ -206,6 +209,7 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		// entity: 40 ms at 100k). Its attributes are the viewer's, as
 		// everywhere else: a player asking by id is still a player.
 		rows, err := g.db.Query(ctx, `SELECT `+g.view.entityCols("e")+` FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($2)
+			AND `+g.view.entityVisible("e")+`
 			ORDER BY lower(e.name), e.id LIMIT $3`, g.campaign, ids, limit)
 		if err != nil {
 			return nil, fmt.Errorf("finding entities: %w", err)
@@ -220,6 +224,7 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		       OR EXISTS (SELECT 1 FROM unnest(aliases) a WHERE strpos(lower(a), lower($3)) > 0))
 		  AND ($4::text[] IS NULL OR id = ANY($4))
 		  AND ($6 OR e.retired_at IS NULL)
+		  AND `+g.view.entityVisible("e")+`
 		ORDER BY lower(e.name), e.id
 		LIMIT $5`, g.campaign, f.Type, f.Name, ids, limit, f.IncludeRetired || ids != nil)
 	if err != nil {
@@ -228,11 +233,13 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 	return pgx.CollectRows(rows, scanEntity)
 }
 
-// EntityNames returns every entity of the campaign with its id, type,
-// name and aliases only (no attributes): what a name index needs, at a
-// third of the cost of FindEntities.
+// EntityNames returns every entity of the campaign the viewer may see
+// ([view.entityVisible]) with its id, type, name and aliases only (no
+// attributes): what a name index needs, at a third of the cost of
+// FindEntities.
 func (g *Graph) EntityNames(ctx context.Context) ([]memory.Entity, error) {
-	rows, err := g.db.Query(ctx, `SELECT id, type, name, aliases FROM entities WHERE campaign_id = $1 ORDER BY id`, g.campaign)
+	rows, err := g.db.Query(ctx, `SELECT e.id, e.type, e.name, e.aliases FROM entities e WHERE e.campaign_id = $1
+		AND `+g.view.entityVisible("e")+` ORDER BY e.id`, g.campaign)
 	if err != nil {
 		return nil, fmt.Errorf("listing entity names: %w", err)
 	}
@@ -698,7 +705,7 @@ func (g *Graph) FindPath(ctx context.Context, fromID, toID string, maxDepth int)
 	rows, err := g.db.Query(ctx, `
 		WITH RECURSIVE bfs(depth, frontier, visited) AS (
 		    SELECT 0, ARRAY[$2::text], ARRAY[$2::text]
-		    WHERE EXISTS (SELECT 1 FROM entities WHERE campaign_id = $1 AND id = $2)
+		    WHERE EXISTS (SELECT 1 FROM entities se WHERE se.campaign_id = $1 AND se.id = $2 AND `+g.view.entityVisible("se")+`)
 		    UNION ALL
 		    SELECT b.depth + 1, nxt.ids, b.visited || nxt.ids
 		    FROM bfs b

@@ -12,7 +12,8 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
-// scopeCTE expands the scope's seed entities ($2) by $3 hops along active
+// scopeCTE expands the scope's seed entities ($2) the viewer may see by $3
+// hops along active
 // edges of the types in $4 (any type when empty), and collects the chunks
 // that mention an entity in scope. $1 is the campaign. The entities in
 // scope are gathered into one array: the planner guesses a recursive
@@ -21,7 +22,7 @@ import (
 func (g *Graph) scopeCTE() string {
 	return `
 WITH RECURSIVE scope(id, depth) AS (
-    SELECT e.id, 0 FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($2::text[])
+    SELECT e.id, 0 FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($2::text[]) AND ` + g.view.entityVisible("e") + `
     UNION
     SELECT nb.id, s.depth + 1
     FROM scope s

@@ -196,12 +196,11 @@ func (x *SemanticIndex) SetEmbeddings(ctx context.Context, embeddings map[string
 }
 
 // Chunks returns the chunks of a session in time order, with their entity
-// links (embeddings are not loaded).
+// links the viewer may see (embeddings are not loaded).
 func (x *SemanticIndex) Chunks(ctx context.Context, sessionID string) ([]memory.Chunk, error) {
 	rows, err := x.db.Query(ctx, `
 		SELECT c.id, c.session_id, c.content, NULL::vector, c.speaker_ids, c.start_at, c.end_at,
-		       coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
-		                 WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')
+		       `+x.view.chunkEntityIDs("c")+`
 		FROM chunks c WHERE c.campaign_id = $1 AND ($2 = '' OR c.session_id = $2) AND `+x.view.chunkVisible("c")+`
 		ORDER BY c.start_at, c.id`, x.campaign, sessionID)
 	if err != nil {
@@ -269,6 +268,9 @@ const chunkFilterSQL = `c.campaign_id = $1 AND c.embedding IS NOT NULL
 	AND ($7::timestamptz IS NULL OR c.start_at < $7)`
 
 // Search returns up to topK chunks nearest to embedding by cosine distance.
+// A search by an entity the viewer may not see ([view.entityVisible])
+// finds nothing, as one by an unknown id, and a chunk lists only the
+// entities the viewer may see ([view.chunkEntityIDs]).
 //
 // The HNSW index is scanned with pgvector's iterative scan, so a filter that
 // matches few chunks (one session among hundreds, or one campaign among
@@ -286,10 +288,11 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 		return nil, nil
 	}
 	selectSQL := `SELECT c.id, c.session_id, c.content, c.embedding, c.speaker_ids, c.start_at, c.end_at,
-		       coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
-		                 WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}'),
+		       ` + x.view.chunkEntityIDs("c") + `,
 		       c.embedding <=> $2 AS distance
-		FROM chunks c WHERE ` + chunkFilterSQL + ` AND ` + x.view.chunkVisible("c")
+		FROM chunks c WHERE ` + chunkFilterSQL + ` AND ` + x.view.chunkVisible("c") + `
+		  AND ($5 = '' OR EXISTS (SELECT 1 FROM entities fe WHERE fe.campaign_id = c.campaign_id AND fe.id = $5 AND ` +
+		x.view.entityVisible("fe") + `))`
 	results, err := nearest(ctx, x.db, selectSQL, []any{x.campaign, pgvector.NewVector(embedding), f.SessionID, f.SpeakerID,
 		f.EntityID, nullTime(f.After), nullTime(f.Before)}, topK, scanChunkResult)
 	if err != nil {

@@ -182,6 +182,8 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 			  AND ($2 OR r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb) AND ` + c.view.factVisible("r") + `
 			UNION ALL
 			SELECT 'kg_edge', k.id, k.from_ref, k.to_ref, k.rel, array_to_json(k.notes)::text FROM kg_edges k WHERE k.campaign_id = $1
+			  AND NOT EXISTS (SELECT 1 FROM entities ke WHERE ke.campaign_id = $1 AND ke.id IN (k.from_ref, k.to_ref)
+			                  AND NOT ` + c.view.entityVisible("ke") + `)
 			ORDER BY 1, 2`
 	case KGDM:
 		nodeSQL = `SELECT id, '', '', gist, array_to_json(notes)::text, array_to_json(touches)::text, updated_at, archived_at IS NOT NULL
@@ -217,8 +219,9 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 	return g, nil
 }
 
-// kgNodeSQL selects the campaign level's nodes (entities e, then rest: a
-// condition on $2 and an order) in the columns scanKGNode reads. Gist, notes
+// kgNodeSQL selects the campaign level's nodes (entities e the viewer may
+// see, [view.entityVisible], then rest: a condition on $2 and an order) in
+// the columns scanKGNode reads. Gist, notes
 // and touches come from the attributes the campaign's viewer may read
 // (view.entityAttrs): for a player, an object marked secret or a DM-only key
 // is gone before its text is taken.
@@ -227,7 +230,7 @@ func (c *Campaign) kgNodeSQL(rest string) string {
 			CASE WHEN jsonb_typeof(v.a->'touches') = 'array' THEN v.a->>'touches' ELSE '' END, e.updated_at,
 			e.kg_archived_at IS NOT NULL OR coalesce(e.attributes->'archived' = 'true'::jsonb, false)
 		FROM entities e CROSS JOIN LATERAL (SELECT ` + c.view.entityAttrs("e") + ` AS a) v
-		WHERE e.campaign_id = $1 ` + rest
+		WHERE e.campaign_id = $1 AND ` + c.view.entityVisible("e") + ` ` + rest
 }
 
 func scanKGNode(row pgx.CollectableRow, level KGLevel) (KGNode, error) {
@@ -531,10 +534,12 @@ func (c *Campaign) KGRecall(ctx context.Context, level KGLevel, id string, undel
 	var err error
 	switch level {
 	case KGCampaign:
-		tag, err = c.l1.db.Exec(ctx, `UPDATE entities SET kg_archived_at = NULL, updated_at = $3,
-			attributes = CASE WHEN $4 THEN attributes - 'archived' ELSE attributes END
-			WHERE campaign_id = $1 AND id = $2 AND ($4 OR NOT coalesce(attributes->'archived' = 'true'::jsonb, false))`,
-			c.id, id, now, undelete)
+		// A player recalls only a node they may see: one first heard in a
+		// split scene they were not in is not found, and not touched.
+		tag, err = c.l1.db.Exec(ctx, `UPDATE entities ue SET kg_archived_at = NULL, updated_at = $3,
+			attributes = CASE WHEN $4 THEN ue.attributes - 'archived' ELSE ue.attributes END
+			WHERE ue.campaign_id = $1 AND ue.id = $2 AND ($4 OR NOT coalesce(ue.attributes->'archived' = 'true'::jsonb, false))
+			  AND `+c.view.entityVisible("ue"), c.id, id, now, undelete)
 	case KGDM:
 		tag, err = c.l1.db.Exec(ctx, `UPDATE dm_nodes SET archived_at = NULL, updated_at = $3 WHERE campaign_id = $1 AND id = $2`,
 			c.id, id, now)
@@ -614,8 +619,9 @@ type KGChanges struct {
 // the caller may see them: the DM's level and secret facts only when dm.
 func (c *Campaign) KGSync(ctx context.Context, cursor int64, exclude string, dm bool) (KGChanges, error) {
 	out := KGChanges{Nodes: []KGNode{}, Edges: []KGEdge{}, Removed: []string{}}
-	rows, err := c.l1.db.Query(ctx, `SELECT DISTINCT kind, ref FROM graph_changes
-		WHERE campaign_id = $1 AND id > $2 AND ($3 = '' OR actor <> $3) AND kind <> 'proposal'`, c.id, cursor, exclude)
+	rows, err := c.l1.db.Query(ctx, `SELECT DISTINCT ch.kind, ch.ref FROM graph_changes ch
+		WHERE ch.campaign_id = $1 AND ch.id > $2 AND ($3 = '' OR ch.actor <> $3) AND ch.kind <> 'proposal'
+		  AND `+c.entityChangeVisible(), c.id, cursor, exclude)
 	if err != nil {
 		return out, fmt.Errorf("reading changes: %w", err)
 	}
@@ -700,10 +706,11 @@ func (c *Campaign) removedEdge(ctx context.Context, l KGLevel, ref string, dm bo
 	var secret, revealed bool
 	// revealed: a player learns of a fact's removal only if they could
 	// have read the fact (view.factRevealed: not one told only in a split
-	// scene they were not in).
+	// scene they were not in; view.endsVisibleSQL: not one naming an
+	// entity they may not see).
 	reveal := "true"
 	if c.view.v.Role == memory.RolePlayer {
-		reveal = c.view.factRevealed("r")
+		reveal = "(" + c.view.factRevealed("r") + " AND " + c.view.endsVisibleSQL("r") + ")"
 	}
 	err := c.l1.db.QueryRow(ctx, `SELECT r.source_id, r.target_id, r.rel_type, r.status, r.proposed_by,
 		coalesce(r.attributes->'secret' = 'true'::jsonb, false), `+reveal+`

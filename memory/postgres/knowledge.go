@@ -87,6 +87,8 @@ func validUserID(id string) error {
 
 // SetPlayerCharacter records that userID plays entity entityID (DM only). An
 // entity that does not exist is an error wrapping memory.ErrNotFound.
+// Characters are listed to every player (PlayerCharacters): an entity
+// first heard in a split scene made a character is published with it.
 func (c *Campaign) SetPlayerCharacter(ctx context.Context, userID, entityID string) (PlayerCharacter, error) {
 	if err := c.graph.dmOnly("setting a player's character"); err != nil {
 		return PlayerCharacter{}, err
@@ -97,6 +99,7 @@ func (c *Campaign) SetPlayerCharacter(ctx context.Context, userID, entityID stri
 	pc := PlayerCharacter{UserID: userID, EntityID: entityID}
 	err := c.db.QueryRow(ctx, `
 		WITH e AS (SELECT id, name FROM entities WHERE campaign_id = $1 AND id = $3),
+		pub AS (UPDATE entities SET scene_only = false WHERE campaign_id = $1 AND id = $3 AND scene_only),
 		ins AS (
 			INSERT INTO player_characters (campaign_id, user_id, entity_id)
 			SELECT $1, $2, id FROM e
@@ -301,6 +304,21 @@ const witnessedSQL = `(t.speaker_id = $2 OR coalesce((
 	FROM session_presence p
 	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
 	ORDER BY p.at DESC LIMIT 1), false))`
+
+// heardSQL is witnessedSQL without the speaker's own line: the session's
+// last presence row at or before transcript entry t lists player $2 and
+// its speaker is in that row or has no character. A player talking at the
+// table outside a split scene said their line but heard none of the
+// scene's (entity evidence, [view.tracedSceneSQL]).
+const heardSQL = `coalesce((
+	SELECT $2 = ANY(p.players) AND (t.speaker_id = ANY(p.players) OR NOT EXISTS (
+		SELECT 1 FROM player_characters pc WHERE pc.campaign_id = t.campaign_id AND pc.user_id = t.speaker_id))
+	FROM session_presence p
+	WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
+	ORDER BY p.at DESC LIMIT 1), false)`
+
+// heardBy is heardSQL with the player as SQL literal lit.
+func heardBy(lit string) string { return strings.ReplaceAll(heardSQL, "$2", lit) }
 
 // witnessedBy is witnessedSQL with the player as parameter param (a
 // statement whose $2 is something else).
@@ -654,12 +672,14 @@ func forgetPlayerKnowledge(ctx context.Context, tx pgx.Tx, campaign, userID stri
 
 // SetPlayer records that userID plays entity entityID: the campaign
 // file's players key (a writer's path; the DM's is
-// Campaign.SetPlayerCharacter).
+// Campaign.SetPlayerCharacter). As there, the character's entity is
+// published.
 func (l *SessionLog) SetPlayer(ctx context.Context, userID, entityID string) error {
 	if err := validUserID(userID); err != nil {
 		return err
 	}
-	tag, err := l.db.Exec(ctx, `INSERT INTO player_characters (campaign_id, user_id, entity_id)
+	tag, err := l.db.Exec(ctx, `WITH pub AS (UPDATE entities SET scene_only = false WHERE campaign_id = $1 AND id = $3 AND scene_only)
+		INSERT INTO player_characters (campaign_id, user_id, entity_id)
 		SELECT $1, $2, id FROM entities WHERE campaign_id = $1 AND id = $3
 		ON CONFLICT (campaign_id, user_id) DO UPDATE SET entity_id = excluded.entity_id, updated_at = now()`,
 		l.campaign, userID, entityID)

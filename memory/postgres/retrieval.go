@@ -21,9 +21,12 @@ type ChunkHit struct {
 	Score float64
 }
 
-const hitSelect = `c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.end_at,
-	coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
-	          WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')`
+// hitSelect are the columns of a chunk hit of chunks c, in the order
+// scanHitWith reads them: the entities it mentions are those the viewer
+// may see ([view.chunkEntityIDs]).
+func (w view) hitSelect() string {
+	return `c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.end_at, ` + w.chunkEntityIDs("c")
+}
 
 // hitOf is a subquery of the hit columns of chunk id (a column of an
 // outer query) of campaign $1, for a LATERAL join: one lookup of
@@ -32,7 +35,7 @@ const hitSelect = `c.id, c.session_id, c.content, c.speaker_ids, c.start_at, c.e
 // reads the campaign's chunks to join them to a few hits when it has no
 // statistics to count them by.
 func (w view) hitOf(id string) string {
-	return `SELECT ` + hitSelect + ` FROM chunks c WHERE c.campaign_id = $1 AND c.id = ` + id + ` AND ` + w.chunkVisible("c") + ` OFFSET 0`
+	return `SELECT ` + w.hitSelect() + ` FROM chunks c WHERE c.campaign_id = $1 AND c.id = ` + id + ` AND ` + w.chunkVisible("c") + ` OFFSET 0`
 }
 
 func scanHit(row pgx.CollectableRow) (ChunkHit, error) { return scanHitWith(row) }
@@ -224,7 +227,7 @@ func (x *SemanticIndex) scoreChunks(ctx context.Context, query string, lexemes [
 		    ORDER BY score DESC, cand.id
 		    LIMIT $4
 		)
-		SELECT `+hitSelect+`, s.score FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id
+		SELECT `+x.view.hitSelect()+`, s.score FROM scored s JOIN chunks c ON c.campaign_id = $1 AND c.id = s.id
 		WHERE `+x.view.chunkVisible("c")+`
 		ORDER BY s.score DESC, c.id`, x.campaign, lexemes, idfs, limit, avgLen, bm25K1, bm25B, only)
 	if err != nil {
@@ -255,7 +258,7 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 		// the same chunks in the same order, without reading their
 		// embeddings (1.5 kB each at 384 dimensions, dropped here). The
 		// index scan is iterative: it reads on past the denied chunks.
-		hits, err := nearest(ctx, x.db, withCTEs(x.view.deniedCTEs())+`SELECT `+hitSelect+`, 1 - (c.embedding <=> $2) FROM chunks c
+		hits, err := nearest(ctx, x.db, withCTEs(x.view.deniedCTEs())+`SELECT `+x.view.hitSelect()+`, 1 - (c.embedding <=> $2) FROM chunks c
 			WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND `+x.view.notDenied("c.id")+` AND `+x.view.chunkVisible("c"),
 			[]any{x.campaign, pgvector.NewVector(embedding)}, limit, scanHit)
 		if err != nil {
@@ -267,7 +270,7 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 		    SELECT c.id, c.embedding <=> $2 AS distance FROM chunks c
 		    WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND c.id = ANY($3) AND `+x.view.notDenied("c.id")+`
 		    ORDER BY (c.embedding <=> $2) + 0, c.id LIMIT $4)`)+`
-		SELECT `+hitSelect+`, 1 - n.distance FROM near n JOIN chunks c ON c.campaign_id = $1 AND c.id = n.id
+		SELECT `+x.view.hitSelect()+`, 1 - n.distance FROM near n JOIN chunks c ON c.campaign_id = $1 AND c.id = n.id
 		WHERE `+x.view.chunkVisible("c")+`
 		ORDER BY n.distance, c.id`, x.campaign, pgvector.NewVector(embedding), only, limit)
 	if err != nil {
@@ -279,7 +282,7 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 // ChunksByID returns the chunks with the given ids (without embeddings), in
 // the order of ids; ids that do not exist are left out.
 func (x *SemanticIndex) ChunksByID(ctx context.Context, ids []string) ([]memory.Chunk, error) {
-	rows, err := x.db.Query(ctx, `SELECT `+hitSelect+`, array_position($2::text[], c.id)::float8 FROM chunks c
+	rows, err := x.db.Query(ctx, `SELECT `+x.view.hitSelect()+`, array_position($2::text[], c.id)::float8 FROM chunks c
 		WHERE c.campaign_id = $1 AND c.id = ANY($2) AND `+x.view.chunkVisible("c")+`
 		ORDER BY array_position($2::text[], c.id)`, x.campaign, nonNil(ids))
 	if err != nil {
@@ -363,7 +366,15 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 		    ORDER BY updated_at DESC, id DESC LIMIT 1) l ON true`, c.id)
 	b.Queue(`SELECT r.id, r.source_id, r.target_id, r.confidence FROM relationships r
 		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r"), c.id)
-	b.Queue(`SELECT entity_id, chunk_id FROM chunk_entities WHERE campaign_id = $1`, c.id)
+	// The mentions of entities the viewer may see only: a player's graph
+	// holds no node of an entity first heard in a split scene they were
+	// not in.
+	mentions := `SELECT ce.entity_id, ce.chunk_id FROM chunk_entities ce WHERE ce.campaign_id = $1`
+	if c.view.v.Role == memory.RolePlayer {
+		mentions += ` AND EXISTS (SELECT 1 FROM entities ve WHERE ve.campaign_id = ce.campaign_id AND ve.id = ce.entity_id AND ` +
+			c.view.entityVisible("ve") + `)`
+	}
+	b.Queue(mentions, c.id)
 	res := c.l1.db.SendBatch(ctx, b)
 	defer res.Close()
 	if err := res.QueryRow().Scan(&cur.Change, &cur.ChunksAt, &cur.ChunkID); err != nil {
@@ -409,7 +420,7 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 		c.id, cur.Change)
 	b.Queue(`SELECT coalesce(max(id), $2) FROM graph_changes WHERE campaign_id = $1`, c.id, cur.Change)
 	b.Queue(`SELECT c.id, c.updated_at,
-		    coalesce((SELECT array_agg(ce.entity_id) FROM chunk_entities ce WHERE ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id), '{}')
+		    `+c.view.chunkEntityIDs("c")+`
 		FROM chunks c
 		WHERE c.campaign_id = $1 AND (c.updated_at, c.id) > ($2, $3)
 		ORDER BY c.updated_at, c.id`, c.id, cur.ChunksAt, cur.ChunkID)

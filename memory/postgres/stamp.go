@@ -15,11 +15,13 @@ type EntityStamp struct {
 	Latest time.Time
 }
 
-// EntityStamp reads the stamp of the campaign's entities.
+// EntityStamp reads the stamp of the campaign's entities the viewer may
+// see ([view.entityVisible]).
 func (g *Graph) EntityStamp(ctx context.Context) (EntityStamp, error) {
 	var s EntityStamp
 	var latest *time.Time
-	err := g.db.QueryRow(ctx, `SELECT count(*), max(updated_at) FROM entities WHERE campaign_id = $1`, g.campaign).
+	err := g.db.QueryRow(ctx, `SELECT count(*), max(e.updated_at) FROM entities e WHERE e.campaign_id = $1
+		AND `+g.view.entityVisible("e"), g.campaign).
 		Scan(&s.Count, &latest)
 	if err != nil {
 		return s, fmt.Errorf("reading the entities' stamp: %w", err)

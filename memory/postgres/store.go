@@ -237,6 +237,7 @@ func newCampaign(s *Store, db querier, id string, gate Gate, v view) *Campaign {
 		db = g.q
 	}
 	q := guarded{q: db, gate: gate}
+	v.campaign = id
 	g := &Graph{db: q, campaign: id, threshold: s.opts.reviewThreshold, view: v}
 	return &Campaign{
 		id:    id,

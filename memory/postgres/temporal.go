@@ -334,7 +334,7 @@ func (g *Graph) namedFacts(ctx context.Context, text string, withSecrets bool, a
 	rows, err := g.db.Query(ctx, `
 		WITH q AS (SELECT ' ' || lower(regexp_replace($2, '[^[:alnum:]]+', ' ', 'g')) || ' ' AS t)
 		SELECT e.id FROM entities e, q
-		WHERE e.campaign_id = $1
+		WHERE e.campaign_id = $1 AND `+g.view.entityVisible("e")+`
 		  AND (strpos(q.t, ' ' || trim(lower(regexp_replace(e.name, '[^[:alnum:]]+', ' ', 'g'))) || ' ') > 0
 		       OR EXISTS (SELECT 1 FROM unnest(e.aliases) a
 		                  WHERE strpos(q.t, ' ' || trim(lower(regexp_replace(a, '[^[:alnum:]]+', ' ', 'g'))) || ' ') > 0))

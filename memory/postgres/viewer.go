@@ -20,6 +20,10 @@ import (
 // query's numbering, and the ids come from the campaign's own entities.
 type view struct {
 	v memory.Viewer
+	// campaign is the campaign the handle reads (set by newCampaign):
+	// [view.entityVisible] reads the campaign's traced scene entities once
+	// per statement.
+	campaign string
 }
 
 // system reports whether this is the system view or the DM's: no filter.
@@ -86,11 +90,127 @@ func publicEntityCols(alias string) string {
 		", " + alias + ".created_at, " + alias + ".updated_at"
 }
 
+// entityVisible is the SQL predicate true when the viewer may see entity
+// alias at all (its id, name, aliases and type): the DM, the system and
+// NPCs see every entity; a player every entity not first heard in a split
+// scene (scene_only, migration 0032: set by extraction, cleared only by
+// the DM's [Graph.PublishEntity]) and a scene_only one through a trace
+// they may read ([view.tracedSceneSQL]). So a name first heard in a side
+// scene reaches the scene's players and not the player outside it, until
+// its full name is said where they were, the DM grants them a fact about
+// it, or the DM publishes it.
+//
+// A campaign never split has no scene_only entity: the predicate's first
+// arm holds for every row and the traces are never looked at.
+func (w view) entityVisible(alias string) string {
+	if w.v.Role != memory.RolePlayer {
+		return "true"
+	}
+	return "(NOT " + alias + ".scene_only OR " + alias + ".id = ANY ((SELECT glyphoxa_ids_nojit(" +
+		sqlLiteral("SELECT ARRAY("+w.tracedSceneSQL()+")") + "))::text[]))"
+}
+
+// tracedSceneSQL selects the ids of the campaign's scene_only entities the
+// player viewer may read a trace of that names them: a canon line it was
+// heard in (entity_evidence) said with the party together, or, for a
+// player bound to their user id, heard by their character in its scene
+// (heardBy: not merely their own line said at the table outside the scene,
+// which extraction may count as evidence when it cannot tell which line
+// named the entity); a chunk they may read ([view.chunkVisible]) whose text
+// says the entity's full name ([namesSQL]: they read the name in it
+// anyway); for a bound player, a fact the DM granted them that has it as
+// an end.
+//
+// Only what says the full name counts. Extraction adds a line to the
+// evidence only when it says the entity's full name
+// (lifecycle/postsession); a chunk's mention (the chunker links by alias
+// and by sound) or a fact (an extractor handed the known entities infers
+// one from a line that never names it) is no trace: a generic alias ("the
+// Abbess"), a sound-alike guess ("Corin") or an epithet said with the
+// party together does not show "Veiled Abbess" to every player. A fact
+// with an end the player may not see is hidden from them in turn
+// ([view.endsVisibleSQL]), and so is the entity's id among a chunk's
+// mentions ([view.chunkEntityIDs]): what a player is shown of the graph
+// stays whole.
+//
+// Each trace is looked for as a set, among the scene_only entities' own
+// evidence, chunk links and grants joined to them, never over the
+// campaign's whole tables. [view.entityVisible] runs it through
+// glyphoxa_ids_nojit (migration 0032: JIT off) in an uncorrelated
+// subquery, an InitPlan: PostgreSQL computes it once per statement and
+// only when a scene_only row asks (OR stops at a true NOT scene_only), so
+// a campaign never split never computes it. Evaluated per row, the traces'
+// subplans made the planner compile a 10k-entity list with JIT (1.5 to 5 s
+// of a 0.1 s query); as sets in the statement itself, JIT still took 0.5
+// to 1 s of it.
+func (w view) tracedSceneSQL() string {
+	c := sqlLiteral(w.campaign)
+	heard := publicLineSQL
+	if w.v.PlayerID != "" {
+		heard = "(" + publicLineSQL + " OR " + heardBy(sqlLiteral(w.v.PlayerID)) + ")"
+	}
+	s := `WITH scene AS MATERIALIZED (SELECT s.id, s.name FROM entities s WHERE s.campaign_id = ` + c + ` AND s.scene_only)
+		SELECT ee.entity_id FROM scene JOIN entity_evidence ee ON ee.campaign_id = ` + c + ` AND ee.entity_id = scene.id
+		    JOIN transcript_entries t ON t.id = ee.entry_id
+		WHERE NOT t.noncanon AND ` + heard + `
+		UNION
+		SELECT ece.entity_id FROM scene JOIN chunk_entities ece ON ece.campaign_id = ` + c + ` AND ece.entity_id = scene.id
+		    JOIN chunks ec ON ec.campaign_id = ` + c + ` AND ec.id = ece.chunk_id
+		WHERE ` + namesSQL("ec.content", "scene.name") + ` AND ` + w.chunkVisible("ec")
+	if w.v.PlayerID != "" {
+		s += `
+		UNION
+		SELECT scene.id FROM scene JOIN relationships egr ON egr.campaign_id = ` + c + ` AND scene.id IN (egr.source_id, egr.target_id)
+		    AND egr.status IN ('active', 'retired')
+		    JOIN player_grants eg ON eg.campaign_id = ` + c + ` AND eg.fact_id = egr.id AND eg.user_id = ` + sqlLiteral(w.v.PlayerID)
+	}
+	return s
+}
+
+// namesSQL is the SQL predicate true when text (an SQL expression) says
+// name as whole words, compared as lifecycle/postsession's flatten
+// compares them: without case, every run of characters other than letters
+// and digits taken for one space. A name without a letter or digit names
+// nothing.
+func namesSQL(text, name string) string {
+	flat := func(x string) string { return "lower(regexp_replace(" + x + ", '[^[:alnum:]]+', ' ', 'g'))" }
+	return "(btrim(" + flat(name) + ") <> '' AND ' ' || " + flat(text) + " || ' ' LIKE '% ' || btrim(" + flat(name) + ") || ' %')"
+}
+
+// chunkEntityIDs is the SQL expression of the ids of the entities chunk
+// alias mentions (chunk_entities), sorted, that the viewer may see
+// ([view.entityVisible]): a player reading a chunk is not given the id of
+// an entity first heard in a split scene they were not in (ids are slugs
+// of names). The DM, the system and NPCs get every id.
+func (w view) chunkEntityIDs(alias string) string {
+	visible := ""
+	if w.v.Role == memory.RolePlayer {
+		visible = ` AND EXISTS (SELECT 1 FROM entities ve WHERE ve.campaign_id = ce.campaign_id AND ve.id = ce.entity_id AND ` +
+			w.entityVisible("ve") + `)`
+	}
+	return `coalesce((SELECT array_agg(ce.entity_id ORDER BY ce.entity_id) FROM chunk_entities ce
+		WHERE ce.campaign_id = ` + alias + `.campaign_id AND ce.chunk_id = ` + alias + `.id` + visible + `), '{}')`
+}
+
+// endsVisibleSQL is the SQL predicate true when the player viewer may see
+// both ends of relationship alias ([view.entityVisible]): a fact names its
+// ends, so one about an entity first heard in a split scene they were not
+// in (an extractor's inference from a line said with the party together,
+// a fact the DM wrote) is hidden from them with the entity. Only
+// scene_only ends cost anything: in a campaign never split it is two
+// index probes that find nothing to hide.
+func (w view) endsVisibleSQL(alias string) string {
+	return `NOT EXISTS (SELECT 1 FROM entities fx WHERE fx.campaign_id = ` + alias + `.campaign_id
+		AND fx.id IN (` + alias + `.source_id, ` + alias + `.target_id) AND fx.scene_only AND NOT ` + w.entityVisible("fx") + `)`
+}
+
 // factVisible is the SQL predicate true when the viewer may see
 // relationship alias: the DM sees every fact; players the facts that are
 // not secret and neither pending (waiting for the DM's review) nor
-// rejected, and that were revealed where the player may read
-// (factRevealed); an NPC also the secret facts it is an end of or listed
+// rejected, that were revealed where the player may read (factRevealed),
+// and whose ends they may both see ([view.endsVisibleSQL]: a fact an
+// extractor inferred from a public line about an entity of a split scene
+// names it, so it is hidden from the players who may not see it); an NPC also the secret facts it is an end of or listed
 // in known_by, never a pending or rejected one.
 func (w view) factVisible(alias string) string {
 	if w.system() {
@@ -98,7 +218,7 @@ func (w view) factVisible(alias string) string {
 	}
 	if w.v.Role == memory.RolePlayer {
 		return "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb AND " + alias +
-			".status NOT IN ('pending', 'rejected') AND " + w.factRevealed(alias) + ")"
+			".status NOT IN ('pending', 'rejected') AND " + w.factRevealed(alias) + " AND " + w.endsVisibleSQL(alias) + ")"
 	}
 	notSecret := "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb"
 	if w.v.Role == memory.RoleNPC {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,9 @@ func (g *Graph) WriteFact(ctx context.Context, w memory.Writer, r memory.Relatio
 		return memory.FactWrite{}, fmt.Errorf("recording fact %s -%s-> %s: %w", r.SourceID, r.Type, r.TargetID, err)
 	}
 	if err := validRel(r); err != nil {
+		return memory.FactWrite{}, err
+	}
+	if err := g.endsVisible(ctx, r.SourceID, r.TargetID); err != nil {
 		return memory.FactWrite{}, err
 	}
 	attrs := make(map[string]any, len(r.Attributes)+2)
@@ -169,4 +173,31 @@ func (g *Graph) WriteFact(ctx context.Context, w memory.Writer, r memory.Relatio
 		return memory.FactWrite{}, fmt.Errorf("recording fact %s -%s-> %s: %w", r.SourceID, r.Type, r.TargetID, err)
 	}
 	return out, nil
+}
+
+// endsVisible refuses, for a handle bound to a player, a fact whose end is
+// an entity the player may not see ([view.entityVisible]) with the error
+// of an entity that does not exist: a player's proposal about an entity
+// first heard in a split scene they were not in must not tell them that it
+// exists. Other handles write as before (a missing end is a foreign-key
+// error, see explainFK).
+func (g *Graph) endsVisible(ctx context.Context, ids ...string) error {
+	if g.view.v.Role != memory.RolePlayer {
+		return nil
+	}
+	rows, err := g.db.Query(ctx, `SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($2)
+		AND `+g.view.entityVisible("e"), g.campaign, ids)
+	if err != nil {
+		return fmt.Errorf("reading the fact's ends: %w", err)
+	}
+	seen, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("reading the fact's ends: %w", err)
+	}
+	for _, id := range ids {
+		if !slices.Contains(seen, id) {
+			return fmt.Errorf("%w: an entity it refers to does not exist (%q)", memory.ErrNotFound, id)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,90 @@
+package retrieve
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/chunk"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// TestHybridAskHidesSceneEntities asks, in every mode, about an entity
+// first heard in a split scene (Thorin alone with Hadrik), as Thorin, as
+// Mira (not there), as any player and as the DM: the hybrid ask's kind
+// "entity" result, and any result's text, names it only to Thorin and the
+// DM; the question's name matching (the mention matcher, fuzzy spellings
+// included) does not find it for the others.
+func TestHybridAskHidesSceneEntities(t *testing.T) {
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 64)
+	c := pgtest.Campaign(t, store, "sceneask")
+	check(t, c.Graph().UpsertEntities(ctx, []memory.Entity{{ID: "hadrik", Type: memory.EntityNPC, Name: "Hadrik"}}))
+	sl := c.Sessions()
+	check(t, sl.StartSession(ctx, "s1", t0))
+	check(t, sl.RecordPresence(ctx, "s1", t0, []string{"thorin", "mira"}, false))
+	check(t, sl.RecordPresence(ctx, "s1", t0.Add(2*time.Minute), []string{"thorin"}, true))
+	_, err := sl.WriteEntries(ctx, []memory.TranscriptEntry{
+		{SessionID: "s1", SpeakerID: "thorin", SpeakerName: "Thorin", Text: "Mira, wait here, I go to the forge.", At: t0.Add(time.Minute)},
+		{SessionID: "s1", SpeakerID: "hadrik", SpeakerName: "Hadrik", NPCID: "hadrik",
+			Text: "The Veiled Abbess buys every crown I forge.", At: t0.Add(3 * time.Minute)},
+	})
+	check(t, err)
+	// A session of the party together, which every player may read.
+	check(t, sl.StartSession(ctx, "s2", t0.Add(7*24*time.Hour)))
+	check(t, sl.RecordPresence(ctx, "s2", t0.Add(7*24*time.Hour), []string{"thorin", "mira"}, false))
+	_, err = sl.WriteEntries(ctx, []memory.TranscriptEntry{
+		{SessionID: "s2", SpeakerID: "mira", SpeakerName: "Mira", Text: "Who buys the crowns Hadrik forges?", At: t0.Add(7*24*time.Hour + time.Minute)},
+		{SessionID: "s2", SpeakerID: "thorin", SpeakerName: "Thorin", Text: "Someone rich; the forge is hot all night.", At: t0.Add(7*24*time.Hour + 2*time.Minute)},
+	})
+	check(t, err)
+	es, err := sl.Entries(ctx, "s1")
+	check(t, err)
+	check(t, c.Graph().AddSceneEntity(ctx, memory.Entity{ID: "abbess", Type: memory.EntityNPC, Name: "Veiled Abbess",
+		Aliases: []string{"the Abbess"}}, []int64{es[1].ID}))
+	e, _ := embed.NewOffline(64)
+	_, err = chunk.Process(ctx, c, e, chunk.Options{})
+	check(t, err)
+	for _, tc := range []struct {
+		v    memory.Viewer
+		sees bool
+	}{{memory.PlayerViewerOf("thorin"), true}, {memory.DMViewer(), true}, {memory.PlayerViewerOf("mira"), false}, {memory.PlayerViewer(), false}} {
+		as, err := c.As(tc.v)
+		check(t, err)
+		r, err := New(as, e, Config{RefreshEvery: -1})
+		check(t, err)
+		for _, m := range Modes() {
+			for _, q := range []string{"Who is the Veiled Abbess?", "what does the abbess buy", "tell me of the Veiled Abess"} {
+				rs, err := r.Search(ctx, Query{Text: q, Mode: m, K: 5})
+				check(t, err)
+				named := false
+				for _, x := range rs {
+					if x.Kind == KindEntity && x.ID == "abbess" {
+						named = true
+					}
+					for _, id := range x.EntityIDs {
+						named = named || id == "abbess"
+					}
+					named = named || strings.Contains(strings.ToLower(x.Content), "abbess")
+				}
+				if named && !tc.sees {
+					t.Errorf("LEAK: %s asking %q (%s) reads the Veiled Abbess: %+v", tc.v, q, m, rs)
+				}
+				if m == ModeHybrid && q == "Who is the Veiled Abbess?" {
+					if !named && tc.sees {
+						t.Errorf("%s asking %q (%s) does not find the Veiled Abbess: %+v", tc.v, q, m, rs)
+					}
+				}
+			}
+		}
+		// The reader is given entity results: the check is not vacuous.
+		rs, err := r.Search(ctx, Query{Text: "What does Hadrik forge?", Mode: ModeHybrid, K: 5})
+		check(t, err)
+		if kinds := resultKinds(rs); !strings.Contains(kinds, KindEntity) {
+			t.Errorf("%s: no entity result for Hadrik: %s", tc.v, kinds)
+		}
+	}
+}
