@@ -13,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -247,7 +248,7 @@ type searcher struct {
 	err    error
 }
 
-func (s searcher) SearchMeaning(context.Context, string, string, int) ([]bot.SearchHit, error) {
+func (s searcher) SearchMeaning(context.Context, *access.Campaign, string, int) ([]bot.SearchHit, error) {
 	if s.panics {
 		panic("the provider's client broke")
 	}
@@ -298,7 +299,7 @@ func TestAcknowledgedCommandIsAlwaysAnswered(t *testing.T) {
 // is closed.
 type stuckSearcher struct{ entered, release chan struct{} }
 
-func (s stuckSearcher) SearchMeaning(context.Context, string, string, int) ([]bot.SearchHit, error) {
+func (s stuckSearcher) SearchMeaning(context.Context, *access.Campaign, string, int) ([]bot.SearchHit, error) {
 	close(s.entered)
 	<-s.release
 	return nil, nil
