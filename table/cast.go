@@ -102,7 +102,12 @@ func (c *Cast) Refresh(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("reading the campaign's entities: %w", err)
 		}
 		if len(hidden) > 0 {
-			vocab = slices.DeleteFunc(slices.Clone(ents), func(e memory.Entity) bool { return slices.Contains(hidden, e.ID) })
+			// hidden is sorted by id in byte order (COLLATE "C"), as Go
+			// compares strings.
+			vocab = slices.DeleteFunc(slices.Clone(ents), func(e memory.Entity) bool {
+				_, found := slices.BinarySearch(hidden, e.ID)
+				return found
+			})
 		}
 	}
 	cents := correction.FromMemory(vocab)
