@@ -9,7 +9,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // TestAttackAskGivesSceneEntityID attacks the entity secrecy of split
@@ -25,28 +24,11 @@ import (
 // she may not see (ids are slugs of names: she learns the full name).
 func TestAttackAskGivesSceneEntityID(t *testing.T) {
 	ctx := context.Background()
-	store, _ := pgtest.NewStore(t, 64)
-	c := pgtest.Campaign(t, store, "sceneids")
-	check(t, c.Graph().UpsertEntities(ctx, []memory.Entity{{ID: "hadrik", Type: memory.EntityNPC, Name: "Hadrik"}}))
-	sl := c.Sessions()
-	check(t, sl.StartSession(ctx, "s1", t0))
-	check(t, sl.RecordPresence(ctx, "s1", t0, []string{"thorin", "mira"}, false))
-	check(t, sl.RecordPresence(ctx, "s1", t0.Add(2*time.Minute), []string{"thorin"}, true))
-	_, err := sl.WriteEntries(ctx, []memory.TranscriptEntry{
-		{SessionID: "s1", SpeakerID: "thorin", SpeakerName: "Thorin", Text: "Mira, wait here, I go to the forge.", At: t0.Add(time.Minute)},
-		{SessionID: "s1", SpeakerID: "hadrik", SpeakerName: "Hadrik", NPCID: "hadrik",
-			Text: "The Veiled Abbess buys every crown I forge.", At: t0.Add(3 * time.Minute)},
-		// Mira at the table, outside the scene, an hour of cross-talk later.
-		{SessionID: "s1", SpeakerID: "mira", SpeakerName: "Mira",
-			Text: "I sit by the fire and pray to the abbess of my home temple while I wait.", At: t0.Add(65 * time.Minute)},
-	})
-	check(t, err)
-	es, err := sl.Entries(ctx, "s1")
-	check(t, err)
-	check(t, c.Graph().AddSceneEntity(ctx, memory.Entity{ID: "veiled-abbess", Type: memory.EntityNPC, Name: "Veiled Abbess",
-		Aliases: []string{"the Abbess"}}, []int64{es[1].ID}))
+	// Mira at the table, outside the scene, an hour of cross-talk later.
+	c := abbessScene(ctx, t, "sceneids", "veiled-abbess", memory.TranscriptEntry{SessionID: "s1", SpeakerID: "mira", SpeakerName: "Mira",
+		Text: "I sit by the fire and pray to the abbess of my home temple while I wait.", At: t0.Add(65 * time.Minute)})
 	e, _ := embed.NewOffline(64)
-	_, err = chunk.Process(ctx, c, e, chunk.Options{})
+	_, err := chunk.Process(ctx, c, e, chunk.Options{})
 	check(t, err)
 
 	mira, err := c.As(memory.PlayerViewerOf("mira"))

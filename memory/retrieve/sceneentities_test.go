@@ -9,6 +9,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -20,31 +21,16 @@ import (
 // included) does not find it for the others.
 func TestHybridAskHidesSceneEntities(t *testing.T) {
 	ctx := context.Background()
-	store, _ := pgtest.NewStore(t, 64)
-	c := pgtest.Campaign(t, store, "sceneask")
-	check(t, c.Graph().UpsertEntities(ctx, []memory.Entity{{ID: "hadrik", Type: memory.EntityNPC, Name: "Hadrik"}}))
+	c := abbessScene(ctx, t, "sceneask", "abbess")
 	sl := c.Sessions()
-	check(t, sl.StartSession(ctx, "s1", t0))
-	check(t, sl.RecordPresence(ctx, "s1", t0, []string{"thorin", "mira"}, false))
-	check(t, sl.RecordPresence(ctx, "s1", t0.Add(2*time.Minute), []string{"thorin"}, true))
-	_, err := sl.WriteEntries(ctx, []memory.TranscriptEntry{
-		{SessionID: "s1", SpeakerID: "thorin", SpeakerName: "Thorin", Text: "Mira, wait here, I go to the forge.", At: t0.Add(time.Minute)},
-		{SessionID: "s1", SpeakerID: "hadrik", SpeakerName: "Hadrik", NPCID: "hadrik",
-			Text: "The Veiled Abbess buys every crown I forge.", At: t0.Add(3 * time.Minute)},
-	})
-	check(t, err)
 	// A session of the party together, which every player may read.
 	check(t, sl.StartSession(ctx, "s2", t0.Add(7*24*time.Hour)))
 	check(t, sl.RecordPresence(ctx, "s2", t0.Add(7*24*time.Hour), []string{"thorin", "mira"}, false))
-	_, err = sl.WriteEntries(ctx, []memory.TranscriptEntry{
+	_, err := sl.WriteEntries(ctx, []memory.TranscriptEntry{
 		{SessionID: "s2", SpeakerID: "mira", SpeakerName: "Mira", Text: "Who buys the crowns Hadrik forges?", At: t0.Add(7*24*time.Hour + time.Minute)},
 		{SessionID: "s2", SpeakerID: "thorin", SpeakerName: "Thorin", Text: "Someone rich; the forge is hot all night.", At: t0.Add(7*24*time.Hour + 2*time.Minute)},
 	})
 	check(t, err)
-	es, err := sl.Entries(ctx, "s1")
-	check(t, err)
-	check(t, c.Graph().AddSceneEntity(ctx, memory.Entity{ID: "abbess", Type: memory.EntityNPC, Name: "Veiled Abbess",
-		Aliases: []string{"the Abbess"}}, []int64{es[1].ID}))
 	e, _ := embed.NewOffline(64)
 	_, err = chunk.Process(ctx, c, e, chunk.Options{})
 	check(t, err)
@@ -87,4 +73,31 @@ func TestHybridAskHidesSceneEntities(t *testing.T) {
 			t.Errorf("%s: no entity result for Hadrik: %s", tc.v, kinds)
 		}
 	}
+}
+
+// abbessScene writes campaign name: the NPC Hadrik, and session s1, where
+// Thorin, alone with Hadrik in a split scene from minute 2, hears of the
+// Veiled Abbess (alias "the Abbess"), the entity id first heard in that
+// line; later are further lines of s1, written with them. The chunks are
+// the caller's to make.
+func abbessScene(ctx context.Context, t *testing.T, name, id string, later ...memory.TranscriptEntry) *postgres.Campaign {
+	t.Helper()
+	store, _ := pgtest.NewStore(t, 64)
+	c := pgtest.Campaign(t, store, name)
+	check(t, c.Graph().UpsertEntities(ctx, []memory.Entity{{ID: "hadrik", Type: memory.EntityNPC, Name: "Hadrik"}}))
+	sl := c.Sessions()
+	check(t, sl.StartSession(ctx, "s1", t0))
+	check(t, sl.RecordPresence(ctx, "s1", t0, []string{"thorin", "mira"}, false))
+	check(t, sl.RecordPresence(ctx, "s1", t0.Add(2*time.Minute), []string{"thorin"}, true))
+	_, err := sl.WriteEntries(ctx, append([]memory.TranscriptEntry{
+		{SessionID: "s1", SpeakerID: "thorin", SpeakerName: "Thorin", Text: "Mira, wait here, I go to the forge.", At: t0.Add(time.Minute)},
+		{SessionID: "s1", SpeakerID: "hadrik", SpeakerName: "Hadrik", NPCID: "hadrik",
+			Text: "The Veiled Abbess buys every crown I forge.", At: t0.Add(3 * time.Minute)},
+	}, later...))
+	check(t, err)
+	es, err := sl.Entries(ctx, "s1")
+	check(t, err)
+	check(t, c.Graph().AddSceneEntity(ctx, memory.Entity{ID: id, Type: memory.EntityNPC, Name: "Veiled Abbess",
+		Aliases: []string{"the Abbess"}}, []int64{es[1].ID}))
+	return c
 }
