@@ -317,19 +317,15 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 // after hnsw.max_scan_tuples, or fewer rows match): ordering by an
 // expression the index cannot serve forces a scan of the filtered rows
 // through the btree indexes.
-//
-// JIT compilation is turned off the same way (see [withoutJIT]): a
-// player's search filters by the chunks they may not read, whose
-// estimated cost can pass jit_above_cost.
 func nearest[T any](ctx context.Context, db querier, selectSQL string, args []any, limit int, scan pgx.RowToFunc[T]) ([]T, error) {
 	args = append(args, limit)
 	limitArg := fmt.Sprintf(" LIMIT $%d", len(args))
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'strict_order', true), set_config('jit', 'off', true)`)
+	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'strict_order', true)`)
 	b.Queue(selectSQL+` ORDER BY c.embedding <=> $2`+limitArg, args...)
 	res := db.SendBatch(ctx, b)
-	var setting, jit string
-	if err := res.QueryRow().Scan(&setting, &jit); err != nil {
+	var setting string
+	if err := res.QueryRow().Scan(&setting); err != nil {
 		res.Close()
 		return nil, fmt.Errorf("enabling iterative index scans (pgvector 0.8 or newer is required): %w", err)
 	}
@@ -345,53 +341,19 @@ func nearest[T any](ctx context.Context, db querier, selectSQL string, args []an
 	if err != nil || len(out) >= limit {
 		return out, err
 	}
-	err = withoutJIT(ctx, db, selectSQL+` ORDER BY (c.embedding <=> $2) + 0`+limitArg, args, func(rows pgx.Rows) error {
-		out, err = pgx.CollectRows(rows, scan)
-		return err
-	})
-	return out, err
-}
-
-// withoutJIT runs sql with JIT compilation off and passes its rows to fn
-// (which need not close them). The setting is local to the batch's
-// implicit transaction, as in [nearest] (to a caller's transaction, to its
-// end). A player's searches run so: their filter of the chunks the player
-// may not read (view.deniedCTEs) is estimated dear in a campaign with many
-// split scenes, past jit_above_cost, and compiling took 30 to 290 ms of
-// queries that ran in 40 to 450 ms (EXPLAIN ANALYZE at 100,000 chunks, a
-// fifth of them in split scenes, on a loaded 2-core machine): a loss
-// whatever the query does.
-func withoutJIT(ctx context.Context, db querier, sql string, args []any, fn func(pgx.Rows) error) error {
-	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('jit', 'off', true)`)
-	b.Queue(sql, args...)
-	res := db.SendBatch(ctx, b)
-	if _, err := res.Exec(); err != nil {
-		res.Close()
-		return fmt.Errorf("turning JIT compilation off: %w", err)
-	}
-	rows, err := res.Query()
+	rows, err = db.Query(ctx, selectSQL+` ORDER BY (c.embedding <=> $2) + 0`+limitArg, args...)
 	if err != nil {
-		res.Close()
-		return err
+		return nil, err
 	}
-	err = fn(rows)
-	rows.Close()
-	if err == nil {
-		err = rows.Err()
-	}
-	if cerr := res.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return pgx.CollectRows(rows, scan)
 }
 
-// search runs a search's query sql and passes its rows to fn: a player's
-// without JIT compilation (withoutJIT), anyone else's as it is.
+// search runs a search's query sql and passes its rows to fn. (The
+// store's connections run without JIT compilation, see [NewStore]: a
+// player's filter of the chunks they may not read, view.deniedCTEs, is
+// estimated dear in a campaign with many split scenes, and compiling took
+// 30 to 290 ms of queries that ran in 40 to 450 ms.)
 func (x *SemanticIndex) search(ctx context.Context, sql string, args []any, fn func(pgx.Rows) error) error {
-	if x.view.v.Role == memory.RolePlayer {
-		return withoutJIT(ctx, x.db, sql, args, fn)
-	}
 	rows, err := x.db.Query(ctx, sql, args...)
 	if err != nil {
 		return err
