@@ -160,7 +160,17 @@ func dropDatabase(conn *pgx.Conn, name string) {
 
 // endSessions terminates every session on database name but conn's own.
 func endSessions(ctx context.Context, conn *pgx.Conn, name string) error {
-	_, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name)
+	return endSessionsBut(ctx, conn, name, nil)
+}
+
+// endSessionsBut terminates every session on database name but conn's own
+// and spare's (nil: none).
+func endSessionsBut(ctx context.Context, conn *pgx.Conn, name string, spare *pgx.Conn) error {
+	var pid uint32
+	if spare != nil {
+		pid = spare.PgConn().PID()
+	}
+	_, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND pid <> $2", name, int64(pid))
 	return err
 }
 

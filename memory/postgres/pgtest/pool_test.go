@@ -122,8 +122,9 @@ func contents(t *testing.T, dsn string) []string {
 
 // TestLentDatabaseIsAsTheTemplate fills a pooled database as a test would,
 // leaves a session in a transaction holding a lock on it (a test process
-// killed mid-test), and lends it again: the next test must find only what
-// the migrations wrote.
+// killed mid-test), and lends it again, on a new session and on the session
+// kept from the lending before (see keepers): the next test must find only
+// what the migrations wrote.
 func TestLentDatabaseIsAsTheTemplate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -134,29 +135,49 @@ func TestLentDatabaseIsAsTheTemplate(t *testing.T) {
 			t.Fatalf("a fresh copy of the template has %s", c)
 		}
 	}
-	fill(t, dsn)
-	filled := contents(t, dsn)
-	if len(filled) <= len(fresh)+3 {
-		t.Fatalf("the sample campaign filled only %v (fresh: %v): the test checks nothing", filled, fresh)
-	}
+	var keeper *pgx.Conn
+	defer func() {
+		if keeper != nil {
+			keeper.Close(ctx)
+		}
+	}()
+	for _, kept := range []bool{false, true} {
+		fill(t, dsn)
+		filled := contents(t, dsn)
+		if len(filled) <= len(fresh)+3 {
+			t.Fatalf("the sample campaign filled only %v (fresh: %v): the test checks nothing", filled, fresh)
+		}
 
-	stuck, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stuck.Close(ctx)
-	if _, err := stuck.Exec(ctx, "BEGIN; LOCK TABLE entities IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+		stuck, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stuck.Close(ctx)
+		if _, err := stuck.Exec(ctx, "BEGIN; LOCK TABLE entities IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
 
-	if err := lend(ctx, admin, name, dsn); err != nil {
-		t.Fatalf("lending a used database: %v", err)
-	}
-	if got := contents(t, dsn); strings.Join(got, " ") != strings.Join(fresh, " ") {
-		t.Errorf("lent after use, it holds %v; a fresh copy holds %v", got, fresh)
-	}
-	if err := stuck.Ping(ctx); err == nil {
-		t.Error("the session left in a transaction survived the lending")
+		var with *pgx.Conn
+		if kept {
+			if keeper == nil {
+				t.Fatal("the first lending returned no session")
+			}
+			with = keeper
+		} else if keeper != nil {
+			t.Fatal("a session kept before the first lending")
+		}
+		if keeper, err = lend(ctx, admin, name, dsn, with); err != nil {
+			t.Fatalf("lending a used database (kept session %v): %v", kept, err)
+		}
+		if kept && keeper != with {
+			t.Error("lending with a kept session used another")
+		}
+		if got := contents(t, dsn); strings.Join(got, " ") != strings.Join(fresh, " ") {
+			t.Errorf("lent after use (kept session %v), it holds %v; a fresh copy holds %v", kept, got, fresh)
+		}
+		if err := stuck.Ping(ctx); err == nil {
+			t.Errorf("the session left in a transaction survived the lending (kept session %v)", kept)
+		}
 	}
 }
 
@@ -176,7 +197,8 @@ func TestLentDatabaseWithAChangedSchemaIsRefused(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			admin, name, dsn := poolDatabase(t)
-			if err := lend(ctx, admin, name, dsn); err != nil {
+			keeper, err := lend(ctx, admin, name, dsn, nil)
+			if err != nil {
 				t.Fatalf("lending an unchanged database: %v", err)
 			}
 			conn, err := pgx.Connect(ctx, dsn)
@@ -188,7 +210,17 @@ func TestLentDatabaseWithAChangedSchemaIsRefused(t *testing.T) {
 			if err != nil {
 				t.Fatalf("making the change: %v", err)
 			}
-			if err := lend(ctx, admin, name, dsn); err == nil {
+			// On the session kept from the lending (its catalog
+			// caches filled before the change), then on a new one.
+			if c, err := lend(ctx, admin, name, dsn, keeper); err == nil {
+				c.Close(ctx)
+				t.Fatal("a database whose schema changed was lent on the kept session")
+			}
+			if !keeper.IsClosed() {
+				t.Error("a kept session that failed to lend was not closed")
+			}
+			if c, err := lend(ctx, admin, name, dsn, nil); err == nil {
+				c.Close(ctx)
 				t.Fatal("a database whose schema changed was lent")
 			}
 		})
@@ -219,36 +251,55 @@ func TestPooledDatabasesAreTheTestsOwn(t *testing.T) {
 }
 
 // TestGivenBackDatabaseTakesNoConnection: once its test ended, a pooled
-// database ends the sessions left on it and refuses new ones (a leaked
-// connection pool reconnecting would write into the next test's
-// database) until it is lent again.
+// database ends the sessions left on it but the one kept for the next
+// lending, and refuses new ones (a leaked connection pool reconnecting
+// would write into the next test's database) until it is lent again.
 func TestGivenBackDatabaseTakesNoConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	admin, name, dsn := poolDatabase(t)
+	keeper, err := lend(ctx, admin, name, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keeper.Close(ctx)
 	left, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer left.Close(ctx)
-	if err := giveBack(ctx, admin, name); err != nil {
+	if err := giveBack(ctx, admin, name, keeper); err != nil {
 		t.Fatal(err)
 	}
 	if err := left.Ping(ctx); err == nil {
 		t.Error("a session left on a given-back database survived")
 	}
+	if err := keeper.Ping(ctx); err != nil {
+		t.Errorf("the kept session did not survive the giving back: %v", err)
+	}
 	if c, err := pgx.Connect(ctx, dsn); err == nil {
 		c.Close(ctx)
 		t.Fatal("a given-back database took a new connection")
 	}
-	if err := lend(ctx, admin, name, dsn); err != nil {
+	again, err := lend(ctx, admin, name, dsn, keeper)
+	if err != nil {
 		t.Fatalf("lending it again: %v", err)
+	}
+	if again != keeper {
+		t.Error("lending it again did not use the kept session")
 	}
 	c, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatalf("connecting to it once lent again: %v", err)
 	}
 	c.Close(ctx)
+	// Without a kept session, every session ends.
+	if err := giveBack(ctx, admin, name, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := keeper.Ping(ctx); err == nil {
+		t.Error("a session survived a giving back that kept none")
+	}
 }
 
 // TestSweepDropsOnlyWhatNobodyUses: a new schema's template sweeps the
