@@ -120,13 +120,13 @@ func migratedDatabase(tb testing.TB, dims int) string {
 	if keeper == nil {
 		switch keeper, err = lend(ctx, hold, name, dsn, nil); {
 		case errors.Is(err, errMissing):
-			copyToPool(ctx, tb, hold, key, dims, name, dsn)
+			keeper = copyToPool(ctx, tb, hold, key, dims, name, dsn)
 		case err != nil:
 			tb.Logf("pooled test database %s: %v; copying it again", name, err)
 			if _, err := hold.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
 				tb.Fatalf("dropping pooled test database %s: %v", name, err)
 			}
-			copyToPool(ctx, tb, hold, key, dims, name, dsn)
+			keeper = copyToPool(ctx, tb, hold, key, dims, name, dsn)
 		}
 	}
 	held = true
@@ -433,8 +433,10 @@ func fingerprint(ctx context.Context, conn *pgx.Conn, seeded []string) (string, 
 // copyToPool creates pooled database name (DSN dsn), which the caller holds
 // the lock of, as a copy of the migrated template of key and dims, and
 // records its state. The copy is made under the template lock, so that no
-// template is dropped while it is copied (see sweepStale).
-func copyToPool(ctx context.Context, tb testing.TB, admin *pgx.Conn, key string, dims int, name, dsn string) {
+// template is dropped while it is copied (see sweepStale). It returns the
+// session that read the copy, open, for the caller to keep (see keepers)
+// or close.
+func copyToPool(ctx context.Context, tb testing.TB, admin *pgx.Conn, key string, dims int, name, dsn string) *pgx.Conn {
 	tb.Helper()
 	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLockKey); err != nil {
 		tb.Fatalf("locking the template database: %v", err)
@@ -448,7 +450,12 @@ func copyToPool(ctx context.Context, tb testing.TB, admin *pgx.Conn, key string,
 	if err != nil {
 		tb.Fatalf("connecting to pooled test database %s: %v", name, err)
 	}
-	defer conn.Close(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			conn.Close(context.Background())
+		}
+	}()
 	rows, err := conn.Query(ctx, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`)
 	if err != nil {
 		tb.Fatalf("listing the tables of %s: %v", name, err)
@@ -474,6 +481,8 @@ func copyToPool(ctx context.Context, tb testing.TB, admin *pgx.Conn, key string,
 	if _, err := admin.Exec(ctx, "COMMENT ON DATABASE "+name+" IS "+quoteLiteral(string(b))); err != nil {
 		tb.Fatalf("recording the state of %s: %v", name, err)
 	}
+	ok = true
+	return conn
 }
 
 // quoteLiteral quotes s as an SQL string literal (COMMENT takes no

@@ -40,7 +40,7 @@ func poolDatabase(t *testing.T) (admin *pgx.Conn, name, dsn string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropDatabase(admin, name) })
-	copyToPool(ctx, t, admin, key, 8, name, dsn)
+	copyToPool(ctx, t, admin, key, 8, name, dsn).Close(ctx)
 	return admin, name, dsn
 }
 
