@@ -2,99 +2,101 @@ package retrieve
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
-	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
-	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
-// TestSameFileSameRanking: two imports of the same campaign file (into one
-// store, so that every row id differs between them) answer every question
-// with the same ranking in every mode: ties are broken by keys that come
-// from the file, not by row ids or by when the graph was refreshed.
-func TestSameFileSameRanking(t *testing.T) {
-	// Its own database; the time goes to round trips, so it runs beside
-	// TestRecall's corpora.
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), evalHangGuard)
-	defer cancel()
-	file, all := genTable(evalSeed)
-	var qs []question
-	for i, q := range all {
-		if i%3 == 0 { // a third of the questions: every kind, every mode
-			qs = append(qs, q)
+// The determinism check (TestRecall/table/SameFileSameRanking): two imports
+// of the same campaign file (into one store, side by side, so that every
+// row id differs between them) answer every question with the same ranking
+// in every mode: ties are broken by keys that come from the file, not by
+// row ids or by when the graph was refreshed.
+//
+// It runs in the table corpus's world: that corpus's database holds a
+// second import of its file (sameFileSecond), made beside the first; the
+// first import's rankings are the ones TestRecall searched for its recall
+// table (every mode, ten results, as here), and the second's are searched
+// here. A third of the questions are compared: every kind, every mode.
+const (
+	sameFileCorpus = "table"
+	sameFileSecond = "second-import"
+)
+
+// rankings holds, per mode, the ranking of every third question of a
+// corpus, each result as its kind and content.
+type rankings struct {
+	questions []question // every third question
+	ranked    map[Mode][][]string
+}
+
+// newRankings returns an empty set of rankings over every third of qs.
+func newRankings(qs []question) *rankings {
+	rk := &rankings{ranked: map[Mode][][]string{}}
+	for i, q := range qs {
+		if i%3 == 0 {
+			rk.questions = append(rk.questions, q)
 		}
 	}
-	store, _ := pgtest.NewStore(t, evalDims)
-	e, err := embed.NewOffline(evalDims)
+	return rk
+}
+
+// record keeps mode m's results of every third question; all holds the
+// results of every question, in order.
+func (rk *rankings) record(m Mode, all [][]Result) {
+	var out [][]string
+	for i, rs := range all {
+		if i%3 != 0 {
+			continue
+		}
+		out = append(out, kindAndContent(rs))
+	}
+	rk.ranked[m] = out
+}
+
+// kindAndContent returns each result as its kind and content, in order.
+func kindAndContent(rs []Result) []string {
+	out := make([]string, 0, len(rs))
+	for _, x := range rs {
+		out = append(out, x.Kind+": "+x.Content)
+	}
+	return out
+}
+
+// checkSameRanking searches second (the other import of the file first's
+// rankings came from) with every mode, ten results a question as
+// TestRecall asks, and fails on any ranking that differs from first's, or
+// on a question with nothing found.
+func checkSameRanking(t *testing.T, first *rankings, second *postgres.Campaign, e embed.Embedder) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), evalHangGuard)
+	defer cancel()
+	r, err := New(second, e, Config{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	// The two imports go in side by side: each is its own campaign (and
-	// transaction), and the ranking must not depend on which one's rows
-	// got the lower ids.
-	ids := []string{"first-import", "second-import"}
-	rs := make([]*Retriever, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for j, id := range ids {
-		wg.Go(func() {
-			cf := *file
-			cf.Campaign = id
-			if err := store.InTx(ctx, id, func(c *postgres.Campaign) error {
-				_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
-				return err
-			}); err != nil {
-				errs[j] = fmt.Errorf("importing %s: %w", id, err)
-				return
-			}
-			camp, err := store.Campaign(ctx, id)
-			if err != nil {
-				errs[j] = fmt.Errorf("opening %s: %w", id, err)
-				return
-			}
-			if _, err := chunk.Process(ctx, camp, e, chunk.Options{}); err != nil {
-				errs[j] = fmt.Errorf("chunking %s: %w", id, err)
-				return
-			}
-			rs[j], errs[j] = New(camp, e, Config{})
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
 	differ := 0
 	for _, m := range Modes() {
-		var got [2][][]Result
-		for j, r := range rs {
-			got[j], err = searchEach(ctx, qs, func(ctx context.Context, q question) ([]Result, error) {
-				return r.Search(ctx, Query{Text: q.Q, Mode: m, K: 10})
-			})
-			if err != nil {
-				t.Fatalf("%s %s: %v", ids[j], m, err)
-			}
+		if len(first.ranked[m]) != len(first.questions) {
+			t.Fatalf("%s: %d rankings of the first import, %d questions", m, len(first.ranked[m]), len(first.questions))
 		}
-		for i, q := range qs {
-			var ranked [2][]string
-			for j := range got {
-				for _, x := range got[j][i] {
-					ranked[j] = append(ranked[j], x.Kind+": "+x.Content)
-				}
-			}
-			if len(ranked[0]) == 0 {
+		all, err := searchEach(ctx, first.questions, func(ctx context.Context, q question) ([]Result, error) {
+			return r.Search(ctx, Query{Text: q.Q, Mode: m, K: evalCuts[len(evalCuts)-1]})
+		})
+		if err != nil {
+			t.Fatalf("%s %s: %v", sameFileSecond, m, err)
+		}
+		for i, q := range first.questions {
+			a, b := first.ranked[m][i], kindAndContent(all[i])
+			if len(a) == 0 {
 				t.Errorf("%s %q: nothing found", m, q.Q)
 			}
-			if !slices.Equal(ranked[0], ranked[1]) {
+			if !slices.Equal(a, b) {
 				differ++
 				if differ <= 5 {
-					t.Errorf("%s %q: the two imports rank differently:\n%q\n%q", m, q.Q, ranked[0], ranked[1])
+					t.Errorf("%s %q: the two imports rank differently:\n%q\n%q", m, q.Q, a, b)
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package retrieve
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -143,29 +144,58 @@ const evalHangGuard = 20 * time.Minute
 // it, and returns the campaign.
 func evalCampaign(t testing.TB, cf *campaignfile.File) (*postgres.Campaign, embed.Embedder) {
 	t.Helper()
+	camps, e := evalCampaigns(t, cf, cf.Campaign)
+	return camps[0], e
+}
+
+// evalCampaigns imports a corpus into a fresh database once per id, each
+// import a campaign of its own (and transaction), side by side; chunks and
+// embeds each, and returns the campaigns in the ids' order.
+func evalCampaigns(t testing.TB, cf *campaignfile.File, ids ...string) ([]*postgres.Campaign, embed.Embedder) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), evalHangGuard)
 	defer cancel()
 	store, _ := pgtest.NewStore(t, evalDims)
-	if err := store.InTx(ctx, cf.Campaign, func(c *postgres.Campaign) error {
-		if cf.Language != "" {
-			if err := c.SetLanguage(ctx, cf.Language); err != nil {
-				return err
-			}
-		}
-		_, err := cf.Apply(ctx, c.Sessions(), c.Graph())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	camp := pgtest.Campaign(t, store, cf.Campaign)
 	e, err := embed.NewOffline(evalDims)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chunk.Process(ctx, camp, e, chunk.Options{}); err != nil {
+	camps := make([]*postgres.Campaign, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for j, id := range ids {
+		wg.Go(func() {
+			f := *cf
+			f.Campaign = id
+			if err := store.InTx(ctx, id, func(c *postgres.Campaign) error {
+				if f.Language != "" {
+					if err := c.SetLanguage(ctx, f.Language); err != nil {
+						return err
+					}
+				}
+				_, err := f.Apply(ctx, c.Sessions(), c.Graph())
+				return err
+			}); err != nil {
+				errs[j] = fmt.Errorf("importing %s: %w", id, err)
+				return
+			}
+			camp, err := store.Campaign(ctx, id)
+			if err != nil {
+				errs[j] = fmt.Errorf("opening %s: %w", id, err)
+				return
+			}
+			if _, err := chunk.Process(ctx, camp, e, chunk.Options{}); err != nil {
+				errs[j] = fmt.Errorf("chunking %s: %w", id, err)
+				return
+			}
+			camps[j] = camp
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	return camp, e
+	return camps, e
 }
 
 // found returns the share of the question's evidence phrases that some
@@ -280,9 +310,10 @@ func (rt *recallTable) rate(m, kind string, cut int) float64 {
 }
 
 // evaluate runs every question of a corpus through every mode and the
-// BM25 baseline.
-func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
-	camp, e := evalCampaign(t, c.file)
+// BM25 baseline, on camp (an import of c.file). With seen, it hands seen
+// each mode's results per question, in the questions' order, as Search
+// returned them.
+func evaluate(t *testing.T, c corpus, camp *postgres.Campaign, e embed.Embedder, seen func(Mode, [][]Result)) *recallTable {
 	r, err := New(camp, e, Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -332,6 +363,9 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 		if err != nil {
 			t.Fatalf("%s %s %v", c.name, m, err)
 		}
+		if seen != nil {
+			seen(m, all)
+		}
 		for i, q := range c.questions {
 			// Recall counts the answers; the named entities that follow
 			// them are not answers.
@@ -377,7 +411,7 @@ func evaluate(t *testing.T, c corpus) (*recallTable, *postgres.Campaign) {
 		}
 		add("hybrid+bridge", q, contents)
 	}
-	return rt, camp
+	return rt
 }
 
 // sideBySide returns, for a question that hybrid answers less well than
@@ -482,7 +516,9 @@ func (rt *recallTable) String() string {
 // both depths (within 5% of the questions), and on multi-hop questions
 // hybrid recall@5 is at least 1.3 times vector-only recall. On the
 // held-out corpora (keep, burg, heist) a missed target is logged, not
-// failed.
+// failed. The table corpus's database also holds a second import of its
+// file, for the determinism check (TestRecall/table/SameFileSameRanking,
+// see determinism_test.go).
 func TestRecall(t *testing.T) {
 	only := os.Getenv("GLYPHOXA_EVAL_CORPUS")
 	for _, c := range corpora(t) {
@@ -493,13 +529,29 @@ func TestRecall(t *testing.T) {
 			// Each corpus has its own database; the time goes to round
 			// trips, so the corpora run side by side.
 			t.Parallel()
-			rt, camp := evaluate(t, c)
-			t.Logf("%s: %d questions, %d chunks:\n%s", c.name, len(c.questions), mustCount(t, camp), rt)
+			ids := []string{c.file.Campaign}
+			if c.name == sameFileCorpus {
+				ids = append(ids, sameFileSecond)
+			}
+			camps, e := evalCampaigns(t, c.file, ids...)
+			var first *rankings
+			var seen func(Mode, [][]Result)
+			if len(camps) > 1 {
+				first = newRankings(c.questions)
+				seen = first.record
+			}
+			rt := evaluate(t, c, camps[0], e, seen)
+			t.Logf("%s: %d questions, %d chunks:\n%s", c.name, len(c.questions), mustCount(t, camps[0]), rt)
 			report := t.Errorf
 			if c.heldOut {
 				report = func(format string, args ...any) { t.Logf("held out, target missed: "+format, args...) }
 			}
 			checkTargets(rt, report)
+			if first != nil {
+				t.Run("SameFileSameRanking", func(t *testing.T) {
+					checkSameRanking(t, first, camps[1], e)
+				})
+			}
 		})
 	}
 }
