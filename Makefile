@@ -57,18 +57,20 @@ TESTPARALLEL ?= 8
 TESTPACKAGES ?= 4
 
 # Evaluation tests: recall and ranking measured over generated corpora
-# (memory/retrieve's TestRecall and TestSameFileSameRanking). Each is one
+# (memory/retrieve's TestRecall, whose table corpus also holds the
+# determinism check, TestRecall/table/SameFileSameRanking). Each is one
 # goroutine's loop of searches and Go-side scoring (BM25, recall@k) over
 # thousands of chunks: the race detector has no second goroutine to catch
 # there. The retriever still runs under -race in the package's other
 # tests and inside the table (the NPCs' recall tool) in table's, table/
 # scene's and cmd/glyphoxa's. They run once, without -race, beside the race
-# pass, which skips them by name (no other test in the tree has these
-# names). Their seventeen databases (sixteen corpora and the determinism
-# check's) are built and searched side by side, EVALPARALLEL at a time: most
-# of their CPU is the database server's (115 core-seconds in 58 s on 2
-# cores, quiet, of which the test process used about 20).
-EVALTESTS := ^(TestRecall|TestSameFileSameRanking)$$
+# pass, which skips them by name (no other test in the tree has this
+# name). Their sixteen databases (one per corpus; the determinism check
+# imports its second copy into the table corpus's) are built and searched
+# side by side, EVALPARALLEL at a time: most of their CPU is the database
+# server's (about 100 core-seconds on 2 cores, of which the test process
+# used about 18).
+EVALTESTS := ^TestRecall$$
 EVALPKGS  := ./memory/retrieve/
 EVALPARALLEL ?= 10
 
