@@ -424,25 +424,51 @@ func genNames(seed uint64) (*campaignfile.File, []question) {
 		}
 		sid := sess(s)
 		at := start.AddDate(0, 0, 7*s)
-		se := campaignfile.Session{ID: sid, StartedAt: at}
+		shape := sessionShape{first: 20 * time.Second, step: 30 * time.Second, durMS: 5000, narratorID: "u-dm", narratorName: "DM"}
+		us := make([]spoken, len(ls))
 		for i, l := range ls {
-			e := campaignfile.Entry{ID: fmt.Sprintf("%s-%03d", sid, i+1), Text: l.text,
-				At: at.Add(time.Duration(20+30*i) * time.Second), DurationMS: 5000}
-			switch {
-			case l.speaker.id == "":
-				e.SpeakerID, e.SpeakerName = "u-dm", "DM"
-			case strings.HasPrefix(l.speaker.id, "pc-"):
-				e.SpeakerID, e.SpeakerName = "u-"+l.speaker.name, l.speaker.name
-			default:
-				e.SpeakerID, e.SpeakerName, e.NPCID = l.speaker.id, l.speaker.name, l.speaker.id
-			}
-			se.Entries = append(se.Entries, e)
+			us[i] = spoken{l.speaker.id, l.speaker.name, l.text}
 		}
-		se.EndedAt = at.Add(time.Duration(20+30*len(ls)+10) * time.Second)
-		f.Sessions = append(f.Sessions, se)
+		f.Sessions = append(f.Sessions, shape.session(sid, at, us))
 	}
 	return f, qs
 }
 
 // choose returns a random element of xs.
 func choose[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
+
+// spoken is one line of a generated session: its speaker's entity id and
+// name (both empty for the narrator) and what was said.
+type spoken struct{ id, name, text string }
+
+// sessionShape is how a generated corpus lays out its sessions' lines: the
+// i-th line is said first+i*step after the session starts and lasts durMS;
+// a line with no speaker is the narrator's, who speaks as user narratorID.
+type sessionShape struct {
+	first, step              time.Duration
+	durMS                    int
+	narratorID, narratorName string
+}
+
+// session builds session sid, starting at at, from its lines in order: the
+// narrator's, a player character's ("pc-" entities, spoken by user
+// "u-"+name) or an NPC's (any other entity). It ends 10 s after the last
+// line's slot.
+func (p sessionShape) session(sid string, at time.Time, ls []spoken) campaignfile.Session {
+	se := campaignfile.Session{ID: sid, StartedAt: at}
+	for i, x := range ls {
+		e := campaignfile.Entry{ID: fmt.Sprintf("%s-%03d", sid, i+1), Text: x.text,
+			At: at.Add(p.first + time.Duration(i)*p.step), DurationMS: p.durMS}
+		switch {
+		case x.id == "":
+			e.SpeakerID, e.SpeakerName = p.narratorID, p.narratorName
+		case strings.HasPrefix(x.id, "pc-"):
+			e.SpeakerID, e.SpeakerName = "u-"+x.name, x.name
+		default:
+			e.SpeakerID, e.SpeakerName, e.NPCID = x.id, x.name, x.id
+		}
+		se.Entries = append(se.Entries, e)
+	}
+	se.EndedAt = at.Add(p.first + time.Duration(len(ls))*p.step + 10*time.Second)
+	return se
+}

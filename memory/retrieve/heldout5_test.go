@@ -184,22 +184,12 @@ func genCircus(seed uint64) (*campaignfile.File, []question) {
 		}
 		sid := fmt.Sprintf("c%d", s+1)
 		at := start.AddDate(0, 0, 10*s)
-		se := campaignfile.Session{ID: sid, StartedAt: at}
+		shape := sessionShape{first: 18 * time.Second, step: 22 * time.Second, durMS: 3000, narratorID: "u-narrator", narratorName: "Narrator"}
+		us := make([]spoken, len(ls))
 		for i, x := range ls {
-			e := campaignfile.Entry{ID: fmt.Sprintf("%s-%03d", sid, i+1), Text: x.text,
-				At: at.Add(time.Duration(18+22*i) * time.Second), DurationMS: 3000}
-			switch {
-			case x.speaker.id == "":
-				e.SpeakerID, e.SpeakerName = "u-narrator", "Narrator"
-			case strings.HasPrefix(x.speaker.id, "pc-"):
-				e.SpeakerID, e.SpeakerName = "u-"+x.speaker.name, x.speaker.name
-			default:
-				e.SpeakerID, e.SpeakerName, e.NPCID = x.speaker.id, x.speaker.name, x.speaker.id
-			}
-			se.Entries = append(se.Entries, e)
+			us[i] = spoken{x.speaker.id, x.speaker.name, x.text}
 		}
-		se.EndedAt = at.Add(time.Duration(18+22*len(ls)+10) * time.Second)
-		f.Sessions = append(f.Sessions, se)
+		f.Sessions = append(f.Sessions, shape.session(sid, at, us))
 	}
 	return f, qs
 }

@@ -280,22 +280,12 @@ func genVine(seed uint64) (*campaignfile.File, []question) {
 		}
 		sid := fmt.Sprintf("v%d", s+1)
 		at := start.AddDate(0, 0, 7*s)
-		se := campaignfile.Session{ID: sid, StartedAt: at}
+		shape := sessionShape{first: 15 * time.Second, step: 20 * time.Second, durMS: 2500, narratorID: "u-gm", narratorName: "GM"}
+		us := make([]spoken, len(ls))
 		for i, x := range ls {
-			e := campaignfile.Entry{ID: fmt.Sprintf("%s-%03d", sid, i+1), Text: x.text,
-				At: at.Add(time.Duration(15+20*i) * time.Second), DurationMS: 2500}
-			switch {
-			case x.speaker.id == "":
-				e.SpeakerID, e.SpeakerName = "u-gm", "GM"
-			case strings.HasPrefix(x.speaker.id, "pc-"):
-				e.SpeakerID, e.SpeakerName = "u-"+x.speaker.name, x.speaker.name
-			default:
-				e.SpeakerID, e.SpeakerName, e.NPCID = x.speaker.id, x.speaker.name, x.speaker.id
-			}
-			se.Entries = append(se.Entries, e)
+			us[i] = spoken{x.speaker.id, x.speaker.name, x.text}
 		}
-		se.EndedAt = at.Add(time.Duration(15+20*len(ls)+10) * time.Second)
-		f.Sessions = append(f.Sessions, se)
+		f.Sessions = append(f.Sessions, shape.session(sid, at, us))
 	}
 	return f, qs
 }
