@@ -133,16 +133,7 @@ func sceneBenchData(tb testing.TB, s *postgres.Store, split bool) {
 	tb.Helper()
 	ctx := context.Background()
 	qs := []string{
-		`INSERT INTO sessions (campaign_id, id, started_at)
-		 SELECT 'bench', 's' || i, timestamptz '2026-01-01' + i * interval '1 day' FROM generate_series(1, 200) i`,
-		`INSERT INTO transcript_entries (campaign_id, session_id, speaker_id, speaker_name, text, at)
-		 SELECT 'bench', 's' || i, 'u' || (j % 3), 'P', 'line ' || j, timestamptz '2026-01-01' + i * interval '1 day' + j * interval '10 seconds'
-		 FROM generate_series(1, 200) i, generate_series(0, 249) j`,
-		`INSERT INTO chunks (campaign_id, id, session_id, content, start_at, end_at)
-		 SELECT 'bench', 's' || i || '-' || k, 's' || i, 'chunk',
-		        timestamptz '2026-01-01' + i * interval '1 day' + k * 5 * interval '10 seconds',
-		        timestamptz '2026-01-01' + i * interval '1 day' + (k * 5 + 4) * interval '10 seconds' + interval '1 second'
-		 FROM generate_series(1, 200) i, generate_series(0, 49) k`,
+		benchSessionsSQL, benchLinesSQL, benchChunksSQL,
 		// Entity n lives in session n % 200 + 1, chunk n / 200 of it (its
 		// lines 5k..5k+4); a fifth of them (chunks 20..29: lines 100..149,
 		// the split span) are the scene's when the campaign is split.
@@ -167,12 +158,7 @@ func sceneBenchData(tb testing.TB, s *postgres.Store, split bool) {
 		 WHERE r.campaign_id = 'bench'`,
 	}
 	if split {
-		// Everyone; split (u1 alone) from line 100; everyone again from
-		// line 150.
-		qs = append(qs, `INSERT INTO session_presence (campaign_id, session_id, at, players, split)
-		 SELECT 'bench', 's' || i, timestamptz '2026-01-01' + i * interval '1 day' + p.line * interval '10 seconds', p.players, p.split
-		 FROM generate_series(1, 200) i,
-		      (VALUES (0, '{u0,u1,u2}'::text[], false), (100, '{u1}', true), (150, '{u0,u1,u2}', false)) p(line, players, split)`)
+		qs = append(qs, benchSplitSQL)
 	} else {
 		qs = append(qs, `INSERT INTO session_presence (campaign_id, session_id, at, players, split)
 		 SELECT 'bench', 's' || i, timestamptz '2026-01-01' + i * interval '1 day', '{u0,u1,u2}', false FROM generate_series(1, 200) i`)

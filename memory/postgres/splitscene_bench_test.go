@@ -31,21 +31,8 @@ func BenchmarkVisibleChunks(b *testing.B) {
 	c := pgtest.Campaign(b, s, "bench")
 	ctx := context.Background()
 	for _, q := range []string{
-		`INSERT INTO sessions (campaign_id, id, started_at)
-		 SELECT 'bench', 's' || i, timestamptz '2026-01-01' + i * interval '1 day' FROM generate_series(1, 200) i`,
-		`INSERT INTO transcript_entries (campaign_id, session_id, speaker_id, speaker_name, text, at)
-		 SELECT 'bench', 's' || i, 'u' || (j % 3), 'P', 'line ' || j, timestamptz '2026-01-01' + i * interval '1 day' + j * interval '10 seconds'
-		 FROM generate_series(1, 200) i, generate_series(0, 249) j`,
-		`INSERT INTO chunks (campaign_id, id, session_id, content, start_at, end_at)
-		 SELECT 'bench', 's' || i || '-' || k, 's' || i, 'chunk',
-		        timestamptz '2026-01-01' + i * interval '1 day' + k * 5 * interval '10 seconds',
-		        timestamptz '2026-01-01' + i * interval '1 day' + (k * 5 + 4) * interval '10 seconds' + interval '1 second'
-		 FROM generate_series(1, 200) i, generate_series(0, 49) k`,
-		// Everyone; split (u1 alone) from line 100; everyone again from line 150.
-		`INSERT INTO session_presence (campaign_id, session_id, at, players, split)
-		 SELECT 'bench', 's' || i, timestamptz '2026-01-01' + i * interval '1 day' + p.line * interval '10 seconds', p.players, p.split
-		 FROM generate_series(1, 200) i,
-		      (VALUES (0, '{u0,u1,u2}'::text[], false), (100, '{u1}', true), (150, '{u0,u1,u2}', false)) p(line, players, split)`,
+		benchSessionsSQL, benchLinesSQL, benchChunksSQL,
+		benchSplitSQL,
 		// The statistics a live database has (autovacuum's).
 		`ANALYZE sessions, transcript_entries, chunks, session_presence`,
 	} {
@@ -275,3 +262,25 @@ func BenchmarkPlayerSearch(b *testing.B) {
 		})
 	}
 }
+
+// The campaign "bench" of the split-scene benchmarks (BenchmarkVisibleChunks,
+// BenchmarkSceneEntities): 200 daily sessions of 250 lines by three players
+// ten seconds apart, each cut into 50 chunks of five lines; and, when split,
+// the presence of each session.
+const (
+	benchSessionsSQL = `INSERT INTO sessions (campaign_id, id, started_at)
+		 SELECT 'bench', 's' || i, timestamptz '2026-01-01' + i * interval '1 day' FROM generate_series(1, 200) i`
+	benchLinesSQL = `INSERT INTO transcript_entries (campaign_id, session_id, speaker_id, speaker_name, text, at)
+		 SELECT 'bench', 's' || i, 'u' || (j % 3), 'P', 'line ' || j, timestamptz '2026-01-01' + i * interval '1 day' + j * interval '10 seconds'
+		 FROM generate_series(1, 200) i, generate_series(0, 249) j`
+	benchChunksSQL = `INSERT INTO chunks (campaign_id, id, session_id, content, start_at, end_at)
+		 SELECT 'bench', 's' || i || '-' || k, 's' || i, 'chunk',
+		        timestamptz '2026-01-01' + i * interval '1 day' + k * 5 * interval '10 seconds',
+		        timestamptz '2026-01-01' + i * interval '1 day' + (k * 5 + 4) * interval '10 seconds' + interval '1 second'
+		 FROM generate_series(1, 200) i, generate_series(0, 49) k`
+	// Everyone; split (u1 alone) from line 100; everyone again from line 150.
+	benchSplitSQL = `INSERT INTO session_presence (campaign_id, session_id, at, players, split)
+		 SELECT 'bench', 's' || i, timestamptz '2026-01-01' + i * interval '1 day' + p.line * interval '10 seconds', p.players, p.split
+		 FROM generate_series(1, 200) i,
+		      (VALUES (0, '{u0,u1,u2}'::text[], false), (100, '{u1}', true), (150, '{u0,u1,u2}', false)) p(line, players, split)`
+)
