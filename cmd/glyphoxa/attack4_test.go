@@ -107,6 +107,7 @@ func TestServeRebuildsTheChunksOfWhatWasTakenOut(t *testing.T) {
       dm_user_ids: [%q]
 lifecycle:
   shutdown_timeout: 5s
+console: {listen: ""}
 `, guildID, campaign, dm.UserID)), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -153,6 +153,9 @@ lifecycle:
   spool_dir: %q
   shutdown_timeout: 10s
   lease_time: %s
+# Off: these processes do not serve it, and its default address is one
+# port for the whole machine, which other tests' processes may hold.
+console: {listen: ""}
 `, bindings.String(), deepgram.URL, filepath.Join(dir, "spool"), leaseTime)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 	vars["GLYPHOXA_LLM_BASE_URL"], vars["GLYPHOXA_LLM_MODEL"] = srv.URL(), "fake"
 
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("discord:\n  token: fake-token\n  guilds:\n    - {guild_id: %q, campaign: ironhold-saga}\nlifecycle:\n  shutdown_timeout: 5s\n", guildID)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("discord:\n  token: fake-token\n  guilds:\n    - {guild_id: %q, campaign: ironhold-saga}\nlifecycle:\n  shutdown_timeout: 5s\nconsole: {listen: \"\"}\n", guildID)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fake := discordtest.New()

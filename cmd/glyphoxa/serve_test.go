@@ -78,6 +78,7 @@ func TestServeRunsTheBotWithHealthAndMetrics(t *testing.T) {
       campaign: ironhold-saga
 lifecycle:
   shutdown_timeout: 5s
+console: {listen: ""}
 npcs:
   - {id: tilda, campaign: ironhold-saga, name: Tilda, aliases: [the baker], personality: cheerful and nosy,
      voice: {provider: espeak, id: en-gb+f2}}

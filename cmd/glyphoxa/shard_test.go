@@ -26,7 +26,7 @@ func TestServeRefusesATakenShard(t *testing.T) {
 	// gives up: 15 s, so that the first serve, renewing every 5 s, may be
 	// late twice on a loaded machine and still hold the shard.
 	cfg := fmt.Sprintf("discord:\n  token: fake-token\n  shard_id: 1\n  shard_count: 2\n  guilds:\n    - {guild_id: \"100000000000000001\", campaign: ironhold-saga}\n"+
-		"lifecycle:\n  lease_time: 15s\n  spool_dir: %q\n", t.TempDir())
+		"lifecycle:\n  lease_time: 15s\n  spool_dir: %q\nconsole: {listen: \"\"}\n", t.TempDir())
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -135,6 +135,7 @@ memory:
 lifecycle:
   spool_dir: %q
   shutdown_timeout: 10s
+console: {listen: ""}
 `, guildID, dmID, llm.URL(), deepgram.URL, realtimeCfg, hangGuard, t.TempDir())
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
