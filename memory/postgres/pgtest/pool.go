@@ -71,9 +71,12 @@ func migratedDatabase(tb testing.TB, dims int) string {
 	admin := DSN(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	hold, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		tb.Fatalf("connecting to the test server (%s): %v", EnvDSN, err)
+	hold := keeping.takeAdmin(ctx)
+	if hold == nil {
+		var err error
+		if hold, err = pgx.Connect(ctx, admin); err != nil {
+			tb.Fatalf("connecting to the test server (%s): %v", EnvDSN, err)
+		}
 	}
 	held := false
 	defer func() {
@@ -141,7 +144,7 @@ func migratedDatabase(tb testing.TB, dims int) string {
 		} else if keeper != nil {
 			keeping.put(name, keeper)
 		}
-		hold.Close(context.Background())
+		keeping.putAdmin(ctx, hold)
 	})
 	return dsn
 }
@@ -170,9 +173,18 @@ const keepersMax = 16
 // database. It is the one package-level mutable value of pgtest: the
 // sessions must outlive a test, and tests reach the pool through
 // NewStore(tb, dims) alone.
+//
+// It also keeps the sessions on the test server's own database that held
+// a pooled database's lock for a test (migratedDatabase's hold), once they
+// released every advisory lock they held: the next lending in the process
+// takes one instead of connecting. Each lending needs such a session, and a
+// new one costs the server a backend (on this project's 2-core test
+// machine about 40 ms of server CPU for a connection and its first
+// statements, measured over 200 connections).
 type keepers struct {
-	mu    sync.Mutex
-	conns map[string]*pgx.Conn // by database name
+	mu     sync.Mutex
+	conns  map[string]*pgx.Conn // by database name
+	admins []*pgx.Conn          // idle sessions on the test server's database, holding no lock
 }
 
 // numbers returns the pool numbers of schema key this process keeps a
@@ -211,6 +223,49 @@ func (k *keepers) put(name string, conn *pgx.Conn) {
 		return
 	}
 	k.conns[name] = conn
+}
+
+// adminsMax bounds the idle sessions on the test server's database one test
+// process keeps: about as many lendings as it makes at once
+// (-test.parallel).
+const adminsMax = 8
+
+// takeAdmin removes and returns a kept session on the test server's
+// database that still answers, or nil.
+func (k *keepers) takeAdmin(ctx context.Context) *pgx.Conn {
+	for {
+		k.mu.Lock()
+		n := len(k.admins)
+		if n == 0 {
+			k.mu.Unlock()
+			return nil
+		}
+		c := k.admins[n-1]
+		k.admins = k.admins[:n-1]
+		k.mu.Unlock()
+		if err := c.Ping(ctx); err == nil {
+			return c
+		}
+		c.Close(context.Background())
+	}
+}
+
+// putAdmin releases every session-level advisory lock conn holds (the
+// pooled database's, and any a failed step left) and keeps it for the next
+// lending; a session that cannot do that, is in a transaction, or is one
+// too many is closed, which releases its locks too.
+func (k *keepers) putAdmin(ctx context.Context, conn *pgx.Conn) {
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock_all()"); err != nil || conn.PgConn().TxStatus() != 'I' {
+		conn.Close(context.Background())
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.admins) >= adminsMax {
+		conn.Close(context.Background())
+		return
+	}
+	k.admins = append(k.admins, conn)
 }
 
 // giveBack closes pooled database name to connections and ends the
