@@ -391,26 +391,6 @@ func evaluate(t *testing.T, c corpus, camp *postgres.Campaign, e embed.Embedder,
 			}
 		}
 	}
-	// Iterative retrieval, opt-in: measured beside the default.
-	br, err := New(camp, e, Config{Bridge: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := searchEach(ctx, c.questions, func(ctx context.Context, q question) ([]Result, error) {
-		return br.Search(ctx, Query{Text: q.Q, K: maxK})
-	})
-	if err != nil {
-		t.Fatalf("%s hybrid+bridge %v", c.name, err)
-	}
-	for i, q := range c.questions {
-		var contents []string
-		for _, x := range all[i] {
-			if x.Kind != KindEntity {
-				contents = append(contents, x.Content)
-			}
-		}
-		add("hybrid+bridge", q, contents)
-	}
 	return rt
 }
 

@@ -246,11 +246,6 @@ type Config struct {
 	// RefreshEvery is how often, at most, a query first picks up graph
 	// changes (default 2 s; negative never refreshes).
 	RefreshEvery time.Duration
-	// Bridge, when set, makes PageRank retrieval iterative: the entities
-	// of the first round's best chunks (the bridges a two-hop question
-	// crosses) seed a second round. Off by default: on the evaluation
-	// corpora it lowers recall (`make eval` prints it as hybrid+bridge).
-	Bridge bool
 	// Decomposer, when set, splits each hybrid question into simpler ones
 	// that are searched beside it (default none: see [Decomposer]).
 	Decomposer Decomposer
@@ -671,11 +666,6 @@ func (r *Retriever) pprRank(ctx context.Context, text string, k int, named []men
 		fetch = 0
 	}
 	rk := r.graph.Rank(seeds, chunkSeeds, fetch)
-	if r.cfg.Bridge && len(rk.Chunks) > 0 {
-		if more := r.bridge(seeds, rk.Chunks); len(more) > len(seeds) {
-			rk = r.graph.Rank(more, chunkSeeds, fetch)
-		}
-	}
 	allowed := set(only)
 	var out []ppr.Result
 	for _, c := range rk.Chunks {
@@ -687,46 +677,6 @@ func (r *Retriever) pprRank(ctx context.Context, text string, k int, named []men
 		}
 	}
 	return out, facts, conf, nil
-}
-
-// bridgeChunks is how many of the first round's best chunks give their
-// entities to the second.
-const bridgeChunks = 3
-
-// bridge returns seeds with the entities of the first round's best chunks
-// added: each weighs its specificity over its chunk's rank, and together
-// they weigh half the seeds they join (all of ChunkSeedWeight when the
-// question named nothing).
-func (r *Retriever) bridge(seeds []ppr.Seed, first []ppr.Result) []ppr.Seed {
-	have := map[string]bool{}
-	var total float64
-	for _, s := range seeds {
-		have[s.EntityID] = true
-		total += s.Weight
-	}
-	if total == 0 {
-		total = 2 * r.cfg.ChunkSeedWeight
-	}
-	add := map[string]float64{}
-	var addTotal float64
-	for j, c := range first[:min(bridgeChunks, len(first))] {
-		for _, e := range r.graph.ChunkEntities(c.ID) {
-			if !have[e] {
-				w := r.graph.Specificity(e) / float64(j+1)
-				add[e] += w
-				addTotal += w
-			}
-		}
-	}
-	if addTotal == 0 {
-		return seeds
-	}
-	out := append([]ppr.Seed(nil), seeds...)
-	for e, w := range add {
-		out = append(out, ppr.Seed{EntityID: e, Weight: total / 2 * w / addTotal})
-	}
-	sort.Slice(out[len(seeds):], func(i, j int) bool { return out[len(seeds)+i].EntityID < out[len(seeds)+j].EntityID })
-	return out
 }
 
 func (r *Retriever) ppr(ctx context.Context, text string, k int, m *mention.Matcher, only []string) ([]postgres.ChunkHit, error) {
