@@ -221,15 +221,8 @@ func TestConsoleInChromium(t *testing.T) {
 // Chromium: the layout spreads over many frames, an entity can be picked
 // while it runs, and it settles. The longest frame gap and main-thread task
 // are reported (a measurement, not a pass/fail budget).
-//
-// It does not run in parallel, so that no other browser test's page runs
-// beside it: the graph lays out in slices of wall time and draws after
-// each, so the more CPU other pages take, the more often it draws. Beside
-// TestConsoleInChromium's pages it took 72-83 frames instead of 55-60, and
-// the two tests cost 35-40 s of CPU side by side against 28-35 s one after
-// the other (measured with both in one Chromium, on this project's 2-core
-// test machine). Other packages' tests still run beside it in make test.
 func TestGraphOf1000Entities(t *testing.T) {
+	t.Parallel()
 	node, chromium, modules, root := browserTools(t)
 	spec := benchdata.Spec{Name: "graph1k", Entities: 1000, Relationships: 5000, Entries: 500, Chunks: 50,
 		EntriesPerSession: 250, Dims: 8, Seed: 1}
