@@ -404,6 +404,7 @@ func genNames(seed uint64) (*campaignfile.File, []question) {
 		func() string { return "Let's head to " + choose(rng, places).name + " before dark." },
 		func() string { return "I buy a round and listen for gossip." },
 	}
+	shape := sessionShape{first: 20 * time.Second, step: 30 * time.Second, durMS: 5000, narratorID: "u-dm", narratorName: "DM"}
 	for s := range sessions {
 		var ls []line
 		gaps := make([]int, len(planned[s])+1)
@@ -424,7 +425,6 @@ func genNames(seed uint64) (*campaignfile.File, []question) {
 		}
 		sid := sess(s)
 		at := start.AddDate(0, 0, 7*s)
-		shape := sessionShape{first: 20 * time.Second, step: 30 * time.Second, durMS: 5000, narratorID: "u-dm", narratorName: "DM"}
 		us := make([]spoken, len(ls))
 		for i, l := range ls {
 			us[i] = spoken{l.speaker.id, l.speaker.name, l.text}

@@ -343,6 +343,7 @@ func genFeud(seed uint64) (*campaignfile.File, []question) {
 		func() string { return "Nope, not going in there." },
 	}
 	start := time.Date(2026, 1, 10, 19, 0, 0, 0, time.UTC)
+	shape := sessionShape{first: 20 * time.Second, step: 30 * time.Second, durMS: 4000, narratorID: "u-gm", narratorName: "GM"}
 	for s := range sessions {
 		var ls []line
 		gaps := make([]int, len(planned[s])+1)
@@ -363,7 +364,6 @@ func genFeud(seed uint64) (*campaignfile.File, []question) {
 		}
 		sid := fmt.Sprintf("f%d", s+1)
 		at := start.AddDate(0, 0, 14*s)
-		shape := sessionShape{first: 20 * time.Second, step: 30 * time.Second, durMS: 4000, narratorID: "u-gm", narratorName: "GM"}
 		us := make([]spoken, len(ls))
 		for i, x := range ls {
 			us[i] = spoken{x.speaker.id, x.speaker.name, x.text}

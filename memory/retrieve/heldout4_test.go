@@ -134,6 +134,7 @@ func genWharf(seed uint64) (*campaignfile.File, []question) {
 		func() string { return "Can we get something to eat first?" },
 	}
 	start := time.Date(2026, 3, 2, 18, 30, 0, 0, time.UTC)
+	shape := sessionShape{first: 15 * time.Second, step: 25 * time.Second, durMS: 3500, narratorID: "u-dm", narratorName: "DM"}
 	for s := range sessions {
 		var ls []line
 		gaps := make([]int, len(planned[s])+1)
@@ -154,7 +155,6 @@ func genWharf(seed uint64) (*campaignfile.File, []question) {
 		}
 		sid := fmt.Sprintf("w%d", s+1)
 		at := start.AddDate(0, 0, 7*s)
-		shape := sessionShape{first: 15 * time.Second, step: 25 * time.Second, durMS: 3500, narratorID: "u-dm", narratorName: "DM"}
 		us := make([]spoken, len(ls))
 		for i, x := range ls {
 			us[i] = spoken{x.speaker.id, x.speaker.name, x.text}

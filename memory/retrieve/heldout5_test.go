@@ -164,6 +164,7 @@ func genCircus(seed uint64) (*campaignfile.File, []question) {
 		func() string { return "Let's buy candied nuts and listen." },
 	}
 	start := time.Date(2026, 5, 4, 19, 15, 0, 0, time.UTC)
+	shape := sessionShape{first: 18 * time.Second, step: 22 * time.Second, durMS: 3000, narratorID: "u-narrator", narratorName: "Narrator"}
 	for s := range sessions {
 		var ls []line
 		gaps := make([]int, len(planned[s])+1)
@@ -184,7 +185,6 @@ func genCircus(seed uint64) (*campaignfile.File, []question) {
 		}
 		sid := fmt.Sprintf("c%d", s+1)
 		at := start.AddDate(0, 0, 10*s)
-		shape := sessionShape{first: 18 * time.Second, step: 22 * time.Second, durMS: 3000, narratorID: "u-narrator", narratorName: "Narrator"}
 		us := make([]spoken, len(ls))
 		for i, x := range ls {
 			us[i] = spoken{x.speaker.id, x.speaker.name, x.text}

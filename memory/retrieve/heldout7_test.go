@@ -230,6 +230,7 @@ func genVine(seed uint64) (*campaignfile.File, []question) {
 		func() string { return "Can we go to " + choose(rng, places) + "?" },
 	}
 	start := time.Date(2026, 9, 12, 18, 30, 0, 0, time.UTC)
+	shape := sessionShape{first: 15 * time.Second, step: 20 * time.Second, durMS: 2500, narratorID: "u-gm", narratorName: "GM"}
 	for s := range sessions {
 		var ls []line
 		if s > 0 {
@@ -280,7 +281,6 @@ func genVine(seed uint64) (*campaignfile.File, []question) {
 		}
 		sid := fmt.Sprintf("v%d", s+1)
 		at := start.AddDate(0, 0, 7*s)
-		shape := sessionShape{first: 15 * time.Second, step: 20 * time.Second, durMS: 2500, narratorID: "u-gm", narratorName: "GM"}
 		us := make([]spoken, len(ls))
 		for i, x := range ls {
 			us[i] = spoken{x.speaker.id, x.speaker.name, x.text}

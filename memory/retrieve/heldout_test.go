@@ -462,6 +462,7 @@ func genHeist(seed uint64) (*campaignfile.File, []question) {
 		func() string { return "Nope." },
 	}
 	start := time.Date(2026, 3, 3, 20, 0, 0, 0, time.UTC)
+	shape := sessionShape{first: 20 * time.Second, step: 30 * time.Second, durMS: 4000, narratorID: "u-gm", narratorName: "GM"}
 	for s := range sessions {
 		var ls []line
 		gaps := make([]int, len(planned[s])+1)
@@ -482,7 +483,6 @@ func genHeist(seed uint64) (*campaignfile.File, []question) {
 		}
 		sid := fmt.Sprintf("h%d", s+1)
 		at := start.AddDate(0, 0, 7*s)
-		shape := sessionShape{first: 20 * time.Second, step: 30 * time.Second, durMS: 4000, narratorID: "u-gm", narratorName: "GM"}
 		us := make([]spoken, len(ls))
 		for i, x := range ls {
 			us[i] = spoken{x.speaker.id, x.speaker.name, x.text}
