@@ -144,7 +144,7 @@ type Spool struct {
 
 	mu          sync.Mutex
 	f           *os.File
-	lock        *os.File // held while open: one spool per directory
+	lock        *dirLock // held while open: one spool per directory
 	size        int64    // bytes in the log
 	head        int64    // offset of the first unconsumed record
 	offsets     []int64  // offsets of the unconsumed records, in order
@@ -171,18 +171,18 @@ func Open(dir string, o Options) (*Spool, error) {
 	}
 	f, err := os.OpenFile(filepath.Join(dir, logName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		lock.Close()
+		lock.release()
 		return nil, fmt.Errorf("opening spool log in %s: %w", dir, err)
 	}
 	s := &Spool{dir: dir, max: o.MaxBytes, f: f, lock: lock, log: o.Logger.With("spool", dir), onCorrupt: o.OnCorrupt}
 	if err := s.load(); err != nil {
 		f.Close()
-		lock.Close()
+		lock.release()
 		return nil, err
 	}
 	if err := s.convertV1(); err != nil {
 		f.Close()
-		lock.Close()
+		lock.release()
 		return nil, err
 	}
 	return s, nil
@@ -624,7 +624,7 @@ func (s *Spool) Close() error {
 		return nil
 	}
 	s.closed = true
-	return errors.Join(s.f.Close(), s.lock.Close())
+	return errors.Join(s.f.Close(), s.lock.release())
 }
 
 func (s *Spool) writeHead(off int64) error {
