@@ -111,8 +111,10 @@ type Config struct {
 	// Probe shapes the health probe's backoff (default 1 s doubling to
 	// 30 s, ±20 %). The probe never gives up.
 	Probe reconnect.Backoff
-	// WriteTimeout bounds one database write (default 5 s); a write that
-	// takes longer counts as an outage and is spooled.
+	// WriteTimeout bounds one database write or read (default 5 s); a
+	// write that takes longer counts as an outage and is spooled, and so
+	// does a read whose caller still waits (a read whose caller's own
+	// deadline passed first returns that caller's error).
 	WriteTimeout time.Duration
 	// ProbeTimeout bounds one health check (default 3 s).
 	ProbeTimeout time.Duration
@@ -958,17 +960,19 @@ func (g *Guard) EndSession(ctx context.Context, id string, at time.Time) error {
 }
 
 // read runs a read unless degraded; an outage during it degrades the guard
-// and yields the zero result.
-func read[T any](g *Guard, ctx context.Context, what string, f func(ctx context.Context) (T, error)) (T, error) {
+// and yields the zero result. A read whose caller's context ended (its own
+// deadline, a cancel) returns the caller's error and degrades nothing: a
+// hung database is what outlives WriteTimeout while the caller still waits.
+func read[T any](g *Guard, caller context.Context, what string, f func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
 	if g.degraded.Load() {
 		return zero, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(caller, g.cfg.WriteTimeout)
 	defer cancel()
 	v, err := f(ctx)
 	if err != nil {
-		if g.cfg.IsOutage(err) && !errors.Is(err, context.Canceled) {
+		if caller.Err() == nil && g.cfg.IsOutage(err) && !errors.Is(err, context.Canceled) {
 			g.degrade(err)
 			return zero, nil
 		}
@@ -1018,11 +1022,11 @@ func (g *Guard) AmendEntry(ctx context.Context, sessionID, key, text string) (bo
 	if g.degraded.Load() {
 		return false, fmt.Errorf("amending entry %q: %w", key, memory.ErrUnavailable)
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.cfg.WriteTimeout)
+	actx, cancel := context.WithTimeout(ctx, g.cfg.WriteTimeout)
 	defer cancel()
-	changed, err := a.AmendEntry(ctx, sessionID, key, text)
+	changed, err := a.AmendEntry(actx, sessionID, key, text)
 	if err != nil {
-		if g.cfg.IsOutage(err) && !errors.Is(err, context.Canceled) {
+		if ctx.Err() == nil && g.cfg.IsOutage(err) && !errors.Is(err, context.Canceled) {
 			g.degrade(err)
 		}
 		return false, err

@@ -56,7 +56,10 @@ type Config struct {
 	Store *postgres.Store
 	// StatementTimeout bounds one statement (default
 	// DefaultStatementTimeout); a statement that takes longer counts as an
-	// outage.
+	// outage. A statement whose caller's own deadline passes first (an
+	// NPC's tool budget, a command's reply window) does not: its error
+	// wraps context.DeadlineExceeded, not memory.ErrUnavailable, and the
+	// door stays open.
 	StatementTimeout time.Duration
 	// ProbeTimeout bounds one health check (default DefaultProbeTimeout).
 	ProbeTimeout time.Duration
@@ -178,7 +181,7 @@ func (d *Door) Open(ctx context.Context, id string, v memory.Viewer) (*Campaign,
 	}
 	switch {
 	case err == nil:
-	case postgres.IsOutage(err):
+	case postgres.IsOutageFor(ctx, err):
 		d.Failed(err)
 		if !errors.Is(err, memory.ErrUnavailable) {
 			err = fmt.Errorf("%w: %w", memory.ErrUnavailable, err)
@@ -232,7 +235,7 @@ func (d *Door) Campaigns(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("listing campaigns: %w", err)
 	}
 	ids, err := d.store.Campaigns(ctx)
-	if err != nil && postgres.IsOutage(err) {
+	if err != nil && postgres.IsOutageFor(ctx, err) {
 		d.Failed(err)
 		return nil, fmt.Errorf("%w: %w", memory.ErrUnavailable, err)
 	}

@@ -21,7 +21,7 @@ func (d *Door) Export(ctx context.Context, campaign string, w io.Writer) error {
 		return err
 	}
 	_, err := bundle.Export(ctx, d.store.Pool(), campaign, w, d.cfg.Clock.Now())
-	if err != nil && postgres.IsOutage(err) {
+	if err != nil && postgres.IsOutageFor(ctx, err) {
 		d.Failed(err)
 		return fmt.Errorf("exporting campaign %q: %w: %w", campaign, memory.ErrUnavailable, err)
 	}

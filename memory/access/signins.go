@@ -14,14 +14,14 @@ type SignIn = postgres.SignIn
 
 // guard runs a door-level statement through the health gate, bounded by
 // the statement timeout.
-func (d *Door) guard(ctx context.Context, what string, fn func(context.Context) error) error {
+func (d *Door) guard(caller context.Context, what string, fn func(context.Context) error) error {
 	if err := d.Enter(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.StatementTimeout)
+	ctx, cancel := context.WithTimeout(caller, d.cfg.StatementTimeout)
 	defer cancel()
 	err := fn(ctx)
-	if err != nil && postgres.IsOutage(err) {
+	if err != nil && postgres.IsOutageFor(caller, err) {
 		d.Failed(err)
 		return fmt.Errorf("%s: %w: %w", what, memory.ErrUnavailable, err)
 	}

@@ -1,0 +1,97 @@
+package access_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/internal/reconnect"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// TestCallerDeadlineIsNotAnOutage: a caller that gives up on a slow
+// statement (an NPC's tool budget, a slash command's reply window, a
+// console request) has its own deadline to blame, not the database: the
+// door stays open for everyone else, and the caller's error says it ran
+// out of time, not that memory is offline. A statement that outlives the
+// door's own statement timeout while its caller still waits is what a hung
+// database looks like, and still degrades the door.
+func TestCallerDeadlineIsNotAnOutage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		statement  time.Duration // the door's statement timeout
+		caller     time.Duration // the caller's deadline (0: none)
+		wantOutage bool
+	}{
+		{"the caller's deadline", time.Minute, 50 * time.Millisecond, false},
+		{"the door's statement timeout", 50 * time.Millisecond, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, dsn := pgtest.NewStore(t, 8)
+			seed(t, s, "slow")
+			d, err := access.New(access.Config{Store: s, StatementTimeout: tt.statement, Probe: reconnect.Backoff{Initial: time.Hour, Max: time.Hour}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			ctx := context.Background()
+			dm, err := d.Open(ctx, "slow", memory.DMViewer())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another session holds the entities table until the read
+			// below has returned: the read waits for as long as its
+			// deadline lets it.
+			lock, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Close(ctx)
+			tx, err := lock.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, "LOCK TABLE entities IN ACCESS EXCLUSIVE MODE"); err != nil {
+				t.Fatal(err)
+			}
+			rctx := ctx
+			if tt.caller > 0 {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(ctx, tt.caller)
+				defer cancel()
+			}
+			_, err = dm.Graph().Entity(rctx, "vexa")
+			if err == nil {
+				t.Fatal("a read of a locked table returned")
+			}
+			if got := errors.Is(err, memory.ErrUnavailable); got != tt.wantOutage {
+				t.Errorf("error %v: ErrUnavailable %v, want %v", err, got, tt.wantOutage)
+			}
+			if !tt.wantOutage && !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("error %v does not say the caller's deadline passed", err)
+			}
+			if got := d.Health().Degraded; got != tt.wantOutage {
+				t.Errorf("door degraded %v, want %v", got, tt.wantOutage)
+			}
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantOutage {
+				return
+			}
+			// The door is open: the next reader is answered.
+			if e, err := dm.Graph().Entity(ctx, "vexa"); err != nil || e.Name != "Vexa" {
+				t.Fatalf("the next read: %+v, %v", e, err)
+			}
+		})
+	}
+}
