@@ -252,19 +252,7 @@ func TestImportKilledMidTransactionLeavesNothing(t *testing.T) {
 
 	// The lock is held from a connection of its own: pool watches
 	// pg_stat_activity outside any transaction, so each look is fresh.
-	locker, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(ctx)
-	lock, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, "LOCK TABLE transcript_entries IN EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	release := pgtest.LockTable(t, dsn, "transcript_entries", "EXCLUSIVE")
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envServeHelper+"=import --no-process "+file, "GLYPHOXA_DSN="+dsn)
@@ -310,9 +298,7 @@ func TestImportKilledMidTransactionLeavesNothing(t *testing.T) {
 	<-exited
 	// Its backend, waiting for the lock, notices the dead client only
 	// once it gets the lock: release it.
-	if err := lock.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	// The server ends the dead client's backend (at its next read of the
 	// socket); until then its rows are uncommitted and invisible anyway.
 	for {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
@@ -44,19 +42,7 @@ func TestCallerDeadlineDoesNotDegrade(t *testing.T) {
 			defer g.Close()
 			// Another session holds the session log until the read below
 			// has returned.
-			lock, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer lock.Close(ctx)
-			tx, err := lock.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(ctx)
-			if _, err := tx.Exec(ctx, "LOCK TABLE transcript_entries IN ACCESS EXCLUSIVE MODE"); err != nil {
-				t.Fatal(err)
-			}
+			release := pgtest.LockTable(t, dsn, "transcript_entries", "ACCESS EXCLUSIVE")
 			rctx := ctx
 			if tt.caller > 0 {
 				var cancel context.CancelFunc
@@ -74,9 +60,7 @@ func TestCallerDeadlineDoesNotDegrade(t *testing.T) {
 			if g.IsDegraded() != tt.wantDegraded {
 				t.Errorf("degraded %v, want %v", g.IsDegraded(), tt.wantDegraded)
 			}
-			if err := tx.Rollback(ctx); err != nil {
-				t.Fatal(err)
-			}
+			release()
 			if tt.wantDegraded {
 				return
 			}

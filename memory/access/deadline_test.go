@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
@@ -50,19 +48,7 @@ func TestCallerDeadlineIsNotAnOutage(t *testing.T) {
 			// Another session holds the entities table until the read
 			// below has returned: the read waits for as long as its
 			// deadline lets it.
-			lock, err := pgx.Connect(ctx, dsn)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer lock.Close(ctx)
-			tx, err := lock.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(ctx)
-			if _, err := tx.Exec(ctx, "LOCK TABLE entities IN ACCESS EXCLUSIVE MODE"); err != nil {
-				t.Fatal(err)
-			}
+			release := pgtest.LockTable(t, dsn, "entities", "ACCESS EXCLUSIVE")
 			rctx := ctx
 			if tt.caller > 0 {
 				var cancel context.CancelFunc
@@ -82,9 +68,7 @@ func TestCallerDeadlineIsNotAnOutage(t *testing.T) {
 			if got := d.Health().Degraded; got != tt.wantOutage {
 				t.Errorf("door degraded %v, want %v", got, tt.wantOutage)
 			}
-			if err := tx.Rollback(ctx); err != nil {
-				t.Fatal(err)
-			}
+			release()
 			if tt.wantOutage {
 				return
 			}

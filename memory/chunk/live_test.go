@@ -33,18 +33,7 @@ func TestLiveUpdateAfterAFailedLanguageRead(t *testing.T) {
 
 	// Another session holds the campaigns table; the language read waits
 	// for it until its context is cancelled.
-	locker, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(context.Background())
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE campaigns IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	release := pgtest.LockTable(t, dsn, "campaigns", "ACCESS EXCLUSIVE")
 	uctx, ucancel := context.WithCancel(ctx)
 	failed := make(chan error, 1)
 	go func() {
@@ -79,9 +68,7 @@ func TestLiveUpdateAfterAFailedLanguageRead(t *testing.T) {
 	if err := <-failed; err == nil {
 		t.Fatal("Update succeeded with the language read cancelled")
 	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 
 	rep, err := live.Update(ctx)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -388,4 +389,34 @@ func schemaKey(dims int) (key string, ok bool) {
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8]), true
+}
+
+// LockTable holds table of the database at dsn locked in mode (LOCK
+// TABLE's: "ACCESS EXCLUSIVE", "EXCLUSIVE", ...) from a session of its own,
+// inside a transaction, until release is called or the test ends: the
+// statements that need the table wait, as on a database that has stopped
+// answering them. release rolls the transaction back and closes the
+// session; it may be called more than once.
+func LockTable(tb testing.TB, dsn, table, mode string) (release func()) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatalf("connecting to lock %s: %v", table, err)
+	}
+	if _, err := conn.Exec(ctx, "BEGIN; LOCK TABLE "+pgx.Identifier{table}.Sanitize()+" IN "+mode+" MODE"); err != nil {
+		conn.Close(ctx)
+		tb.Fatalf("locking %s in %s mode: %v", table, mode, err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+				tb.Errorf("releasing the lock on %s: %v", table, err)
+			}
+			conn.Close(ctx)
+		})
+	}
+	tb.Cleanup(release)
+	return release
 }
