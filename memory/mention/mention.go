@@ -10,6 +10,7 @@
 package mention
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -235,21 +236,31 @@ func (m *Matcher) seeds(text string, fuzzy func(string) []int) []Match {
 		if len([]rune(toks[i].lower)) < 4 || stop[toks[i].lower] {
 			continue
 		}
-		matched := false
+		// A word that only sounds like a name, or is spelled near one,
+		// names one entity at most: when it could be several, the belief
+		// that it names each is shared among them (a common word such as
+		// "dragon" sounding like eighty-five "Drak…" names names none of
+		// them with any confidence).
+		var loose []string
 		p1, p2 := matchr.DoubleMetaphone(toks[i].lower)
 		for _, p := range []string{p1, p2} {
 			for _, ref := range m.phon[p] {
-				if p != "" && matchr.JaroWinkler(toks[i].lower, ref.word, false) >= 0.75 {
-					add(ref.entity, ScorePhonetic)
-					matched = true
+				if p != "" && matchr.JaroWinkler(toks[i].lower, ref.word, false) >= 0.75 && !slices.Contains(loose, ref.entity) {
+					loose = append(loose, ref.entity)
 				}
 			}
 		}
-		if matched {
-			continue
+		score := ScorePhonetic
+		if len(loose) == 0 {
+			score = ScoreFuzzy
+			for _, j := range fuzzy(toks[i].lower) {
+				if !slices.Contains(loose, m.vocab[j].entity) {
+					loose = append(loose, m.vocab[j].entity)
+				}
+			}
 		}
-		for _, j := range fuzzy(toks[i].lower) {
-			add(m.vocab[j].entity, ScoreFuzzy)
+		for _, id := range loose {
+			add(id, score/float64(len(loose)))
 		}
 	}
 	out := make([]Match, 0, len(order))

@@ -58,3 +58,33 @@ func TestSeeds(t *testing.T) {
 		t.Errorf("question words matched names: %v", got)
 	}
 }
+
+// TestLooseWordSharesItsBelief: a word that only sounds like a name, or is
+// spelled near one, may name one entity at most; when it sounds like
+// several, each gets its share of the belief, and a common word sounding
+// like a crowd of names seeds none of them strongly.
+func TestLooseWordSharesItsBelief(t *testing.T) {
+	crowd := []memory.Entity{{ID: "mirabel", Name: "Queen Mirabel"}}
+	for _, n := range []string{"Drakon", "Draken", "Drakken", "Dracon"} {
+		crowd = append(crowd, memory.Entity{ID: n, Name: n})
+	}
+	m := NewMatcher(crowd)
+	tests := []struct {
+		text string
+		want map[string]float64
+	}{
+		{"where is the dragon", map[string]float64{"Drakon": ScorePhonetic / 4, "Draken": ScorePhonetic / 4,
+			"Drakken": ScorePhonetic / 4, "Dracon": ScorePhonetic / 4}},
+		// A full name outweighs any share, and is not shared.
+		{"what did mirabel say of drakon", map[string]float64{"mirabel": ScorePartial, "Drakon": ScoreExact}},
+	}
+	for _, tt := range tests {
+		got := map[string]float64{}
+		for _, s := range m.Seeds(tt.text) {
+			got[s.EntityID] = s.Score
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Seeds(%q) = %v, want %v", tt.text, got, tt.want)
+		}
+	}
+}
