@@ -199,7 +199,9 @@ func (m *Matcher) fullAt(toks []token, i int) (name, bool) {
 
 // Seeds returns the entities a question names, best first, each with the
 // score of its best match: full names and aliases, distinctive name words
-// in any case, words that sound like a name word, and near spellings.
+// in any case, words that sound like a name word, and near spellings. A
+// word that sounds like, or is spelled near, several entities' names gives
+// each its share of the score.
 func (m *Matcher) Seeds(text string) []Match {
 	return m.seeds(text, m.fuzzyIndexed)
 }
