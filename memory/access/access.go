@@ -158,8 +158,9 @@ func (d *Door) Close() error {
 // Open returns campaign id's memory bound to viewer v and guarded by the
 // door. A campaign that does not exist is created for the DM (the DM's
 // commands start new campaigns) and is an error wrapping memory.ErrNotFound
-// for anyone else, naming no other campaign. An outage while opening is an
-// error wrapping memory.ErrUnavailable, and degrades the door.
+// for anyone else, naming no other campaign. An outage while opening (the
+// statement timeout included) is an error wrapping memory.ErrUnavailable,
+// and degrades the door.
 func (d *Door) Open(ctx context.Context, id string, v memory.Viewer) (*Campaign, error) {
 	if err := v.Validate(); err != nil {
 		return nil, fmt.Errorf("opening campaign %s: %w", memory.Quote(id, 40), err)
@@ -174,10 +175,15 @@ func (d *Door) Open(ctx context.Context, id string, v memory.Viewer) (*Campaign,
 		pc  *postgres.Campaign
 		err error
 	)
+	// Bounded like every statement behind the door: a database that has
+	// stopped answering is an outage after StatementTimeout, not a page or
+	// a tool call that waits forever.
+	sctx, cancel := context.WithTimeout(ctx, d.cfg.StatementTimeout)
+	defer cancel()
 	if v.Role == memory.RoleDM {
-		pc, err = d.store.Campaign(ctx, id)
+		pc, err = d.store.Campaign(sctx, id)
 	} else {
-		pc, err = d.store.ExistingCampaign(ctx, id)
+		pc, err = d.store.ExistingCampaign(sctx, id)
 	}
 	switch {
 	case err == nil:
@@ -229,12 +235,16 @@ func (d *Door) recheck(ctx context.Context) error {
 	return d.Enter()
 }
 
-// Campaigns lists the campaign ids.
+// Campaigns lists the campaign ids. An outage (the statement timeout
+// included) is an error wrapping memory.ErrUnavailable, and degrades the
+// door.
 func (d *Door) Campaigns(ctx context.Context) ([]string, error) {
 	if err := d.Enter(); err != nil {
 		return nil, fmt.Errorf("listing campaigns: %w", err)
 	}
-	ids, err := d.store.Campaigns(ctx)
+	sctx, cancel := context.WithTimeout(ctx, d.cfg.StatementTimeout)
+	defer cancel()
+	ids, err := d.store.Campaigns(sctx)
 	if err != nil && postgres.IsOutageFor(ctx, err) {
 		d.Failed(err)
 		return nil, fmt.Errorf("%w: %w", memory.ErrUnavailable, err)

@@ -79,3 +79,55 @@ func TestCallerDeadlineIsNotAnOutage(t *testing.T) {
 		})
 	}
 }
+
+// TestOpeningIsBoundedByTheStatementTimeout: opening a campaign, and
+// listing them, on a database that has stopped answering (another session
+// holds the campaigns table) ends after the door's statement timeout with
+// an outage, as every other statement does; it used to wait for as long as
+// its caller did, forever for a console page or an MCP call.
+func TestOpeningIsBoundedByTheStatementTimeout(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		op   func(context.Context, *access.Door) error
+	}{
+		{"the DM opens", func(ctx context.Context, d *access.Door) error {
+			_, err := d.Open(ctx, "stuck", memory.DMViewer())
+			return err
+		}},
+		{"a player opens", func(ctx context.Context, d *access.Door) error {
+			_, err := d.Open(ctx, "stuck", memory.PlayerViewer())
+			return err
+		}},
+		{"the campaigns are listed", func(ctx context.Context, d *access.Door) error {
+			_, err := d.Campaigns(ctx)
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, dsn := pgtest.NewStore(t, 8)
+			seed(t, s, "stuck")
+			d, err := access.New(access.Config{Store: s, StatementTimeout: 50 * time.Millisecond,
+				Probe: reconnect.Backoff{Initial: time.Hour, Max: time.Hour}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			release := pgtest.LockTable(t, dsn, "campaigns", "ACCESS EXCLUSIVE")
+			done := make(chan error, 1)
+			go func() { done <- tt.op(context.Background(), d) }()
+			select {
+			case err = <-done:
+			case <-time.After(2 * time.Minute): // a hang guard, not a budget
+				release()
+				t.Fatalf("%s waited on a database that does not answer, past the statement timeout: %v", tt.name, <-done)
+			}
+			release()
+			if !errors.Is(err, memory.ErrUnavailable) || !d.Health().Degraded {
+				t.Fatalf("%s with the database not answering: %v (degraded %v), want ErrUnavailable", tt.name, err, d.Health().Degraded)
+			}
+		})
+	}
+}

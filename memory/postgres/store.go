@@ -156,7 +156,7 @@ func (s *Store) Campaign(ctx context.Context, id string) (*Campaign, error) {
 		return nil, err
 	}
 	if _, err := s.pool.Exec(ctx, "INSERT INTO campaigns (id) VALUES ($1) ON CONFLICT DO NOTHING", id); err != nil {
-		return nil, fmt.Errorf("opening campaign %q: %w", id, classify(err))
+		return nil, fmt.Errorf("opening campaign %q: %w", id, classify(endedBy(ctx, err)))
 	}
 	return newCampaign(s, s.pool, id, nil, view{}), nil
 }
@@ -169,12 +169,12 @@ func (s *Store) ExistingCampaign(ctx context.Context, id string) (*Campaign, err
 	}
 	var ok bool
 	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM campaigns WHERE id = $1)", id).Scan(&ok); err != nil {
-		return nil, fmt.Errorf("opening campaign %q: %w", id, classify(err))
+		return nil, fmt.Errorf("opening campaign %q: %w", id, classify(endedBy(ctx, err)))
 	}
 	if !ok {
 		known, err := s.Campaigns(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("opening campaign %q: %w", id, classify(err))
+			return nil, fmt.Errorf("opening campaign %q: %w", id, err)
 		}
 		return nil, &UnknownCampaignError{ID: id, Known: known}
 	}
@@ -201,9 +201,13 @@ func (e *UnknownCampaignError) Unwrap() error { return memory.ErrNotFound }
 func (s *Store) Campaigns(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, "SELECT id FROM campaigns ORDER BY id")
 	if err != nil {
-		return nil, fmt.Errorf("listing campaigns: %w", err)
+		return nil, fmt.Errorf("listing campaigns: %w", classify(endedBy(ctx, err)))
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing campaigns: %w", classify(endedBy(ctx, err)))
+	}
+	return ids, nil
 }
 
 // InTx runs fn with the layers of one campaign bound to a single transaction:
