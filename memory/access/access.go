@@ -57,9 +57,9 @@ type Config struct {
 	// StatementTimeout bounds one statement (default
 	// DefaultStatementTimeout); a statement that takes longer counts as an
 	// outage. A statement whose caller's own deadline passes first (an
-	// NPC's tool budget, a command's reply window) does not: its error
-	// wraps context.DeadlineExceeded, not memory.ErrUnavailable, and the
-	// door stays open.
+	// NPC's tool budget, a turn's timeout) does not: its error wraps
+	// context.DeadlineExceeded, not memory.ErrUnavailable, and the door
+	// stays open.
 	StatementTimeout time.Duration
 	// ProbeTimeout bounds one health check (default DefaultProbeTimeout).
 	ProbeTimeout time.Duration

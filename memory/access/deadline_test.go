@@ -13,10 +13,9 @@ import (
 )
 
 // TestCallerDeadlineIsNotAnOutage: a caller that gives up on a slow
-// statement (an NPC's tool budget, a slash command's reply window, a
-// console request) has its own deadline to blame, not the database: the
-// door stays open for everyone else, and the caller's error says it ran
-// out of time, not that memory is offline. A statement that outlives the
+// statement (an NPC's tool budget, a turn's timeout) has its own deadline
+// to blame, not the database: the door stays open for everyone else, and
+// the caller's error says it ran out of time, not that memory is offline. A statement that outlives the
 // door's own statement timeout while its caller still waits is what a hung
 // database looks like, and still degrades the door.
 func TestCallerDeadlineIsNotAnOutage(t *testing.T) {

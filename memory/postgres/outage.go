@@ -50,10 +50,10 @@ func IsOutage(err error) bool {
 // IsOutageFor is IsOutage as the layer that was called with ctx sees err:
 // when ctx has ended (its caller's own deadline passed, or it cancelled),
 // the work ended for the caller's reason, not the database's. A deadline
-// of a caller's (an NPC's tool budget, a slash command's reply window) must
-// not take memory offline for everyone; a hung database is found by the
-// timeouts the door and the memory guard set on their own work while their
-// callers still wait, and by their health probes.
+// of a caller's (an NPC's tool budget, a turn's timeout) must not take
+// memory offline for everyone; a hung database is found by the timeouts
+// the door and the memory guard set on their own work while their callers
+// still wait, and by their health probes.
 func IsOutageFor(ctx context.Context, err error) bool {
 	return ctx.Err() == nil && IsOutage(err)
 }
