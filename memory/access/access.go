@@ -239,17 +239,15 @@ func (d *Door) recheck(ctx context.Context) error {
 // included) is an error wrapping memory.ErrUnavailable, and degrades the
 // door.
 func (d *Door) Campaigns(ctx context.Context) ([]string, error) {
-	if err := d.Enter(); err != nil {
-		return nil, fmt.Errorf("listing campaigns: %w", err)
+	var ids []string
+	err := d.guard(ctx, "listing campaigns", func(ctx context.Context) (err error) {
+		ids, err = d.store.Campaigns(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, d.cfg.StatementTimeout)
-	defer cancel()
-	ids, err := d.store.Campaigns(sctx)
-	if err != nil && postgres.IsOutageFor(ctx, err) {
-		d.Failed(err)
-		return nil, fmt.Errorf("%w: %w", memory.ErrUnavailable, err)
-	}
-	return ids, err
+	return ids, nil
 }
 
 // Dimensions is the embedding dimension of the semantic index.

@@ -12,8 +12,9 @@ import (
 // SignIn is a signed-in browser of the DM console.
 type SignIn = postgres.SignIn
 
-// guard runs a door-level statement through the health gate, bounded by
-// the statement timeout.
+// guard runs a door-level statement (one not bound to a campaign: the
+// campaign list, console sign-ins) through the health gate, bounded by the
+// statement timeout; an outage degrades the door.
 func (d *Door) guard(caller context.Context, what string, fn func(context.Context) error) error {
 	if err := d.Enter(); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
