@@ -130,3 +130,91 @@ func TestOpeningIsBoundedByTheStatementTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestTransactionsAreBoundedByTheStatementTimeout: a write that runs as a
+// transaction (the DM adding an entity from the console or over MCP) on a
+// database that has stopped answering (another session holds the table it
+// writes) ends after the door's statement timeout with an outage, as a
+// single statement does; it used to wait for as long as its caller did.
+// A transaction that commits, on a database that answers, leaves the door
+// open: pgx.BeginFunc rolls back after every commit and is told the
+// transaction is closed, which is not an outage.
+func TestTransactionsAreBoundedByTheStatementTimeout(t *testing.T) {
+	t.Parallel()
+	kessa := memory.Entity{Type: memory.EntityNPC, Name: "Kessa"}
+	tests := []struct {
+		name   string
+		locked bool
+		op     func(context.Context, *access.Campaign) error
+	}{
+		{"the DM adds an entity", true, func(ctx context.Context, dm *access.Campaign) error {
+			_, err := dm.Graph().AddEntity(ctx, kessa)
+			return err
+		}},
+		{"the DM adds an entity in a change of several", true, func(ctx context.Context, dm *access.Campaign) error {
+			return dm.InTx(ctx, "dm", func(c *access.Campaign) error {
+				_, err := c.Graph().AddEntity(ctx, kessa)
+				return err
+			})
+		}},
+		{"the DM adds an entity, the database answering", false, func(ctx context.Context, dm *access.Campaign) error {
+			_, err := dm.Graph().AddEntity(ctx, kessa)
+			return err
+		}},
+		{"a change of several, the database answering", false, func(ctx context.Context, dm *access.Campaign) error {
+			return dm.InTx(ctx, "dm", func(c *access.Campaign) error {
+				_, err := c.Graph().AddEntity(ctx, kessa)
+				return err
+			})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, dsn := pgtest.NewStore(t, 8)
+			seed(t, s, "stuck")
+			// The statement timeout is short only where the table is
+			// held: a database that answers is never cut off by it.
+			timeout := time.Minute
+			if tt.locked {
+				timeout = 50 * time.Millisecond
+			}
+			d, err := access.New(access.Config{Store: s, StatementTimeout: timeout,
+				Probe: reconnect.Backoff{Initial: time.Hour, Max: time.Hour}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { d.Close() })
+			ctx := context.Background()
+			dm, err := d.Open(ctx, "stuck", memory.DMViewer())
+			if err != nil {
+				t.Fatal(err)
+			}
+			release := func() {}
+			if tt.locked {
+				release = pgtest.LockTable(t, dsn, "entities", "ACCESS EXCLUSIVE")
+			}
+			done := make(chan error, 1)
+			go func() { done <- tt.op(ctx, dm) }()
+			select {
+			case err = <-done:
+			case <-time.After(2 * time.Minute): // a hang guard, not a budget
+				release()
+				t.Fatalf("%s waited on a database that does not answer, past the statement timeout: %v", tt.name, <-done)
+			}
+			release()
+			if !tt.locked {
+				if err != nil || d.Health().Degraded {
+					t.Fatalf("%s: %v (degraded %v), want it written and the door open", tt.name, err, d.Health().Degraded)
+				}
+				if e, err := dm.Graph().Entity(ctx, "kessa"); err != nil || e.Name != "Kessa" {
+					t.Fatalf("reading what was written: %+v, %v", e, err)
+				}
+				return
+			}
+			if !errors.Is(err, memory.ErrUnavailable) || !d.Health().Degraded {
+				t.Fatalf("%s with the database not answering: %v (degraded %v), want ErrUnavailable", tt.name, err, d.Health().Degraded)
+			}
+		})
+	}
+}

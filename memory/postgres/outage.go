@@ -130,18 +130,25 @@ type guarded struct {
 	gate Gate // nil: classify only
 }
 
-func (g guarded) enter(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	if g.gate == nil {
-		return ctx, func() {}, nil
+func (g guarded) enter(caller context.Context) (context.Context, context.CancelFunc, error) {
+	if g.gate != nil {
+		if err := g.gate.Enter(); err != nil {
+			return caller, func() {}, err
+		}
 	}
-	if err := g.gate.Enter(); err != nil {
-		return ctx, func() {}, err
+	ctx, cancel := g.bound(caller)
+	return ctx, cancel, nil
+}
+
+// bound is the caller's context bounded by the gate's statement timeout.
+func (g guarded) bound(caller context.Context) (context.Context, context.CancelFunc) {
+	if g.gate == nil {
+		return caller, func() {}
 	}
 	if d := g.gate.Timeout(); d > 0 {
-		ctx, cancel := context.WithTimeout(ctx, d)
-		return ctx, cancel, nil
+		return context.WithTimeout(caller, d)
 	}
-	return ctx, func() {}, nil
+	return caller, func() {}
 }
 
 // done classifies the error of a statement its caller ran with ctx (the
@@ -195,57 +202,68 @@ func (g guarded) SendBatch(caller context.Context, b *pgx.Batch) pgx.BatchResult
 	return &guardedBatch{BatchResults: g.q.SendBatch(ctx, b), g: g, caller: caller, cancel: cancel}
 }
 
-func (g guarded) Begin(ctx context.Context) (pgx.Tx, error) {
-	// A transaction's statements are bounded by the caller's context alone:
-	// a timeout here would end the transaction after its Begin returned.
-	if g.gate != nil {
-		if err := g.gate.Enter(); err != nil {
-			return nil, err
-		}
+// Begin starts a transaction: acquiring a connection and sending BEGIN are
+// one statement to the gate. The transaction's statements are guarded one
+// by one as the pool's are (refused at once while the gate knows the
+// database down, each bounded by its timeout, outages told to it), and so
+// are Commit and Rollback, without the refusal: a transaction under way
+// may always end. pgx keeps no context past the call that was given it, so
+// a bound on one statement ends with that statement.
+func (g guarded) Begin(caller context.Context) (pgx.Tx, error) {
+	ctx, cancel, err := g.enter(caller)
+	if err != nil {
+		return nil, err
 	}
+	defer cancel()
 	tx, err := g.q.Begin(ctx)
 	if err != nil {
-		return nil, g.done(ctx, err)
+		return nil, g.done(caller, err)
 	}
 	return guardedTx{Tx: tx, g: guarded{q: tx, gate: g.gate}}, nil
 }
 
-// guardedTx classifies the errors of a transaction's statements.
+// guardedTx is a transaction whose statements are guarded (see
+// [guarded.Begin]).
 type guardedTx struct {
 	pgx.Tx
-	g guarded
+	g guarded // over Tx
 }
 
-func (t guardedTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	tag, err := t.Tx.Exec(ctx, sql, args...)
-	return tag, t.g.done(ctx, err)
+func (t guardedTx) Exec(caller context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.g.Exec(caller, sql, args...)
 }
 
-func (t guardedTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	rows, err := t.Tx.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, t.g.done(ctx, err)
+func (t guardedTx) Query(caller context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.g.Query(caller, sql, args...)
+}
+
+func (t guardedTx) QueryRow(caller context.Context, sql string, args ...any) pgx.Row {
+	return t.g.QueryRow(caller, sql, args...)
+}
+
+func (t guardedTx) SendBatch(caller context.Context, b *pgx.Batch) pgx.BatchResults {
+	return t.g.SendBatch(caller, b)
+}
+
+func (t guardedTx) Begin(caller context.Context) (pgx.Tx, error) { return t.g.Begin(caller) }
+
+func (t guardedTx) Commit(caller context.Context) error {
+	ctx, cancel := t.g.bound(caller)
+	defer cancel()
+	return t.g.done(caller, t.Tx.Commit(ctx))
+}
+
+// Rollback ends the transaction. pgx.BeginFunc rolls back after every
+// commit too, and is told pgx.ErrTxClosed then: that is not an outage.
+func (t guardedTx) Rollback(caller context.Context) error {
+	ctx, cancel := t.g.bound(caller)
+	defer cancel()
+	err := t.Tx.Rollback(ctx)
+	if errors.Is(err, pgx.ErrTxClosed) {
+		return err
 	}
-	return &guardedRows{Rows: rows, g: t.g, caller: ctx, cancel: func() {}}, nil
+	return t.g.done(caller, err)
 }
-
-func (t guardedTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return &guardedRow{row: t.Tx.QueryRow(ctx, sql, args...), g: t.g, caller: ctx, cancel: func() {}}
-}
-
-func (t guardedTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return &guardedBatch{BatchResults: t.Tx.SendBatch(ctx, b), g: t.g, caller: ctx, cancel: func() {}}
-}
-
-func (t guardedTx) Begin(ctx context.Context) (pgx.Tx, error) {
-	tx, err := t.Tx.Begin(ctx)
-	if err != nil {
-		return nil, t.g.done(ctx, err)
-	}
-	return guardedTx{Tx: tx, g: guarded{q: tx, gate: t.g.gate}}, nil
-}
-
-func (t guardedTx) Commit(ctx context.Context) error { return t.g.done(ctx, t.Tx.Commit(ctx)) }
 
 // guardedRows classifies the error that ends a result set and releases the
 // statement's timeout when the rows are closed.

@@ -252,8 +252,13 @@ type Campaign struct {
 // or a refusal (memory.ErrUnavailable, memory.ErrRefused) and, with a gate,
 // guards every statement.
 func newCampaign(s *Store, db querier, id string, gate Gate, v view) *Campaign {
-	if g, ok := db.(guarded); ok {
+	// The querier guarded once: a guarded pool or transaction is
+	// unwrapped before it is wrapped with this campaign's gate.
+	switch g := db.(type) {
+	case guarded:
 		db = g.q
+	case guardedTx:
+		db = g.Tx
 	}
 	q := guarded{q: db, gate: gate}
 	v.campaign = id
