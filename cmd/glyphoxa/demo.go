@@ -148,10 +148,22 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	settings.DrainTimeout = *drain
 	opts := scene.Options{Campaign: dm, Providers: prov, Settings: settings, OutDir: *out, Logger: log}
 	// The players speak, and the NPCs answer, with the best offline voices
-	// installed: distinct voices that speech-to-text understands well.
-	if l, err := tts.NewLocal(tts.LocalConfig{Logger: log}); err == nil {
-		opts.PlayerVoice = l
-		for _, v := range l.PlayerVoices(len(sc.Players)) {
+	// installed: distinct voices that speech-to-text understands well. The
+	// NPCs' offline voices speak for the players too when they are the
+	// configured ones (one festival kept running, not two).
+	var local *tts.Local
+	if v, ok := prov.Speaker.(*table.Voices); ok {
+		local, _ = v.Default.(*tts.Local)
+	}
+	if local == nil {
+		if l, err := tts.NewLocal(tts.LocalConfig{Logger: log}); err == nil {
+			local = l
+			defer l.Close()
+		}
+	}
+	if local != nil {
+		opts.PlayerVoice = local
+		for _, v := range local.PlayerVoices(len(sc.Players)) {
 			opts.PlayerVoices = append(opts.PlayerVoices, v.Name)
 		}
 		if v, ok := prov.Speaker.(*table.Voices); ok {

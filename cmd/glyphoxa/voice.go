@@ -48,16 +48,24 @@ func tableProviders(cfg config.Config, log *slog.Logger, clk clock.Clock, onUsag
 	if p.STTProvider == "" {
 		p.STTProvider = table.ProviderPocketsphinx
 	}
+	// The recogniser and the synthesiser may keep programs running
+	// (pocketsphinx, festival): release stops them.
+	var held []any
 	release := func() error {
-		if c, ok := rec.(interface{ Close() error }); ok {
-			return c.Close()
+		var errs []error
+		for _, h := range held {
+			if c, ok := h.(interface{ Close() error }); ok {
+				errs = append(errs, c.Close())
+			}
 		}
-		return nil
+		return errors.Join(errs...)
 	}
+	held = append(held, rec)
 	synth, err := newSynthesizer(cfg.Providers.TTS, log)
 	if err != nil {
 		return p, release, err
 	}
+	held = append(held, synth)
 	name, voice := cfg.Providers.TTS.Provider, cfg.Providers.TTS.Voice
 	if name == "" {
 		name = "local"

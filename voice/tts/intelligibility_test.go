@@ -61,6 +61,7 @@ func TestLocalVoicesIntelligibility(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer local.Close()
 	hints, corpus := campaignVocabulary(t)
 	sp := &stt.Sphinx{Corpus: corpus, Timeout: 5 * time.Minute} // a hang guard, not a budget
 	defer sp.Close()

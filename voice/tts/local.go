@@ -41,37 +41,40 @@ func (v LocalVoice) Voice() Voice { return Voice{Name: v.Engine + ":" + v.Name} 
 // well pocketsphinx, with the sample campaign's vocabulary, understood them
 // on the demo's scene and the campaign's sentences after Opus and the voice
 // path (TestLocalVoicesIntelligibility), with how long one NPC sentence
-// takes to synthesise (BenchmarkLocalVoices), November 2026, 2 cores:
+// takes to synthesise, festival already running (BenchmarkLocalVoices,
+// medians of 3 runs), November 2026, 2 cores:
 //
 //	voice                  names  word errors  one sentence
-//	festival kal_diphone   18/18  18.2%        0.92 s
-//	flite rms              17/18  15.5%        0.17 s
-//	festival slt (HTS)     15/18  19.1%        1.21 s
-//	festival ked_diphone   17/18  22.7%        0.83 s
-//	flite slt              16/18  20.9%        0.12 s
-//	flite kal16            15/18  18.2%        0.01 s
-//	flite awb              15/18  21.8%        0.14 s
-//	espeak-ng en-us        11/18  46.4%        0.02 s
-//	espeak-ng en-us+m7      9/18  51.8%        0.01 s
-//	espeak-ng en-gb+f3      6/18  62.7%        0.02 s
+//	festival kal_diphone   18/18  18.2%        0.02 s
+//	flite rms              17/18  15.5%        0.12 s
+//	festival slt (HTS)     15/18  19.1%        0.13 s
+//	festival ked_diphone   17/18  22.7%        0.02 s
+//	flite slt              16/18  20.9%        0.11 s
+//	flite kal16            15/18  18.2%        0.03 s
+//	flite awb              15/18  21.8%        0.11 s
+//	espeak-ng en-us        11/18  46.4%        0.03 s
+//	espeak-ng en-us+m7      9/18  51.8%        0.03 s
+//	espeak-ng en-gb+f3      6/18  62.7%        0.03 s
 //
 // Festival and flite are within a name or two of one another; espeak-ng is
 // far behind and stays the last fallback. The female HTS voice comes third
 // so that the first three voices (three players, say) are distinct: two men
-// and a woman. Festival loads its voice on every call, so it is slow to
-// start speaking; [Local.Best], the voice of an NPC without one of its own,
-// is the best understood of the quick voices.
+// and a woman. [Local.Best], the voice of an NPC without one of its own,
+// is the best understood of the quick voices. Festival's first sentence,
+// when it is not running (the process's first, or after
+// DefaultFestivalIdle without one), also starts it: 1.27 s for
+// kal_diphone, 1.41 s for the HTS voice (BenchmarkFestivalStart).
 var rankedVoices = []LocalVoice{
-	{EngineFestival, FestivalKAL, "male, US English, diphone", 920 * time.Millisecond},
-	{EngineFlite, "rms", "male, US English", 170 * time.Millisecond},
-	{EngineFestival, FestivalSLT, "female, US English, HTS", 1210 * time.Millisecond},
-	{EngineFestival, FestivalKED, "male, US English, diphone", 830 * time.Millisecond},
-	{EngineFlite, "slt", "female, US English", 120 * time.Millisecond},
-	{EngineFlite, "kal16", "male, US English", 10 * time.Millisecond},
-	{EngineFlite, "awb", "male, Scottish English", 140 * time.Millisecond},
-	{EngineEspeak, "en-us", "male, US English, formant", 20 * time.Millisecond},
-	{EngineEspeak, "en-us+m7", "male, US English, formant", 10 * time.Millisecond},
-	{EngineEspeak, "en-gb+f3", "female, British English, formant", 20 * time.Millisecond},
+	{EngineFestival, FestivalKAL, "male, US English, diphone", 20 * time.Millisecond},
+	{EngineFlite, "rms", "male, US English", 120 * time.Millisecond},
+	{EngineFestival, FestivalSLT, "female, US English, HTS", 130 * time.Millisecond},
+	{EngineFestival, FestivalKED, "male, US English, diphone", 20 * time.Millisecond},
+	{EngineFlite, "slt", "female, US English", 110 * time.Millisecond},
+	{EngineFlite, "kal16", "male, US English", 30 * time.Millisecond},
+	{EngineFlite, "awb", "male, Scottish English", 110 * time.Millisecond},
+	{EngineEspeak, "en-us", "male, US English, formant", 30 * time.Millisecond},
+	{EngineEspeak, "en-us+m7", "male, US English, formant", 30 * time.Millisecond},
+	{EngineEspeak, "en-gb+f3", "female, British English, formant", 30 * time.Millisecond},
 }
 
 // QuickVoice is the longest a voice may take to synthesise one sentence
@@ -101,10 +104,11 @@ type LocalConfig struct {
 // a warning: a reply is never lost to a broken installation. It is safe
 // for concurrent use.
 type Local struct {
-	voices   []LocalVoice // installed, best first
-	engines  map[string]Synthesizer
-	festival map[string]bool
-	log      *slog.Logger
+	voices         []LocalVoice // installed, best first
+	engines        map[string]Synthesizer
+	festival       *Festival // nil when not installed
+	festivalVoices map[string]bool
+	log            *slog.Logger
 }
 
 var _ Synthesizer = (*Local)(nil)
@@ -123,18 +127,19 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 	if dir == "" {
 		dir = DefaultFestivalVoices
 	}
-	l := &Local{engines: map[string]Synthesizer{}, festival: map[string]bool{}, log: cfg.Logger}
+	l := &Local{engines: map[string]Synthesizer{}, festivalVoices: map[string]bool{}, log: cfg.Logger}
 	if l.log == nil {
 		l.log = slog.Default()
 	}
-	if p, err := look("text2wave"); err == nil {
+	if p, err := look("festival"); err == nil {
 		for _, v := range []string{FestivalSLT, FestivalKAL, FestivalKED} {
 			if m, _ := filepath.Glob(filepath.Join(dir, "*", v)); len(m) > 0 {
-				l.festival[v] = true
+				l.festivalVoices[v] = true
 			}
 		}
-		if len(l.festival) > 0 {
-			l.engines[EngineFestival] = Festival{Path: p}
+		if len(l.festivalVoices) > 0 {
+			l.festival = &Festival{Path: p}
+			l.engines[EngineFestival] = l.festival
 		}
 	}
 	if p, err := look("flite"); err == nil {
@@ -144,7 +149,7 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 		l.engines[EngineEspeak] = Espeak{Path: p}
 	}
 	for _, v := range rankedVoices {
-		if _, ok := l.engines[v.Engine]; ok && (v.Engine != EngineFestival || l.festival[v.Name]) {
+		if _, ok := l.engines[v.Engine]; ok && (v.Engine != EngineFestival || l.festivalVoices[v.Name]) {
 			l.voices = append(l.voices, v)
 		}
 	}
@@ -152,6 +157,16 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 		return nil, ErrNoLocalEngine
 	}
 	return l, nil
+}
+
+// Close stops the festival Local keeps running (see [Festival]): festival
+// voices fail after it with an error wrapping [ErrClosed]. The other
+// engines run a program per sentence and keep speaking.
+func (l *Local) Close() error {
+	if l.festival != nil {
+		return l.festival.Close()
+	}
+	return nil
 }
 
 // Voices returns the installed voices, best understood first.
@@ -207,7 +222,7 @@ func (l *Local) resolve(name string) (string, string, error) {
 		return eng, v, nil
 	}
 	switch {
-	case l.festival[name]:
+	case l.festivalVoices[name]:
 		return EngineFestival, name, nil
 	case slices.Contains(fliteVoices, name) && l.engines[EngineFlite] != nil:
 		return EngineFlite, name, nil
@@ -225,7 +240,7 @@ func (l *Local) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM
 	}
 	v.Name = name
 	pcm, err := l.engines[eng].Synthesize(ctx, text, v)
-	if err == nil || eng == EngineEspeak || errors.Is(err, ErrNoText) || errors.Is(err, ErrBadVoice) || ctx.Err() != nil ||
+	if err == nil || eng == EngineEspeak || errors.Is(err, ErrNoText) || errors.Is(err, ErrBadVoice) || errors.Is(err, ErrClosed) || ctx.Err() != nil ||
 		l.engines[EngineEspeak] == nil {
 		return pcm, err
 	}

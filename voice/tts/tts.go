@@ -2,10 +2,13 @@
 // with a [Voice] per NPC.
 //
 // Providers:
-//   - [Local]: the best offline engine installed — [Festival] with its HTS
-//     voice, else [Flite], else [Espeak] (Debian's espeak-ng), which stays
-//     the last fallback; the default.
-//   - [Festival], [Flite], [Espeak]: one offline engine each.
+//   - [Local]: the best offline voices installed — [Festival]'s and
+//     [Flite]'s, else [Espeak]'s (Debian's espeak-ng), which stays the last
+//     fallback; the default.
+//   - [Festival], [Flite], [Espeak]: one offline engine each. Festival is
+//     kept running between sentences (it takes over a second to start, a
+//     sentence then tens of milliseconds); flite and espeak-ng run once a
+//     sentence.
 //   - [OpenAI]: any OpenAI-compatible /v1/audio/speech endpoint.
 //   - [ElevenLabs]: ElevenLabs' HTTP streaming endpoint.
 //
