@@ -80,7 +80,7 @@ var _ Synthesizer = (*Festival)(nil)
 var ErrClosed = errors.New("speech synthesis closed")
 
 // Synthesize speaks text with the festival voice v names (FestivalSLT when
-// empty). Speed stretches or shortens durations.
+// empty). Speed scales the voice's own pace (0 or 1: as the voice speaks).
 func (f *Festival) Synthesize(ctx context.Context, text string, v Voice) (audio.PCM, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
@@ -239,15 +239,17 @@ func sayable(text string) bool {
 // festivalProc is one running festival, reading Scheme on its standard
 // input. Only the holder of its Festival's turn uses it.
 type festivalProc struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    *bufio.Reader
-	errs   *tailBuffer
-	dir    string // holds the sentence's WAV file
-	seq    int
-	voice  string      // the voice selected last
-	failed atomic.Bool // festival died, or was killed
-	once   sync.Once
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Reader
+	errs    *tailBuffer
+	dir     string // holds the sentence's WAV file
+	seq     int
+	voice   string      // the voice selected last
+	pace    float64     // its Duration_Stretch
+	defined bool        // sayScheme has been sent
+	failed  atomic.Bool // festival died, or was killed
+	once    sync.Once
 }
 
 // startFestival starts festival in pipe mode and waits until it reads
@@ -280,34 +282,52 @@ func startFestival(path string) (*festivalProc, error) {
 }
 
 // say synthesises one sentence in voice, its durations stretched by
-// stretch.
+// stretch beyond the voice's own pace.
 func (p *festivalProc) say(ctx context.Context, text, voice string, stretch float64) (audio.PCM, error) {
 	defer p.watch(ctx)()
 	if p.voice != voice {
 		// A voice loads once; selecting it again is free. current-voice
 		// names the voice in force: an unknown voice leaves the last one
 		// (and festival says why on its standard error).
+		// A voice sets its own Duration_Stretch (1.1 for the diphone
+		// voices, 1 for HTS): its pace, which Speed scales.
 		mark := p.errs.len()
-		got, err := p.do("(voice_" + voice + ")\n(format t \"%s\\n\" current-voice)\n")
+		got, err := p.do("(voice_" + voice + ")\n(format t \"%s %l\\n\" current-voice (Parameter.get (quote Duration_Stretch)))\n")
 		if err != nil {
 			return audio.PCM{}, p.fail(ctx, "choose voice", err)
 		}
-		if got != voice {
+		name, pace, _ := strings.Cut(got, " ")
+		if name != voice {
 			return audio.PCM{}, &provider.Error{Provider: "festival", Op: "voice " + voice, Body: p.errs.since(mark), Err: ErrBadVoice}
 		}
-		p.voice = voice
+		p.voice, p.pace = voice, 1
+		if f, err := strconv.ParseFloat(pace, 64); err == nil && f > 0 {
+			p.pace = f
+		}
 	}
-	wav := filepath.Join(p.dir, "sentence.wav")
+	// The text goes in a file, read by festival's text mode as text2wave
+	// reads its input: split into utterances at sentence ends, each
+	// synthesised and the waves joined (sayScheme). It never becomes
+	// Scheme.
+	in, wav := filepath.Join(p.dir, "sentence.txt"), filepath.Join(p.dir, "sentence.wav")
 	if err := os.Remove(wav); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return audio.PCM{}, &provider.Error{Provider: "festival", Op: "run", Err: err}
 	}
+	if err := os.WriteFile(in, []byte(text+"\n"), 0o600); err != nil {
+		return audio.PCM{}, &provider.Error{Provider: "festival", Op: "run", Err: err}
+	}
+	defer os.Remove(in)
 	mark := p.errs.len()
-	_, err := p.do("(Parameter.set 'Duration_Stretch " + strconv.FormatFloat(stretch, 'f', 3, 64) + ")\n" +
-		"(utt.save.wave (utt.synth (Utterance Text " + schemeString(text) + ")) " + schemeString(wav) + " (quote riff))\n" +
-		"(format t \"%s\\n\" \"spoken\")\n")
+	commands := "(Parameter.set (quote Duration_Stretch) " + strconv.FormatFloat(p.pace*stretch, 'f', 4, 64) + ")\n" +
+		"(glyphoxa_say " + schemeString(in) + " " + schemeString(wav) + ")\n"
+	if !p.defined {
+		commands = sayScheme + commands
+	}
+	_, err := p.do(commands)
 	if err != nil {
 		return audio.PCM{}, p.fail(ctx, "run", err)
 	}
+	p.defined = true
 	data, err := os.ReadFile(wav)
 	os.Remove(wav) // nothing said is left behind, even if this process is killed
 	if err != nil {
@@ -324,6 +344,30 @@ func (p *festivalProc) say(ctx context.Context, text, voice string, stretch floa
 	}
 	return pcm, nil
 }
+
+// sayScheme defines glyphoxa_say, text2wave's synthesis (its tts_hooks
+// and save_record_wave_fp) as a function: file in is read in festival's
+// text mode, each utterance synthesised, and their waves written one
+// after another to the RIFF file out, its header rewritten with the total
+// at the end. A text of no utterance leaves out empty.
+const sayScheme = `(define (glyphoxa_save utt)
+  (if (eq? glyphoxa_samples 0)
+      (wave.save.header glyphoxa_fp (utt.wave utt) 'riff nil (list (list "numsamples" 0))))
+  (set! glyphoxa_samples (+ glyphoxa_samples (get_param 'num_samples (wave.info (utt.wave utt)) 0)))
+  (wave.save.data.fp (utt.wave utt) glyphoxa_fp 'riff nil)
+  (set! glyphoxa_utt utt))
+(define (glyphoxa_say in out)
+  (set! glyphoxa_fp (fopen out "wb"))
+  (set! glyphoxa_samples 0)
+  (set! glyphoxa_utt nil)
+  (set! tts_hooks (list utt.synth glyphoxa_save))
+  (tts_file in (tts_find_text_mode in auto-text-mode-alist))
+  (if glyphoxa_utt
+      (begin
+        (fseek glyphoxa_fp 0 0)
+        (wave.save.header glyphoxa_fp (utt.wave glyphoxa_utt) 'riff nil (list (list "numsamples" glyphoxa_samples)))))
+  (fclose glyphoxa_fp))
+`
 
 // festivalCancelGrace is how long a sentence whose caller gave up may
 // still take before festival is killed: a sentence takes well under a

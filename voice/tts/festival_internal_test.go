@@ -3,10 +3,15 @@ package tts
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
@@ -189,5 +194,57 @@ func TestFestivalRecovers(t *testing.T) {
 	}
 	if _, err := f.Synthesize(ctx, "Anyone?", Voice{Name: FestivalKAL}); !errors.Is(err, ErrClosed) {
 		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestFestivalSpeaksAsText2wave: the kept festival says a sentence exactly
+// as festival's own text2wave, a process of its own, says it (the
+// intelligibility ranking was measured with text2wave), whatever voice
+// spoke before: each voice sets its own pace, and nothing of one voice
+// stays for the next.
+func TestFestivalSpeaksAsText2wave(t *testing.T) {
+	t.Parallel()
+	needFestival(t)
+	text2wave, err := exec.LookPath("text2wave")
+	if err != nil {
+		t.Skip("text2wave is not installed")
+	}
+	const sentence = "Brannoc, what do you know about the Ashen Circle? Vexa was with them."
+	want := map[string][]int16{}
+	for _, v := range []string{FestivalKAL, FestivalSLT} {
+		// To a file: written to a pipe, text2wave cannot seek back to
+		// its header and writes it again at the end (22 samples of
+		// noise after the speech, which the engine heard before it
+		// kept festival running).
+		wav := filepath.Join(t.TempDir(), "out.wav")
+		cmd := exec.Command(text2wave, "-eval", "(voice_"+v+")", "-o", wav)
+		cmd.Stdin = strings.NewReader(sentence)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("text2wave %s: %v: %s", v, err, msg)
+		}
+		out, err := os.ReadFile(wav)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pcm, err := audio.DecodeWAV(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[v] = pcm.Samples
+	}
+	f := &Festival{}
+	t.Cleanup(func() { f.Close() })
+	for _, v := range []string{FestivalKAL, FestivalSLT, FestivalKED, FestivalKAL, FestivalSLT} {
+		p, err := f.Synthesize(context.Background(), sentence, Voice{Name: v})
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		w, ok := want[v]
+		if !ok {
+			continue
+		}
+		if !slices.Equal(p.Samples, w) {
+			t.Errorf("%s: %d samples unlike text2wave's %d", v, len(p.Samples), len(w))
+		}
 	}
 }
