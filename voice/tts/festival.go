@@ -49,8 +49,8 @@ var voiceName = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
 // one festival running (festival --pipe) from its first sentence until it
 // has had nothing to say for Idle, or until Close: festival takes more than
 // a second of CPU to start (it loads its lexicons; a voice then loads once),
-// after which a sentence takes 10-50 ms with a diphone voice and about
-// 120 ms with the HTS voice (2 cores). The price is memory: a running
+// after which a sentence takes 60-70 ms with a diphone voice and about
+// 160 ms with the HTS voice (2 cores). The price is memory: a running
 // festival holds about 330 MB. Sentences are spoken one at a time, in any
 // voice. It is safe for concurrent use; its zero value is ready, with
 // festival on $PATH.

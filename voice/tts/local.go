@@ -45,10 +45,10 @@ func (v LocalVoice) Voice() Voice { return Voice{Name: v.Engine + ":" + v.Name} 
 // medians of 3 runs), November 2026, 2 cores:
 //
 //	voice                  names  word errors  one sentence
-//	festival kal_diphone   18/18  18.2%        0.02 s
+//	festival kal_diphone   18/18  18.2%        0.07 s
 //	flite rms              17/18  15.5%        0.12 s
-//	festival slt (HTS)     15/18  19.1%        0.13 s
-//	festival ked_diphone   17/18  22.7%        0.02 s
+//	festival slt (HTS)     15/18  19.1%        0.16 s
+//	festival ked_diphone   17/18  22.7%        0.06 s
 //	flite slt              16/18  20.9%        0.11 s
 //	flite kal16            15/18  18.2%        0.03 s
 //	flite awb              15/18  21.8%        0.11 s
@@ -62,13 +62,13 @@ func (v LocalVoice) Voice() Voice { return Voice{Name: v.Engine + ":" + v.Name} 
 // and a woman. [Local.Best], the voice of an NPC without one of its own,
 // is the best understood of the quick voices. Festival's first sentence,
 // when it is not running (the process's first, or after
-// DefaultFestivalIdle without one), also starts it: 1.27 s for
-// kal_diphone, 1.41 s for the HTS voice (BenchmarkFestivalStart).
+// DefaultFestivalIdle without one), also starts it: 1.6 s for
+// kal_diphone, 1.8 s for the HTS voice (BenchmarkFestivalStart).
 var rankedVoices = []LocalVoice{
-	{EngineFestival, FestivalKAL, "male, US English, diphone", 20 * time.Millisecond},
+	{EngineFestival, FestivalKAL, "male, US English, diphone", 70 * time.Millisecond},
 	{EngineFlite, "rms", "male, US English", 120 * time.Millisecond},
-	{EngineFestival, FestivalSLT, "female, US English, HTS", 130 * time.Millisecond},
-	{EngineFestival, FestivalKED, "male, US English, diphone", 20 * time.Millisecond},
+	{EngineFestival, FestivalSLT, "female, US English, HTS", 160 * time.Millisecond},
+	{EngineFestival, FestivalKED, "male, US English, diphone", 60 * time.Millisecond},
 	{EngineFlite, "slt", "female, US English", 110 * time.Millisecond},
 	{EngineFlite, "kal16", "male, US English", 30 * time.Millisecond},
 	{EngineFlite, "awb", "male, Scottish English", 110 * time.Millisecond},
