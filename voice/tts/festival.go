@@ -243,7 +243,7 @@ type festivalProc struct {
 	in      io.WriteCloser
 	out     *bufio.Reader
 	errs    *tailBuffer
-	dir     string // holds the sentence's WAV file
+	dir     string // holds the sentence's text and WAV files
 	seq     int
 	voice   string      // the voice selected last
 	pace    float64     // its Duration_Stretch
@@ -252,8 +252,8 @@ type festivalProc struct {
 	once    sync.Once
 }
 
-// startFestival starts festival in pipe mode and waits until it reads
-// Scheme.
+// startFestival starts festival in pipe mode (it reads Scheme on its
+// standard input; the first exchange waits for it to be ready).
 func startFestival(path string) (*festivalProc, error) {
 	dir, err := os.MkdirTemp("", "glyphoxa-festival-")
 	if err != nil {
@@ -288,9 +288,9 @@ func (p *festivalProc) say(ctx context.Context, text, voice string, stretch floa
 	if p.voice != voice {
 		// A voice loads once; selecting it again is free. current-voice
 		// names the voice in force: an unknown voice leaves the last one
-		// (and festival says why on its standard error).
-		// A voice sets its own Duration_Stretch (1.1 for the diphone
-		// voices, 1 for HTS): its pace, which Speed scales.
+		// (and festival says why on its standard error). A voice sets
+		// its own Duration_Stretch (1.1 for the diphone voices, 1 for
+		// HTS): its pace, which Speed scales.
 		mark := p.errs.len()
 		got, err := p.do("(voice_" + voice + ")\n(format t \"%s %l\\n\" current-voice (Parameter.get (quote Duration_Stretch)))\n")
 		if err != nil {
