@@ -115,14 +115,7 @@ func TestOpeningIsBoundedByTheStatementTimeout(t *testing.T) {
 			}
 			t.Cleanup(func() { d.Close() })
 			release := pgtest.LockTable(t, dsn, "campaigns", "ACCESS EXCLUSIVE")
-			done := make(chan error, 1)
-			go func() { done <- tt.op(context.Background(), d) }()
-			select {
-			case err = <-done:
-			case <-time.After(2 * time.Minute): // a hang guard, not a budget
-				release()
-				t.Fatalf("%s waited on a database that does not answer, past the statement timeout: %v", tt.name, <-done)
-			}
+			err = returns(t, tt.name, release, func() error { return tt.op(context.Background(), d) })
 			release()
 			if !errors.Is(err, memory.ErrUnavailable) || !d.Health().Degraded {
 				t.Fatalf("%s with the database not answering: %v (degraded %v), want ErrUnavailable", tt.name, err, d.Health().Degraded)
@@ -141,32 +134,22 @@ func TestOpeningIsBoundedByTheStatementTimeout(t *testing.T) {
 // transaction is closed, which is not an outage.
 func TestTransactionsAreBoundedByTheStatementTimeout(t *testing.T) {
 	t.Parallel()
-	kessa := memory.Entity{Type: memory.EntityNPC, Name: "Kessa"}
+	add := func(ctx context.Context, dm *access.Campaign) error {
+		_, err := dm.Graph().AddEntity(ctx, memory.Entity{Type: memory.EntityNPC, Name: "Kessa"})
+		return err
+	}
+	addInTx := func(ctx context.Context, dm *access.Campaign) error {
+		return dm.InTx(ctx, "dm", func(c *access.Campaign) error { return add(ctx, c) })
+	}
 	tests := []struct {
 		name   string
 		locked bool
 		op     func(context.Context, *access.Campaign) error
 	}{
-		{"the DM adds an entity", true, func(ctx context.Context, dm *access.Campaign) error {
-			_, err := dm.Graph().AddEntity(ctx, kessa)
-			return err
-		}},
-		{"the DM adds an entity in a change of several", true, func(ctx context.Context, dm *access.Campaign) error {
-			return dm.InTx(ctx, "dm", func(c *access.Campaign) error {
-				_, err := c.Graph().AddEntity(ctx, kessa)
-				return err
-			})
-		}},
-		{"the DM adds an entity, the database answering", false, func(ctx context.Context, dm *access.Campaign) error {
-			_, err := dm.Graph().AddEntity(ctx, kessa)
-			return err
-		}},
-		{"a change of several, the database answering", false, func(ctx context.Context, dm *access.Campaign) error {
-			return dm.InTx(ctx, "dm", func(c *access.Campaign) error {
-				_, err := c.Graph().AddEntity(ctx, kessa)
-				return err
-			})
-		}},
+		{"the DM adds an entity", true, add},
+		{"the DM adds an entity in a change of several", true, addInTx},
+		{"the DM adds an entity, the database answering", false, add},
+		{"a change of several, the database answering", false, addInTx},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,14 +177,7 @@ func TestTransactionsAreBoundedByTheStatementTimeout(t *testing.T) {
 			if tt.locked {
 				release = pgtest.LockTable(t, dsn, "entities", "ACCESS EXCLUSIVE")
 			}
-			done := make(chan error, 1)
-			go func() { done <- tt.op(ctx, dm) }()
-			select {
-			case err = <-done:
-			case <-time.After(2 * time.Minute): // a hang guard, not a budget
-				release()
-				t.Fatalf("%s waited on a database that does not answer, past the statement timeout: %v", tt.name, <-done)
-			}
+			err = returns(t, tt.name, release, func() error { return tt.op(ctx, dm) })
 			release()
 			if !tt.locked {
 				if err != nil || d.Health().Degraded {
@@ -216,5 +192,23 @@ func TestTransactionsAreBoundedByTheStatementTimeout(t *testing.T) {
 				t.Fatalf("%s with the database not answering: %v (degraded %v), want ErrUnavailable", tt.name, err, d.Health().Degraded)
 			}
 		})
+	}
+}
+
+// returns is op's error, run in a goroutine; t fails if op has not
+// returned after a 2-minute hang guard (not a budget: a statement that
+// waits on a database that does not answer ends after the door's statement
+// timeout), after release has let the database answer.
+func returns(t *testing.T, what string, release func(), op func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(2 * time.Minute):
+		release()
+		t.Fatalf("%s waited on a database that does not answer, past the statement timeout: %v", what, <-done)
+		return nil
 	}
 }
