@@ -12,6 +12,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
@@ -125,11 +126,19 @@ func TestCrashDuringProcessing(t *testing.T) {
 // TestCrashWhileStoringFacts kills the process while it stores a large
 // window's entities and facts; the restart stores the window again, and
 // the graph must hold each entity and fact once.
+//
+// The kill comes while the child is held part way through the window, not
+// at a moment the test hopes to catch: one relic is there before the
+// session is processed (the child finds it by name and does not write it),
+// and the test holds its row locked, so the child's write of the fact that
+// names it waits (the fact's foreign key) after the facts before it are
+// stored. A poll for a count of facts raced the child: beside stress-ng it
+// had stored the whole window before the poller ran.
 func TestCrashWhileStoringFacts(t *testing.T) {
 	store, dsn := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, store, "crash")
 	seed(t, camp)
-	const relics = 150
+	const relics, held = 150, 140
 	var big strings.Builder
 	big.WriteString(`{"entities":[{"name":"Grimjaw","type":"npc"}`)
 	for i := range relics {
@@ -172,22 +181,45 @@ func TestCrashWhileStoringFacts(t *testing.T) {
 		}
 		return entities, facts
 	}
+	ctx := context.Background()
+	heldID := postgres.EntityID(fmt.Sprintf("Relic %d", held))
+	if err := camp.Graph().UpsertEntities(ctx, []memory.Entity{{ID: heldID, Type: "item", Name: fmt.Sprintf("Relic %d", held)}}); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM entities WHERE campaign_id = 'crash' AND id = $1 FOR UPDATE`, heldID); err != nil {
+		t.Fatal(err)
+	}
 	cmd := startChild(t, dsn, srv.URL(), "crash")
-	deadline := time.Now().Add(time.Minute)
+	// The child is held when one of its statements waits for a lock and it
+	// has stored the facts before the held relic's.
+	deadline := time.Now().Add(2 * time.Minute) // a hang guard, not a budget
 	for {
-		if _, f := count(); f >= 30 {
+		var waiting int
+		if err := store.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if _, f := count(); waiting > 0 && f >= 1+held {
 			break
 		}
 		if time.Now().After(deadline) {
 			e, f := count()
-			t.Fatalf("the child did not get to storing the big window: %d entities, %d facts, %d requests so far", e, f, len(srv.Requests()))
+			t.Fatalf("the child was not held at the locked relic: %d entities, %d facts, %d requests so far", e, f, len(srv.Requests()))
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 	ents, facts := count()
 	pos, _, err := postsession.NewStoredProgress(pgtest.Campaign(t, store, "crash").Processing()).Load(context.Background(), session, postsession.StageExtract)
 	if err != nil {
