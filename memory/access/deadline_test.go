@@ -32,13 +32,7 @@ func TestCallerDeadlineIsNotAnOutage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, dsn := pgtest.NewStore(t, 8)
-			seed(t, s, "slow")
-			d, err := access.New(access.Config{Store: s, StatementTimeout: tt.statement, Probe: reconnect.Backoff{Initial: time.Hour, Max: time.Hour}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { d.Close() })
+			d, dsn := boundedDoor(t, "slow", tt.statement)
 			ctx := context.Background()
 			dm, err := d.Open(ctx, "slow", memory.DMViewer())
 			if err != nil {
@@ -106,16 +100,9 @@ func TestOpeningIsBoundedByTheStatementTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, dsn := pgtest.NewStore(t, 8)
-			seed(t, s, "stuck")
-			d, err := access.New(access.Config{Store: s, StatementTimeout: 50 * time.Millisecond,
-				Probe: reconnect.Backoff{Initial: time.Hour, Max: time.Hour}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { d.Close() })
+			d, dsn := boundedDoor(t, "stuck", 50*time.Millisecond)
 			release := pgtest.LockTable(t, dsn, "campaigns", "ACCESS EXCLUSIVE")
-			err = returns(t, tt.name, release, func() error { return tt.op(context.Background(), d) })
+			err := returns(t, tt.name, release, func() error { return tt.op(context.Background(), d) })
 			release()
 			if !errors.Is(err, memory.ErrUnavailable) || !d.Health().Degraded {
 				t.Fatalf("%s with the database not answering: %v (degraded %v), want ErrUnavailable", tt.name, err, d.Health().Degraded)
@@ -154,20 +141,13 @@ func TestTransactionsAreBoundedByTheStatementTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, dsn := pgtest.NewStore(t, 8)
-			seed(t, s, "stuck")
 			// The statement timeout is short only where the table is
 			// held: a database that answers is never cut off by it.
 			timeout := time.Minute
 			if tt.locked {
 				timeout = 50 * time.Millisecond
 			}
-			d, err := access.New(access.Config{Store: s, StatementTimeout: timeout,
-				Probe: reconnect.Backoff{Initial: time.Hour, Max: time.Hour}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { d.Close() })
+			d, dsn := boundedDoor(t, "stuck", timeout)
 			ctx := context.Background()
 			dm, err := d.Open(ctx, "stuck", memory.DMViewer())
 			if err != nil {
@@ -211,4 +191,19 @@ func returns(t *testing.T, what string, release func(), op func() error) error {
 		t.Fatalf("%s waited on a database that does not answer, past the statement timeout: %v", what, <-done)
 		return nil
 	}
+}
+
+// boundedDoor is a door on a store of its own holding campaign id (seed),
+// each statement bounded by statement, its probe not running while a test
+// lasts; dsn is the store's database, for pgtest.LockTable.
+func boundedDoor(t *testing.T, id string, statement time.Duration) (d *access.Door, dsn string) {
+	t.Helper()
+	s, dsn := pgtest.NewStore(t, 8)
+	seed(t, s, id)
+	d, err := access.New(access.Config{Store: s, StatementTimeout: statement, Probe: reconnect.Backoff{Initial: time.Hour, Max: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d, dsn
 }
