@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/provider"
 )
 
@@ -25,21 +26,12 @@ func festivalPid(f *Festival) int {
 	return f.proc.cmd.Process.Pid
 }
 
-// needFestival skips where festival is not installed (a developer's
-// machine; CI installs it: scripts/testdeps.sh).
-func needFestival(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("festival"); err != nil {
-		t.Skip("festival is not installed (scripts/testdeps.sh installs it)")
-	}
-}
-
 // TestFestivalKeepsRunning: one festival speaks sentence after sentence,
 // in any voice, and text made to end its Scheme string does not end it;
 // what it cannot say fails that sentence alone.
 func TestFestivalKeepsRunning(t *testing.T) {
 	t.Parallel()
-	needFestival(t)
+	audiotest.Need(t, "festival")
 	f := &Festival{}
 	t.Cleanup(func() { f.Close() })
 	ctx := context.Background()
@@ -95,7 +87,7 @@ func TestFestivalKeepsRunning(t *testing.T) {
 // nothing is spoken.
 func TestFestivalRecovers(t *testing.T) {
 	t.Parallel()
-	needFestival(t)
+	audiotest.Need(t, "festival")
 	f := &Festival{Idle: time.Hour}
 	t.Cleanup(func() { f.Close() })
 	ctx := context.Background()
@@ -204,11 +196,8 @@ func TestFestivalRecovers(t *testing.T) {
 // stays for the next.
 func TestFestivalSpeaksAsText2wave(t *testing.T) {
 	t.Parallel()
-	needFestival(t)
-	text2wave, err := exec.LookPath("text2wave")
-	if err != nil {
-		t.Skip("text2wave is not installed")
-	}
+	audiotest.Need(t, "festival")
+	audiotest.Need(t, "text2wave")
 	const sentence = "Brannoc, what do you know about the Ashen Circle? Vexa was with them."
 	want := map[string][]int16{}
 	for _, v := range []string{FestivalKAL, FestivalSLT} {
@@ -217,7 +206,7 @@ func TestFestivalSpeaksAsText2wave(t *testing.T) {
 		// noise after the speech, which the engine heard before it
 		// kept festival running).
 		wav := filepath.Join(t.TempDir(), "out.wav")
-		cmd := exec.Command(text2wave, "-eval", "(voice_"+v+")", "-o", wav)
+		cmd := exec.Command("text2wave", "-eval", "(voice_"+v+")", "-o", wav)
 		cmd.Stdin = strings.NewReader(sentence)
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("text2wave %s: %v: %s", v, err, msg)
