@@ -98,9 +98,8 @@ func (f *Festival) Synthesize(ctx context.Context, text string, v Voice) (audio.
 		// pronounce ("...", "Ω", "é."): not sent to it.
 		return audio.PCM{}, &provider.Error{Provider: "festival", Op: "read text", Err: fmt.Errorf("%q has no letter or digit festival can pronounce", snippet([]byte(text)))}
 	}
-	f.turnOnce.Do(func() { f.turn = make(chan struct{}, 1) })
 	select {
-	case f.turn <- struct{}{}:
+	case f.turns() <- struct{}{}:
 	case <-ctx.Done():
 		return audio.PCM{}, ctx.Err()
 	}
@@ -216,13 +215,19 @@ func (f *Festival) Close() error {
 	}
 	// Whoever holds the turn (a sentence, or the idle timer stopping
 	// festival) is done with it when Close has it.
-	f.turnOnce.Do(func() { f.turn = make(chan struct{}, 1) })
-	f.turn <- struct{}{}
+	f.turns() <- struct{}{}
 	<-f.turn
 	if p != nil {
 		p.stop()
 	}
 	return nil
+}
+
+// turns is the turn's channel, made on first use (the zero Festival is
+// ready).
+func (f *Festival) turns() chan struct{} {
+	f.turnOnce.Do(func() { f.turn = make(chan struct{}, 1) })
+	return f.turn
 }
 
 // sayable reports whether text has an ASCII letter or digit: festival's
@@ -456,10 +461,8 @@ func (p *festivalProc) kill() {
 func (p *festivalProc) stop() {
 	p.once.Do(func() {
 		p.in.Close()
-		done := make(chan struct{})
 		t := time.AfterFunc(5*time.Second, func() { _ = p.cmd.Process.Kill() })
-		go func() { _ = p.cmd.Wait(); close(done) }()
-		<-done
+		_ = p.cmd.Wait()
 		t.Stop()
 		os.RemoveAll(p.dir)
 	})
