@@ -70,23 +70,18 @@ func NewStore(ctx context.Context, dsn string, dims int, opts ...Option) (*Store
 	// for the queries that follow: a short-lived process such as `glyphoxa
 	// ask` opens one connection, not one to migrate and another to work.
 	m := &migrator{dims: dims}
-	// JIT compilation is off for the store's connections unless the DSN
-	// sets it. The store's statements are interactive reads and writes
-	// that run in milliseconds; PostgreSQL compiles any statement whose
-	// estimated cost passes jit_above_cost, which the visibility rules of
-	// a player's reads at 10k rows do, and compiling took 0.5 to 5 s of a
-	// statement that runs in 0.1 to 0.3 s (BenchmarkSceneEntities, a
-	// player's fact list at 10k facts: 1.6 s with JIT, 0.3 s without). It
-	// is a SET on each new connection, not a startup parameter, which
-	// connection poolers such as PgBouncer refuse.
-	_, jitSet := cfg.ConnConfig.RuntimeParams["jit"]
+	// The store's statements are interactive reads and writes that run in
+	// milliseconds, and two of PostgreSQL's planner features pay a start-up
+	// cost the planner misjudges for them. Both are off for the store's
+	// connections unless the DSN sets them (see interactiveSettings).
+	settings := interactiveSettings(cfg.ConnConfig.RuntimeParams)
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		if err := m.migrate(ctx, c); err != nil {
 			return err
 		}
-		if !jitSet {
-			if _, err := c.Exec(ctx, "SET jit = off"); err != nil {
-				return fmt.Errorf("turning JIT compilation off: %w", err)
+		if settings != "" {
+			if _, err := c.Exec(ctx, settings); err != nil {
+				return fmt.Errorf("setting the store's connection parameters (%s): %w", settings, err)
 			}
 		}
 		return pgxvec.RegisterTypes(ctx, c)
@@ -105,6 +100,38 @@ func NewStore(ctx context.Context, dsn string, dims int, opts ...Option) (*Store
 	}
 	first.Release()
 	return &Store{pool: pool, dims: dims, opts: o}, nil
+}
+
+// interactiveSettings are the SET statements, in one string (one round
+// trip), of the parameters the store sets on each new connection, less
+// those the DSN sets itself (params: its run-time parameters); "" when the
+// DSN sets them all. They are SETs on the connection, not startup
+// parameters, which connection poolers such as PgBouncer refuse.
+//
+//   - jit off: PostgreSQL compiles any statement whose estimated cost
+//     passes jit_above_cost, which the visibility rules of a player's reads
+//     at 10k rows do, and compiling took 0.5 to 5 s of a statement that
+//     runs in 0.1 to 0.3 s (BenchmarkSceneEntities, a player's fact list
+//     at 10k facts: 1.6 s with JIT, 0.3 s without).
+//   - max_parallel_workers_per_gather 0: a parallel plan starts worker
+//     processes for the statement. A session-log search computes its
+//     text-search query from the campaign's language inside the
+//     statement, so the planner cannot see the query and estimates 5,000
+//     matching lines: at the 100k bench scale (1M lines) it planned two
+//     workers for a search that matches one line: 67 ms at the median
+//     with them, 0.2 to 0.4 ms without (`glyphoxa bench --scale 100k`, L1
+//     search). None of the store's benchmarks was faster with workers: a
+//     player's search in a heavily split 100k campaign took 541 to 576 ms
+//     with them and 389 to 452 ms without (BenchmarkPlayerSearch), the
+//     GraphRAG queries the same.
+func interactiveSettings(params map[string]string) string {
+	var out []string
+	for _, s := range []struct{ name, value string }{{"jit", "off"}, {"max_parallel_workers_per_gather", "0"}} {
+		if _, set := params[s.name]; !set {
+			out = append(out, "SET "+s.name+" = "+s.value)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // migrator runs [Migrate] on the first connection a store's pool opens;
