@@ -15,9 +15,21 @@ import (
 // have been listening.
 const HeardWindow = 10 * time.Minute
 
+// npcSpokeCTE is the common table spoke: the session and time of each
+// canon line NPC $2 of campaign $1 spoke (transcript_entries_npc,
+// migration 0034). What an NPC heard is what was said in the same session
+// within HeardWindow of one of these: [SessionLog.SearchHeard] and
+// [SemanticIndex.HeardChunks] both start from them. A line the DM struck
+// from the record (non-canon) did not happen, and neither did the NPC's
+// presence it implied.
+const npcSpokeCTE = `spoke AS MATERIALIZED (
+		    SELECT session_id, at FROM transcript_entries
+		    WHERE campaign_id = $1 AND npc_id = $2 AND npc_id <> '' AND NOT noncanon
+		)`
+
 // SearchHeard searches, by full text, only the transcript lines an NPC
-// heard: its own lines and what was said in the same session within
-// HeardWindow of them. Best ranked first.
+// heard: its own canon lines and what was said in the same session within
+// HeardWindow of them (npcSpokeCTE). Best ranked first.
 func (l *SessionLog) SearchHeard(ctx context.Context, npcID, query string, limit int) ([]memory.EntryHit, error) {
 	if err := memory.CheckQuery(query); err != nil {
 		return nil, err
@@ -30,10 +42,7 @@ func (l *SessionLog) SearchHeard(ctx context.Context, npcID, query string, limit
 	}
 	rows, err := l.db.Query(ctx, `
 		WITH q AS (SELECT websearch_to_tsquery(coalesce((SELECT text_config FROM campaigns WHERE id = $1), 'english'::regconfig), $3) AS q),
-		spoke AS (
-		    SELECT session_id, at FROM transcript_entries
-		    WHERE campaign_id = $1 AND speaker_id = $2 AND npc_id = $2
-		)
+		`+npcSpokeCTE+`
 		SELECT t.id, t.session_id, t.speaker_id, t.speaker_name, t.npc_id, t.text, t.raw_text, t.at, t.duration_ms,
 		       coalesce(t.idempotency_key, ''), t.noncanon, ts_rank(t.tsv, q.q)
 		FROM transcript_entries t, q

@@ -297,15 +297,22 @@ func (x *SemanticIndex) ChunksByID(ctx context.Context, ids []string) ([]memory.
 }
 
 // HeardChunks returns the ids of the chunks an NPC heard: those of the
-// sessions it spoke in that lie within HeardWindow of one of its lines.
+// sessions it spoke in that lie within HeardWindow of one of its canon
+// lines (npcSpokeCTE). A chunk without a start spans its session (up to
+// its end, when it has one). The search starts from the NPC's lines, not
+// from the campaign's chunks: at the 100k bench scale, looking for the
+// NPC's lines near every chunk took 0.2 s.
 func (x *SemanticIndex) HeardChunks(ctx context.Context, npcID string) ([]string, error) {
 	rows, err := x.db.Query(ctx, `
-		SELECT c.id FROM chunks c
-		WHERE c.campaign_id = $1 AND EXISTS (
-		    SELECT 1 FROM transcript_entries t
-		    WHERE t.campaign_id = $1 AND t.session_id = c.session_id AND t.npc_id = $2 AND NOT t.noncanon
-		      AND t.at BETWEEN coalesce(c.start_at, t.at) - $3::interval AND coalesce(c.end_at, c.start_at, t.at) + $3::interval)
-		ORDER BY c.id`, x.campaign, npcID, HeardWindow)
+		WITH `+npcSpokeCTE+`
+		SELECT DISTINCT o.id FROM spoke s CROSS JOIN LATERAL (
+		    SELECT c.id FROM chunks c WHERE c.campaign_id = $1 AND c.session_id = s.session_id
+		      AND c.start_at <= s.at + $3::interval AND coalesce(c.end_at, c.start_at) >= s.at - $3::interval
+		    UNION ALL
+		    SELECT c.id FROM chunks c WHERE c.campaign_id = $1 AND c.session_id = s.session_id
+		      AND c.start_at IS NULL AND s.at <= coalesce(c.end_at, s.at) + $3::interval
+		) o
+		ORDER BY o.id`, x.campaign, npcID, HeardWindow)
 	if err != nil {
 		return nil, fmt.Errorf("listing the chunks %q heard: %w", npcID, err)
 	}

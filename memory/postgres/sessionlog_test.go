@@ -163,4 +163,13 @@ func TestSearchHeardOnlyFindsWhatTheNPCHeard(t *testing.T) {
 	if hits := must[[]memory.EntryHit](t)(l.SearchHeard(ctx, "elara", "hammer", 10)); len(hits) != 0 {
 		t.Fatalf("an NPC who never spoke heard %d lines", len(hits))
 	}
+	// A line the DM struck from the record did not happen: the NPC was
+	// not there to hear what was said around it.
+	if _, err := s.Pool().Exec(ctx, `UPDATE transcript_entries SET noncanon = true
+		WHERE campaign_id = 'camp' AND npc_id = 'grimjaw'`); err != nil {
+		t.Fatal(err)
+	}
+	if hits := must[[]memory.EntryHit](t)(l.SearchHeard(ctx, "grimjaw", "hammer", 10)); len(hits) != 0 {
+		t.Fatalf("with its only line struck, the NPC heard %q", ids(hits, func(h memory.EntryHit) string { return h.Entry.Text }))
+	}
 }
