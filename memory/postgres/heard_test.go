@@ -29,7 +29,9 @@ func TestHeardChunksFollowsTheRule(t *testing.T) {
 	c := pgtest.Campaign(t, s, "heard")
 	rng := rand.New(rand.NewPCG(27, 34))
 	day := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
-	at := func(session int, minute int) time.Time { return day.Add(time.Duration(session)*24*time.Hour + time.Duration(minute)*time.Minute) }
+	at := func(session int, minute int) time.Time {
+		return day.Add(time.Duration(session)*24*time.Hour + time.Duration(minute)*time.Minute)
+	}
 	var lines []memory.TranscriptEntry
 	for sess := range 3 {
 		for minute := 0; minute < 240; minute += 1 + rng.IntN(12) {
