@@ -99,19 +99,8 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ents := sn.entities
-	types := map[string]bool{}
-	var npcs []memory.Entity
-	for _, e := range ents {
-		types[e.Type] = true
-		if e.Type == memory.EntityNPC {
-			npcs = append(npcs, e)
-		}
-	}
-	tl := make([]string, 0, len(types))
-	for t := range types {
-		tl = append(tl, t)
-	}
-	sort.Strings(tl)
+	picks := sn.pickers()
+	npcs := picks.npcOptions
 	// The session picker needs ids and dates, not line counts (a count
 	// reads every line of the log: 90 ms at a million lines).
 	sessions, err := camp.Sessions().Starts(ctx)
@@ -120,7 +109,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !sessionOf(ctx).DM {
-		npcs = nil // what an NPC can see is the DM's business
+		npcs = "" // what an NPC can see is the DM's business
 	}
 	// /graph/{id} is the entity's page: the graph around it, its panel open.
 	focus, title := r.PathValue("id"), "Graph"
@@ -133,7 +122,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 		title = ents[i].Name
 	}
 	s.render(w, r, http.StatusOK, "graph.html", page{Title: title, Nav: "graph", Data: map[string]any{
-		"Types": tl, "NPCs": npcs, "Sessions": sessions, "Count": len(ents), "Focus": focus,
+		"Types": picks.types, "NPCs": npcs, "Sessions": sessions, "Count": len(ents), "Focus": focus,
 		"Depths": depths(), "DefaultDepth": defaultDepth, "LocalAbove": localAbove}})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -187,17 +188,14 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The edit forms suggest the campaign's entity names.
-	var names []string
+	var names template.HTML
 	if len(pv) > 0 {
 		sn, err := s.graphSnapshot(ctx, camp)
 		if err != nil {
 			s.failErr(w, r, err)
 			return
 		}
-		names = make([]string, len(sn.entities))
-		for i, e := range sn.entities {
-			names[i] = e.Name
-		}
+		names = sn.pickers().nameOptions
 	}
 	data := map[string]any{
 		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Sessions": sessions, "Names": names,
