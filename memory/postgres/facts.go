@@ -17,8 +17,12 @@ type FactQuery struct {
 	Statuses []memory.FactStatus
 	// Text matches the source or target name, an alias, the type, or the
 	// fact id ("#12" or "12").
-	Text  string
-	Limit int
+	Text string
+	// EntityIDs, when not nil, restricts the facts to those with an end
+	// among them (found through the indexes of both ends, not by reading
+	// the campaign's facts).
+	EntityIDs []string
+	Limit     int
 }
 
 // FactWithNames is a fact with the display names of its ends.
@@ -44,18 +48,27 @@ func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, er
 		limit = 25
 	}
 	text := strings.TrimPrefix(strings.TrimSpace(q.Text), "#")
+	// By entity: the facts of those ends alone, a query of its own so that
+	// its plan is the ends' indexes (a catch-all's generic plan reads
+	// every fact).
+	ends, args := "", []any{g.campaign, statuses, text, limit}
+	if q.EntityIDs != nil {
+		ends = `AND r.id IN (SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = ANY($5)
+		      UNION SELECT id FROM relationships WHERE campaign_id = $1 AND target_id = ANY($5))`
+		args = append(args, q.EntityIDs)
+	}
 	rows, err := g.db.Query(ctx, `
 		SELECT `+g.view.relCols()+`, s.name, t.name
 		FROM relationships r
 		JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
 		JOIN entities t ON t.campaign_id = r.campaign_id AND t.id = r.target_id
-		WHERE r.campaign_id = $1 AND r.status = ANY($2) AND `+g.view.factVisible("r")+`
+		WHERE r.campaign_id = $1 AND r.status = ANY($2) AND `+g.view.factVisible("r")+` `+ends+`
 		  AND ($3 = '' OR r.id::text = $3
 		       OR strpos(lower(s.name), lower($3)) > 0 OR strpos(lower(t.name), lower($3)) > 0
 		       OR strpos(lower(r.rel_type), lower($3)) > 0
 		       OR EXISTS (SELECT 1 FROM unnest(s.aliases || t.aliases) a WHERE strpos(lower(a), lower($3)) > 0))
 		ORDER BY r.updated_at DESC, r.id DESC
-		LIMIT $4`, g.campaign, statuses, text, limit)
+		LIMIT $4`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("finding facts: %w", err)
 	}
