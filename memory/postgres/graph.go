@@ -216,21 +216,33 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		}
 		return pgx.CollectRows(rows, scanEntity)
 	}
+	// A part of a name is looked for in the trigram index of names and
+	// aliases (entities_words, migration 0035) as a LIKE pattern, then
+	// checked in the name and each alias exactly. Each call is planned for
+	// its own arguments (pgx.QueryExecModeExec): a cached generic plan
+	// keeps the "no name given" branch and reads every entity.
 	rows, err := g.db.Query(ctx, `
 		SELECT `+g.view.entityCols("e")+` FROM entities e
 		WHERE e.campaign_id = $1
 		  AND ($2 = '' OR type = $2)
-		  AND ($3 = '' OR strpos(lower(name), lower($3)) > 0
-		       OR EXISTS (SELECT 1 FROM unnest(aliases) a WHERE strpos(lower(a), lower($3)) > 0))
+		  AND ($3 = '' OR (glyphoxa_entity_words(e.name, e.aliases) LIKE '%' || lower($7) || '%'
+		       AND (strpos(lower(name), lower($3)) > 0
+		            OR EXISTS (SELECT 1 FROM unnest(aliases) a WHERE strpos(lower(a), lower($3)) > 0))))
 		  AND ($4::text[] IS NULL OR id = ANY($4))
 		  AND ($6 OR e.retired_at IS NULL)
 		  AND `+g.view.entityVisible("e")+`
 		ORDER BY lower(e.name), e.id
-		LIMIT $5`, g.campaign, f.Type, f.Name, ids, limit, f.IncludeRetired || ids != nil)
+		LIMIT $5`, pgx.QueryExecModeExec, g.campaign, f.Type, f.Name, ids, limit, f.IncludeRetired || ids != nil, likeLiteral(f.Name))
 	if err != nil {
 		return nil, fmt.Errorf("finding entities: %w", err)
 	}
 	return pgx.CollectRows(rows, scanEntity)
+}
+
+// likeLiteral escapes s for a LIKE pattern (backslash, the default
+// escape character, before \, % and _), so that it matches itself.
+func likeLiteral(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // EntityNames returns every entity of the campaign the viewer may see
