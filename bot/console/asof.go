@@ -26,9 +26,7 @@ func (s *Server) asOfPage(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	ref, when := q.Get("entity"), q.Get("as_of")
-	// The session picker needs ids and dates, not line counts (a count
-	// reads every line of the log: 90 ms at a million lines).
-	sessions, err := camp.Sessions().Starts(ctx)
+	sessions, err := pickableSessions(ctx, camp)
 	if err != nil {
 		s.failErr(w, r, err)
 		return

@@ -77,6 +77,14 @@ func (sn *snapshot) pickers() pickers {
 	return sn.picks
 }
 
+// pickableSessions are the campaign's sessions for a page's session
+// picker: ids and dates, oldest first, without the line counts
+// SessionLog.Sessions adds (a count reads every line of the log: 90 ms at a
+// million lines, on every page that offers the picker).
+func pickableSessions(ctx context.Context, camp *access.Campaign) ([]memory.Session, error) {
+	return camp.Sessions().Starts(ctx)
+}
+
 // maxSnapshotFacts bounds the facts a snapshot holds.
 const maxSnapshotFacts = 100_000
 

@@ -101,9 +101,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 	ents := sn.entities
 	picks := sn.pickers()
 	npcs := picks.npcOptions
-	// The session picker needs ids and dates, not line counts (a count
-	// reads every line of the log: 90 ms at a million lines).
-	sessions, err := camp.Sessions().Starts(ctx)
+	sessions, err := pickableSessions(ctx, camp)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
