@@ -176,7 +176,7 @@ console: {listen: ""}
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envServeHelper+"=serve --config "+cfgPath+" --listen "+freeAddr(t),
-			envServeHelperDiscord+"="+fake.URL(), "GLYPHOXA_DSN="+dsn)
+			envServeHelperDiscord+"="+fake.URL(), "GLYPHOXA_DSN="+dsn, "GOTRACEBACK=all")
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -195,6 +195,17 @@ console: {listen: ""}
 	}
 	defer func() {
 		for _, p := range ps {
+			if t.Failed() {
+				// A process still running is asked for every goroutine's
+				// stack (SIGQUIT, into its log) before it is killed: a
+				// wait that gave up then shows where the process sat.
+				_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+				select {
+				case <-p.done:
+					continue
+				case <-time.After(10 * time.Second):
+				}
+			}
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
