@@ -50,6 +50,28 @@ type guildClaims struct {
 	bot *bot.Bot
 	// failed counts the failed resumptions of each session (by id).
 	failed map[string]int
+	// taking serialises, per guild, taking its claim and resuming the
+	// session the claim carries (guildLock).
+	taking map[string]*sync.Mutex
+}
+
+// guildLock is the guild's lock on taking its claim and resuming its
+// session. The takeover loop and an interaction's Claim both hold it from
+// the take to the end of the resumption: an interaction that arrives while
+// the guild's session is being resumed here waits for it. Without it the
+// interaction found the claim held and no session yet, and answered "no
+// voice session is running" to a session that was only moving, while the
+// process the session was leaving could answer it too once it woke (a
+// stressed TestServeProcessesShareGuilds saw a command answered twice).
+func (c *guildClaims) guildLock(guildID string) *sync.Mutex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.taking[guildID]
+	if m == nil {
+		m = &sync.Mutex{}
+		c.taking[guildID] = m
+	}
+	return m
 }
 
 // resumeAttempts is how many times a process tries to resume a session it
@@ -62,7 +84,8 @@ var _ bot.GuildClaims = (*guildClaims)(nil)
 // newGuildClaims claims the guilds of guilds that land on shard shardID of
 // shardCount; lost is told of a guild another process took over.
 func newGuildClaims(l *lease.Leases, clk clock.Clock, guilds []bot.Guild, shardID, shardCount int, log *slog.Logger) *guildClaims {
-	c := &guildClaims{clk: clock.OrReal(clk), log: log, mine: map[string]bool{}, every: l.TTL() / 3, failed: map[string]int{}}
+	c := &guildClaims{clk: clock.OrReal(clk), log: log, mine: map[string]bool{}, every: l.TTL() / 3, failed: map[string]int{},
+		taking: map[string]*sync.Mutex{}}
 	for _, g := range guilds {
 		if s, ok := guildShard(g.ID, shardCount); ok && (shardCount <= 1 || s == shardID) {
 			c.mine[g.ID] = true
@@ -89,6 +112,9 @@ func (c *guildClaims) theBot() *bot.Bot {
 // stopped while a session ran there (before the takeover loop came to it)
 // has that session resumed first.
 func (c *guildClaims) Claim(ctx context.Context, guildID string) (bool, error) {
+	l := c.guildLock(guildID)
+	l.Lock()
+	defer l.Unlock()
 	ok, state, err := c.set.Take(ctx, guildClaim(guildID))
 	if ok && state != "" && c.resume(ctx, guildID, "", state) != nil && !c.owns(guildID) {
 		// Given back: its session is taken over at a later round (by
@@ -200,20 +226,32 @@ func (c *guildClaims) takeOver(ctx context.Context) (int, error) {
 		if !c.mine[guildID] {
 			continue
 		}
-		ok, state, err := c.set.Take(ctx, o.Name)
+		resumed, err := c.takeOrphan(ctx, guildID, o)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		if !ok || state == "" {
-			continue // another process was quicker
+		if resumed {
+			n++
 		}
-		if c.resume(ctx, guildID, o.Owner, state) != nil {
-			continue // logged
-		}
-		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// takeOrphan takes the claim of a guild whose owner stopped renewing it
+// and resumes its session, under the guild's lock (guildLock); it reports
+// whether the session was resumed here.
+func (c *guildClaims) takeOrphan(ctx context.Context, guildID string, o lease.Lease) (bool, error) {
+	l := c.guildLock(guildID)
+	l.Lock()
+	defer l.Unlock()
+	ok, state, err := c.set.Take(ctx, o.Name)
+	if err != nil {
+		return false, err
+	}
+	if !ok || state == "" {
+		return false, nil // another process was quicker
+	}
+	return c.resume(ctx, guildID, o.Owner, state) == nil, nil // a failure is logged
 }
 
 // run takes over orphaned sessions every third of the lease time until ctx
