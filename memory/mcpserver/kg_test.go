@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -72,17 +71,8 @@ func TestKGToolsWithTypeScriptClient(t *testing.T) {
 	store := sample(t)
 	ctx := context.Background()
 	clk := clocktest.NewFake(kgNow)
-	srv, err := mcpserver.New(mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga", Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hh, err := srv.HTTPHandler(mcpserver.Tokens{Player: []string{"player-token-0123456789"}, DM: []string{"dm-token-0123456789"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := httptest.NewServer(hh)
-	defer h.Close()
-	url := h.URL + "/mcp"
+	url := serveMCP(t, mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga", Clock: clk},
+		mcpserver.Tokens{Player: []string{"player-token-0123456789"}, DM: []string{"dm-token-0123456789"}})
 	camp := pgtest.Campaign(t, store, "ironhold-saga")
 	forged := must[int64](t)(camp.CanonFactID(ctx, "grimjaw", "vault-key", "FORGED"))
 	before := must[memory.Relationship](t)(camp.Graph().Fact(ctx, forged))

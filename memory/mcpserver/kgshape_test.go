@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -70,17 +69,8 @@ func TestKGShapesAgainstAPlayer(t *testing.T) {
 	store := sample(t)
 	ctx := context.Background()
 	clk := clocktest.NewFake(kgNow)
-	srv, err := mcpserver.New(mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga", Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hh, err := srv.HTTPHandler(mcpserver.Tokens{Player: []string{shapePlayerToken}, DM: []string{shapeDMToken}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := httptest.NewServer(hh)
-	t.Cleanup(h.Close) // after the clients' sessions close (cleanups run last first)
-	url := h.URL + "/mcp"
+	url := serveMCP(t, mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga", Clock: clk},
+		mcpserver.Tokens{Player: []string{shapePlayerToken}, DM: []string{shapeDMToken}})
 	player, dm := goClient(t, url, shapePlayerToken), goClient(t, url, shapeDMToken)
 
 	// The player's agent registers first, so its kg_sync covers every
@@ -97,7 +87,7 @@ func TestKGShapesAgainstAPlayer(t *testing.T) {
 	// The DM's secrets, planted through the store: object-valued
 	// attributes with secret parts, DM-only keys, a secret fact with notes.
 	camp := pgtest.Campaign(t, store, "ironhold-saga")
-	err = camp.Graph().UpsertEntity(ctx, memory.Entity{ID: "spy", Type: "npc", Name: "Quiet Clerk", Attributes: map[string]any{
+	err := camp.Graph().UpsertEntity(ctx, memory.Entity{ID: "spy", Type: "npc", Name: "Quiet Clerk", Attributes: map[string]any{
 		"gist":            map[string]any{"text": "a quiet clerk", "dm_notes": "SECRETX1"},
 		"notes":           []any{"keeps the ledgers", map[string]any{"text": "SECRETX2", "secret": true}, map[string]any{"text": "seen at the docks", "gm_notes": "SECRETX3"}},
 		"touches":         []any{"vexa", map[string]any{"id": "SECRETX4", "secret": true}},

@@ -254,17 +254,8 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 	t.Parallel()
 	peers := nodePeers(t)
 	store := sample(t)
-	srv, err := mcpserver.New(mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hh, err := srv.HTTPHandler(mcpserver.Tokens{Player: []string{"player-token-0123456789"}, DM: []string{"dm-token-0123456789"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := httptest.NewServer(hh)
-	defer h.Close()
-	url := h.URL + "/mcp"
+	url := serveMCP(t, mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga"},
+		mcpserver.Tokens{Player: []string{"player-token-0123456789"}, DM: []string{"dm-token-0123456789"}})
 
 	if _, err := runClient(t, peers, "intruder", []call{{Tool: "kg_ping"}}, "http", url, "wrong"); err == nil {
 		t.Fatal("a wrong token connected")
@@ -378,4 +369,22 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 	if !sawPlayer {
 		t.Fatalf("the DM agent's sync misses the player's writes: %s", d[5].Result)
 	}
+}
+
+// serveMCP serves an MCP server of cfg with tokens on a test HTTP server,
+// closed when the test ends (after the clients its test registered later),
+// and returns the URL of its MCP endpoint.
+func serveMCP(t *testing.T, cfg mcpserver.Config, tokens mcpserver.Tokens) string {
+	t.Helper()
+	srv, err := mcpserver.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh, err := srv.HTTPHandler(tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptest.NewServer(hh)
+	t.Cleanup(h.Close)
+	return h.URL + "/mcp"
 }

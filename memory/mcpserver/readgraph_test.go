@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"testing"
 
@@ -43,17 +42,9 @@ func TestReadGraphInALargeCampaign(t *testing.T) {
 		WHERE campaign_id = 'ironhold-saga' AND id IN ('filler-1', 'filler-10', 'filler-100', 'filler-101', 'filler-102')`); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Config{Door: door, Campaign: "ironhold-saga"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hh, err := srv.HTTPHandler(mcpserver.Tokens{Player: []string{shapePlayerToken}, DM: []string{shapeDMToken}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := httptest.NewServer(hh)
-	t.Cleanup(h.Close)
-	dm := goClient(t, h.URL+"/mcp", shapeDMToken)
+	url := serveMCP(t, mcpserver.Config{Door: door, Campaign: "ironhold-saga"},
+		mcpserver.Tokens{Player: []string{shapePlayerToken}, DM: []string{shapeDMToken}})
+	dm := goClient(t, url, shapeDMToken)
 	read := func(args map[string]any) mcpserver.ReadGraphOut {
 		t.Helper()
 		res, ok := goCall(t, dm, "read_graph", args)

@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -79,18 +78,9 @@ func TestSplitSceneOverMCP(t *testing.T) {
 	}
 
 	door := pgtest.Door(t, store)
-	srv, err := mcpserver.New(mcpserver.Config{Door: door, Campaign: "ironhold-saga",
-		Asker: retrieve.NewAsker(door, emb, retrieve.Config{})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hh, err := srv.HTTPHandler(mcpserver.Tokens{Player: []string{"group-token-0123456789"}, DM: []string{"dm-token-0123456789"},
+	url := serveMCP(t, mcpserver.Config{Door: door, Campaign: "ironhold-saga",
+		Asker: retrieve.NewAsker(door, emb, retrieve.Config{})}, mcpserver.Tokens{Player: []string{"group-token-0123456789"}, DM: []string{"dm-token-0123456789"},
 		Players: map[string]string{"thorin-token-0123456789": "u1", "lyra-token-01234567890": "Lyra"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := httptest.NewServer(hh)
-	defer h.Close()
 	calls := []call{
 		{Tool: "search_sessions", Args: map[string]any{"query": "Quillmere", "limit": 50}},
 		{Tool: "ask", Args: map[string]any{"question": "Who finds the sapphire key under the Quillmere altar?", "k": 20}},
@@ -105,7 +95,7 @@ func TestSplitSceneOverMCP(t *testing.T) {
 		{"the DM's token", "dm-token-0123456789", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			run, err := runClient(t, peers, "split-"+strings.Fields(tc.name)[1], calls, "http", h.URL+"/mcp", tc.token)
+			run, err := runClient(t, peers, "split-"+strings.Fields(tc.name)[1], calls, "http", url, tc.token)
 			if err != nil {
 				t.Fatal(err)
 			}
