@@ -57,36 +57,38 @@ func NowWithOf(ctx context.Context, g *access.Graph) (map[int64]string, error) {
 	return now, nil
 }
 
+// maxEntries is how many entries List reads: the newest of a campaign's
+// promises, debts and handovers, far more than any table makes.
+const maxEntries = 100_000
+
 // List is the campaign's ledger as g's viewer may see it: its promises,
 // debts and handovers in the statuses asked for (default: canon and
-// waiting for review), in the order they were said.
+// waiting for review), in the order they were said (the newest
+// maxEntries).
 func List(ctx context.Context, g Facts, statuses ...memory.FactStatus) ([]Item, error) {
 	if len(statuses) == 0 {
 		statuses = []memory.FactStatus{memory.StatusActive, memory.StatusPending}
 	}
-	var out []Item
-	for _, rel := range []string{RelPromised, RelOwes, RelGave} {
-		fs, err := g.FindFacts(ctx, access.FactQuery{Text: rel, Statuses: statuses, Limit: 10_000})
-		if err != nil {
-			return nil, fmt.Errorf("reading the ledger: %w", err)
-		}
-		for _, f := range fs {
-			if f.Type != rel {
-				continue // the text matched a name
+	// Every entry of the three kinds, newest first (the ledger sorts them
+	// as they were said below); a type is read from its own index.
+	fs, err := g.FindFacts(ctx, access.FactQuery{Types: []string{RelPromised, RelOwes, RelGave}, Statuses: statuses, Limit: maxEntries})
+	if err != nil {
+		return nil, fmt.Errorf("reading the ledger: %w", err)
+	}
+	out := make([]Item, 0, len(fs))
+	for _, f := range fs {
+		it := Item{FactID: f.ID, Kind: KindOf(f.Type), From: f.SourceName, To: f.TargetName, Session: f.Provenance.SessionID,
+			Status: f.Status, SaidAt: f.Provenance.Timestamp}
+		it.What, _ = f.Attributes["what"].(string)
+		it.Due, _ = f.Attributes["due"].(string)
+		it.Quote, _ = f.Attributes["evidence"].(string)
+		it.Entry, _ = f.Attributes[AttrEntry].(string)
+		if s, ok := f.Attributes["said_at"].(string); ok {
+			if t, err := time.Parse(time.RFC3339, s); err == nil {
+				it.SaidAt = t
 			}
-			it := Item{FactID: f.ID, Kind: KindOf(f.Type), From: f.SourceName, To: f.TargetName, Session: f.Provenance.SessionID,
-				Status: f.Status, SaidAt: f.Provenance.Timestamp}
-			it.What, _ = f.Attributes["what"].(string)
-			it.Due, _ = f.Attributes["due"].(string)
-			it.Quote, _ = f.Attributes["evidence"].(string)
-			it.Entry, _ = f.Attributes[AttrEntry].(string)
-			if s, ok := f.Attributes["said_at"].(string); ok {
-				if t, err := time.Parse(time.RFC3339, s); err == nil {
-					it.SaidAt = t
-				}
-			}
-			out = append(out, it)
 		}
+		out = append(out, it)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].SaidAt.Equal(out[j].SaidAt) {

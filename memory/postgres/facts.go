@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,16 +12,19 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
-// FactQuery finds facts by the names of their ends, for pickers.
+// FactQuery finds facts by the names of their ends, for pickers. Its
+// fields narrow the facts together.
 type FactQuery struct {
 	// Statuses restricts the facts (default: active and pending).
 	Statuses []memory.FactStatus
 	// Text matches the source or target name, an alias, the type, or the
-	// fact id ("#12" or "12").
+	// fact id ("#12" or "12"), as a part of any of them, in any case.
 	Text string
+	// Types, when not nil, restricts the facts to these relation types,
+	// spelled exactly (the ledger's PROMISED, OWES and GAVE).
+	Types []string
 	// EntityIDs, when not nil, restricts the facts to those with an end
-	// among them (found through the indexes of both ends, not by reading
-	// the campaign's facts).
+	// among them.
 	EntityIDs []string
 	Limit     int
 }
@@ -31,7 +35,23 @@ type FactWithNames struct {
 	SourceName, TargetName string
 }
 
-// FindFacts lists facts matching q, newest first.
+// textDenseEntities is how many entities may match a FactQuery's Text for
+// FindFacts to read their facts by their ends; when more do, it reads the
+// campaign's facts newest first instead, until Limit of them match. Both
+// are correct and only their cost differs: reading the candidates costs
+// the facts of n entities (n·d, d a fact count per entity), reading the
+// newest costs about Limit·F/(n·d) facts (F the campaign's facts), and the
+// two meet at n = E·sqrt(Limit/(8F)) for E entities: 250 for a picker's 25
+// at the 100k bench's density (100,000 entities, 500,000 facts). Above it
+// the facts of the matches lie close enough together that the newest are
+// found in a few thousand rows.
+const textDenseEntities = 256
+
+// FindFacts lists facts matching q, newest first. It starts from what an
+// index can find: the facts of q's ends, of its types, or of the entities
+// and types whose names hold q's Text; otherwise, or when Text is too
+// common to be worth that (textDenseEntities), the campaign's facts newest
+// first. A fact id in Text is always found.
 func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, error) {
 	if err := memory.CheckQuery(q.Text); err != nil {
 		return nil, fmt.Errorf("finding facts: %w", err)
@@ -48,31 +68,115 @@ func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, er
 		limit = 25
 	}
 	text := strings.TrimPrefix(strings.TrimSpace(q.Text), "#")
-	// By entity: the facts of those ends alone, a query of its own so that
-	// its plan is the ends' indexes (a catch-all's generic plan reads
-	// every fact).
-	ends, args := "", []any{g.campaign, statuses, text, limit}
-	if q.EntityIDs != nil {
-		ends = `AND r.id IN (SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = ANY($5)
-		      UNION SELECT id FROM relationships WHERE campaign_id = $1 AND target_id = ANY($5))`
-		args = append(args, q.EntityIDs)
+	// $1 campaign, $2 statuses, $3 text, $4 limit, $5 types (NULL: any),
+	// $6 ends (NULL: any); a driver adds its own after them (arg).
+	args := []any{g.campaign, statuses, text, limit, q.Types, q.EntityIDs}
+	if q.Types != nil {
+		args[4] = nonNil(q.Types)
 	}
-	rows, err := g.db.Query(ctx, `
+	if q.EntityIDs != nil {
+		args[5] = nonNil(q.EntityIDs)
+	}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	var driver string
+	switch {
+	case q.EntityIDs != nil:
+		driver = g.factsOf("$6")
+	case q.Types != nil && text == "":
+		driver = g.newestOfTypes("$5")
+	case text != "":
+		ids, types, err := g.textCandidates(ctx, text)
+		if err != nil {
+			return nil, fmt.Errorf("finding facts: %w", err)
+		}
+		if len(ids) <= textDenseEntities {
+			driver = g.factsOf(arg(ids)) + ` UNION ` + g.newestOfTypes(arg(types))
+			if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+				driver += ` UNION SELECT id FROM relationships WHERE campaign_id = $1 AND id = ` + arg(n)
+			}
+		}
+	}
+	// A driver's ids are read once (MATERIALIZED) and looked up: as an IN
+	// of the filter, the plan could read them again for every fact.
+	with, from := ``, `relationships r`
+	if driver != "" {
+		with, from = `WITH hit AS MATERIALIZED (`+driver+`)`, `hit JOIN relationships r ON r.id = hit.id`
+	}
+	// Without a driver the plan reads the campaign's facts newest first
+	// (relationships_newest, migration 0036) until $4 pass. The names of
+	// the ends are joined to the $4 found, not to the campaign's facts (a
+	// join planned for every fact hashed a cache of every entity: 25 ms).
+	// Each call is planned for its arguments (pgx.QueryExecModeExec): a
+	// cached generic plan cannot tell the empty arrays from the full ones.
+	rows, err := g.db.Query(ctx, with+`
 		SELECT `+g.view.relCols()+`, s.name, t.name
-		FROM relationships r
+		FROM (SELECT r.* FROM `+from+`
+		      WHERE r.campaign_id = $1 AND `+g.factFilter("r")+`
+		        AND ($6::text[] IS NULL OR r.source_id = ANY($6) OR r.target_id = ANY($6))
+		        AND ($3 = '' OR r.id::text = $3 OR strpos(lower(r.rel_type), lower($3)) > 0
+		             OR EXISTS (SELECT 1 FROM entities e WHERE e.campaign_id = r.campaign_id AND e.id IN (r.source_id, r.target_id)
+		                        AND (strpos(lower(e.name), lower($3)) > 0
+		                             OR EXISTS (SELECT 1 FROM unnest(e.aliases) a WHERE strpos(lower(a), lower($3)) > 0))))
+		      ORDER BY r.updated_at DESC, r.id DESC
+		      LIMIT $4) r
 		JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
 		JOIN entities t ON t.campaign_id = r.campaign_id AND t.id = r.target_id
-		WHERE r.campaign_id = $1 AND r.status = ANY($2) AND `+g.view.factVisible("r")+` `+ends+`
-		  AND ($3 = '' OR r.id::text = $3
-		       OR strpos(lower(s.name), lower($3)) > 0 OR strpos(lower(t.name), lower($3)) > 0
-		       OR strpos(lower(r.rel_type), lower($3)) > 0
-		       OR EXISTS (SELECT 1 FROM unnest(s.aliases || t.aliases) a WHERE strpos(lower(a), lower($3)) > 0))
-		ORDER BY r.updated_at DESC, r.id DESC
-		LIMIT $4`, args...)
+		ORDER BY r.updated_at DESC, r.id DESC`, append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("finding facts: %w", err)
 	}
 	return pgx.CollectRows(rows, scanFactWithNames)
+}
+
+// factFilter is FindFacts' SQL predicate of relationship alias that needs
+// no other table but the viewer's own: its status among $2, its type among
+// $5 (when not NULL), and the viewer may see it.
+func (g *Graph) factFilter(alias string) string {
+	return alias + `.status = ANY($2) AND ($5::text[] IS NULL OR ` + alias + `.rel_type = ANY($5)) AND ` + g.view.factVisible(alias)
+}
+
+// factsOf is the SQL of the ids of the facts with an end among ids (an
+// SQL text[]), found through the indexes of either end.
+func (g *Graph) factsOf(ids string) string {
+	return `SELECT id FROM relationships WHERE campaign_id = $1 AND source_id = ANY(` + ids + `)
+		UNION SELECT id FROM relationships WHERE campaign_id = $1 AND target_id = ANY(` + ids + `)`
+}
+
+// newestOfTypes is the SQL of the ids of the newest facts of each type in
+// types (an SQL text[]), at most $4 of each that pass factFilter: read
+// from relationships_type (migration 0036) a type at a time, so a type of
+// 50,000 facts costs the $4 newest.
+func (g *Graph) newestOfTypes(types string) string {
+	return `SELECT x.id FROM unnest(` + types + `::text[]) ty(rel_type), LATERAL (
+			SELECT f.id FROM relationships f WHERE f.campaign_id = $1 AND f.rel_type = ty.rel_type AND ` + g.factFilter("f") + `
+			ORDER BY f.updated_at DESC, f.id DESC LIMIT $4) x`
+}
+
+// textCandidates returns what a FindFacts Text names: the ids of the
+// entities whose name or an alias holds text (at most
+// textDenseEntities+1: more says the text is too common to start from),
+// found in their trigram index as FindEntities finds them, and the
+// campaign's relation types that hold it, read from relationships_type one
+// distinct type at a time. A fact's ends are matched whatever the viewer
+// may see of them: the facts are filtered for the viewer afterwards.
+func (g *Graph) textCandidates(ctx context.Context, text string) (ids, types []string, err error) {
+	err = g.db.QueryRow(ctx, `
+		SELECT ARRAY(SELECT e.id FROM entities e WHERE e.campaign_id = $1
+		         AND glyphoxa_entity_words(e.name, e.aliases) LIKE '%' || lower($3) || '%'
+		         AND (strpos(lower(e.name), lower($2)) > 0
+		              OR EXISTS (SELECT 1 FROM unnest(e.aliases) a WHERE strpos(lower(a), lower($2)) > 0))
+		         LIMIT $4),
+		       ARRAY(WITH RECURSIVE ty(rel_type) AS (
+		           SELECT min(rel_type) FROM relationships WHERE campaign_id = $1
+		           UNION ALL
+		           SELECT (SELECT min(f.rel_type) FROM relationships f WHERE f.campaign_id = $1 AND f.rel_type > ty.rel_type)
+		           FROM ty WHERE ty.rel_type IS NOT NULL)
+		         SELECT rel_type FROM ty WHERE strpos(lower(rel_type), lower($2)) > 0)`,
+		pgx.QueryExecModeExec, g.campaign, text, likeLiteral(text), textDenseEntities+1).Scan(&ids, &types)
+	return ids, types, err
 }
 
 // scanFactWithNames scans relColumns and the names of the fact's ends.
