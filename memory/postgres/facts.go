@@ -38,20 +38,19 @@ type FactWithNames struct {
 // textDenseEntities is how many entities may match a FactQuery's Text for
 // FindFacts to read their facts by their ends; when more do, it reads the
 // campaign's facts newest first instead, until Limit of them match. Both
-// are correct and only their cost differs: reading the candidates costs
-// the facts of n entities (n·d, d a fact count per entity), reading the
-// newest costs about Limit·F/(n·d) facts (F the campaign's facts), and the
-// two meet at n = E·sqrt(Limit/(8F)) for E entities: 250 for a picker's 25
-// at the 100k bench's density (100,000 entities, 500,000 facts). Above it
-// the facts of the matches lie close enough together that the newest are
-// found in a few thousand rows.
-const textDenseEntities = 256
+// are correct and only their cost differs. The n entities matched have
+// about M = n·d facts (d = 2F/E facts per entity, F facts and E entities
+// in the campaign): reading them costs M rows, and scanning the newest
+// costs about Limit·F/M rows until Limit match. The two meet at M =
+// sqrt(Limit·F), n = E·sqrt(Limit/F)/2: 350 for a picker's 25 at the 100k
+// bench's density (100,000 entities, 500,000 facts).
+const textDenseEntities = 350
 
 // FindFacts lists facts matching q, newest first. It starts from what an
 // index can find: the facts of q's ends, of its types, or of the entities
-// and types whose names hold q's Text; otherwise, or when Text is too
-// common to be worth that (textDenseEntities), the campaign's facts newest
-// first. A fact id in Text is always found.
+// and types whose names hold q's Text (and the fact it names by id);
+// otherwise, or when Text is too common to be worth that
+// (textDenseEntities), the campaign's facts newest first.
 func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, error) {
 	if err := memory.CheckQuery(q.Text); err != nil {
 		return nil, fmt.Errorf("finding facts: %w", err)
