@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/benchdata"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
@@ -43,33 +41,10 @@ func generateCampaign(tb testing.TB, name string, spec benchdata.Spec) *access.D
 }
 
 // benchDoor100k is the memory door on the 100k-entity campaign `glyphoxa
-// bench` generates and keeps (database glyphoxa_bench_100k on the test
-// server); the benchmark is skipped when it has not been generated (`make
-// bench`) or holds another spec's data.
+// bench` generates and keeps (pgtest.BenchStore: skipped until `make
+// bench` has generated it).
 func benchDoor100k(b *testing.B) *access.Door {
-	ctx := context.Background()
-	spec := benchdata.Scale100k
-	u, err := url.Parse(pgtest.DSN(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	u.Path = "/" + spec.DatabaseName()
-	conn, err := pgx.Connect(ctx, u.String())
-	if err != nil {
-		b.Skipf("no %s database (run `make bench` once to generate it): %v", spec.DatabaseName(), err)
-	}
-	var key string
-	err = conn.QueryRow(ctx, "SELECT value FROM glyphoxa_meta WHERE key = 'bench_key'").Scan(&key)
-	conn.Close(ctx)
-	if err != nil || key != spec.Key() {
-		b.Skipf("%s holds no %s campaign of this version (run `make bench`): %v", spec.DatabaseName(), spec.Name, err)
-	}
-	store, err := postgres.NewStore(ctx, u.String(), spec.Dims)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(store.Close)
-	return newDoor(b, access.Config{Store: store})
+	return newDoor(b, access.Config{Store: pgtest.BenchStore(b, benchdata.Scale100k)})
 }
 
 // BenchmarkPages measures the server time of each console page on the 1k

@@ -2,12 +2,9 @@ package postgres_test
 
 import (
 	"context"
-	"net/url"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
@@ -16,33 +13,10 @@ import (
 )
 
 // bench100k opens the campaign `glyphoxa bench` keeps at the 100k scale
-// (database glyphoxa_bench_100k on the test server: 100,000 entities,
-// 500,000 facts, 1,000,000 lines); the benchmark is skipped until `make
-// bench` has generated it.
+// (100,000 entities, 500,000 facts, 1,000,000 lines; pgtest.BenchStore:
+// skipped until `make bench` has generated it).
 func bench100k(b *testing.B) *postgres.Campaign {
-	ctx := context.Background()
-	spec := benchdata.Scale100k
-	u, err := url.Parse(pgtest.DSN(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	u.Path = "/" + spec.DatabaseName()
-	conn, err := pgx.Connect(ctx, u.String())
-	if err != nil {
-		b.Skipf("no %s database (run `make bench` once to generate it): %v", spec.DatabaseName(), err)
-	}
-	var key string
-	err = conn.QueryRow(ctx, "SELECT value FROM glyphoxa_meta WHERE key = 'bench_key'").Scan(&key)
-	conn.Close(ctx)
-	if err != nil || key != spec.Key() {
-		b.Skipf("%s holds no %s campaign of this version (run `make bench`): %v", spec.DatabaseName(), spec.Name, err)
-	}
-	s, err := postgres.NewStore(ctx, u.String(), spec.Dims)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(s.Close)
-	c, err := s.Campaign(ctx, "bench")
+	c, err := pgtest.BenchStore(b, benchdata.Scale100k).Campaign(context.Background(), "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
