@@ -42,7 +42,9 @@ type Session struct {
 	StartedAt time.Time
 	// EndedAt is zero while the session is running.
 	EndedAt time.Time
-	// Entries is the number of transcript entries stored for the session.
+	// Entries is the number of transcript entries stored for the session;
+	// read through a player's handle, those the player's pages show (the
+	// lines they may read, less those the DM struck from the record).
 	Entries int
 	// Summary is the session's running summary as last saved (empty
 	// until one is written).

@@ -27,9 +27,9 @@ type Table struct {
 // classified before its rows can be lost.
 func Tables() []Table {
 	return []Table{
-		// A session's line count is kept by the database as its lines
-		// are written (migration 0037).
-		{Name: "sessions", From: `FROM sessions t WHERE t.campaign_id = $1 ORDER BY t.started_at, t.id`, Skip: []string{"entries"}},
+		// A session's line counts are kept by the database as its lines
+		// are written and struck (migration 0037).
+		{Name: "sessions", From: `FROM sessions t WHERE t.campaign_id = $1 ORDER BY t.started_at, t.id`, Skip: []string{"entries", "struck"}},
 		{Name: "transcript_entries", From: `FROM transcript_entries t WHERE t.campaign_id = $1 ORDER BY t.id`, Serial: "id",
 			Skip: []string{"tsv"}},
 		{Name: "entities", From: `FROM entities t WHERE t.campaign_id = $1 ORDER BY t.id`},

@@ -191,13 +191,17 @@ type Counts struct {
 func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 	var n Counts
 	args := []any{c.id}
-	entries := `(SELECT count(*) FROM transcript_entries WHERE campaign_id = $1)`
+	// Lines are counted as the sessions keep them (migration 0037), as
+	// SessionLog.Sessions counts them.
+	entries := `(SELECT coalesce(sum(entries), 0)::bigint FROM sessions WHERE campaign_id = $1)`
 	chunks := `(SELECT count(*) FROM chunks WHERE campaign_id = $1)`
 	if c.view.v.Role == memory.RolePlayer {
-		// As sets, as the visible chunks are listed (view.visibleChunksSQL):
-		// the lines a player may not read are those of the presence spans
-		// their rule leaves out, counted once.
-		entries = `(` + entries + ` - (WITH ` + c.view.unreadableCTE() + ` SELECT count(*) FROM unreadable))`
+		// What a player's pages show: not the lines the DM struck, nor
+		// the canon lines they may not read, those counted as sets, as the
+		// visible chunks are listed (view.visibleChunksSQL): the lines of
+		// the presence spans their rule leaves out, counted once.
+		entries = `((SELECT coalesce(sum(entries - struck), 0)::bigint FROM sessions WHERE campaign_id = $1) - (WITH ` +
+			c.view.unreadableCTE() + ` SELECT count(*) FROM unreadable WHERE NOT noncanon))`
 		chunks = `(SELECT count(*) FROM (` + c.view.visibleChunksSQL() + `) v)`
 		args = append(args, nil) // $2: every chunk
 	}

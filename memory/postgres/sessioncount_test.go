@@ -11,15 +11,18 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // TestSessionLineCounts: a session's line count, kept as lines are
-// written and deleted (migration 0037), is the number of its lines in the
-// log after single writes, batches that repeat idempotency keys, writers
+// written, deleted and struck (migration 0037), is the number of its lines
+// in the log, and a player's the number not struck from the record (what
+// the player's pages show), after single writes, batches that repeat idempotency keys, writers
 // racing over the same sessions in opposite orders (each batch whole:
 // batches that locked their sessions in the order of their lines
-// deadlocked, and one was refused), a forgotten speaker and a deleted
+// deadlocked, and one was refused), a struck span and a restored line, a
+// forgotten speaker and a deleted
 // session, and a session inserted with a count of its own; and a line
 // cannot be moved to another session, which would leave both counts wrong.
 func TestSessionLineCounts(t *testing.T) {
@@ -29,6 +32,7 @@ func TestSessionLineCounts(t *testing.T) {
 	c := pgtest.Campaign(t, s, "counts")
 	other := pgtest.Campaign(t, s, "other") // same session ids, another campaign
 	l := c.Sessions()
+	player := must[*postgres.Campaign](t)(c.As(memory.PlayerViewer()))
 	at := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
 	line := func(session, speaker string, i int) memory.TranscriptEntry {
 		return memory.TranscriptEntry{SessionID: session, SpeakerID: speaker, SpeakerName: speaker, Text: fmt.Sprintf("line %d", i),
@@ -65,6 +69,30 @@ func TestSessionLineCounts(t *testing.T) {
 		if len(ss) == 0 {
 			t.Fatalf("%s: no session listed", when)
 		}
+		// A player counts the lines their pages show: the canon ones (the
+		// party is never split here), in each session and in all.
+		all := 0
+		for _, x := range must[[]memory.Session](t)(player.Sessions().Sessions(ctx)) {
+			all += x.Entries
+			var canon int
+			if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM transcript_entries WHERE campaign_id = 'counts'
+				AND session_id = $1 AND NOT noncanon`, x.ID).Scan(&canon); err != nil {
+				t.Fatal(err)
+			}
+			if x.Entries != canon {
+				t.Errorf("%s: a player counts %d lines in session %s, the log holds %d not struck", when, x.Entries, x.ID, canon)
+			}
+		}
+		if n := must[postgres.Counts](t)(player.Counts(ctx)); n.Entries != all {
+			t.Errorf("%s: a player's campaign counts %d lines, their sessions %d", when, n.Entries, all)
+		}
+		var every int
+		for _, x := range ss {
+			every += x.Entries
+		}
+		if n := must[postgres.Counts](t)(c.Counts(ctx)); n.Entries != every {
+			t.Errorf("%s: the campaign counts %d lines, its sessions %d", when, n.Entries, every)
+		}
 	}
 	for i := range 5 {
 		must[bool](t)(l.WriteEntry(ctx, line("s1", "ana", i)))
@@ -83,6 +111,20 @@ func TestSessionLineCounts(t *testing.T) {
 		t.Fatalf("the batch wrote %d lines, want 40", n)
 	}
 	check("a batch over two sessions")
+	// The DM strikes a span, then strikes it again (nothing changes), then
+	// a line is restored by hand.
+	if n := must[int64](t)(l.MarkNonCanon(ctx, "s1", at.Add(2*time.Second), at.Add(4*time.Second))); n < 3 {
+		t.Fatalf("striking a span marked %d lines, want 3 or more", n)
+	}
+	if n := must[int64](t)(l.MarkNonCanon(ctx, "s1", at.Add(2*time.Second), at.Add(4*time.Second))); n != 0 {
+		t.Fatalf("striking it again marked %d lines", n)
+	}
+	check("a struck span")
+	if _, err := s.Pool().Exec(ctx, `UPDATE transcript_entries SET noncanon = false
+		WHERE id = (SELECT min(id) FROM transcript_entries WHERE campaign_id = 'counts' AND noncanon)`); err != nil {
+		t.Fatal(err)
+	}
+	check("a line restored")
 	// Writers over the same three sessions, each in its own order.
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)

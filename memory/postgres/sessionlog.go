@@ -327,17 +327,18 @@ func (l *SessionLog) Sessions(ctx context.Context) ([]memory.Session, error) {
 }
 
 func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Session, error) {
-	// The count is the session's (sessions.entries, kept by the statements
-	// that insert and delete lines, migration 0037); a player's leaves out
-	// the lines they may not read, counted as a set (view.unreadableCTE):
-	// line by line, listing 200 sessions of 250 lines took about a second
-	// where the DM's took 65 ms.
+	// The count is the session's (sessions.entries, kept as lines are
+	// written, deleted and struck, migration 0037). A player's counts the
+	// lines their pages show: not those the DM struck from the record
+	// (sessions.struck), nor the canon lines they may not read, counted as
+	// a set (view.unreadableCTE): line by line, listing 200 sessions of 250
+	// lines took about a second where the DM's took 65 ms.
 	player := l.view.v.Role == memory.RolePlayer
 	with, hidden := "", "0"
 	if player {
 		with = `WITH ` + l.view.unreadableCTE() + `,
-		hidden AS MATERIALIZED (SELECT session_id, count(*) AS n FROM unreadable GROUP BY session_id)`
-		hidden = `coalesce((SELECT h.n FROM hidden h WHERE h.session_id = s.id), 0)`
+		hidden AS MATERIALIZED (SELECT session_id, count(*) AS n FROM unreadable WHERE NOT noncanon GROUP BY session_id)`
+		hidden = `(s.struck + coalesce((SELECT h.n FROM hidden h WHERE h.session_id = s.id), 0))`
 	}
 	rows, err := l.db.Query(ctx, with+`
 		SELECT s.id, s.started_at, s.ended_at, CASE WHEN `+strconv.FormatBool(player)+` THEN '' ELSE s.summary END,
