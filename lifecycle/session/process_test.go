@@ -3,6 +3,7 @@ package session_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -66,6 +67,12 @@ func child() error {
 	go func() { ran <- s.Run(ctx) }()
 	for i := 0; ctx.Err() == nil; i++ {
 		if err := s.Record(context.Background(), line(i)); err != nil {
+			if errors.Is(err, session.ErrEnded) && ctx.Err() != nil {
+				// SIGTERM arrived between the check above and this
+				// line, and Run ended the session first: the line is
+				// refused, never acknowledged, and the loop is over.
+				break
+			}
 			return err
 		}
 		fmt.Fprintf(out, "recorded %d\n", i)
