@@ -117,8 +117,7 @@ func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, er
 		        AND ($6::text[] IS NULL OR r.source_id = ANY($6) OR r.target_id = ANY($6))
 		        AND ($3 = '' OR r.id::text = $3 OR strpos(lower(r.rel_type), lower($3)) > 0
 		             OR EXISTS (SELECT 1 FROM entities e WHERE e.campaign_id = r.campaign_id AND e.id IN (r.source_id, r.target_id)
-		                        AND (strpos(lower(e.name), lower($3)) > 0
-		                             OR EXISTS (SELECT 1 FROM unnest(e.aliases) a WHERE strpos(lower(a), lower($3)) > 0))))
+		                        AND `+nameHoldsExactlySQL("e", "$3")+`))
 		      ORDER BY r.updated_at DESC, r.id DESC
 		      LIMIT $4) r
 		JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
@@ -157,16 +156,13 @@ func (g *Graph) newestOfTypes(types string) string {
 // textCandidates returns what a FindFacts Text names: the ids of the
 // entities whose name or an alias holds text (at most
 // textDenseEntities+1: more says the text is too common to start from),
-// found in their trigram index as FindEntities finds them, and the
+// found as FindEntities finds them (nameHoldsSQL), and the
 // campaign's relation types that hold it, read from relationships_type one
 // distinct type at a time. A fact's ends are matched whatever the viewer
 // may see of them: the facts are filtered for the viewer afterwards.
 func (g *Graph) textCandidates(ctx context.Context, text string) (ids, types []string, err error) {
 	err = g.db.QueryRow(ctx, `
-		SELECT ARRAY(SELECT e.id FROM entities e WHERE e.campaign_id = $1
-		         AND glyphoxa_entity_words(e.name, e.aliases) LIKE '%' || lower($3) || '%'
-		         AND (strpos(lower(e.name), lower($2)) > 0
-		              OR EXISTS (SELECT 1 FROM unnest(e.aliases) a WHERE strpos(lower(a), lower($2)) > 0))
+		SELECT ARRAY(SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND `+nameHoldsSQL("e", "$2", "$3")+`
 		         LIMIT $4),
 		       ARRAY(WITH RECURSIVE ty(rel_type) AS (
 		           SELECT min(rel_type) FROM relationships WHERE campaign_id = $1

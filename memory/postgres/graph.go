@@ -225,9 +225,7 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		SELECT `+g.view.entityCols("e")+` FROM entities e
 		WHERE e.campaign_id = $1
 		  AND ($2 = '' OR type = $2)
-		  AND ($3 = '' OR (glyphoxa_entity_words(e.name, e.aliases) LIKE '%' || lower($7) || '%'
-		       AND (strpos(lower(name), lower($3)) > 0
-		            OR EXISTS (SELECT 1 FROM unnest(aliases) a WHERE strpos(lower(a), lower($3)) > 0))))
+		  AND ($3 = '' OR `+nameHoldsSQL("e", "$3", "$7")+`)
 		  AND ($4::text[] IS NULL OR id = ANY($4))
 		  AND ($6 OR e.retired_at IS NULL)
 		  AND `+g.view.entityVisible("e")+`
@@ -237,6 +235,24 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		return nil, fmt.Errorf("finding entities: %w", err)
 	}
 	return pgx.CollectRows(rows, scanEntity)
+}
+
+// nameHoldsSQL is the SQL predicate true when entity alias's name or one
+// of its aliases holds term (an SQL text), in any letter case: found in
+// the trigram index of names and aliases (entities_words, migration 0035)
+// by pattern (an SQL text: likeLiteral of term), then checked in the name
+// and each alias exactly (nameHoldsExactlySQL), so that a term spanning
+// a name and an alias is no match.
+func nameHoldsSQL(alias, term, pattern string) string {
+	return `(glyphoxa_entity_words(` + alias + `.name, ` + alias + `.aliases) LIKE '%' || lower(` + pattern + `) || '%'
+		AND ` + nameHoldsExactlySQL(alias, term) + `)`
+}
+
+// nameHoldsExactlySQL is nameHoldsSQL's exact check alone, for an entity
+// already found (the ends of a fact).
+func nameHoldsExactlySQL(alias, term string) string {
+	return `(strpos(lower(` + alias + `.name), lower(` + term + `)) > 0
+		OR EXISTS (SELECT 1 FROM unnest(` + alias + `.aliases) a WHERE strpos(lower(a), lower(` + term + `)) > 0))`
 }
 
 // likeLiteral escapes s for a LIKE pattern (backslash, the default
