@@ -28,15 +28,9 @@ func TestFindFactsByText(t *testing.T) {
 	ctx := ctxT(t)
 	c := pgtest.Campaign(t, s, "factsearch")
 	g := c.Graph()
-	syll := []string{"ka", "vor", "ith", "mel", "dra", "un", "es", "tor", "gal", "rim"}
 	rng := rand.New(rand.NewPCG(36, 1))
-	word := func() string {
-		var b strings.Builder
-		for range 1 + rng.IntN(3) {
-			b.WriteString(syll[rng.IntN(len(syll))])
-		}
-		return b.String()
-	}
+	names := madeUpNames{rng}
+	word := names.word
 	ents := []memory.Entity{
 		{ID: "pct", Type: "item", Name: "The 50% Flask"},
 		{ID: "und", Type: "location", Name: "Room_5"},
@@ -79,9 +73,7 @@ func TestFindFactsByText(t *testing.T) {
 	terms := []string{"", "sel", "SELKA", "gave", "GAV", "know", "knower", "50%", "m_5", "_", "%", "jörg", "ÜBEL",
 		"owes", "kav", "zzz", "a", "#" + strconv.FormatInt(ids[7], 10), strconv.FormatInt(ids[1200], 10)}
 	for range 10 {
-		w := word()
-		start := rng.IntN(len(w))
-		terms = append(terms, w[start:start+1+rng.IntN(len(w)-start)])
+		terms = append(terms, names.part())
 	}
 	matches := func(f postgres.FactWithNames, term string) bool {
 		l := strings.ToLower(strings.TrimPrefix(term, "#"))

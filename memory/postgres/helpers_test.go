@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,3 +112,25 @@ func ids[T any](xs []T, id func(T) string) []string {
 
 func entityID(e memory.Entity) string     { return e.ID }
 func neighborID(n memory.Neighbor) string { return n.Entity.ID }
+
+// madeUpNames makes the name-search tests' names from rng: words of one
+// to three syllables, and parts of them.
+type madeUpNames struct{ rng *rand.Rand }
+
+var nameSyllables = [...]string{"ka", "vor", "ith", "mel", "dra", "un", "es", "tor", "gal", "rim"}
+
+// word is a made-up word.
+func (n madeUpNames) word() string {
+	var b strings.Builder
+	for range 1 + n.rng.IntN(3) {
+		b.WriteString(nameSyllables[n.rng.IntN(len(nameSyllables))])
+	}
+	return b.String()
+}
+
+// part is a run of one or more letters of a new word.
+func (n madeUpNames) part() string {
+	w := n.word()
+	start := n.rng.IntN(len(w))
+	return w[start : start+1+n.rng.IntN(len(w)-start)]
+}

@@ -32,15 +32,9 @@ func TestFindEntitiesByPartOfAName(t *testing.T) {
 		{ID: "umlaut", Type: "npc", Name: "Jörg Übel", Aliases: []string{"Der Schmied"}},
 		{ID: "span", Type: "npc", Name: "Tug", Aliases: []string{"afen"}},
 	}
-	syll := []string{"ka", "vor", "ith", "mel", "dra", "un", "es", "tor", "gal", "rim"}
 	rng := rand.New(rand.NewPCG(35, 8))
-	word := func() string {
-		var b strings.Builder
-		for range 1 + rng.IntN(3) {
-			b.WriteString(syll[rng.IntN(len(syll))])
-		}
-		return b.String()
-	}
+	names := madeUpNames{rng}
+	word := names.word
 	all := slices.Clone(fixed)
 	for i := range 300 {
 		e := memory.Entity{ID: fmt.Sprintf("g%03d", i), Type: "npc", Name: strings.ToUpper(word()[:1]) + word()}
@@ -72,9 +66,7 @@ func TestFindEntitiesByPartOfAName(t *testing.T) {
 	}
 	terms := []string{"50%", "0%", "m_5", "_", "%", `k\s`, `\`, "jörg", "ÜBEL", "schmied", "tugafen", "tug\nafen", "g a", "Ka", "vor", "ithmel", "a", "drat", "zzz"}
 	for range 40 {
-		w := word()
-		start := rng.IntN(len(w))
-		terms = append(terms, w[start:start+1+rng.IntN(len(w)-start)])
+		terms = append(terms, names.part())
 	}
 	for _, term := range terms {
 		got := must[[]memory.Entity](t)(g.FindEntities(ctx, memory.EntityFilter{Name: term}))
