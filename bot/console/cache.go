@@ -79,8 +79,9 @@ func (sn *snapshot) pickers() pickers {
 
 // pickableSessions are the campaign's sessions for a page's session
 // picker: ids and dates, oldest first, without the line counts
-// SessionLog.Sessions adds (a count reads every line of the log: 90 ms at a
-// million lines, on every page that offers the picker).
+// SessionLog.Sessions adds (kept per session, but a player's reads the
+// lines of the campaign's split scenes, on every page that offers the
+// picker).
 func pickableSessions(ctx context.Context, camp *access.Campaign) ([]memory.Session, error) {
 	return camp.Sessions().Starts(ctx)
 }

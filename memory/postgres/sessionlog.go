@@ -285,7 +285,8 @@ func (l *SessionLog) GameDates(ctx context.Context) ([]memory.Session, error) {
 }
 
 // Starts returns every session's id, start, end and game date, oldest
-// first, without counting entries (which costs a scan of the log).
+// first, without entry counts (a player's count reads the lines of the
+// campaign's split scenes).
 func (l *SessionLog) Starts(ctx context.Context) ([]memory.Session, error) {
 	return l.starts(ctx, false)
 }
