@@ -191,17 +191,12 @@ type Counts struct {
 func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 	var n Counts
 	args := []any{c.id}
-	// Lines are counted as the sessions keep them (migration 0037), as
-	// SessionLog.Sessions counts them.
-	entries := `(SELECT coalesce(sum(entries), 0)::bigint FROM sessions WHERE campaign_id = $1)`
+	// Lines as the viewer's session list counts them (view.sessionLines).
+	ctes, count := c.view.sessionLines("s")
+	entries := `(` + withCTEs(ctes) + `SELECT coalesce(sum(` + count + `), 0)::bigint FROM sessions s WHERE s.campaign_id = $1)`
 	chunks := `(SELECT count(*) FROM chunks WHERE campaign_id = $1)`
 	if c.view.v.Role == memory.RolePlayer {
-		// What a player's pages show: not the lines the DM struck, nor
-		// the canon lines they may not read, those counted as sets, as the
-		// visible chunks are listed (view.visibleChunksSQL): the lines of
-		// the presence spans their rule leaves out, counted once.
-		entries = `((SELECT coalesce(sum(entries - struck), 0)::bigint FROM sessions WHERE campaign_id = $1) - (WITH ` +
-			c.view.unreadableCTE() + ` SELECT count(*) FROM unreadable WHERE NOT noncanon))`
+		// As sets, as the visible chunks are listed (view.visibleChunksSQL).
 		chunks = `(SELECT count(*) FROM (` + c.view.visibleChunksSQL() + `) v)`
 		args = append(args, nil) // $2: every chunk
 	}

@@ -320,7 +320,8 @@ func (l *SessionLog) Session(ctx context.Context, id string) (memory.Session, er
 }
 
 // Sessions lists the campaign's sessions, oldest first, with entry counts.
-// A player's handle counts only the lines the player may read and reads no
+// A player's handle counts only the lines the player's pages show
+// (view.sessionLines: readable, not struck) and reads no
 // summary: the running summary (SaveSummary) is written from every line of
 // the session, split scenes included, for the table's own NPC context.
 func (l *SessionLog) Sessions(ctx context.Context) ([]memory.Session, error) {
@@ -328,22 +329,11 @@ func (l *SessionLog) Sessions(ctx context.Context) ([]memory.Session, error) {
 }
 
 func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Session, error) {
-	// The count is the session's (sessions.entries, kept as lines are
-	// written, deleted and struck, migration 0037). A player's counts the
-	// lines their pages show: not those the DM struck from the record
-	// (sessions.struck), nor the canon lines they may not read, counted as
-	// a set (view.unreadableCTE): line by line, listing 200 sessions of 250
-	// lines took about a second where the DM's took 65 ms.
 	player := l.view.v.Role == memory.RolePlayer
-	with, hidden := "", "0"
-	if player {
-		with = `WITH ` + l.view.unreadableCTE() + `,
-		hidden AS MATERIALIZED (SELECT session_id, count(*) AS n FROM unreadable WHERE NOT noncanon GROUP BY session_id)`
-		hidden = `(s.struck + coalesce((SELECT h.n FROM hidden h WHERE h.session_id = s.id), 0))`
-	}
-	rows, err := l.db.Query(ctx, with+`
+	ctes, count := l.view.sessionLines("s")
+	rows, err := l.db.Query(ctx, withCTEs(ctes)+`
 		SELECT s.id, s.started_at, s.ended_at, CASE WHEN `+strconv.FormatBool(player)+` THEN '' ELSE s.summary END,
-		       s.entries - `+hidden+`,
+		       `+count+`,
 		       s.game_date
 		FROM sessions s WHERE s.campaign_id = $1 AND ($2 = '' OR s.id = $2)
 		ORDER BY s.started_at, s.id`, l.campaign, only)
@@ -361,6 +351,24 @@ func (l *SessionLog) sessions(ctx context.Context, only string) ([]memory.Sessio
 		s.Entries = int(n)
 		return s, err
 	})
+}
+
+// sessionLines returns the common tables (for withCTEs; "" when none)
+// and the SQL expression of the number of lines of session alias (a
+// sessions row of campaign $1) the viewer's pages show. The count is the
+// session's (sessions.entries, kept as lines are written, deleted and
+// struck, migration 0037); a player's leaves out the lines the DM struck
+// from the record (sessions.struck) and the canon lines they may not read,
+// counted as a set (view.unreadableCTE): line by line, listing 200
+// sessions of 250 lines took about a second where the DM's took 65 ms.
+// SessionLog.Sessions lists it per session, Campaign.Counts sums it.
+func (w view) sessionLines(alias string) (ctes, count string) {
+	if w.v.Role != memory.RolePlayer {
+		return "", alias + ".entries"
+	}
+	return w.unreadableCTE() + `,
+		hidden AS MATERIALIZED (SELECT session_id, count(*) AS n FROM unreadable WHERE NOT noncanon GROUP BY session_id)`,
+		`(` + alias + `.entries - ` + alias + `.struck - coalesce((SELECT h.n FROM hidden h WHERE h.session_id = ` + alias + `.id), 0))`
 }
 
 func nullTime(t time.Time) *time.Time {
