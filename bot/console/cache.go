@@ -114,7 +114,10 @@ func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*sna
 	}
 	s.snaps.mu.Unlock()
 
-	cursor, err := camp.LastChange(ctx)
+	// The campaign's revision, not the viewer's cursor: a fact a player
+	// read and the DM has made secret since moves no change the player may
+	// see (LastChange), and the snapshot must lose it all the same.
+	cursor, err := camp.Revision(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the graph's change log: %w", err)
 	}

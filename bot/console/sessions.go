@@ -176,7 +176,9 @@ func (s *Server) recap(ctx context.Context, camp *access.Campaign, sessionID str
 	var cursor int64
 	if safe {
 		var err error
-		if cursor, err = camp.LastChange(ctx); err != nil {
+		// The campaign's revision (what the avoid list is made of moves
+		// with changes hidden from a player: a fact made secret).
+		if cursor, err = camp.Revision(ctx); err != nil {
 			return recap.Recap{}, fmt.Errorf("reading the graph's change log: %w", err)
 		}
 	}

@@ -150,6 +150,11 @@ func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude strin
 // LastChange is the newest change-log cursor.
 func (c *Campaign) LastChange(ctx context.Context) (int64, error) { return c.pc.LastChange(ctx) }
 
+// Revision is the newest change-log id whatever the viewer may see, for
+// the server's caches of the viewer's reads; never shown to a player
+// (see [postgres.Campaign.Revision]).
+func (c *Campaign) Revision(ctx context.Context) (int64, error) { return c.pc.Revision(ctx) }
+
 // LastEntityChange is the newest change-log cursor of an entity.
 func (c *Campaign) LastEntityChange(ctx context.Context) (int64, error) {
 	return c.pc.LastEntityChange(ctx)

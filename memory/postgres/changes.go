@@ -90,20 +90,37 @@ func (c *Campaign) entityChangeVisible() string {
 // LastChange is the newest change id of the campaign (0 if none).
 //
 // For a handle bound to a player it is the newest change they may see
-// ([Campaign.changeVisible]): their cursor (the MCP sync's, the console's
-// snapshot's) does not move when something hidden from them is written, so
-// it does not tell them that an entity first heard in a split scene they
-// were not in, or a fact they may not read, was written. It reads the
-// campaign's log backwards from its newest change, and stops at the first
-// the player may see: usually the newest.
+// ([Campaign.changeVisible]): their cursor (the MCP sync's) does not move
+// when something hidden from them is written, so it does not tell them
+// that an entity first heard in a split scene they were not in, or a fact
+// they may not read, was written. It reads the campaign's log backwards
+// from its newest change, and stops at the first the player may see:
+// usually the newest. A cache of a player's reads is keyed on
+// [Campaign.Revision] instead.
 func (c *Campaign) LastChange(ctx context.Context) (int64, error) {
-	var id int64
-	q := `SELECT coalesce(max(id), 0) FROM graph_changes WHERE campaign_id = $1`
-	if c.view.v.Role == memory.RolePlayer {
-		q = `SELECT coalesce((SELECT ch.id FROM graph_changes ch WHERE ch.campaign_id = $1 AND ` + c.changeVisible() + `
-			ORDER BY ch.id DESC LIMIT 1), 0)`
+	if c.view.v.Role != memory.RolePlayer {
+		return c.Revision(ctx)
 	}
+	var id int64
+	q := `SELECT coalesce((SELECT ch.id FROM graph_changes ch WHERE ch.campaign_id = $1 AND ` + c.changeVisible() + `
+		ORDER BY ch.id DESC LIMIT 1), 0)`
 	if err := c.l1.db.QueryRow(ctx, q, c.id).Scan(&id); err != nil {
+		return 0, fmt.Errorf("reading the last change: %w", err)
+	}
+	return id, nil
+}
+
+// Revision is the campaign's newest change id whatever the handle's
+// viewer may see (0 if none): what the server's own caches of a viewer's
+// reads are keyed on (the console's graph snapshot, its recaps). Those must
+// be dropped when something hidden from the viewer changes too: a fact a
+// player has read and the DM has made secret since leaves their view, and
+// its change is no longer one they may see, so their [Campaign.LastChange]
+// does not move. Never show it to a player: it moves when something they
+// may not see is written.
+func (c *Campaign) Revision(ctx context.Context) (int64, error) {
+	var id int64
+	if err := c.l1.db.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM graph_changes WHERE campaign_id = $1`, c.id).Scan(&id); err != nil {
 		return 0, fmt.Errorf("reading the last change: %w", err)
 	}
 	return id, nil
