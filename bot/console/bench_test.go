@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -91,6 +92,9 @@ func benchPages(b *testing.B, door *access.Door) {
 		{"graph-json", "/api/graph"},
 		{"graph-json-npc", "/api/graph?npc=" + npc},
 		{"entity-json", "/api/entity/" + entity},
+		{"entity", "/entities/" + entity},
+		{"names", "/api/names?q=ar"},
+		{"names-word", "/api/names?q=" + url.QueryEscape(benchdata.EntityName(7))},
 		{"npc", "/npc/" + npc},
 		{"sessions", "/sessions"},
 		{"session", "/sessions/" + session},
@@ -114,6 +118,7 @@ func benchPages(b *testing.B, door *access.Door) {
 			slices.Sort(times)
 			b.ReportMetric(float64(times[len(times)*95/100].Microseconds())/1000, "p95-ms")
 			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(times[len(times)-1].Microseconds())/1000, "max-ms")
 		})
 	}
 }

@@ -41,20 +41,17 @@ type snapshot struct {
 	picks    pickers
 }
 
-// pickers are a snapshot's entity types and its entities as form choices,
-// made once per snapshot: rendering them with each page took most of its
-// time in a large campaign (40,000 NPCs and 100,000 names at the 100k
-// bench scale: 50 to 60 ms of template execution per page), and they only
-// change when the graph does.
+// pickers are a snapshot's entity types and NPCs as form choices, made
+// once per snapshot: rendering them with each page took most of its time
+// in a large campaign (40,000 NPCs at the 100k bench scale: 50 to 60 ms of
+// template execution per page), and they only change when the graph does.
+// (Name fields elsewhere ask /api/names as the DM types.)
 type pickers struct {
 	// types are the entity types, sorted.
 	types []string
 	// npcOptions are the NPCs as <option value="id">name</option>, for
 	// the graph page's "Seen by" choice.
 	npcOptions template.HTML
-	// nameOptions are every entity name as <option value="name">, for the
-	// review page's edit forms.
-	nameOptions template.HTML
 }
 
 // pickers returns the snapshot's form choices, making them on first use.
@@ -62,17 +59,15 @@ type pickers struct {
 func (sn *snapshot) pickers() pickers {
 	sn.pickOnce.Do(func() {
 		types := map[string]bool{}
-		var npcs, names strings.Builder
+		var npcs strings.Builder
 		for _, e := range sn.entities {
 			types[e.Type] = true
 			if e.Type == memory.EntityNPC {
 				npcs.WriteString(`<option value="` + template.HTMLEscapeString(e.ID) + `">` + template.HTMLEscapeString(e.Name) + `</option>`)
 			}
-			names.WriteString(`<option value="` + template.HTMLEscapeString(e.Name) + `">`)
 		}
 		sn.picks.types = slices.Sorted(maps.Keys(types))
 		sn.picks.npcOptions = template.HTML(npcs.String())
-		sn.picks.nameOptions = template.HTML(names.String())
 	})
 	return sn.picks
 }

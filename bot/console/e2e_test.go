@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,8 @@ type e2eStep struct {
 	AliasHit string
 	Legend   string
 	Nodes    int
+	Before   []string
+	Options  []string
 }
 
 // TestConsoleInChromium drives the console in a real headless Chromium:
@@ -154,6 +157,13 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	if left, err := g.PendingFacts(ctx, memory.FactFilter{}); err != nil || len(left) != steps["bulk"].Facts {
 		t.Errorf("after the browser's bulk confirm and undo %d facts wait, want %d: %v", len(left), steps["bulk"].Facts, err)
+	}
+	// The page suggests the waiting facts' ends; typing asks for the rest.
+	if s := steps["suggest"]; len(s.Before) == 0 || slices.Contains(s.Before, "Tower of Whispers") ||
+		!slices.Contains(s.Options, "Tower of Whispers") || slices.ContainsFunc(s.Options, func(o string) bool {
+		return !strings.Contains(strings.ToLower(o), "whisp")
+	}) {
+		t.Errorf("the names suggested at first: %q; for \"whisp\": %q", s.Before, s.Options)
 	}
 	if s := steps["persona"]; !strings.Contains(s.Message, "Saved Grimjaw") || s.Field != personality {
 		t.Errorf("persona: %+v", s)

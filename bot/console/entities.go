@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -141,10 +142,15 @@ func (s *Server) entityPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	others, err := g.FindEntities(ctx, memory.EntityFilter{Limit: 2000})
-	if err != nil {
-		s.failErr(w, r, err)
-		return
+	// The merge field suggests, at first, the entities named like this
+	// one (a duplicate shares a word of its name), and as the DM types,
+	// the entities named like that (app.js, /api/names).
+	var others []memory.Entity
+	if word := longestWord(e.Name); word != "" {
+		if others, err = g.FindEntities(ctx, memory.EntityFilter{Name: word, Limit: maxSuggestions + 1}); err != nil {
+			s.failErr(w, r, err)
+			return
+		}
 	}
 	s.render(w, r, http.StatusOK, "entity.html", page{Title: e.Name, Nav: "entities", Data: map[string]any{
 		"Entity": e, "Aliases": strings.Join(e.Aliases, ", "), "Attributes": attrs, "Facts": facts,
@@ -222,4 +228,16 @@ func (s *Server) revealEntity(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("entity revealed", "entity", id, "by", sessionOf(ctx).UserID)
 	s.back(w, r, entityPath(id), fmt.Sprintf("Every player now sees %s.", e.Name))
+}
+
+// longestWord is the longest word of name (the first of equal length):
+// what a duplicate of the entity most likely shares.
+func longestWord(name string) string {
+	best := ""
+	for _, w := range strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len([]rune(w)) > len([]rune(best)) {
+			best = w
+		}
+	}
+	return best
 }

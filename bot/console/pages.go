@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -185,18 +185,16 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	// The edit forms suggest the campaign's entity names.
-	var names template.HTML
-	if len(pv) > 0 {
-		sn, err := s.graphSnapshot(ctx, camp)
-		if err != nil {
-			s.failErr(w, r, err)
-			return
-		}
-		names = sn.pickers().nameOptions
+	// The edit forms suggest the names of the waiting facts' ends at
+	// first, and as the DM types, the entities named like it (app.js,
+	// /api/names).
+	var names []string
+	for _, f := range pv {
+		names = append(names, f.Source, f.Target)
 	}
+	slices.Sort(names)
 	data := map[string]any{
-		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Sessions": sessions, "Names": names,
+		"Pending": pv, "More": more, "Conflicts": cv, "Session": session, "Sessions": sessions, "Names": slices.Compact(names),
 		"Message": s.takeFlash(r)}
 	if hasBatch {
 		data["Batch"] = lastBatch
@@ -401,6 +399,43 @@ func (s *Server) resolveConflict(w http.ResponseWriter, r *http.Request) {
 	}
 	s.back(w, r, "/review", fmt.Sprintf("Conflict %d settled: kept the %s fact (#%d is now %s, #%d is %s).", c.ID, keep,
 		c.NewFact.ID, c.NewFact.Status, c.OldFact.ID, c.OldFact.Status))
+}
+
+// maxSuggestions bounds the names /api/names suggests, as many as a
+// Discord autocomplete offers.
+const maxSuggestions = 25
+
+// suggestion is an entity a name field may be filled with.
+type suggestion struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// namesJSON suggests the entities whose name or alias holds q (the store's
+// name search, as the Discord commands' autocomplete asks it), for the
+// name fields of the review and entity pages: a large campaign's names
+// are too many to ship with each page (100,000 at the bench's 100k scale).
+func (s *Server) namesJSON(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	out := []suggestion{}
+	if q != "" {
+		es, err := camp.Graph().FindEntities(ctx, memory.EntityFilter{Name: q, Limit: maxSuggestions})
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		for _, e := range es {
+			out = append(out, suggestion{ID: e.ID, Name: e.Name, Type: e.Type})
+		}
+	}
+	writeJSON(w, out)
 }
 
 // writeJSON answers with v as JSON.

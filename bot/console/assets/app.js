@@ -1,6 +1,6 @@
 // glyphoxa console: small progressive enhancements. Every page works without
 // this file; it adds the raw-text toggle, focus on a linked transcript line,
-// and the Live page's refresh.
+// name suggestions as the DM types, and the Live page's refresh.
 "use strict";
 (function () {
   var raw = document.getElementById("show-raw");
@@ -19,6 +19,37 @@
   }
   window.addEventListener("hashchange", focusLine);
   focusLine();
+
+  // Name fields (data-suggest="name" or "id"): as the DM types, their
+  // datalist is filled with the entities named like it (/api/names), which a
+  // large campaign has too many of to send with the page. A field keeps the
+  // page's own suggestions until something is typed.
+  document.querySelectorAll("input[data-suggest]").forEach(function (input) {
+    var list = document.getElementById(input.getAttribute("list"));
+    if (!list) return;
+    var timer = 0, asked = "";
+    input.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () {
+        var q = input.value.trim();
+        if (!q || q === asked) return;
+        asked = q;
+        fetch("/api/names?q=" + encodeURIComponent(q), { credentials: "same-origin" }).then(function (r) {
+          return r.ok ? r.json() : null;
+        }).then(function (names) {
+          if (!names || asked !== q) return;
+          list.textContent = "";
+          names.forEach(function (n) {
+            if (n.id === input.dataset.except) return;
+            var o = document.createElement("option");
+            if (input.dataset.suggest === "id") { o.value = n.id; o.textContent = n.name + " (" + n.type + ")"; }
+            else { o.value = n.name; o.textContent = n.type; }
+            list.appendChild(o);
+          });
+        }).catch(function () {});
+      }, 150);
+    });
+  });
 
   var live = document.getElementById("live");
   if (live) {

@@ -79,6 +79,15 @@ async function overflow(page) {
   step("bulk", { facts: ticked, message: bulkMessage, text: await page.locator("#message").innerText(),
     shown: await page.locator("#undo-banner").count() > 0 });
 
+  // Name suggestions: typing in an edit form's name field fills its
+  // datalist from /api/names.
+  const names = () => page.locator("#entity-names option").evaluateAll((os) => os.map((o) => o.value));
+  const before = await names();
+  await page.locator("article.fact details summary").first().click();
+  await page.locator('input[name="subject"]').first().fill("whisp");
+  await page.waitForFunction(() => Array.from(document.querySelectorAll("#entity-names option")).some((o) => o.value === "Tower of Whispers"));
+  step("suggest", { before, options: await names() });
+
   // Edit a persona.
   await page.goto(cfg.base + "/npc/grimjaw");
   await page.getByLabel("Personality").fill(cfg.personality);
