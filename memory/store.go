@@ -60,8 +60,8 @@ type EntityFilter struct {
 	IDs []string
 	// Limit caps the results; 0 means no limit.
 	Limit int
-	// IncludeRetired finds the entities the DM retired too (a search by
-	// IDs always does).
+	// IncludeRetired finds the entities the DM retired too (by IDs as
+	// well: a retired entity is left out unless it is set).
 	IncludeRetired bool
 }
 

@@ -112,12 +112,12 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 	// /graph/{id} is the entity's page: the graph around it, its panel open.
 	focus, title := r.PathValue("id"), "Graph"
 	if focus != "" {
-		i, ok := sn.byID[focus]
+		e, ok := sn.byID[focus]
 		if !ok {
 			s.failErr(w, r, fmt.Errorf("entity %q: %w", focus, memory.ErrNotFound))
 			return
 		}
-		title = ents[i].Name
+		title = e.Name
 	}
 	s.render(w, r, http.StatusOK, "graph.html", page{Title: title, Nav: "graph", Data: map[string]any{
 		"Types": picks.types, "NPCs": npcs, "Sessions": sessions, "Count": len(ents), "Focus": focus,
@@ -186,23 +186,25 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 }
 
 func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ, npcID, session string) (graphData, error) {
-	var ents []memory.Entity
-	var facts []memory.Relationship
+	var ents []*memory.Entity
+	var facts []*memory.Relationship
 	if npcID != "" && dm {
 		e, err := g.Entity(ctx, npcID)
 		if err != nil {
 			return graphData{}, err
 		}
 		scope := memory.VisibilityScope{RelTypes: npc.PersonaFromEntity(e).KnowledgeScope}
-		if ents, facts, err = g.VisibleSubgraph(ctx, npcID, scope); err != nil {
+		es, fs, err := g.VisibleSubgraph(ctx, npcID, scope)
+		if err != nil {
 			return graphData{}, err
 		}
+		ents, facts = pointers(es), pointers(fs)
 	} else {
 		ents = sn.entities
-		facts = make([]memory.Relationship, 0, len(sn.facts))
+		facts = make([]*memory.Relationship, 0, len(sn.facts))
 		for _, f := range sn.facts {
 			if f.Status != memory.StatusRejected {
-				facts = append(facts, f.Relationship)
+				facts = append(facts, &f.Relationship)
 			}
 		}
 	}
@@ -338,13 +340,12 @@ func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	i, ok := sn.byID[r.PathValue("id")]
+	e, ok := sn.byID[r.PathValue("id")]
 	if !ok {
 		s.failErr(w, r, fmt.Errorf("entity %q: %w", r.PathValue("id"), memory.ErrNotFound))
 		return
 	}
-	e := sn.entities[i]
-	info := entityInfo{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases, Attributes: attrs(e),
+	info := entityInfo{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases, Attributes: attrs(*e),
 		Facts: []entityFact{}, Mentions: []mention{}}
 	if info.Aliases == nil {
 		info.Aliases = []string{}
@@ -352,8 +353,7 @@ func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
 	if info.Attributes == nil {
 		info.Attributes = []attr{}
 	}
-	for _, k := range sn.byEntity[e.ID] {
-		f := sn.facts[k]
+	for _, f := range sn.byEntity[e.ID] {
 		if len(info.Facts) == maxEntityFacts {
 			break
 		}

@@ -63,7 +63,7 @@ func namesOf(ctx context.Context, g *access.Graph, ids []string) (map[string]str
 	if len(ids) == 0 {
 		return out, nil
 	}
-	es, err := g.FindEntities(ctx, memory.EntityFilter{IDs: ids})
+	es, err := g.FindEntities(ctx, memory.EntityFilter{IDs: ids, IncludeRetired: true})
 	if err != nil {
 		return nil, err
 	}

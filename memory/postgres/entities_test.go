@@ -206,8 +206,11 @@ func TestRetireEntity(t *testing.T) {
 	if found := must[[]memory.Entity](t)(g.FindEntities(ctx, memory.EntityFilter{Name: "hammer", IncludeRetired: true})); len(found) != 1 {
 		t.Fatalf("asked for retired entities: %+v", found)
 	}
-	if found := must[[]memory.Entity](t)(g.FindEntities(ctx, memory.EntityFilter{IDs: []string{"hammer"}})); len(found) != 1 {
-		t.Fatalf("by id: %+v", found)
+	if found := must[[]memory.Entity](t)(g.FindEntities(ctx, memory.EntityFilter{IDs: []string{"hammer"}})); len(found) != 0 {
+		t.Fatalf("a retired entity found by id: %+v", found)
+	}
+	if found := must[[]memory.Entity](t)(g.FindEntities(ctx, memory.EntityFilter{IDs: []string{"hammer"}, IncludeRetired: true})); len(found) != 1 {
+		t.Fatalf("by id, retired ones asked for: %+v", found)
 	}
 	got, retired := mustRetirement(t, g, "hammer")
 	if !retired || got.Reason != "melted down" || got.Session != "s4" {

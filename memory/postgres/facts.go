@@ -26,7 +26,9 @@ type FactQuery struct {
 	// EntityIDs, when not nil, restricts the facts to those with an end
 	// among them.
 	EntityIDs []string
-	Limit     int
+	// IDs, when not nil, restricts the facts to these ids.
+	IDs   []int64
+	Limit int
 }
 
 // FactWithNames is a fact with the display names of its ends.
@@ -47,7 +49,7 @@ type FactWithNames struct {
 const textDenseEntities = 350
 
 // FindFacts lists facts matching q, newest first. It starts from what an
-// index can find: the facts of q's ends, of its types, or of the entities
+// index can find: the facts q names by id, of q's ends, of its types, or of the entities
 // and types whose names hold q's Text (and the fact it names by id);
 // otherwise, or when Text is too common to be worth that
 // (textDenseEntities), the campaign's facts newest first.
@@ -82,6 +84,8 @@ func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, er
 	}
 	var driver string
 	switch {
+	case q.IDs != nil:
+		driver = `SELECT DISTINCT unnest(` + arg(nonNil(q.IDs)) + `::bigint[]) AS id`
 	case q.EntityIDs != nil:
 		driver = g.factsOf("$6")
 	case q.Types != nil && text == "":

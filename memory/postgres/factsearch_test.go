@@ -20,8 +20,8 @@ import (
 // every name, alias, type and id. Whatever route FindFacts takes: the
 // facts of a few named entities, of a relation type, of an id, or the
 // campaign's facts newest first when the text is in more names than are
-// worth reading one by one (more than 350: "sel" is in 400 of them). Types
-// and EntityIDs narrow the same search.
+// worth reading one by one (more than 350: "sel" is in 400 of them). Types,
+// EntityIDs and IDs narrow the same search.
 func TestFindFactsByText(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -135,6 +135,21 @@ func TestFindFactsByText(t *testing.T) {
 		check("the ledger's types, 'sel'", postgres.FactQuery{Types: ledger, Text: "sel", Limit: 1000},
 			func(f postgres.FactWithNames) bool { return slices.Contains(ledger, f.Type) && matches(f, "sel") })
 		check("no type", postgres.FactQuery{Types: []string{}, Limit: 1000},
+			func(postgres.FactWithNames) bool { return false })
+		// By id: every seventh fact written, the viewer's or not, an id
+		// twice and one no fact has.
+		var some []int64
+		for i, id := range ids {
+			if i%7 == 0 {
+				some = append(some, id, id)
+			}
+		}
+		some = append(some, -1)
+		check("every seventh id", postgres.FactQuery{IDs: some, Limit: 1000},
+			func(f postgres.FactWithNames) bool { return slices.Contains(some, f.ID) })
+		check("every seventh id, 'know'", postgres.FactQuery{IDs: some, Text: "know", Limit: 1000},
+			func(f postgres.FactWithNames) bool { return slices.Contains(some, f.ID) && matches(f, "know") })
+		check("no id", postgres.FactQuery{IDs: []int64{}, Limit: 1000},
 			func(postgres.FactWithNames) bool { return false })
 		ends := []string{"gaveth", "pct", "sel007"}
 		check("three ends, 'know'", postgres.FactQuery{EntityIDs: ends, Text: "know", Limit: 1000},

@@ -209,8 +209,8 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		// entity: 40 ms at 100k). Its attributes are the viewer's, as
 		// everywhere else: a player asking by id is still a player.
 		rows, err := g.db.Query(ctx, `SELECT `+g.view.entityCols("e")+` FROM entities e WHERE e.campaign_id = $1 AND e.id = ANY($2)
-			AND `+g.view.entityVisible("e")+`
-			ORDER BY lower(e.name), e.id LIMIT $3`, g.campaign, ids, limit)
+			AND ($4 OR e.retired_at IS NULL) AND `+g.view.entityVisible("e")+`
+			ORDER BY lower(e.name), e.id LIMIT $3`, g.campaign, ids, limit, f.IncludeRetired)
 		if err != nil {
 			return nil, fmt.Errorf("finding entities: %w", err)
 		}
@@ -230,7 +230,7 @@ func (g *Graph) FindEntities(ctx context.Context, f memory.EntityFilter) ([]memo
 		  AND ($6 OR e.retired_at IS NULL)
 		  AND `+g.view.entityVisible("e")+`
 		ORDER BY lower(e.name), e.id
-		LIMIT $5`, pgx.QueryExecModeExec, g.campaign, f.Type, f.Name, ids, limit, f.IncludeRetired || ids != nil, likeLiteral(f.Name))
+		LIMIT $5`, pgx.QueryExecModeExec, g.campaign, f.Type, f.Name, ids, limit, f.IncludeRetired, likeLiteral(f.Name))
 	if err != nil {
 		return nil, fmt.Errorf("finding entities: %w", err)
 	}

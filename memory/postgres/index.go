@@ -394,9 +394,9 @@ func scanChunkResult(row pgx.CollectableRow) (memory.ChunkResult, error) {
 	return r, err
 }
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -25,7 +25,7 @@ func (r *Retriever) namedEntities(ctx context.Context, named []mention.Match) ([
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	ents, err := r.camp.Graph().FindEntities(ctx, memory.EntityFilter{IDs: ids})
+	ents, err := r.camp.Graph().FindEntities(ctx, memory.EntityFilter{IDs: ids, IncludeRetired: true})
 	if err != nil {
 		return nil, fmt.Errorf("loading named entities %v: %w", ids, err)
 	}

@@ -1239,7 +1239,7 @@ func (r *Retriever) names(ctx context.Context, facts []weightedFact) (map[string
 	for _, f := range facts {
 		ids = append(ids, f.SourceID, f.TargetID)
 	}
-	ents, err := r.camp.Graph().FindEntities(ctx, memory.EntityFilter{IDs: ids})
+	ents, err := r.camp.Graph().FindEntities(ctx, memory.EntityFilter{IDs: ids, IncludeRetired: true})
 	if err != nil {
 		return nil, err
 	}
