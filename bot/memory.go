@@ -252,7 +252,7 @@ func resolveEntity(ctx context.Context, g *memaccess.Graph, s string) (memory.En
 // names returns display names for entity ids.
 func names(ctx context.Context, g *memaccess.Graph, ids ...string) map[string]string {
 	out := map[string]string{}
-	es, err := g.FindEntities(ctx, memory.EntityFilter{IDs: ids})
+	es, err := g.FindEntities(ctx, memory.EntityFilter{IDs: ids, IncludeRetired: true})
 	if err == nil {
 		for _, e := range es {
 			out[e.ID] = e.Name
