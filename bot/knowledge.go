@@ -170,7 +170,7 @@ func (b *Bot) recapForMe(ctx context.Context, i *discordgo.Interaction, g Guild)
 		b.finishErr(i, err)
 		return
 	}
-	avoid, err := Withheld(ctx, dm)
+	avoid, err := Withheld(ctx, dm, k.Sessions, nil)
 	if err != nil {
 		b.finishErr(i, err)
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
@@ -252,7 +253,19 @@ func recapInput(ctx context.Context, camp, dm *memaccess.Campaign, sessionID str
 			in.Evidence[e.ID] = append(in.Evidence[e.ID], sentence)
 		}
 	}
-	ents, err := g.FindEntities(ctx, memory.EntityFilter{})
+	// The names the recap may use: the entities the session's lines name
+	// and the ends of its facts, not every entity of the campaign
+	// (100,000 at the bench's 100k scale, each looked for in every line).
+	named, err := g.SessionEntities(ctx, []string{sessionID})
+	if err != nil {
+		return in, err
+	}
+	var ends []string
+	for _, f := range facts {
+		ends = append(ends, f.SourceID, f.TargetID)
+	}
+	// (IDs never nil: no id is none, not all.)
+	ents, err := g.FindEntities(ctx, memory.EntityFilter{IDs: append(append([]string{}, named...), ends...)})
 	if err != nil {
 		return in, err
 	}
@@ -261,7 +274,7 @@ func recapInput(ctx context.Context, camp, dm *memaccess.Campaign, sessionID str
 			New: !sess.StartedAt.IsZero() && !e.CreatedAt.Before(sess.StartedAt)})
 	}
 	if safe {
-		if in.Avoid, err = Withheld(ctx, dm); err != nil {
+		if in.Avoid, err = Withheld(ctx, dm, []string{sessionID}, ends); err != nil {
 			return in, err
 		}
 	}
@@ -272,19 +285,27 @@ func factSentence(f memaccess.FactWithNames) string {
 	return fmt.Sprintf("%s %s %s", f.SourceName, strings.ToLower(strings.ReplaceAll(f.Type, "_", " ")), f.TargetName)
 }
 
-// Withheld lists, as text, what the player view leaves out and the
-// DM's view shows: the facts a player may not see, as sentences, the
-// names of the entities it may not see (first heard in a split scene) and
-// the attribute strings (of entities and facts) the store withholds from a
-// player. It decides nothing
-// about secrecy: it is the difference of two viewer-bound reads, so the
-// store's one definition (memory.Viewer, migration 0010) decides. It feeds
-// the local check of a player-safe recap (recap.Input.Avoid), which never
-// leaves the server.
+// Withheld lists, as text, what the player view leaves out and the DM's
+// view shows, of what the sessions talk about: the facts a player may not
+// see, as sentences, the names of the entities it may not see (first heard
+// in a split scene) and the attribute strings (of entities and facts) the
+// store withholds from a player. It decides nothing about secrecy: it is
+// the difference of two viewer-bound reads, so the store's one definition
+// (memory.Viewer, migration 0010) decides. It feeds the local check of a
+// player-safe recap (recap.Input.Avoid), which never leaves the server.
+//
+// A recap's model is given only player-safe lines and facts, so a
+// withheld text can reach a recap only through its input's words: a
+// secret said aloud where the party could hear it. The list is of the
+// entities the sessions' lines name ([memaccess.Graph.SessionEntities])
+// and entityIDs (the ends of the input's facts): their facts, their
+// attributes, their names. To these it adds the campaign's newest
+// withheldRecent facts: the lines of the last minutes are not yet
+// chunked, and what they name is not yet known.
 //
 // dm must be the DM's handle: only it may be narrowed to the player's view
 // and read in full.
-func Withheld(ctx context.Context, dm *memaccess.Campaign) ([]string, error) {
+func Withheld(ctx context.Context, dm *memaccess.Campaign, sessionIDs, entityIDs []string) ([]string, error) {
 	if !dm.DM() {
 		return nil, fmt.Errorf("listing what players may not see: %w: it takes the DM's handle, not %s", memory.ErrForbidden, dm.Viewer())
 	}
@@ -292,13 +313,32 @@ func Withheld(ctx context.Context, dm *memaccess.Campaign) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := memaccess.FactQuery{Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusPending,
-		memory.StatusRetired, memory.StatusRejected}, Limit: 5000}
-	shownFacts, err := player.Graph().FindFacts(ctx, all)
+	named, err := dm.Graph().SessionEntities(ctx, sessionIDs)
 	if err != nil {
 		return nil, err
 	}
-	facts, err := dm.Graph().FindFacts(ctx, all)
+	scope := slices.Compact(slices.Sorted(slices.Values(append(named, entityIDs...))))
+	statuses := []memory.FactStatus{memory.StatusActive, memory.StatusPending, memory.StatusRetired, memory.StatusRejected}
+	facts, err := dm.Graph().FindFacts(ctx, memaccess.FactQuery{Statuses: statuses, Limit: withheldRecent})
+	if err != nil {
+		return nil, err
+	}
+	if len(scope) > 0 {
+		theirs, err := dm.Graph().FindFacts(ctx, memaccess.FactQuery{EntityIDs: scope, Statuses: statuses, Limit: maxWithheldFacts})
+		if err != nil {
+			return nil, err
+		}
+		facts = append(facts, theirs...)
+	}
+	var ids []int64
+	seen := map[int64]bool{}
+	for _, f := range facts {
+		if !seen[f.ID] {
+			seen[f.ID] = true
+			ids = append(ids, f.ID)
+		}
+	}
+	shownFacts, err := player.Graph().FindFacts(ctx, memaccess.FactQuery{IDs: ids, Statuses: statuses, Limit: max(len(ids), 1)})
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +347,12 @@ func Withheld(ctx context.Context, dm *memaccess.Campaign) ([]string, error) {
 		shown[f.ID] = stringSet(f.Attributes)
 	}
 	var out []string
+	clear(seen)
 	for _, f := range facts {
+		if seen[f.ID] {
+			continue
+		}
+		seen[f.ID] = true
 		set, ok := shown[f.ID]
 		if !ok {
 			out = append(out, factSentence(f))
@@ -318,11 +363,15 @@ func Withheld(ctx context.Context, dm *memaccess.Campaign) ([]string, error) {
 			}
 		}
 	}
-	shownEnts, err := player.Graph().FindEntities(ctx, memory.EntityFilter{})
+	if len(scope) == 0 {
+		return out, nil
+	}
+	byID := memory.EntityFilter{IDs: scope, IncludeRetired: true}
+	shownEnts, err := player.Graph().FindEntities(ctx, byID)
 	if err != nil {
 		return nil, err
 	}
-	ents, err := dm.Graph().FindEntities(ctx, memory.EntityFilter{})
+	ents, err := dm.Graph().FindEntities(ctx, byID)
 	if err != nil {
 		return nil, err
 	}
@@ -345,6 +394,14 @@ func Withheld(ctx context.Context, dm *memaccess.Campaign) ([]string, error) {
 	}
 	return out, nil
 }
+
+// withheldRecent is how many of the campaign's newest facts Withheld
+// lists whatever the sessions name; maxWithheldFacts bounds the facts of
+// the entities they name (the newest of them).
+const (
+	withheldRecent   = 1000
+	maxWithheldFacts = 100_000
+)
 
 // stringSet is the set of the strings in attrs.
 func stringSet(attrs map[string]any) map[string]bool {

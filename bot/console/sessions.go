@@ -201,7 +201,7 @@ func (s *Server) recap(ctx context.Context, camp *access.Campaign, sessionID str
 		if err != nil {
 			return recap.Recap{}, err
 		}
-		if in.Avoid, err = bot.Withheld(ctx, dm); err != nil {
+		if in.Avoid, err = bot.Withheld(ctx, dm, []string{sessionID}, nil); err != nil {
 			return recap.Recap{}, err
 		}
 	}

@@ -195,13 +195,22 @@ func TestSecrecyContractPlayer(t *testing.T) {
 		if entities == 0 {
 			t.Error("ask never answered with an entity: its graph part went unchecked")
 		}
-		withheld, err := bot.Withheld(ctx, h.dm)
+		played, err := h.dm.Sessions().Starts(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The recap's local check is told what the player view withholds:
-		// every marker is in it (a marker the store showed a player would
-		// be missing).
+		var sessions []string
+		for _, s := range played {
+			sessions = append(sessions, s.ID)
+		}
+		withheld, err := bot.Withheld(ctx, h.dm, sessions, hostileEntities)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The recap's local check is told what the player view withholds
+		// of what the recap's input names (here every entity): every
+		// marker is in it (a marker the store showed a player would be
+		// missing).
 		joined := strings.ToLower(strings.Join(withheld, "\n") + strings.ReplaceAll(strings.Join(withheld, "\n"), " ", "_"))
 		for _, m := range all {
 			if !strings.Contains(joined, strings.ReplaceAll(m, "_", " ")) && !strings.Contains(joined, m) &&

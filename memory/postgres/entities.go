@@ -441,6 +441,35 @@ func (g *Graph) RetiredEntity(ctx context.Context, id string) (EntityRetirement,
 	return r, true, nil
 }
 
+// SessionEntities returns the ids of the entities the sessions' lines name,
+// sorted: those the chunker linked to the sessions' chunks (full names,
+// aliases and distinctive name words, memory/mention), the ends of the
+// facts extraction rested on their lines (fact_evidence), and the entities
+// first heard in them in a split scene (entity_evidence). For a player,
+// only through the chunks, lines and facts they may read, and only the
+// entities they may see: what a split scene they were not in named is not
+// told. A line not yet chunked or extracted names nothing here yet.
+func (g *Graph) SessionEntities(ctx context.Context, sessionIDs []string) ([]string, error) {
+	rows, err := g.db.Query(ctx, `
+		SELECT e.id FROM entities e
+		WHERE e.campaign_id = $1 AND e.id IN (
+		        SELECT ce.entity_id FROM chunks c JOIN chunk_entities ce ON ce.campaign_id = c.campaign_id AND ce.chunk_id = c.id
+		        WHERE c.campaign_id = $1 AND c.session_id = ANY($2) AND `+g.view.chunkVisible("c")+`
+		        UNION
+		        SELECT unnest(ARRAY[r.source_id, r.target_id]) FROM transcript_entries t
+		            JOIN fact_evidence fe ON fe.entry_id = t.id JOIN relationships r ON r.id = fe.fact_id
+		        WHERE t.campaign_id = $1 AND t.session_id = ANY($2) AND `+g.view.lineVisible()+` AND `+g.view.factVisible("r")+`
+		        UNION
+		        SELECT ee.entity_id FROM transcript_entries t JOIN entity_evidence ee ON ee.entry_id = t.id
+		        WHERE t.campaign_id = $1 AND t.session_id = ANY($2) AND `+g.view.lineVisible()+`)
+		  AND `+g.view.entityVisible("e")+`
+		ORDER BY e.id`, g.campaign, nonNil(sessionIDs))
+	if err != nil {
+		return nil, fmt.Errorf("reading the entities sessions name: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // EntityKind is an entity type in use and how many entities have it.
 type EntityKind struct {
 	Type  string
