@@ -94,6 +94,8 @@ func TestBadTextIsRefusedWith400(t *testing.T) {
 		{"NUL in the path", "/sessions/s1%00", nil, "the request path holds a NUL byte"},
 		{"NUL in an API parameter", "/api/graph?session=s1%00", nil, `the query parameter "session" holds a NUL byte`},
 		{"100k-word search", "/sessions/s1?q=" + strings.Repeat("word+", 100_000), nil, "longer than the 8192 bytes allowed"},
+		{"NUL in a name suggestion", "/api/names?q=grim%00jaw", nil, `the query parameter "q" holds a NUL byte`},
+		{"100k-word name suggestion", "/api/names?q=" + strings.Repeat("word+", 100_000), nil, "longer than the 8192 bytes allowed"},
 		{"NUL in a form field", "/npc/grimjaw/ask", url.Values{"csrf": {csrf}, "question": {"who\x00are you"}},
 			`the form field &#34;question&#34; holds a NUL byte`},
 		{"invalid UTF-8 in a form field", "/review/fact/1/edit", url.Values{"csrf": {csrf}, "subject": {"gr\xffimjaw"}},
