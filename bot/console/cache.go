@@ -101,16 +101,60 @@ const maxRefreshChanges = 500
 // allStatuses are the fact statuses a snapshot holds: all of them.
 var allStatuses = []memory.FactStatus{memory.StatusActive, memory.StatusPending, memory.StatusRetired, memory.StatusRejected}
 
+// maxSnapshotRows bounds the entities and facts the snapshots of all
+// campaigns and viewers hold together: each viewer has one (a player's
+// holds what they may see), and at the 100k bench scale one holds 200,000
+// rows in 132 MB of heap. The least recently used are dropped past it, so
+// a console read by a DM and a few players of a large campaign keeps
+// about 400 MB, not 132 MB more for every player who ever looked.
+const maxSnapshotRows = 600_000
+
 type snapshots struct {
 	mu  sync.Mutex
 	per map[string]*campaignSnap
-	// maxFacts is maxSnapshotFacts (less in tests).
-	maxFacts int
+	// maxFacts is maxSnapshotFacts and maxRows maxSnapshotRows (less in
+	// tests).
+	maxFacts, maxRows int
+	// tick counts the reads, for the least recently used.
+	tick int64
 }
 
 type campaignSnap struct {
 	mu  sync.Mutex // held while loading, so concurrent readers load once
 	cur *snapshot
+	// used is the tick of the last read and rows the entities and facts
+	// of cur, both under snapshots.mu.
+	used int64
+	rows int
+}
+
+// keep records that key's snapshot holds rows, and drops the least
+// recently used others while all hold more than maxRows. A snapshot
+// dropped while a request still reads it stays whole for that request.
+func (ss *snapshots) keep(key string, cs *campaignSnap, rows int) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.per[key] != cs {
+		return // dropped while it loaded
+	}
+	cs.rows = rows
+	total := 0
+	for _, c := range ss.per {
+		total += c.rows
+	}
+	for total > ss.maxRows {
+		oldest := ""
+		for k, c := range ss.per {
+			if k != key && c.rows > 0 && (oldest == "" || c.used < ss.per[oldest].used) {
+				oldest = k
+			}
+		}
+		if oldest == "" {
+			return // only this one: kept however large
+		}
+		total -= ss.per[oldest].rows
+		delete(ss.per, oldest)
+	}
 }
 
 // graphSnapshot returns the current snapshot of the campaign as its
@@ -126,6 +170,8 @@ func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*sna
 		cs = &campaignSnap{}
 		s.snaps.per[key] = cs
 	}
+	s.snaps.tick++
+	cs.used = s.snaps.tick
 	maxFacts := s.snaps.maxFacts
 	s.snaps.mu.Unlock()
 
@@ -164,6 +210,7 @@ func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*sna
 		}
 	}
 	cs.cur = sn
+	s.snaps.keep(key, cs, len(sn.entities)+len(sn.facts))
 	return sn, nil
 }
 

@@ -148,7 +148,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger.With("component", "console"), clk: clock.OrReal(cfg.Clock), tmpl: tmpl,
 		sessions: map[string]*session{}, signedOut: map[string]time.Time{}, links: map[string]oneTime{}, states: map[string]oauthState{},
-		snaps: snapshots{per: map[string]*campaignSnap{}, maxFacts: maxSnapshotFacts}, recaps: recaps{per: map[recapKey]recap.Recap{}}}
+		snaps: snapshots{per: map[string]*campaignSnap{}, maxFacts: maxSnapshotFacts, maxRows: maxSnapshotRows}, recaps: recaps{per: map[recapKey]recap.Recap{}}}
 	s.routes()
 	return s, nil
 }

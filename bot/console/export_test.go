@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
@@ -67,4 +69,25 @@ func (s *Server) SetSnapshotFacts(n int) {
 	s.snaps.mu.Lock()
 	defer s.snaps.mu.Unlock()
 	s.snaps.maxFacts = n
+}
+
+// SetSnapshotRows bounds the rows all snapshots hold together.
+func (s *Server) SetSnapshotRows(n int) {
+	s.snaps.mu.Lock()
+	defer s.snaps.mu.Unlock()
+	s.snaps.maxRows = n
+}
+
+// SnapshotsHeld are the viewers whose snapshots the console keeps.
+func (s *Server) SnapshotsHeld() []string {
+	s.snaps.mu.Lock()
+	defer s.snaps.mu.Unlock()
+	var out []string
+	for k, c := range s.snaps.per {
+		if c.rows > 0 {
+			out = append(out, strings.Split(k, "\x00")[1]+" "+strings.Split(k, "\x00")[2])
+		}
+	}
+	slices.Sort(out)
+	return out
 }

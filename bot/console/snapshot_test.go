@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/bot/console"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
 )
@@ -242,4 +244,56 @@ func firstDiff[T any](got, want []T) string {
 		return fmt.Sprintf("%d, want %d", len(got), len(want))
 	}
 	return ""
+}
+
+// TestSnapshotsAreBounded: the snapshots of all viewers together hold at
+// most the console's bound of rows; past it the least recently read are
+// dropped, and a viewer whose snapshot was dropped gets it loaded again,
+// whole.
+func TestSnapshotsAreBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	open := func(v memory.Viewer) *access.Campaign {
+		c, err := f.door.Open(ctx, campaign, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	dm, pia, anyPlayer := f.camp, open(memory.PlayerViewerOf(player.UserID)), open(memory.PlayerViewer())
+	rows := map[*access.Campaign]int{}
+	read := func(c *access.Campaign) console.SnapshotData {
+		t.Helper()
+		served, loaded, err := f.console.Snapshot(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := firstDiff(served.Facts, loaded.Facts); d != "" {
+			t.Errorf("%s: facts: %s", c.Viewer(), d)
+		}
+		rows[c] = len(served.Entities) + len(served.Facts)
+		return served
+	}
+	read(dm)
+	read(pia)
+	// Room for these two, not for a third.
+	f.console.SetSnapshotRows(rows[dm] + rows[pia])
+	read(anyPlayer)
+	held := func(want ...string) {
+		t.Helper()
+		if got := f.console.SnapshotsHeld(); !slices.Equal(got, want) {
+			t.Errorf("snapshots held: %q, want %q", got, want)
+		}
+	}
+	if rows[anyPlayer] > rows[dm] {
+		t.Fatalf("the test needs the DM's snapshot (%d rows) at least as large as a player's (%d)", rows[dm], rows[anyPlayer])
+	}
+	held("player ", "player "+player.UserID) // the DM's, read first, went
+	read(dm)
+	held("dm ", "player ") // then Pia's
+	if !slices.ContainsFunc(read(pia).Entities, func(e memory.Entity) bool { return e.ID == "grimjaw" }) {
+		t.Error("Pia's snapshot, loaded again, lacks Grimjaw")
+	}
+	held("dm ", "player "+player.UserID)
 }
