@@ -41,8 +41,9 @@ type snapshot struct {
 	facts    []*access.FactWithNames
 	byEntity map[string][]*access.FactWithNames
 	// json caches encoded graph views by their filter.
-	mu   sync.Mutex
-	json map[string][]byte
+	mu        sync.Mutex
+	json      map[string][]byte
+	jsonBytes int
 	// refreshed says it was brought up to date from an older snapshot
 	// (refreshSnapshot), not loaded.
 	refreshed bool
@@ -442,8 +443,14 @@ func mergeSorted[T any](sorted []T, drop func(T) bool, add []T, order func(a, b 
 	return append(out, kept...)
 }
 
-// maxCachedViews bounds the encoded graph views a snapshot keeps.
-const maxCachedViews = 64
+// maxCachedViews and maxCachedBytes bound the encoded graph views a
+// snapshot keeps: a view of a large campaign lists all its entities for the
+// page's search (5 MB at the 100k bench scale), and a DM moving from entity
+// to entity asks for a view each time.
+const (
+	maxCachedViews = 64
+	maxCachedBytes = 32 << 20
+)
 
 func (sn *snapshot) cachedJSON(key string) ([]byte, bool) {
 	sn.mu.Lock()
@@ -455,10 +462,14 @@ func (sn *snapshot) cachedJSON(key string) ([]byte, bool) {
 func (sn *snapshot) storeJSON(key string, b []byte) {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
-	if len(sn.json) >= maxCachedViews {
+	if len(sn.json) >= maxCachedViews || sn.jsonBytes+len(b) > maxCachedBytes {
 		clear(sn.json)
+		sn.jsonBytes = 0
 	}
-	sn.json[key] = b
+	if len(b) <= maxCachedBytes {
+		sn.json[key] = b
+		sn.jsonBytes += len(b)
+	}
 }
 
 // recapKey identifies a recap by what it is made from: the session's lines
