@@ -338,9 +338,11 @@ func Withheld(ctx context.Context, dm *memaccess.Campaign, sessionIDs, entityIDs
 			ids = append(ids, f.ID)
 		}
 	}
-	shownFacts, err := player.Graph().FindFacts(ctx, memaccess.FactQuery{IDs: ids, Statuses: statuses, Limit: max(len(ids), 1)})
-	if err != nil {
-		return nil, err
+	var shownFacts []memaccess.FactWithNames
+	if len(ids) > 0 {
+		if shownFacts, err = player.Graph().FindFacts(ctx, memaccess.FactQuery{IDs: ids, Statuses: statuses, Limit: len(ids)}); err != nil {
+			return nil, err
+		}
 	}
 	shown := make(map[int64]map[string]bool, len(shownFacts))
 	for _, f := range shownFacts {
