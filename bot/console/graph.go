@@ -208,24 +208,37 @@ func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ,
 			}
 		}
 	}
-	keep := map[string]bool{}
-	d := graphData{Nodes: []graphNode{}, Edges: []graphEdge{}}
-	for _, e := range ents {
-		if typ == "" || e.Type == typ {
-			keep[e.ID] = true
+	// The entities kept: of the type asked for, or all (then the
+	// snapshot's index answers, not a map of 100,000 built per view).
+	var keep func(id string) bool
+	if typ == "" && npcID == "" {
+		keep = func(id string) bool { _, ok := sn.byID[id]; return ok }
+	} else {
+		kept := make(map[string]bool, len(ents))
+		for _, e := range ents {
+			if typ == "" || e.Type == typ {
+				kept[e.ID] = true
+			}
 		}
+		keep = func(id string) bool { return kept[id] }
 	}
-	touched := map[string]bool{}
+	d := graphData{Nodes: make([]graphNode, 0, len(ents)), Edges: make([]graphEdge, 0, len(facts))}
+	var touched map[string]bool
+	if session != "" {
+		touched = map[string]bool{}
+	}
 	for _, f := range facts {
-		if !keep[f.SourceID] || !keep[f.TargetID] || (session != "" && f.Provenance.SessionID != session) {
+		if !keep(f.SourceID) || !keep(f.TargetID) || (session != "" && f.Provenance.SessionID != session) {
 			continue
 		}
-		touched[f.SourceID], touched[f.TargetID] = true, true
+		if touched != nil {
+			touched[f.SourceID], touched[f.TargetID] = true, true
+		}
 		d.Edges = append(d.Edges, graphEdge{ID: f.ID, Source: f.SourceID, Target: f.TargetID, Type: f.Type,
 			Status: string(f.Status), Secret: dm && memory.IsSecret(f.Attributes), Session: f.Provenance.SessionID})
 	}
 	for _, e := range ents {
-		if keep[e.ID] && (session == "" || touched[e.ID]) {
+		if keep(e.ID) && (touched == nil || touched[e.ID]) {
 			d.Nodes = append(d.Nodes, graphNode{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases})
 		}
 	}
@@ -236,7 +249,7 @@ func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ,
 
 // hub is the entity with the most facts (the first by id on a tie).
 func (d graphData) hub() string {
-	deg := map[string]int{}
+	deg := make(map[string]int, len(d.Nodes))
 	for _, e := range d.Edges {
 		deg[e.Source]++
 		deg[e.Target]++
@@ -254,7 +267,7 @@ func (d graphData) hub() string {
 // direction) and the facts between them; nothing when the filters left
 // the focus out.
 func (d graphData) around(focus string, depth int) graphData {
-	adj := map[string][]string{}
+	adj := make(map[string][]string, len(d.Nodes))
 	for _, e := range d.Edges {
 		adj[e.Source] = append(adj[e.Source], e.Target)
 		adj[e.Target] = append(adj[e.Target], e.Source)
