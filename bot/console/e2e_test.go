@@ -165,6 +165,12 @@ func TestConsoleInChromium(t *testing.T) {
 	}) {
 		t.Errorf("the names suggested at first: %q; for \"whisp\": %q", s.Before, s.Options)
 	}
+	// "mo" is in Elara Moonwhisper's name and in none of Grimjaw's; the
+	// field suggests ids.
+	if s := steps["merge-suggest"]; !slices.Contains(s.Options, "elara") || slices.Contains(s.Options, "grimjaw") ||
+		slices.Contains(s.Options, "Elara Moonwhisper") {
+		t.Errorf("the merge field's suggestions for \"mo\": %q", s.Options)
+	}
 	if s := steps["persona"]; !strings.Contains(s.Message, "Saved Grimjaw") || s.Field != personality {
 		t.Errorf("persona: %+v", s)
 	}

@@ -87,6 +87,11 @@ async function overflow(page) {
   await page.locator('input[name="subject"]').first().fill("whisp");
   await page.waitForFunction(() => Array.from(document.querySelectorAll("#entity-names option")).some((o) => o.value === "Tower of Whispers"));
   step("suggest", { before, options: await names() });
+  // The merge field of an entity's page suggests ids, never the entity itself.
+  await page.goto(cfg.base + "/entities/grimjaw");
+  await page.locator('input[name="into"]').fill("mo");
+  await page.waitForFunction(() => Array.from(document.querySelectorAll("#entity-names option")).some((o) => o.value === "elara"));
+  step("merge-suggest", { options: await names() });
 
   // Edit a persona.
   await page.goto(cfg.base + "/npc/grimjaw");
