@@ -17,19 +17,21 @@ import (
 )
 
 // The graph pages read the whole knowledge graph of a campaign. Loading it
-// costs far more than asking whether it changed: the change log's newest id,
-// which triggers move on every entity and fact write. So the console keeps
+// costs far more than asking whether it changed: the change log's cursor
+// (its newest id, which triggers move on every entity and fact write, and
+// the transactions in progress, for a change committed after a newer one:
+// access.ChangeCursor). So the console keeps
 // one snapshot per campaign and viewer (the DM's and the players' views
 // differ: the store filters a player's in SQL). When the log has moved, the
 // snapshot is brought up to date with what the log names (refreshSnapshot):
 // at the 100k bench scale a full load takes 2 s, and a DM's confirm, a
 // fact extracted during play or an entity edited moves the log.
 
-// snapshot is a campaign's knowledge graph as of a change-log id and, for
-// a player, the entities first heard in split scenes they saw then.
+// snapshot is a campaign's knowledge graph as a viewer read it (as of its
+// campaignSnap's cursor) and, for a player, the entities first heard in
+// split scenes they saw then.
 type snapshot struct {
-	cursor int64
-	seen   string
+	seen string
 	// entities are ordered byName. Pointers, here and below: a refresh
 	// copies the lists, 100,000 entries at the 100k bench scale, and
 	// shares what did not change; nothing is written through them.
@@ -123,6 +125,8 @@ type snapshots struct {
 type campaignSnap struct {
 	mu  sync.Mutex // held while loading, so concurrent readers load once
 	cur *snapshot
+	// cursor is how far cur has read the change log.
+	cursor access.ChangeCursor
 	// used is the tick of the last read and rows the entities and facts
 	// of cur, both under snapshots.mu.
 	used int64
@@ -176,10 +180,10 @@ func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*sna
 	maxFacts := s.snaps.maxFacts
 	s.snaps.mu.Unlock()
 
-	// The campaign's revision, not the viewer's cursor: a fact a player
-	// read and the DM has made secret since moves no change the player may
-	// see (LastChange), and the snapshot must lose it all the same.
-	cursor, err := camp.Revision(ctx)
+	// The campaign's change cursor, not the viewer's: a fact a player read
+	// and the DM has made secret since moves no change the player may see
+	// (LastChange), and the snapshot must lose it all the same.
+	cursor, err := camp.Cursor(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the graph's change log: %w", err)
 	}
@@ -196,28 +200,32 @@ func (s *Server) graphSnapshot(ctx context.Context, camp *access.Campaign) (*sna
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	old := cs.cur
-	if old != nil && old.cursor == cursor && old.seen == seen {
+	if old != nil && cs.cursor.Covers(cursor) && old.seen == seen {
 		return old, nil
 	}
 	var sn *snapshot
-	if old != nil && old.seen == seen && cursor > old.cursor {
-		if sn, err = s.refreshSnapshot(ctx, camp, old, cursor, maxFacts); err != nil {
+	next := cursor
+	if old != nil && old.seen == seen && cursor.ID >= cs.cursor.ID {
+		if sn, next, err = s.refreshSnapshot(ctx, camp, old, cs.cursor, maxFacts); err != nil {
 			return nil, err
 		}
 	}
 	if sn == nil {
-		if sn, err = loadSnapshot(ctx, camp, cursor, seen, maxFacts); err != nil {
+		// The cursor read before the graph: what is written meanwhile
+		// comes again with the next refresh.
+		if sn, err = loadSnapshot(ctx, camp, seen, maxFacts); err != nil {
 			return nil, err
 		}
+		next = cursor
 	}
-	cs.cur = sn
+	cs.cur, cs.cursor = sn, next
 	s.snaps.keep(key, cs, len(sn.entities)+len(sn.facts))
 	return sn, nil
 }
 
 // loadSnapshot reads the campaign's graph as camp's viewer sees it, its
 // newest maxFacts facts.
-func loadSnapshot(ctx context.Context, camp *access.Campaign, cursor int64, seen string, maxFacts int) (*snapshot, error) {
+func loadSnapshot(ctx context.Context, camp *access.Campaign, seen string, maxFacts int) (*snapshot, error) {
 	g := camp.Graph()
 	ents, err := g.FindEntities(ctx, memory.EntityFilter{})
 	if err != nil {
@@ -227,7 +235,7 @@ func loadSnapshot(ctx context.Context, camp *access.Campaign, cursor int64, seen
 	if err != nil {
 		return nil, err
 	}
-	sn := &snapshot{cursor: cursor, seen: seen, entities: sortedByName(ents), byID: make(map[string]*memory.Entity, len(ents)),
+	sn := &snapshot{seen: seen, entities: sortedByName(ents), byID: make(map[string]*memory.Entity, len(ents)),
 		facts: pointers(facts), byEntity: map[string][]*access.FactWithNames{}, json: map[string][]byte{}}
 	for _, e := range sn.entities {
 		sn.byID[e.ID] = e
@@ -241,10 +249,13 @@ func loadSnapshot(ctx context.Context, camp *access.Campaign, cursor int64, seen
 	return sn, nil
 }
 
-// refreshSnapshot returns old brought up to date with the changes after its
-// cursor, up to cursor, or nil when it must be loaded again (more than
-// maxRefreshChanges, or facts left a snapshot holding only the newest
-// maxFacts: the older ones that would take their place are not in it).
+// refreshSnapshot returns old, read as of cur, brought up to date with the
+// changes it has not seen ([access.Campaign.ChangesAfter]: also those a
+// transaction still running at cur has committed since, with ids below
+// cur's), and the cursor after them; old itself when none concerns it; nil
+// when it must be loaded again (more than maxRefreshChanges, or facts left
+// a snapshot holding only the newest maxFacts: the older ones that would
+// take their place are not in it).
 //
 // The log's entries are read through the DM's handle, server-side only:
 // a player's log leaves out the changes of what they may not see, among
@@ -256,26 +267,24 @@ func loadSnapshot(ctx context.Context, camp *access.Campaign, cursor int64, seen
 // entity renamed renames its facts' ends; one published or hidden shows
 // or hides its facts, whose rows did not change). The rest is shared with
 // old, and so are its indexes but for the keys the changes touch.
-func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old *snapshot, cursor int64, maxFacts int) (*snapshot, error) {
+func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old *snapshot, cur access.ChangeCursor,
+	maxFacts int) (*snapshot, access.ChangeCursor, error) {
 	dm, err := s.cfg.Door.Open(ctx, camp.ID(), memory.DMViewer())
 	if err != nil {
-		return nil, err
+		return nil, cur, err
 	}
-	changes, err := dm.ChangesSince(ctx, old.cursor, "", maxRefreshChanges+1)
+	changes, next, err := dm.ChangesAfter(ctx, cur, maxRefreshChanges+1)
 	if err != nil {
-		return nil, err
+		return nil, cur, err
 	}
 	if len(changes) > maxRefreshChanges {
-		return nil, nil
+		return nil, cur, nil
 	}
 	var entIDs []string
 	var factIDs []int64
 	changedEnt := map[string]bool{}
 	changedFact := map[int64]bool{}
 	for _, ch := range changes {
-		if ch.ID > cursor {
-			break // read again after the next move of the cursor
-		}
 		switch ch.Kind {
 		case "entity":
 			if !changedEnt[ch.Ref] {
@@ -285,7 +294,7 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 		case "fact":
 			id, err := strconv.ParseInt(ch.Ref, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("change %d names fact %q: %w", ch.ID, ch.Ref, err)
+				return nil, cur, fmt.Errorf("change %d names fact %q: %w", ch.ID, ch.Ref, err)
 			}
 			if !changedFact[id] {
 				changedFact[id] = true
@@ -293,23 +302,26 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 			}
 		}
 	}
+	if len(entIDs) == 0 && len(factIDs) == 0 {
+		return old, next, nil // nothing it holds (proposals only, or none)
+	}
 	g := camp.Graph()
 	var ents []memory.Entity
 	var facts []access.FactWithNames
 	if len(entIDs) > 0 {
 		if ents, err = g.FindEntities(ctx, memory.EntityFilter{IDs: entIDs}); err != nil {
-			return nil, err
+			return nil, cur, err
 		}
 		// Their newest maxFacts: any older one has maxFacts newer facts
 		// before it, and is not among the snapshot's.
 		if facts, err = g.FindFacts(ctx, access.FactQuery{EntityIDs: entIDs, Statuses: allStatuses, Limit: maxFacts}); err != nil {
-			return nil, err
+			return nil, cur, err
 		}
 	}
 	if len(factIDs) > 0 {
 		more, err := g.FindFacts(ctx, access.FactQuery{IDs: factIDs, Statuses: allStatuses, Limit: len(factIDs)})
 		if err != nil {
-			return nil, err
+			return nil, cur, err
 		}
 		facts = append(facts, more...)
 	}
@@ -335,7 +347,7 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 		return drop
 	}, fresh, newestFirst)
 	if left && len(old.facts) == maxFacts {
-		return nil, nil // a fact left a full snapshot: the next older one is not in it
+		return nil, cur, nil // a fact left a full snapshot: the next older one is not in it
 	}
 	if len(newFacts) > maxFacts {
 		for _, f := range newFacts[maxFacts:] {
@@ -344,7 +356,7 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 		newFacts = newFacts[:maxFacts:maxFacts]
 	}
 	added := sortedByName(ents)
-	sn := &snapshot{cursor: cursor, seen: old.seen, refreshed: true, json: map[string][]byte{},
+	sn := &snapshot{seen: old.seen, refreshed: true, json: map[string][]byte{},
 		entities: mergeSorted(old.entities, func(e *memory.Entity) bool { return changedEnt[e.ID] }, added, byName),
 		byID:     maps.Clone(old.byID), facts: newFacts, byEntity: maps.Clone(old.byEntity)}
 	for id := range changedEnt {
@@ -376,7 +388,7 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 			sn.byEntity[id] = list
 		}
 	}
-	return sn, nil
+	return sn, next, nil
 }
 
 // pointers returns pointers to xs's elements.

@@ -26,7 +26,7 @@ func (s *Server) Snapshot(ctx context.Context, camp *access.Campaign) (served, l
 	s.snaps.mu.Lock()
 	maxFacts := s.snaps.maxFacts
 	s.snaps.mu.Unlock()
-	full, err := loadSnapshot(ctx, camp, sn.cursor, sn.seen, maxFacts)
+	full, err := loadSnapshot(ctx, camp, sn.seen, maxFacts)
 	if err != nil {
 		return served, loaded, err
 	}

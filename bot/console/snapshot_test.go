@@ -297,3 +297,51 @@ func TestSnapshotsAreBounded(t *testing.T) {
 	}
 	held("dm ", "player "+player.UserID)
 }
+
+// TestSnapshotSeesLateCommits: a long transaction writes an entity and
+// stays open; a short one writes another and commits; the console reads.
+// When the long one commits, its change's id is below the console's
+// cursor and no later write moves the cursor: the next read must still
+// show its entity.
+func TestSnapshotSeesLateCommits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	has := func(id string) bool {
+		t.Helper()
+		served, loaded, err := f.console.Snapshot(ctx, f.camp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := firstDiff(served.Entities, loaded.Entities); d != "" {
+			t.Errorf("entities: %s", d)
+		}
+		return slices.ContainsFunc(served.Entities, func(e memory.Entity) bool { return e.ID == id })
+	}
+	has("grimjaw") // the first load
+	wrote, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- f.camp.InTx(ctx, "extraction", func(tc *access.Campaign) error {
+			if err := tc.Graph().UpsertEntity(ctx, memory.Entity{ID: "latecomer", Type: memory.EntityNPC, Name: "Latecomer"}); err != nil {
+				return err
+			}
+			close(wrote)
+			<-release
+			return nil
+		})
+	}()
+	<-wrote
+	if err := f.camp.Graph().UpsertEntity(ctx, memory.Entity{ID: "early", Type: memory.EntityNPC, Name: "Early Bird"}); err != nil {
+		t.Fatal(err)
+	}
+	if !has("early") || has("latecomer") {
+		t.Fatal("while the long transaction runs the snapshot does not hold the short one's entity alone")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !has("latecomer") {
+		t.Error("the snapshot stepped over an entity committed after a later change id")
+	}
+}

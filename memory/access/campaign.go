@@ -29,6 +29,7 @@ type (
 	FactWithNames  = postgres.FactWithNames
 	EntityStamp    = postgres.EntityStamp
 	Change         = postgres.Change
+	ChangeCursor   = postgres.ChangeCursor
 	Proposal       = postgres.Proposal
 	Counts         = postgres.Counts
 	SessionChanges = postgres.SessionChanges
@@ -154,6 +155,16 @@ func (c *Campaign) LastChange(ctx context.Context) (int64, error) { return c.pc.
 // the server's caches of the viewer's reads; never shown to a player
 // (see [postgres.Campaign.Revision]).
 func (c *Campaign) Revision(ctx context.Context) (int64, error) { return c.pc.Revision(ctx) }
+
+// Cursor is the change cursor now, for the server's caches of the viewer's
+// reads; never shown to a player (see [postgres.ChangeCursor]).
+func (c *Campaign) Cursor(ctx context.Context) (ChangeCursor, error) { return c.pc.Cursor(ctx) }
+
+// ChangesAfter lists the changes a cache at cur has not seen (the DM's
+// handle only; see [postgres.Campaign.ChangesAfter]).
+func (c *Campaign) ChangesAfter(ctx context.Context, cur ChangeCursor, limit int) ([]Change, ChangeCursor, error) {
+	return c.pc.ChangesAfter(ctx, cur, limit)
+}
 
 // LastEntityChange is the newest change-log cursor of an entity.
 func (c *Campaign) LastEntityChange(ctx context.Context) (int64, error) {

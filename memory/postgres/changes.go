@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -124,6 +126,114 @@ func (c *Campaign) Revision(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("reading the last change: %w", err)
 	}
 	return id, nil
+}
+
+// ChangeCursor is how far a server-side cache of the graph has read the
+// change log, whatever its viewer may see. Ids are taken when a change is
+// written but seen when its transaction commits, so a long transaction
+// (extraction writing a session's facts) can commit changes with ids below
+// one a short transaction (a DM's confirm) committed first: a cursor of
+// the newest id alone would step over them for good. Running lists the
+// transactions in progress when the cursor was read
+// (pg_snapshot_xip): a change with an id up to ID that the reader has not
+// seen was written by one of them (graph_changes.xid, migration 0038), as
+// a transaction begun later takes a higher id.
+type ChangeCursor struct {
+	ID      int64
+	Running []int64
+}
+
+// Covers reports whether a cache read at c has seen everything now (a
+// cursor read later) has: no newer change, and no transaction of c's
+// Running has ended since.
+func (c ChangeCursor) Covers(now ChangeCursor) bool {
+	if c.ID != now.ID {
+		return false
+	}
+	for _, x := range c.Running {
+		if !slices.Contains(now.Running, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// Cursor is the campaign's change cursor now (see [ChangeCursor]). Like
+// [Campaign.Revision] it is never shown to a player.
+func (c *Campaign) Cursor(ctx context.Context) (ChangeCursor, error) {
+	var cur ChangeCursor
+	err := c.l1.db.QueryRow(ctx, `SELECT coalesce(max(id), 0), `+runningSQL+` FROM graph_changes WHERE campaign_id = $1`,
+		c.id).Scan(&cur.ID, &cur.Running)
+	if err != nil {
+		return cur, fmt.Errorf("reading the change cursor: %w", err)
+	}
+	return cur, nil
+}
+
+// runningSQL is the transactions in progress in the statement's snapshot,
+// as a bigint[].
+const runningSQL = `ARRAY(SELECT x::text::bigint FROM pg_snapshot_xip(pg_current_snapshot()) x ORDER BY 1)`
+
+// lateSQL is the SQL predicate true when change ch, with an id up to $2,
+// was written by a transaction of $3 (a cursor's Running): one that was in
+// progress when the cursor was read, and has committed since (the row is
+// seen).
+const lateSQL = `(ch.id <= $2 AND ch.xid = ANY($3::text[]::xid8[]))`
+
+// ChangesAfter returns the changes a cache at cur has not seen, oldest
+// first, at most limit, and the cursor after them: those with a higher
+// id, and those with a lower one that a transaction running at cur has
+// committed since. Changes to the DM's private notes are left out, as in
+// [Campaign.ChangesSince]. For the server's caches: the system's and the
+// DM's handles only.
+func (c *Campaign) ChangesAfter(ctx context.Context, cur ChangeCursor, limit int) ([]Change, ChangeCursor, error) {
+	if !c.view.system() {
+		return nil, cur, fmt.Errorf("reading the change log: %w: it is for the server's caches", memory.ErrForbidden)
+	}
+	// One statement, one snapshot: the transactions running, the newest
+	// id and the changes are read as of the same moment.
+	rows, err := c.l1.db.Query(ctx, `
+		WITH now AS (SELECT `+runningSQL+` AS running,
+		                    (SELECT coalesce(max(id), 0) FROM graph_changes WHERE campaign_id = $1) AS top)
+		SELECT now.running, now.top, ch.id, ch.at, ch.kind, ch.ref, ch.op, ch.actor
+		FROM now LEFT JOIN LATERAL (
+		    SELECT * FROM graph_changes ch
+		    WHERE ch.campaign_id = $1 AND ch.kind NOT IN ('dm_node', 'dm_edge') AND (ch.id > $2 OR `+lateSQL+`)
+		    ORDER BY ch.id LIMIT $4) ch ON true
+		ORDER BY ch.id`, c.id, cur.ID, xidTexts(cur.Running), limit)
+	if err != nil {
+		return nil, cur, fmt.Errorf("reading changes: %w", err)
+	}
+	var out []Change
+	var next ChangeCursor
+	var top int64
+	var id *int64
+	var at *time.Time
+	var kind, ref, op, actor *string
+	_, err = pgx.ForEachRow(rows, []any{&next.Running, &top, &id, &at, &kind, &ref, &op, &actor}, func() error {
+		if id != nil {
+			out = append(out, Change{ID: *id, At: *at, Kind: *kind, Ref: *ref, Op: *op, Actor: *actor})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, cur, fmt.Errorf("reading changes: %w", err)
+	}
+	next.ID = max(cur.ID, top)
+	if len(out) == limit {
+		// More may follow: read them from cur again.
+		next = cur
+	}
+	return out, next, nil
+}
+
+// xidTexts are transaction ids as text, for an xid8[] parameter.
+func xidTexts(xs []int64) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.FormatInt(x, 10)
+	}
+	return out
 }
 
 // LastEntityChange is the newest change id of the campaign's entities (0

@@ -347,8 +347,11 @@ type GraphEdge struct {
 
 // GraphCursor marks how far a reader of the retrieval graph has read.
 type GraphCursor struct {
-	// Change is the last graph change seen.
-	Change int64
+	// Change is the last graph change seen, and Running the transactions
+	// in progress when it was read ([ChangeCursor]: a change with a lower
+	// id they commit later is read by the next refresh).
+	Change  int64
+	Running []int64
 	// ChunksAt and ChunkID are the newest chunk update seen, in the order
 	// (updated_at, id): the id breaks the tie between the chunks one
 	// transaction wrote, which share its timestamp, so that a refresh
@@ -367,7 +370,7 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 	b := &pgx.Batch{}
 	// Read the cursor first: a write racing with the load shows up again
 	// in the next refresh, and applying an edge twice is harmless.
-	b.Queue(`SELECT coalesce((SELECT max(id) FROM graph_changes WHERE campaign_id = $1), 0),
+	b.Queue(`SELECT coalesce((SELECT max(id) FROM graph_changes WHERE campaign_id = $1), 0), `+runningSQL+`,
 		coalesce(l.updated_at, 'epoch'), coalesce(l.id, '')
 		FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT updated_at, id FROM chunks WHERE campaign_id = $1
 		    ORDER BY updated_at DESC, id DESC LIMIT 1) l ON true`, c.id)
@@ -384,7 +387,7 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 	b.Queue(mentions, c.id)
 	res := c.l1.db.SendBatch(ctx, b)
 	defer res.Close()
-	if err := res.QueryRow().Scan(&cur.Change, &cur.ChunksAt, &cur.ChunkID); err != nil {
+	if err := res.QueryRow().Scan(&cur.Change, &cur.Running, &cur.ChunksAt, &cur.ChunkID); err != nil {
 		return cur, fmt.Errorf("reading the graph cursor: %w", err)
 	}
 	rows, err := res.Query()
@@ -415,17 +418,29 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 // ones. Chunks deleted outright are not reported; readers drop them when
 // they fail to load. It returns the new cursor.
 //
-// With nothing written since cur it costs one round trip of three index
+// With nothing written since cur it costs one round trip of a few index
 // lookups (a second one reads the relationships that changed, if any). A
-// chunk written by a transaction that began before cur's newest chunk was
-// written but committed after it was read is not seen (its timestamp
-// sorts before the cursor); the next [Campaign.LoadGraph] sees it.
+// relationship changed by a transaction that was running at cur and
+// commits later is reported although its change id is below cur's
+// ([ChangeCursor]). A chunk written by a transaction that began before
+// cur's newest chunk was written but committed after it was read is not
+// seen (its timestamp sorts before the cursor); the next
+// [Campaign.LoadGraph] sees it.
 func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(GraphEdge) error) (GraphCursor, error) {
 	next := cur
 	b := &pgx.Batch{}
-	b.Queue(`SELECT id, ref FROM graph_changes WHERE campaign_id = $1 AND id > $2 AND kind = 'fact' ORDER BY id`,
-		c.id, cur.Change)
-	b.Queue(`SELECT coalesce(max(id), $2) FROM graph_changes WHERE campaign_id = $1`, c.id, cur.Change)
+	// The changed facts, the newest id and the transactions in progress
+	// in one statement, one snapshot: a newest id read in a later
+	// statement could step over a change committed between the two. A
+	// fact changed by a transaction that was running at cur and has
+	// committed since comes back even with an id below cur's
+	// (ChangeCursor).
+	b.Queue(`WITH now AS (SELECT `+runningSQL+` AS running,
+		                    (SELECT coalesce(max(id), $2) FROM graph_changes WHERE campaign_id = $1) AS top)
+		SELECT now.running, now.top, ch.ref FROM now LEFT JOIN LATERAL (
+		    SELECT ch.id, ch.ref FROM graph_changes ch
+		    WHERE ch.campaign_id = $1 AND ch.kind = 'fact' AND (ch.id > $2 OR `+lateSQL+`)) ch ON true
+		ORDER BY ch.id`, c.id, cur.Change, xidTexts(cur.Running))
 	b.Queue(`SELECT c.id, c.updated_at,
 		    `+c.view.chunkEntityIDs("c")+`
 		FROM chunks c
@@ -439,19 +454,17 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	}
 	var facts []int64
 	seen := map[int64]bool{}
-	var id int64
-	var ref string
-	if _, err := pgx.ForEachRow(rows, []any{&id, &ref}, func() error {
-		next.Change = id
-		if f, err := strconv.ParseInt(ref, 10, 64); err == nil && !seen[f] {
+	var ref *string
+	if _, err := pgx.ForEachRow(rows, []any{&next.Running, &next.Change, &ref}, func() error {
+		if ref == nil {
+			return nil
+		}
+		if f, err := strconv.ParseInt(*ref, 10, 64); err == nil && !seen[f] {
 			seen[f] = true
 			facts = append(facts, f)
 		}
 		return nil
 	}); err != nil {
-		return cur, fmt.Errorf("reading graph changes: %w", err)
-	}
-	if err := res.QueryRow().Scan(&next.Change); err != nil {
 		return cur, fmt.Errorf("reading graph changes: %w", err)
 	}
 	type changedChunk struct {

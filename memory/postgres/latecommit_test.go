@@ -1,0 +1,115 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// TestLateCommitsAreNotSteppedOver: a long transaction (extraction writing
+// a session's facts) takes a change id, a short one (a DM's confirm)
+// takes the next and commits first, and a reader of the change log reads
+// then. When the long one commits, its change has an id below the
+// reader's cursor: the retrieval graph's refresh (GraphChanges) and the
+// caches' (ChangesAfter) must still report it, once the transaction has
+// ended, and not before.
+func TestLateCommitsAreNotSteppedOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, s, "camp")
+	g := camp.Graph()
+	for _, e := range []memory.Entity{{ID: "ada", Type: memory.EntityNPC, Name: "Ada"}, {ID: "bo", Type: memory.EntityNPC, Name: "Bo"},
+		{ID: "cy", Type: memory.EntityNPC, Name: "Cy"}} {
+		if err := g.UpsertEntity(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	graphCur := must[postgres.GraphCursor](t)(camp.LoadGraph(ctx, func(postgres.GraphEdge) error { return nil }))
+	cacheCur := must[postgres.ChangeCursor](t)(camp.Cursor(ctx))
+
+	wrote, release, done := make(chan int64), make(chan struct{}), make(chan error)
+	go func() {
+		done <- s.InTx(ctx, "camp", func(tc *postgres.Campaign) error {
+			r, err := tc.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "OWES",
+				Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}})
+			if err != nil {
+				return err
+			}
+			wrote <- r.ID
+			<-release
+			return nil
+		})
+	}()
+	late := <-wrote
+	early := must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "bo", TargetID: "cy", Type: "KNOWS",
+		Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}}))
+
+	graphFacts := func() []int64 {
+		t.Helper()
+		var ids []int64
+		next, err := camp.GraphChanges(ctx, graphCur, func(e postgres.GraphEdge) error {
+			if e.Kind == postgres.EdgeFact && !e.Removed {
+				ids = append(ids, e.FactID)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		graphCur = next
+		return ids
+	}
+	cacheFacts := func() []int64 {
+		t.Helper()
+		chs, next, err := camp.ChangesAfter(ctx, cacheCur, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cacheCur = next
+		var ids []int64
+		for _, ch := range chs {
+			if ch.Kind == "fact" {
+				ids = append(ids, must[int64](t)(strconv.ParseInt(ch.Ref, 10, 64)))
+			}
+		}
+		return ids
+	}
+	// The long transaction still runs: the short one's fact is read.
+	if got := graphFacts(); !slices.Contains(got, early.ID) || slices.Contains(got, late) {
+		t.Fatalf("the graph's refresh while the long transaction runs: %v, want %d and not %d", got, early.ID, late)
+	}
+	if got := cacheFacts(); !slices.Contains(got, early.ID) || slices.Contains(got, late) {
+		t.Fatalf("the cache's refresh while the long transaction runs: %v, want %d and not %d", got, early.ID, late)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if graphCur.Change <= late || cacheCur.ID <= late {
+		t.Fatalf("the cursors (%d, %d) are not past the late change's fact %d: the test shows nothing", graphCur.Change, cacheCur.ID, late)
+	}
+	// Committed now, below both cursors: read all the same, once.
+	if got := graphFacts(); !slices.Contains(got, late) {
+		t.Errorf("the graph's refresh stepped over fact %d, committed late: %v", late, got)
+	}
+	if got := cacheFacts(); !slices.Contains(got, late) {
+		t.Errorf("the cache's refresh stepped over fact %d, committed late: %v", late, got)
+	}
+	if got := graphFacts(); len(got) != 0 {
+		t.Errorf("the graph's refresh with nothing new: %v", got)
+	}
+	if got := cacheFacts(); len(got) != 0 {
+		t.Errorf("the cache's refresh with nothing new: %v", got)
+	}
+	// A player's handle may not read the raw log.
+	player := must[*postgres.Campaign](t)(camp.As(memory.PlayerViewer()))
+	if _, _, err := player.ChangesAfter(ctx, cacheCur, 10); err == nil {
+		t.Error("a player's handle read the change log for caches")
+	}
+}
