@@ -126,7 +126,7 @@ console: {listen: ""}
 		getenv: func(k string) string { return map[string]string{"GLYPHOXA_DSN": dsn}[k] }, discord: sess}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan int, 1)
-	go func() { done <- run(sctx, []string{"serve", "--config", cfgPath, "--listen", freeAddr(t)}, e) }()
+	go func() { done <- run(sctx, []string{"serve", "--config", cfgPath, "--listen", anyPort}, e) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -129,7 +129,7 @@ console:
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", cfgPath, "--listen", freeAddr(t)}, e) }()
+	go func() { done <- run(ctx, []string{"serve", "--config", cfgPath, "--listen", anyPort}, e) }()
 	// The console listens before the bot connects; the bot has connected
 	// once its commands are registered.
 	if _, err := fake.WaitCall(hangGuard, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {

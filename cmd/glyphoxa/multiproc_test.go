@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -166,6 +167,9 @@ console: {listen: ""}
 		cmd  *exec.Cmd
 		log  string
 		done chan error
+		// exited is set when the process has ended (done then holds
+		// how): a wait for every process to connect stops there.
+		exited atomic.Bool
 	}
 	var ps []*proc
 	for i := range procs {
@@ -175,14 +179,14 @@ console: {listen: ""}
 			t.Fatal(err)
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envServeHelper+"=serve --config "+cfgPath+" --listen "+freeAddr(t),
+		cmd.Env = append(os.Environ(), envServeHelper+"=serve --config "+cfgPath+" --listen "+anyPort,
 			envServeHelperDiscord+"="+fake.URL(), "GLYPHOXA_DSN="+dsn, "GOTRACEBACK=all")
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		p := &proc{cmd: cmd, log: logPath, done: make(chan error, 1)}
-		go func() { p.done <- cmd.Wait(); logf.Close() }()
+		go func() { err := cmd.Wait(); p.exited.Store(true); p.done <- err; logf.Close() }()
 		ps = append(ps, p)
 	}
 	logs := func() string {
@@ -216,6 +220,11 @@ console: {listen: ""}
 
 	// Every process registers its commands in every guild.
 	waitFor(t, hangGuard, "every process connected", func() bool {
+		for i, p := range ps {
+			if p.exited.Load() {
+				t.Fatalf("serve %d ended before every process connected", i)
+			}
+		}
 		n := 0
 		for _, c := range fake.Calls() {
 			if c.Method == "PUT" && strings.HasPrefix(c.Path, "/applications/") {

@@ -59,7 +59,7 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan int, 1)
-	go func() { done <- run(sctx, []string{"serve", "--config", cfgPath, "--listen", freeAddr(t)}, e) }()
+	go func() { done <- run(sctx, []string{"serve", "--config", cfgPath, "--listen", anyPort}, e) }()
 
 	// A liveness bound, not a timing target.
 	deadline := time.Now().Add(hangGuard)

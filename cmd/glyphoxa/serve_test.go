@@ -45,6 +45,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// anyPort is a listen address on a port the kernel picks when the server
+// binds it, for a server whose address the test does not dial: a port
+// freeAddr found free can be taken (an outgoing connection's local port)
+// before the server binds it, and the server then fails to start.
+const anyPort = "127.0.0.1:0"
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

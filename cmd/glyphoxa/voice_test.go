@@ -152,7 +152,7 @@ console: {listen: ""}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", cfgPath, "--listen", freeAddr(t)}, e) }()
+	go func() { done <- run(ctx, []string{"serve", "--config", cfgPath, "--listen", anyPort}, e) }()
 	const wait = hangGuard
 	if _, err := fake.WaitCall(wait, discordtest.PathHasPrefix("PUT", "/applications/")); err != nil {
 		t.Fatalf("the bot did not come up: %v", err)
