@@ -330,12 +330,15 @@ func Withheld(ctx context.Context, dm *memaccess.Campaign, sessionIDs, entityIDs
 		}
 		facts = append(facts, theirs...)
 	}
+	// The newest and the scoped facts overlap: each once.
 	var ids []int64
 	seen := map[int64]bool{}
+	unique := facts[:0]
 	for _, f := range facts {
 		if !seen[f.ID] {
 			seen[f.ID] = true
 			ids = append(ids, f.ID)
+			unique = append(unique, f)
 		}
 	}
 	var shownFacts []memaccess.FactWithNames
@@ -349,12 +352,7 @@ func Withheld(ctx context.Context, dm *memaccess.Campaign, sessionIDs, entityIDs
 		shown[f.ID] = stringSet(f.Attributes)
 	}
 	var out []string
-	clear(seen)
-	for _, f := range facts {
-		if seen[f.ID] {
-			continue
-		}
-		seen[f.ID] = true
+	for _, f := range unique {
 		set, ok := shown[f.ID]
 		if !ok {
 			out = append(out, factSentence(f))
