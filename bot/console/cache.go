@@ -269,9 +269,14 @@ func loadSnapshot(ctx context.Context, camp *access.Campaign, seen string, maxFa
 // old, and so are its indexes but for the keys the changes touch.
 func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old *snapshot, cur access.ChangeCursor,
 	maxFacts int) (*snapshot, access.ChangeCursor, error) {
-	dm, err := s.cfg.Door.Open(ctx, camp.ID(), memory.DMViewer())
-	if err != nil {
-		return nil, cur, err
+	// The DM's own handle serves; a player's snapshot opens one (a write
+	// to the campaigns table: not on every refresh of the DM's).
+	dm := camp
+	if !camp.DM() {
+		var err error
+		if dm, err = s.cfg.Door.Open(ctx, camp.ID(), memory.DMViewer()); err != nil {
+			return nil, cur, err
+		}
 	}
 	changes, next, err := dm.ChangesAfter(ctx, cur, maxRefreshChanges+1)
 	if err != nil {
