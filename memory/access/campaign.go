@@ -166,9 +166,10 @@ func (c *Campaign) ChangesAfter(ctx context.Context, cur ChangeCursor, limit int
 	return c.pc.ChangesAfter(ctx, cur, limit)
 }
 
-// LastEntityChange is the newest change-log cursor of an entity.
-func (c *Campaign) LastEntityChange(ctx context.Context) (int64, error) {
-	return c.pc.LastEntityChange(ctx)
+// EntityChanges reports whether the entities changed after cur (see
+// [postgres.Campaign.EntityChanges]); for the server's caches.
+func (c *Campaign) EntityChanges(ctx context.Context, cur ChangeCursor) (bool, ChangeCursor, error) {
+	return c.pc.EntityChanges(ctx, cur)
 }
 
 // Propose records a change proposal by actor for the DM to review.
@@ -314,7 +315,7 @@ func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time) (int, 
 }
 
 // KGSync lists the memory-tool changes after cursor the viewer may see.
-func (c *Campaign) KGSync(ctx context.Context, cursor int64, exclude string) (KGChanges, error) {
+func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude string) (KGChanges, error) {
 	return c.pc.KGSync(ctx, cursor, exclude, c.DM())
 }
 

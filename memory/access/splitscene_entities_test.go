@@ -427,7 +427,7 @@ func TestSplitSceneEntityNames(t *testing.T) {
 			for _, e := range append(kg.Edges, kg.Traces...) {
 				ids("KGRead edges", []string{e.From, e.To})
 			}
-			sync, err := c.KGSync(ctx, 0, "")
+			sync, err := c.KGSync(ctx, access.ChangeCursor{}, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -125,7 +125,7 @@ func TestKGSyncHidesARetiredSplitSceneFact(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ch, err := c.KGSync(ctx, cursor, "", false)
+		ch, err := c.KGSync(ctx, postgres.ChangeCursor{ID: cursor}, "", false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -100,16 +100,21 @@ func (c *Campaign) entityChangeVisible() string {
 // usually the newest. A cache of a player's reads is keyed on
 // [Campaign.Revision] instead.
 func (c *Campaign) LastChange(ctx context.Context) (int64, error) {
-	if c.view.v.Role != memory.RolePlayer {
-		return c.Revision(ctx)
-	}
 	var id int64
-	q := `SELECT coalesce((SELECT ch.id FROM graph_changes ch WHERE ch.campaign_id = $1 AND ` + c.changeVisible() + `
-		ORDER BY ch.id DESC LIMIT 1), 0)`
-	if err := c.l1.db.QueryRow(ctx, q, c.id).Scan(&id); err != nil {
+	if err := c.l1.db.QueryRow(ctx, `SELECT `+c.lastChangeSQL(), c.id).Scan(&id); err != nil {
 		return 0, fmt.Errorf("reading the last change: %w", err)
 	}
 	return id, nil
+}
+
+// lastChangeSQL is the SQL expression of [Campaign.LastChange] for
+// campaign $1.
+func (c *Campaign) lastChangeSQL() string {
+	if c.view.v.Role != memory.RolePlayer {
+		return `coalesce((SELECT max(id) FROM graph_changes WHERE campaign_id = $1), 0)`
+	}
+	return `coalesce((SELECT ch.id FROM graph_changes ch WHERE ch.campaign_id = $1 AND ` + c.changeVisible() + `
+		ORDER BY ch.id DESC LIMIT 1), 0)`
 }
 
 // Revision is the campaign's newest change id whatever the handle's
@@ -236,17 +241,25 @@ func xidTexts(xs []int64) []string {
 	return out
 }
 
-// LastEntityChange is the newest change id of the campaign's entities (0
-// if none): what the names of its entities last changed with, so that a
-// reader of names (retrieval's name index) reloads them when an entity
-// changes, not with every new fact.
-func (c *Campaign) LastEntityChange(ctx context.Context) (int64, error) {
-	var id int64
-	err := c.l1.db.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM graph_changes WHERE campaign_id = $1 AND kind = 'entity'`, c.id).Scan(&id)
+// EntityChanges reports whether the campaign's entities changed after a
+// reader of their names (retrieval's name index) read them at cur, and
+// the cursor of entity changes now: a newer entity change, or one that a
+// transaction running at cur has committed since, with a lower id
+// ([ChangeCursor]; an extraction's long transaction writing the session's
+// new people and places, a DM's edit committing first). New facts, which
+// arrive all through a live session, do not count. The zero cursor is
+// changed by any entity. Server-side only, like [Campaign.Cursor].
+func (c *Campaign) EntityChanges(ctx context.Context, cur ChangeCursor) (bool, ChangeCursor, error) {
+	var next ChangeCursor
+	var late bool
+	err := c.l1.db.QueryRow(ctx, `
+		SELECT `+runningSQL+`, coalesce((SELECT max(id) FROM graph_changes WHERE campaign_id = $1 AND kind = 'entity'), 0),
+		       EXISTS (SELECT 1 FROM graph_changes ch WHERE ch.campaign_id = $1 AND ch.kind = 'entity' AND `+lateSQL+`)`,
+		c.id, cur.ID, xidTexts(cur.Running)).Scan(&next.Running, &next.ID, &late)
 	if err != nil {
-		return 0, fmt.Errorf("reading the last entity change: %w", err)
+		return false, cur, fmt.Errorf("reading the entity changes: %w", err)
 	}
-	return id, nil
+	return late || next.ID != cur.ID, next, nil
 }
 
 // Proposal is a change an agent without DM rights asked for.

@@ -557,23 +557,27 @@ func (c *Campaign) KGRecall(ctx context.Context, level KGLevel, id string, undel
 
 // KGSession is an agent's registered session.
 type KGSession struct {
-	ID        string    `json:"session_id"`
-	Actor     string    `json:"-"`
-	Level     KGLevel   `json:"level"`
-	Cursor    int64     `json:"-"`
-	StartedAt time.Time `json:"started_at"`
+	ID    string  `json:"session_id"`
+	Actor string  `json:"-"`
+	Level KGLevel `json:"level"`
+	// Cursor is where the session started in the change log: the newest
+	// change the caller could see then, and the transactions in progress,
+	// whose changes commit later with lower ids ([ChangeCursor]). It stays
+	// on the server.
+	Cursor    ChangeCursor `json:"-"`
+	StartedAt time.Time    `json:"started_at"`
 }
 
 // KGRegisterSession records an agent session starting now: kg_sync with it
 // reports what others changed since. id must be unique (a random one).
 func (c *Campaign) KGRegisterSession(ctx context.Context, id, actor string, level KGLevel, now time.Time) (KGSession, error) {
-	cur, err := c.LastChange(ctx)
+	s := KGSession{ID: id, Actor: actor, Level: level, StartedAt: now}
+	// One statement: the cursor and the transactions running are read as
+	// of the same moment.
+	err := c.l1.db.QueryRow(ctx, `INSERT INTO kg_sessions (campaign_id, id, actor, level, cursor_at, running, started_at, seen_at)
+		SELECT $1, $2, $3, $4, (`+c.lastChangeSQL()+`), `+runningSQL+`::text[]::xid8[], $5, $5
+		RETURNING cursor_at, running::text[]::bigint[]`, c.id, id, actor, string(level), now).Scan(&s.Cursor.ID, &s.Cursor.Running)
 	if err != nil {
-		return KGSession{}, err
-	}
-	s := KGSession{ID: id, Actor: actor, Level: level, Cursor: cur, StartedAt: now}
-	if _, err := c.l1.db.Exec(ctx, `INSERT INTO kg_sessions (campaign_id, id, actor, level, cursor_at, started_at, seen_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $6)`, c.id, id, actor, string(level), cur, now); err != nil {
 		return KGSession{}, fmt.Errorf("registering agent session: %w", err)
 	}
 	return s, nil
@@ -584,7 +588,7 @@ func (c *Campaign) KGSessionByID(ctx context.Context, id string, now time.Time) 
 	s := KGSession{ID: id}
 	var level string
 	err := c.l1.db.QueryRow(ctx, `UPDATE kg_sessions SET seen_at = $3 WHERE campaign_id = $1 AND id = $2
-		RETURNING actor, level, cursor_at, started_at`, c.id, id, now).Scan(&s.Actor, &level, &s.Cursor, &s.StartedAt)
+		RETURNING actor, level, cursor_at, running::text[]::bigint[], started_at`, c.id, id, now).Scan(&s.Actor, &level, &s.Cursor.ID, &s.Cursor.Running, &s.StartedAt)
 	if isNoRows(err) {
 		return KGSession{}, fmt.Errorf("agent session %q: %w (call kg_register_session)", id, memory.ErrNotFound)
 	}
@@ -617,25 +621,49 @@ type KGChanges struct {
 
 // KGSync returns the changes made after cursor by anyone but exclude, as
 // the caller may see them: the DM's level and secret facts only when dm.
-func (c *Campaign) KGSync(ctx context.Context, cursor int64, exclude string, dm bool) (KGChanges, error) {
+// The changes after cursor are those with a higher id and those a
+// transaction running at cursor committed since ([ChangeCursor]).
+//
+// A fact that left the active graph is reported removed by the ends it
+// had: to the DM when it was in the DM's graph; to a player when every
+// player could read it (migration 0039's gone), or, for a change logged
+// before that, when the row, still there, is one this caller could read
+// ([Campaign.removedEdge]). A fact the DM made secret thus leaves a
+// player's graph, and a secret never reaches it by its removal.
+func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude string, dm bool) (KGChanges, error) {
 	out := KGChanges{Nodes: []KGNode{}, Edges: []KGEdge{}, Removed: []string{}}
-	rows, err := c.l1.db.Query(ctx, `SELECT DISTINCT ch.kind, ch.ref FROM graph_changes ch
-		WHERE ch.campaign_id = $1 AND ch.id > $2 AND ($3 = '' OR ch.actor <> $3) AND ch.kind <> 'proposal'
-		  AND `+c.entityChangeVisible(), c.id, cursor, exclude)
+	rows, err := c.l1.db.Query(ctx, `SELECT ch.kind, ch.ref, ch.gone FROM graph_changes ch
+		WHERE ch.campaign_id = $1 AND (ch.id > $2 OR `+lateSQL+`) AND ($4 = '' OR ch.actor <> $4) AND ch.kind <> 'proposal'
+		  AND `+c.entityChangeVisible()+`
+		ORDER BY ch.id`, c.id, cursor.ID, xidTexts(cursor.Running), exclude)
 	if err != nil {
 		return out, fmt.Errorf("reading changes: %w", err)
 	}
-	type change struct{ kind, ref string }
+	type gone struct {
+		From    string `json:"from"`
+		Rel     string `json:"rel"`
+		To      string `json:"to"`
+		DM      bool   `json:"dm"`
+		Players bool   `json:"players"`
+	}
+	type change struct {
+		kind, ref string
+		gone      *gone
+	}
 	chs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (change, error) {
 		var ch change
-		return ch, r.Scan(&ch.kind, &ch.ref)
+		return ch, r.Scan(&ch.kind, &ch.ref, &ch.gone)
 	})
 	if err != nil {
 		return out, fmt.Errorf("reading changes: %w", err)
 	}
 	changed := map[string]bool{}
+	var uniq []change
 	for _, ch := range chs {
-		changed[ch.kind+"\x00"+ch.ref] = true
+		if k := ch.kind + "\x00" + ch.ref; !changed[k] {
+			changed[k] = true
+			uniq = append(uniq, ch)
+		}
 	}
 	levels := []KGLevel{KGCampaign}
 	if dm {
@@ -663,14 +691,29 @@ func (c *Campaign) KGSync(ctx context.Context, cursor int64, exclude string, dm 
 			}
 		}
 		seenEdge := map[string]bool{}
+		edgeRefs := map[string]bool{}
 		for _, e := range g.edges {
 			key := e.kind + "\x00" + fmt.Sprint(e.id)
 			seenEdge[key] = true
+			edgeRefs[e.From+"\x00"+e.Rel+"\x00"+e.To] = true
 			if changed[key] {
 				out.Edges = append(out.Edges, e)
 			}
 		}
-		for _, ch := range chs {
+		if l == KGCampaign {
+			// What the changes took out of the graph, as it was: named
+			// unless an edge of the same ends is in the graph now (the
+			// fact made public again, or another with its ends).
+			for _, ch := range chs {
+				if ch.kind != "fact" || ch.gone == nil || !(dm && ch.gone.DM || ch.gone.Players) {
+					continue
+				}
+				if !edgeRefs[ch.gone.From+"\x00"+ch.gone.Rel+"\x00"+ch.gone.To] {
+					out.Removed = append(out.Removed, "edge:campaign:"+ch.gone.From+":"+KGRel(ch.gone.Rel)+":"+ch.gone.To)
+				}
+			}
+		}
+		for _, ch := range uniq {
 			switch {
 			case ch.kind == nodeKind && !present[ch.ref]:
 				out.Removed = append(out.Removed, "node:"+string(l)+":"+ch.ref)

@@ -113,3 +113,63 @@ func TestLateCommitsAreNotSteppedOver(t *testing.T) {
 		t.Error("a player's handle read the change log for caches")
 	}
 }
+
+// TestEntityChangesSeeLateCommits: retrieval's name index (the names a
+// question is matched against) reloads when an entity changes. An entity
+// written by a long transaction (extraction adding the session's new
+// people) that commits after a DM's edit has an id below the edit's: read
+// by the newest id alone, it was never loaded until the next entity
+// change, and questions naming it found no entity.
+func TestEntityChangesSeeLateCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, s, "camp")
+	g := camp.Graph()
+	if err := g.UpsertEntity(ctx, memory.Entity{ID: "ada", Type: memory.EntityNPC, Name: "Ada"}); err != nil {
+		t.Fatal(err)
+	}
+	changed, cur, err := camp.EntityChanges(ctx, postgres.ChangeCursor{})
+	if err != nil || !changed {
+		t.Fatalf("the first read: changed %v (%v), want true", changed, err)
+	}
+	check := func(what string, want bool) {
+		t.Helper()
+		changed, next, err := camp.EntityChanges(ctx, cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed != want {
+			t.Errorf("%s: changed %v, want %v", what, changed, want)
+		}
+		cur = next
+	}
+	check("nothing written", false)
+
+	wrote, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
+	go func() {
+		done <- s.InTx(ctx, "camp", func(tc *postgres.Campaign) error {
+			if err := tc.Graph().UpsertEntity(ctx, memory.Entity{ID: "vesper", Type: memory.EntityNPC, Name: "Vesper"}); err != nil {
+				return err
+			}
+			close(wrote)
+			<-release
+			return nil
+		})
+	}()
+	<-wrote
+	if err := g.UpsertEntity(ctx, memory.Entity{ID: "bo", Type: memory.EntityNPC, Name: "Bo"}); err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	check("the short transaction's entity", true)
+	must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "KNOWS",
+		Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}}))
+	check("a fact alone", false)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	check("the long transaction's entity, committed late below the cursor", true)
+	check("nothing new", false)
+}

@@ -255,7 +255,7 @@ func TestSceneEntityChangesHidden(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: entity changes %v, want %v", tc.v, got, tc.want)
 		}
-		sync, err := c.KGSync(ctx, 0, "", tc.v.Role == memory.RoleDM)
+		sync, err := c.KGSync(ctx, postgres.ChangeCursor{}, "", tc.v.Role == memory.RoleDM)
 		if err != nil {
 			t.Fatal(err)
 		}

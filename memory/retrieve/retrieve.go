@@ -287,7 +287,7 @@ type Retriever struct {
 	graph       *ppr.Graph
 	graphLoaded bool
 	matcher     *mention.Matcher
-	lastNames   int64 // the entity change the name index was loaded at
+	namesAt     postgres.ChangeCursor // the entity changes the name index has seen
 	lastRefresh time.Time
 	qemb        embed.Embedder // emb in the campaign's language
 	qembAt      time.Time
@@ -298,9 +298,9 @@ type Retriever struct {
 // writers' own tools, a campaign of the store.
 type Campaign interface {
 	ppr.Source
-	// LastEntityChange tells when the names the retriever matches
-	// questions against last changed.
-	LastEntityChange(ctx context.Context) (int64, error)
+	// EntityChanges tells whether the names the retriever matches
+	// questions against changed since it read them at a cursor.
+	EntityChanges(ctx context.Context, since postgres.ChangeCursor) (bool, postgres.ChangeCursor, error)
 	Graph() *postgres.Graph
 	Sessions() *postgres.SessionLog
 	Index() *postgres.SemanticIndex
@@ -362,7 +362,7 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 	if r.matcher != nil && (r.graphLoaded || !withGraph) && fresh {
 		return r.matcher, nil
 	}
-	last, err := r.camp.LastEntityChange(ctx)
+	changed, names, err := r.camp.EntityChanges(ctx, r.namesAt)
 	if err != nil {
 		return nil, err
 	}
@@ -371,13 +371,14 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 	// a short-lived process (`glyphoxa ask`) more than the overlap saves.
 	// Only an entity's change changes the names: new facts, which arrive
 	// all through a live session, do not reload them.
-	if r.matcher == nil || last != r.lastNames {
+	if r.matcher == nil || changed {
 		ents, err := r.camp.Graph().EntityNames(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("loading entities for retrieval: %w", err)
 		}
-		r.matcher, r.lastNames = mention.NewMatcher(ents), last
+		r.matcher = mention.NewMatcher(ents)
 	}
+	r.namesAt = names
 	switch {
 	case withGraph && !r.graphLoaded:
 		err = r.graph.Load(ctx)

@@ -1,0 +1,96 @@
+-- What a fact's change took out of an agent's graph, and the transactions a
+-- kg_sync session must still read.
+--
+-- kg_sync reports a fact that left the active graph by its ends
+-- ("edge:campaign:<from>:<rel>:<to>"), read from the row after the change.
+-- Two removals had no row to read them from, or none a player may read:
+--   - a fact deleted (a player forgotten, a proposal folded into the canon
+--     fact, an entity deleted) was never reported to anyone;
+--   - a fact a player could read that the DM made secret (or rejected, or
+--     whose ends changed) was never reported to a player: the row is now
+--     one they may not see, and naming a secret's ends would tell it.
+-- So the change records, when it is written, the fact as it was:
+-- gone = {"from", "rel", "to", "dm", "players"}, where "dm" says the fact was
+-- in the DM's graph (active) and "players" that it was in every player's
+-- (glyphoxa_fact_public below). A player is told of the removal only when
+-- "players" holds: then they could read the fact, whoever they are.
+ALTER TABLE graph_changes ADD COLUMN gone jsonb;
+
+-- glyphoxa_fact_public is true when every player may read fact r (the
+-- store's view.factVisible for the unbound player): active, not secret,
+-- no agent's proposal, both ends present and not first heard in a split
+-- scene, and revealed where the party was together (a line said while
+-- not split, or no line of a split scene at all). It is the strictest
+-- player's view, so a removal it allows tells no player anything they could
+-- not read.
+CREATE FUNCTION glyphoxa_fact_public(r relationships) RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT r.status = 'active' AND r.proposed_by = ''
+       AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
+       AND EXISTS (SELECT 1 FROM entities s WHERE s.campaign_id = r.campaign_id AND s.id = r.source_id AND NOT s.scene_only)
+       AND EXISTS (SELECT 1 FROM entities s WHERE s.campaign_id = r.campaign_id AND s.id = r.target_id AND NOT s.scene_only)
+       AND (EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+                    WHERE fe.fact_id = r.id AND NOT coalesce((
+                        SELECT p.split FROM session_presence p
+                        WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
+                        ORDER BY p.at DESC LIMIT 1), false))
+            OR NOT EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+                    WHERE fe.fact_id = r.id AND coalesce((
+                        SELECT p.split FROM session_presence p
+                        WHERE p.campaign_id = t.campaign_id AND p.session_id = t.session_id AND p.at <= t.at
+                        ORDER BY p.at DESC LIMIT 1), false)))
+$$;
+
+-- glyphoxa_log_fact logs a change of a fact, as glyphoxa_log_change does,
+-- with what it took out of the graph. A deletion is logged before the row
+-- goes (BEFORE DELETE): after it, its evidence is gone with it (ON DELETE
+-- CASCADE), and an entity deleted with its facts is gone first. Whether a
+-- fact was public costs its evidence lookups only when the cheap columns
+-- say it may have been.
+CREATE FUNCTION glyphoxa_log_fact() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    row_ relationships;
+    was_dm boolean := false;
+    was_players boolean := false;
+    moved boolean := false;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        row_ := OLD;
+        was_dm := OLD.status = 'active';
+        was_players := was_dm AND glyphoxa_fact_public(OLD);
+    ELSE
+        row_ := NEW;
+        -- An update takes the fact out of a graph when it moves it (its
+        -- ends or type change: the old edge is gone) or hides it: retired,
+        -- rejected, made a proposal or made secret. Otherwise, whatever
+        -- else changed, nothing is gone, and nothing is looked up.
+        IF TG_OP = 'UPDATE' AND OLD.status = 'active' THEN
+            moved := (OLD.source_id, OLD.target_id, OLD.rel_type) IS DISTINCT FROM (NEW.source_id, NEW.target_id, NEW.rel_type);
+            IF moved OR NEW.status <> 'active' OR NEW.proposed_by <> ''
+               OR (NEW.attributes->'secret' = 'true'::jsonb AND OLD.attributes->'secret' IS DISTINCT FROM 'true'::jsonb) THEN
+                was_dm := moved OR NEW.status <> 'active';
+                was_players := glyphoxa_fact_public(OLD);
+            END IF;
+        END IF;
+    END IF;
+    INSERT INTO graph_changes (campaign_id, kind, ref, op, actor, gone)
+    VALUES (row_.campaign_id, 'fact', row_.id::text, lower(TG_OP),
+            coalesce(current_setting('glyphoxa.actor', true), ''),
+            CASE WHEN was_dm OR was_players THEN jsonb_build_object('from', OLD.source_id, 'rel', OLD.rel_type,
+                 'to', OLD.target_id, 'dm', was_dm, 'players', was_players) END);
+    IF TG_OP = 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    RETURN NULL;
+END $$;
+
+DROP TRIGGER relationships_log ON relationships;
+CREATE TRIGGER relationships_log AFTER INSERT OR UPDATE ON relationships
+    FOR EACH ROW EXECUTE FUNCTION glyphoxa_log_fact();
+CREATE TRIGGER relationships_log_delete BEFORE DELETE ON relationships
+    FOR EACH ROW EXECUTE FUNCTION glyphoxa_log_fact();
+
+-- A kg_sync session's cursor, like the server's caches' (migration 0038),
+-- also keeps the transactions in progress when it was read: a change they
+-- commit later has an id below the cursor, and is still one the session
+-- has not seen.
+ALTER TABLE kg_sessions ADD COLUMN running xid8[] NOT NULL DEFAULT '{}';
