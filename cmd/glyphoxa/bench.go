@@ -328,6 +328,7 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) ([]b
 	entity := func() string { return benchdata.EntityID(r.IntN(spec.Entities)) }
 	near := func(a int) int { return a - a%50 + r.IntN(min(50, spec.Entities-(a-a%50))) }
 	words := []string{"hammer", "tower", "secret", "gold", "dragon", "guild", "map", "debt"}
+	common := []string{"party", "nervous", "persuade", "stolen", "gold", "dragon", "tavern", "secret"}
 	g, l1, l2 := c.Graph(), c.Sessions(), c.Index()
 	// The hot context is read as the table reads it: through the door, for
 	// the DM, each NPC narrowing to its own handle.
@@ -467,6 +468,13 @@ func benchOps(s *postgres.Store, c *postgres.Campaign, spec benchdata.Spec) ([]b
 		}},
 		{name: "L1 search", run: func(ctx context.Context, _ int) error {
 			_, err := l1.Search(ctx, benchdata.EntityName(r.IntN(spec.Entities))+" "+words[r.IntN(len(words))], memory.SearchOpts{})
+			return err
+		}},
+		// One word, as a DM or an agent types it into a search box: from a
+		// word in half of the lines ("party") through an eighth
+		// ("nervous") to one of the 66 filler words (about 2%).
+		{name: "L1 search, one word", goals: []benchGoal{{"100k", 99, 50 * time.Millisecond}}, run: func(ctx context.Context, _ int) error {
+			_, err := l1.Search(ctx, common[r.IntN(len(common))], memory.SearchOpts{Limit: 50})
 			return err
 		}},
 		{name: "L2 top-10", run: func(ctx context.Context, _ int) error {
