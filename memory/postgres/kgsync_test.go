@@ -171,23 +171,13 @@ func TestKGSyncSeesLateCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wrote, release, done := make(chan int64), make(chan struct{}), make(chan error)
-	go func() {
-		done <- s.InTx(ctx, "camp", func(tc *postgres.Campaign) error {
-			r, err := tc.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "OWES",
-				Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}})
-			if err != nil {
-				return err
-			}
-			wrote <- r.ID
-			<-release
-			return nil
-		})
-	}()
-	<-wrote
+	commit := longTx(t, s, "camp", func(tc *postgres.Campaign) error {
+		_, err := tc.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "OWES",
+			Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}})
+		return err
+	})
 	if _, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: "bo", TargetID: "cy", Type: "KNOWS",
 		Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}}); err != nil {
-		close(release)
 		t.Fatal(err)
 	}
 	players := []memory.Viewer{memory.DMViewer(), memory.PlayerViewer()}
@@ -198,8 +188,7 @@ func TestKGSyncSeesLateCommits(t *testing.T) {
 		// Read back as kg_sync reads it.
 		sessions[i] = must[postgres.KGSession](t)(c.KGSessionByID(ctx, sessions[i].ID, time.Now()))
 	}
-	close(release)
-	if err := <-done; err != nil {
+	if err := commit(); err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range players {

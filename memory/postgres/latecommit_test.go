@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -33,20 +34,13 @@ func TestLateCommitsAreNotSteppedOver(t *testing.T) {
 	graphCur := must[postgres.GraphCursor](t)(camp.LoadGraph(ctx, func(postgres.GraphEdge) error { return nil }))
 	cacheCur := must[postgres.ChangeCursor](t)(camp.Cursor(ctx))
 
-	wrote, release, done := make(chan int64), make(chan struct{}), make(chan error)
-	go func() {
-		done <- s.InTx(ctx, "camp", func(tc *postgres.Campaign) error {
-			r, err := tc.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "OWES",
-				Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}})
-			if err != nil {
-				return err
-			}
-			wrote <- r.ID
-			<-release
-			return nil
-		})
-	}()
-	late := <-wrote
+	var late int64
+	commit := longTx(t, s, "camp", func(tc *postgres.Campaign) error {
+		r, err := tc.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "OWES",
+			Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}})
+		late = r.ID
+		return err
+	})
 	early := must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "bo", TargetID: "cy", Type: "KNOWS",
 		Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}}))
 
@@ -87,8 +81,7 @@ func TestLateCommitsAreNotSteppedOver(t *testing.T) {
 	if got := cacheFacts(); !slices.Contains(got, early.ID) || slices.Contains(got, late) {
 		t.Fatalf("the cache's refresh while the long transaction runs: %v, want %d and not %d", got, early.ID, late)
 	}
-	close(release)
-	if err := <-done; err != nil {
+	if err := commit(); err != nil {
 		t.Fatal(err)
 	}
 	if graphCur.Change <= late || cacheCur.ID <= late {
@@ -146,30 +139,54 @@ func TestEntityChangesSeeLateCommits(t *testing.T) {
 	}
 	check("nothing written", false)
 
-	wrote, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
-	go func() {
-		done <- s.InTx(ctx, "camp", func(tc *postgres.Campaign) error {
-			if err := tc.Graph().UpsertEntity(ctx, memory.Entity{ID: "vesper", Type: memory.EntityNPC, Name: "Vesper"}); err != nil {
-				return err
-			}
-			close(wrote)
-			<-release
-			return nil
-		})
-	}()
-	<-wrote
+	commit := longTx(t, s, "camp", func(tc *postgres.Campaign) error {
+		return tc.Graph().UpsertEntity(ctx, memory.Entity{ID: "vesper", Type: memory.EntityNPC, Name: "Vesper"})
+	})
 	if err := g.UpsertEntity(ctx, memory.Entity{ID: "bo", Type: memory.EntityNPC, Name: "Bo"}); err != nil {
-		close(release)
 		t.Fatal(err)
 	}
 	check("the short transaction's entity", true)
 	must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "KNOWS",
 		Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}}))
 	check("a fact alone", false)
-	close(release)
-	if err := <-done; err != nil {
+	if err := commit(); err != nil {
 		t.Fatal(err)
 	}
 	check("the long transaction's entity, committed late below the cursor", true)
 	check("nothing new", false)
+}
+
+// longTx runs write in a transaction of campaign that stays open, its
+// changes written and not committed, until commit is called: a long
+// transaction (extraction writing a session's facts). commit returns the
+// transaction's error; a test that ends without calling it commits at
+// cleanup.
+func longTx(t *testing.T, s *postgres.Store, campaign string, write func(*postgres.Campaign) error) (commit func() error) {
+	t.Helper()
+	wrote, release, done := make(chan error, 1), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.InTx(context.Background(), campaign, func(tc *postgres.Campaign) error {
+			err := write(tc)
+			wrote <- err
+			if err != nil {
+				return err
+			}
+			<-release
+			return nil
+		})
+	}()
+	if err := <-wrote; err != nil {
+		t.Fatalf("the long transaction's write: %v", err)
+	}
+	var once sync.Once
+	var err error
+	commit = func() error {
+		once.Do(func() {
+			close(release)
+			err = <-done
+		})
+		return err
+	}
+	t.Cleanup(func() { commit() })
+	return commit
 }
