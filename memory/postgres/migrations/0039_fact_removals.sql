@@ -4,8 +4,8 @@
 -- kg_sync reports a fact that left the active graph by its ends
 -- ("edge:campaign:<from>:<rel>:<to>"), read from the row after the change.
 -- Two removals had no row to read them from, or none a player may read:
---   - a fact deleted (a player forgotten, a proposal folded into the canon
---     fact, an entity deleted) was never reported to anyone;
+--   - a fact deleted (a player forgotten, an entity deleted) was never
+--     reported to anyone;
 --   - a fact a player could read that the DM made secret (or rejected, or
 --     whose ends changed) was never reported to a player: the row is now
 --     one they may not see, and naming a secret's ends would tell it.
@@ -40,10 +40,30 @@ CREATE FUNCTION glyphoxa_fact_public(r relationships) RETURNS boolean LANGUAGE s
                         ORDER BY p.at DESC LIMIT 1), false)))
 $$;
 
+-- glyphoxa_fact_fresh is true when fact r, as the trigger sees it, was
+-- written by the transaction now running: it changed before in this
+-- transaction (its change has this transaction's id). No reader has seen
+-- that row, so nothing left anyone's graph with it: extraction writes a
+-- contradicting fact active and holds it pending in the same transaction,
+-- an import may write a fact twice, the second time secret. Judged as it
+-- was, such a row named a pending or secret fact to every player. A fact
+-- changed twice in one transaction, the second time hidden, is thus not
+-- named removed to players (their next kg_read drops it): a miss, never a
+-- leak.
+CREATE FUNCTION glyphoxa_fact_fresh(r relationships) RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT 1 FROM graph_changes g
+                   WHERE g.campaign_id = r.campaign_id AND g.kind = 'fact' AND g.ref = r.id::text
+                     AND g.xid = pg_current_xact_id())
+$$;
+CREATE INDEX graph_changes_fact_xid ON graph_changes (campaign_id, ref, xid) WHERE kind = 'fact';
+
 -- glyphoxa_log_fact logs a change of a fact, as glyphoxa_log_change does,
 -- with what it took out of the graph. A deletion is logged before the row
 -- goes (BEFORE DELETE): after it, its evidence is gone with it (ON DELETE
--- CASCADE), and an entity deleted with its facts is gone first. Whether a
+-- CASCADE). A fact deleted with one of its entities (the foreign key's
+-- cascade) is deleted once the entity is gone, when glyphoxa_fact_public
+-- finds an end missing: glyphoxa_log_entity_facts below logs those facts
+-- first, while both ends are there. Whether a
 -- fact was public costs its evidence lookups only when the cheap columns
 -- say it may have been.
 CREATE FUNCTION glyphoxa_log_fact() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -53,9 +73,14 @@ DECLARE
     was_players boolean := false;
     moved boolean := false;
 BEGIN
+    -- Before a deletion the transaction may have written nothing yet: its
+    -- id is taken here, before the change's id, as a write's is before an
+    -- AFTER trigger's. Taken after, a reader could read the log between
+    -- the two and list neither (postgres.ChangeCursor).
+    PERFORM pg_current_xact_id();
     IF TG_OP = 'DELETE' THEN
         row_ := OLD;
-        was_dm := OLD.status = 'active';
+        was_dm := OLD.status = 'active' AND NOT glyphoxa_fact_fresh(OLD);
         was_players := was_dm AND glyphoxa_fact_public(OLD);
     ELSE
         row_ := NEW;
@@ -65,8 +90,9 @@ BEGIN
         -- else changed, nothing is gone, and nothing is looked up.
         IF TG_OP = 'UPDATE' AND OLD.status = 'active' THEN
             moved := (OLD.source_id, OLD.target_id, OLD.rel_type) IS DISTINCT FROM (NEW.source_id, NEW.target_id, NEW.rel_type);
-            IF moved OR NEW.status <> 'active' OR NEW.proposed_by <> ''
-               OR (NEW.attributes->'secret' = 'true'::jsonb AND OLD.attributes->'secret' IS DISTINCT FROM 'true'::jsonb) THEN
+            IF (moved OR NEW.status <> 'active' OR NEW.proposed_by <> ''
+                OR (NEW.attributes->'secret' = 'true'::jsonb AND OLD.attributes->'secret' IS DISTINCT FROM 'true'::jsonb))
+               AND NOT glyphoxa_fact_fresh(OLD) THEN
                 was_dm := moved OR NEW.status <> 'active';
                 was_players := glyphoxa_fact_public(OLD);
             END IF;
@@ -82,6 +108,27 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
+
+-- glyphoxa_log_entity_facts logs, before an entity is deleted, what its
+-- active facts take out of the graphs as the cascade deletes them: judged
+-- while the entity is still there (scene_only or not), so a player is told
+-- the edges of a public entity they read, never those of one first heard
+-- in a split scene. The cascade then logs each fact's deletion again, with
+-- an end missing (players false); kg_sync names each edge once.
+CREATE FUNCTION glyphoxa_log_entity_facts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_current_xact_id(); -- before the changes' ids, as in glyphoxa_log_fact
+    INSERT INTO graph_changes (campaign_id, kind, ref, op, actor, gone)
+    SELECT r.campaign_id, 'fact', r.id::text, 'delete', coalesce(current_setting('glyphoxa.actor', true), ''),
+           jsonb_build_object('from', r.source_id, 'rel', r.rel_type, 'to', r.target_id, 'dm', true,
+                              'players', glyphoxa_fact_public(r))
+    FROM relationships r
+    WHERE r.campaign_id = OLD.campaign_id AND OLD.id IN (r.source_id, r.target_id) AND r.status = 'active'
+      AND NOT glyphoxa_fact_fresh(r);
+    RETURN OLD;
+END $$;
+CREATE TRIGGER entities_log_facts BEFORE DELETE ON entities
+    FOR EACH ROW EXECUTE FUNCTION glyphoxa_log_entity_facts();
 
 DROP TRIGGER relationships_log ON relationships;
 CREATE TRIGGER relationships_log AFTER INSERT OR UPDATE ON relationships
