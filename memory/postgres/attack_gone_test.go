@@ -273,3 +273,48 @@ sessions:
 	}
 	w.noLeak(t, "a pending imported contradiction", "crypt")
 }
+
+// TestAttackGoneForgottenEvidence (a miss an adversarial review found,
+// fixed since): a fact resting on a line said with the party together
+// (dana's) and on a line of a split scene (thorin's). Every player reads
+// it. Dana asks to be forgotten: the fact stays (it rests on thorin's line
+// too), but its public line goes (fact_evidence ON DELETE CASCADE): it is
+// now a fact of the split scene only, gone from lyra's graph and any
+// player's. Its row does not change, so no change was logged, and kg_sync
+// never told them. Expected: ForgetSpeaker logs it, and they are told.
+func TestAttackGoneForgottenEvidence(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newGoneWorld(t,
+		memory.Entity{ID: "ada", Type: memory.EntityNPC, Name: "Ada"},
+		memory.Entity{ID: "bo", Type: memory.EntityNPC, Name: "Bo"},
+	)
+	together := w.line(t, "dana", "Ada owes Bo.", w.t0.Add(10*time.Second))
+	scene := w.line(t, "thorin", "Ada still owes Bo, I hear.", w.t0.Add(2*time.Minute))
+	f := must[memory.Relationship](t)(w.g.UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "OWES",
+		Status: memory.StatusActive, Provenance: memory.Provenance{SessionID: "s1", Confidence: 1, Source: memory.SourceStated}}))
+	check(t, w.g.AddEvidence(ctx, f.ID, []int64{together, scene}))
+	w.register(t)
+	for name, c := range w.players {
+		if !hasEdge(t, c, "ada", "OWES", "bo") {
+			t.Fatalf("%s does not read the fact: the test shows nothing", name)
+		}
+	}
+	if _, err := w.camp.ForgetSpeaker(ctx, "dana"); err != nil {
+		t.Fatal(err)
+	}
+	edge := "edge:campaign:ada:owes:bo"
+	for name, c := range w.players {
+		if hasEdge(t, c, "ada", "OWES", "bo") {
+			t.Fatalf("%s still reads the fact: the test shows nothing", name)
+		}
+		if got, ok := removedNamed(t, c, w.sessions[name], false, edge); !ok {
+			t.Errorf("MISSED: %s read %s, which left their graph when dana was forgotten; kg_sync removed %q", name, edge, got)
+		}
+	}
+	// Thorin, who was in the scene, still reads it.
+	thorin := must[*postgres.Campaign](t)(w.camp.As(memory.PlayerViewerOf("thorin")))
+	if !hasEdge(t, thorin, "ada", "OWES", "bo") {
+		t.Error("thorin, in the scene, no longer reads the fact")
+	}
+}

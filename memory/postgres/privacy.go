@@ -170,6 +170,23 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			c.id, gone); err != nil {
 			return err
 		}
+		// A fact that stays and that every player could read may rest on
+		// the speaker's line as its one line said with the party together
+		// (its other lines are of a split scene): it leaves the players'
+		// view with the line, and its row does not change. Its change is
+		// logged here, so that the players' agents are told it left their
+		// graph (KGSync) and the caches of their reads drop it.
+		rows, err = tx.Query(ctx, `SELECT r.id FROM relationships r
+			WHERE r.campaign_id = $1 AND r.status = 'active' AND glyphoxa_fact_public(r)
+			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+			              WHERE fe.fact_id = r.id AND t.speaker_id = $2)`, c.id, userID)
+		if err != nil {
+			return err
+		}
+		public, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
 		// The lines go before the chunks: a chunking that read them and
 		// writes its chunks after this deletion of chunks finds them
 		// locked or gone when it checks them (SessionLog.StillCanon)
@@ -179,6 +196,12 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			return err
 		}
 		rep.Entries = tag.RowsAffected()
+		if _, err := tx.Exec(ctx, `INSERT INTO graph_changes (campaign_id, kind, ref, op, actor, gone)
+			SELECT r.campaign_id, 'fact', r.id::text, 'update', coalesce(current_setting('glyphoxa.actor', true), ''),
+			       jsonb_build_object('from', r.source_id, 'rel', r.rel_type, 'to', r.target_id, 'dm', false, 'players', true)
+			FROM relationships r WHERE r.campaign_id = $1 AND r.id = ANY($2) AND NOT glyphoxa_fact_public(r)`, c.id, public); err != nil {
+			return err
+		}
 		if tag, err = tx.Exec(ctx, `DELETE FROM chunks WHERE campaign_id = $1 AND $2 = ANY(speaker_ids)`, c.id, userID); err != nil {
 			return err
 		}
