@@ -176,10 +176,16 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		// view with the line, and its row does not change. Its change is
 		// logged here, so that the players' agents are told it left their
 		// graph (KGSync) and the caches of their reads drop it.
-		rows, err = tx.Query(ctx, `SELECT r.id FROM relationships r
-			WHERE r.campaign_id = $1 AND r.status = 'active' AND glyphoxa_fact_public(r)
-			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
-			              WHERE fe.fact_id = r.id AND t.speaker_id = $2)`, c.id, userID)
+		// The facts resting on the speaker's lines are found first, from
+		// the lines, and only they are judged: judging every active fact
+		// of a large campaign would cost seconds.
+		rows, err = tx.Query(ctx, `
+			WITH said AS MATERIALIZED (
+			    SELECT r AS rel FROM relationships r
+			    WHERE r.campaign_id = $1 AND r.status = 'active' AND r.id IN (
+			        SELECT fe.fact_id FROM transcript_entries t JOIN fact_evidence fe ON fe.entry_id = t.id
+			        WHERE t.campaign_id = $1 AND t.speaker_id = $2))
+			SELECT (rel).id FROM said WHERE glyphoxa_fact_public(rel)`, c.id, userID)
 		if err != nil {
 			return err
 		}

@@ -63,9 +63,8 @@ CREATE INDEX graph_changes_fact_xid ON graph_changes (campaign_id, ref, xid) WHE
 -- CASCADE). A fact deleted with one of its entities (the foreign key's
 -- cascade) is deleted once the entity is gone, when glyphoxa_fact_public
 -- finds an end missing: glyphoxa_log_entity_facts below logs those facts
--- first, while both ends are there. Whether a
--- fact was public costs its evidence lookups only when the cheap columns
--- say it may have been.
+-- first, while both ends are there. Whether a fact was public costs its
+-- evidence lookups only when the cheap columns say it may have been.
 CREATE FUNCTION glyphoxa_log_fact() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     row_ relationships;
