@@ -34,3 +34,10 @@ func ScanAttributesForTest(b []byte) (map[string]any, error) {
 	err := a.ScanBytes(b)
 	return a.m, err
 }
+
+// FactVisibleSQLForTest is the SQL predicate true when viewer v may see
+// fact alias (view.factVisible), the rule glyphoxa_fact_public (migration
+// 0039) restates for the trigger.
+func FactVisibleSQLForTest(v memory.Viewer, alias string) string {
+	return view{v: v}.factVisible(alias)
+}

@@ -22,7 +22,8 @@ ALTER TABLE graph_changes ADD COLUMN gone jsonb;
 -- scene, and revealed where the party was together (a line said while
 -- not split, or no line of a split scene at all). It is the strictest
 -- player's view, so a removal it allows tells no player anything they could
--- not read.
+-- not read. It restates the store's rule in SQL (a trigger cannot call the
+-- Go that writes it); TestFactPublicIsThePlayersView holds the two together.
 CREATE FUNCTION glyphoxa_fact_public(r relationships) RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT r.status = 'active' AND r.proposed_by = ''
        AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
