@@ -56,21 +56,6 @@ func (w *goneWorld) register(t *testing.T) {
 	}
 }
 
-func (w *goneWorld) line(t *testing.T, speaker, text string, at time.Time) int64 {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := w.sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: speaker, SpeakerName: speaker, Text: text, At: at}); err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range must[[]memory.TranscriptEntry](t)(w.sl.Entries(ctx, "s1")) {
-		if e.Text == text {
-			return e.ID
-		}
-	}
-	t.Fatalf("line %q not written", text)
-	return 0
-}
-
 // noLeak fails when a player's kg_sync names a removed edge containing any
 // of the words.
 func (w *goneWorld) noLeak(t *testing.T, what string, words ...string) {
@@ -112,8 +97,8 @@ func TestAttackGonePendingContradiction(t *testing.T) {
 		memory.Entity{ID: "ada", Type: memory.EntityNPC, Name: "Ada"},
 		memory.Entity{ID: "bo", Type: memory.EntityNPC, Name: "Bo"},
 	)
-	together := w.line(t, "dana", "Marla waits at the tavern and Ada owes Bo.", w.t0.Add(10*time.Second))
-	scene := w.line(t, "thorin", "Marla slips down into the vault; Ada never owed Bo a thing.", w.t0.Add(2*time.Minute))
+	together := sessionLine(t, w.sl, "dana", "Marla waits at the tavern and Ada owes Bo.", w.t0.Add(10*time.Second))
+	scene := sessionLine(t, w.sl, "thorin", "Marla slips down into the vault; Ada never owed Bo a thing.", w.t0.Add(2*time.Minute))
 	for _, f := range []memory.Relationship{
 		{SourceID: "marla", TargetID: "tavern", Type: "LOCATED_AT"},
 		{SourceID: "ada", TargetID: "bo", Type: "OWES"},
@@ -181,7 +166,7 @@ func TestAttackGoneEntityDeleted(t *testing.T) {
 		memory.Entity{ID: "ada", Type: memory.EntityNPC, Name: "Ada"},
 		memory.Entity{ID: "bo", Type: memory.EntityNPC, Name: "Bo"},
 	)
-	together := w.line(t, "dana", "Ada owes Bo.", w.t0.Add(10*time.Second))
+	together := sessionLine(t, w.sl, "dana", "Ada owes Bo.", w.t0.Add(10*time.Second))
 	f := must[memory.Relationship](t)(w.g.UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "OWES",
 		Status: memory.StatusActive, Provenance: memory.Provenance{SessionID: "s1", Confidence: 1, Source: memory.SourceStated, DMConfirmed: true}}))
 	check(t, w.g.AddEvidence(ctx, f.ID, []int64{together}))
@@ -289,8 +274,8 @@ func TestAttackGoneForgottenEvidence(t *testing.T) {
 		memory.Entity{ID: "ada", Type: memory.EntityNPC, Name: "Ada"},
 		memory.Entity{ID: "bo", Type: memory.EntityNPC, Name: "Bo"},
 	)
-	together := w.line(t, "dana", "Ada owes Bo.", w.t0.Add(10*time.Second))
-	scene := w.line(t, "thorin", "Ada still owes Bo, I hear.", w.t0.Add(2*time.Minute))
+	together := sessionLine(t, w.sl, "dana", "Ada owes Bo.", w.t0.Add(10*time.Second))
+	scene := sessionLine(t, w.sl, "thorin", "Ada still owes Bo, I hear.", w.t0.Add(2*time.Minute))
 	f := must[memory.Relationship](t)(w.g.UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "OWES",
 		Status: memory.StatusActive, Provenance: memory.Provenance{SessionID: "s1", Confidence: 1, Source: memory.SourceStated}}))
 	check(t, w.g.AddEvidence(ctx, f.ID, []int64{together, scene}))

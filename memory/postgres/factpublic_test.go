@@ -28,21 +28,8 @@ func TestFactPublicIsThePlayersView(t *testing.T) {
 	sl := camp.Sessions()
 	t0 := splitAfterAMinute(t, sl)
 	g := camp.Graph()
-	line := func(speaker, text string, at time.Time) int64 {
-		t.Helper()
-		if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: speaker, SpeakerName: speaker, Text: text, At: at}); err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range must[[]memory.TranscriptEntry](t)(sl.Entries(ctx, "s1")) {
-			if e.Text == text {
-				return e.ID
-			}
-		}
-		t.Fatalf("line %q not written", text)
-		return 0
-	}
-	pub := line("dana", "Ada and Bo: all of it said at the table.", t0.Add(10*time.Second))
-	scene := line("thorin", "In the scene: Ada, Bo and the Ghost.", t0.Add(2*time.Minute))
+	pub := sessionLine(t, sl, "dana", "Ada and Bo: all of it said at the table.", t0.Add(10*time.Second))
+	scene := sessionLine(t, sl, "thorin", "In the scene: Ada, Bo and the Ghost.", t0.Add(2*time.Minute))
 	for _, e := range []memory.Entity{{ID: "ada", Type: memory.EntityNPC, Name: "Ada"}, {ID: "bo", Type: memory.EntityNPC, Name: "Bo"}} {
 		if err := g.UpsertEntity(ctx, e); err != nil {
 			t.Fatal(err)

@@ -17,6 +17,23 @@ const testDims = 8
 
 var t0 = time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
 
+// sessionLine writes a line of session "s1" said by speaker at at, and
+// returns its id.
+func sessionLine(t *testing.T, sl *postgres.SessionLog, speaker, text string, at time.Time) int64 {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: speaker, SpeakerName: speaker, Text: text, At: at}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range must[[]memory.TranscriptEntry](t)(sl.Entries(ctx, "s1")) {
+		if e.Text == text {
+			return e.ID
+		}
+	}
+	t.Fatalf("line %q not written", text)
+	return 0
+}
+
 // hangGuard bounds a test that hangs; it is no budget for a slow one.
 const hangGuard = 10 * time.Minute
 

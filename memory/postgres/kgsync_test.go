@@ -42,20 +42,6 @@ func TestKGSyncTellsWhatLeftTheGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	line := func(speaker, text string, at time.Time) int64 {
-		t.Helper()
-		if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: speaker, SpeakerName: speaker, Text: text, At: at}); err != nil {
-			t.Fatal(err)
-		}
-		es := must[[]memory.TranscriptEntry](t)(sl.Entries(ctx, "s1"))
-		for _, e := range es {
-			if e.Text == text {
-				return e.ID
-			}
-		}
-		t.Fatalf("line %q not written", text)
-		return 0
-	}
 	fact := func(src, rel, dst string, attrs map[string]any, evidence ...int64) memory.Relationship {
 		t.Helper()
 		f, err := g.UpsertRelationship(ctx, memory.Relationship{SourceID: src, TargetID: dst, Type: rel, Attributes: attrs,
@@ -70,9 +56,9 @@ func TestKGSyncTellsWhatLeftTheGraph(t *testing.T) {
 		}
 		return f
 	}
-	together := line("dana", "Ada owes Bo a debt of honour.", t0.Add(10*time.Second))
-	zoe := line("zoe", "Bo knows Cy from the war.", t0.Add(20*time.Second))
-	scene := line("zoe", "Marla hid the vault code in the bell tower.", t0.Add(2*time.Minute))
+	together := sessionLine(t, sl, "dana", "Ada owes Bo a debt of honour.", t0.Add(10*time.Second))
+	zoe := sessionLine(t, sl, "zoe", "Bo knows Cy from the war.", t0.Add(20*time.Second))
+	scene := sessionLine(t, sl, "zoe", "Marla hid the vault code in the bell tower.", t0.Add(2*time.Minute))
 	madeSecret := fact("ada", "OWES", "bo", nil, together)
 	forgotten := fact("bo", "KNOWS", "cy", nil, zoe)
 	secretGone := fact("ada", "HATES", "cy", map[string]any{"secret": true}, zoe)

@@ -204,7 +204,7 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		rep.Entries = tag.RowsAffected()
 		if _, err := tx.Exec(ctx, `INSERT INTO graph_changes (campaign_id, kind, ref, op, actor, gone)
 			SELECT r.campaign_id, 'fact', r.id::text, 'update', coalesce(current_setting('glyphoxa.actor', true), ''),
-			       jsonb_build_object('from', r.source_id, 'rel', r.rel_type, 'to', r.target_id, 'dm', false, 'players', true)
+			       glyphoxa_fact_gone(r, false, true)
 			FROM relationships r WHERE r.campaign_id = $1 AND r.id = ANY($2) AND NOT glyphoxa_fact_public(r)`, c.id, public); err != nil {
 			return err
 		}

@@ -58,6 +58,12 @@ CREATE FUNCTION glyphoxa_fact_fresh(r relationships) RETURNS boolean LANGUAGE sq
 $$;
 CREATE INDEX graph_changes_fact_xid ON graph_changes (campaign_id, ref, xid) WHERE kind = 'fact';
 
+-- glyphoxa_fact_gone is the gone record of fact r as it is: its ends and
+-- type, and whose graph it leaves (every writer of gone builds it here).
+CREATE FUNCTION glyphoxa_fact_gone(r relationships, dm boolean, players boolean) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+    SELECT jsonb_build_object('from', r.source_id, 'rel', r.rel_type, 'to', r.target_id, 'dm', dm, 'players', players)
+$$;
+
 -- glyphoxa_log_fact logs a change of a fact, as glyphoxa_log_change does,
 -- with what it took out of the graph. A deletion is logged before the row
 -- goes (BEFORE DELETE): after it, its evidence is gone with it (ON DELETE
@@ -101,8 +107,7 @@ BEGIN
     INSERT INTO graph_changes (campaign_id, kind, ref, op, actor, gone)
     VALUES (row_.campaign_id, 'fact', row_.id::text, lower(TG_OP),
             coalesce(current_setting('glyphoxa.actor', true), ''),
-            CASE WHEN was_dm OR was_players THEN jsonb_build_object('from', OLD.source_id, 'rel', OLD.rel_type,
-                 'to', OLD.target_id, 'dm', was_dm, 'players', was_players) END);
+            CASE WHEN was_dm OR was_players THEN glyphoxa_fact_gone(OLD, was_dm, was_players) END);
     IF TG_OP = 'DELETE' THEN
         RETURN OLD;
     END IF;
@@ -120,8 +125,7 @@ BEGIN
     PERFORM pg_current_xact_id(); -- before the changes' ids, as in glyphoxa_log_fact
     INSERT INTO graph_changes (campaign_id, kind, ref, op, actor, gone)
     SELECT r.campaign_id, 'fact', r.id::text, 'delete', coalesce(current_setting('glyphoxa.actor', true), ''),
-           jsonb_build_object('from', r.source_id, 'rel', r.rel_type, 'to', r.target_id, 'dm', true,
-                              'players', glyphoxa_fact_public(r))
+           glyphoxa_fact_gone(r, true, glyphoxa_fact_public(r))
     FROM relationships r
     WHERE r.campaign_id = OLD.campaign_id AND OLD.id IN (r.source_id, r.target_id) AND r.status = 'active'
       AND NOT glyphoxa_fact_fresh(r);
