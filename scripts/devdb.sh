@@ -120,17 +120,30 @@ if run_pg $PGBIN/pg_ctl -D "$datadir" status >/dev/null 2>&1; then
   log "cluster already running on port $port"
 else
   start=${GLYPHOXA_PG_PORT:-55432}
-  if [[ -z $port ]] || ! port_free "$port"; then
-    port=""
-    for ((p = start; p < start + 20; p++)); do
-      if port_free "$p"; then port=$p; break; fi
-    done
-    [[ -n $port ]] || die "no free port in $start..$((start + 19))"
-  fi
-  echo "$port" >"$piddir/port"
-  log "starting cluster on 127.0.0.1:$port"
-  run_pg $PGBIN/pg_ctl -D "$datadir" -o "-p $port" -l "$piddir/server.log" -w -t 60 start >/dev/null \
-    || die "PostgreSQL did not start; see $piddir/server.log"
+  # A port nothing listens on can still be taken when the server binds it:
+  # these ports lie in Linux's ephemeral range, and a client socket on
+  # 127.0.0.1 may hold one. The server is then started on the next free
+  # port; any other failure ends the script.
+  ports=()
+  if [[ -n $port ]] && port_free "$port"; then ports+=("$port"); fi
+  for ((p = start; p < start + 20; p++)); do
+    if [[ $p != "$port" ]] && port_free "$p"; then ports+=("$p"); fi
+  done
+  [[ ${#ports[@]} -gt 0 ]] || die "no free port in $start..$((start + 19))"
+  started=""
+  for port in "${ports[@]}"; do
+    echo "$port" >"$piddir/port"
+    log "starting cluster on 127.0.0.1:$port"
+    logged=$(stat -c %s "$piddir/server.log" 2>/dev/null || echo 0) # pg_ctl appends to the log
+    if run_pg $PGBIN/pg_ctl -D "$datadir" -o "-p $port" -l "$piddir/server.log" -w -t 60 start >/dev/null; then
+      started=1
+      break
+    fi
+    tail -c +"$((logged + 1))" "$piddir/server.log" | grep -q "Address already in use" \
+      || die "PostgreSQL did not start; see $piddir/server.log"
+    log "port $port was taken as the server bound it; trying the next"
+  done
+  [[ -n $started ]] || die "PostgreSQL did not start on any free port in $start..$((start + 19)); see $piddir/server.log"
 fi
 
 psql_do() { psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres "$@"; }
