@@ -25,6 +25,10 @@ func PublicAttrsSQLForTest(alias string) string { return publicAttrs(alias) }
 // alias a player's handle reads (an NPC's is the same).
 func FactAttrsSQLForTest(alias string) string { return view{v: memory.PlayerViewer()}.factAttrs(alias) }
 
+// SearchSampleForTest is how many of the newest lines SessionLog.Search
+// samples to tell a common word from a rare one.
+const SearchSampleForTest = searchSample
+
 // SecretKeyStartsForTest is the alternation publicAttrs looks for.
 const SecretKeyStartsForTest = secretKeyStarts
 

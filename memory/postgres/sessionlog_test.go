@@ -176,45 +176,59 @@ func TestSearchHeardOnlyFindsWhatTheNPCHeard(t *testing.T) {
 }
 
 // TestSessionLogSearchOfACommonWord: a word more than SearchCandidates
-// lines say is ranked among its newest lines. A line of those saying it
-// twice ranks first, the newest follow; an older line saying it twice is
-// not reached (the documented price of a bounded search). A search for
-// any of the words ranks every match: an old line with more of them
-// ranks first.
+// lines say is ranked among its newest lines, whether the campaign's
+// newest lines say it often (read by time) or not at all (read through
+// the full-text index, SearchSample lines on that never say it). A line of
+// those saying it twice ranks first, the newest follow; an older line
+// saying it twice is not reached (the documented price of a bounded
+// search). A search for any of the words ranks every match: an old line
+// with more of them ranks first.
 func TestSessionLogSearchOfACommonWord(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
-	ctx := ctxT(t)
-	l := pgtest.Campaign(t, s, "camp").Sessions()
-	n := postgres.SearchCandidates + 20
-	es := make([]memory.TranscriptEntry, 0, n)
-	for i := range n {
-		text := fmt.Sprintf("the lantern flickers, line %d", i)
-		switch i {
-		case 3:
-			text = "the lantern lantern by the old well, line 3"
-		case n - 5:
-			text = fmt.Sprintf("lantern, lantern, line %d", i)
-		}
-		es = append(es, entry("s1", "u1", text, time.Duration(i)*time.Second))
-	}
-	must[int](t)(l.WriteEntries(ctx, es))
-	texts := func(hits []memory.EntryHit) []string {
-		return ids(hits, func(h memory.EntryHit) string { return h.Entry.Text })
-	}
-	got := texts(must[[]memory.EntryHit](t)(l.Search(ctx, "lantern", memory.SearchOpts{Limit: 4})))
-	want := []string{fmt.Sprintf("lantern, lantern, line %d", n-5), fmt.Sprintf("the lantern flickers, line %d", n-1),
-		fmt.Sprintf("the lantern flickers, line %d", n-2), fmt.Sprintf("the lantern flickers, line %d", n-3)}
-	if !slices.Equal(got, want) {
-		t.Errorf("a common word: %q,\nwant %q", got, want)
-	}
-	// Narrowed to the old lines, the old line saying it twice is first.
-	got = texts(must[[]memory.EntryHit](t)(l.Search(ctx, "lantern", memory.SearchOpts{Limit: 1, Before: t0.Add(10 * time.Second)})))
-	if !slices.Equal(got, []string{"the lantern lantern by the old well, line 3"}) {
-		t.Errorf("a common word before 10 s: %q", got)
-	}
-	got = texts(must[[]memory.EntryHit](t)(l.Search(ctx, "lantern well", memory.SearchOpts{Limit: 1, Any: true})))
-	if !slices.Equal(got, []string{"the lantern lantern by the old well, line 3"}) {
-		t.Errorf("any of the words: %q, want the old line with both", got)
+	for _, quiet := range []int{0, postgres.SearchSampleForTest} {
+		t.Run(fmt.Sprintf("then %d lines without it", quiet), func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			ctx := ctxT(t)
+			l := pgtest.Campaign(t, s, "camp").Sessions()
+			n := postgres.SearchCandidates + 20
+			es := make([]memory.TranscriptEntry, 0, n+quiet)
+			for i := range n + quiet {
+				text := fmt.Sprintf("the lantern flickers, line %d", i)
+				switch {
+				case i == 3:
+					text = "the lantern lantern by the old well, line 3"
+				case i == n-5:
+					text = fmt.Sprintf("lantern, lantern, line %d", i)
+				case i >= n:
+					text = fmt.Sprintf("the road goes on, line %d", i)
+				}
+				es = append(es, entry("s1", "u1", text, time.Duration(i)*time.Second))
+			}
+			must[int](t)(l.WriteEntries(ctx, es))
+			texts := func(hits []memory.EntryHit) []string {
+				return ids(hits, func(h memory.EntryHit) string { return h.Entry.Text })
+			}
+			got := texts(must[[]memory.EntryHit](t)(l.Search(ctx, "lantern", memory.SearchOpts{Limit: 4})))
+			want := []string{fmt.Sprintf("lantern, lantern, line %d", n-5), fmt.Sprintf("the lantern flickers, line %d", n-1),
+				fmt.Sprintf("the lantern flickers, line %d", n-2), fmt.Sprintf("the lantern flickers, line %d", n-3)}
+			if !slices.Equal(got, want) {
+				t.Errorf("a common word: %q,\nwant %q", got, want)
+			}
+			// Narrowed to the old lines, the old line saying it twice is first.
+			got = texts(must[[]memory.EntryHit](t)(l.Search(ctx, "lantern", memory.SearchOpts{Limit: 1, Before: t0.Add(10 * time.Second)})))
+			if !slices.Equal(got, []string{"the lantern lantern by the old well, line 3"}) {
+				t.Errorf("a common word before 10 s: %q", got)
+			}
+			// A word one line says is found among them all.
+			got = texts(must[[]memory.EntryHit](t)(l.Search(ctx, "well", memory.SearchOpts{Limit: 4})))
+			if !slices.Equal(got, []string{"the lantern lantern by the old well, line 3"}) {
+				t.Errorf("a rare word: %q", got)
+			}
+			got = texts(must[[]memory.EntryHit](t)(l.Search(ctx, "lantern well", memory.SearchOpts{Limit: 1, Any: true})))
+			if !slices.Equal(got, []string{"the lantern lantern by the old well, line 3"}) {
+				t.Errorf("any of the words: %q, want the old line with both", got)
+			}
+		})
 	}
 }
