@@ -82,11 +82,16 @@ func TestAttackConsoleProbesSceneEntity(t *testing.T) {
 		if resp, body := b.get("/api/entity/veiled-abbess"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "Veiled Abbess") {
 			t.Fatalf("%s does not read the Abbess: %d %s", who, resp.StatusCode, body)
 		}
+		if resp, body := b.get("/api/graph/find?q=veiled&type=npc"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "Veiled Abbess") {
+			t.Fatalf("%s does not find the Abbess: %d %s", who, resp.StatusCode, body)
+		}
 	}
 	pb, _, _ := f.signInDiscord(t, player)
 	for _, p := range []struct{ hidden, missing string }{
 		{"/api/entity/veiled-abbess", "/api/entity/gilded-abbess"},
 		{"/api/graph?focus=veiled-abbess&depth=1", "/api/graph?focus=gilded-abbess&depth=1"},
+		{"/api/graph/find?q=veiled", "/api/graph/find?q=gilded"},
+		{"/api/graph/find?q=veiled&type=npc", "/api/graph/find?q=gilded&type=npc"},
 		{"/graph/veiled-abbess", "/graph/gilded-abbess"},
 		{"/asof?entity=" + url.QueryEscape("Veiled Abbess") + "&as_of=split", "/asof?entity=" + url.QueryEscape("Gilded Abbess") + "&as_of=split"},
 		{"/asof?entity=" + url.QueryEscape("the Abbess") + "&as_of=split", "/asof?entity=" + url.QueryEscape("the Gilded") + "&as_of=split"},

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/glyphoxa/glyphoxa/bot/recap"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -52,6 +53,15 @@ type snapshot struct {
 	// pickers are the choices the pages offer from the graph, made once.
 	pickOnce sync.Once
 	picks    pickers
+	// hubID is the best-connected entity (snapshot.hub), found once, or
+	// carried over by a refresh (nextHub); hubDone says it is known.
+	hubOnce sync.Once
+	hubID   string
+	hubDone atomic.Bool
+	// found caches the entities each filter of the graph page lets
+	// through, for its search (snapshot.filtered).
+	found     map[string][]graphNode
+	foundRows int
 }
 
 // pickers are a snapshot's entity types and NPCs as form choices, made
@@ -341,15 +351,29 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 		}
 	}
 	slices.SortFunc(fresh, newestFirst)
+	// The facts to drop, by id: one lookup for each of the snapshot's
+	// 100,000 facts (at the 100k bench scale), not one per reason.
+	drop := make(map[int64]bool, len(changedFact)+len(reread))
+	for id := range changedFact {
+		drop[id] = true
+	}
+	for id := range reread {
+		drop[id] = true
+	}
+	for id := range changedEnt {
+		for _, f := range old.byEntity[id] {
+			drop[f.ID] = true
+		}
+	}
 	dropped := map[*access.FactWithNames]bool{}
 	left := false
 	newFacts := mergeSorted(old.facts, func(f *access.FactWithNames) bool {
-		drop := changedFact[f.ID] || changedEnt[f.SourceID] || changedEnt[f.TargetID] || reread[f.ID]
-		if drop {
-			dropped[f] = true
-			left = left || !reread[f.ID]
+		if !drop[f.ID] {
+			return false
 		}
-		return drop
+		dropped[f] = true
+		left = left || !reread[f.ID]
+		return true
 	}, fresh, newestFirst)
 	if left && len(old.facts) == maxFacts {
 		return nil, cur, nil // a fact left a full snapshot: the next older one is not in it
@@ -361,8 +385,14 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 		newFacts = newFacts[:maxFacts:maxFacts]
 	}
 	added := sortedByName(ents)
+	gone := make(map[*memory.Entity]bool, len(changedEnt))
+	for id := range changedEnt {
+		if e := old.byID[id]; e != nil {
+			gone[e] = true
+		}
+	}
 	sn := &snapshot{seen: old.seen, refreshed: true, json: map[string][]byte{},
-		entities: mergeSorted(old.entities, func(e *memory.Entity) bool { return changedEnt[e.ID] }, added, byName),
+		entities: mergeSorted(old.entities, func(e *memory.Entity) bool { return gone[e] }, added, byName),
 		byID:     maps.Clone(old.byID), facts: newFacts, byEntity: maps.Clone(old.byEntity)}
 	for id := range changedEnt {
 		delete(sn.byID, id)
@@ -393,6 +423,22 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 			sn.byEntity[id] = list
 		}
 	}
+	// An entity's facts in the graph view change only when its list
+	// changed (the ends above) or it did: a changed entity's facts were
+	// all read again, so the other ends of those whose drawing depends on
+	// it (shown, hidden, deleted) are among the ends too.
+	sn.nextHub(old, func(yield func(string) bool) {
+		for id := range ends {
+			if !yield(id) {
+				return
+			}
+		}
+		for id := range changedEnt {
+			if !yield(id) {
+				return
+			}
+		}
+	})
 	return sn, next, nil
 }
 
@@ -468,6 +514,34 @@ const (
 	maxCachedViews = 64
 	maxCachedBytes = 32 << 20
 )
+
+// maxFoundRows bounds the entities a snapshot's cache of filtered entity
+// lists holds (graphNode values, about 80 bytes each).
+const maxFoundRows = 200_000
+
+// filtered returns the entities a filter of the graph view lets through,
+// made by load once per snapshot and filter: the graph page's search asks
+// at each key the DM types.
+func (sn *snapshot) filtered(key string, load func() ([]graphNode, error)) ([]graphNode, error) {
+	sn.mu.Lock()
+	nodes, ok := sn.found[key]
+	sn.mu.Unlock()
+	if ok {
+		return nodes, nil
+	}
+	nodes, err := load()
+	if err != nil {
+		return nil, err
+	}
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.found == nil || sn.foundRows+len(nodes) > maxFoundRows {
+		sn.found, sn.foundRows = map[string][]graphNode{}, 0
+	}
+	sn.found[key] = nodes
+	sn.foundRows += len(nodes)
+	return nodes, nil
+}
 
 func (sn *snapshot) cachedJSON(key string) ([]byte, bool) {
 	sn.mu.Lock()

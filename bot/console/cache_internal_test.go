@@ -1,6 +1,19 @@
 package console
 
-import "testing"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/access"
+)
 
 // TestCachedViewsAreBounded: a snapshot keeps encoded views up to
 // maxCachedBytes together and maxCachedViews in number, and never one
@@ -25,5 +38,144 @@ func TestCachedViewsAreBounded(t *testing.T) {
 	}
 	if len(sn.json) > maxCachedViews {
 		t.Errorf("%d views kept, bound %d", len(sn.json), maxCachedViews)
+	}
+}
+
+// TestSnapshotAroundIsTheCutWholeView: the view around an entity read
+// from the snapshot's index (snapshot.around) is the whole view cut by
+// graphData.around, and snapshot.hub its hub, for every focus and depth of
+// random graphs holding what the whole view leaves out: rejected facts,
+// facts to entities the viewer does not hold, self-loops, secrets, ties
+// of degree, names that differ only in case.
+func TestSnapshotAroundIsTheCutWholeView(t *testing.T) {
+	for seed := range uint64(20) {
+		sn := randomSnapshot(rand.New(rand.NewPCG(seed, 1)))
+		for _, dm := range []bool{true, false} {
+			whole, err := loadGraph(context.Background(), nil, sn, dm, "", "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sn.hub(), whole.hub(); got != want {
+				t.Errorf("seed %d: hub %q, the whole view's %q", seed, got, want)
+			}
+			for _, e := range sn.entities {
+				for depth := 1; depth <= maxDepth; depth++ {
+					got, _ := json.Marshal(sn.around(e.ID, depth, dm))
+					want, _ := json.Marshal(whole.around(e.ID, depth))
+					if string(got) != string(want) {
+						t.Fatalf("seed %d, dm %t, %d steps around %s:\n got %s\nwant %s", seed, dm, depth, e.ID, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// randomSnapshot is a snapshot of a random graph holding what the whole
+// view leaves out: rejected facts, facts to entities the viewer does not
+// hold, self-loops, secrets, ties of degree, names that differ only in
+// case.
+func randomSnapshot(r *rand.Rand) *snapshot {
+	nEnts := 5 + r.IntN(40)
+	ents := make([]memory.Entity, nEnts)
+	for i := range ents {
+		name := fmt.Sprintf("%c%d", 'a'+rune(r.IntN(3)), r.IntN(5))
+		if r.IntN(2) == 0 {
+			name = strings.ToUpper(name)
+		}
+		ents[i] = memory.Entity{ID: fmt.Sprintf("e%02d", i), Name: name, Type: []string{"npc", "location"}[r.IntN(2)]}
+	}
+	facts := make([]access.FactWithNames, r.IntN(4*nEnts))
+	for i := range facts {
+		facts[i] = access.FactWithNames{Relationship: randomFact(r, nEnts, int64(1000-i))}
+	}
+	return indexSnapshot(ents, facts)
+}
+
+func randomFact(r *rand.Rand, nEnts int, id int64) memory.Relationship {
+	statuses := []memory.FactStatus{memory.StatusActive, memory.StatusActive, memory.StatusPending, memory.StatusRetired, memory.StatusRejected}
+	end := func() string { return fmt.Sprintf("e%02d", r.IntN(nEnts+3)) } // a few not held
+	f := memory.Relationship{ID: id, SourceID: end(), TargetID: end(), Type: "KNOWS",
+		Status: statuses[r.IntN(len(statuses))], UpdatedAt: time.Unix(5000+id, 0)}
+	if r.IntN(4) == 0 {
+		f.Attributes = map[string]any{"secret": true}
+	}
+	return f
+}
+
+// indexSnapshot is a snapshot of ents and facts, indexed as loadSnapshot
+// indexes them.
+func indexSnapshot(ents []memory.Entity, facts []access.FactWithNames) *snapshot {
+	sn := &snapshot{entities: sortedByName(ents), byID: map[string]*memory.Entity{}, facts: pointers(facts),
+		byEntity: map[string][]*access.FactWithNames{}}
+	slices.SortFunc(sn.facts, newestFirst)
+	for _, e := range sn.entities {
+		sn.byID[e.ID] = e
+	}
+	for _, f := range sn.facts {
+		sn.byEntity[f.SourceID] = append(sn.byEntity[f.SourceID], f)
+		if f.TargetID != f.SourceID {
+			sn.byEntity[f.TargetID] = append(sn.byEntity[f.TargetID], f)
+		}
+	}
+	return sn
+}
+
+// TestNextHubIsTheHub: the hub a refresh carries over (nextHub, told the
+// entities whose facts or selves changed) is the hub found from every
+// fact, whatever the changes: facts added, removed or changed in status,
+// entities added and removed, the hub among them or not.
+func TestNextHubIsTheHub(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 2))
+		old := randomSnapshot(r)
+		old.hub()
+		ents := make([]memory.Entity, 0, len(old.entities)+2)
+		touched := map[string]bool{}
+		for _, e := range old.entities {
+			if r.IntN(15) == 0 {
+				touched[e.ID] = true // deleted
+				continue
+			}
+			ents = append(ents, *e)
+		}
+		for i := range r.IntN(3) {
+			id := fmt.Sprintf("e%02d", len(old.entities)+i) // one an old fact may already name
+			if old.byID[id] == nil {
+				ents = append(ents, memory.Entity{ID: id, Name: "new", Type: "npc"})
+				touched[id] = true
+			}
+		}
+		var facts []access.FactWithNames
+		for _, f := range old.facts {
+			switch r.IntN(10) {
+			case 0: // removed
+				touched[f.SourceID], touched[f.TargetID] = true, true
+				continue
+			case 1: // its status changed
+				g := f.Relationship
+				g.Status = []memory.FactStatus{memory.StatusActive, memory.StatusRejected}[r.IntN(2)]
+				touched[f.SourceID], touched[f.TargetID] = true, true
+				facts = append(facts, access.FactWithNames{Relationship: g})
+				continue
+			}
+			if touched[f.SourceID] || touched[f.TargetID] { // an end deleted or added: read again
+				touched[f.SourceID], touched[f.TargetID] = true, true
+			}
+			facts = append(facts, *f)
+		}
+		for i := range r.IntN(6) {
+			f := randomFact(r, len(old.entities), int64(2000+i))
+			touched[f.SourceID], touched[f.TargetID] = true, true
+			facts = append(facts, access.FactWithNames{Relationship: f})
+		}
+		sn := indexSnapshot(ents, facts)
+		sn.nextHub(old, maps.Keys(touched))
+		carried := sn.hubDone.Load()
+		got := sn.hub()
+		if want := indexSnapshot(ents, facts).hub(); got != want {
+			t.Fatalf("seed %d: the hub carried over (%t) from %s is %s, found from every fact %s; touched %v",
+				seed, carried, old.hub(), got, want, touched)
+		}
 	}
 }

@@ -237,6 +237,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /graph", s.need(anyone, s.graphPage))
 	m.HandleFunc("GET /graph/{id}", s.need(anyone, s.graphPage))
 	m.HandleFunc("GET /api/graph", s.need(anyone, s.graphJSON))
+	m.HandleFunc("GET /api/graph/find", s.need(anyone, s.graphFind))
 	m.HandleFunc("GET /api/entity/{id}", s.need(anyone, s.entityJSON))
 	m.HandleFunc("GET /api/names", s.need(dmOnly, s.namesJSON))
 	m.HandleFunc("GET /entities", s.need(dmOnly, s.entityList))

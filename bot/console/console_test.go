@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -384,7 +385,6 @@ func TestGraphAroundAnEntity(t *testing.T) {
 			Aliases []string
 		}
 		Edges []struct{ S, T string }
-		All   []struct{ ID string }
 		Focus string
 		Depth int
 		Total int
@@ -412,8 +412,8 @@ func TestGraphAroundAnEntity(t *testing.T) {
 		}
 	}
 	one := get("/api/graph?focus=brannoc&depth=1")
-	if one.Focus != "brannoc" || one.Depth != 1 || len(one.Nodes) != len(near) || len(one.All) != 19 {
-		t.Fatalf("1 step around brannoc: focus %q depth %d, %d nodes (want %d), %d searchable", one.Focus, one.Depth, len(one.Nodes), len(near), len(one.All))
+	if one.Focus != "brannoc" || one.Depth != 1 || len(one.Nodes) != len(near) || one.Total != 19 {
+		t.Fatalf("1 step around brannoc: focus %q depth %d, %d nodes (want %d) of %d", one.Focus, one.Depth, len(one.Nodes), len(near), one.Total)
 	}
 	for _, n := range one.Nodes {
 		if !near[n.ID] || (n.ID == "brannoc") != (n.Hops == 0) {
@@ -437,6 +437,42 @@ func TestGraphAroundAnEntity(t *testing.T) {
 	}
 	if all := get("/api/graph?focus=brannoc&depth=all"); all.Focus != "" || len(all.Nodes) != 19 {
 		t.Errorf("the whole graph: focus %q, %d nodes", all.Focus, len(all.Nodes))
+	}
+	// The page's search finds entities outside the view, by name or alias,
+	// through the view's filters, the first maxFound by name.
+	find := func(query string) (names []string, more bool) {
+		t.Helper()
+		resp, body := b.get("/api/graph/find?" + query)
+		var d struct {
+			Nodes []struct{ Name string }
+			More  bool
+		}
+		if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &d) != nil {
+			t.Fatalf("GET /api/graph/find?%s: %d %s", query, resp.StatusCode, body)
+		}
+		for _, n := range d.Nodes {
+			names = append(names, n.Name)
+		}
+		return names, d.More
+	}
+	if names, more := find("q="); len(names) != 19 || more || !slices.IsSortedFunc(names, func(a, b string) int {
+		return strings.Compare(strings.ToLower(a), strings.ToLower(b))
+	}) {
+		t.Errorf("the search lists %q (more: %t), want the 19 entities by name", names, more)
+	}
+	for _, c := range []struct {
+		query string
+		want  []string
+	}{
+		{"q=GRIM", []string{"Grimjaw"}},
+		{"q=the+blacksmith", []string{"Grimjaw"}},
+		{"q=grim&type=npc", []string{"Grimjaw"}},
+		{"q=grim&type=location", nil},
+		{"q=nobody+at+all", nil},
+	} {
+		if names, _ := find(c.query); !slices.Equal(names, c.want) {
+			t.Errorf("the search for %s: %q, want %q", c.query, names, c.want)
+		}
 	}
 	for _, c := range []struct {
 		path, want string
@@ -465,7 +501,8 @@ func TestPlayerSeesNoSecret(t *testing.T) {
 		t.Fatalf("player landed on %s", resp.Request.URL.Path)
 	}
 	paths := []string{"/graph", "/api/graph", "/api/graph?npc=grimjaw", "/api/graph?session=s1", "/sessions", "/sessions/s1", "/sessions/s2",
-		"/sessions/s1?q=key", "/api/graph?type=npc"}
+		"/sessions/s1?q=key", "/api/graph?type=npc", "/api/graph/find?q=", "/api/graph/find?q=&type=npc", "/api/graph/find?q=&npc=grimjaw",
+		"/api/graph/find?q=&session=s1"}
 	ents, _ := f.camp.Graph().FindEntities(context.Background(), memory.EntityFilter{})
 	for _, e := range ents {
 		paths = append(paths, "/api/entity/"+e.ID, "/graph/"+e.ID, "/api/graph?depth=4&focus="+e.ID)

@@ -259,7 +259,8 @@ func TestGraphOf1000Entities(t *testing.T) {
 		t.Fatal(err)
 	}
 	find := benchdata.EntityName(500)
-	cfg, _ := json.Marshal(map[string]string{"base": srv.URL, "link": link, "chromium": chromium, "shots": shots, "find": find})
+	cfg, _ := json.Marshal(map[string]string{"base": srv.URL, "link": link, "chromium": chromium, "shots": shots, "find": find,
+		"findID": benchdata.EntityID(500)})
 	cfgPath := filepath.Join(t.TempDir(), "graph1k.json")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)
@@ -284,6 +285,13 @@ func TestGraphOf1000Entities(t *testing.T) {
 			Focus              string
 			FirstDraw, Fetched float64
 			URL                string
+			// Showed says whether the view showed the entity searched
+			// for; Found is the view after picking it.
+			Showed bool
+			Found  struct {
+				Focus string
+				Shows bool
+			}
 		}
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &got); err != nil || got.Error != "" || runErr != nil {
@@ -296,6 +304,12 @@ func TestGraphOf1000Entities(t *testing.T) {
 	// the URL.
 	if got.Local.Nodes == 0 || got.Local.Nodes >= 1000 || got.Local.Focus == "" || !strings.Contains(got.Local.URL, "focus=") {
 		t.Errorf("the default view of 1,000 entities: %+v", got.Local)
+	}
+	// The search finds an entity outside the view and moves the view
+	// around it.
+	if got.Local.Showed || got.Local.Found.Focus != benchdata.EntityID(500) || !got.Local.Found.Shows {
+		t.Errorf("searching the default view for %s (%s): shown before %t, then the view is around %q (shows it: %t)",
+			find, benchdata.EntityID(500), got.Local.Showed, got.Local.Found.Focus, got.Local.Found.Shows)
 	}
 	// The layout yields to the browser: it ran over many frames.
 	if got.Frames < 10 {

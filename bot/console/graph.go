@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
@@ -45,9 +46,6 @@ type graphData struct {
 	Focus string `json:"focus,omitempty"`
 	Depth int    `json:"depth,omitempty"`
 	Total int    `json:"total"`
-	// All, in a local view, are every entity the filters let through
-	// (without their facts), for the page's search.
-	All []graphNode `json:"all,omitempty"`
 }
 
 // Local views of the graph page.
@@ -163,16 +161,28 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 	key := fmt.Sprintf("%t\x00%s\x00%s\x00%s\x00%s\x00%d", dm, q.Get("type"), q.Get("npc"), q.Get("session"), focus, depth)
 	body, ok := sn.cachedJSON(key)
 	if !ok {
-		d, err := loadGraph(ctx, camp.Graph(), sn, dm, q.Get("type"), q.Get("npc"), q.Get("session"))
-		if err != nil {
-			s.failErr(w, r, err)
-			return
+		var d graphData
+		whole := q.Get("type") == "" && q.Get("npc") == "" && q.Get("session") == ""
+		if whole && auto && len(sn.entities) > localAbove {
+			focus = sn.hub()
 		}
-		if auto && d.Total > localAbove {
-			focus = d.hub()
-		}
-		if focus != "" {
-			d = d.around(focus, depth)
+		if whole && focus != "" {
+			// The view around an entity of the unfiltered graph is read
+			// from the snapshot's index of facts by entity: at the 100k
+			// bench scale, listing the whole graph to cut it took most of
+			// a view's time after each edit.
+			d = sn.around(focus, depth, dm)
+		} else {
+			if d, err = loadGraph(ctx, camp.Graph(), sn, dm, q.Get("type"), q.Get("npc"), q.Get("session")); err != nil {
+				s.failErr(w, r, err)
+				return
+			}
+			if auto && d.Total > localAbove {
+				focus = d.hub()
+			}
+			if focus != "" {
+				d = d.around(focus, depth)
+			}
 		}
 		if body, err = json.Marshal(d); err != nil {
 			s.failErr(w, r, err)
@@ -183,6 +193,84 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(body)
+}
+
+// maxFound is how many entities the graph page's search lists.
+const maxFound = 100
+
+// found is the graph page's search: the entities found, and whether there
+// are more.
+type found struct {
+	Nodes []graphNode `json:"nodes"`
+	More  bool        `json:"more"`
+}
+
+// graphFind lists the entities the graph view's filters (type, npc,
+// session, as /api/graph reads them) let through whose name or an alias
+// holds q, without case: the first maxFound by name, all of them when q
+// is empty. The graph page's search asks it, so that an entity outside a
+// local view is found without the view listing every entity of the
+// campaign (5 MB at the 100k bench scale, encoded after each edit).
+func (s *Server) graphFind(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	sn, err := s.graphSnapshot(ctx, camp)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	dm := sessionOf(ctx).DM
+	text := strings.ToLower(strings.TrimSpace(q.Get("q")))
+	out := found{Nodes: []graphNode{}}
+	// add lists n if it matches, and reports whether to go on.
+	add := func(n graphNode) bool {
+		if !nameHolds(n, text) {
+			return true
+		}
+		if len(out.Nodes) == maxFound {
+			out.More = true
+			return false
+		}
+		out.Nodes = append(out.Nodes, n)
+		return true
+	}
+	if q.Get("type") == "" && q.Get("npc") == "" && q.Get("session") == "" {
+		for _, e := range sn.entities {
+			if !add(newGraphNode(e)) {
+				break
+			}
+		}
+	} else {
+		key := fmt.Sprintf("%t\x00%s\x00%s\x00%s", dm, q.Get("type"), q.Get("npc"), q.Get("session"))
+		nodes, err := sn.filtered(key, func() ([]graphNode, error) {
+			d, err := loadGraph(ctx, camp.Graph(), sn, dm, q.Get("type"), q.Get("npc"), q.Get("session"))
+			return d.Nodes, err
+		})
+		if err != nil {
+			s.failErr(w, r, err)
+			return
+		}
+		for _, n := range nodes {
+			if !add(n) {
+				break
+			}
+		}
+	}
+	writeJSON(w, out)
+}
+
+// nameHolds reports whether n's name or one of its aliases holds text
+// (lower case), or text is empty.
+func nameHolds(n graphNode, text string) bool {
+	if text == "" || strings.Contains(strings.ToLower(n.Name), text) {
+		return true
+	}
+	return slices.ContainsFunc(n.Aliases, func(a string) bool { return strings.Contains(strings.ToLower(a), text) })
 }
 
 func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ, npcID, session string) (graphData, error) {
@@ -234,17 +322,28 @@ func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ,
 		if touched != nil {
 			touched[f.SourceID], touched[f.TargetID] = true, true
 		}
-		d.Edges = append(d.Edges, graphEdge{ID: f.ID, Source: f.SourceID, Target: f.TargetID, Type: f.Type,
-			Status: string(f.Status), Secret: dm && memory.IsSecret(f.Attributes), Session: f.Provenance.SessionID})
+		d.Edges = append(d.Edges, newGraphEdge(f, dm))
 	}
 	for _, e := range ents {
 		if keep(e.ID) && (touched == nil || touched[e.ID]) {
-			d.Nodes = append(d.Nodes, graphNode{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases})
+			d.Nodes = append(d.Nodes, newGraphNode(e))
 		}
 	}
 	slices.SortFunc(d.Edges, func(a, b graphEdge) int { return cmp.Compare(a.ID, b.ID) })
 	d.Total = len(d.Nodes)
 	return d, nil
+}
+
+// newGraphNode is e as the graph's JSON lists it.
+func newGraphNode(e *memory.Entity) graphNode {
+	return graphNode{ID: e.ID, Name: e.Name, Type: e.Type, Aliases: e.Aliases}
+}
+
+// newGraphEdge is f as the graph's JSON lists it (secret marked for the
+// DM only).
+func newGraphEdge(f *memory.Relationship, dm bool) graphEdge {
+	return graphEdge{ID: f.ID, Source: f.SourceID, Target: f.TargetID, Type: f.Type,
+		Status: string(f.Status), Secret: dm && memory.IsSecret(f.Attributes), Session: f.Provenance.SessionID}
 }
 
 // hub is the entity with the most facts (the first by id on a tie).
@@ -286,7 +385,7 @@ func (d graphData) around(focus string, depth int) graphData {
 		}
 		frontier = next
 	}
-	out := graphData{Nodes: []graphNode{}, Edges: []graphEdge{}, Focus: focus, Depth: depth, Total: d.Total, All: d.Nodes}
+	out := graphData{Nodes: []graphNode{}, Edges: []graphEdge{}, Focus: focus, Depth: depth, Total: d.Total}
 	for _, n := range d.Nodes {
 		if h, ok := hops[n.ID]; ok {
 			n.Hops = h
@@ -300,6 +399,132 @@ func (d graphData) around(focus string, depth int) graphData {
 			out.Edges = append(out.Edges, e)
 		}
 	}
+	return out
+}
+
+// holds reports whether the unfiltered graph view draws f: a fact of the
+// snapshot that is not rejected, between two of its entities (as
+// loadGraph keeps them).
+func (sn *snapshot) holds(f *access.FactWithNames) bool {
+	return f.Status != memory.StatusRejected && sn.byID[f.SourceID] != nil && sn.byID[f.TargetID] != nil
+}
+
+// hub is the best-connected entity of the unfiltered graph (graphData.hub
+// of the whole view: the most facts, the first by id on a tie), found once
+// per snapshot, from every fact unless a refresh carried it over.
+func (sn *snapshot) hub() string {
+	sn.hubOnce.Do(func() {
+		deg := make(map[string]int, len(sn.byEntity))
+		for _, f := range sn.facts {
+			if sn.holds(f) {
+				deg[f.SourceID]++
+				deg[f.TargetID]++
+			}
+		}
+		for _, e := range sn.entities {
+			if sn.hubID == "" || deg[e.ID] > deg[sn.hubID] || (deg[e.ID] == deg[sn.hubID] && e.ID < sn.hubID) {
+				sn.hubID = e.ID
+			}
+		}
+		sn.hubDone.Store(true)
+	})
+	return sn.hubID
+}
+
+// nextHub carries old's hub over to sn, a refresh of it in which only the
+// entities touched lists may have gained or lost facts in the graph view:
+// every other entity lost to old's hub before and still does, so the hub
+// is the best of old's and those. When old's hub is among them, or old's
+// was never found, sn's is found from every fact when first asked for.
+func (sn *snapshot) nextHub(old *snapshot, touched func(yield func(string) bool)) {
+	if !old.hubDone.Load() {
+		return
+	}
+	hub := old.hub()
+	if sn.byID[hub] == nil {
+		return
+	}
+	best, bestDeg := hub, sn.degree(hub)
+	for id := range touched {
+		if id == hub {
+			return
+		}
+		if sn.byID[id] == nil {
+			continue
+		}
+		if d := sn.degree(id); d > bestDeg || (d == bestDeg && id < best) {
+			best, bestDeg = id, d
+		}
+	}
+	sn.hubOnce.Do(func() {
+		sn.hubID = best
+		sn.hubDone.Store(true)
+	})
+}
+
+// degree is how many facts the unfiltered view draws at id, a fact from
+// id to itself twice (as graphData.hub counts).
+func (sn *snapshot) degree(id string) int {
+	n := 0
+	for _, f := range sn.byEntity[id] {
+		if sn.holds(f) {
+			n++
+			if f.SourceID == f.TargetID {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// around is the unfiltered graph's view of depth steps around focus, the
+// same as loadGraph's whole view cut by graphData.around, walked through
+// the snapshot's index of facts by entity: it reads the neighbourhood, not
+// the campaign.
+func (sn *snapshot) around(focus string, depth int, dm bool) graphData {
+	hops := map[string]int{focus: 0}
+	frontier := []string{focus}
+	for h := 1; h <= depth && len(frontier) > 0; h++ {
+		var next []string
+		for _, id := range frontier {
+			for _, f := range sn.byEntity[id] {
+				if !sn.holds(f) {
+					continue
+				}
+				n := f.TargetID
+				if n == id {
+					n = f.SourceID
+				}
+				if _, seen := hops[n]; !seen {
+					hops[n] = h
+					next = append(next, n)
+				}
+			}
+		}
+		frontier = next
+	}
+	out := graphData{Nodes: make([]graphNode, 0, len(hops)), Edges: []graphEdge{}, Focus: focus, Depth: depth,
+		Total: len(sn.entities)}
+	ents := make([]*memory.Entity, 0, len(hops))
+	for id := range hops {
+		ents = append(ents, sn.byID[id])
+	}
+	slices.SortFunc(ents, byName)
+	for _, e := range ents {
+		n := newGraphNode(e)
+		n.Hops = hops[e.ID]
+		out.Nodes = append(out.Nodes, n)
+		// Each fact once: from its source's list, which holds it.
+		for _, f := range sn.byEntity[e.ID] {
+			if f.SourceID != e.ID || !sn.holds(f) {
+				continue
+			}
+			if _, ok := hops[f.TargetID]; ok {
+				out.Edges = append(out.Edges, newGraphEdge(&f.Relationship, dm))
+			}
+		}
+	}
+	slices.SortFunc(out.Edges, func(a, b graphEdge) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -22,7 +22,7 @@
     event: "#d35400", quest: "#16a085", concept: "#7f8c8d" };
   var color = function (t) { return COLORS[t] || "#555"; };
 
-  var nodes = [], edges = [], byId = {}, selected = null, neighbours = {}, all = [], focus = null, firstDraw = 0, drawn = false;
+  var nodes = [], edges = [], byId = {}, selected = null, neighbours = {}, focus = null, firstDraw = 0, drawn = false;
   var view = { x: 0, y: 0, k: 1 }, alpha = 0, ticks = 0, running = false, moved = false, follow = false;
 
   // Seeded placement: the same entity starts in the same place every time.
@@ -46,7 +46,7 @@
       return r.json();
     }).then(function (d) {
       fetched = performance.now() - t0;
-      nodes = d.nodes; edges = d.edges; byId = {}; all = d.all || d.nodes; focus = d.focus || null;
+      nodes = d.nodes; edges = d.edges; byId = {}; focus = d.focus || null;
       form.elements.focus.value = focus || "";
       var url = query();
       history.replaceState(null, "", location.pathname + (url.toString() ? "?" + url.toString() : ""));
@@ -232,27 +232,50 @@
     }
   }
 
-  // fillList lists the entities whose name or alias holds the search,
-  // from the whole filtered campaign: one outside the view is shown by
-  // moving the view around it.
+  // fillList lists the entities whose name or alias holds the search, the
+  // first 100 by name. The whole graph has them all in view; around an
+  // entity, the server finds them in the whole filtered campaign
+  // (/api/graph/find: a large one's entities are not sent with each view),
+  // and one outside the view is shown by moving the view around it.
+  // listing settles when the newest list is shown: Enter picks its first.
+  var listing = Promise.resolve(), finds = 0;
   function fillList() {
-    var q = search.value.trim().toLowerCase();
+    var q = search.value.trim().toLowerCase(), seq = ++finds;
+    if (!focus) {
+      var found = [];
+      for (var i = 0; i < nodes.length && found.length <= 100; i++) if (holds(nodes[i], q)) found.push(nodes[i]);
+      showList(found.slice(0, 100), found.length > 100, q);
+      listing = Promise.resolve();
+      return;
+    }
+    var p = query();
+    p.delete("focus"); p.delete("depth"); p.set("q", q);
+    listing = fetch("/api/graph/find?" + p.toString(), { credentials: "same-origin" }).then(function (r) {
+      if (!r.ok) return r.text().then(function (t) { throw new Error(r.status + " " + (t.trim() || r.statusText)); });
+      return r.json();
+    }).then(function (d) {
+      if (seq === finds) showList(d.nodes, d.more, q);
+    }).catch(function (err) {
+      if (seq === finds) { list.textContent = ""; list.appendChild(el("li", "Could not search: " + err.message, "prov")); }
+    });
+  }
+
+  function holds(n, q) {
+    return !q || n.name.toLowerCase().indexOf(q) >= 0 || (n.aliases || []).some(function (a) { return a.toLowerCase().indexOf(q) >= 0; });
+  }
+
+  function showList(found, more, q) {
     list.textContent = "";
-    var shown = 0;
-    for (var i = 0; i < all.length && shown < 100; i++) {
-      var n = all[i], via = "";
-      if (q && n.name.toLowerCase().indexOf(q) < 0) {
-        via = (n.aliases || []).filter(function (a) { return a.toLowerCase().indexOf(q) >= 0; })[0];
-        if (!via) continue;
-      }
+    found.forEach(function (n) {
+      var via = q && n.name.toLowerCase().indexOf(q) < 0 ? (n.aliases || []).filter(function (a) { return a.toLowerCase().indexOf(q) >= 0; })[0] : "";
       var li = document.createElement("li"), b = document.createElement("button");
       b.type = "button"; b.textContent = n.name + " (" + n.type + ")" + (via ? " — also called " + via : ""); b.dataset.id = n.id;
       b.addEventListener("click", function () {
         if (byId[this.dataset.id]) select(byId[this.dataset.id], true); else refocus(this.dataset.id);
       });
-      li.appendChild(b); list.appendChild(li); shown++;
-    }
-    if (shown === 100) list.appendChild(el("li", "Showing the first 100; type to narrow.", "prov"));
+      li.appendChild(b); list.appendChild(li);
+    });
+    if (more) list.appendChild(el("li", "Showing the first 100; type to narrow.", "prov"));
   }
 
   // refocus shows the view around an entity.
@@ -352,7 +375,7 @@
   });
   search.addEventListener("input", fillList);
   search.addEventListener("keydown", function (ev) {
-    if (ev.key === "Enter") { ev.preventDefault(); var b = list.querySelector("button"); if (b) b.click(); }
+    if (ev.key === "Enter") { ev.preventDefault(); listing.then(function () { var b = list.querySelector("button"); if (b) b.click(); }); }
   });
   form.addEventListener("submit", function (ev) { ev.preventDefault(); load(); });
   window.addEventListener("resize", resize);
@@ -363,5 +386,6 @@
   resize();
   load();
   window.glyphoxaGraph = { nodes: function () { return nodes.length; }, settled: function () { return !running; }, ticks: function () { return ticks; },
-    firstDraw: function () { return firstDraw; }, fetched: function () { return fetched; }, focus: function () { return focus; } };
+    firstDraw: function () { return firstDraw; }, fetched: function () { return fetched; }, focus: function () { return focus; },
+    shows: function (id) { return !!byId[id]; } };
 })();

@@ -38,6 +38,13 @@ const cfg = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
   const local = await page.evaluate(() => ({ nodes: window.glyphoxaGraph.nodes(), focus: window.glyphoxaGraph.focus(),
     firstDraw: window.glyphoxaGraph.firstDraw(), fetched: window.glyphoxaGraph.fetched(), fetched: window.glyphoxaGraph.fetched(), url: location.href }));
   await page.screenshot({ path: path.join(cfg.shots, "graph-1k-local.png") });
+  // The search finds an entity the local view does not show (the server
+  // looks it up) and moves the view around it.
+  local.showed = await page.evaluate((id) => window.glyphoxaGraph.shows(id), cfg.findID);
+  await page.getByLabel("Find an entity").fill(cfg.find);
+  await page.getByLabel("Find an entity").press("Enter");
+  await page.waitForFunction((name) => { const h = document.querySelector("#entity h2"); return h && h.textContent.startsWith(name); }, cfg.find);
+  local.found = await page.evaluate((id) => ({ focus: window.glyphoxaGraph.focus(), shows: window.glyphoxaGraph.shows(id) }), cfg.findID);
   // The whole graph.
   await page.goto(cfg.base + "/graph?depth=all");
   await page.waitForFunction(() => window.glyphoxaGraph && window.glyphoxaGraph.nodes() > 0);
