@@ -3,6 +3,7 @@ package memory
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -28,11 +29,16 @@ const (
 	// MaxQueryTerms is the most words a search query may hold; the
 	// connective "or" is not counted.
 	MaxQueryTerms = 512
+	// MaxQueryNegations is the most "-" (websearch's "not") a search
+	// query may hold in a row, with no word between them: PostgreSQL's
+	// websearch_to_tsquery keeps them on a stack of 32 and fails the
+	// statement past it ("tsquery stack too small").
+	MaxQueryNegations = 32
 )
 
 // CheckQuery reports whether q may be sent to the store as a search query:
-// valid UTF-8 without NUL bytes, at most MaxQueryBytes long and with at
-// most MaxQueryTerms words. The error wraps ErrInvalid and says which bound
+// valid UTF-8 without NUL bytes, at most MaxQueryBytes long, with at most
+// MaxQueryTerms words and at most MaxQueryNegations "-" in a row. The error wraps ErrInvalid and says which bound
 // q exceeds and by how much; it never repeats q. An empty query passes (the
 // search itself decides whether it means everything or nothing).
 func CheckQuery(q string) error {
@@ -48,7 +54,29 @@ func CheckQuery(q string) error {
 	if n := queryTerms(q); n > MaxQueryTerms {
 		return fmt.Errorf("%w: search query has %d words, more than the %d allowed", ErrInvalid, n, MaxQueryTerms)
 	}
+	if n := negations(q); n > MaxQueryNegations {
+		return fmt.Errorf("%w: search query has %d \"-\" in a row with no word between them, more than the %d allowed",
+			ErrInvalid, n, MaxQueryNegations)
+	}
 	return nil
+}
+
+// negations is the longest run of "-" in q with no letter or digit between
+// them (spaces, quotes and brackets do not end a run, as they do not for
+// websearch_to_tsquery; hyphens inside a word are counted too, which
+// refuses only a word of 33 hyphens).
+func negations(q string) int {
+	longest, run := 0, 0
+	for _, r := range q {
+		switch {
+		case r == '-':
+			run++
+			longest = max(longest, run)
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			run = 0
+		}
+	}
+	return longest
 }
 
 // queryTerms counts the whitespace-separated words of q other than the

@@ -23,6 +23,11 @@ func TestCheckQuery(t *testing.T) {
 		{name: "100k words", q: strings.Repeat("word ", 100_000), want: "bytes allowed"},
 		{name: "NUL", q: "gate\x00keeper", want: "NUL byte at offset 4"},
 		{name: "invalid UTF-8", q: "gate\xffkeeper", want: "not valid UTF-8"},
+		{name: "negations at the bound", q: strings.Repeat("-", MaxQueryNegations) + "gate"},
+		{name: "negations spaced, words between", q: strings.Repeat("-gate ", 2*MaxQueryNegations)},
+		{name: "hyphenated words", q: strings.Repeat("half-orc ", 100)},
+		{name: "too many negations", q: strings.Repeat("-", MaxQueryNegations+1), want: `has 33 "-" in a row`},
+		{name: "negations spaced and bracketed", q: strings.Repeat(`- ("`, MaxQueryNegations+1) + "gate", want: `has 33 "-" in a row`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckQuery(tc.q)

@@ -516,7 +516,10 @@ const (
 )
 
 // maxFoundRows bounds the entities a snapshot's cache of filtered entity
-// lists holds (graphNode values, about 80 bytes each).
+// lists holds (graphNode values, about 80 bytes each), each list counting
+// one more: the lists are also bounded in number (maxCachedViews), since a
+// filter naming no type or session that exists lists nothing and a
+// request may name any.
 const maxFoundRows = 200_000
 
 // filtered returns the entities a filter of the graph view lets through,
@@ -535,11 +538,11 @@ func (sn *snapshot) filtered(key string, load func() ([]graphNode, error)) ([]gr
 	}
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
-	if sn.found == nil || sn.foundRows+len(nodes) > maxFoundRows {
+	if sn.found == nil || len(sn.found) >= maxCachedViews || sn.foundRows+len(nodes)+1 > maxFoundRows {
 		sn.found, sn.foundRows = map[string][]graphNode{}, 0
 	}
 	sn.found[key] = nodes
-	sn.foundRows += len(nodes)
+	sn.foundRows += len(nodes) + 1
 	return nodes, nil
 }
 

@@ -41,6 +41,40 @@ func TestCachedViewsAreBounded(t *testing.T) {
 	}
 }
 
+// TestFoundListsAreBounded: the graph search's filtered lists a snapshot
+// keeps are bounded in number, empty ones too (a filter naming a type that
+// does not exist lists nothing), and in the entities they hold.
+func TestFoundListsAreBounded(t *testing.T) {
+	sn := &snapshot{}
+	for i := range 10 * maxCachedViews {
+		if _, err := sn.filtered(fmt.Sprintf("type %d", i), func() ([]graphNode, error) { return nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(sn.found) > maxCachedViews {
+			t.Fatalf("%d empty lists kept, bound %d", len(sn.found), maxCachedViews)
+		}
+	}
+	big := make([]graphNode, maxFoundRows/2)
+	for i := range 4 {
+		if _, err := sn.filtered(fmt.Sprintf("big %d", i), func() ([]graphNode, error) { return big, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if sn.foundRows > maxFoundRows {
+			t.Fatalf("%d entities kept, bound %d", sn.foundRows, maxFoundRows)
+		}
+	}
+	// A list is made once and served from the cache after.
+	made := 0
+	for range 3 {
+		if _, err := sn.filtered("again", func() ([]graphNode, error) { made++; return big[:1], nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if made != 1 {
+		t.Errorf("the list was made %d times", made)
+	}
+}
+
 // TestSnapshotAroundIsTheCutWholeView: the view around an entity read
 // from the snapshot's index (snapshot.around) is the whole view cut by
 // graphData.around, and snapshot.hub its hub, for every focus and depth of

@@ -93,6 +93,15 @@ type factRecorder interface {
 	RecordFact(ctx context.Context, r memory.Relationship) (memory.Relationship, []memory.Conflict, error)
 }
 
+// evidencedRecorder is the optional capability of a Graph that records a
+// fact and the transcript lines it rests on in one transaction
+// (postgres.Graph.RecordFactOn): between RecordFact and AddEvidence a
+// fact told only in a split scene rested on nothing, and every player
+// could read it.
+type evidencedRecorder interface {
+	RecordFactOn(ctx context.Context, r memory.Relationship, evidence []int64) (memory.Relationship, []memory.Conflict, error)
+}
+
 // evidenceLinker is the optional capability of a Graph that links a fact
 // to the transcript lines it rests on (postgres.Graph.AddEvidence): the
 // store shows a fact to a player only when one of them is a line the
@@ -598,9 +607,16 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 			SourceID: src, TargetID: dst, Type: typ, Attributes: attrs,
 			Provenance: memory.Provenance{SessionID: sessionID, Timestamp: at, Confidence: xr.Confidence, Source: basis},
 		}
+		lines := restsOn(quotedLines(span, xr.Evidence), split)
 		var stored memory.Relationship
 		var err error
-		if fr, ok := p.cfg.Graph.(factRecorder); ok {
+		linked := false
+		if er, ok := p.cfg.Graph.(evidencedRecorder); ok {
+			var conflicts []memory.Conflict
+			stored, conflicts, err = er.RecordFactOn(ctx, fact, lines)
+			rep.Conflicts += len(conflicts)
+			linked = true
+		} else if fr, ok := p.cfg.Graph.(factRecorder); ok {
 			var conflicts []memory.Conflict
 			stored, conflicts, err = fr.RecordFact(ctx, fact)
 			rep.Conflicts += len(conflicts)
@@ -614,11 +630,9 @@ func (p *Processor) apply(ctx context.Context, sessionID string, span []memory.T
 			}
 			return err
 		}
-		if ev, ok := p.cfg.Graph.(evidenceLinker); ok && stored.ID != 0 {
-			if lines := restsOn(quotedLines(span, xr.Evidence), split); len(lines) > 0 {
-				if err := ev.AddEvidence(ctx, stored.ID, lines); err != nil {
-					return err
-				}
+		if ev, ok := p.cfg.Graph.(evidenceLinker); ok && !linked && stored.ID != 0 && len(lines) > 0 {
+			if err := ev.AddEvidence(ctx, stored.ID, lines); err != nil {
+				return err
 			}
 		}
 		switch stored.Status {

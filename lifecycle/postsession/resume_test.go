@@ -52,6 +52,13 @@ func (g killGraph) RecordFact(ctx context.Context, r memory.Relationship) (memor
 	return g.Graph.RecordFact(ctx, r)
 }
 
+func (g killGraph) RecordFactOn(ctx context.Context, r memory.Relationship, evidence []int64) (memory.Relationship, []memory.Conflict, error) {
+	if err := g.k.write(); err != nil {
+		return memory.Relationship{}, nil, err
+	}
+	return g.Graph.RecordFactOn(ctx, r, evidence)
+}
+
 type killProgress struct {
 	*postsession.StoredProgress
 	k *killSwitch

@@ -189,3 +189,88 @@ func TestKGSyncSeesLateCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestEvidenceMovesTheChangeLog: a fact's evidence decides which players
+// may read it, so writing it is a change of the fact (migration 0041).
+//   - A fact written first and linked to a split scene's line after (two
+//     transactions, as extraction did) rested on nothing in between, and
+//     every player could read it: the link names it removed to players
+//     (not to the DM, whose graph keeps it).
+//   - Linked to a line said at the table, it stays in every graph: nothing
+//     is named removed, the fact is among the changed edges.
+//   - Written with its evidence in one transaction (RecordFactOn), the
+//     fact never reached the players: nothing is named, and a player never
+//     reads it.
+func TestEvidenceMovesTheChangeLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, s, "camp")
+	sl := camp.Sessions()
+	t0 := splitAfterAMinute(t, sl)
+	g := camp.Graph()
+	for _, e := range []memory.Entity{
+		{ID: "ada", Type: memory.EntityNPC, Name: "Ada"}, {ID: "bo", Type: memory.EntityNPC, Name: "Bo"},
+		{ID: "vault", Type: "location", Name: "Vault"},
+	} {
+		if err := g.UpsertEntity(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	together := sessionLine(t, sl, "dana", "Ada owes Bo a debt of honour.", t0.Add(10*time.Second))
+	scene := sessionLine(t, sl, "thorin", "Bo hid the key in the vault.", t0.Add(2*time.Minute))
+	scene2 := sessionLine(t, sl, "thorin", "Ada guards the vault at night.", t0.Add(3*time.Minute))
+	viewers := map[string]*postgres.Campaign{
+		"dm":   must[*postgres.Campaign](t)(camp.As(memory.DMViewer())),
+		"any":  must[*postgres.Campaign](t)(camp.As(memory.PlayerViewer())),
+		"lyra": must[*postgres.Campaign](t)(camp.As(memory.PlayerViewerOf("lyra"))),
+	}
+	extracted := func(src, rel, dst string) memory.Relationship {
+		return memory.Relationship{SourceID: src, TargetID: dst, Type: rel,
+			Provenance: memory.Provenance{SessionID: "s1", Confidence: 0.95, Source: memory.SourceStated}}
+	}
+	hidden := must[memory.Relationship](t)(func() (memory.Relationship, error) {
+		f, _, err := g.RecordFact(ctx, extracted("bo", "HID_KEY_IN", "vault"))
+		return f, err
+	}())
+	told := must[memory.Relationship](t)(func() (memory.Relationship, error) {
+		f, _, err := g.RecordFact(ctx, extracted("ada", "OWES", "bo"))
+		return f, err
+	}())
+	sessions := map[string]postgres.KGSession{}
+	for name, c := range viewers {
+		sessions[name] = must[postgres.KGSession](t)(c.KGRegisterSession(ctx, "sess-"+name, "mcp:test:"+name, postgres.KGCampaign, time.Now()))
+	}
+	check(t, g.AddEvidence(ctx, hidden.ID, []int64{scene}))
+	check(t, g.AddEvidence(ctx, told.ID, []int64{together}))
+	atOnce := must[memory.Relationship](t)(func() (memory.Relationship, error) {
+		f, _, err := g.RecordFactOn(ctx, extracted("ada", "GUARDS", "vault"), []int64{scene2})
+		return f, err
+	}())
+
+	edge := func(f memory.Relationship) string {
+		return "edge:campaign:" + f.SourceID + ":" + postgres.KGRel(f.Type) + ":" + f.TargetID
+	}
+	for name, c := range viewers {
+		ch := must[postgres.KGChanges](t)(c.KGSync(ctx, sessions[name].Cursor, "", name == "dm"))
+		var want []string
+		if name != "dm" {
+			want = []string{edge(hidden)}
+		}
+		if !slices.Equal(ch.Removed, want) {
+			t.Errorf("%s: removed %q, want %q", name, ch.Removed, want)
+		}
+		if !slices.ContainsFunc(ch.Edges, func(e postgres.KGEdge) bool { return e.From == "ada" && e.To == "bo" }) {
+			t.Errorf("%s: the fact told at the table is not among the changed edges: %+v", name, ch.Edges)
+		}
+		for _, e := range ch.Edges {
+			if name != "dm" && e.To == "vault" {
+				t.Errorf("LEAK: %s is given a fact told in the split scene only: %+v", name, e)
+			}
+		}
+		_, err := c.Graph().Fact(ctx, atOnce.ID)
+		if (err == nil) != (name == "dm") {
+			t.Errorf("%s reads the fact written with its split scene's line: %v", name, err)
+		}
+	}
+}

@@ -38,6 +38,16 @@ func (g *Graph) RecordFact(ctx context.Context, r memory.Relationship) (memory.R
 	return w.Fact, w.Conflicts, err
 }
 
+// RecordFactOn is RecordFact for a fact resting on the transcript lines
+// evidence: the fact and its evidence are written in one transaction, so
+// that no reader sees the fact before the lines that decide which players
+// may read it (a fact told only in a split scene reaches that scene's
+// players only; without its lines it reached every player).
+func (g *Graph) RecordFactOn(ctx context.Context, r memory.Relationship, evidence []int64) (memory.Relationship, []memory.Conflict, error) {
+	w, err := g.writeFact(ctx, memory.Writer{Role: memory.WriterExtraction}, r, "", evidence)
+	return w.Fact, w.Conflicts, err
+}
+
 // canon returns the active facts matching where ($2..$4 bound to args).
 func (g *Graph) canon(ctx context.Context, where string, args ...any) ([]memory.Relationship, error) {
 	rows, err := g.db.Query(ctx, `SELECT `+relColumns+` FROM relationships r

@@ -38,6 +38,13 @@ import (
 // Writing the same fact again changes nothing, so a re-run of an import or
 // of extraction creates no duplicate.
 func (g *Graph) WriteFact(ctx context.Context, w memory.Writer, r memory.Relationship, reason string) (memory.FactWrite, error) {
+	return g.writeFact(ctx, w, r, reason, nil)
+}
+
+// writeFact is WriteFact, linking the fact to the transcript lines
+// evidence (AddEvidence) in the same transaction: a reader never sees the
+// fact without the lines that decide which players may read it.
+func (g *Graph) writeFact(ctx context.Context, w memory.Writer, r memory.Relationship, reason string, evidence []int64) (memory.FactWrite, error) {
 	if err := w.Validate(); err != nil {
 		return memory.FactWrite{}, err
 	}
@@ -101,6 +108,9 @@ func (g *Graph) WriteFact(ctx context.Context, w memory.Writer, r memory.Relatio
 			return err
 		}
 		if out.Fact, err = tg.upsertRel(ctx, r, proposedBy); err != nil {
+			return err
+		}
+		if err := tg.AddEvidence(ctx, out.Fact.ID, evidence); err != nil {
 			return err
 		}
 		out.Proposed = out.Fact.Status == memory.StatusPending
