@@ -17,18 +17,6 @@ func (x *SemanticIndex) TopPostingsForTest(ctx context.Context, query string, li
 	return x.topPostings(ctx, query, terms, avgLen, limit)
 }
 
-// DeniedSearchesForTest are TextSearch and VectorSearch of every chunk,
-// as a player's searches run when readableOf cannot answer them: the
-// player's readable chunks alone (view.deniedCTEs).
-func (x *SemanticIndex) DeniedSearchesForTest() (text func(ctx context.Context, query string, limit int) ([]ChunkHit, error),
-	vector func(ctx context.Context, embedding []float32, limit int) ([]ChunkHit, error)) {
-	return func(ctx context.Context, query string, limit int) ([]ChunkHit, error) {
-			return x.textSearch(ctx, query, limit, nil)
-		}, func(ctx context.Context, embedding []float32, limit int) ([]ChunkHit, error) {
-			return x.vectorSearch(ctx, embedding, limit, nil)
-		}
-}
-
 // PublicAttrsSQLForTest is the SQL expression of entity alias's public
 // attributes every entity read uses.
 func PublicAttrsSQLForTest(alias string) string { return publicAttrs(alias) }

@@ -24,9 +24,8 @@ type SemanticIndex struct {
 // VisibleChunks returns the ids of the chunks the handle's viewer may read,
 // in id order, or nil when it reads every chunk (the DM, the system, an
 // NPC, a player of a campaign whose party was never split) (see
-// [view.chunkVisible]). The searches do not list them: they keep the
-// readable chunks of the search of every chunk (readableOf), or leave out
-// the few a player may not read (view.deniedCTEs).
+// [view.chunkVisible]). The searches do not list them: they leave out the
+// few a player may not read (view.deniedCTEs).
 func (x *SemanticIndex) VisibleChunks(ctx context.Context) ([]string, error) {
 	if x.view.v.Role != memory.RolePlayer {
 		return nil, nil

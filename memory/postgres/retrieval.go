@@ -97,22 +97,6 @@ func (x *SemanticIndex) TextSearch(ctx context.Context, query string, limit int,
 	if limit <= 0 {
 		limit = 10
 	}
-	// A player's search is answered from the search of every chunk when
-	// enough of its best are ones they may read (readableOf).
-	if only == nil && x.view.v.Role == memory.RolePlayer {
-		hits, ok, err := x.readableOf(ctx, limit, func(all *SemanticIndex, n int) ([]ChunkHit, error) {
-			return all.textSearch(ctx, query, n, nil)
-		})
-		if ok || err != nil {
-			return hits, err
-		}
-	}
-	return x.textSearch(ctx, query, limit, only)
-}
-
-// textSearch is TextSearch of the handle's readable chunks (for a player,
-// those view.deniedCTEs leaves), its arguments checked.
-func (x *SemanticIndex) textSearch(ctx context.Context, query string, limit int, only []string) ([]ChunkHit, error) {
 	terms, avgLen, err := x.textTerms(ctx, query)
 	if err != nil {
 		return nil, err
@@ -265,25 +249,10 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 	if limit <= 0 {
 		limit = 10
 	}
-	// A player's search is answered from the search of every chunk when
-	// enough of its nearest are ones they may read (readableOf).
-	if only == nil && x.view.v.Role == memory.RolePlayer {
-		hits, ok, err := x.readableOf(ctx, limit, func(all *SemanticIndex, n int) ([]ChunkHit, error) {
-			return all.vectorSearch(ctx, embedding, n, nil)
-		})
-		if ok || err != nil {
-			return hits, err
-		}
-	}
-	return x.vectorSearch(ctx, embedding, limit, only)
-}
-
-// vectorSearch is VectorSearch of the handle's readable chunks, its
-// arguments checked. A player searches the chunks they may read: those
-// not denied (view.deniedCTEs), so that the limit chunks returned are the
-// nearest of those, not the nearest of all less the denied. Each chunk
-// returned is checked again, row by row, where its text is read.
-func (x *SemanticIndex) vectorSearch(ctx context.Context, embedding []float32, limit int, only []string) ([]ChunkHit, error) {
+	// A player searches the chunks they may read: those not denied
+	// (view.deniedCTEs), so that the limit chunks returned are the nearest
+	// of those, not the nearest of all less the denied. Each chunk
+	// returned is checked again, row by row, where its text is read.
 	if only == nil {
 		// The campaign's chunks, by the search of [SemanticIndex.Search]:
 		// the same chunks in the same order, without reading their
@@ -308,56 +277,6 @@ func (x *SemanticIndex) vectorSearch(ctx context.Context, embedding []float32, l
 		return nil, fmt.Errorf("searching the semantic index: %w", err)
 	}
 	return hits, nil
-}
-
-// readableOf answers a player's search from the same search of every
-// chunk, when it can. search(all, n) ranks every chunk, all reading as
-// the DM does, best first, at most n: the player's answer is the chunks
-// of that ranking they may read, read again through their check
-// (chunksByID: view.chunkVisible, row by row, where the text is read), in
-// its order, with its scores (the same for any reader: the campaign's
-// statistics, the chunk's words or embedding). It is exact when at least
-// limit of them are readable (any readable chunk ranked above the
-// limit-th is among the n) or when the ranking held every chunk that
-// matched (fewer than n). Otherwise ok is false, and the caller searches
-// the player's chunks alone (view.deniedCTEs).
-//
-// A player's search thus costs two searches the size of the DM's, not a
-// list of every chunk they may not read: in a campaign split for a fifth
-// of every session at 100,000 chunks that list took 100 to 300 ms a
-// statement. With n twice limit, the fallback runs when more than half
-// of the best chunks are ones the player may not read.
-func (x *SemanticIndex) readableOf(ctx context.Context, limit int,
-	search func(all *SemanticIndex, n int) ([]ChunkHit, error)) ([]ChunkHit, bool, error) {
-	all := *x
-	all.view = view{v: memory.DMViewer(), campaign: x.view.campaign}
-	n := 2 * limit
-	ranked, err := search(&all, n)
-	if err != nil {
-		return nil, false, err
-	}
-	ids := make([]string, len(ranked))
-	for i, h := range ranked {
-		ids[i] = h.Chunk.ID
-	}
-	readable, err := x.ChunksByID(ctx, ids)
-	if err != nil {
-		return nil, false, err
-	}
-	byID := make(map[string]memory.Chunk, len(readable))
-	for _, c := range readable {
-		byID[c.ID] = c
-	}
-	out := make([]ChunkHit, 0, limit)
-	for _, h := range ranked {
-		if c, ok := byID[h.Chunk.ID]; ok {
-			out = append(out, ChunkHit{Chunk: c, Score: h.Score})
-			if len(out) == limit {
-				return out, true, nil
-			}
-		}
-	}
-	return out, len(ranked) < n, nil
 }
 
 // ChunksByID returns the chunks with the given ids (without embeddings), in
