@@ -233,3 +233,42 @@ func TestAttackSearchManyNegations(t *testing.T) {
 		t.Errorf("32 negations: %v", err)
 	}
 }
+
+// TestSearchSampleCountsWhatTheReaderMayRead: whether a search reads the
+// newest lines by time or every match through the full-text index is
+// decided by the newest lines the reader may read. Counting a split
+// scene's lines, a word the scene said often sent a player who was not
+// there down the read by time (all of the log, to find their one match):
+// the search's time told them the scene had said it. The DM and Thorin
+// (in the scene) read it by time; Lyra and any player through the index,
+// and all find what they may read.
+func TestSearchSampleCountsWhatTheReaderMayRead(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	s := newStore(t)
+	camp := pgtest.Campaign(t, s, "camp")
+	sl := camp.Sessions()
+	t0 := splitAfterAMinute(t, sl)
+	sessionLine(t, sl, "dana", "The moonstone glows on the altar.", t0.Add(10*time.Second))
+	for i := range 30 {
+		sessionLine(t, sl, "thorin", fmt.Sprintf("The moonstone is the key, says the voice, %d.", i), t0.Add(2*time.Minute+time.Duration(i)*time.Second))
+	}
+	for _, c := range []struct {
+		v      memory.Viewer
+		common bool
+		lines  int
+	}{
+		{memory.DMViewer(), true, 31},
+		{memory.PlayerViewerOf("thorin"), true, 31},
+		{memory.PlayerViewerOf("lyra"), false, 1},
+		{memory.PlayerViewer(), false, 1},
+	} {
+		l := must[*postgres.Campaign](t)(camp.As(c.v)).Sessions()
+		if got := must[bool](t)(l.CommonForTest(ctx, "moonstone", memory.SearchOpts{})); got != c.common {
+			t.Errorf("%s %s: the search takes moonstone for common: %t, want %t", c.v, c.v.PlayerID, got, c.common)
+		}
+		if hits := must[[]memory.EntryHit](t)(l.Search(ctx, "moonstone", memory.SearchOpts{Limit: 50})); len(hits) != c.lines {
+			t.Errorf("%s %s: %d lines found, want %d", c.v, c.v.PlayerID, len(hits), c.lines)
+		}
+	}
+}

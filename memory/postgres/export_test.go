@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
@@ -24,6 +26,17 @@ func PublicAttrsSQLForTest(alias string) string { return publicAttrs(alias) }
 // FactAttrsSQLForTest is the SQL expression of the attributes of fact
 // alias a player's handle reads (an NPC's is the same).
 func FactAttrsSQLForTest(alias string) string { return view{v: memory.PlayerViewer()}.factAttrs(alias) }
+
+// CommonForTest reports whether SessionLog.Search with query and o reads
+// the newest lines by time (the words are common among the lines it may
+// return) rather than every match through the full-text index.
+func (l *SessionLog) CommonForTest(ctx context.Context, query string, o memory.SearchOpts) (bool, error) {
+	_, match := l.searchMatch(o)
+	var yes bool
+	err := l.db.QueryRow(ctx, `WITH `+commonCTE(match)+` SELECT yes FROM common WHERE $7::int IS NOT NULL`,
+		pgx.QueryExecModeExec, l.campaign, query, o.SessionID, o.SpeakerID, nullTime(o.After), nullTime(o.Before), 1, DefaultLanguage).Scan(&yes)
+	return yes, err
+}
 
 // SearchSampleForTest is how many of the newest lines SessionLog.Search
 // samples to tell a common word from a rare one.

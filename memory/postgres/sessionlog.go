@@ -201,37 +201,7 @@ func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOp
 	if err != nil {
 		return nil, fmt.Errorf("searching the session log for %q: reading the campaign's language: %w", query, err)
 	}
-	tsq := `websearch_to_tsquery($8::regconfig, $2)`
-	if o.Any {
-		tsq = `coalesce(nullif(replace(plainto_tsquery($8::regconfig, $2)::text, '&', '|'), ''), '')::tsquery`
-	}
-	match := `campaign_id = $1 AND tsv @@ ` + tsq + ` AND NOT noncanon
-		      AND ` + l.view.lineVisible() + `
-		      AND ($3 = '' OR session_id = $3)
-		      AND ($4 = '' OR speaker_id = $4)
-		      AND ($5::timestamptz IS NULL OR at > $5)
-		      AND ($6::timestamptz IS NULL OR at < $6)`
-	cols := `id, session_id, speaker_id, speaker_name, npc_id, text, raw_text, at, duration_ms, idempotency_key, noncanon, tsv`
-	hits := `SELECT ` + cols + ` FROM transcript_entries t WHERE ` + match
-	if !o.Any {
-		// The newest SearchCandidates matches, read by the plan that
-		// costs least for this query's words, chosen by how often the
-		// campaign's newest lines say them rather than by the planner's
-		// estimate: a word the table's statistics do not list (a name,
-		// as a rule) is estimated at one line in 200, and the planner
-		// then read a million lines newest first to find its nine
-		// (0.7 s at the 100k bench scale). See searchSample.
-		n := strconv.Itoa(SearchCandidates)
-		hits = `
-		    WITH common AS (SELECT count(*) >= ` + strconv.Itoa(searchSampleCommon) + ` AS yes
-		                    FROM (SELECT tsv FROM transcript_entries WHERE campaign_id = $1
-		                          ORDER BY at DESC, id DESC LIMIT ` + strconv.Itoa(searchSample) + `) s
-		                    WHERE tsv @@ ` + tsq + `)
-		    (` + hits + ` AND (SELECT yes FROM common) ORDER BY at DESC, id DESC LIMIT ` + n + `)
-		    UNION ALL
-		    (SELECT * FROM (` + hits + ` AND NOT (SELECT yes FROM common) OFFSET 0) g
-		     ORDER BY at DESC, id DESC LIMIT ` + n + `)`
-	}
+	tsq, hits := l.searchSQL(o)
 	rows, err := l.db.Query(ctx, `
 		WITH hits AS MATERIALIZED (`+hits+`)
 		SELECT `+entryColumns+`, ts_rank(tsv, `+tsq+`) AS rank FROM hits
@@ -250,6 +220,62 @@ func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOp
 		h.Rank = float64(rank)
 		return h, err
 	})
+}
+
+// searchSQL returns, for [SessionLog.Search] with o, the full-text query
+// and the statement listing the lines its ranking reads (columns cols and
+// tsv). Parameters: $1 the campaign, $2 the query, $3 the session, $4 the
+// speaker, $5 and $6 the time bounds, $8 the text configuration.
+func (l *SessionLog) searchSQL(o memory.SearchOpts) (tsq, hits string) {
+	tsq, match := l.searchMatch(o)
+	cols := `id, session_id, speaker_id, speaker_name, npc_id, text, raw_text, at, duration_ms, idempotency_key, noncanon, tsv`
+	hits = `SELECT ` + cols + ` FROM transcript_entries t WHERE ` + match
+	if o.Any {
+		return tsq, hits
+	}
+	// The newest SearchCandidates matches, read by the plan that costs
+	// least for this query's words, chosen by how often the campaign's
+	// newest lines say them rather than by the planner's estimate: a word
+	// the table's statistics do not list (a name, as a rule) is estimated
+	// at one line in 200, and the planner then read a million lines
+	// newest first to find its nine (0.7 s at the 100k bench scale). See
+	// searchSample. The sample counts the lines the search may return
+	// (the viewer's, through the filters): counting a split scene's lines
+	// a player may not read, the time a search took told them whether the
+	// scene had said the word.
+	n := strconv.Itoa(SearchCandidates)
+	return tsq, `
+		    WITH ` + commonCTE(match) + `
+		    (` + hits + ` AND (SELECT yes FROM common) ORDER BY at DESC, id DESC LIMIT ` + n + `)
+		    UNION ALL
+		    (SELECT * FROM (` + hits + ` AND NOT (SELECT yes FROM common) OFFSET 0) g
+		     ORDER BY at DESC, id DESC LIMIT ` + n + `)`
+}
+
+// searchMatch returns the full-text query of a search with o and the
+// predicate on transcript entry t of the lines it may return (the
+// viewer's, through o's filters).
+func (l *SessionLog) searchMatch(o memory.SearchOpts) (tsq, match string) {
+	tsq = `websearch_to_tsquery($8::regconfig, $2)`
+	if o.Any {
+		tsq = `coalesce(nullif(replace(plainto_tsquery($8::regconfig, $2)::text, '&', '|'), ''), '')::tsquery`
+	}
+	return tsq, `campaign_id = $1 AND tsv @@ ` + tsq + ` AND NOT noncanon
+		      AND ` + l.view.lineVisible() + `
+		      AND ($3 = '' OR session_id = $3)
+		      AND ($4 = '' OR speaker_id = $4)
+		      AND ($5::timestamptz IS NULL OR at > $5)
+		      AND ($6::timestamptz IS NULL OR at < $6)`
+}
+
+// commonCTE is the common table "common", one row: yes when at least
+// searchSampleCommon of the campaign's newest searchSample lines match
+// match (a predicate on transcript entry t).
+func commonCTE(match string) string {
+	return `common AS (SELECT count(*) >= ` + strconv.Itoa(searchSampleCommon) + ` AS yes
+		    FROM (SELECT * FROM transcript_entries WHERE campaign_id = $1
+		          ORDER BY at DESC, id DESC LIMIT ` + strconv.Itoa(searchSample) + `) t
+		    WHERE ` + match + `)`
 }
 
 // SearchCandidates is how many of the newest lines matching every word of
