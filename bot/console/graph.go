@@ -229,7 +229,7 @@ func (s *Server) graphFind(w http.ResponseWriter, r *http.Request) {
 	out := found{Nodes: []graphNode{}}
 	// add lists n if it matches, and reports whether to go on.
 	add := func(n graphNode) bool {
-		if !nameHolds(n, text) {
+		if !nameHolds(n.Name, n.Aliases, text) {
 			return true
 		}
 		if len(out.Nodes) == maxFound {
@@ -241,7 +241,7 @@ func (s *Server) graphFind(w http.ResponseWriter, r *http.Request) {
 	}
 	if q.Get("type") == "" && q.Get("npc") == "" && q.Get("session") == "" {
 		for _, e := range sn.entities {
-			if !add(newGraphNode(e)) {
+			if nameHolds(e.Name, e.Aliases, text) && !add(newGraphNode(e)) {
 				break
 			}
 		}
@@ -264,13 +264,13 @@ func (s *Server) graphFind(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, out)
 }
 
-// nameHolds reports whether n's name or one of its aliases holds text
-// (lower case), or text is empty.
-func nameHolds(n graphNode, text string) bool {
-	if text == "" || strings.Contains(strings.ToLower(n.Name), text) {
+// nameHolds reports whether name or one of aliases holds text (lower
+// case), or text is empty.
+func nameHolds(name string, aliases []string, text string) bool {
+	if text == "" || strings.Contains(strings.ToLower(name), text) {
 		return true
 	}
-	return slices.ContainsFunc(n.Aliases, func(a string) bool { return strings.Contains(strings.ToLower(a), text) })
+	return slices.ContainsFunc(aliases, func(a string) bool { return strings.Contains(strings.ToLower(a), text) })
 }
 
 func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ, npcID, session string) (graphData, error) {
