@@ -98,6 +98,8 @@ func benchPages(b *testing.B, door *access.Door) {
 		{"graph", "/graph", false},
 		{"graph-json", "/api/graph", false},
 		{"graph-json-npc", "/api/graph?npc=" + npc, false},
+		{"graph-find", "/api/graph/find?q=ar", false},
+		{"graph-find-nothing", "/api/graph/find?q=qqqq", false},
 		{"entity-json", "/api/entity/" + entity, false},
 		{"entity", "/entities/" + entity, false},
 		{"names", "/api/names?q=ar", false},
