@@ -38,8 +38,9 @@ const (
 
 // CheckQuery reports whether q may be sent to the store as a search query:
 // valid UTF-8 without NUL bytes, at most MaxQueryBytes long, with at most
-// MaxQueryTerms words and at most MaxQueryNegations "-" in a row. The error wraps ErrInvalid and says which bound
-// q exceeds and by how much; it never repeats q. An empty query passes (the
+// MaxQueryTerms words and at most MaxQueryNegations "-" in a row. The
+// error wraps ErrInvalid and says which bound q exceeds and by how much;
+// it never repeats q. An empty query passes (the
 // search itself decides whether it means everything or nothing).
 func CheckQuery(q string) error {
 	if len(q) > MaxQueryBytes {

@@ -191,10 +191,9 @@ func (l *SessionLog) Search(ctx context.Context, query string, o memory.SearchOp
 	}
 	// The configuration is read first and passed as a value, and the
 	// statement is planned for its own arguments (QueryExecModeExec): the
-	// planner then knows how many lines the words match, and reads a
-	// common word's newest lines by time where it reads a rare word's
-	// through the full-text index. Under a cached generic plan, or with the
-	// query behind a subquery, it took every word for a rare one.
+	// planner then plans each read below for the query's own words. Under
+	// a cached generic plan, or with the query behind a subquery, it took
+	// every word for a rare one.
 	var cfg string
 	err := l.db.QueryRow(ctx, `SELECT coalesce((SELECT text_config::text FROM campaigns WHERE id = $1), $2)`,
 		l.campaign, DefaultLanguage).Scan(&cfg)
