@@ -59,6 +59,17 @@ const (
 	maxDepth     = 4
 )
 
+// campaignSnapshot opens the request's campaign and its graph snapshot
+// (graphSnapshot).
+func (s *Server) campaignSnapshot(ctx context.Context) (*access.Campaign, *snapshot, error) {
+	camp, err := s.openCampaign(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	sn, err := s.graphSnapshot(ctx, camp)
+	return camp, sn, err
+}
+
 // depths are the choices of a local view's depth.
 func depths() []int {
 	out := make([]int, maxDepth)
@@ -86,12 +97,7 @@ func parseDepth(v string) (int, error) {
 
 func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	camp, err := s.openCampaign(ctx)
-	if err != nil {
-		s.failErr(w, r, err)
-		return
-	}
-	sn, err := s.graphSnapshot(ctx, camp)
+	camp, sn, err := s.campaignSnapshot(ctx)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
@@ -128,12 +134,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 // fact, no fact waiting for review.
 func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	camp, err := s.openCampaign(ctx)
-	if err != nil {
-		s.failErr(w, r, err)
-		return
-	}
-	sn, err := s.graphSnapshot(ctx, camp)
+	camp, sn, err := s.campaignSnapshot(ctx)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
@@ -213,12 +214,7 @@ type found struct {
 // campaign (5 MB at the 100k bench scale, encoded after each edit).
 func (s *Server) graphFind(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	camp, err := s.openCampaign(ctx)
-	if err != nil {
-		s.failErr(w, r, err)
-		return
-	}
-	sn, err := s.graphSnapshot(ctx, camp)
+	camp, sn, err := s.campaignSnapshot(ctx)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
@@ -568,12 +564,7 @@ const maxEntityFacts = 500
 func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	dm := sessionOf(ctx).DM
-	camp, err := s.openCampaign(ctx)
-	if err != nil {
-		s.failErr(w, r, err)
-		return
-	}
-	sn, err := s.graphSnapshot(ctx, camp)
+	camp, sn, err := s.campaignSnapshot(ctx)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
