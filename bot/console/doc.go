@@ -19,9 +19,10 @@
 //     waiting for review too, with Confirm and Reject (the Review page's
 //     handler, which sends the DM back to the Ledger).
 //   - Graph: the campaign's entities and facts, drawn by a small force layout
-//     in a canvas, filtered by type, by an NPC's visibility and by session;
-//     secret facts are marked; an entity's attributes, facts over time and
-//     mentions open beside it.
+//     in a canvas, filtered by type, by an NPC's visibility and by session,
+//     whole or around one entity; secret facts are marked; a search by name
+//     or alias over the whole filtered campaign (/api/graph/find); an
+//     entity's attributes, facts over time and mentions open beside it.
 //   - Entities: every entity with an add form, and a page per entity with
 //     forms to edit, merge and retire it: the operations of `/memory entity
 //     add|edit|merge|retire` ([bot.AddEntity], [bot.EditEntity],
