@@ -20,6 +20,10 @@ type GatewayLink struct {
 	cfg    conn.Config
 	log    *slog.Logger
 
+	// holder, if set, says for a guild whether this process still holds
+	// its claim (FollowWhileHeld).
+	holder func(guildID string) func() bool
+
 	mu      sync.Mutex
 	follows map[string]*follow
 }
@@ -38,6 +42,16 @@ func NewGatewayLink(j *bot.Joiner, cfg conn.Config) *GatewayLink {
 	}
 	return &GatewayLink{joiner: j, cfg: cfg, log: log, follows: map[string]*follow{}}
 }
+
+// FollowWhileHeld makes the link follow the bot to a new voice session of
+// a guild only while holder(guildID) says this process holds the guild's
+// claim (lifecycle/lease Set.Holder). The bot user is one for every
+// glyphoxa process, so when another process takes a guild over and joins
+// its channel, every process sees the bot's voice session change: one that
+// stalled past its lease and woke up followed it, and Discord, which keeps
+// one voice connection per user and guild, cut the new owner's. Call it
+// before the first Join.
+func (l *GatewayLink) FollowWhileHeld(holder func(guildID string) func() bool) { l.holder = holder }
 
 // Join joins channelID and returns the connection once audio can flow.
 func (l *GatewayLink) Join(ctx context.Context, guildID, channelID string) (table.Voice, error) {
@@ -60,6 +74,10 @@ func (l *GatewayLink) Join(ctx context.Context, guildID, channelID string) (tabl
 		}
 		return nil, err
 	}
+	held := func() bool { return true }
+	if l.holder != nil {
+		held = l.holder(guildID)
+	}
 	fctx, stop := context.WithCancel(context.Background())
 	f := &follow{stop: stop, done: make(chan struct{})}
 	moves := l.joiner.Watch(guildID)
@@ -72,6 +90,11 @@ func (l *GatewayLink) Join(ctx context.Context, guildID, channelID string) (tabl
 			case p, ok := <-moves:
 				if !ok {
 					return
+				}
+				if !held() {
+					l.log.Warn("not following the bot to a new voice session: another glyphoxa process holds the guild now",
+						"guild", guildID, "channel", p.ChannelID)
+					continue
 				}
 				l.log.Info("following the bot to a new voice session", "guild", guildID, "channel", p.ChannelID)
 				if err := c.Switch(fctx, p); err != nil && fctx.Err() == nil {

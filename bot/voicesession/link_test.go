@@ -3,7 +3,11 @@ package voicesession_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,15 +82,17 @@ func hears(t *testing.T, talker *conn.Conn, listener table.Voice, talkerID strin
 	}
 }
 
-// TestGatewayLinkFollowsAMove: a member moves the bot to a channel served
-// by another voice server; the link switches the connection there.
-func TestGatewayLinkFollowsAMove(t *testing.T) {
-	t.Parallel()
-	const (
-		hall    = "100000000000000011"
-		cellar  = "100000000000000012"
-		cellarP = "444444444444444444"
-	)
+// linkWorld is a fake Discord with two voice servers, a bot session on it
+// and the joiner of that session.
+type linkWorld struct {
+	fake          *discordtest.Server
+	first, second *voicetest.Server
+	joiner        *bot.Joiner
+	botID         string
+}
+
+func newLinkWorld(t *testing.T, ctx context.Context) linkWorld {
+	t.Helper()
 	first, err := voicetest.New(voicetest.Config{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +103,6 @@ func TestGatewayLinkFollowsAMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(second.Close)
-
 	fake := discordtest.New()
 	t.Cleanup(fake.Close)
 	fake.AddGuild(&discordgo.Guild{ID: guildID, Name: "The Table"})
@@ -116,12 +121,25 @@ func TestGatewayLinkFollowsAMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sess.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
 	if err := voicetest.Wait(ctx, func() bool { return sess.State.User != nil }); err != nil {
 		t.Fatal("no READY from the fake Discord")
 	}
-	botID := fake.BotUser.ID
+	return linkWorld{fake: fake, first: first, second: second, joiner: joiner, botID: fake.BotUser.ID}
+}
+
+// TestGatewayLinkFollowsAMove: a member moves the bot to a channel served
+// by another voice server; the link switches the connection there.
+func TestGatewayLinkFollowsAMove(t *testing.T) {
+	t.Parallel()
+	const (
+		hall    = "100000000000000011"
+		cellar  = "100000000000000012"
+		cellarP = "444444444444444444"
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	w := newLinkWorld(t, ctx)
+	fake, first, second, joiner, botID := w.fake, w.first, w.second, w.joiner, w.botID
 
 	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute,
 		Backoff: conn.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}})
@@ -182,5 +200,73 @@ func TestGatewayLinkFollowsAMove(t *testing.T) {
 	}
 	if joiner.Channel(guildID) != cellar {
 		t.Fatalf("the joiner thinks the bot is in %q", joiner.Channel(guildID))
+	}
+}
+
+// logSignal is a slog handler that closes seen when a record with message
+// msg is logged.
+type logSignal struct {
+	msg  string
+	seen chan struct{}
+	once *sync.Once
+}
+
+func (h logSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h logSignal) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.msg) {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
+}
+func (h logSignal) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logSignal) WithGroup(string) slog.Handler      { return h }
+
+// TestGatewayLinkFollowsOnlyWhileHeld: once this process no longer holds
+// the guild's claim (another glyphoxa process took it over and joined the
+// channel with the same bot user), the bot's voice session moving is not
+// followed: the process keeps its connection until its session is handed
+// over, and does not take the new owner's (Discord keeps one per user and
+// guild). A stressed CI run saw a process woken after SIGSTOP follow the
+// new owner's join and cut its connection.
+func TestGatewayLinkFollowsOnlyWhileHeld(t *testing.T) {
+	t.Parallel()
+	const (
+		hall   = "100000000000000011"
+		cellar = "100000000000000012"
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	w := newLinkWorld(t, ctx)
+	notFollowing := logSignal{msg: "not following the bot", seen: make(chan struct{}), once: &sync.Once{}}
+	link := voicesession.NewGatewayLink(w.joiner, conn.Config{Logger: slog.New(notFollowing), HandshakeTimeout: time.Minute,
+		Backoff: conn.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}})
+	var held atomic.Bool
+	held.Store(true)
+	link.FollowWhileHeld(func(string) func() bool { return held.Load })
+	v, err := link.Join(ctx, guildID, hall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Drop(guildID); v.Close() })
+	player := linkPlayer(t, w.first, playerID, hall)
+	if err := voicetest.Wait(ctx, func() bool { return slices.Contains(v.Users(), playerID) }); err != nil {
+		t.Fatal("the bot does not see the player in the hall")
+	}
+
+	held.Store(false)
+	w.fake.SetVoiceEndpoint(w.second.Endpoint())
+	if err := w.fake.MoveBot(guildID, cellar); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-notFollowing.seen:
+	case <-ctx.Done():
+		t.Fatal("the link did not decide about the move")
+	}
+	if w.second.Connected(w.botID) {
+		t.Error("the link followed the bot to the new voice session of a guild it no longer holds")
+	}
+	if !w.first.Connected(w.botID) || !slices.Contains(player.Users(), w.botID) {
+		t.Errorf("the link left the hall's voice server: connected %t, the player sees %v", w.first.Connected(w.botID), player.Users())
 	}
 }
