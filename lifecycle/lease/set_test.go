@@ -37,7 +37,13 @@ func TestSetClaimsTakesOverAndReportsLoss(t *testing.T) {
 	}
 
 	// a stalls (its heartbeat does not run: the fake clock jumps past the
-	// lease time at once); b takes the guild with its session.
+	// lease time at once); b takes the guild with its session. The jump
+	// waits for a's heartbeat to arm its timer: armed after it, the timer
+	// would count from the new time and never fire (a quiet CI run waited
+	// out its hang guard so).
+	if !clk.WaitTimers(ctx, 1) {
+		t.Fatal("a's heartbeat never armed its timer")
+	}
 	clk.Advance(ttl + 1)
 	ok, state, err := sb.Take(ctx, "guild/7")
 	if !ok || state != "session s7" || err != nil {
