@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -159,11 +160,12 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 	// No focus and no depth asked for: the whole graph, unless it is large;
 	// then the view around its best-connected entity.
 	auto := focus == "" && q.Get("depth") == ""
-	key := fmt.Sprintf("%t\x00%s\x00%s\x00%s\x00%s\x00%d", dm, q.Get("type"), q.Get("npc"), q.Get("session"), focus, depth)
+	f := filterOf(q)
+	key := fmt.Sprintf("%t\x00%s\x00%s\x00%d", dm, f.key(), focus, depth)
 	body, ok := sn.cachedJSON(key)
 	if !ok {
 		var d graphData
-		whole := q.Get("type") == "" && q.Get("npc") == "" && q.Get("session") == ""
+		whole := f.whole()
 		if whole && auto && len(sn.entities) > localAbove {
 			focus = sn.hub()
 		}
@@ -174,7 +176,7 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 			// a view's time after each edit.
 			d = sn.around(focus, depth, dm)
 		} else {
-			if d, err = loadGraph(ctx, camp.Graph(), sn, dm, q.Get("type"), q.Get("npc"), q.Get("session")); err != nil {
+			if d, err = loadGraph(ctx, camp.Graph(), sn, dm, f.typ, f.npc, f.session); err != nil {
 				s.failErr(w, r, err)
 				return
 			}
@@ -195,6 +197,21 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(body)
 }
+
+// graphFilter is the filters of a graph view (and of its search): an
+// entity type, an NPC whose view it is (the DM's only), the session a fact
+// was established in; empty: none.
+type graphFilter struct{ typ, npc, session string }
+
+func filterOf(q url.Values) graphFilter {
+	return graphFilter{typ: q.Get("type"), npc: q.Get("npc"), session: q.Get("session")}
+}
+
+// whole reports whether the filter lets the whole graph through.
+func (f graphFilter) whole() bool { return f == graphFilter{} }
+
+// key identifies the filter in a snapshot's caches.
+func (f graphFilter) key() string { return f.typ + "\x00" + f.npc + "\x00" + f.session }
 
 // maxFound is how many entities the graph page's search lists.
 const maxFound = 100
@@ -235,16 +252,15 @@ func (s *Server) graphFind(w http.ResponseWriter, r *http.Request) {
 		out.Nodes = append(out.Nodes, n)
 		return true
 	}
-	if q.Get("type") == "" && q.Get("npc") == "" && q.Get("session") == "" {
+	if f := filterOf(q); f.whole() {
 		for _, e := range sn.entities {
 			if nameHolds(e.Name, e.Aliases, text) && !add(newGraphNode(e)) {
 				break
 			}
 		}
 	} else {
-		key := fmt.Sprintf("%t\x00%s\x00%s\x00%s", dm, q.Get("type"), q.Get("npc"), q.Get("session"))
-		nodes, err := sn.filtered(key, func() ([]graphNode, error) {
-			d, err := loadGraph(ctx, camp.Graph(), sn, dm, q.Get("type"), q.Get("npc"), q.Get("session"))
+		nodes, err := sn.filtered(fmt.Sprintf("%t\x00%s", dm, f.key()), func() ([]graphNode, error) {
+			d, err := loadGraph(ctx, camp.Graph(), sn, dm, f.typ, f.npc, f.session)
 			return d.Nodes, err
 		})
 		if err != nil {
