@@ -70,6 +70,7 @@ func Skipped() map[string]string {
 	return map[string]string{
 		"extraction_windows": "a cache of the language model's extractions, which may quote lines a player had forgotten",
 		"graph_changes":      "the change log agents sync from; the import writes its own",
+		"chunk_changes":      "the retrieval graph's log of changed chunk links; the import writes its own",
 		"kg_sessions":        "agents' sync sessions, tied to the database they were opened on",
 		"chunk_counts":       "full-text statistics, rebuilt by triggers",
 		"chunk_lexemes":      "full-text statistics, rebuilt by triggers",

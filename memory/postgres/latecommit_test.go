@@ -18,7 +18,8 @@ import (
 // then. When the long one commits, its change has an id below the
 // reader's cursor: the retrieval graph's refresh (GraphChanges) and the
 // caches' (ChangesAfter) must still report it, once the transaction has
-// ended, and not before.
+// ended, and not before. The same holds for the chunk links each writes
+// (the graph's mention edges).
 func TestLateCommitsAreNotSteppedOver(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -26,10 +27,13 @@ func TestLateCommitsAreNotSteppedOver(t *testing.T) {
 	camp := pgtest.Campaign(t, s, "camp")
 	g := camp.Graph()
 	for _, e := range []memory.Entity{{ID: "ada", Type: memory.EntityNPC, Name: "Ada"}, {ID: "bo", Type: memory.EntityNPC, Name: "Bo"},
-		{ID: "cy", Type: memory.EntityNPC, Name: "Cy"}} {
+		{ID: "cy", Type: memory.EntityNPC, Name: "Cy"}, {ID: "dee", Type: memory.EntityNPC, Name: "Dee"}} {
 		if err := g.UpsertEntity(ctx, e); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := camp.Index().IndexChunks(ctx, []memory.Chunk{{ID: "early", SessionID: "s2", Content: "Dee", EntityIDs: []string{"dee"}}}); err != nil {
+		t.Fatal(err)
 	}
 	graphCur := must[postgres.GraphCursor](t)(camp.LoadGraph(ctx, func(postgres.GraphEdge) error { return nil }))
 	cacheCur := must[postgres.ChangeCursor](t)(camp.Cursor(ctx))
@@ -39,17 +43,30 @@ func TestLateCommitsAreNotSteppedOver(t *testing.T) {
 		r, err := tc.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: "ada", TargetID: "bo", Type: "OWES",
 			Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}})
 		late = r.ID
-		return err
+		if err != nil {
+			return err
+		}
+		return tc.Index().IndexChunks(ctx, []memory.Chunk{{ID: "late", SessionID: "s1", Content: "Ada", EntityIDs: []string{"ada"}}})
 	})
 	early := must[memory.Relationship](t)(g.UpsertRelationship(ctx, memory.Relationship{SourceID: "bo", TargetID: "cy", Type: "KNOWS",
 		Status: memory.StatusActive, Provenance: memory.Provenance{Confidence: 1}}))
+	// Chunk writes wait on each other (the full-text statistics), not a
+	// merge, which moves a chunk's links.
+	if _, err := g.MergeEntities(ctx, "dee", "cy", ""); err != nil {
+		t.Fatal(err)
+	}
 
+	var linked []string // the chunks the last graphFacts read links of
 	graphFacts := func() []int64 {
 		t.Helper()
 		var ids []int64
+		linked = nil
 		next, err := camp.GraphChanges(ctx, graphCur, func(e postgres.GraphEdge) error {
 			if e.Kind == postgres.EdgeFact && !e.Removed {
 				ids = append(ids, e.FactID)
+			}
+			if e.Kind == postgres.EdgeMention && !e.Removed {
+				linked = append(linked, e.To)
 			}
 			return nil
 		})
@@ -78,6 +95,9 @@ func TestLateCommitsAreNotSteppedOver(t *testing.T) {
 	if got := graphFacts(); !slices.Contains(got, early.ID) || slices.Contains(got, late) {
 		t.Fatalf("the graph's refresh while the long transaction runs: %v, want %d and not %d", got, early.ID, late)
 	}
+	if !slices.Equal(linked, []string{"early"}) {
+		t.Fatalf("the graph's refresh while the long transaction runs read the links of %v, want [early]", linked)
+	}
 	if got := cacheFacts(); !slices.Contains(got, early.ID) || slices.Contains(got, late) {
 		t.Fatalf("the cache's refresh while the long transaction runs: %v, want %d and not %d", got, early.ID, late)
 	}
@@ -88,14 +108,20 @@ func TestLateCommitsAreNotSteppedOver(t *testing.T) {
 		t.Fatalf("the cursors (%d, %d) are not past the late change's fact %d: the test shows nothing", graphCur.Change, cacheCur.ID, late)
 	}
 	// Committed now, below both cursors: read all the same, once.
+	if graphCur.Chunk == 0 {
+		t.Fatal("the graph's cursor has read no chunk change: the test shows nothing")
+	}
 	if got := graphFacts(); !slices.Contains(got, late) {
 		t.Errorf("the graph's refresh stepped over fact %d, committed late: %v", late, got)
+	}
+	if !slices.Equal(linked, []string{"late"}) {
+		t.Errorf("the graph's refresh after the late commit read the links of %v, want [late]", linked)
 	}
 	if got := cacheFacts(); !slices.Contains(got, late) {
 		t.Errorf("the cache's refresh stepped over fact %d, committed late: %v", late, got)
 	}
-	if got := graphFacts(); len(got) != 0 {
-		t.Errorf("the graph's refresh with nothing new: %v", got)
+	if got := graphFacts(); len(got) != 0 || len(linked) != 0 {
+		t.Errorf("the graph's refresh with nothing new: facts %v, chunks %v", got, linked)
 	}
 	if got := cacheFacts(); len(got) != 0 {
 		t.Errorf("the cache's refresh with nothing new: %v", got)

@@ -352,13 +352,10 @@ type GraphCursor struct {
 	// id they commit later is read by the next refresh).
 	Change  int64
 	Running []int64
-	// ChunksAt and ChunkID are the newest chunk update seen, in the order
-	// (updated_at, id): the id breaks the tie between the chunks one
-	// transaction wrote, which share its timestamp, so that a refresh
-	// reads only chunks written since (through the index
-	// chunks_updated).
-	ChunksAt time.Time
-	ChunkID  string
+	// Chunk is the last change of a chunk's entity links seen
+	// (chunk_changes, migration 0042), read in the same snapshot as
+	// Running, which serves it as it serves Change.
+	Chunk int64
 }
 
 // LoadGraph streams the campaign's retrieval graph to fn: every active
@@ -371,9 +368,7 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 	// Read the cursor first: a write racing with the load shows up again
 	// in the next refresh, and applying an edge twice is harmless.
 	b.Queue(`SELECT coalesce((SELECT max(id) FROM graph_changes WHERE campaign_id = $1), 0), `+runningSQL+`,
-		coalesce(l.updated_at, 'epoch'), coalesce(l.id, '')
-		FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT updated_at, id FROM chunks WHERE campaign_id = $1
-		    ORDER BY updated_at DESC, id DESC LIMIT 1) l ON true`, c.id)
+		coalesce((SELECT max(id) FROM chunk_changes WHERE campaign_id = $1), 0)`, c.id)
 	b.Queue(`SELECT r.id, r.source_id, r.target_id, r.confidence FROM relationships r
 		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r"), c.id)
 	// The mentions of entities the viewer may see only: a player's graph
@@ -387,7 +382,7 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 	b.Queue(mentions, c.id)
 	res := c.l1.db.SendBatch(ctx, b)
 	defer res.Close()
-	if err := res.QueryRow().Scan(&cur.Change, &cur.Running, &cur.ChunksAt, &cur.ChunkID); err != nil {
+	if err := res.QueryRow().Scan(&cur.Change, &cur.Running, &cur.Chunk); err != nil {
 		return cur, fmt.Errorf("reading the graph cursor: %w", err)
 	}
 	rows, err := res.Query()
@@ -414,38 +409,42 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 
 // GraphChanges streams to fn what changed in the retrieval graph since cur:
 // for each changed relationship its current edge, or its removal; for each
-// re-indexed chunk the removal of its mention edges followed by the current
-// ones. Chunks deleted outright are not reported; readers drop them when
-// they fail to load. It returns the new cursor.
+// chunk whose entity links changed (re-indexed, merged into another
+// entity, deleted with their entity or their chunk) the removal of its
+// mention edges followed by the current ones, as the viewer may see them.
+// It returns the new cursor.
 //
 // With nothing written since cur it costs one round trip of a few index
 // lookups (a second one reads the relationships that changed, if any). A
-// relationship changed by a transaction that was running at cur and
-// commits later is reported although its change id is below cur's
-// ([ChangeCursor]). A chunk written by a transaction that began before
-// cur's newest chunk was written but committed after it was read is not
-// seen (its timestamp sorts before the cursor); the next
-// [Campaign.LoadGraph] sees it.
+// change written by a transaction that was running at cur and commits
+// later is reported although its id is below cur's ([ChangeCursor]). A
+// change may be reported twice (a later refresh reads it again); applying
+// it twice is harmless.
 func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(GraphEdge) error) (GraphCursor, error) {
 	next := cur
 	b := &pgx.Batch{}
-	// The changed facts, the newest id and the transactions in progress
+	// The changed facts, the newest ids and the transactions in progress
 	// in one statement, one snapshot: a newest id read in a later
 	// statement could step over a change committed between the two. A
-	// fact changed by a transaction that was running at cur and has
+	// change written by a transaction that was running at cur and has
 	// committed since comes back even with an id below cur's
 	// (ChangeCursor).
+	xids := xidTexts(cur.Running)
 	b.Queue(`WITH now AS (SELECT `+runningSQL+` AS running,
-		                    (SELECT coalesce(max(id), $2) FROM graph_changes WHERE campaign_id = $1) AS top)
-		SELECT now.running, now.top, ch.ref FROM now LEFT JOIN LATERAL (
+		                    (SELECT coalesce(max(id), $2) FROM graph_changes WHERE campaign_id = $1) AS top,
+		                    (SELECT coalesce(max(id), $4) FROM chunk_changes WHERE campaign_id = $1) AS chunk_top)
+		SELECT now.running, now.top, now.chunk_top, ch.ref FROM now LEFT JOIN LATERAL (
 		    SELECT ch.id, ch.ref FROM graph_changes ch
 		    WHERE ch.campaign_id = $1 AND ch.kind = 'fact' AND (ch.id > $2 OR `+lateSQL+`)) ch ON true
-		ORDER BY ch.id`, c.id, cur.Change, xidTexts(cur.Running))
-	b.Queue(`SELECT c.id, c.updated_at,
-		    `+c.view.chunkEntityIDs("c")+`
-		FROM chunks c
-		WHERE c.campaign_id = $1 AND (c.updated_at, c.id) > ($2, $3)
-		ORDER BY c.updated_at, c.id`, c.id, cur.ChunksAt, cur.ChunkID)
+		ORDER BY ch.id`, c.id, cur.Change, xids, cur.Chunk)
+	// The chunks' links, read in a later snapshot than the cursor's: a
+	// change committed in between is read now and again by the next
+	// refresh, never stepped over.
+	b.Queue(`SELECT x.chunk_id, coalesce((SELECT `+c.view.chunkEntityIDs("c")+` FROM chunks c
+		                                   WHERE c.campaign_id = $1 AND c.id = x.chunk_id), '{}')
+		FROM (SELECT ch.chunk_id, min(ch.id) AS first FROM chunk_changes ch
+		      WHERE ch.campaign_id = $1 AND (ch.id > $2 OR `+lateSQL+`) GROUP BY ch.chunk_id) x
+		ORDER BY x.first, x.chunk_id`, c.id, cur.Chunk, xids)
 	res := c.l1.db.SendBatch(ctx, b)
 	defer res.Close()
 	rows, err := res.Query()
@@ -455,7 +454,7 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	var facts []int64
 	seen := map[int64]bool{}
 	var ref *string
-	if _, err := pgx.ForEachRow(rows, []any{&next.Running, &next.Change, &ref}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&next.Running, &next.Change, &next.Chunk, &ref}, func() error {
 		if ref == nil {
 			return nil
 		}
@@ -469,7 +468,6 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	}
 	type changedChunk struct {
 		id   string
-		at   time.Time
 		ents []string
 	}
 	var chunks []changedChunk
@@ -478,7 +476,7 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 		return cur, fmt.Errorf("reading changed chunks: %w", err)
 	}
 	var ch changedChunk
-	if _, err := pgx.ForEachRow(rows, []any{&ch.id, &ch.at, &ch.ents}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&ch.id, &ch.ents}, func() error {
 		chunks = append(chunks, ch)
 		ch.ents = nil
 		return nil
@@ -505,7 +503,6 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 		}
 	}
 	for _, x := range chunks {
-		next.ChunksAt, next.ChunkID = x.at, x.id
 		if err := fn(GraphEdge{Kind: EdgeMention, To: x.id, Removed: true}); err != nil {
 			return cur, fmt.Errorf("reading changed chunks: %w", err)
 		}

@@ -317,3 +317,61 @@ func TestChunkEntities(t *testing.T) {
 		t.Errorf("after re-linking: %v", got)
 	}
 }
+
+// TestRefreshFollowsLinksMovedOrDeleted: a DM's merge moves a duplicate's
+// chunk links to the entity it is merged into, and deleting an entity or
+// a session's chunks takes their links away, without re-indexing any
+// chunk. A resident graph (an NPC's, the MCP server's) must see them on
+// its next refresh as a fresh load does, or a question naming the merged
+// entity never reaches the duplicate's lines until the process restarts.
+func TestRefreshFollowsLinksMovedOrDeleted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		write func(ctx context.Context, c *postgres.Campaign) error
+		seed  string
+	}{
+		{"merge", func(ctx context.Context, c *postgres.Campaign) error {
+			_, err := c.Graph().MergeEntities(ctx, "d", "z", "")
+			return err
+		}, "z"},
+		{"delete an entity", func(ctx context.Context, c *postgres.Campaign) error {
+			return c.Graph().DeleteEntity(ctx, "b")
+		}, "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := world(t)
+			ctx := ctxT(t)
+			g, err := New(c, Config{Tolerance: 1e-12, MaxIterations: 500})
+			check(t, err)
+			check(t, g.Load(ctx))
+			check(t, tc.write(ctx, c))
+			_, err = g.Refresh(ctx)
+			check(t, err)
+			fresh, _ := New(c, Config{Tolerance: 1e-12, MaxIterations: 500})
+			check(t, fresh.Load(ctx))
+			a := g.Rank([]Seed{{tc.seed, 1}}, nil, 0)
+			b := fresh.Rank([]Seed{{tc.seed, 1}}, nil, 0)
+			if fmt.Sprint(chunkIDsOf(a.Chunks)) != fmt.Sprint(chunkIDsOf(b.Chunks)) {
+				t.Fatalf("refreshed %v, reloaded %v", a.Chunks, b.Chunks)
+			}
+			for i := range a.Chunks {
+				if math.Abs(a.Chunks[i].Score-b.Chunks[i].Score) > 1e-6*b.Chunks[i].Score {
+					t.Errorf("chunk %d: refreshed %+v, reloaded %+v", i, a.Chunks[i], b.Chunks[i])
+				}
+			}
+			if s, f := g.Stats(), fresh.Stats(); s.Edges != f.Edges {
+				t.Errorf("refreshed graph has %d edges, reloaded %d", s.Edges, f.Edges)
+			}
+		})
+	}
+}
+
+func chunkIDsOf(rs []Result) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return out
+}
