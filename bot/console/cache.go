@@ -37,12 +37,12 @@ type snapshot struct {
 	// copies the lists, 100,000 entries at the 100k bench scale, and
 	// shares what did not change; nothing is written through them.
 	entities []*memory.Entity
-	byID     map[string]*memory.Entity
+	byID     *shardMap[*memory.Entity]
 	// facts are the newest maxFacts, whatever their status, with
 	// the names of their ends, newestFirst; byEntity indexes them by both
 	// ends, in the same order.
 	facts    []*access.FactWithNames
-	byEntity map[string][]*access.FactWithNames
+	byEntity *shardMap[[]*access.FactWithNames]
 	// json caches encoded graph views by their filter.
 	mu        sync.Mutex
 	json      map[string][]byte
@@ -245,18 +245,24 @@ func loadSnapshot(ctx context.Context, camp *access.Campaign, seen string, maxFa
 	if err != nil {
 		return nil, err
 	}
-	sn := &snapshot{seen: seen, entities: sortedByName(ents), byID: make(map[string]*memory.Entity, len(ents)),
-		facts: pointers(facts), byEntity: map[string][]*access.FactWithNames{}, json: map[string][]byte{}}
+	sn := &snapshot{seen: seen, entities: sortedByName(ents), facts: pointers(facts), json: map[string][]byte{}}
+	sn.index()
+	return sn, nil
+}
+
+// index makes sn's indexes of its entities (byID) and facts (byEntity,
+// sn.facts being newestFirst).
+func (sn *snapshot) index() {
+	sn.byID, sn.byEntity = newShardMap[*memory.Entity](), newShardMap[[]*access.FactWithNames]()
 	for _, e := range sn.entities {
-		sn.byID[e.ID] = e
+		sn.byID.set(e.ID, e)
 	}
 	for _, f := range sn.facts {
-		sn.byEntity[f.SourceID] = append(sn.byEntity[f.SourceID], f)
+		sn.byEntity.set(f.SourceID, append(sn.byEntity.get(f.SourceID), f))
 		if f.TargetID != f.SourceID {
-			sn.byEntity[f.TargetID] = append(sn.byEntity[f.TargetID], f)
+			sn.byEntity.set(f.TargetID, append(sn.byEntity.get(f.TargetID), f))
 		}
 	}
-	return sn, nil
 }
 
 // refreshSnapshot returns old, read as of cur, brought up to date with the
@@ -361,7 +367,7 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 		drop[id] = true
 	}
 	for id := range changedEnt {
-		for _, f := range old.byEntity[id] {
+		for _, f := range old.byEntity.get(id) {
 			drop[f.ID] = true
 		}
 	}
@@ -387,18 +393,18 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 	added := sortedByName(ents)
 	gone := make(map[*memory.Entity]bool, len(changedEnt))
 	for id := range changedEnt {
-		if e := old.byID[id]; e != nil {
+		if e := old.byID.get(id); e != nil {
 			gone[e] = true
 		}
 	}
 	sn := &snapshot{seen: old.seen, refreshed: true, json: map[string][]byte{},
 		entities: mergeSorted(old.entities, func(e *memory.Entity) bool { return gone[e] }, added, byName),
-		byID:     maps.Clone(old.byID), facts: newFacts, byEntity: maps.Clone(old.byEntity)}
+		byID: old.byID.clone(), facts: newFacts, byEntity: old.byEntity.clone()}
 	for id := range changedEnt {
-		delete(sn.byID, id)
+		sn.byID.delete(id)
 	}
 	for _, e := range added {
-		sn.byID[e.ID] = e
+		sn.byID.set(e.ID, e)
 	}
 	// The ends whose lists changed: those of the facts dropped and of
 	// the facts read again (kept unless cut at the cap).
@@ -416,11 +422,11 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 		}
 	}
 	for id, add := range ends {
-		list := mergeSorted(old.byEntity[id], func(f *access.FactWithNames) bool { return dropped[f] }, add, newestFirst)
+		list := mergeSorted(old.byEntity.get(id), func(f *access.FactWithNames) bool { return dropped[f] }, add, newestFirst)
 		if len(list) == 0 {
-			delete(sn.byEntity, id)
+			sn.byEntity.delete(id)
 		} else {
-			sn.byEntity[id] = list
+			sn.byEntity.set(id, list)
 		}
 	}
 	// An entity's facts in the graph view change only when its list
@@ -485,25 +491,38 @@ func newestFirst(a, b *access.FactWithNames) int {
 
 // mergeSorted returns sorted (ordered by order) without the elements drop
 // reports, with add (ordered by order too, none equal to a kept element)
-// merged in. The runs between changes are copied whole: a snapshot's
-// lists hold 100,000 elements, a refresh changes a few.
+// merged in, in one new slice of the result's length. The runs between
+// changes are copied whole: a snapshot's lists hold 100,000 elements, a
+// refresh changes a few.
 func mergeSorted[T any](sorted []T, drop func(T) bool, add []T, order func(a, b T) int) []T {
-	kept := make([]T, 0, len(sorted))
-	run := 0
+	var drops []int // indexes into sorted, ascending
 	for i := range sorted {
 		if drop(sorted[i]) {
-			kept = append(kept, sorted[run:i]...)
-			run = i + 1
+			drops = append(drops, i)
 		}
 	}
-	kept = append(kept, sorted[run:]...)
-	out := make([]T, 0, len(kept)+len(add))
-	for _, x := range add {
-		i, _ := slices.BinarySearchFunc(kept, x, order)
-		out = append(append(out, kept[:i]...), x)
-		kept = kept[i:]
+	out := make([]T, 0, len(sorted)-len(drops)+len(add))
+	// kept appends sorted[from:to] less the dropped, whose indexes from d
+	// on are at from or after.
+	d := 0
+	kept := func(from, to int) {
+		for ; d < len(drops) && drops[d] < to; d++ {
+			out = append(out, sorted[from:drops[d]]...)
+			from = drops[d] + 1
+		}
+		out = append(out, sorted[from:to]...)
 	}
-	return append(out, kept...)
+	at := 0
+	for _, x := range add {
+		// Before the first element not less than x: a dropped element
+		// equal to x (a fact read again unchanged) goes after it.
+		i, _ := slices.BinarySearchFunc(sorted[at:], x, order)
+		kept(at, at+i)
+		out = append(out, x)
+		at += i
+	}
+	kept(at, len(sorted))
+	return out
 }
 
 // maxCachedViews and maxCachedBytes bound the encoded graph views a

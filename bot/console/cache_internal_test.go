@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -140,18 +141,9 @@ func randomFact(r *rand.Rand, nEnts int, id int64) memory.Relationship {
 // indexSnapshot is a snapshot of ents and facts, indexed as loadSnapshot
 // indexes them.
 func indexSnapshot(ents []memory.Entity, facts []access.FactWithNames) *snapshot {
-	sn := &snapshot{entities: sortedByName(ents), byID: map[string]*memory.Entity{}, facts: pointers(facts),
-		byEntity: map[string][]*access.FactWithNames{}}
+	sn := &snapshot{entities: sortedByName(ents), facts: pointers(facts)}
 	slices.SortFunc(sn.facts, newestFirst)
-	for _, e := range sn.entities {
-		sn.byID[e.ID] = e
-	}
-	for _, f := range sn.facts {
-		sn.byEntity[f.SourceID] = append(sn.byEntity[f.SourceID], f)
-		if f.TargetID != f.SourceID {
-			sn.byEntity[f.TargetID] = append(sn.byEntity[f.TargetID], f)
-		}
-	}
+	sn.index()
 	return sn
 }
 
@@ -175,7 +167,7 @@ func TestNextHubIsTheHub(t *testing.T) {
 		}
 		for i := range r.IntN(3) {
 			id := fmt.Sprintf("e%02d", len(old.entities)+i) // one an old fact may already name
-			if old.byID[id] == nil {
+			if old.byID.get(id) == nil {
 				ents = append(ents, memory.Entity{ID: id, Name: "new", Type: "npc"})
 				touched[id] = true
 			}
@@ -210,6 +202,52 @@ func TestNextHubIsTheHub(t *testing.T) {
 		if want := indexSnapshot(ents, facts).hub(); got != want {
 			t.Fatalf("seed %d: the hub carried over (%t) from %s is %s, found from every fact %s; touched %v",
 				seed, carried, old.hub(), got, want, touched)
+		}
+	}
+}
+
+// TestMergeSortedIsSortAndFilter: merging is the same as dropping,
+// appending and sorting, for random lists, drops and additions (an added
+// element may equal a dropped one: a fact read again unchanged), and it
+// allocates the result once, at its length.
+func TestMergeSortedIsSortAndFilter(t *testing.T) {
+	for seed := range uint64(500) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		var sorted []int
+		for v := 0; len(sorted) < r.IntN(60); v += 1 + r.IntN(3) {
+			sorted = append(sorted, 2*v)
+		}
+		dropped := map[int]bool{}
+		for _, v := range sorted {
+			if r.IntN(5) == 0 {
+				dropped[v] = true
+			}
+		}
+		var add []int
+		for range r.IntN(8) {
+			v := 2 * r.IntN(200)
+			if slices.Contains(sorted, v) && !dropped[v] {
+				v++ // not equal to a kept element
+			}
+			if !slices.Contains(add, v) {
+				add = append(add, v)
+			}
+		}
+		slices.Sort(add)
+		var want []int
+		for _, v := range sorted {
+			if !dropped[v] {
+				want = append(want, v)
+			}
+		}
+		want = append(want, add...)
+		slices.Sort(want)
+		got := mergeSorted(sorted, func(v int) bool { return dropped[v] }, add, cmp.Compare[int])
+		if !slices.Equal(got, want) {
+			t.Fatalf("seed %d: merging %v less %v with %v gave %v, want %v", seed, sorted, dropped, add, got, want)
+		}
+		if cap(got) != len(got) {
+			t.Fatalf("seed %d: the result has capacity %d for %d elements", seed, cap(got), len(got))
 		}
 	}
 }

@@ -52,10 +52,10 @@ func (sn *snapshot) data() SnapshotData {
 	for _, f := range sn.facts {
 		d.Facts = append(d.Facts, *f)
 	}
-	for id, e := range sn.byID {
+	for id, e := range sn.byID.all() {
 		d.ByID[id] = *e
 	}
-	for id, fs := range sn.byEntity {
+	for id, fs := range sn.byEntity.all() {
 		for _, f := range fs {
 			d.ByEntity[id] = append(d.ByEntity[id], f.ID)
 		}

@@ -117,7 +117,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 	// /graph/{id} is the entity's page: the graph around it, its panel open.
 	focus, title := r.PathValue("id"), "Graph"
 	if focus != "" {
-		e, ok := sn.byID[focus]
+		e, ok := sn.byID.lookup(focus)
 		if !ok {
 			s.failErr(w, r, fmt.Errorf("entity %q: %w", focus, memory.ErrNotFound))
 			return
@@ -149,7 +149,7 @@ func (s *Server) graphJSON(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if focus != "" {
-		if _, ok := sn.byID[focus]; !ok {
+		if _, ok := sn.byID.lookup(focus); !ok {
 			s.failErr(w, r, fmt.Errorf("entity %q: %w", focus, memory.ErrNotFound))
 			return
 		}
@@ -312,7 +312,7 @@ func loadGraph(ctx context.Context, g *access.Graph, sn *snapshot, dm bool, typ,
 	// snapshot's index answers, not a map of 100,000 built per view).
 	var keep func(id string) bool
 	if typ == "" && npcID == "" {
-		keep = func(id string) bool { _, ok := sn.byID[id]; return ok }
+		keep = func(id string) bool { _, ok := sn.byID.lookup(id); return ok }
 	} else {
 		kept := make(map[string]bool, len(ents))
 		for _, e := range ents {
@@ -418,7 +418,7 @@ func (d graphData) around(focus string, depth int) graphData {
 // snapshot that is not rejected, between two of its entities (as
 // loadGraph keeps them).
 func (sn *snapshot) holds(f *access.FactWithNames) bool {
-	return f.Status != memory.StatusRejected && sn.byID[f.SourceID] != nil && sn.byID[f.TargetID] != nil
+	return f.Status != memory.StatusRejected && sn.byID.get(f.SourceID) != nil && sn.byID.get(f.TargetID) != nil
 }
 
 // hub is the best-connected entity of the unfiltered graph (graphData.hub
@@ -426,7 +426,7 @@ func (sn *snapshot) holds(f *access.FactWithNames) bool {
 // per snapshot, from every fact unless a refresh carried it over.
 func (sn *snapshot) hub() string {
 	sn.hubOnce.Do(func() {
-		deg := make(map[string]int, len(sn.byEntity))
+		deg := make(map[string]int, sn.byEntity.len())
 		for _, f := range sn.facts {
 			if sn.holds(f) {
 				deg[f.SourceID]++
@@ -453,7 +453,7 @@ func (sn *snapshot) nextHub(old *snapshot, touched func(yield func(string) bool)
 		return
 	}
 	hub := old.hub()
-	if sn.byID[hub] == nil {
+	if sn.byID.get(hub) == nil {
 		return
 	}
 	best, bestDeg := hub, sn.degree(hub)
@@ -461,7 +461,7 @@ func (sn *snapshot) nextHub(old *snapshot, touched func(yield func(string) bool)
 		if id == hub {
 			return
 		}
-		if sn.byID[id] == nil {
+		if sn.byID.get(id) == nil {
 			continue
 		}
 		if d := sn.degree(id); d > bestDeg || (d == bestDeg && id < best) {
@@ -478,7 +478,7 @@ func (sn *snapshot) nextHub(old *snapshot, touched func(yield func(string) bool)
 // id to itself twice (as graphData.hub counts).
 func (sn *snapshot) degree(id string) int {
 	n := 0
-	for _, f := range sn.byEntity[id] {
+	for _, f := range sn.byEntity.get(id) {
 		if sn.holds(f) {
 			n++
 			if f.SourceID == f.TargetID {
@@ -499,7 +499,7 @@ func (sn *snapshot) around(focus string, depth int, dm bool) graphData {
 	for h := 1; h <= depth && len(frontier) > 0; h++ {
 		var next []string
 		for _, id := range frontier {
-			for _, f := range sn.byEntity[id] {
+			for _, f := range sn.byEntity.get(id) {
 				if !sn.holds(f) {
 					continue
 				}
@@ -519,7 +519,7 @@ func (sn *snapshot) around(focus string, depth int, dm bool) graphData {
 		Total: len(sn.entities)}
 	ents := make([]*memory.Entity, 0, len(hops))
 	for id := range hops {
-		ents = append(ents, sn.byID[id])
+		ents = append(ents, sn.byID.get(id))
 	}
 	slices.SortFunc(ents, byName)
 	for _, e := range ents {
@@ -527,7 +527,7 @@ func (sn *snapshot) around(focus string, depth int, dm bool) graphData {
 		n.Hops = hops[e.ID]
 		out.Nodes = append(out.Nodes, n)
 		// Each fact once: from its source's list, which holds it.
-		for _, f := range sn.byEntity[e.ID] {
+		for _, f := range sn.byEntity.get(e.ID) {
 			if f.SourceID != e.ID || !sn.holds(f) {
 				continue
 			}
@@ -585,7 +585,7 @@ func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
-	e, ok := sn.byID[r.PathValue("id")]
+	e, ok := sn.byID.lookup(r.PathValue("id"))
 	if !ok {
 		s.failErr(w, r, fmt.Errorf("entity %q: %w", r.PathValue("id"), memory.ErrNotFound))
 		return
@@ -598,7 +598,7 @@ func (s *Server) entityJSON(w http.ResponseWriter, r *http.Request) {
 	if info.Attributes == nil {
 		info.Attributes = []attr{}
 	}
-	for _, f := range sn.byEntity[e.ID] {
+	for _, f := range sn.byEntity.get(e.ID) {
 		if len(info.Facts) == maxEntityFacts {
 			break
 		}
