@@ -399,7 +399,7 @@ func (s *Server) refreshSnapshot(ctx context.Context, camp *access.Campaign, old
 	}
 	sn := &snapshot{seen: old.seen, refreshed: true, json: map[string][]byte{},
 		entities: mergeSorted(old.entities, func(e *memory.Entity) bool { return gone[e] }, added, byName),
-		byID: old.byID.clone(), facts: newFacts, byEntity: old.byEntity.clone()}
+		byID:     old.byID.clone(), facts: newFacts, byEntity: old.byEntity.clone()}
 	for id := range changedEnt {
 		sn.byID.delete(id)
 	}
