@@ -108,11 +108,12 @@ type Graph struct {
 	nodes   map[string]int32 // "e:"+entity id or "c:"+chunk id
 	keys    []string
 	isChunk []bool
-	chunks  int // chunk nodes
 
 	edges    []edge
 	facts    map[int64]int32   // fact id → edge index
-	mentions map[int32][]int32 // chunk node → edge indices
+	// mentions holds each chunk linked to an entity (the graph's chunks,
+	// as the specificity of a name counts them): chunk node → edge indices.
+	mentions map[int32][]int32
 	deg      []float64         // weighted degree of live edges
 	df       []int32           // live chunk links of each entity node
 	dead     int
@@ -164,7 +165,7 @@ func (g *Graph) Load(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.cursor = cur
-	g.nodes, g.keys, g.isChunk, g.chunks = fresh.nodes, fresh.keys, fresh.isChunk, fresh.chunks
+	g.nodes, g.keys, g.isChunk = fresh.nodes, fresh.keys, fresh.isChunk
 	g.edges, g.facts, g.mentions, g.deg, g.df, g.dead = fresh.edges, fresh.facts, fresh.mentions, fresh.deg, fresh.df, fresh.dead
 	g.built, g.off, g.nbr, g.w, g.pos, g.extra = fresh.built, fresh.off, fresh.nbr, fresh.w, fresh.pos, fresh.extra
 	return nil
@@ -189,6 +190,7 @@ func (g *Graph) Refresh(ctx context.Context) (int, error) {
 
 // Stats describes the graph's size.
 type Stats struct {
+	// Chunks counts the chunks linked to an entity.
 	Nodes, Chunks, Edges int
 	// Overlay is the number of edges added since the arrays were last
 	// compacted.
@@ -199,7 +201,7 @@ type Stats struct {
 func (g *Graph) Stats() Stats {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return Stats{Nodes: len(g.keys), Chunks: g.chunks, Edges: len(g.edges) - g.dead, Overlay: len(g.edges) - g.built}
+	return Stats{Nodes: len(g.keys), Chunks: len(g.mentions), Edges: len(g.edges) - g.dead, Overlay: len(g.edges) - g.built}
 }
 
 // node returns the node of prefix+id ("e:" or "c:" and an id), adding it
@@ -216,9 +218,6 @@ func (g *Graph) node(prefix, id string, chunk bool) int32 {
 	g.nodes[key] = i
 	g.keys = append(g.keys, key)
 	g.isChunk = append(g.isChunk, chunk)
-	if chunk {
-		g.chunks++
-	}
 	g.deg = append(g.deg, 0)
 	g.df = append(g.df, 0)
 	return i
@@ -640,7 +639,7 @@ func (g *Graph) Specificity(entityID string) float64 {
 	if !ok {
 		return 0
 	}
-	n, df := float64(g.chunks), float64(g.df[i])
+	n, df := float64(len(g.mentions)), float64(g.df[i])
 	return math.Log(1+(n-df+0.5)/(df+0.5)) / math.Log(1+(n+0.5)/0.5)
 }
 

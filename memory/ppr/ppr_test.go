@@ -330,14 +330,20 @@ func TestRefreshFollowsLinksMovedOrDeleted(t *testing.T) {
 		name  string
 		write func(ctx context.Context, c *postgres.Campaign) error
 		seed  string
+		gone  string // the entity the write deletes (no question names it)
 	}{
 		{"merge", func(ctx context.Context, c *postgres.Campaign) error {
 			_, err := c.Graph().MergeEntities(ctx, "d", "z", "")
 			return err
-		}, "z"},
+		}, "z", "d"},
 		{"delete an entity", func(ctx context.Context, c *postgres.Campaign) error {
 			return c.Graph().DeleteEntity(ctx, "b")
-		}, "a"},
+		}, "a", "b"},
+		{"delete a chunk", func(ctx context.Context, c *postgres.Campaign) error {
+			// The session re-chunked without k2.
+			_, err := c.Index().DeleteSessionChunks(ctx, "s1", []string{"k1", "k3", "k9"})
+			return err
+		}, "c", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -361,8 +367,16 @@ func TestRefreshFollowsLinksMovedOrDeleted(t *testing.T) {
 					t.Errorf("chunk %d: refreshed %+v, reloaded %+v", i, a.Chunks[i], b.Chunks[i])
 				}
 			}
-			if s, f := g.Stats(), fresh.Stats(); s.Edges != f.Edges {
-				t.Errorf("refreshed graph has %d edges, reloaded %d", s.Edges, f.Edges)
+			if s, f := g.Stats(), fresh.Stats(); s.Edges != f.Edges || s.Chunks != f.Chunks {
+				t.Errorf("refreshed graph has %d edges and %d chunks, reloaded %d and %d", s.Edges, s.Chunks, f.Edges, f.Chunks)
+			}
+			for _, id := range []string{"a", "b", "c", "d", "z"} {
+				if id == tc.gone {
+					continue
+				}
+				if s, f := g.Specificity(id), fresh.Specificity(id); math.Abs(s-f) > 1e-12 {
+					t.Errorf("the specificity of %s: refreshed %v, reloaded %v", id, s, f)
+				}
 			}
 		})
 	}
