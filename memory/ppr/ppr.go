@@ -109,13 +109,13 @@ type Graph struct {
 	keys    []string
 	isChunk []bool
 
-	edges    []edge
-	facts    map[int64]int32   // fact id → edge index
+	edges []edge
+	facts map[int64]int32 // fact id → edge index
 	// mentions holds each chunk linked to an entity (the graph's chunks,
 	// as the specificity of a name counts them): chunk node → edge indices.
 	mentions map[int32][]int32
-	deg      []float64         // weighted degree of live edges
-	df       []int32           // live chunk links of each entity node
+	deg      []float64 // weighted degree of live edges
+	df       []int32   // live chunk links of each entity node
 	dead     int
 
 	// Compact adjacency of edges[:built]: node u's neighbours are
