@@ -356,6 +356,12 @@ type GraphCursor struct {
 	// (chunk_changes, migration 0042), read in the same snapshot as
 	// Running, which serves it as it serves Change.
 	Chunk int64
+	// Seen is, for a player, the entities first heard in split scenes
+	// they could see then ([Graph.SceneEntitiesSeen]): a player's graph
+	// holds an entity's links and facts only while they may see it, and
+	// that changes with a trace (a line, a chunk) as well as with the
+	// entity.
+	Seen []string
 }
 
 // LoadGraph streams the campaign's retrieval graph to fn: every active
@@ -368,7 +374,7 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 	// Read the cursor first: a write racing with the load shows up again
 	// in the next refresh, and applying an edge twice is harmless.
 	b.Queue(`SELECT coalesce((SELECT max(id) FROM graph_changes WHERE campaign_id = $1), 0), `+runningSQL+`,
-		coalesce((SELECT max(id) FROM chunk_changes WHERE campaign_id = $1), 0)`, c.id)
+		coalesce((SELECT max(id) FROM chunk_changes WHERE campaign_id = $1), 0), `+c.view.sceneEntitiesSeenSQL(), c.id)
 	b.Queue(`SELECT r.id, r.source_id, r.target_id, r.confidence FROM relationships r
 		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r"), c.id)
 	// The mentions of entities the viewer may see only: a player's graph
@@ -382,7 +388,7 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 	b.Queue(mentions, c.id)
 	res := c.l1.db.SendBatch(ctx, b)
 	defer res.Close()
-	if err := res.QueryRow().Scan(&cur.Change, &cur.Running, &cur.Chunk); err != nil {
+	if err := res.QueryRow().Scan(&cur.Change, &cur.Running, &cur.Chunk, &cur.Seen); err != nil {
 		return cur, fmt.Errorf("reading the graph cursor: %w", err)
 	}
 	rows, err := res.Query()
@@ -407,12 +413,93 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 	return cur, nil
 }
 
+// changedChunk is a chunk whose mention edges a refresh replaces: its id and
+// the entities it links to, as the viewer may see them.
+type changedChunk struct {
+	id   string
+	ents []string
+}
+
+// entityEdges is what a player's graph reads again of entities whose
+// visibility may have changed: the ids of their facts not in skip (the
+// facts already read), and their chunks with their links.
+type entityEdges struct {
+	facts  []int64
+	chunks []changedChunk
+}
+
+// entityEdges reads the facts and the chunks of entities ids, as the
+// viewer may see them now ([Campaign.GraphChanges]).
+func (c *Campaign) entityEdges(ctx context.Context, ids []string, skip map[int64]bool) (entityEdges, error) {
+	var out entityEdges
+	b := &pgx.Batch{}
+	b.Queue(`SELECT r.id FROM relationships r WHERE r.campaign_id = $1 AND r.source_id = ANY($2)
+		UNION SELECT r.id FROM relationships r WHERE r.campaign_id = $1 AND r.target_id = ANY($2)
+		ORDER BY 1`, c.id, ids)
+	b.Queue(`SELECT c.id, `+c.view.chunkEntityIDs("c")+` FROM chunks c
+		WHERE c.campaign_id = $1 AND c.id IN (SELECT ce.chunk_id FROM chunk_entities ce WHERE ce.campaign_id = $1 AND ce.entity_id = ANY($2))
+		ORDER BY c.id`, c.id, ids)
+	res := c.l1.db.SendBatch(ctx, b)
+	defer res.Close()
+	rows, err := res.Query()
+	if err != nil {
+		return out, fmt.Errorf("reading the facts of entities a player's view changed for: %w", err)
+	}
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+		if !skip[id] {
+			skip[id] = true
+			out.facts = append(out.facts, id)
+		}
+		return nil
+	}); err != nil {
+		return out, fmt.Errorf("reading the facts of entities a player's view changed for: %w", err)
+	}
+	rows, err = res.Query()
+	if err != nil {
+		return out, fmt.Errorf("reading the chunks of entities a player's view changed for: %w", err)
+	}
+	var ch changedChunk
+	if _, err := pgx.ForEachRow(rows, []any{&ch.id, &ch.ents}, func() error {
+		out.chunks = append(out.chunks, ch)
+		ch.ents = nil
+		return nil
+	}); err != nil {
+		return out, fmt.Errorf("reading the chunks of entities a player's view changed for: %w", err)
+	}
+	return out, res.Close()
+}
+
+// symmetricDiff returns the strings in exactly one of the sorted lists a
+// and b.
+func symmetricDiff(a, b []string) []string {
+	var out []string
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i] < b[j]):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j] < a[i]:
+			out = append(out, b[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return out
+}
+
 // GraphChanges streams to fn what changed in the retrieval graph since cur:
 // for each changed relationship its current edge, or its removal; for each
 // chunk whose entity links changed (re-indexed, merged into another
 // entity, deleted with their entity or their chunk) the removal of its
 // mention edges followed by the current ones, as the viewer may see them.
-// It returns the new cursor.
+// For a player, the same for every chunk and fact of an entity that
+// changed, or that they came to see or no longer see (cur.Seen): a player's
+// graph holds an entity only while they may see it. It returns the new
+// cursor.
 //
 // With nothing written since cur it costs one round trip of a few index
 // lookups (a second one reads the relationships that changed, if any). A
@@ -430,10 +517,17 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	// committed since comes back even with an id below cur's
 	// (ChangeCursor).
 	xids := xidTexts(cur.Running)
+	player := c.view.v.Role == memory.RolePlayer
+	changedEntities := `'{}'::text[]`
+	if player {
+		changedEntities = `ARRAY(SELECT DISTINCT ch.ref FROM graph_changes ch
+		    WHERE ch.campaign_id = $1 AND ch.kind = 'entity' AND (ch.id > $2 OR ` + lateSQL + `))`
+	}
 	b.Queue(`WITH now AS (SELECT `+runningSQL+` AS running,
 		                    (SELECT coalesce(max(id), $2) FROM graph_changes WHERE campaign_id = $1) AS top,
-		                    (SELECT coalesce(max(id), $4) FROM chunk_changes WHERE campaign_id = $1) AS chunk_top)
-		SELECT now.running, now.top, now.chunk_top, ch.ref FROM now LEFT JOIN LATERAL (
+		                    (SELECT coalesce(max(id), $4) FROM chunk_changes WHERE campaign_id = $1) AS chunk_top,
+		                    `+c.view.sceneEntitiesSeenSQL()+` AS seen, `+changedEntities+` AS entities)
+		SELECT now.running, now.top, now.chunk_top, now.seen, now.entities, ch.ref FROM now LEFT JOIN LATERAL (
 		    SELECT ch.id, ch.ref FROM graph_changes ch
 		    WHERE ch.campaign_id = $1 AND ch.kind = 'fact' AND (ch.id > $2 OR `+lateSQL+`)) ch ON true
 		ORDER BY ch.id`, c.id, cur.Change, xids, cur.Chunk)
@@ -454,7 +548,8 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	var facts []int64
 	seen := map[int64]bool{}
 	var ref *string
-	if _, err := pgx.ForEachRow(rows, []any{&next.Running, &next.Change, &next.Chunk, &ref}, func() error {
+	var entities []string
+	if _, err := pgx.ForEachRow(rows, []any{&next.Running, &next.Change, &next.Chunk, &next.Seen, &entities, &ref}, func() error {
 		if ref == nil {
 			return nil
 		}
@@ -465,10 +560,6 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 		return nil
 	}); err != nil {
 		return cur, fmt.Errorf("reading graph changes: %w", err)
-	}
-	type changedChunk struct {
-		id   string
-		ents []string
 	}
 	var chunks []changedChunk
 	rows, err = res.Query()
@@ -485,6 +576,21 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	}
 	if err := res.Close(); err != nil {
 		return cur, fmt.Errorf("reading graph changes: %w", err)
+	}
+	if player {
+		// The entities a player may have come to see or no longer see:
+		// those whose rows changed (published, merged, deleted) and those
+		// whose traces did (symmetricDiff of the sets seen). Their facts
+		// and their chunks' links are read again.
+		entities = append(entities, symmetricDiff(cur.Seen, next.Seen)...)
+		if len(entities) > 0 {
+			more, err := c.entityEdges(ctx, entities, seen)
+			if err != nil {
+				return cur, err
+			}
+			facts = append(facts, more.facts...)
+			chunks = append(chunks, more.chunks...)
+		}
 	}
 	if len(facts) > 0 {
 		rows, err := c.l1.db.Query(ctx, `SELECT f.id, coalesce(r.source_id, ''), coalesce(r.target_id, ''), coalesce(r.confidence, 0),

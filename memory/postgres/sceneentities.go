@@ -183,14 +183,19 @@ func (g *Graph) SceneEntitiesSeen(ctx context.Context) ([]string, error) {
 	if g.view.v.Role != memory.RolePlayer {
 		return nil, nil
 	}
-	rows, err := g.db.Query(ctx, `SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND e.scene_only AND `+
-		g.view.entityVisible("e")+` ORDER BY e.id COLLATE "C"`, g.campaign)
-	if err != nil {
-		return nil, fmt.Errorf("listing the scene entities seen: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	var ids []string
+	if err := g.db.QueryRow(ctx, `SELECT `+g.view.sceneEntitiesSeenSQL(), g.campaign).Scan(&ids); err != nil {
 		return nil, fmt.Errorf("listing the scene entities seen: %w", err)
 	}
 	return ids, nil
+}
+
+// sceneEntitiesSeenSQL is the SQL expression of [Graph.SceneEntitiesSeen]
+// for campaign $1: a text[], empty for a viewer who sees every entity.
+func (w view) sceneEntitiesSeenSQL() string {
+	if w.v.Role != memory.RolePlayer {
+		return `'{}'::text[]`
+	}
+	return `ARRAY(SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND e.scene_only AND ` +
+		w.entityVisible("e") + ` ORDER BY e.id COLLATE "C")`
 }

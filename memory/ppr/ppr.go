@@ -378,9 +378,10 @@ type Ranking struct {
 
 // Rank runs Personalized PageRank from the seeds (entities; chunk seeds
 // may be given as ChunkSeeds) and returns the k best chunks and entities.
-// Entity seeds the graph does not contain are ignored; chunk seeds it does
-// not contain (chunks that mention no entity) rank as passages without
-// edges. With no seed left the ranking is empty.
+// Entity seeds the graph does not contain (or holds without an edge left)
+// are ignored; chunk seeds it does not contain (chunks that mention no
+// entity) rank as passages without edges. With no seed left the ranking
+// is empty.
 //
 // The ranking is computed by local forward push: each node holds a
 // residual of walk mass not yet spread; pushing a node keeps the share
@@ -411,6 +412,9 @@ func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 				continue
 			}
 			i, ok := g.nodes[group.prefix+s.EntityID]
+			if group.prefix == "e:" && ok && g.deg[i] == 0 {
+				ok = false // left without edges: not held, as a load would not hold it
+			}
 			if !ok {
 				if group.prefix == "e:" {
 					continue
@@ -631,12 +635,12 @@ func (g *Graph) Degree(entityID string) float64 {
 // its inverse document frequency over the graph's chunks, as full-text
 // search weighs a word (log(1 + (N - df + 0.5)/(df + 0.5))), divided by
 // that of an entity no chunk mentions. An entity the graph does not hold
-// has specificity 0.
+// (or holds without an edge left) has specificity 0.
 func (g *Graph) Specificity(entityID string) float64 {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	i, ok := g.nodes["e:"+entityID]
-	if !ok {
+	if !ok || g.deg[i] == 0 { // a node left without edges is not held, as a load would not hold it
 		return 0
 	}
 	n, df := float64(len(g.mentions)), float64(g.df[i])
