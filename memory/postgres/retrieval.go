@@ -502,8 +502,9 @@ func symmetricDiff(a, b []string) []string {
 // cursor.
 //
 // With nothing written since cur it costs one round trip of a few index
-// lookups (a second one reads the relationships that changed, if any). A
-// change written by a transaction that was running at cur and commits
+// lookups (a second one reads the relationships that changed, if any, and
+// for a player another the edges of the entities their view changed for).
+// A change written by a transaction that was running at cur and commits
 // later is reported although its id is below cur's ([ChangeCursor]). A
 // change may be reported twice (a later refresh reads it again); applying
 // it twice is harmless.
@@ -546,15 +547,15 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 		return cur, fmt.Errorf("reading graph changes: %w", err)
 	}
 	var facts []int64
-	seen := map[int64]bool{}
+	listed := map[int64]bool{}
 	var ref *string
 	var entities []string
 	if _, err := pgx.ForEachRow(rows, []any{&next.Running, &next.Change, &next.Chunk, &next.Seen, &entities, &ref}, func() error {
 		if ref == nil {
 			return nil
 		}
-		if f, err := strconv.ParseInt(*ref, 10, 64); err == nil && !seen[f] {
-			seen[f] = true
+		if f, err := strconv.ParseInt(*ref, 10, 64); err == nil && !listed[f] {
+			listed[f] = true
 			facts = append(facts, f)
 		}
 		return nil
@@ -584,7 +585,7 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 		// and their chunks' links are read again.
 		entities = append(entities, symmetricDiff(cur.Seen, next.Seen)...)
 		if len(entities) > 0 {
-			more, err := c.entityEdges(ctx, entities, seen)
+			more, err := c.entityEdges(ctx, entities, listed)
 			if err != nil {
 				return cur, err
 			}
