@@ -12,12 +12,13 @@ import (
 // Why: at the 100k bench scale a snapshot indexes 100,000 entities by id
 // and by the facts at each. A refresh after one DM edit cloned both maps
 // whole, about 9 MB of new heap for a change of a few keys, so the
-// garbage collector marked the snapshot's 150 MB of pointers every twenty
-// edits or so, and the page served during a cycle waited on it (p95 of
-// the graph view after an edit: 49 to 56 ms against p50 8 ms). Cut in
-// shardMapShards maps by a hash of the key, a refresh copies the array of
-// shard pointers and the few shards whose keys it writes: at 100,000 keys
-// each shard holds about 400.
+// garbage collector marked the snapshot's 150 MB of pointers every few
+// edits, and the page served during a cycle waited on it (the graph view
+// after an edit: p50 7 to 8 ms, p95 27 to 34 ms, p99 42 to 52 ms; with
+// shards and mergeSorted's single copy, p95 13 to 16 ms, p99 27 to 29 ms).
+// Cut in shardMapShards maps by a hash of the key, a refresh copies the
+// array of shard pointers and the few shards whose keys it writes: at
+// 100,000 keys each shard holds about 400.
 //
 // A shardMap is written only by the refresh that made it, before the
 // snapshot is published; readers share it without a lock.
