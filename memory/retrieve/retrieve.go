@@ -141,6 +141,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -288,6 +289,7 @@ type Retriever struct {
 	graphLoaded bool
 	matcher     *mention.Matcher
 	namesAt     postgres.ChangeCursor // the entity changes the name index has seen
+	namesSeen   []string              // and, for a player, the scene entities they could see
 	lastRefresh time.Time
 	qemb        embed.Embedder // emb in the campaign's language
 	qembAt      time.Time
@@ -366,6 +368,15 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 	if err != nil {
 		return nil, err
 	}
+	// A player matches the names of the entities they may see, and they
+	// come to see one first heard in a split scene (or no longer see it)
+	// by a trace as well as by a change of the entity (nil, and no query,
+	// for a handle that sees every entity).
+	seen, err := r.camp.Graph().SceneEntitiesSeen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changed = changed || !slices.Equal(seen, r.namesSeen)
 	// The name index and the graph load one after the other, on one
 	// connection: side by side they took a second connection, which costs
 	// a short-lived process (`glyphoxa ask`) more than the overlap saves.
@@ -378,7 +389,7 @@ func (r *Retriever) prepareFor(ctx context.Context, withGraph bool) (*mention.Ma
 		}
 		r.matcher = mention.NewMatcher(ents)
 	}
-	r.namesAt = names
+	r.namesAt, r.namesSeen = names, seen
 	switch {
 	case withGraph && !r.graphLoaded:
 		err = r.graph.Load(ctx)

@@ -101,3 +101,61 @@ func abbessScene(ctx context.Context, t *testing.T, name, id string, later ...me
 		Aliases: []string{"the Abbess"}}, []int64{es[1].ID}))
 	return c
 }
+
+// TestResidentPlayerLearnsASceneEntityByATrace: a player's resident
+// retriever (an MCP token's, kept between questions) matches the names of
+// the entities they may see. Mira did not hear of the Veiled Abbess in
+// Thorin's scene; when the party, together, later says her full name, Mira
+// may see her, although the entity itself did not change. The resident
+// retriever then finds her as a fresh one does.
+func TestResidentPlayerLearnsASceneEntityByATrace(t *testing.T) {
+	ctx := context.Background()
+	c := abbessScene(ctx, t, "scenetrace", "abbess")
+	sl := c.Sessions()
+	s2 := t0.Add(7 * 24 * time.Hour)
+	check(t, sl.StartSession(ctx, "s2", s2))
+	check(t, sl.RecordPresence(ctx, "s2", s2, []string{"thorin", "mira"}, false))
+	_, err := sl.WriteEntries(ctx, []memory.TranscriptEntry{
+		{SessionID: "s2", SpeakerID: "mira", SpeakerName: "Mira", Text: "Who buys the crowns Hadrik forges?", At: s2.Add(time.Minute)},
+	})
+	check(t, err)
+	e, _ := embed.NewOffline(64)
+	_, err = chunk.Process(ctx, c, e, chunk.Options{})
+	check(t, err)
+	mira, err := c.As(memory.PlayerViewerOf("mira"))
+	check(t, err)
+	clock := t0
+	now := func() time.Time { clock = clock.Add(time.Minute); return clock } // past RefreshEvery at each question
+	resident, err := New(mira, e, Config{Now: now})
+	check(t, err)
+	finds := func(r *Retriever) bool {
+		t.Helper()
+		rs, err := r.Search(ctx, Query{Text: "Who is the Veiled Abbess?", Mode: ModeHybrid, K: 5})
+		check(t, err)
+		for _, x := range rs {
+			if x.Kind == KindEntity && x.ID == "abbess" {
+				return true
+			}
+		}
+		return false
+	}
+	if finds(resident) {
+		t.Fatal("LEAK: Mira finds the Veiled Abbess before anyone told her")
+	}
+	// Thorin names her in full with the party together.
+	_, err = sl.WriteEntries(ctx, []memory.TranscriptEntry{
+		{SessionID: "s2", SpeakerID: "thorin", SpeakerName: "Thorin", Text: "The Veiled Abbess buys them, Hadrik told me.",
+			At: s2.Add(2 * time.Minute)},
+	})
+	check(t, err)
+	_, err = chunk.Process(ctx, c, e, chunk.Options{})
+	check(t, err)
+	fresh, err := New(mira, e, Config{Now: now})
+	check(t, err)
+	if !finds(fresh) {
+		t.Fatal("a fresh retriever of Mira's does not find the Veiled Abbess once told: the test shows nothing")
+	}
+	if !finds(resident) {
+		t.Error("Mira's resident retriever does not find the Veiled Abbess once told, as a fresh one does")
+	}
+}
