@@ -155,8 +155,7 @@ func TestAttackChunkLinksBundleImport(t *testing.T) {
 // is open, one after it commits, and one more. Each must equal a load.
 func TestAttackChunkLinksLateMergeAndIndex(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := ctxT(t) // a hang guard: the long transaction below could block a write
 	s, _ := pgtest.NewStore(t, 8)
 	camp := pgtest.Campaign(t, s, "camp")
 	g := camp.Graph()
