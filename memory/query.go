@@ -40,8 +40,8 @@ const (
 // valid UTF-8 without NUL bytes, at most MaxQueryBytes long, with at most
 // MaxQueryTerms words and at most MaxQueryNegations "-" in a row. The
 // error wraps ErrInvalid and says which bound q exceeds and by how much;
-// it never repeats q. An empty query passes (the
-// search itself decides whether it means everything or nothing).
+// it never repeats q. An empty query passes (the search itself decides
+// whether it means everything or nothing).
 func CheckQuery(q string) error {
 	if len(q) > MaxQueryBytes {
 		return fmt.Errorf("%w: search query is %d bytes long, longer than the %d bytes allowed", ErrInvalid, len(q), MaxQueryBytes)

@@ -240,11 +240,8 @@ func (s *Server) graphFind(w http.ResponseWriter, r *http.Request) {
 	dm := sessionOf(ctx).DM
 	text := strings.ToLower(strings.TrimSpace(q.Get("q")))
 	out := found{Nodes: []graphNode{}}
-	// add lists n if it matches, and reports whether to go on.
+	// add lists n, a match, and reports whether to go on.
 	add := func(n graphNode) bool {
-		if !nameHolds(n.Name, n.Aliases, text) {
-			return true
-		}
 		if len(out.Nodes) == maxFound {
 			out.More = true
 			return false
@@ -268,7 +265,7 @@ func (s *Server) graphFind(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, n := range nodes {
-			if !add(n) {
+			if nameHolds(n.Name, n.Aliases, text) && !add(n) {
 				break
 			}
 		}

@@ -190,9 +190,7 @@ func voiceManager(door *access.Door, cfg config.Config, p table.Providers, sess 
 	rc := cfg.Lifecycle.Reconnect
 	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: log, NewE2EE: dave.NewE2EE(log),
 		Backoff: conn.Backoff{Initial: rc.Initial.Std(), Max: rc.Max.Std(), Attempts: rc.Attempts}})
-	if holder != nil {
-		link.FollowWhileHeld(holder)
-	}
+	link.FollowWhileHeld(holder)
 	return voicesession.New(voicesession.Config{Door: door, Link: link, Providers: p, Settings: tableSettings(cfg),
 		UserName: memberName(sess), Observer: observer, Owns: owns, Confirm: confirm, Holder: holder, Continuity: cfg.Lifecycle.Continuity,
 		Logger: log})
