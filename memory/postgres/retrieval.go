@@ -455,19 +455,22 @@ func (c *Campaign) entityEdges(ctx context.Context, ids []string, skip map[int64
 	}); err != nil {
 		return out, fmt.Errorf("reading the facts of entities a player's view changed for: %w", err)
 	}
-	rows, err = res.Query()
-	if err != nil {
-		return out, fmt.Errorf("reading the chunks of entities a player's view changed for: %w", err)
-	}
-	var ch changedChunk
-	if _, err := pgx.ForEachRow(rows, []any{&ch.id, &ch.ents}, func() error {
-		out.chunks = append(out.chunks, ch)
-		ch.ents = nil
-		return nil
-	}); err != nil {
+	if out.chunks, err = changedChunks(res.Query()); err != nil {
 		return out, fmt.Errorf("reading the chunks of entities a player's view changed for: %w", err)
 	}
 	return out, res.Close()
+}
+
+// changedChunks collects rows of a chunk's id and its entity ids.
+func changedChunks(rows pgx.Rows, err error) ([]changedChunk, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (changedChunk, error) {
+		var ch changedChunk
+		err := row.Scan(&ch.id, &ch.ents)
+		return ch, err
+	})
 }
 
 // symmetricDiff returns the strings in exactly one of the sorted lists a
@@ -562,17 +565,8 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	}); err != nil {
 		return cur, fmt.Errorf("reading graph changes: %w", err)
 	}
-	var chunks []changedChunk
-	rows, err = res.Query()
+	chunks, err := changedChunks(res.Query())
 	if err != nil {
-		return cur, fmt.Errorf("reading changed chunks: %w", err)
-	}
-	var ch changedChunk
-	if _, err := pgx.ForEachRow(rows, []any{&ch.id, &ch.ents}, func() error {
-		chunks = append(chunks, ch)
-		ch.ents = nil
-		return nil
-	}); err != nil {
 		return cur, fmt.Errorf("reading changed chunks: %w", err)
 	}
 	if err := res.Close(); err != nil {

@@ -411,9 +411,12 @@ func (g *Graph) Rank(seeds []Seed, chunkSeeds []Seed, k int) Ranking {
 			if s.Weight <= 0 {
 				continue
 			}
-			i, ok := g.nodes[group.prefix+s.EntityID]
-			if group.prefix == "e:" && ok && g.deg[i] == 0 {
-				ok = false // left without edges: not held, as a load would not hold it
+			var i int32
+			var ok bool
+			if group.prefix == "e:" {
+				i, ok = g.entity(s.EntityID)
+			} else {
+				i, ok = g.nodes[group.prefix+s.EntityID]
 			}
 			if !ok {
 				if group.prefix == "e:" {
@@ -630,6 +633,14 @@ func (g *Graph) Degree(entityID string) float64 {
 	return 0
 }
 
+// entity returns the node of an entity the graph holds: one with an edge
+// left. A node whose edges a refresh removed is not held, as a load of the
+// same graph would not hold it. Called with the lock held.
+func (g *Graph) entity(id string) (int32, bool) {
+	i, ok := g.nodes["e:"+id]
+	return i, ok && g.deg[i] > 0
+}
+
 // Specificity is how much naming an entity says about which chunk is
 // meant, from 1 (linked to no chunk) towards 0 (linked to every chunk):
 // its inverse document frequency over the graph's chunks, as full-text
@@ -639,8 +650,8 @@ func (g *Graph) Degree(entityID string) float64 {
 func (g *Graph) Specificity(entityID string) float64 {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	i, ok := g.nodes["e:"+entityID]
-	if !ok || g.deg[i] == 0 { // a node left without edges is not held, as a load would not hold it
+	i, ok := g.entity(entityID)
+	if !ok {
 		return 0
 	}
 	n, df := float64(len(g.mentions)), float64(g.df[i])
