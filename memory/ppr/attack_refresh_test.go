@@ -28,11 +28,7 @@ func TestAttackRefreshDMSequence(t *testing.T) {
 	ctx := ctxT(t)
 	store, _ := pgtest.NewStore(t, 8)
 	c := pgtest.Campaign(t, store, "ppr")
-	var es []memory.Entity
-	for _, id := range []string{"a", "b", "c", "d", "e", "f", "z", "y"} {
-		es = append(es, memory.Entity{ID: id, Type: memory.EntityNPC, Name: "N" + id})
-	}
-	check(t, c.Graph().UpsertEntities(ctx, es))
+	addNPCs(ctx, t, c, "a", "b", "c", "d", "e", "f", "z", "y")
 	for _, f := range [][2]string{{"a", "b"}, {"b", "c"}, {"c", "d"}, {"d", "e"}, {"z", "y"}, {"e", "f"}} {
 		_, err := c.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: f[0], TargetID: f[1], Type: "KNOWS",
 			Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceStated}})
@@ -110,11 +106,7 @@ func TestAttackRefreshLongTxChunkAndMerge(t *testing.T) {
 	ctx := ctxT(t)
 	store, _ := pgtest.NewStore(t, 8)
 	c := pgtest.Campaign(t, store, "ppr")
-	var es []memory.Entity
-	for _, id := range []string{"a", "b", "c", "d", "z", "y", "x", "w"} {
-		es = append(es, memory.Entity{ID: id, Type: memory.EntityNPC, Name: "N" + id})
-	}
-	check(t, c.Graph().UpsertEntities(ctx, es))
+	addNPCs(ctx, t, c, "a", "b", "c", "d", "z", "y", "x", "w")
 	check(t, c.Index().IndexChunks(ctx, []memory.Chunk{
 		{ID: "k1", SessionID: "s1", Content: "a b", EntityIDs: []string{"a", "b"}, StartAt: t0},
 		{ID: "k2", SessionID: "s1", Content: "c w", EntityIDs: []string{"c", "w"}, StartAt: t0},

@@ -39,11 +39,7 @@ func world(t *testing.T) *postgres.Campaign {
 	ctx := ctxT(t)
 	store, _ := pgtest.NewStore(t, 8)
 	c := pgtest.Campaign(t, store, "ppr")
-	var es []memory.Entity
-	for _, id := range []string{"a", "b", "c", "d", "z", "y"} {
-		es = append(es, memory.Entity{ID: id, Type: memory.EntityNPC, Name: "N" + id})
-	}
-	check(t, c.Graph().UpsertEntities(ctx, es))
+	addNPCs(ctx, t, c, "a", "b", "c", "d", "z", "y")
 	for _, f := range [][2]string{{"a", "b"}, {"b", "c"}, {"c", "d"}, {"z", "y"}} {
 		_, err := c.Graph().UpsertRelationship(ctx, memory.Relationship{SourceID: f[0], TargetID: f[1], Type: "KNOWS",
 			Provenance: memory.Provenance{Confidence: 0.9, Source: memory.SourceStated}})
@@ -56,6 +52,16 @@ func world(t *testing.T) *postgres.Campaign {
 		{ID: "k9", SessionID: "s1", Content: "z", EntityIDs: []string{"z", "y"}, StartAt: t0},
 	}))
 	return c
+}
+
+// addNPCs writes an NPC of each id to c, named "N" and the id.
+func addNPCs(ctx context.Context, t *testing.T, c *postgres.Campaign, ids ...string) {
+	t.Helper()
+	var es []memory.Entity
+	for _, id := range ids {
+		es = append(es, memory.Entity{ID: id, Type: memory.EntityNPC, Name: "N" + id})
+	}
+	check(t, c.Graph().UpsertEntities(ctx, es))
 }
 
 // reference computes PageRank densely from the edge list, for comparison.
