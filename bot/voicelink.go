@@ -32,6 +32,10 @@ type link struct {
 	wantChannel          string // the channel we asked for or were moved to
 	settle               *time.Timer
 	emitted              conn.Params
+	// joining counts the Joins waiting for Discord's answer: the updates
+	// that answer our own join (a conn's Rejoin after a lost session) are
+	// not a move, and the watcher is not told of them.
+	joining int
 }
 
 // settleDelay lets the two halves of a move (a state update and a server
@@ -97,7 +101,7 @@ func (j *Joiner) scheduleLocked(guildID string, l *link) {
 		defer j.mu.Unlock()
 		l.settle = nil
 		p := j.paramsLocked(guildID, l)
-		if l.watch == nil || p == l.emitted || p.ChannelID == "" || p.Endpoint == "" {
+		if l.watch == nil || l.joining > 0 || p == l.emitted || p.ChannelID == "" || p.Endpoint == "" {
 			return
 		}
 		l.emitted = p
@@ -131,13 +135,35 @@ func (j *Joiner) paramsLocked(guildID string, l *link) conn.Params {
 }
 
 // Join asks to join a voice channel (not self-deafened: the bot listens)
-// and returns the connection parameters once both updates arrived.
+// and returns the connection parameters once both updates arrived. While a
+// session is watched (a conn rejoining after a lost session), the answer
+// to this join is the session's own, not a move: the watcher is not told.
 func (j *Joiner) Join(ctx context.Context, guildID, channelID string) (conn.Params, error) {
 	j.mu.Lock()
 	l := j.linkLocked(guildID)
 	stateGen, serverGen := l.stateGen, l.serverGen
 	l.wantChannel = channelID
+	l.joining++
 	j.mu.Unlock()
+	p, err := j.join(ctx, l, guildID, channelID, stateGen, serverGen)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	l.joining--
+	if l.watch != nil {
+		if err == nil {
+			l.emitted = p
+		}
+		// A move that came while the join waited was held back for it.
+		if j.paramsLocked(guildID, l) != l.emitted {
+			j.scheduleLocked(guildID, l)
+		}
+	}
+	return p, err
+}
+
+// join sends the voice state update and waits for both answers newer than
+// the generations given.
+func (j *Joiner) join(ctx context.Context, l *link, guildID, channelID string, stateGen, serverGen int) (conn.Params, error) {
 	if err := j.sess.ChannelVoiceJoinManual(guildID, channelID, false, false); err != nil {
 		return conn.Params{}, fmt.Errorf("asking Discord to join the voice channel: %w", err)
 	}
