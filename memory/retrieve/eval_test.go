@@ -117,7 +117,7 @@ func corpora(t testing.TB) []corpus {
 		{"tide", genTide, true}, {"hafen", genHafen, true},
 		{"loco", genLoco, true}, {"feud", genFeud, true}, {"saga", genSaga, true},
 		{"wharf", genWharf, true}, {"circus", genCircus, true}, {"abbey", genAbbey, true},
-		{"vine", genVine, true}} {
+		{"vine", genVine, true}, {"epic", genEpic, true}} {
 		file, qs := g.gen(evalSeed)
 		// Through YAML and Parse, so that a generated corpus is checked
 		// like a hand-written one.
