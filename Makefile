@@ -57,8 +57,8 @@ TESTPARALLEL ?= 8
 TESTPACKAGES ?= 4
 
 # Evaluation tests: recall and ranking measured over generated corpora
-# (memory/retrieve's TestRecall, whose table corpus also holds the
-# determinism check, TestRecall/table/SameFileSameRanking). Each is one
+# (memory/retrieve's TestRecall, whose epic corpus also holds the
+# determinism check, TestRecall/epic/SameFileSameRanking). Each is one
 # goroutine's loop of searches and Go-side scoring (BM25, recall@k) over
 # thousands of chunks: the race detector has no second goroutine to catch
 # there. The retriever still runs under -race in the package's other

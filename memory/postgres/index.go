@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +19,10 @@ type SemanticIndex struct {
 	db       querier
 	campaign string
 	dims     int
-	view     view // who reads: a player reads only the chunks whose every line they may read (view.chunkVisible)
+	// exactChunks is the largest campaign searched exactly (nearest);
+	// negative: none.
+	exactChunks int
+	view        view // who reads: a player reads only the chunks whose every line they may read (view.chunkVisible)
 }
 
 // VisibleChunks returns the ids of the chunks the handle's viewer may read,
@@ -293,7 +297,7 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 		FROM chunks c WHERE ` + chunkFilterSQL + ` AND ` + x.view.chunkVisible("c") + `
 		  AND ($5 = '' OR EXISTS (SELECT 1 FROM entities fe WHERE fe.campaign_id = c.campaign_id AND fe.id = $5 AND ` +
 		x.view.entityVisible("fe") + `))`
-	results, err := nearest(ctx, x.db, selectSQL, []any{x.campaign, pgvector.NewVector(embedding), f.SessionID, f.SpeakerID,
+	results, err := nearest(ctx, x.db, x.exactChunks, selectSQL, []any{x.campaign, pgvector.NewVector(embedding), f.SessionID, f.SpeakerID,
 		f.EntityID, nullTime(f.After), nullTime(f.Before)}, topK, scanChunkResult)
 	if err != nil {
 		return nil, fmt.Errorf("searching the semantic index: %w", err)
@@ -302,30 +306,48 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 }
 
 // nearest returns up to limit rows of selectSQL, a query over chunks c
-// whose $2 is the query vector, nearest to it first: the one nearest-chunk
-// search of [SemanticIndex.Search] and [SemanticIndex.VectorSearch]. limit
-// becomes the argument after args.
+// whose $1 is the campaign and $2 the query vector, nearest to it first:
+// the one nearest-chunk search of [SemanticIndex.Search] and
+// [SemanticIndex.VectorSearch]. limit becomes the argument after args.
 //
-// Approximate first: the HNSW index with pgvector's iterative scan (0.8 or
-// newer) in strict order, so a filter that matches few of the chunks the
-// index holds together (one session among hundreds, one campaign among
-// many) keeps scanning until limit rows match. The setting is made local
-// to the batch's implicit transaction by set_config, in the round trip of
-// the query, rather than by BEGIN, SET LOCAL and COMMIT (inside a caller's
-// transaction it lasts to that transaction's end, as SET LOCAL in a
-// savepoint does). Exact when that comes back short (the scan gives up
-// after hnsw.max_scan_tuples, or fewer rows match): ordering by an
-// expression the index cannot serve forces a scan of the filtered rows
-// through the btree indexes.
-func nearest[T any](ctx context.Context, db querier, selectSQL string, args []any, limit int, scan pgx.RowToFunc[T]) ([]T, error) {
+// Exact while the campaign has at most exactChunks chunks ([WithExactSearch],
+// by default [exactSearchFloats] embedding components): every chunk's distance, ties by chunk id, so the
+// same data and question give the same chunks in the same order. The
+// HNSW graph cannot promise that: its levels are drawn at random as rows
+// are indexed, so two imports of one file build two graphs, and on the
+// offline embedder's vectors (hashed words, near-orthogonal) its search
+// misses many true neighbours. On the held-out epic corpus (4,026 chunks,
+// 478 questions) a search of 30 with pgvector's default ef_search of 40
+// missed 2,700–2,800 of the 14,340 exact neighbours, one build in three
+// lost a quarter of the vector mode's recall@10, and two imports side by
+// side ranked differently.
+//
+// Larger campaigns are searched approximately: the HNSW index with
+// pgvector's iterative scan (0.8 or newer) in strict order, so a filter
+// that matches few of the chunks the index holds together (one session
+// among hundreds, one campaign among many) keeps scanning until limit rows
+// match, with ef_search at least 100 and twice limit (pgvector returns at
+// most ef_search rows a scan; on epic 100 missed a third as many
+// neighbours as 40, for twice the time). The settings are made local to
+// the batch's implicit transaction by set_config, in the round trip of the
+// query, rather than by BEGIN, SET LOCAL and COMMIT (inside a caller's
+// transaction they last to that transaction's end, as SET LOCAL in a
+// savepoint does); the approximate query is gated on the campaign's size
+// in the same statement. Exact when that returns short (a small campaign;
+// or the scan gave up after hnsw.max_scan_tuples, or fewer rows match):
+// ordering by an expression the index cannot serve forces a scan of the
+// filtered rows through the btree indexes.
+func nearest[T any](ctx context.Context, db querier, exactChunks int, selectSQL string, args []any, limit int, scan pgx.RowToFunc[T]) ([]T, error) {
 	args = append(args, limit)
 	limitArg := fmt.Sprintf(" LIMIT $%d", len(args))
+	large := fmt.Sprintf(` AND (SELECT coalesce(max(chunks), 0) FROM chunk_counts WHERE campaign_id = $1) > %d`, exactChunks)
 	b := &pgx.Batch{}
-	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'strict_order', true)`)
-	b.Queue(selectSQL+` ORDER BY c.embedding <=> $2`+limitArg, args...)
+	b.Queue(`SELECT set_config('hnsw.iterative_scan', 'strict_order', true), set_config('hnsw.ef_search', $1, true)`,
+		strconv.Itoa(min(max(100, 2*limit), 1000)))
+	b.Queue(selectSQL+large+` ORDER BY c.embedding <=> $2`+limitArg, args...)
 	res := db.SendBatch(ctx, b)
-	var setting string
-	if err := res.QueryRow().Scan(&setting); err != nil {
+	var setting, ef string
+	if err := res.QueryRow().Scan(&setting, &ef); err != nil {
 		res.Close()
 		return nil, fmt.Errorf("enabling iterative index scans (pgvector 0.8 or newer is required): %w", err)
 	}
@@ -341,12 +363,22 @@ func nearest[T any](ctx context.Context, db querier, selectSQL string, args []an
 	if err != nil || len(out) >= limit {
 		return out, err
 	}
-	rows, err = db.Query(ctx, selectSQL+` ORDER BY (c.embedding <=> $2) + 0`+limitArg, args...)
+	rows, err = db.Query(ctx, selectSQL+` ORDER BY (c.embedding <=> $2) + 0, c.id`+limitArg, args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, scan)
 }
+
+// exactSearchFloats is how many embedding components (chunks times
+// dimensions) an exact nearest-chunk search reads at most: 10,400 chunks at
+// the offline embedder's 384 dimensions (about six months of weekly
+// four-hour sessions), 2,600 at 1,536. Read from rows that hold their
+// embedding inline (migration 0043), an exact search of 4,000 chunks of 384
+// dimensions took 3 ms here, one of 1,000 0.8 ms, so this bounds it near
+// 8 ms, about what the approximate search costs at 100,000 chunks with its
+// ef_search of 100 (7 ms).
+const exactSearchFloats = 4_000_000
 
 // search runs a search's query sql and passes its rows to fn. (The
 // store's connections run without JIT compilation, see [NewStore]: a

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -62,10 +63,12 @@ func TestSemanticIndexUpsertAndSearch(t *testing.T) {
 }
 
 // A filter that selects one session among hundreds must still return topK
-// rows, although HNSW's first candidates mostly belong to other sessions.
+// rows, although HNSW's first candidates mostly belong to other sessions
+// (searched through the index, as a campaign past WithExactSearch's size
+// is).
 func TestSemanticIndexSelectiveFilterReturnsTopK(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newStore(t, postgres.WithExactSearch(-1))
 	ctx := ctxT(t)
 	x := pgtest.Campaign(t, s, "camp").Index()
 	const sessions, perSession = 300, 10

@@ -196,13 +196,16 @@ func ensureDimensions(ctx context.Context, conn *pgx.Conn, dims int) error {
 	return nil
 }
 
-// setDimensions (re)creates the embedding column as vector(dims) with its
-// HNSW cosine index. Existing embeddings are dropped: they were computed for
+// setDimensions (re)creates the embedding column as vector(dims), held in
+// the row where it fits, with its HNSW cosine index. Existing embeddings are dropped: they were computed for
 // another dimension and must be recomputed.
 func setDimensions(ctx context.Context, tx pgx.Tx, dims int) error {
 	stmts := []string{
 		"DROP INDEX IF EXISTS chunks_embedding_hnsw",
 		fmt.Sprintf("ALTER TABLE chunks ALTER COLUMN embedding TYPE vector(%d) USING NULL", dims),
+		// A new column type takes its type's storage: keep the embedding
+		// in the row (migration 0043).
+		"ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE MAIN",
 		"CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)",
 	}
 	for _, s := range stmts {

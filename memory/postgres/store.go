@@ -26,6 +26,7 @@ type options struct {
 	reviewThreshold float64
 	logger          *slog.Logger
 	maxConns        int32
+	exactChunks     int // 0: exactSearchFloats / dims; < 0: never
 }
 
 // WithReviewThreshold sets the confidence below which facts are pending DM
@@ -38,6 +39,13 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // WithMaxConns caps the connection pool (default: pgxpool's, or the DSN's
 // pool_max_conns).
 func WithMaxConns(n int32) Option { return func(o *options) { o.maxConns = n } }
+
+// WithExactSearch sets the largest campaign, in chunks, whose
+// nearest-chunk searches read every chunk rather than the HNSW index
+// (default: as many as read 4,000,000 embedding components, 10,416 at 384
+// dimensions; see nearest). A negative n searches every campaign through
+// the index: for tests of the approximate search.
+func WithExactSearch(n int) Option { return func(o *options) { o.exactChunks = n } }
 
 // Store is the PostgreSQL memory store: one pool shared by all campaigns and
 // layers. It is safe for concurrent use.
@@ -173,6 +181,17 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Dimensions is the embedding dimension of the semantic index.
 func (s *Store) Dimensions() int { return s.dims }
 
+// exactChunks is the largest campaign searched exactly (WithExactSearch).
+func (s *Store) exactChunks() int {
+	switch {
+	case s.opts.exactChunks < 0:
+		return -1
+	case s.opts.exactChunks > 0:
+		return s.opts.exactChunks
+	}
+	return exactSearchFloats / max(s.dims, 1)
+}
+
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
@@ -296,7 +315,7 @@ func newCampaign(s *Store, db querier, id string, gate Gate, v view) *Campaign {
 		db:    q,
 		view:  v,
 		l1:    &SessionLog{db: q, campaign: id, view: v},
-		l2:    &SemanticIndex{db: q, campaign: id, dims: s.dims, view: v},
+		l2:    &SemanticIndex{db: q, campaign: id, dims: s.dims, exactChunks: s.exactChunks(), view: v},
 		graph: g,
 	}
 }

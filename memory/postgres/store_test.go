@@ -72,6 +72,9 @@ func TestDimensionMismatchIsRefusedWithTheFix(t *testing.T) {
 	}
 }
 
+// TestReembedRebuildsTheIndexForANewDimension: glyphoxa migrate --reembed
+// keeps each chunk's text, drops its embedding and indexes the new
+// dimension.
 func TestReembedRebuildsTheIndexForANewDimension(t *testing.T) {
 	t.Parallel()
 	s, dsn := pgtest.NewStore(t, testDims)
@@ -82,7 +85,21 @@ func TestReembedRebuildsTheIndexForANewDimension(t *testing.T) {
 
 	conn, err := pgx.Connect(ctx, dsn)
 	check(t, err)
+	// The embedding is kept in the row (migration 0043), before and after
+	// its column's type changes: an exact search reads every one.
+	storage := func(when string) {
+		t.Helper()
+		var st string
+		check(t, conn.QueryRow(ctx, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'`).Scan(&st))
+		if st != "m" {
+			t.Fatalf("%s: chunks.embedding has storage %q, want m (main)", when, st)
+		}
+	}
+	storage("a new database")
 	n, err := postgres.Reembed(ctx, conn, 16)
+	if err == nil {
+		storage("after reembed")
+	}
 	conn.Close(context.Background())
 	check(t, err)
 	if n != 1 {

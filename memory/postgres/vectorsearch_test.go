@@ -17,10 +17,23 @@ import (
 // scan must skip the other's chunks), for one with fewer chunks than asked
 // for (the exact fallback), and inside a transaction (both). The
 // iterative-scan setting stays local to the search; without the database
-// both fail whole.
+// both fail whole. Both ways of searching are held to it: exact (a
+// campaign as small as these) and through the HNSW index (as a campaign
+// past WithExactSearch's size is searched).
 func TestVectorSearchMatchesSearch(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	for _, tc := range []struct {
+		name string
+		opts []postgres.Option
+	}{{"exact", nil}, {"index", []postgres.Option{postgres.WithExactSearch(-1)}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			vectorSearchMatchesSearch(t, newStore(t, tc.opts...))
+		})
+	}
+}
+
+func vectorSearchMatchesSearch(t *testing.T, s *postgres.Store) {
 	ctx := ctxT(t)
 	big := pgtest.Campaign(t, s, "big")
 	small := pgtest.Campaign(t, s, "small")

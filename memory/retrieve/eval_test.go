@@ -496,8 +496,8 @@ func (rt *recallTable) String() string {
 // both depths (within 5% of the questions), and on multi-hop questions
 // hybrid recall@5 is at least 1.3 times vector-only recall. On the
 // held-out corpora (keep, burg, heist) a missed target is logged, not
-// failed. The table corpus's database also holds a second import of its
-// file, for the determinism check (TestRecall/table/SameFileSameRanking,
+// failed. The epic corpus's database also holds a second import of its
+// file, for the determinism check (TestRecall/epic/SameFileSameRanking,
 // see determinism_test.go).
 func TestRecall(t *testing.T) {
 	only := os.Getenv("GLYPHOXA_EVAL_CORPUS")
