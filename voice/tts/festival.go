@@ -63,6 +63,12 @@ type Festival struct {
 	// Idle is how long festival is kept without a sentence
 	// (DefaultFestivalIdle when 0).
 	Idle time.Duration
+	// CancelGrace is how long a sentence whose caller gave up may still
+	// take before festival is taken for hung and killed
+	// (DefaultFestivalCancelGrace when 0). Raise it on a machine where a
+	// long sentence takes longer to speak: a festival killed there costs
+	// the next sentence a new one.
+	CancelGrace time.Duration
 
 	// turn is held by the one sentence being spoken, and by Close; it is
 	// a channel so that a sentence's context can give up waiting for it.
@@ -115,7 +121,11 @@ func (f *Festival) Synthesize(ctx context.Context, text string, v Voice) (audio.
 	if v.Speed > 0 {
 		stretch = 1 / v.Speed // Duration_Stretch > 1 is slower speech
 	}
-	pcm, err := p.say(ctx, text, name, stretch)
+	grace := f.CancelGrace
+	if grace <= 0 {
+		grace = DefaultFestivalCancelGrace
+	}
+	pcm, err := p.say(ctx, text, name, stretch, grace)
 	if err == nil && ctx.Err() != nil {
 		pcm, err = audio.PCM{}, ctx.Err() // spoken for a caller who gave up
 	}
@@ -288,8 +298,8 @@ func startFestival(path string) (*festivalProc, error) {
 
 // say synthesises one sentence in voice, its durations stretched by
 // stretch beyond the voice's own pace.
-func (p *festivalProc) say(ctx context.Context, text, voice string, stretch float64) (audio.PCM, error) {
-	defer p.watch(ctx)()
+func (p *festivalProc) say(ctx context.Context, text, voice string, stretch float64, grace time.Duration) (audio.PCM, error) {
+	defer p.watch(ctx, grace)()
 	if p.voice != voice {
 		// A voice loads once; selecting it again is free. current-voice
 		// names the voice in force: an unknown voice leaves the last one
@@ -374,25 +384,26 @@ const sayScheme = `(define (glyphoxa_save utt)
   (fclose glyphoxa_fp))
 `
 
-// festivalCancelGrace is how long a sentence whose caller gave up may
-// still take before festival is killed: a sentence takes well under a
-// second, and a new festival more than one to start.
-const festivalCancelGrace = 5 * time.Second
+// DefaultFestivalCancelGrace is how long a sentence whose caller gave up
+// may still take before festival is killed ([Festival.CancelGrace]): a
+// sentence takes well under a second, and a new festival more than one to
+// start.
+const DefaultFestivalCancelGrace = 5 * time.Second
 
-// watch kills festival if ctx ends and the exchange has not ended
-// festivalCancelGrace later (festival hangs); the sentence under way is
+// watch kills festival if ctx ends and the exchange has not ended grace
+// later (festival hangs); the sentence under way is
 // otherwise finished, its speech discarded, so that a caller who gives up
 // (a player talking over an NPC) does not cost the next sentence a new
 // festival. Calling the function it returns ends the watch.
-func (p *festivalProc) watch(ctx context.Context) (end func()) {
+func (p *festivalProc) watch(ctx context.Context, grace time.Duration) (end func()) {
 	var mu sync.Mutex
-	var grace *time.Timer
+	var kill *time.Timer
 	ended := false
 	stop := context.AfterFunc(ctx, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !ended {
-			grace = time.AfterFunc(festivalCancelGrace, p.kill)
+			kill = time.AfterFunc(grace, p.kill)
 		}
 	})
 	return func() {
@@ -400,8 +411,8 @@ func (p *festivalProc) watch(ctx context.Context) (end func()) {
 		mu.Lock()
 		defer mu.Unlock()
 		ended = true
-		if grace != nil {
-			grace.Stop()
+		if kill != nil {
+			kill.Stop()
 		}
 	}
 }

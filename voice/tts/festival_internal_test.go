@@ -88,7 +88,10 @@ func TestFestivalKeepsRunning(t *testing.T) {
 func TestFestivalRecovers(t *testing.T) {
 	t.Parallel()
 	audiotest.Need(t, "festival")
-	f := &Festival{Idle: time.Hour}
+	// A hang guard for a cancelled sentence, not the default 5 s: on a
+	// loaded machine (CI beside stress-ng) the long sentence below took
+	// longer, festival was killed as hung, and "kept" failed by the clock.
+	f := &Festival{Idle: time.Hour, CancelGrace: 2 * time.Minute}
 	t.Cleanup(func() { f.Close() })
 	ctx := context.Background()
 	say := func(what string) error {
@@ -235,5 +238,51 @@ func TestFestivalSpeaksAsText2wave(t *testing.T) {
 		if !slices.Equal(p.Samples, w) {
 			t.Errorf("%s: %d samples unlike text2wave's %d", v, len(p.Samples), len(w))
 		}
+	}
+}
+
+// TestFestivalHungAfterCancelIsKilled: a festival that stops answering
+// while a cancelled sentence is under way is killed CancelGrace after the
+// cancel, the sentence fails with the caller's error and the festival is
+// not kept for the next one. The fake festival reads the first command,
+// says so in a file, and hangs.
+func TestFestivalHungAfterCancelIsKilled(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	asked := filepath.Join(dir, "asked")
+	fake := filepath.Join(dir, "festival")
+	script := "#!/bin/sh\nread line\n: > " + asked + "\nexec sleep 3600\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := &Festival{Path: fake, Idle: time.Hour, CancelGrace: 10 * time.Millisecond}
+	t.Cleanup(func() { f.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Synthesize(ctx, "The gate opens at dawn.", Voice{Name: FestivalKAL})
+		done <- err
+	}()
+	guard := time.Now().Add(2 * time.Minute) // a hang guard, not a budget
+	for {
+		if _, err := os.Stat(asked); err == nil {
+			break
+		}
+		if time.Now().After(guard) {
+			t.Fatal("the fake festival was never asked anything")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the cancelled sentence: %v, want context.Canceled", err)
+		}
+	case <-time.After(2 * time.Minute): // a hang guard
+		t.Fatal("the hung festival was not killed after the cancel")
+	}
+	if pid := festivalPid(f); pid != 0 {
+		t.Errorf("the hung festival %d is still kept", pid)
 	}
 }
