@@ -105,11 +105,19 @@ func (j *Joiner) scheduleLocked(guildID string, l *link) {
 			return
 		}
 		l.emitted = p
-		select {
-		case l.watch <- p:
-		default:
-		}
+		tell(l.watch, p)
 	})
+}
+
+// tell puts p on watch, in place of a report the watcher has not read: a
+// newer move supersedes it. The caller holds j.mu, so nothing else writes
+// watch meanwhile.
+func tell(watch chan conn.Params, p conn.Params) {
+	select {
+	case <-watch:
+	default:
+	}
+	watch <- p
 }
 
 func (j *Joiner) onServer(v *discordgo.VoiceServerUpdate) {
@@ -137,7 +145,10 @@ func (j *Joiner) paramsLocked(guildID string, l *link) conn.Params {
 // Join asks to join a voice channel (not self-deafened: the bot listens)
 // and returns the connection parameters once both updates arrived. While a
 // session is watched (a conn rejoining after a lost session), the answer
-// to this join is the session's own, not a move: the watcher is not told.
+// to this join is the session's own, not a move: the watcher is not told,
+// and a report it has not read yet is dropped (the join's answer is newer).
+// A member who moves the bot while the join waits decides where it ends:
+// the join returns the channel they moved it to.
 func (j *Joiner) Join(ctx context.Context, guildID, channelID string) (conn.Params, error) {
 	j.mu.Lock()
 	l := j.linkLocked(guildID)
@@ -145,31 +156,42 @@ func (j *Joiner) Join(ctx context.Context, guildID, channelID string) (conn.Para
 	l.wantChannel = channelID
 	l.joining++
 	j.mu.Unlock()
-	p, err := j.join(ctx, l, guildID, channelID, stateGen, serverGen)
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	l.joining--
-	if l.watch != nil {
+	var p conn.Params
+	var err error
+	defer func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		l.joining--
+		if l.watch == nil {
+			return
+		}
 		if err == nil {
+			select {
+			case <-l.watch:
+			default:
+			}
 			l.emitted = p
 		}
 		// A move that came while the join waited was held back for it.
 		if j.paramsLocked(guildID, l) != l.emitted {
 			j.scheduleLocked(guildID, l)
 		}
-	}
+	}()
+	p, err = j.join(ctx, l, guildID, channelID, stateGen, serverGen)
 	return p, err
 }
 
 // join sends the voice state update and waits for both answers newer than
-// the generations given.
+// the generations given, in the channel wanted: channelID, or the one a
+// member moved the bot to meanwhile (onState follows it while watched).
 func (j *Joiner) join(ctx context.Context, l *link, guildID, channelID string, stateGen, serverGen int) (conn.Params, error) {
-	if err := j.sess.ChannelVoiceJoinManual(guildID, channelID, false, false); err != nil {
+	if err := j.voiceState(ctx, guildID, channelID); err != nil {
 		return conn.Params{}, fmt.Errorf("asking Discord to join the voice channel: %w", err)
 	}
 	for {
 		j.mu.Lock()
-		ready := l.stateGen > stateGen && l.serverGen > serverGen && l.channelID == channelID && l.endpoint != ""
+		ready := l.stateGen > stateGen && l.serverGen > serverGen && l.channelID != "" && l.channelID == l.wantChannel &&
+			l.endpoint != ""
 		p := j.paramsLocked(guildID, l)
 		ch := l.changed
 		j.mu.Unlock()
@@ -183,6 +205,38 @@ func (j *Joiner) join(ctx context.Context, l *link, guildID, channelID string, s
 		}
 	}
 }
+
+// voiceState sends a voice state update (op 4) for the guild: channelID,
+// or "" to leave. discordgo writes it to the gateway's websocket without
+// looking whether one is open; between a lost gateway and its reconnect
+// (a backoff of up to ten minutes) there is none, and the write panicked
+// with the session's write lock held, on a voice connection's reconnector
+// goroutine: the process died. So the update waits, until ctx ends, for
+// the gateway to be connected (DataReady: Close clears it, each heartbeat
+// after a connect sets it), and the session's lock, which Open and Close
+// hold while they replace the websocket, is held for reading around the
+// write.
+func (j *Joiner) voiceState(ctx context.Context, guildID, channelID string) error {
+	for {
+		j.sess.RLock()
+		if j.sess.DataReady {
+			defer j.sess.RUnlock()
+			return j.sess.ChannelVoiceJoinManual(guildID, channelID, false, false)
+		}
+		j.sess.RUnlock()
+		t := time.NewTimer(gatewayPoll)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("the main Discord gateway is not connected: %w", ctx.Err())
+		}
+	}
+}
+
+// gatewayPoll is how often a voice state update waiting for the main
+// gateway looks again.
+const gatewayPoll = 50 * time.Millisecond
 
 // Rejoin returns a function that joins the guild's current channel again
 // (for conn.Config.Rejoin).
@@ -242,7 +296,11 @@ func (j *Joiner) Leave(guildID string) error {
 		l.wantChannel = ""
 	}
 	j.mu.Unlock()
-	if err := j.sess.ChannelVoiceJoinManual(guildID, "", false, false); err != nil {
+	// Not waiting for a gateway that is down: Discord takes the bot out of
+	// the channel itself when its gateway session ends.
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := j.voiceState(now, guildID, ""); err != nil {
 		return fmt.Errorf("leaving the voice channel: %w", err)
 	}
 	return nil

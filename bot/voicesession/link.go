@@ -61,8 +61,12 @@ func (l *GatewayLink) Join(ctx context.Context, guildID, channelID string) (tabl
 		return nil, fmt.Errorf("already connected to a voice channel in guild %s", guildID)
 	}
 	l.mu.Unlock()
+	// Watched from before the join: a member who moves the bot while it
+	// joins or connects is followed once it is connected.
+	moves := l.joiner.Watch(guildID)
 	p, err := l.joiner.Join(ctx, guildID, channelID)
 	if err != nil {
+		l.joiner.Unwatch(guildID)
 		return nil, err
 	}
 	cfg := l.cfg
@@ -80,7 +84,6 @@ func (l *GatewayLink) Join(ctx context.Context, guildID, channelID string) (tabl
 	}
 	fctx, stop := context.WithCancel(context.Background())
 	f := &follow{stop: stop, done: make(chan struct{})}
-	moves := l.joiner.Watch(guildID)
 	go func() {
 		defer close(f.done)
 		for {

@@ -19,8 +19,7 @@ type SemanticIndex struct {
 	db       querier
 	campaign string
 	dims     int
-	// exactChunks is the largest campaign searched exactly (nearest);
-	// negative: none.
+	// exactChunks is the largest campaign searched exactly (nearest).
 	exactChunks int
 	view        view // who reads: a player reads only the chunks whose every line they may read (view.chunkVisible)
 }

@@ -26,7 +26,7 @@ type options struct {
 	reviewThreshold float64
 	logger          *slog.Logger
 	maxConns        int32
-	exactChunks     int // 0: exactSearchFloats / dims; < 0: never
+	exactChunks     *int // nil: exactSearchFloats / dims
 }
 
 // WithReviewThreshold sets the confidence below which facts are pending DM
@@ -43,9 +43,10 @@ func WithMaxConns(n int32) Option { return func(o *options) { o.maxConns = n } }
 // WithExactSearch sets the largest campaign, in chunks, whose
 // nearest-chunk searches read every chunk rather than the HNSW index
 // (default: as many as read 4,000,000 embedding components, 10,416 at 384
-// dimensions; see nearest). A negative n searches every campaign through
-// the index: for tests of the approximate search.
-func WithExactSearch(n int) Option { return func(o *options) { o.exactChunks = n } }
+// dimensions; see nearest). With n 0 every campaign with a chunk, and with
+// n negative every campaign, is searched through the index: for tests of
+// the approximate search.
+func WithExactSearch(n int) Option { return func(o *options) { o.exactChunks = &n } }
 
 // Store is the PostgreSQL memory store: one pool shared by all campaigns and
 // layers. It is safe for concurrent use.
@@ -183,11 +184,8 @@ func (s *Store) Dimensions() int { return s.dims }
 
 // exactChunks is the largest campaign searched exactly (WithExactSearch).
 func (s *Store) exactChunks() int {
-	switch {
-	case s.opts.exactChunks < 0:
-		return -1
-	case s.opts.exactChunks > 0:
-		return s.opts.exactChunks
+	if s.opts.exactChunks != nil {
+		return *s.opts.exactChunks
 	}
 	return exactSearchFloats / max(s.dims, 1)
 }
