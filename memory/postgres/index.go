@@ -309,17 +309,18 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 // the one nearest-chunk search of [SemanticIndex.Search] and
 // [SemanticIndex.VectorSearch]. limit becomes the argument after args.
 //
-// Exact while the campaign has at most exactChunks chunks ([WithExactSearch],
-// by default [exactSearchFloats] embedding components): every chunk's distance, ties by chunk id, so the
-// same data and question give the same chunks in the same order. The
-// HNSW graph cannot promise that: its levels are drawn at random as rows
-// are indexed, so two imports of one file build two graphs, and on the
-// offline embedder's vectors (hashed words, near-orthogonal) its search
-// misses many true neighbours. On the held-out epic corpus (4,026 chunks,
-// 478 questions) a search of 30 with pgvector's default ef_search of 40
-// missed 2,700–2,800 of the 14,340 exact neighbours, one build in three
-// lost a quarter of the vector mode's recall@10, and two imports side by
-// side ranked differently.
+// Exact while the campaign has at most exactChunks chunks
+// ([WithExactSearch]; by default [exactSearchFloats] embedding
+// components): every chunk's distance, ties by chunk id, so the same data
+// and question give the same chunks in the same order. The HNSW graph
+// cannot promise that: its levels are drawn at random as rows are indexed,
+// so two imports of one file build two graphs, and on the offline
+// embedder's vectors (hashed words, near-orthogonal) its search misses
+// many true neighbours. On the held-out epic corpus (4,026 chunks, 478
+// questions) a search of 30 with pgvector's default ef_search of 40
+// missed 2,700–2,800 of the 14,340 exact neighbours; in some builds the
+// vector mode lost a quarter of its recall@10 (.40 to .31), and two
+// imports side by side ranked differently.
 //
 // Larger campaigns are searched approximately: the HNSW index with
 // pgvector's iterative scan (0.8 or newer) in strict order, so a filter
@@ -370,13 +371,17 @@ func nearest[T any](ctx context.Context, db querier, exactChunks int, selectSQL 
 }
 
 // exactSearchFloats is how many embedding components (chunks times
-// dimensions) an exact nearest-chunk search reads at most: 10,400 chunks at
-// the offline embedder's 384 dimensions (about six months of weekly
-// four-hour sessions), 2,600 at 1,536. Read from rows that hold their
-// embedding inline (migration 0043), an exact search of 4,000 chunks of 384
-// dimensions took 3 ms here, one of 1,000 0.8 ms, so this bounds it near
-// 8 ms, about what the approximate search costs at 100,000 chunks with its
-// ef_search of 100 (7 ms).
+// dimensions) an exact nearest-chunk search reads at most: 10,416 chunks
+// at the offline embedder's 384 dimensions (about six months of weekly
+// four-hour sessions), 2,604 at 1,536. Read from rows that hold their
+// embedding inline (migration 0043), an exact search of 4,000 chunks of
+// 384 dimensions took 3 ms here, so this bounds the DM's near 8 ms, about
+// what the approximate search costs at 100,000 chunks with its ef_search
+// of 100 (7 ms). A player's costs more where the party was split: every
+// chunk's visibility is checked, not only the nearest ones' (10,000
+// chunks, a split scene in every session: 33 ms for a player not bound
+// to a user, 7 ms through the index; a bound player's is 90–100 ms
+// either way).
 const exactSearchFloats = 4_000_000
 
 // search runs a search's query sql and passes its rows to fn. (The

@@ -197,8 +197,9 @@ func ensureDimensions(ctx context.Context, conn *pgx.Conn, dims int) error {
 }
 
 // setDimensions (re)creates the embedding column as vector(dims), held in
-// the row where it fits, with its HNSW cosine index. Existing embeddings are dropped: they were computed for
-// another dimension and must be recomputed.
+// the row where it fits, with its HNSW cosine index. Existing embeddings
+// are dropped: they were computed for another dimension and must be
+// recomputed.
 func setDimensions(ctx context.Context, tx pgx.Tx, dims int) error {
 	stmts := []string{
 		"DROP INDEX IF EXISTS chunks_embedding_hnsw",
