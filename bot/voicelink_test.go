@@ -16,10 +16,13 @@ import (
 // a loaded machine may be slow, so it is minutes.
 const hangGuard = 2 * time.Minute
 
-func TestJoinerFollowsTheVoiceSession(t *testing.T) {
-	t.Parallel()
+// newJoinerOnFake returns a fake Discord with one guild whose voice server
+// is voice.example:443, and the joiner of a bot session on it that has
+// had its READY (it knows its own user id).
+func newJoinerOnFake(t *testing.T) (*discordtest.Server, *bot.Joiner) {
+	t.Helper()
 	fake := discordtest.New()
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	fake.AddGuild(&discordgo.Guild{ID: guildID})
 	fake.SetVoiceEndpoint("voice.example:443")
 	sess, _ := discordgo.New("Bot x")
@@ -32,13 +35,22 @@ func TestJoinerFollowsTheVoiceSession(t *testing.T) {
 	if err := sess.Open(); err != nil {
 		t.Fatal(err)
 	}
-	defer sess.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	// Wait for READY so the bot knows its own user id.
+	t.Cleanup(func() { sess.Close() })
+	guard := time.Now().Add(hangGuard) // a hang guard, not a budget
 	for sess.State.User == nil {
+		if time.Now().After(guard) {
+			t.Fatal("no READY from the fake Discord")
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return fake, j
+}
+
+func TestJoinerFollowsTheVoiceSession(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	fake, j := newJoinerOnFake(t)
 
 	p, err := j.Join(ctx, guildID, "700")
 	if err != nil {
@@ -90,26 +102,9 @@ func TestJoinerFollowsTheVoiceSession(t *testing.T) {
 // with "websocket: close sent"). A real move after it is still reported.
 func TestJoinerDoesNotReportItsOwnRejoin(t *testing.T) {
 	t.Parallel()
-	fake := discordtest.New()
-	defer fake.Close()
-	fake.AddGuild(&discordgo.Guild{ID: guildID})
-	fake.SetVoiceEndpoint("voice.example:443")
-	sess, _ := discordgo.New("Bot x")
-	sess.LogLevel = discordgo.LogError
-	fake.Attach(sess)
-	j := bot.NewJoiner(sess)
-	for _, h := range j.Handlers() {
-		sess.AddHandler(h)
-	}
-	if err := sess.Open(); err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	for sess.State.User == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
+	fake, j := newJoinerOnFake(t)
 	if _, err := j.Join(ctx, guildID, "700"); err != nil {
 		t.Fatal(err)
 	}
