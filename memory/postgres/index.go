@@ -292,11 +292,11 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 	}
 	selectSQL := `SELECT c.id, c.session_id, c.content, c.embedding, c.speaker_ids, c.start_at, c.end_at,
 		       ` + x.view.chunkEntityIDs("c") + `,
-		       c.embedding <=> $2 AS distance
+		       (c.embedding <=> $2) + 0 AS distance
 		FROM chunks c WHERE ` + chunkFilterSQL + ` AND ` + x.view.chunkVisible("c") + `
 		  AND ($5 = '' OR EXISTS (SELECT 1 FROM entities fe WHERE fe.campaign_id = c.campaign_id AND fe.id = $5 AND ` +
 		x.view.entityVisible("fe") + `))`
-	results, err := nearest(ctx, x.db, x.exactChunks, selectSQL, []any{x.campaign, pgvector.NewVector(embedding), f.SessionID, f.SpeakerID,
+	results, err := nearest(ctx, x.db, x.exactChunks, selectSQL, "distance", []any{x.campaign, pgvector.NewVector(embedding), f.SessionID, f.SpeakerID,
 		f.EntityID, nullTime(f.After), nullTime(f.Before)}, topK, scanChunkResult)
 	if err != nil {
 		return nil, fmt.Errorf("searching the semantic index: %w", err)
@@ -336,8 +336,13 @@ func (x *SemanticIndex) Search(ctx context.Context, embedding []float32, topK in
 // in the same statement. Exact when that returns short (a small campaign;
 // or the scan gave up after hnsw.max_scan_tuples, or fewer rows match):
 // ordering by an expression the index cannot serve forces a scan of the
-// filtered rows through the btree indexes.
-func nearest[T any](ctx context.Context, db querier, exactChunks int, selectSQL string, args []any, limit int, scan pgx.RowToFunc[T]) ([]T, error) {
+// filtered rows through the btree indexes. The exact search orders by
+// exactOrder, an output column of selectSQL that holds the distance
+// (ascending, or "score DESC" for a similarity 1 - distance) in an
+// expression the index cannot serve, so the distance is computed once a
+// row rather than again for ORDER BY.
+func nearest[T any](ctx context.Context, db querier, exactChunks int, selectSQL, exactOrder string, args []any, limit int,
+	scan pgx.RowToFunc[T]) ([]T, error) {
 	args = append(args, limit)
 	limitArg := fmt.Sprintf(" LIMIT $%d", len(args))
 	large := fmt.Sprintf(` AND (SELECT coalesce(max(chunks), 0) FROM chunk_counts WHERE campaign_id = $1) > %d`, exactChunks)
@@ -363,7 +368,7 @@ func nearest[T any](ctx context.Context, db querier, exactChunks int, selectSQL 
 	if err != nil || len(out) >= limit {
 		return out, err
 	}
-	rows, err = db.Query(ctx, selectSQL+` ORDER BY (c.embedding <=> $2) + 0, c.id`+limitArg, args...)
+	rows, err = db.Query(ctx, selectSQL+` ORDER BY `+exactOrder+`, c.id`+limitArg, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -258,9 +258,9 @@ func (x *SemanticIndex) VectorSearch(ctx context.Context, embedding []float32, l
 		// the same chunks in the same order, without reading their
 		// embeddings (1.5 kB each at 384 dimensions, dropped here). The
 		// index scan is iterative: it reads on past the denied chunks.
-		hits, err := nearest(ctx, x.db, x.exactChunks, withCTEs(x.view.deniedCTEs())+`SELECT `+x.view.hitSelect()+`, 1 - (c.embedding <=> $2) FROM chunks c
+		hits, err := nearest(ctx, x.db, x.exactChunks, withCTEs(x.view.deniedCTEs())+`SELECT `+x.view.hitSelect()+`, 1 - ((c.embedding <=> $2) + 0) AS score FROM chunks c
 			WHERE c.campaign_id = $1 AND c.embedding IS NOT NULL AND `+x.view.notDenied("c.id")+` AND `+x.view.chunkVisible("c"),
-			[]any{x.campaign, pgvector.NewVector(embedding)}, limit, scanHit)
+			"score DESC", []any{x.campaign, pgvector.NewVector(embedding)}, limit, scanHit)
 		if err != nil {
 			return nil, fmt.Errorf("searching the semantic index: %w", err)
 		}
