@@ -255,6 +255,10 @@ func (s *Server) CloseWS(userID string, code int) {
 // PauseUDP stops (true) or resumes (false) relaying media.
 func (s *Server) PauseUDP(paused bool) { s.udpPause.Store(paused) }
 
+// PausedDropped is how many media datagrams the server dropped because
+// UDP was paused when it read them.
+func (s *Server) PausedDropped() int64 { return s.dropped.Load() }
+
 // RefuseIdentify closes every identify from now on with code (for example
 // 4006, session no longer valid); 0 accepts them again.
 func (s *Server) RefuseIdentify(code int) { s.refuse.Store(int32(code)) }
