@@ -113,11 +113,16 @@ func (j *Joiner) scheduleLocked(guildID string, l *link) {
 // newer move supersedes it. The caller holds j.mu, so nothing else writes
 // watch meanwhile.
 func tell(watch chan conn.Params, p conn.Params) {
+	drain(watch)
+	watch <- p
+}
+
+// drain takes a report the watcher has not read off watch, if there is one.
+func drain(watch chan conn.Params) {
 	select {
 	case <-watch:
 	default:
 	}
-	watch <- p
 }
 
 func (j *Joiner) onServer(v *discordgo.VoiceServerUpdate) {
@@ -166,10 +171,7 @@ func (j *Joiner) Join(ctx context.Context, guildID, channelID string) (conn.Para
 			return
 		}
 		if err == nil {
-			select {
-			case <-l.watch:
-			default:
-			}
+			drain(l.watch)
 			l.emitted = p
 		}
 		// A move that came while the join waited was held back for it.

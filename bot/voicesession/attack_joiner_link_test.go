@@ -9,8 +9,6 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
-	"github.com/glyphoxa/glyphoxa/bot"
-	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/bot/voicesession"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
 	"github.com/glyphoxa/glyphoxa/voice/gateway"
@@ -39,43 +37,8 @@ func TestAttackLinkMovedWhileRejoining(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	first, err := voicetest.New(voicetest.Config{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(first.Close)
-	second, err := voicetest.New(voicetest.Config{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(second.Close)
-	fake := discordtest.New()
-	t.Cleanup(fake.Close)
-	fake.AddGuild(&discordgo.Guild{ID: guildID, Name: "The Table"})
-	fake.SetVoiceEndpoint(first.Endpoint())
-	sess, err := discordgo.New("Bot fake-token")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess.LogLevel = discordgo.LogError
-	sess.SyncEvents = true
-	fake.Attach(sess)
-	joiner := bot.NewJoiner(sess)
-	for _, h := range joiner.Handlers() {
-		sess.AddHandler(h)
-	}
-	if err := sess.Open(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sess.Close() })
-	if err := voicetest.Wait(ctx, func() bool {
-		sess.State.RLock()
-		defer sess.State.RUnlock()
-		return sess.State.User != nil
-	}); err != nil {
-		t.Fatal("no READY from the fake Discord")
-	}
-	botID := fake.BotUser.ID
+	w := newLinkWorld(t, ctx, func(s *discordgo.Session) { s.SyncEvents = true })
+	fake, first, second, joiner, botID := w.fake, w.first, w.second, w.joiner, w.botID
 
 	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: quiet(), HandshakeTimeout: time.Minute,
 		Backoff: conn.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond, Attempts: 3}})

@@ -91,7 +91,10 @@ type linkWorld struct {
 	botID         string
 }
 
-func newLinkWorld(t *testing.T, ctx context.Context) linkWorld {
+// newLinkWorld returns the world; configure, if given, sets up the bot's
+// session before it connects (SyncEvents, for a test that must know the
+// joiner has handled each event it sends).
+func newLinkWorld(t *testing.T, ctx context.Context, configure ...func(*discordgo.Session)) linkWorld {
 	t.Helper()
 	first, err := voicetest.New(voicetest.Config{Logger: quiet()})
 	if err != nil {
@@ -112,6 +115,9 @@ func newLinkWorld(t *testing.T, ctx context.Context) linkWorld {
 		t.Fatal(err)
 	}
 	sess.LogLevel = discordgo.LogError
+	for _, c := range configure {
+		c(sess)
+	}
 	fake.Attach(sess)
 	joiner := bot.NewJoiner(sess)
 	for _, h := range joiner.Handlers() {
@@ -121,7 +127,11 @@ func newLinkWorld(t *testing.T, ctx context.Context) linkWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sess.Close() })
-	if err := voicetest.Wait(ctx, func() bool { return sess.State.User != nil }); err != nil {
+	if err := voicetest.Wait(ctx, func() bool {
+		sess.State.RLock()
+		defer sess.State.RUnlock()
+		return sess.State.User != nil
+	}); err != nil {
 		t.Fatal("no READY from the fake Discord")
 	}
 	return linkWorld{fake: fake, first: first, second: second, joiner: joiner, botID: fake.BotUser.ID}
