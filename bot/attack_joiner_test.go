@@ -578,21 +578,31 @@ func TestAttackJoinerManyRejoinsWithMoves(t *testing.T) {
 		}
 	}()
 	wg.Wait()
-	for len(w.fake.GatewayOps()) > 0 {
-		<-w.fake.GatewayOps()
+	// Each rejoin sent one op 4. Discord answers them asynchronously: an
+	// answer dispatched after the last move would put the bot back where
+	// that rejoin asked (the joiner then rightly reports that channel), so
+	// the last move waits for every answer.
+	for range 8 {
+		w.op4(ctx)
+	}
+	if err := w.fake.WaitVoiceAnswers(ctx); err != nil {
+		t.Fatal(err)
 	}
 	w.settled(ctx)
 	if err := w.fake.MoveBot(guildID, "799"); err != nil {
 		t.Fatal(err)
 	}
+	var got []string
 	for {
 		select {
 		case np := <-seen:
 			if np.ChannelID == "799" {
 				return
 			}
+			got = append(got, brief(np))
 		case <-ctx.Done():
-			t.Fatal("after concurrent rejoins and moves the last move was not reported")
+			t.Fatalf("after concurrent rejoins and moves the last move was not reported; reported %v, bot in %s",
+				got, w.j.Channel(guildID))
 		}
 	}
 }

@@ -11,6 +11,7 @@
 package discordtest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,6 +70,7 @@ type Server struct {
 	voiceEndpoint  string
 	voiceEndpoints map[string]string // by guild, over voiceEndpoint
 	voiceSeq       int
+	voiceAnswering int // op 4 answers not yet dispatched
 
 	// tokens are the interactions built by this fake, by token: when
 	// (on the fake's clock), whether the test expired them and whether
@@ -575,7 +577,15 @@ func (s *Server) answerVoiceState(d json.RawMessage) {
 	if v.ChannelID != nil {
 		channel = *v.ChannelID
 	}
+	s.mu.Lock()
+	s.voiceAnswering++
+	s.mu.Unlock()
 	go func() {
+		defer func() {
+			s.mu.Lock()
+			s.voiceAnswering--
+			s.mu.Unlock()
+		}()
 		s.Dispatch("VOICE_STATE_UPDATE", map[string]any{"guild_id": v.GuildID, "channel_id": nullable(channel),
 			"user_id": s.BotUser.ID, "session_id": fmt.Sprintf("voice-session-%d", n), "deaf": false, "mute": false,
 			"self_deaf": false, "self_mute": false, "suppress": false})
@@ -584,6 +594,29 @@ func (s *Server) answerVoiceState(d json.RawMessage) {
 				"endpoint": endpoint})
 		}
 	}()
+}
+
+// WaitVoiceAnswers waits until every voice state update the fake has
+// read (and put on GatewayOps) has been answered: its VOICE_STATE_UPDATE
+// and VOICE_SERVER_UPDATE are dispatched, which happens asynchronously, as
+// on Discord, so a test that moves the bot after a join knows the join's
+// answer cannot come after the move.
+func (s *Server) WaitVoiceAnswers(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n := s.voiceAnswering
+		s.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%d voice state updates still unanswered: %w", n, ctx.Err())
+		}
+	}
 }
 
 func nullable(s string) any {
