@@ -81,7 +81,7 @@ func TestDMAddsAnEntityFromDiscord(t *testing.T) {
 	}
 
 	// The change log names the DM.
-	chs, err := h.camp.ChangesSince(ctx, cursor, "", 0)
+	chs, _, err := h.camp.ChangesSince(ctx, cursor, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

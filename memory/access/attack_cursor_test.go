@@ -55,7 +55,7 @@ func TestAttackCursorCountsHiddenSceneEntities(t *testing.T) {
 		[]int64{es[len(es)-1].ID}); err != nil {
 		t.Fatal(err)
 	}
-	chs, err := pia.ChangesSince(ctx, before, "", 500)
+	chs, _, err := pia.ChangesSince(ctx, before, "", 500)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,8 +143,9 @@ func (c *Campaign) dmLevel(what string, l KGLevel) error {
 }
 
 // ChangesSince lists the knowledge graph's changes after cursor that the
-// viewer may see.
-func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude string, limit int) ([]Change, error) {
+// viewer may see, and the cursor after them
+// ([postgres.Campaign.ChangesSince]).
+func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude string, limit int) ([]Change, int64, error) {
 	return c.pc.ChangesSinceFor(ctx, cursor, exclude, limit, c.DM())
 }
 

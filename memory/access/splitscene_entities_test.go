@@ -446,7 +446,7 @@ func TestSplitSceneEntityNames(t *testing.T) {
 					}
 				}
 			}
-			chs, err := c.ChangesSince(ctx, 0, "", 5000)
+			chs, _, err := c.ChangesSince(ctx, 0, "", 5000)
 			if err != nil {
 				t.Fatal(err)
 			}

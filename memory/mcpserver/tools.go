@@ -421,19 +421,15 @@ func (s *Server) sync(ctx context.Context, req *mcp.CallToolRequest, in SyncIn) 
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
-	ch, err := c.ChangesSince(ctx, in.Cursor, who.actor, 500)
+	// The cursor moves past everything read, the caller's own writes
+	// included, and past nothing published after the read.
+	ch, next, err := c.ChangesSince(ctx, in.Cursor, who.actor, 500)
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
-	out := SyncOut{Changes: ch, Cursor: in.Cursor}
+	out := SyncOut{Changes: ch, Cursor: next}
 	if out.Changes == nil {
 		out.Changes = []access.Change{}
-	}
-	// The cursor moves past everything read, own writes included.
-	if len(ch) == 500 {
-		out.Cursor = ch[len(ch)-1].ID
-	} else if out.Cursor, err = c.LastChange(ctx); err != nil {
-		return nil, SyncOut{}, err
 	}
 	return nil, out, nil
 }

@@ -32,13 +32,26 @@ type Change struct {
 	Ref   string    `json:"ref"`
 	Op    string    `json:"op"`
 	Actor string    `json:"actor,omitempty"`
+	// Pos is where the change stands in the order readers see changes
+	// commit: what [Campaign.ChangesSince]'s cursor counts (see
+	// [Campaign.LastChange]).
+	Pos int64 `json:"-"`
 }
 
-// ChangesSince returns up to limit changes after cursor, oldest first,
-// leaving out those made by exclude (when not empty). Changes to the DM's
-// private notes (the kg "dm" level) are never listed here: only KGSync
-// shows them, to the DM.
-func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude string, limit int) ([]Change, error) {
+// ChangesSince returns up to limit changes after cursor, in the order
+// they were published, leaving out those made by exclude (when not
+// empty), and the cursor to pass next: the last change's position when
+// limit were returned (more may follow), else the newest position the
+// handle's viewer may see ([Campaign.LastChange]), read in the same
+// statement, so that nothing published between the two is stepped over.
+//
+// cursor is a [Change.Pos] or a [Campaign.LastChange]. Positions are
+// given in the order changes commit ([Campaign.publishChanges]), not in
+// the order their ids were taken: a change committed late by a long
+// transaction comes after a cursor read before its commit. Changes to the
+// DM's private notes (the kg "dm" level) are never listed here: only
+// KGSync shows them, to the DM.
+func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude string, limit int) ([]Change, int64, error) {
 	return c.ChangesSinceFor(ctx, cursor, exclude, limit, true)
 }
 
@@ -46,21 +59,45 @@ func (c *Campaign) ChangesSince(ctx context.Context, cursor int64, exclude strin
 // anyone else, changes to secret facts and to others' proposals (a player's
 // or an NPC's pending fact) are left out, so the log does not tell that a
 // hidden fact exists.
-func (c *Campaign) ChangesSinceFor(ctx context.Context, cursor int64, exclude string, limit int, dm bool) ([]Change, error) {
+func (c *Campaign) ChangesSinceFor(ctx context.Context, cursor int64, exclude string, limit int, dm bool) ([]Change, int64, error) {
 	if limit <= 0 {
 		limit = 500
 	}
-	rows, err := c.l1.db.Query(ctx, `
-		SELECT ch.id, ch.at, ch.kind, ch.ref, ch.op, ch.actor FROM graph_changes ch
-		WHERE ch.campaign_id = $1 AND ch.id > $2 AND ($3 = '' OR ch.actor <> $3) AND ch.kind NOT IN ('dm_node', 'dm_edge')
-		  AND ($5 OR ch.kind <> 'fact' OR EXISTS (SELECT 1 FROM relationships r WHERE r.campaign_id = $1 AND r.id::text = ch.ref
-		       AND r.proposed_by = '' AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb))
-		  AND `+c.changeVisible()+`
-		ORDER BY ch.id LIMIT $4`, c.id, cursor, exclude, limit, dm)
-	if err != nil {
-		return nil, fmt.Errorf("reading changes: %w", err)
+	if err := c.publishChanges(ctx); err != nil {
+		return nil, cursor, err
 	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[Change])
+	rows, err := c.l1.db.Query(ctx, `
+		SELECT (`+c.lastPosSQL()+`) AS top, ch.id, ch.at, ch.kind, ch.ref, ch.op, ch.actor, ch.pos
+		FROM (SELECT 1) one LEFT JOIN LATERAL (
+		    SELECT * FROM graph_changes ch
+		    WHERE ch.campaign_id = $1 AND ch.pos > $2 AND ($3 = '' OR ch.actor <> $3) AND ch.kind NOT IN ('dm_node', 'dm_edge')
+		      AND ($5 OR ch.kind <> 'fact' OR EXISTS (SELECT 1 FROM relationships r WHERE r.campaign_id = $1 AND r.id::text = ch.ref
+		           AND r.proposed_by = '' AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb))
+		      AND `+c.changeVisible()+`
+		    ORDER BY ch.pos LIMIT $4) ch ON true
+		ORDER BY ch.pos`, c.id, cursor, exclude, limit, dm)
+	if err != nil {
+		return nil, cursor, fmt.Errorf("reading changes: %w", err)
+	}
+	var out []Change
+	var top int64
+	var id, pos *int64
+	var at *time.Time
+	var kind, ref, op, actor *string
+	_, err = pgx.ForEachRow(rows, []any{&top, &id, &at, &kind, &ref, &op, &actor, &pos}, func() error {
+		if id != nil {
+			out = append(out, Change{ID: *id, At: *at, Kind: *kind, Ref: *ref, Op: *op, Actor: *actor, Pos: *pos})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, cursor, fmt.Errorf("reading changes: %w", err)
+	}
+	next := max(cursor, top)
+	if len(out) == limit {
+		next = out[len(out)-1].Pos
+	}
+	return out, next, nil
 }
 
 // changeVisible is the SQL predicate true when the viewer may see change
@@ -89,7 +126,23 @@ func (c *Campaign) entityChangeVisible() string {
 		OR (NOT ch.scene_only AND NOT EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref)))`
 }
 
-// LastChange is the newest change id of the campaign (0 if none).
+// publishChanges gives the campaign's committed changes that have no
+// position yet the next ones (glyphoxa_publish_changes, migration 0044),
+// in a statement of its own, so that a read after it sees them in the
+// order they became visible: a change committed late by a long
+// transaction is published after the changes a reader has already
+// counted, and a cursor of positions never steps over it.
+func (c *Campaign) publishChanges(ctx context.Context) error {
+	if _, err := c.l1.db.Exec(ctx, `SELECT glyphoxa_publish_changes($1)`, c.id); err != nil {
+		return fmt.Errorf("publishing the change log: %w", err)
+	}
+	return nil
+}
+
+// LastChange is the position of the campaign's newest published change
+// (0 if none), after publishing those committed since the last reader
+// ([Change.Pos]): the cursor for [Campaign.ChangesSince], and a number
+// that moves whenever a change commits, also one with an older id.
 //
 // For a handle bound to a player it is the newest change they may see
 // ([Campaign.changeVisible]): their cursor (the MCP sync's) does not move
@@ -100,15 +153,29 @@ func (c *Campaign) entityChangeVisible() string {
 // usually the newest. A cache of a player's reads is keyed on
 // [Campaign.Revision] instead.
 func (c *Campaign) LastChange(ctx context.Context) (int64, error) {
+	if err := c.publishChanges(ctx); err != nil {
+		return 0, err
+	}
 	var id int64
-	if err := c.l1.db.QueryRow(ctx, `SELECT `+c.lastChangeSQL(), c.id).Scan(&id); err != nil {
+	if err := c.l1.db.QueryRow(ctx, `SELECT `+c.lastPosSQL(), c.id).Scan(&id); err != nil {
 		return 0, fmt.Errorf("reading the last change: %w", err)
 	}
 	return id, nil
 }
 
-// lastChangeSQL is the SQL expression of [Campaign.LastChange] for
-// campaign $1.
+// lastPosSQL is the SQL expression of [Campaign.LastChange] for campaign
+// $1, once published.
+func (c *Campaign) lastPosSQL() string {
+	if c.view.v.Role != memory.RolePlayer {
+		return `coalesce((SELECT max(pos) FROM graph_changes WHERE campaign_id = $1), 0)`
+	}
+	return `coalesce((SELECT ch.pos FROM graph_changes ch WHERE ch.campaign_id = $1 AND ch.pos IS NOT NULL AND ` + c.changeVisible() + `
+		ORDER BY ch.pos DESC LIMIT 1), 0)`
+}
+
+// lastChangeSQL is the SQL expression of the newest change id of campaign
+// $1 the handle's viewer may see, as [Campaign.lastPosSQL] is of its
+// position: where an agent session's [ChangeCursor] starts.
 func (c *Campaign) lastChangeSQL() string {
 	if c.view.v.Role != memory.RolePlayer {
 		return `coalesce((SELECT max(id) FROM graph_changes WHERE campaign_id = $1), 0)`

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strconv"
@@ -46,7 +47,7 @@ func TestAddEntity(t *testing.T) {
 	if len(found) != 1 || found[0].ID != e.ID {
 		t.Fatalf("find by alias: %+v", found)
 	}
-	chs := must[[]postgres.Change](t)(c.ChangesSince(ctx, before, "", 0))
+	chs := changesSince(t, c, before, 0)
 	if len(chs) != 1 || chs[0].Kind != "entity" || chs[0].Ref != e.ID || chs[0].Op != "insert" {
 		t.Fatalf("changes %+v", chs)
 	}
@@ -153,7 +154,7 @@ func TestMergeEntities(t *testing.T) {
 		t.Fatalf("find by the merged name: %+v", found)
 	}
 	ops := map[string]bool{}
-	for _, ch := range must[[]postgres.Change](t)(c.ChangesSince(ctx, before, "", 0)) {
+	for _, ch := range changesSince(t, c, before, 0) {
 		ops[ch.Kind+":"+ch.Ref+":"+ch.Op] = true
 	}
 	for _, want := range []string{"entity:grimm:delete", "entity:grimjaw:update", "fact:" + strconv.FormatInt(newFact.ID, 10) + ":update"} {
@@ -226,7 +227,7 @@ func TestRetireEntity(t *testing.T) {
 		t.Fatalf("retired a missing entity: %v", err)
 	}
 	ops := map[string]bool{}
-	for _, ch := range must[[]postgres.Change](t)(c.ChangesSince(ctx, before, "", 0)) {
+	for _, ch := range changesSince(t, c, before, 0) {
 		ops[ch.Kind+":"+ch.Ref+":"+ch.Op] = true
 	}
 	if !ops["entity:hammer:update"] || !ops["fact:"+strconv.FormatInt(r.Facts[0], 10)+":update"] {
@@ -249,4 +250,14 @@ func mustRetirement(t *testing.T, g *postgres.Graph, id string) (postgres.Entity
 		t.Fatal(err)
 	}
 	return r, ok
+}
+
+// changesSince is c's change log after cursor, at most limit (0: 500).
+func changesSince(t *testing.T, c *postgres.Campaign, cursor int64, limit int) []postgres.Change {
+	t.Helper()
+	chs, _, err := c.ChangesSince(context.Background(), cursor, "", limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chs
 }

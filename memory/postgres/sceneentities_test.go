@@ -241,7 +241,7 @@ func TestSceneEntityChangesHidden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		chs, err := c.ChangesSinceFor(ctx, 0, "", 100, tc.v.Role == memory.RoleDM)
+		chs, _, err := c.ChangesSinceFor(ctx, 0, "", 100, tc.v.Role == memory.RoleDM)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -88,7 +88,7 @@ func TestViewerFiltersEveryReadPath(t *testing.T) {
 		r.neighbors = must[[]memory.Neighbor](t)(g.Neighbors(ctx, "vault-key", 1, memory.TraversalOpts{}))
 		r.path, r.pathErr = g.FindPath(ctx, "grimjaw", "vault-key", 1)
 		r.pending = must[[]memory.Relationship](t)(g.PendingFacts(ctx, memory.FactFilter{}))
-		r.changes = must[[]postgres.Change](t)(c.ChangesSince(ctx, 0, "", 1000))
+		r.changes = changesSince(t, c, 0, 1000)
 		if _, err := c.LoadGraph(ctx, func(e postgres.GraphEdge) error {
 			if e.Kind == postgres.EdgeFact {
 				r.graphFacts = append(r.graphFacts, e.FactID)
