@@ -93,12 +93,14 @@ func TestSnapshotAroundIsTheCutWholeView(t *testing.T) {
 			if got, want := sn.hub(), whole.hub(); got != want {
 				t.Errorf("seed %d: hub %q, the whole view's %q", seed, got, want)
 			}
-			for _, e := range sn.entities {
+			// "nobody": an entity the snapshot does not hold (the handler
+			// answers not found first): no node, not a nil entity.
+			for _, id := range append(entityIDs(sn), "nobody") {
 				for depth := 1; depth <= maxDepth; depth++ {
-					got, _ := json.Marshal(sn.around(e.ID, depth, dm))
-					want, _ := json.Marshal(whole.around(e.ID, depth))
+					got, _ := json.Marshal(sn.around(id, depth, dm))
+					want, _ := json.Marshal(whole.around(id, depth))
 					if string(got) != string(want) {
-						t.Fatalf("seed %d, dm %t, %d steps around %s:\n got %s\nwant %s", seed, dm, depth, e.ID, got, want)
+						t.Fatalf("seed %d, dm %t, %d steps around %s:\n got %s\nwant %s", seed, dm, depth, id, got, want)
 					}
 				}
 			}
@@ -250,4 +252,13 @@ func TestMergeSortedIsSortAndFilter(t *testing.T) {
 			t.Fatalf("seed %d: the result has capacity %d for %d elements", seed, cap(got), len(got))
 		}
 	}
+}
+
+// entityIDs are the ids of the entities sn holds.
+func entityIDs(sn *snapshot) []string {
+	ids := make([]string, 0, len(sn.entities))
+	for _, e := range sn.entities {
+		ids = append(ids, e.ID)
+	}
+	return ids
 }

@@ -516,7 +516,11 @@ func (sn *snapshot) around(focus string, depth int, dm bool) graphData {
 		Total: len(sn.entities)}
 	ents := make([]*memory.Entity, 0, len(hops))
 	for id := range hops {
-		ents = append(ents, sn.byID.get(id))
+		// A focus the snapshot does not hold (callers check it first) is
+		// no node, rather than a nil entity.
+		if e := sn.byID.get(id); e != nil {
+			ents = append(ents, e)
+		}
 	}
 	slices.SortFunc(ents, byName)
 	for _, e := range ents {
