@@ -128,16 +128,29 @@ func (c *Campaign) entityChangeVisible() string {
 
 // publishChanges gives the campaign's committed changes that have no
 // position yet the next ones (glyphoxa_publish_changes, migration 0044),
-// in a statement of its own, so that a read after it sees them in the
-// order they became visible: a change committed late by a long
+// in statements of their own, so that a read after them sees changes in
+// the order they became visible: a change committed late by a long
 // transaction is published after the changes a reader has already
-// counted, and a cursor of positions never steps over it.
+// counted, and a cursor of positions never steps over it. A backlog is
+// published publishBatch at a time, each batch committed: a statement
+// that numbered a large import at once ran past the store's statement
+// timeout, was rolled back, and the next reader started over.
 func (c *Campaign) publishChanges(ctx context.Context) error {
-	if _, err := c.l1.db.Exec(ctx, `SELECT glyphoxa_publish_changes($1)`, c.id); err != nil {
-		return fmt.Errorf("publishing the change log: %w", err)
+	for {
+		var n int
+		if err := c.l1.db.QueryRow(ctx, `SELECT glyphoxa_publish_changes($1, $2)`, c.id, publishBatch).Scan(&n); err != nil {
+			return fmt.Errorf("publishing the change log: %w", err)
+		}
+		if n < publishBatch {
+			return nil
+		}
 	}
-	return nil
 }
+
+// publishBatch is how many changes one statement publishes: 40–90 µs a
+// change measured (every index of the log is written again), so a batch
+// takes well under a second, against the store's 10 s statement timeout.
+const publishBatch = 5000
 
 // LastChange is the position of the campaign's newest published change
 // (0 if none), after publishing those committed since the last reader
@@ -169,7 +182,10 @@ func (c *Campaign) lastPosSQL() string {
 	if c.view.v.Role != memory.RolePlayer {
 		return `coalesce((SELECT max(pos) FROM graph_changes WHERE campaign_id = $1), 0)`
 	}
-	return `coalesce((SELECT ch.pos FROM graph_changes ch WHERE ch.campaign_id = $1 AND ch.pos IS NOT NULL AND ` + c.changeVisible() + `
+	// The DM's private notes are never listed to a player: their cursor
+	// does not move when the DM writes one.
+	return `coalesce((SELECT ch.pos FROM graph_changes ch WHERE ch.campaign_id = $1 AND ch.pos IS NOT NULL
+		AND ch.kind NOT IN ('dm_node', 'dm_edge') AND ` + c.changeVisible() + `
 		ORDER BY ch.pos DESC LIMIT 1), 0)`
 }
 

@@ -113,8 +113,8 @@ func NewStore(ctx context.Context, dsn string, dims int, opts ...Option) (*Store
 
 // interactiveSettings are the SET statements, in one string (one round
 // trip), of the parameters the store sets on each new connection, less
-// those the DSN sets itself (params: its run-time parameters); "" when the
-// DSN sets them all. They are SETs on the connection, not startup
+// those the DSN sets itself (params: its run-time parameters) where it may
+// (below). They are SETs on the connection, not startup
 // parameters, which connection poolers such as PgBouncer refuse.
 //
 //   - jit off: PostgreSQL compiles any statement whose estimated cost
@@ -133,8 +133,17 @@ func NewStore(ctx context.Context, dsn string, dims int, opts ...Option) (*Store
 //     player's search in a heavily split 100k campaign took 541 to 576 ms
 //     with them and 389 to 452 ms without (BenchmarkPlayerSearch), the
 //     GraphRAG queries the same.
+//
+// And one the DSN cannot change: default_transaction_isolation is read
+// committed, whatever the server's or the DSN's default. The store's
+// statements are written for it: the change log's publication
+// (glyphoxa_publish_changes) waits for a lock and then reads what the
+// publisher before it committed, which a repeatable-read statement, its
+// snapshot taken before the wait, cannot (it failed "could not serialize
+// access" when readers of one campaign met); the cursors of late commits
+// ([ChangeCursor]) read each statement's own snapshot.
 func interactiveSettings(params map[string]string) string {
-	var out []string
+	out := []string{"SET default_transaction_isolation = 'read committed'"}
 	for _, s := range []struct{ name, value string }{{"jit", "off"}, {"max_parallel_workers_per_gather", "0"}} {
 		if _, set := params[s.name]; !set {
 			out = append(out, "SET "+s.name+" = "+s.value)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
@@ -214,4 +216,62 @@ func repeated(sorted []string) []string {
 		}
 	}
 	return out
+}
+
+// TestChangePositionsUpgrade: a database from before migration 0044, its
+// changes counted by id, and an assistant holding a cursor (the newest id
+// it synced). After the upgrade the old changes stand at their ids, so the
+// cursor means what it meant: nothing old is listed again, and what is
+// written after the upgrade comes after it.
+func TestChangePositionsUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, dsn := pgtest.NewStore(t, 8)
+	c := pgtest.Campaign(t, s, "camp")
+	for _, id := range []string{"ada", "bo", "cy"} {
+		if err := c.Graph().UpsertEntity(ctx, memory.Entity{ID: id, Type: memory.EntityNPC, Name: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// Back to the schema before 0044, the changes kept.
+	if _, err := conn.Exec(ctx, `DROP FUNCTION glyphoxa_publish_changes(text, int);
+		ALTER TABLE graph_changes DROP COLUMN pos; DROP SEQUENCE graph_changes_pos_seq;
+		DELETE FROM schema_migrations WHERE version = 44`); err != nil {
+		t.Fatal(err)
+	}
+	var held int64 // the assistant's cursor: the newest id it synced
+	if err := conn.QueryRow(ctx, `SELECT max(id) FROM graph_changes WHERE campaign_id = 'camp'`).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := postgres.NewStore(ctx, dsn, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	c2 := pgtest.Campaign(t, s2, "camp")
+	all := changesSince(t, c2, 0, 0)
+	for _, ch := range all {
+		if ch.Pos != ch.ID {
+			t.Errorf("the change %d (%s) stands at %d after the upgrade, want its id", ch.ID, ch.Ref, ch.Pos)
+		}
+	}
+	if len(all) != 3 {
+		t.Fatalf("after the upgrade the log lists %d changes, want the 3 written before", len(all))
+	}
+	if err := c2.Graph().UpsertEntity(ctx, memory.Entity{ID: "dee", Type: memory.EntityNPC, Name: "Dee"}); err != nil {
+		t.Fatal(err)
+	}
+	chs, _, err := c2.ChangesSince(ctx, held, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chs) != 1 || chs[0].Ref != "dee" {
+		t.Errorf("the cursor held from before the upgrade lists %v, want only dee's change", chs)
+	}
 }

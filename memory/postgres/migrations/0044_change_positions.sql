@@ -19,20 +19,29 @@
 ALTER TABLE graph_changes ADD COLUMN pos bigint;
 UPDATE graph_changes SET pos = id;
 CREATE SEQUENCE graph_changes_pos_seq;
-SELECT setval('graph_changes_pos_seq', greatest((SELECT max(id) FROM graph_changes), 1));
+-- (A fresh database's sequence is left as created: nothing to follow.)
+SELECT setval('graph_changes_pos_seq', max(id)) FROM graph_changes HAVING max(id) IS NOT NULL;
 CREATE INDEX graph_changes_pos ON graph_changes (campaign_id, pos);
 CREATE INDEX graph_changes_unpublished ON graph_changes (campaign_id, id) WHERE pos IS NULL;
 
--- glyphoxa_publish_changes gives the campaign's committed changes without
--- a position the next positions, in id order. Run it in a statement of
--- its own (not inside a reader's statement): the lock is taken first, and
--- the update's snapshot after it, so it sees every earlier publication's
--- commit. Within an explicit transaction the lock is held until it ends.
-CREATE FUNCTION glyphoxa_publish_changes(campaign text) RETURNS void LANGUAGE plpgsql VOLATILE AS $$
+-- glyphoxa_publish_changes gives at most batch of the campaign's committed
+-- changes without a position the next positions, in id order, and returns
+-- how many it gave: a caller publishes a backlog (a large import, a log
+-- nobody read for weeks) in bounded statements, each of which stays well
+-- inside the store's statement timeout and keeps what it did. Run it in a
+-- statement of its own (not inside a reader's statement), at read
+-- committed: the lock is taken first, and the update's snapshot after
+-- it, so it sees every earlier publication's commit. Within an explicit
+-- transaction the lock is held until it ends.
+CREATE FUNCTION glyphoxa_publish_changes(campaign text, batch int) RETURNS int LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    n int;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('glyphoxa:graph_changes'), hashtext(campaign));
     UPDATE graph_changes g SET pos = t.p
     FROM (SELECT u.id, nextval('graph_changes_pos_seq') AS p
-          FROM (SELECT id FROM graph_changes WHERE campaign_id = campaign AND pos IS NULL ORDER BY id) u) t
+          FROM (SELECT id FROM graph_changes WHERE campaign_id = campaign AND pos IS NULL ORDER BY id LIMIT batch) u) t
     WHERE g.id = t.id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
 END $$;
