@@ -134,7 +134,9 @@ func (c *Campaign) entityChangeVisible() string {
 // counted, and a cursor of positions never steps over it. A backlog is
 // published publishBatch at a time, each batch committed: a statement
 // that numbered a large import at once ran past the store's statement
-// timeout, was rolled back, and the next reader started over.
+// timeout, was rolled back, and the next reader started over. Call it
+// outside a transaction: within one, the campaign's publication lock is
+// held until the transaction ends, and every other reader waits for it.
 func (c *Campaign) publishChanges(ctx context.Context) error {
 	for {
 		var n int
