@@ -245,6 +245,15 @@ func TestChangePositionsUpgrade(t *testing.T) {
 		DELETE FROM schema_migrations WHERE version = 44`); err != nil {
 		t.Fatal(err)
 	}
+	// A write rolled back before the upgrade took an id and left no row.
+	if _, err := conn.Exec(ctx, `BEGIN; INSERT INTO graph_changes (campaign_id, kind, ref, op) VALUES ('camp', 'entity', 'gone', 'insert');
+		ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	var taken int64 // every id taken before the upgrade
+	if err := conn.QueryRow(ctx, `SELECT last_value FROM graph_changes_id_seq`).Scan(&taken); err != nil {
+		t.Fatal(err)
+	}
 	var held int64 // the assistant's cursor: the newest id it synced
 	if err := conn.QueryRow(ctx, `SELECT max(id) FROM graph_changes WHERE campaign_id = 'camp'`).Scan(&held); err != nil {
 		t.Fatal(err)
@@ -272,6 +281,12 @@ func TestChangePositionsUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(chs) != 1 || chs[0].Ref != "dee" {
-		t.Errorf("the cursor held from before the upgrade lists %v, want only dee's change", chs)
+		t.Fatalf("the cursor held from before the upgrade lists %v, want only dee's change", chs)
+	}
+	// An older process, still serving during a rolling upgrade, hands out
+	// the newest id as its cursor: a change published after the upgrade
+	// stands after every id taken before it.
+	if chs[0].Pos <= taken {
+		t.Errorf("the first change after the upgrade stands at %d, not after the ids taken before it (%d)", chs[0].Pos, taken)
 	}
 }

@@ -19,8 +19,11 @@
 ALTER TABLE graph_changes ADD COLUMN pos bigint;
 UPDATE graph_changes SET pos = id;
 CREATE SEQUENCE graph_changes_pos_seq;
--- (A fresh database's sequence is left as created: nothing to follow.)
-SELECT setval('graph_changes_pos_seq', max(id)) FROM graph_changes HAVING max(id) IS NOT NULL;
+-- New positions start after every id taken so far, rolled-back ones
+-- included, so that a cursor an older process hands out during a rolling
+-- upgrade (the newest id) is not ahead of them. A fresh database's
+-- sequence is left as created: no id was taken.
+SELECT setval('graph_changes_pos_seq', last_value) FROM graph_changes_id_seq WHERE is_called;
 CREATE INDEX graph_changes_pos ON graph_changes (campaign_id, pos);
 CREATE INDEX graph_changes_unpublished ON graph_changes (campaign_id, id) WHERE pos IS NULL;
 
