@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -15,13 +16,7 @@ import (
 // reports the time per change (µs/change) beside the time per backlog.
 func BenchmarkPublishBacklog(b *testing.B) {
 	ctx := context.Background()
-	s, dsn := pgtest.NewStore(b, 8)
-	camp := pgtest.Campaign(b, s, "camp")
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	camp, conn := changeLogWorld(b)
 	const backlog = 20000
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -43,13 +38,7 @@ func BenchmarkPublishBacklog(b *testing.B) {
 // continuity checker pay on every call.
 func BenchmarkLastChange(b *testing.B) {
 	ctx := context.Background()
-	s, dsn := pgtest.NewStore(b, 8)
-	camp := pgtest.Campaign(b, s, "camp")
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	camp, conn := changeLogWorld(b)
 	if _, err := conn.Exec(ctx, `INSERT INTO graph_changes (campaign_id, kind, ref, op)
 		SELECT 'camp', 'entity', 'e' || i, 'insert' FROM generate_series(1, 100000) i`); err != nil {
 		b.Fatal(err)
@@ -66,4 +55,18 @@ func BenchmarkLastChange(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// changeLogWorld is campaign "camp" of a fresh store and a connection to
+// its database, closed when b ends.
+func changeLogWorld(b *testing.B) (*postgres.Campaign, *pgx.Conn) {
+	b.Helper()
+	s, dsn := pgtest.NewStore(b, 8)
+	camp := pgtest.Campaign(b, s, "camp")
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close(context.Background()) })
+	return camp, conn
 }
