@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -114,7 +115,7 @@ func TestSyncCursorListsEachChangeOnce(t *testing.T) {
 					}
 					return nil
 				})
-				if err != nil && !(rollback && err == errRollback) {
+				if err != nil && !(rollback && errors.Is(err, errRollback)) {
 					t.Error(err)
 					return
 				}
@@ -194,7 +195,7 @@ func TestSyncCursorListsEachChangeOnce(t *testing.T) {
 	}
 }
 
-var errRollback = fmt.Errorf("rolled back on purpose")
+var errRollback = errors.New("rolled back on purpose")
 
 // missingFrom is what of want (sorted) got (sorted) lacks.
 func missingFrom(want, got []string) []string {
