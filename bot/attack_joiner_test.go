@@ -192,6 +192,30 @@ func atkCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// report waits for the watcher's next report; with none by the hang
+// guard, the test fails with the message (format and args).
+func report(t *testing.T, ctx context.Context, watch <-chan conn.Params, format string, args ...any) conn.Params {
+	t.Helper()
+	select {
+	case np := <-watch:
+		return np
+	case <-ctx.Done():
+		t.Fatalf(format, args...)
+		return conn.Params{}
+	}
+}
+
+// noReport fails the test, with format naming the report (its one %s),
+// when the watcher holds one it has not read.
+func noReport(t *testing.T, watch <-chan conn.Params, format string) {
+	t.Helper()
+	select {
+	case np := <-watch:
+		t.Fatalf(format, brief(np))
+	default:
+	}
+}
+
 func brief(p conn.Params) string {
 	return fmt.Sprintf("{channel %s, session %s, token %s, endpoint %s}", p.ChannelID, p.SessionID, p.Token, p.Endpoint)
 }
@@ -378,14 +402,10 @@ func TestAttackJoinerMoveWhileConnecting(t *testing.T) {
 	if err := w.fake.MoveBot(guildID, "701"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case np := <-watch:
-		if np.ChannelID != "701" {
-			t.Fatalf("the join answered %s; the watcher was told of %s, want the member's move to 701", brief(p), brief(np))
-		}
-	case <-ctx.Done():
-		t.Fatalf("the join answered %s; a member moved the bot to 701 while the link connected; the watcher was never told",
-			brief(p))
+	np := report(t, ctx, watch, "the join answered %s; a member moved the bot to 701 while the link connected; the watcher was never told",
+		brief(p))
+	if np.ChannelID != "701" {
+		t.Fatalf("the join answered %s; the watcher was told of %s, want the member's move to 701", brief(p), brief(np))
 	}
 }
 
@@ -416,13 +436,10 @@ func TestAttackJoinerTwoRejoinsAtOnce(t *testing.T) {
 	if ra.p.SessionID == "second-session" && rb.p.SessionID == "second-session" {
 		return
 	}
-	select {
-	case np := <-watch:
-		if np.SessionID != "second-session" || np.Token != "second-token" {
-			t.Fatalf("told of %s, want the second session", brief(np))
-		}
-	case <-ctx.Done():
-		t.Fatalf("two rejoins returned %s and %s; Discord's session is the second answer's, and nobody was told", brief(ra.p), brief(rb.p))
+	np := report(t, ctx, watch, "two rejoins returned %s and %s; Discord's session is the second answer's, and nobody was told",
+		brief(ra.p), brief(rb.p))
+	if np.SessionID != "second-session" || np.Token != "second-token" {
+		t.Fatalf("told of %s, want the second session", brief(np))
 	}
 }
 
@@ -445,13 +462,8 @@ func TestAttackJoinerFailedRejoinThenMove(t *testing.T) {
 	}
 	w.state("701", "move-session")
 	w.server("move-token", atkEndpoint)
-	select {
-	case np := <-watch:
-		if np.ChannelID != "701" || np.SessionID != "move-session" {
-			t.Fatalf("told of %s", brief(np))
-		}
-	case <-ctx.Done():
-		t.Fatal("after a failed rejoin a move was not reported")
+	if np := report(t, ctx, watch, "after a failed rejoin a move was not reported"); np.ChannelID != "701" || np.SessionID != "move-session" {
+		t.Fatalf("told of %s", brief(np))
 	}
 }
 
@@ -477,20 +489,11 @@ func TestAttackJoinerUnwatchDuringRejoin(t *testing.T) {
 	w.settled(ctx)
 	watch := w.j.Watch(guildID)
 	time.Sleep(time.Second) // past the settle delay: a report of the answer would be here
-	select {
-	case np := <-watch:
-		t.Fatalf("a new watch was told of %s, the rejoin's own answer", brief(np))
-	default:
-	}
+	noReport(t, watch, "a new watch was told of %s, the rejoin's own answer")
 	w.state("701", "move-session")
 	w.server("move-token", atkEndpoint)
-	select {
-	case np := <-watch:
-		if np.ChannelID != "701" {
-			t.Fatalf("told of %s", brief(np))
-		}
-	case <-ctx.Done():
-		t.Fatal("the move after the rejoin was not reported")
+	if np := report(t, ctx, watch, "the move after the rejoin was not reported"); np.ChannelID != "701" {
+		t.Fatalf("told of %s", brief(np))
 	}
 }
 
@@ -523,24 +526,15 @@ func TestAttackJoinerLeaveDuringRejoin(t *testing.T) {
 	if p, err := w.j.Rejoin(guildID)(ctx); err == nil {
 		t.Fatalf("a rejoin after Leave joined %s", brief(p))
 	}
-	select {
-	case np := <-watch:
-		t.Fatalf("after Leave the old watch was told of %s", brief(np))
-	default:
-	}
+	noReport(t, watch, "after Leave the old watch was told of %s")
 	w.fake.SetVoiceEndpoint(atkEndpoint)
 	p := w.join(ctx, "702")
 	watch = w.j.Watch(guildID)
 	if err := w.fake.MoveBot(guildID, "703"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case np := <-watch:
-		if np.ChannelID != "703" || np.SessionID == p.SessionID {
-			t.Fatalf("told of %s", brief(np))
-		}
-	case <-ctx.Done():
-		t.Fatal("a move after a new join was not reported")
+	if np := report(t, ctx, watch, "a move after a new join was not reported"); np.ChannelID != "703" || np.SessionID == p.SessionID {
+		t.Fatalf("told of %s", brief(np))
 	}
 }
 
