@@ -872,10 +872,7 @@ func BenchmarkAttackPlayerNearestExactVsIndex(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			for _, r := range []struct {
-				name string
-				v    memory.Viewer
-			}{{"DM", memory.DMViewer()}, {"any player", memory.PlayerViewer()}, {"bound player", memory.PlayerViewerOf("u0")}} {
+			for _, r := range benchViewers() {
 				h, err := c.As(r.v)
 				if err != nil {
 					b.Fatal(err)

@@ -114,10 +114,7 @@ func BenchmarkPlayerNeighbors(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	for _, r := range []struct {
-		name string
-		v    memory.Viewer
-	}{{"DM", memory.DMViewer()}, {"any player", memory.PlayerViewer()}, {"bound player", memory.PlayerViewerOf("u0")}} {
+	for _, r := range benchViewers() {
 		h, err := c.As(r.v)
 		if err != nil {
 			b.Fatal(err)
@@ -284,3 +281,15 @@ const (
 		 FROM generate_series(1, 200) i,
 		      (VALUES (0, '{u0,u1,u2}'::text[], false), (100, '{u1}', true), (150, '{u0,u1,u2}', false)) p(line, players, split)`
 )
+
+// benchViewers are the viewers the split-scene benchmarks read as: the
+// DM, a player not bound to a user, and player u0.
+func benchViewers() []struct {
+	name string
+	v    memory.Viewer
+} {
+	return []struct {
+		name string
+		v    memory.Viewer
+	}{{"DM", memory.DMViewer()}, {"any player", memory.PlayerViewer()}, {"bound player", memory.PlayerViewerOf("u0")}}
+}
