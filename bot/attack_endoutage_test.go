@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
@@ -93,5 +94,31 @@ func TestAttackEndDuringOutageClearsTheClaim(t *testing.T) {
 	if s := claims.carried(guildID); s != nil {
 		t.Errorf("after /session end the guild's claim still carries session %q (voice channel %s): a process taking the "+
 			"guild over resumes the session the DM ended", s.SessionID, s.VoiceChannelID)
+	}
+}
+
+// TestAttackResumeOfAnEndedSession: the guild's claim still carries a
+// session whose end is recorded in the session log (the claim's state
+// could not be cleared: /session end or a SIGTERM came while PostgreSQL
+// was down, so SetState failed, and the end reached the log from the
+// outage spool). The process that takes the guild over must not resume
+// it: the DM ended it.
+func TestAttackResumeOfAnEndedSession(t *testing.T) {
+	t.Parallel()
+	voice := &outageEndVoice{}
+	h := newHarness(t, bot.Deps{Voice: voice})
+	ctx := context.Background()
+	sl := h.camp.Sessions()
+	start := time.Now().UTC().Add(-time.Hour)
+	if err := sl.StartSession(ctx, "live", start); err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.EndSession(ctx, "live", start.Add(50*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	err := h.bot.Resume(ctx, guildID, bot.ClaimedSession{Campaign: campaign, VoiceChannelID: channelID,
+		TextChannelID: channelID, SessionID: "live"})
+	if _, running := voice.Status(guildID); running {
+		t.Errorf("Resume (err %v) started the voice session %q again, which the DM ended: the bot rejoins the channel and records into it", err, "live")
 	}
 }
