@@ -55,12 +55,19 @@ func (b *Bot) sessionCommand(ctx context.Context, i *discordgo.Interaction, g Gu
 			return
 		}
 		st, _ := b.deps.Voice.Status(g.ID)
-		if err := b.deps.Voice.End(ctx, g.ID); err != nil {
+		err := b.deps.Voice.End(ctx, g.ID)
+		if _, still := b.deps.Voice.Status(g.ID); !still {
+			// The session stopped, whatever End reports (lines that wait
+			// in the outage spool, say): the guild's claim must not carry
+			// it any more, or the process that takes the guild over would
+			// resume the session the DM ended.
+			b.state.setSession(g.ID, false)
+			b.running(g.ID, nil)
+		}
+		if err != nil {
 			b.finishErr(i, fmt.Errorf("ending the session: %w", err))
 			return
 		}
-		b.state.setSession(g.ID, false)
-		b.running(g.ID, nil)
 		b.finish(i, true, fmt.Sprintf("Session %s ended and saved. Its memory is being processed in the background; "+
 			"`/memory pending` shows the facts waiting for your review.", st.SessionID), nil, nil)
 	case "session status":
