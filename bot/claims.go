@@ -105,15 +105,6 @@ func (b *Bot) Resume(ctx context.Context, guildID string, s ClaimedSession) erro
 	case b.state.hasSession(guildID):
 		return nil
 	}
-	if ended, err := b.sessionEnded(ctx, g, s.SessionID); err != nil {
-		return fmt.Errorf("resuming session %s: %w", s.SessionID, err)
-	} else if ended {
-		// Its end is recorded (the claim kept it because clearing the
-		// claim failed, say during an outage): the DM ended it.
-		b.log.Warn("not resuming a session whose end is recorded; clearing it from the guild's claim", "guild", guildID, "session", s.SessionID)
-		b.running(guildID, nil)
-		return nil
-	}
 	players, err := b.restoreSplit(ctx, g, s)
 	if err != nil {
 		return fmt.Errorf("resuming session %s: %w", s.SessionID, err)
@@ -129,27 +120,6 @@ func (b *Bot) Resume(ctx context.Context, guildID string, s ClaimedSession) erro
 	}
 	b.announce(s.TextChannelID, msg)
 	return nil
-}
-
-// sessionEnded reports whether the session log records the end of session
-// id (false for a session it does not know yet: its start may still wait
-// in an outage spool).
-func (b *Bot) sessionEnded(ctx context.Context, g Guild, id string) (bool, error) {
-	if id == "" {
-		return false, nil
-	}
-	camp, _, err := b.campaign(ctx, g.ID, memory.DMViewer())
-	if err != nil {
-		return false, err
-	}
-	sess, err := camp.Sessions().Session(ctx, id)
-	if errors.Is(err, memory.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return !sess.EndedAt.IsZero(), nil
 }
 
 // restoreSplit sets the guild's scene to the split the session was left
