@@ -45,6 +45,20 @@ func (p *Processor) RunInterrupted(ctx context.Context) ([]Report, error) {
 	return reps, errors.Join(errs...)
 }
 
+// Owe records that session sessionID is to be processed: once it is
+// ended, RunInterrupted finishes it like a session whose processing was
+// cut short. A session records it when it starts (lifecycle/session), so
+// that an end stored only later (it waited in the outage spool while
+// PostgreSQL was down, and End could not start the processing) is
+// processed by the next run's resumption. It does not change the progress
+// of a session processed already in part.
+func (p *Processor) Owe(ctx context.Context, sessionID string) error {
+	if _, done, err := p.cfg.Progress.Load(ctx, sessionID, StageStarted); err != nil || done {
+		return err
+	}
+	return p.cfg.Progress.Save(ctx, sessionID, StageStarted, 0, false)
+}
+
 // ResumePending resumes, for each campaign's processor, the processing of
 // the sessions an earlier run left unfinished (see RunInterrupted). serve
 // calls it at start-up, in a goroutine it owns and stops by cancelling ctx.

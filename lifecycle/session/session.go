@@ -95,6 +95,23 @@ type PostProcessor interface {
 	Run(ctx context.Context, sessionID string) (postsession.Report, error)
 }
 
+// Owed is the optional capability of a PostProcessor that records, when a
+// session starts, that the session's processing is owed
+// (postsession.Processor.Owe): a run that resumes interrupted processing
+// (postsession.RunInterrupted, at serve's start) then finishes a session
+// whose End came while the database was down, once its end is stored.
+type Owed interface {
+	Owe(ctx context.Context, sessionID string) error
+}
+
+// guardWriteTimeout bounds one write as the guard does.
+func (s *Session) guardWriteTimeout() time.Duration {
+	if s.cfg.WriteTimeout > 0 {
+		return s.cfg.WriteTimeout
+	}
+	return guard.DefaultWriteTimeout
+}
+
 // Config configures a Session. SessionID, Log, Ping, StateDir and
 // Summarizer are required.
 type Config struct {
@@ -285,6 +302,16 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	if err := s.guard.StartSession(ctx, cfg.SessionID, cfg.Clock.Now()); err != nil {
 		s.abort(ctx)
 		return nil, fmt.Errorf("starting session %q: %w", cfg.SessionID, err)
+	}
+	if o, ok := cfg.PostSession.(Owed); ok {
+		// Owed now, so that an End the database does not see (it is
+		// down: the end waits in the outage spool) still leaves the
+		// session to be processed by the next run's resumption.
+		octx, cancel := context.WithTimeout(ctx, s.guardWriteTimeout())
+		if err := o.Owe(octx, cfg.SessionID); err != nil {
+			s.log.Warn("recording that the session's processing is owed failed; an End during an outage leaves it unprocessed", "err", err)
+		}
+		cancel()
 	}
 	if err := recoverJournal(ctx, filepath.Join(cfg.StateDir, "journal"), s.guard, s.log); err != nil {
 		s.abort(ctx)
