@@ -7,22 +7,41 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // Keeper is the heartbeat of a held claim: it renews it every third of
 // the lease time until Stop or Release, and calls its lost function, once,
-// when the claim is lost (a renewal says so, or renewals failed until the
-// claim expired). Whoever calls Keep owns it and stops it.
+// when the claim is lost (a renewal says so, renewals the database refused
+// went on until the claim expired, or the process stalled past it). Whoever
+// calls Keep owns it and stops it.
+//
+// # Database outages
+//
+// A renewal that cannot reach the database (PostgreSQL stopped,
+// restarting, unreachable: [postgres.IsOutage]) does not lose the claim: while
+// the database is down no other process can take it either, since every
+// claim is taken by a statement. The keeper goes on holding it, one lease
+// time past each attempt that started in time, and its sessions go on
+// spooling their lines. When the database answers again, the claim is
+// renewed without the expiry condition but fenced by its token
+// ([Leases.Reclaim]): another process that took it in the meantime
+// incremented the token, and then the claim is lost and its work handed
+// over as usual. A process that stalls past the lease time still loses the
+// claim at its first instant awake, outage or not.
 type Keeper struct {
 	l    *Leases
 	lost func(error)
 
-	mu sync.Mutex
-	ls Lease
+	mu     sync.Mutex
+	ls     Lease
+	outage bool // the last renewal could not reach the database
 
 	// Read by Held without the lock, which a renewal holds for a round
-	// trip: the expiry of the last renewal (Unix nanoseconds) and whether
-	// the claim was lost or released.
+	// trip: until when the claim is held (Unix nanoseconds: the expiry of
+	// the last renewal, or one lease time past the last attempt that could
+	// not reach the database) and whether the claim was lost or released.
 	expires atomic.Int64
 	gone    atomic.Bool
 
@@ -49,13 +68,13 @@ func (k *Keeper) Lease() Lease {
 
 // Held reports whether the claim is still this process's as far as the
 // process can know without asking the database: it was neither lost nor
-// released, and the expiry of its last renewal is still ahead on the
-// clock. Past that expiry the claim is lost even if the heartbeat has not
-// noticed yet (a process that stalled past its lease time and woke up, or
-// whose renewals failed): no renewal can succeed any more (Renew requires
-// an unexpired claim) and another process may have taken it. Whoever
-// writes for the claim asks Held before each write; this is the one place
-// that rule lives.
+// released, and the expiry of its last renewal (or, while the database
+// cannot be reached, one lease time past the last attempt to renew it) is
+// still ahead on the clock. Past that the claim is lost even if the
+// heartbeat has not noticed yet (a process that stalled past its lease
+// time and woke up, or whose renewals the database refused): another
+// process may have taken it. Whoever writes for the claim asks Held before
+// each write; this is the one place that rule lives.
 func (k *Keeper) Held() bool {
 	return !k.gone.Load() && k.l.clk.Now().UnixNano() < k.expires.Load()
 }
@@ -98,31 +117,77 @@ func (k *Keeper) run() {
 			return
 		case <-t.C():
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		k.mu.Lock()
-		ls, err := k.l.Renew(ctx, k.ls)
-		if err == nil {
-			k.ls = ls
-			k.expires.Store(ls.Expires.UnixNano())
+		if err := k.renew(every); err != nil {
+			k.gone.Store(true)
+			if k.lost != nil {
+				k.lost(err)
+			}
+			return
 		}
-		expires := k.ls.Expires
-		k.mu.Unlock()
-		cancel()
-		switch {
-		case err == nil:
-			continue
-		case errors.Is(err, ErrLost):
-		case !k.l.clk.Now().Before(expires):
-			err = fmt.Errorf("%w: renewals failed until it expired: %w", ErrLost, err)
-		default:
-			continue // try again; the claim still runs
-		}
-		k.gone.Store(true)
-		if k.lost != nil {
-			k.lost(err)
-		}
-		return
 	}
+}
+
+// renew renews the claim once, within timeout; it returns an error
+// wrapping ErrLost when the claim is lost, nil while it is held.
+func (k *Keeper) renew(timeout time.Duration) error {
+	start := k.l.clk.Now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !start.Before(time.Unix(0, k.expires.Load())) {
+		// The heartbeat comes a lease time late: the process stalled (or
+		// the database refused renewals until then). Held has said no
+		// since the expiry, and another process may hold the claim now.
+		return fmt.Errorf("%w: it expired before it was renewed (the process stalled, or renewals failed until then)", ErrLost)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	renew := k.l.Renew
+	if k.outage {
+		renew = k.l.Reclaim
+	}
+	ls, err := renew(ctx, k.ls)
+	switch {
+	case err == nil:
+		k.ls, k.outage = ls, false
+		k.expires.Store(ls.Expires.UnixNano())
+		return nil
+	case errors.Is(err, ErrLost):
+		return err
+	case postgres.IsOutage(err):
+		// Nobody can take the claim while the database is down: it stays
+		// held one lease time past this attempt, which started in time.
+		k.outage = true
+		if until := start.Add(k.l.ttl).UnixNano(); until > k.expires.Load() {
+			k.expires.Store(until)
+		}
+		return nil
+	}
+	// The database answered with an error: try again until the claim
+	// expires.
+	return nil
+}
+
+// check is Leases.Check of the claim, reclaiming it first when the last
+// renewal could not reach the database (its stored expiry may have passed
+// while the claim was held).
+func (k *Keeper) check(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.Held() {
+		return fmt.Errorf("the claim %s: %w", k.ls.Name, ErrLost)
+	}
+	if k.outage {
+		ls, err := k.l.Reclaim(ctx, k.ls)
+		if errors.Is(err, ErrLost) {
+			k.gone.Store(true) // the heartbeat reports it at its next beat
+		}
+		if err != nil {
+			return err
+		}
+		k.ls, k.outage = ls, false
+		k.expires.Store(ls.Expires.UnixNano())
+	}
+	return k.l.Check(ctx, k.ls)
 }
 
 // ConflictError says a claim that must be unique is held by another live

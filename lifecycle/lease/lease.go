@@ -46,10 +46,18 @@
 // when the process stalled lands when it wakes up, possibly after another
 // process took the claim over. It lands once (each line has its own
 // idempotency key), in the same session, so nothing is lost or broken, but
-// an utterance both processes heard may be stored twice. During a database
-// outage no process can renew: a session goes on spooling its lines until
-// its lease expires, then is handed over like any other, and resumes (in
-// whichever process takes the claim) when the database is back.
+// an utterance both processes heard may be stored twice.
+//
+// During a database outage no process can renew, and none can take a
+// claim: the holder keeps it ([Keeper]), its sessions go on spooling their
+// lines, and it renews the claim when the database is back, fenced by its
+// token ([Leases.Reclaim]). The window this leaves is a partition: a
+// holder that cannot reach the database while another process can holds
+// on until the database answers it, though the other may take the claim
+// once its stored expiry passes. The bot user is one for every process, so
+// the taker's voice connection ends the holder's; the lines the holder
+// spooled until then are stored once, in the same session, as in a
+// hand-over.
 package lease
 
 import (
@@ -195,6 +203,25 @@ func (l *Leases) Renew(ctx context.Context, ls Lease) (Lease, error) {
 	}
 	if tag.RowsAffected() == 0 {
 		return ls, fmt.Errorf("renewing the claim %s (token %d): %w", ls.Name, ls.Token, ErrLost)
+	}
+	ls.Expires = now.Add(l.ttl)
+	return ls, nil
+}
+
+// Reclaim renews a claim whose stored expiry may have passed while the
+// database could not be reached ([Keeper]): it succeeds when ls's token is
+// still current (nobody took the claim, which increments it) and returns
+// ErrLost otherwise.
+func (l *Leases) Reclaim(ctx context.Context, ls Lease) (Lease, error) {
+	now := l.clk.Now()
+	tag, err := l.db.Exec(ctx, `UPDATE leases SET renewed_at = $4, expires_at = $5
+		WHERE name = $1 AND owner = $2 AND token = $3`,
+		ls.Name, ls.Owner, ls.Token, now, now.Add(l.ttl))
+	if err != nil {
+		return ls, fmt.Errorf("renewing the claim %s after an outage: %w", ls.Name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ls, fmt.Errorf("renewing the claim %s (token %d) after an outage: %w", ls.Name, ls.Token, ErrLost)
 	}
 	ls.Expires = now.Add(l.ttl)
 	return ls, nil

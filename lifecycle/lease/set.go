@@ -107,7 +107,8 @@ func (s *Set) Holder(name string) func() bool {
 // Check asks the database whether the set still holds name: nil when its
 // token is current and it has not expired, an error wrapping ErrLost when
 // it does not (or the set never held it), another error when the database
-// cannot tell. Unlike Holds, it sees a loss before the heartbeat does.
+// cannot tell. Unlike Holds, it sees a loss before the heartbeat does. A
+// claim held through a database outage is renewed first (Leases.Reclaim).
 func (s *Set) Check(ctx context.Context, name string) error {
 	s.mu.Lock()
 	k, ok := s.held[name]
@@ -115,7 +116,7 @@ func (s *Set) Check(ctx context.Context, name string) error {
 	if !ok {
 		return ErrLost
 	}
-	return s.l.Check(ctx, k.Lease())
+	return k.check(ctx)
 }
 
 // SetState records the work a held claim resumes; it returns ErrLost when
