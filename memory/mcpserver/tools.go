@@ -322,8 +322,11 @@ func (s *Server) putEdge(ctx context.Context, req *mcp.CallToolRequest, in PutEd
 		}
 		out = ChangeOut{Result: "applied", ID: fmt.Sprint(w.Fact.ID)}
 		if who.role != RoleDM {
-			// The same answer whether or not canon holds the fact.
-			out.Result = "proposed"
+			// The same answer whether or not canon holds the fact, and no
+			// fact id: ids are numbered from one sequence for every fact,
+			// so the gap between two proposals' ids would count the facts
+			// written in between that the player may not see.
+			out = ChangeOut{Result: "proposed"}
 		}
 		return nil
 	})

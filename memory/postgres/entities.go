@@ -235,7 +235,8 @@ func (g *Graph) MergeEntities(ctx context.Context, fromID, intoID, sessionID str
 			    FROM relationships r
 			    WHERE r.campaign_id = $1 AND r.status IN ('active', 'pending') AND (r.source_id = $2 OR r.target_id = $2)
 			), gone AS (
-			    UPDATE relationships r SET status = 'retired', valid_until_session = $4, updated_at = now()
+			    UPDATE relationships r SET status = CASE WHEN r.status = 'pending' THEN 'rejected' ELSE 'retired' END,
+			        valid_until_session = $4, updated_at = now()
 			    FROM dup WHERE r.id = dup.id AND (dup.kept IS NOT NULL OR `+src+` = `+dst+`)
 			    RETURNING r.id, dup.kept
 			), ev AS (

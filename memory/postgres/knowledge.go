@@ -585,7 +585,12 @@ func (c *Campaign) KnowledgeOf(ctx context.Context, userID, fromSession string) 
 		// rests on witnessed too (as view.factRevealed: a player at the
 		// table outside the scene witnessed their own line, not the
 		// scene's). A fact resting on no line (the DM's, an import's) is
-		// no revelation: the DM grants it.
+		// no revelation: the DM grants it. A fact with an end the player
+		// may not see (first heard in a split scene they were not in) is
+		// hidden with it, as in every read of the graph
+		// (view.endsVisibleSQL): the DM reading a player's knowledge is
+		// shown what that player knows.
+		player := view{v: memory.PlayerViewerOf(userID), campaign: c.id}
 		rows, err = tx.Query(ctx, `
 			SELECT r.id, s.name, r.rel_type, t2.name, r.session_id, r.established_at
 			FROM relationships r
@@ -593,6 +598,7 @@ func (c *Campaign) KnowledgeOf(ctx context.Context, userID, fromSession string) 
 			JOIN entities t2 ON t2.campaign_id = r.campaign_id AND t2.id = r.target_id
 			WHERE r.campaign_id = $1 AND r.status = 'active'
 			  AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
+			  AND `+player.endsVisibleSQL("r")+`
 			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
 			               JOIN sessions st ON st.campaign_id = t.campaign_id AND st.id = t.session_id
 			               WHERE fe.fact_id = r.id AND NOT t.noncanon AND st.started_at >= $3 AND `+witnessedSQL+`

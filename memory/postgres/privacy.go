@@ -193,6 +193,23 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 		if err != nil {
 			return err
 		}
+		// A fact that stays and rested on a line of the speaker's said in
+		// a split scene, and on no line said with the party together, was
+		// read by the scene's players only (view.factRevealed). Without
+		// the speaker's lines it would rest on no line (a DM's correction,
+		// which stays) or only on lines a player outside the scene may
+		// read (their own, said at the table outside it): every player, or
+		// that one, would read what was said in the scene. It becomes the
+		// DM's secret instead (the DM may grant it again).
+		if _, err := tx.Exec(ctx, `
+			UPDATE relationships r SET attributes = r.attributes || '{"secret": true}'::jsonb, updated_at = now()
+			WHERE r.campaign_id = $1 AND r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
+			  AND EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+			              WHERE fe.fact_id = r.id AND t.speaker_id = $2 AND NOT `+publicLineSQL+`)
+			  AND NOT EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
+			                  WHERE fe.fact_id = r.id AND t.speaker_id <> $2 AND `+publicLineSQL+`)`, c.id, userID); err != nil {
+			return fmt.Errorf("keeping the split-scene facts of the speaker's lines from other players: %w", err)
+		}
 		// The lines go before the chunks: a chunking that read them and
 		// writes its chunks after this deletion of chunks finds them
 		// locked or gone when it checks them (SessionLog.StillCanon)

@@ -148,11 +148,16 @@ func (g *Graph) RetireFact(ctx context.Context, id int64, sessionID string) (mem
 	return g.retire(ctx, id, sessionID, "retired by the DM")
 }
 
-// retire retires fact id as of sessionID with reason.
+// retire retires fact id as of sessionID with reason. A fact still
+// waiting for review never held: it is rejected instead, as the DM's
+// rejection leaves it (a retired fact is one that held until then, and
+// every player reads it, in "as of", traces and recaps; a pending one is
+// the DM's until confirmed).
 func (g *Graph) retire(ctx context.Context, id int64, sessionID, reason string) (memory.Relationship, error) {
-	return g.setStatus(ctx, id, "retiring", `status = 'retired', valid_until_session = $3,
-		retired_at = CASE WHEN r.status = 'retired' THEN coalesce(r.retired_at, now()) ELSE now() END,
-		retire_reason = CASE WHEN r.status = 'retired' AND r.retire_reason <> '' THEN r.retire_reason ELSE $4 END`,
+	return g.setStatus(ctx, id, "retiring", `status = CASE WHEN r.status = 'pending' THEN 'rejected' ELSE 'retired' END,
+		dm_confirmed = r.dm_confirmed AND r.status <> 'pending', valid_until_session = $3,
+		retired_at = CASE WHEN r.status = 'pending' THEN NULL WHEN r.status = 'retired' THEN coalesce(r.retired_at, now()) ELSE now() END,
+		retire_reason = CASE WHEN r.status = 'pending' THEN '' WHEN r.status = 'retired' AND r.retire_reason <> '' THEN r.retire_reason ELSE $4 END`,
 		`r.status IN ('active', 'pending', 'retired')`, sessionID, reason)
 }
 
