@@ -76,3 +76,27 @@ func TestAttackImportConfidenceNaN(t *testing.T) {
 		t.Fatalf("import: %d %q %q, want the file's error naming line 5 and the confidence", code, out, errs)
 	}
 }
+
+// An entries block followed by another key of its session (ended_at after
+// the lines, say) is flushed when that key arrives, and the streaming
+// reader dropped the flush's error: a line with a misspelt key (txt) made
+// `glyphoxa import` report success with "0 new transcript entries",
+// losing every line of the block, the good ones too, and the session's
+// end. The file must be refused, naming the line, and nothing imported.
+func TestAttackImportDropsAnEntriesBlockSilently(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
+	path := filepath.Join(t.TempDir(), "drop.yaml")
+	doc := "campaign: drop\nsessions:\n  - id: s1\n    started_at: 2026-03-01T19:00:00Z\n    entries:\n" +
+		"      - {speaker_id: u1, text: \"the first line\", at: 2026-03-01T19:00:01Z}\n" +
+		"      - {speaker_id: u1, txt: \"the second line\", at: 2026-03-01T19:00:02Z}\n" +
+		"    ended_at: 2026-03-01T20:00:00Z\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, vars, "import", "--no-process", path)
+	if code == 0 || !strings.Contains(errs, "line 7") || !strings.Contains(errs, "txt") {
+		_, inspect, _ := runCLI(t, vars, "inspect", "--campaign", "drop")
+		t.Fatalf("import: %d %q %q, want an error naming line 7 and its key txt; the campaign holds:\n%s", code, out, errs, inspect)
+	}
+}

@@ -41,6 +41,12 @@ func TestAttackStreamAndWholeAgree(t *testing.T) {
 		// "Times outside their session are errors naming the line"
 		// (Parse's doc): a line after the session's end was taken.
 		{"entry-after-end.yaml", []string{"line 7", "ended"}},
+		// An entries block ended by another key of its session: the
+		// streaming reader flushed the block there and dropped the error
+		// (stream.go feed ignores appendLine's), so Check took an unknown
+		// key, and Apply wrote none of the block's lines and lost the key.
+		{"entries-then-session-key.yaml", []string{"line 7", `"txt"`}},
+		{"empty-entry-then-outdent.yaml", []string{"line "}},
 		// An invalid UTF-8 byte: Parse refused it, Check took it when it
 		// was in a comment.
 		{"comment-not-utf8.yaml", []string{"UTF-8"}},
