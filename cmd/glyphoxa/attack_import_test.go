@@ -100,3 +100,17 @@ func TestAttackImportDropsAnEntriesBlockSilently(t *testing.T) {
 		t.Fatalf("import: %d %q %q, want an error naming line 7 and its key txt; the campaign holds:\n%s", code, out, errs, inspect)
 	}
 }
+
+// --batch-timeout 0s or -1s was taken without a word for the default of
+// two minutes: a limit that cannot be met must be a usage error naming
+// the flag, before anything is read.
+func TestAttackImportBatchTimeoutNotPositive(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
+	for _, d := range []string{"0s", "-1s"} {
+		code, out, errs := runCLI(t, vars, "import", "--no-process", "--batch-timeout", d, "../../testdata/campaigns/ironhold-saga.yaml")
+		if code != 2 || !strings.Contains(errs, "--batch-timeout") {
+			t.Errorf("--batch-timeout %s: %d %q %q, want a usage error naming the flag", d, code, out, errs)
+		}
+	}
+}
