@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -84,8 +85,16 @@ func AddEntity(ctx context.Context, camp *memaccess.Campaign, in EntityInput, ed
 func EditEntity(ctx context.Context, camp *memaccess.Campaign, id, name, kind, aliases, attributes, editor string) (memory.Entity, error) {
 	attrs := map[string]any{}
 	if strings.TrimSpace(attributes) != "" {
-		if err := yaml.Unmarshal([]byte(attributes), &attrs); err != nil {
+		dec := yaml.NewDecoder(strings.NewReader(attributes))
+		if err := dec.Decode(&attrs); err != nil && !errors.Is(err, io.EOF) {
 			return memory.Entity{}, fmt.Errorf("the attributes are not valid YAML (%v); write one `key: value` per line", err)
+		}
+		// What follows a "---" is another YAML document, which Decode
+		// leaves unread: its keys would be taken for removed ones.
+		var more yaml.Node
+		if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
+			return memory.Entity{}, errors.New(`the attributes hold a line "---" (or "..."), which ends a YAML document: ` +
+				"indent it inside a value, or remove it; write one `key: value` per line")
 		}
 	}
 	u := memory.EntityUpdate{SetAttributes: attrs}

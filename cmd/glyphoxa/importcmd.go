@@ -31,6 +31,9 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("expected one campaign file, got %d arguments", fs.NArg())
 	}
+	if *batchTimeout <= 0 {
+		return usagef("--batch-timeout must be a positive duration (such as 2m), got %s", *batchTimeout)
+	}
 	path := fs.Arg(0)
 	f, err := os.Open(path)
 	if err != nil {

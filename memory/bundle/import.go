@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/calendar"
 )
 
 // ErrBadBundle is wrapped by every error about the bundle's content (as
@@ -344,6 +345,9 @@ func (im *importer) columns(table string, row map[string]json.RawMessage) ([]str
 func (im *importer) settings(ctx context.Context, row map[string]json.RawMessage) error {
 	delete(row, "id")
 	delete(row, "created_at")
+	if err := im.checkCalendar(row["calendar"]); err != nil {
+		return err
+	}
 	cols, err := im.columns(settingsKind, row)
 	if err != nil || len(cols) == 0 {
 		return err
@@ -397,6 +401,11 @@ func (im *importer) row(ctx context.Context, t Table, row map[string]json.RawMes
 			return err
 		}
 	}
+	if t.Name == "entities" || t.Name == "relationships" {
+		if err := im.checkAttributes(t.Name, row["attributes"]); err != nil {
+			return err
+		}
+	}
 	if t.Name == "chunks" && im.res.Header.Dimensions != im.dims {
 		if v, ok := row["embedding"]; ok && string(v) != "null" {
 			row["embedding"] = json.RawMessage("null")
@@ -433,6 +442,43 @@ func (im *importer) row(ctx context.Context, t Table, row map[string]json.RawMes
 		ids[old] = nid
 		return nil
 	})
+	return nil
+}
+
+// checkAttributes refuses what the store refuses from every other writer
+// (memory.CheckSecretMarkers): a "secret" marker that is not a boolean
+// would leave the fact or value it was meant to hide public.
+func (im *importer) checkAttributes(table string, v json.RawMessage) error {
+	if v == nil || string(v) == "null" {
+		return nil
+	}
+	var attrs map[string]any
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	if err := d.Decode(&attrs); err != nil {
+		return im.badf("%s.attributes is not an object", table)
+	}
+	if err := memory.CheckSecretMarkers(attrs); err != nil {
+		return im.badf("%s.attributes: %v", table, err)
+	}
+	return nil
+}
+
+// checkCalendar refuses a calendar SetCalendar would refuse: every later
+// read of it would fail, or refuse every date.
+func (im *importer) checkCalendar(v json.RawMessage) error {
+	if v == nil || string(v) == "null" {
+		return nil
+	}
+	var c calendar.Calendar
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&c); err != nil {
+		return im.badf("the campaign's calendar is not a calendar: %v", err)
+	}
+	if err := c.Validate(); err != nil {
+		return im.badf("the campaign's calendar: %v", err)
+	}
 	return nil
 }
 

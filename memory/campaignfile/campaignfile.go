@@ -30,9 +30,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -152,6 +154,9 @@ func Parse(r io.Reader, name string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", name, lineErr(bytes.Count(data[:i], []byte("\n"))+1,
 			"a NUL byte at column %d (a campaign file is text)", i-bytes.LastIndexByte(data[:i], '\n')))
 	}
+	if err := checkUTF8(data, 1); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
@@ -159,6 +164,12 @@ func Parse(r io.Reader, name string) (*File, error) {
 			return nil, fmt.Errorf("%s: %w: the file is empty", name, ErrInvalid)
 		}
 		return nil, fmt.Errorf("%s: %w: %v", name, ErrInvalid, err)
+	}
+	if err := onlyDocument(dec); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := emptyItems(&root); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := checkTimes(&root); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -182,6 +193,91 @@ func Parse(r io.Reader, name string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &f, nil
+}
+
+// onlyDocument refuses a YAML document after the first (after "---" or
+// "..."): the decoder reads one, and what follows would be dropped.
+func onlyDocument(dec *yaml.Decoder) error {
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w: a second YAML document follows the first (a campaign file is one document): %s", ErrInvalid, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		if len(next.Content) == 0 || next.Content[0].ShortTag() == "!!null" && next.Content[0].Value == "" {
+			continue // a "---" followed by nothing
+		}
+		return lineErr(next.Line, "a second YAML document starts here: a campaign file is one document (what follows would be dropped)")
+	}
+}
+
+// checkUTF8 names the line and column of the first byte of text that is
+// not UTF-8; first is the line text starts on.
+func checkUTF8(text []byte, first int) error {
+	if utf8.Valid(text) {
+		return nil
+	}
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRune(text[i:])
+		if r == utf8.RuneError && n <= 1 {
+			start := bytes.LastIndexByte(text[:i], '\n') + 1
+			return lineErr(first+bytes.Count(text[:i], []byte("\n")), "a byte that is not UTF-8 at column %d (save the file as UTF-8)", i-start+1)
+		}
+		i += n
+	}
+	return nil
+}
+
+// emptyItems refuses an empty list item ("-" alone, or "- ~") in the
+// entities, relationships, sessions and entries lists, which the decoder
+// would skip without a word.
+func emptyItems(root *yaml.Node) error {
+	doc := root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	if doc.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		switch doc.Content[i].Value {
+		case "entities", "relationships", "sessions":
+		default:
+			continue
+		}
+		list := doc.Content[i+1]
+		if list.Kind != yaml.SequenceNode {
+			continue
+		}
+		if err := emptyItemIn(list.Content); err != nil {
+			return err
+		}
+		if doc.Content[i].Value != "sessions" {
+			continue
+		}
+		for _, s := range list.Content {
+			for k := 0; s.Kind == yaml.MappingNode && k+1 < len(s.Content); k += 2 {
+				if s.Content[k].Value == "entries" && s.Content[k+1].Kind == yaml.SequenceNode {
+					if err := emptyItemIn(s.Content[k+1].Content); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func emptyItemIn(items []*yaml.Node) error {
+	for _, n := range items {
+		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+			return lineErr(n.Line, "an empty list item (a \"-\" with nothing after it)")
+		}
+	}
+	return nil
 }
 
 // timeKeys are the keys whose values must be times.
@@ -529,6 +625,8 @@ func (v *validator) entry(e Entry) error {
 		return lineErr(e.line, "transcript entry has no \"at\" time")
 	case e.DurationMS < 0:
 		return lineErr(e.line, "duration_ms is negative")
+	case e.DurationMS > MaxDurationMS:
+		return lineErr(e.line, "duration_ms %d is more than a line can last (at most %d, 24 days)", e.DurationMS, MaxDurationMS)
 	case e.SpeakerID == "" && e.NPCID == "":
 		return lineErr(e.line, "transcript entry needs a speaker_id or an npc_id")
 	}
@@ -540,8 +638,16 @@ func entryInSession(s *Session, e Entry) error {
 		return lineErr(e.line, "transcript entry at %s is before its session started (%s)",
 			e.At.Format(time.RFC3339), s.StartedAt.Format(time.RFC3339))
 	}
+	if !s.EndedAt.IsZero() && e.At.After(s.EndedAt) {
+		return lineErr(e.line, "transcript entry at %s is after its session ended (%s)",
+			e.At.Format(time.RFC3339), s.EndedAt.Format(time.RFC3339))
+	}
 	return nil
 }
+
+// MaxDurationMS is the longest duration_ms a transcript line may have: what
+// the store's integer column holds.
+const MaxDurationMS = math.MaxInt32
 
 func (v *validator) relationship(r Relationship) error {
 	switch {
@@ -551,7 +657,7 @@ func (v *validator) relationship(r Relationship) error {
 		return lineErr(r.line, "relationship %s→%s has no type", q(r.Source), q(r.Target))
 	}
 	p := r.Provenance
-	if p.Confidence != nil && (*p.Confidence < 0 || *p.Confidence > 1) {
+	if p.Confidence != nil && !(*p.Confidence >= 0 && *p.Confidence <= 1) { // NaN too
 		return lineErr(r.line, "confidence %v is outside 0..1", *p.Confidence)
 	}
 	if p.Source != "" && !memory.FactSource(p.Source).Valid() {

@@ -150,6 +150,9 @@ func (s *splitter) run() error {
 			if i := bytes.IndexByte(l, 0); i >= 0 {
 				return lineErr(s.line, "a NUL byte at column %d (a campaign file is text)", i+1)
 			}
+			if err := checkUTF8(l, s.line); err != nil {
+				return err
+			}
 			if err := s.feed(l); err != nil {
 				return err
 			}
@@ -182,8 +185,7 @@ func (s *splitter) feed(l []byte) error {
 		}
 	}
 	if blankOrComment(l) {
-		s.appendLine(l, true)
-		return nil
+		return s.appendLine(l, true)
 	}
 	if ind == 0 && !isItem(l, 0) {
 		t := bytes.TrimRight(l, "\r\n")
@@ -220,7 +222,11 @@ func (s *splitter) feed(l []byte) error {
 			return err
 		}
 	case ind > s.itemInd:
-		s.appendLine(l, false)
+		// Its error is a batch's: an entries block flushed here (by a
+		// key of its session after it, or a full batch) and refused.
+		if err := s.appendLine(l, false); err != nil {
+			return err
+		}
 	default:
 		return errLayout
 	}
@@ -261,6 +267,11 @@ func (s *splitter) topLevel(l []byte) error {
 	if key == "campaign" || key == "language" {
 		var c map[string]string
 		if err := yaml.Unmarshal(l, &c); err != nil {
+			return errLayout
+		}
+		if _, ok := c[key]; !ok || len(c) != 1 {
+			// "language:: de" is the key "language:" to YAML: the whole
+			// parser names it.
 			return errLayout
 		}
 		return s.onKeys(key, c[key], s.line)
@@ -455,9 +466,21 @@ func decodeChunk(c chunk, v any) (*yaml.Node, error) {
 	}
 	var root yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(c.text)).Decode(&root); err != nil {
+		if strings.Contains(err.Error(), "unknown anchor") {
+			// An alias to an anchor of an earlier batch: only the whole
+			// document resolves it.
+			return nil, errLayout
+		}
 		return nil, fix(err)
 	}
 	shiftLines(&root, shift, map[*yaml.Node]bool{})
+	if c.kind != chunkInline && c.kind != chunkSessionsInline {
+		if err := emptyItemIn(itemNodes(&root)); err != nil {
+			return nil, err
+		}
+	} else if err := emptyItems(&root); err != nil {
+		return nil, err
+	}
 	if err := checkTimes(&root); err != nil {
 		return nil, err
 	}
@@ -652,8 +675,8 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 	sum := &Summary{}
 	v := newValidator()
 	type pendingSession struct {
-		minAt   time.Time
-		minLine int
+		minAt, maxAt     time.Time
+		minLine, maxLine int
 	}
 	var cur pendingSession
 	var prog Progress
@@ -710,6 +733,9 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 			if cur.minLine == 0 || e.At.Before(cur.minAt) {
 				cur.minAt, cur.minLine = e.At, e.line
 			}
+			if cur.maxLine == 0 || e.At.After(cur.maxAt) {
+				cur.maxAt, cur.maxLine = e.At, e.line
+			}
 		}
 		sum.Counts.Entities += len(b.entities)
 		sum.Counts.Relationships += len(b.rels)
@@ -737,6 +763,9 @@ func Check(r io.Reader, name string, o Options) (*Summary, error) {
 			}
 			if cur.minLine != 0 && cur.minAt.Before(h.StartedAt) {
 				return entryInSession(h, Entry{At: cur.minAt, line: cur.minLine})
+			}
+			if cur.maxLine != 0 && !h.EndedAt.IsZero() && cur.maxAt.After(h.EndedAt) {
+				return entryInSession(h, Entry{At: cur.maxAt, line: cur.maxLine})
 			}
 			for _, e := range h.Entries { // entries written in flow style
 				if err := v.entry(e); err != nil {

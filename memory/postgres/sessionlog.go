@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,9 @@ func validEntry(e memory.TranscriptEntry) error {
 		return fmt.Errorf("%w: transcript entry in session %q without a time", memory.ErrInvalid, e.SessionID)
 	case e.Duration < 0:
 		return fmt.Errorf("%w: transcript entry in session %q has a negative duration", memory.ErrInvalid, e.SessionID)
+	case e.Duration/time.Millisecond > math.MaxInt32:
+		// entryArgs stores it as an int32 of milliseconds, which would wrap.
+		return fmt.Errorf("%w: transcript entry in session %q lasts %s, more than the %d ms a line may", memory.ErrInvalid, e.SessionID, e.Duration, math.MaxInt32)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -381,8 +382,24 @@ func Parse(r io.Reader, name string, getenv func(string) string) (Config, error)
 	}
 	cfg := Default()
 	var root yaml.Node
-	if err := yaml.Unmarshal(raw, &root); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("%s: %w: %s", name, ErrInvalid, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	// A second document (after "---" or "...") would be dropped unread.
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w: a second YAML document follows the first (a configuration is one document): %s", name, ErrInvalid, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+		if len(next.Content) > 0 && (next.Content[0].ShortTag() != "!!null" || next.Content[0].Value != "") {
+			return Config{}, fmt.Errorf("%s: %w: line %d: a second YAML document starts here: a configuration is one document (what follows would be ignored)",
+				name, ErrInvalid, next.Line)
+		}
 	}
 	if len(root.Content) > 0 {
 		if n := expandedSize(&root, map[*yaml.Node]int{}, 0); n > MaxNodes {
@@ -770,7 +787,7 @@ func hideValue(msg, v, ref string) string {
 // check with [Config.Require]; serve and config check run [Config.Preflight].
 func (c Config) Validate() error {
 	in := func(key string, v, lo, hi float64) error {
-		if v < lo || v > hi {
+		if !(v >= lo && v <= hi) { // NaN too
 			return invalidGot(key, fmt.Sprint(v), "must be between %v and %v", lo, hi)
 		}
 		return nil
