@@ -269,6 +269,13 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 		s.execute(tid)
 		return nil, nil
 	default: // prepare epoch
+		if t.Epoch == 1 && t.ProtocolVersion <= 0 {
+			// Op 24 is an upgrade or a new group; a downgrade is op 21
+			// with version 0, executed by op 22. Taking version 0 here
+			// would send the next frame as plain Opus with no transition
+			// (and a key package for a call without DAVE).
+			return nil, fmt.Errorf("dave: op 24 for epoch 1 with protocol version %d refused: a downgrade comes as op 21 and op 22", t.ProtocolVersion)
+		}
 		if t.Epoch == 1 {
 			s.version, s.described = t.ProtocolVersion, true
 			return s.reinit()
