@@ -127,6 +127,13 @@ func (s *Session) SessionDescription(version int) ([]conn.Outbound, error) {
 		s.passthroughForever = true
 		return nil, nil
 	}
+	if s.passthroughForever {
+		// The call is end-to-end encrypted: its members encrypt. Plain
+		// frames pass only for KeyExpiry (and from members that connect,
+		// op 11), not for as long as the gateway takes to add us.
+		s.passthroughForever = false
+		s.passthroughUntil = latest(s.passthroughUntil, s.now().Add(KeyExpiry))
+	}
 	return s.reinit()
 }
 
