@@ -69,6 +69,10 @@ type Session struct {
 	ownCommit   *mls.CommitResult
 	ownCommitB  []byte
 	transitions map[uint16]int
+	// preparedAt holds when each pending transition was prepared (op 21,
+	// or a commit or welcome processed): one the gateway never executes
+	// stops counting as pending after RecoveryTimeout.
+	preparedAt map[uint16]time.Time
 	// early holds proposals (op 27 payloads) that arrived before our
 	// epoch-0 group existed (before the session description or the
 	// external sender); they are processed once it does.
@@ -102,7 +106,7 @@ var _ conn.E2EE = (*Session)(nil)
 // channelID (the MLS group id).
 func NewSession(userID, channelID uint64, opts ...Option) (*Session, error) {
 	s := &Session{userID: userID, channelID: channelID, log: slog.Default(), now: time.Now,
-		recognized: map[uint64]bool{}, transitions: map[uint16]int{}, receivers: map[uint64][]*recvState{},
+		recognized: map[uint64]bool{}, transitions: map[uint16]int{}, preparedAt: map[uint16]time.Time{}, receivers: map[uint64][]*recvState{},
 		joining: map[uint64]time.Time{}, lastMembers: map[uint64]string{}, passthroughForever: true}
 	for _, o := range opts {
 		o(s)
@@ -259,7 +263,7 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 	tid := uint16(t.TransitionID)
 	switch op {
 	case gateway.OpDAVEPrepareTransition:
-		s.transitions[tid] = t.ProtocolVersion
+		s.transitions[tid], s.preparedAt[tid] = t.ProtocolVersion, s.now()
 		if tid == 0 {
 			s.execute(0)
 			return nil, nil
@@ -314,6 +318,7 @@ func (s *Session) execute(tid uint16) {
 		return
 	}
 	delete(s.transitions, tid)
+	delete(s.preparedAt, tid)
 	s.transitionExecuted(tid)
 	old := s.version
 	s.version = v
@@ -558,7 +563,7 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 		s.receivers[id] = append([]*recvState{newRecvState(SenderBaseSecret(g, id))}, s.receivers[id]...)
 	}
 	s.nextSender = &sendState{keys: newKeyRatchet(SenderBaseSecret(g, s.userID))}
-	s.transitions[tid] = s.version
+	s.transitions[tid], s.preparedAt[tid] = s.version, now
 	if tid == 0 {
 		s.execute(0)
 		return nil, nil
