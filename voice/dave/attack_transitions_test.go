@@ -129,3 +129,31 @@ func TestAttackSlowTransitionDropsTheOldEpochBeforeItEnds(t *testing.T) {
 	gw.execute()
 	exchange(t, a, b)
 }
+
+// Sole-member reset (spec D.12): when one member remains the gateway
+// sends op 24 epoch 1 (reset, new key package) and op 21 with transition
+// 0; nobody holds an established group until someone joins. The member
+// that left still holds the last epoch's keys: what the bot says after
+// it left must not be readable with them (RFC 9420's post-removal
+// secrecy, which DAVE's epoch change on a leave exists for).
+func TestAttackSoleMemberResetKeepsTheLeaversKey(t *testing.T) {
+	gw, a, b := pair(t)
+	exchange(t, a, b)
+	// b leaves the call; a is alone.
+	gw.jsonOp(a, gateway.OpClientDisconnect, map[string]string{"user_id": "2"})
+	gw.jsonOp(a, gateway.OpDAVEPrepareEpoch, map[string]int{"transition_id": 0, "epoch": 1, "protocol_version": 1})
+	gw.jsonOp(a, gateway.OpDAVEPrepareTransition, map[string]int{"transition_id": 0, "protocol_version": 1})
+	gw.clock = gw.clock.Add(time.Minute)
+	line := []byte("the NPC, alone, says something after b left")
+	enc, err := a.Encrypt(line)
+	if err != nil {
+		t.Logf("no frame: %v", err)
+		return
+	}
+	if bytes.Equal(enc, line) {
+		t.Fatal("after the sole-member reset the frame went out as plain Opus")
+	}
+	if out, err := b.Decrypt(a.userID, enc); err == nil {
+		t.Fatalf("after b left and the group was reset, b's keys still open what the bot sends: %q", out)
+	}
+}
