@@ -289,6 +289,10 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 		}
 		if t.Epoch == 1 {
 			s.version, s.described = t.ProtocolVersion, true
+			// The group is reset (the sole-member reset, or a new group):
+			// the last epoch's send key is one that members who left
+			// still hold. No key, no frame until a new group exists.
+			s.sender, s.nextSender = nil, nil
 			return s.reinit()
 		}
 		return nil, nil
