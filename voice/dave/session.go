@@ -464,6 +464,17 @@ func (s *Session) announceCommit(t TransitionPayload) ([]conn.Outbound, error) {
 	if err != nil || m.PublicMessage == nil {
 		return s.failed(t.TransitionID, fmt.Errorf("commit message: %v", err))
 	}
+	if c := m.PublicMessage.Content.Commit; c != nil {
+		// Spec D.10: only references to the external sender's proposals,
+		// each checked as it came (op 27). A proposal by value would
+		// pass none of those checks: an add of a user never announced,
+		// the external sender replaced.
+		for _, p := range c.Proposals {
+			if p.Proposal != nil {
+				return s.failed(t.TransitionID, fmt.Errorf("commit carries a proposal by value (type %d); DAVE commits only reference the gateway's proposals", p.Proposal.Type))
+			}
+		}
+	}
 	next, err := s.group.ProcessCommit(m.PublicMessage)
 	if err != nil {
 		return s.failed(t.TransitionID, err)
