@@ -157,3 +157,43 @@ func TestAttackSoleMemberResetKeepsTheLeaversKey(t *testing.T) {
 		t.Fatalf("after b left and the group was reset, b's keys still open what the bot sends: %q", out)
 	}
 }
+
+// Only one key package is valid at a time (spec D.5), and the gateway
+// uses the last one it got. A recovery's key package held back by the
+// backoff must not go out after a newer one: op 24 (epoch 1) during the
+// backoff makes the session send a fresh key package at once; the held
+// one, sent when the backoff ends, is stale, the gateway adds it, and the
+// welcome for it cannot be opened (another refusal, another backoff).
+func TestAttackHeldKeyPackageOvertakesANewerOne(t *testing.T) {
+	gw, _, b := pair(t)
+	bad := []byte{0, 1, 0, 1, 0xff}
+	gw.tid++
+	if _, err := b.HandleBinary(gateway.OpDAVEAnnounceCommit, TransitionPayload{gw.tid, bad}.Marshal()); err != nil {
+		t.Fatal(err)
+	}
+	gw.tid++
+	out, err := b.HandleBinary(gateway.OpDAVEWelcome, TransitionPayload{gw.tid, []byte{0, 2, 0, 0}}.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, kps, _ := ops(out); kps != 0 {
+		t.Fatalf("second refusal: %d key packages at once; want it held back", kps)
+	}
+	// The other member leaves during the backoff: sole-member reset.
+	out = gw.jsonOp(b, gateway.OpDAVEPrepareEpoch, map[string]int{"transition_id": 0, "epoch": 1, "protocol_version": 1})
+	var last []byte
+	for _, o := range out {
+		if o.Op == gateway.OpDAVEKeyPackage {
+			last = o.Binary
+		}
+	}
+	gw.clock = gw.clock.Add(MaxRecoveryBackoff)
+	for _, o := range b.TakeOutbound() {
+		if o.Op == gateway.OpDAVEKeyPackage {
+			last = o.Binary
+		}
+	}
+	if !bytes.Equal(last, b.kp.KeyPackage.Marshal()) {
+		t.Fatalf("the last key package sent is not the session's current one: the gateway will add a key package the session can no longer join with")
+	}
+}
