@@ -150,6 +150,9 @@ func (s *Session) reinit() ([]conn.Outbound, error) {
 		return nil, err
 	}
 	s.kp = kp
+	// Only one key package is valid at a time: one a recovery held back
+	// (backoff) is superseded by this one.
+	s.rec.held, s.rec.heldAt = nil, time.Time{}
 	if err := s.createPending(); err != nil {
 		return nil, err
 	}
