@@ -197,3 +197,22 @@ func TestAttackHeldKeyPackageOvertakesANewerOne(t *testing.T) {
 		t.Fatalf("the last key package sent is not the session's current one: the gateway will add a key package the session can no longer join with")
 	}
 }
+
+// Before the gateway has told the protocol version (op 4) the session
+// lets no frame out: the call may be end-to-end encrypted (a re-identify
+// gives the connection a new session while the old transport still
+// carries media). The receive side must hold the same line: a plain
+// frame in a member's name is not accepted before op 4 says the call has
+// no DAVE.
+func TestAttackPlaintextAcceptedBeforeTheProtocolIsKnown(t *testing.T) {
+	s, err := NewSession(1, testChannel, WithClock(fixedNow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Encrypt([]byte("the NPC")); err == nil {
+		t.Fatal("a frame went out before op 4")
+	}
+	if out, err := s.Decrypt(2, []byte("a plain frame in user 2's name")); err == nil {
+		t.Fatalf("before op 4 (no frame may go out), a plain frame was accepted: %q", out)
+	}
+}
