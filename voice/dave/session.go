@@ -620,6 +620,11 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 	now := s.now()
 	p, err := parseFrame(frame)
 	if err != nil {
+		if !s.described {
+			// As Encrypt: before op 4 the call may be end-to-end
+			// encrypted; no plain frame passes.
+			return nil, fmt.Errorf("%w (the voice gateway has not told the protocol version yet)", err)
+		}
 		if s.passthroughForever || now.Before(s.passthroughUntil) {
 			return frame, nil
 		}
