@@ -302,6 +302,12 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 	}
 }
 
+// supersededExpiry bounds how long a previous epoch's receive keys stay
+// usable when the transition that replaced them is not executed: members
+// send under them until it is, which the gateway may hold up for slow
+// members (op 23) longer than KeyExpiry.
+const supersededExpiry = RecoveryTimeout + KeyExpiry
+
 // PendingDowngradeExpiry is how long plaintext frames pass after a
 // downgrade to protocol version 0 is prepared (op 21) and before it
 // executes (op 22); discord.js allows 24 s.
@@ -327,6 +333,15 @@ func (s *Session) execute(tid uint16) {
 	delete(s.transitions, tid)
 	delete(s.preparedAt, tid)
 	s.transitionExecuted(tid)
+	// Senders switch now: the superseded receivers have KeyExpiry left.
+	until := s.now().Add(KeyExpiry)
+	for _, list := range s.receivers {
+		for _, r := range list {
+			if !r.expiry.IsZero() && r.expiry.After(until) {
+				r.expiry = until
+			}
+		}
+	}
 	old := s.version
 	s.version = v
 	if v == 0 {
@@ -566,7 +581,11 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 		kept := list[:0]
 		for _, r := range list {
 			if r.expiry.IsZero() {
-				r.expiry = now.Add(KeyExpiry)
+				// Members keep sending under the previous epoch until
+				// the transition executes (op 22): its receivers live
+				// KeyExpiry past the execute (see execute), and at most
+				// supersededExpiry, should it never come.
+				r.expiry = now.Add(supersededExpiry)
 			}
 			if now.Before(r.expiry) {
 				kept = append(kept, r)
