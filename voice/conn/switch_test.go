@@ -229,8 +229,11 @@ func checkOldChannelStops(t *testing.T, what string, r moveReport, frames [][]by
 	if r.switchErr != nil {
 		t.Fatalf("%s: Switch: %v", what, r.switchErr)
 	}
-	if r.sent != len(frames) {
-		t.Fatalf("%s: the talker sent only %d of %d frames", what, r.sent, len(frames))
+	// The talker says everything until the move; once the bot has left
+	// it is alone, the gateway resets its group (op 24 epoch 1) and it
+	// has no key to send with until someone joins: no key, no frame.
+	if r.sent < r.before || r.sent > len(frames) {
+		t.Fatalf("%s: the talker sent %d of %d frames, %d of them before the move", what, r.sent, len(frames), r.before)
 	}
 	// Everything said before the move arrives, in order, except perhaps
 	// the last frame, sent as the bot left; nothing said after it does.

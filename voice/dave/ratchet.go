@@ -78,17 +78,26 @@ func (k *keyRatchet) get(g uint32, now time.Time) (*frameCipher, error) {
 		}
 		k.keys[gen] = c
 	}
-	if g > k.newest {
-		for gen := range k.keys {
-			if gen < g {
-				if _, ok := k.expires[gen]; !ok {
-					k.expires[gen] = now.Add(KeyExpiry)
-				}
+	return k.keys[g], nil
+}
+
+// used records that generation g protected a frame (sent, or received
+// and authenticated): it becomes the newest, and older generations expire
+// KeyExpiry later. Only an authenticated frame may move it: a forged
+// frame naming a later generation would otherwise have the sender's real
+// generation erased.
+func (k *keyRatchet) used(g uint32, now time.Time) {
+	if g <= k.newest {
+		return
+	}
+	for gen := range k.keys {
+		if gen < g {
+			if _, ok := k.expires[gen]; !ok {
+				k.expires[gen] = now.Add(KeyExpiry)
 			}
 		}
-		k.newest = g
 	}
-	return k.keys[g], nil
+	k.newest = g
 }
 
 // sendState encrypts one sender's frames for one epoch.
@@ -103,10 +112,12 @@ func (s *sendState) encrypt(frame []byte, now time.Time) ([]byte, error) {
 	if s.counter>>24 > 0xFFFFFFFF {
 		return nil, fmt.Errorf("dave: sender nonce space exhausted")
 	}
-	c, err := s.keys.get(uint32(s.counter>>24), now)
+	g := uint32(s.counter >> 24)
+	c, err := s.keys.get(g, now)
 	if err != nil {
 		return nil, err
 	}
+	s.keys.used(g, now)
 	return encryptFrame(make([]byte, 0, len(frame)+minSupplemental+6), c, uint32(s.counter), frame, nil)
 }
 
@@ -157,6 +168,7 @@ func (r *recvState) decrypt(p *parsedFrame, now time.Time) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.keys.used(uint32(gen), now)
 	r.accept(big)
 	return out, nil
 }

@@ -157,7 +157,7 @@ func (s *Session) checkAnswer(now time.Time) {
 // wrong (see the package's recovery rules above).
 func (s *Session) decryptFailed(userID uint64) {
 	r := &s.rec
-	if s.group == nil || len(s.transitions) > 0 || r.gaveUp != nil || r.held != nil {
+	if s.group == nil || s.transitionPending() || r.gaveUp != nil || r.held != nil {
 		return
 	}
 	if r.failures == nil {
@@ -185,6 +185,20 @@ func (s *Session) decryptFailed(userID uint64) {
 	}
 	r.suspect = userID
 	r.outbox = append(r.outbox, out...)
+}
+
+// transitionPending reports whether a transition was prepared less than
+// RecoveryTimeout ago and has not executed: frames may not decrypt while
+// members switch keys. One the gateway prepared and never executed does
+// not switch the recovery off for the rest of the session.
+func (s *Session) transitionPending() bool {
+	now := s.now()
+	for _, at := range s.preparedAt {
+		if now.Sub(at) < RecoveryTimeout {
+			return true
+		}
+	}
+	return false
 }
 
 // decrypted records a frame from userID that decrypted; current says it

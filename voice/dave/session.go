@@ -69,6 +69,10 @@ type Session struct {
 	ownCommit   *mls.CommitResult
 	ownCommitB  []byte
 	transitions map[uint16]int
+	// preparedAt holds when each pending transition was prepared (op 21,
+	// or a commit or welcome processed): one the gateway never executes
+	// stops counting as pending after RecoveryTimeout.
+	preparedAt map[uint16]time.Time
 	// early holds proposals (op 27 payloads) that arrived before our
 	// epoch-0 group existed (before the session description or the
 	// external sender); they are processed once it does.
@@ -102,7 +106,7 @@ var _ conn.E2EE = (*Session)(nil)
 // channelID (the MLS group id).
 func NewSession(userID, channelID uint64, opts ...Option) (*Session, error) {
 	s := &Session{userID: userID, channelID: channelID, log: slog.Default(), now: time.Now,
-		recognized: map[uint64]bool{}, transitions: map[uint16]int{}, receivers: map[uint64][]*recvState{},
+		recognized: map[uint64]bool{}, transitions: map[uint16]int{}, preparedAt: map[uint16]time.Time{}, receivers: map[uint64][]*recvState{},
 		joining: map[uint64]time.Time{}, lastMembers: map[uint64]string{}, passthroughForever: true}
 	for _, o := range opts {
 		o(s)
@@ -127,6 +131,13 @@ func (s *Session) SessionDescription(version int) ([]conn.Outbound, error) {
 		s.passthroughForever = true
 		return nil, nil
 	}
+	if s.passthroughForever {
+		// The call is end-to-end encrypted: its members encrypt. Plain
+		// frames pass only for KeyExpiry (and from members that connect,
+		// op 11), not for as long as the gateway takes to add us.
+		s.passthroughForever = false
+		s.passthroughUntil = latest(s.passthroughUntil, s.now().Add(KeyExpiry))
+	}
 	return s.reinit()
 }
 
@@ -139,6 +150,9 @@ func (s *Session) reinit() ([]conn.Outbound, error) {
 		return nil, err
 	}
 	s.kp = kp
+	// Only one key package is valid at a time: one a recovery held back
+	// (backoff) is superseded by this one.
+	s.rec.held, s.rec.heldAt = nil, time.Time{}
 	if err := s.createPending(); err != nil {
 		return nil, err
 	}
@@ -252,7 +266,7 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 	tid := uint16(t.TransitionID)
 	switch op {
 	case gateway.OpDAVEPrepareTransition:
-		s.transitions[tid] = t.ProtocolVersion
+		s.transitions[tid], s.preparedAt[tid] = t.ProtocolVersion, s.now()
 		if tid == 0 {
 			s.execute(0)
 			return nil, nil
@@ -269,13 +283,30 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 		s.execute(tid)
 		return nil, nil
 	default: // prepare epoch
+		if t.Epoch == 1 && t.ProtocolVersion <= 0 {
+			// Op 24 is an upgrade or a new group; a downgrade is op 21
+			// with version 0, executed by op 22. Taking version 0 here
+			// would send the next frame as plain Opus with no transition
+			// (and a key package for a call without DAVE).
+			return nil, fmt.Errorf("dave: op 24 for epoch 1 with protocol version %d refused: a downgrade comes as op 21 and op 22", t.ProtocolVersion)
+		}
 		if t.Epoch == 1 {
 			s.version, s.described = t.ProtocolVersion, true
+			// The group is reset (the sole-member reset, or a new group):
+			// the last epoch's send key is one that members who left
+			// still hold. No key, no frame until a new group exists.
+			s.sender, s.nextSender = nil, nil
 			return s.reinit()
 		}
 		return nil, nil
 	}
 }
+
+// supersededExpiry bounds how long a previous epoch's receive keys stay
+// usable when the transition that replaced them is not executed: members
+// send under them until it is, which the gateway may hold up for slow
+// members (op 23) longer than KeyExpiry.
+const supersededExpiry = RecoveryTimeout + KeyExpiry
 
 // PendingDowngradeExpiry is how long plaintext frames pass after a
 // downgrade to protocol version 0 is prepared (op 21) and before it
@@ -300,7 +331,17 @@ func (s *Session) execute(tid uint16) {
 		return
 	}
 	delete(s.transitions, tid)
+	delete(s.preparedAt, tid)
 	s.transitionExecuted(tid)
+	// Senders switch now: the superseded receivers have KeyExpiry left.
+	until := s.now().Add(KeyExpiry)
+	for _, list := range s.receivers {
+		for _, r := range list {
+			if !r.expiry.IsZero() && r.expiry.After(until) {
+				r.expiry = until
+			}
+		}
+	}
 	old := s.version
 	s.version = v
 	if v == 0 {
@@ -441,6 +482,17 @@ func (s *Session) announceCommit(t TransitionPayload) ([]conn.Outbound, error) {
 	if err != nil || m.PublicMessage == nil {
 		return s.failed(t.TransitionID, fmt.Errorf("commit message: %v", err))
 	}
+	if c := m.PublicMessage.Content.Commit; c != nil {
+		// Spec D.10: only references to the external sender's proposals,
+		// each checked as it came (op 27). A proposal by value would
+		// pass none of those checks: an add of a user never announced,
+		// the external sender replaced.
+		for _, p := range c.Proposals {
+			if p.Proposal != nil {
+				return s.failed(t.TransitionID, fmt.Errorf("commit carries a proposal by value (type %d); DAVE commits only reference the gateway's proposals", p.Proposal.Type))
+			}
+		}
+	}
 	next, err := s.group.ProcessCommit(m.PublicMessage)
 	if err != nil {
 		return s.failed(t.TransitionID, err)
@@ -529,7 +581,11 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 		kept := list[:0]
 		for _, r := range list {
 			if r.expiry.IsZero() {
-				r.expiry = now.Add(KeyExpiry)
+				// Members keep sending under the previous epoch until
+				// the transition executes (op 22): its receivers live
+				// KeyExpiry past the execute (see execute), and at most
+				// supersededExpiry, should it never come.
+				r.expiry = now.Add(supersededExpiry)
 			}
 			if now.Before(r.expiry) {
 				kept = append(kept, r)
@@ -544,7 +600,7 @@ func (s *Session) adopt(g *mls.Group, tid uint16) ([]conn.Outbound, error) {
 		s.receivers[id] = append([]*recvState{newRecvState(SenderBaseSecret(g, id))}, s.receivers[id]...)
 	}
 	s.nextSender = &sendState{keys: newKeyRatchet(SenderBaseSecret(g, s.userID))}
-	s.transitions[tid] = s.version
+	s.transitions[tid], s.preparedAt[tid] = s.version, now
 	if tid == 0 {
 		s.execute(0)
 		return nil, nil
@@ -583,6 +639,11 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 	now := s.now()
 	p, err := parseFrame(frame)
 	if err != nil {
+		if !s.described {
+			// As Encrypt: before op 4 the call may be end-to-end
+			// encrypted; no plain frame passes.
+			return nil, fmt.Errorf("%w (the voice gateway has not told the protocol version yet)", err)
+		}
 		if s.passthroughForever || now.Before(s.passthroughUntil) {
 			return frame, nil
 		}

@@ -524,13 +524,23 @@ type CommitResult struct {
 
 // Commit commits every cached proposal by reference. An UpdatePath is
 // included when a proposal requires one (Remove) or there are none.
-func (g *Group) Commit() (*CommitResult, error) {
+func (g *Group) Commit() (*CommitResult, error) { return g.CommitWith(nil) }
+
+// CommitWith commits every cached proposal by reference and, after them,
+// the proposals given by value (RFC 9420 allows both; DAVE members only
+// make and accept references, so this serves tests that play a member
+// breaking that rule).
+func (g *Group) CommitWith(inline []*Proposal) (*CommitResult, error) {
 	var list []cachedProposal
 	commit := &Commit{}
 	for _, ref := range g.order {
 		cp := g.proposals[ref]
 		list = append(list, *cp)
 		commit.Proposals = append(commit.Proposals, ProposalOrRef{Ref: cp.ref})
+	}
+	for _, p := range inline {
+		list = append(list, cachedProposal{proposal: p, sender: Sender{Type: SenderMember, Index: g.own}})
+		commit.Proposals = append(commit.Proposals, ProposalOrRef{Proposal: p})
 	}
 	a, err := g.applyProposals(list, g.own)
 	if err != nil {

@@ -1,5 +1,7 @@
 package mls
 
+import "slices"
+
 // Wire structures of RFC 9420 with strict encoders and decoders. Decoded
 // byte slices alias the input.
 
@@ -320,6 +322,16 @@ func (k *KeyPackage) Verify() error {
 	}
 	if equalBytes(k.InitKey, k.LeafNode.EncryptionKey) {
 		return errorf("key package init key equals leaf encryption key")
+	}
+	// Leaf node validation (§7.3): the leaf supports the group's version
+	// and cipher suite, and its own credential type. A member that adds
+	// a leaf its peers refuse splits the group.
+	caps := &k.LeafNode.Capabilities
+	if !slices.Contains(caps.Versions, k.Version) || !slices.Contains(caps.CipherSuites, k.CipherSuite) {
+		return errorf("key package leaf capabilities (versions %v, suites %v) lack version %d or suite %d", caps.Versions, caps.CipherSuites, k.Version, k.CipherSuite)
+	}
+	if !slices.Contains(caps.Credentials, k.LeafNode.Credential.Type) {
+		return errorf("key package leaf capabilities (credentials %v) lack its own credential type %d", caps.Credentials, k.LeafNode.Credential.Type)
 	}
 	if err := k.LeafNode.verify(nil, 0); err != nil {
 		return err
