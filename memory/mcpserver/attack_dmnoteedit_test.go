@@ -65,4 +65,16 @@ func TestAttackSyncTellsOfADMNoteEdit(t *testing.T) {
 	if strings.Contains(strings.ToLower(out), "paymaster") {
 		t.Errorf("LEAK: the DM's note itself: %s", out)
 	}
+	// The DM's feed has the edit, and a change players read is theirs.
+	dm := goClient(t, url, shapeDMToken)
+	if out, _ := goCall(t, dm, "sync", map[string]any{"cursor": s0.Cursor}); !strings.Contains(out, "old-tam") {
+		t.Errorf("the DM's sync does not list the DM's own note on Old Tam: %.400s", out)
+	}
+	if _, err := g.UpdateEntity(ctx, "old-tam", memory.EntityUpdate{SetAttributes: map[string]any{
+		"description": "a fisherman with a new boat"}}); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := goCall(t, player, "sync", map[string]any{"cursor": s0.Cursor}); !strings.Contains(out, "old-tam") {
+		t.Errorf("the player's sync does not list Old Tam's public description changing: %.400s", out)
+	}
 }

@@ -116,14 +116,17 @@ func (c *Campaign) changeVisible() string {
 // ([view.entityVisible]), or it is gone and was not scene_only when it
 // was deleted (migration 0032 marks the changes of a scene_only entity
 // deleted or merged away): a player's change feed and kg_sync name no
-// entity first heard in a split scene they may not know of.
+// entity first heard in a split scene they may not know of. Nor do they
+// count the changes that touched only the entity's DM-only attributes
+// (dm_only, migration 0045): the DM's notes.
 func (c *Campaign) entityChangeVisible() string {
 	if c.view.v.Role != memory.RolePlayer {
 		return "true"
 	}
-	return `(ch.kind <> 'entity' OR EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref
-		    AND ` + c.view.entityVisible("ge") + `)
-		OR (NOT ch.scene_only AND NOT EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref)))`
+	return `(ch.kind <> 'entity' OR NOT ch.dm_only AND (
+		    EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref
+		        AND ` + c.view.entityVisible("ge") + `)
+		    OR (NOT ch.scene_only AND NOT EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref))))`
 }
 
 // publishChanges gives the campaign's committed changes that have no
