@@ -2,6 +2,7 @@ package bot_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -116,9 +117,22 @@ func TestAttackResumeOfAnEndedSession(t *testing.T) {
 	if err := sl.EndSession(ctx, "live", start.Add(50*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	err := h.bot.Resume(ctx, guildID, bot.ClaimedSession{Campaign: campaign, VoiceChannelID: channelID,
-		TextChannelID: channelID, SessionID: "live"})
+	claimed := bot.ClaimedSession{Campaign: campaign, VoiceChannelID: channelID, TextChannelID: channelID, SessionID: "live"}
+	if err := h.bot.Resumable(ctx, guildID, claimed); !errors.Is(err, bot.ErrSessionEnded) {
+		t.Errorf("Resumable of session %q, which the DM ended: %v, want ErrSessionEnded (a takeover would rejoin the channel and record into it)", "live", err)
+	}
+	// A session still running, and one whose start the log does not hold
+	// yet (it waits in the stopped process's spool), are resumable.
+	if err := sl.StartSession(ctx, "running", start); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"running", "not-yet-in-the-log"} {
+		claimed.SessionID = id
+		if err := h.bot.Resumable(ctx, guildID, claimed); err != nil {
+			t.Errorf("Resumable of session %q: %v, want nil", id, err)
+		}
+	}
 	if _, running := voice.Status(guildID); running {
-		t.Errorf("Resume (err %v) started the voice session %q again, which the DM ended: the bot rejoins the channel and records into it", err, "live")
+		t.Error("Resumable started a voice session")
 	}
 }

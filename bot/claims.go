@@ -122,6 +122,35 @@ func (b *Bot) Resume(ctx context.Context, guildID string, s ClaimedSession) erro
 	return nil
 }
 
+// ErrSessionEnded says a claimed session cannot be resumed: its end is in
+// the session log (the DM ended it, or a SIGTERM did, while the claim that
+// names it could not be cleared: PostgreSQL was down, and the end reached
+// the log from the outage spool).
+var ErrSessionEnded = errors.New("the session has ended")
+
+// Resumable returns an error wrapping ErrSessionEnded when the session
+// log records the end of the session a guild's claim carries; a takeover
+// asks it before Resume, and drops such a session from the claim. A
+// session the log does not hold yet (its start still waits in the stopped
+// process's outage spool) is resumable. Another error: the log could not
+// tell.
+func (b *Bot) Resumable(ctx context.Context, guildID string, s ClaimedSession) error {
+	camp, _, err := b.campaign(ctx, guildID, memory.DMViewer())
+	if err != nil {
+		return fmt.Errorf("resuming session %s: %w", s.SessionID, err)
+	}
+	sess, err := camp.Sessions().Session(ctx, s.SessionID)
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("resuming session %s: %w", s.SessionID, err)
+	case !sess.EndedAt.IsZero():
+		return fmt.Errorf("resuming session %s: %w (at %s)", s.SessionID, ErrSessionEnded, sess.EndedAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
 // restoreSplit sets the guild's scene to the split the session was left
 // in, read from its presence rows (the store writes them in order with
 // the lines, so they hold the split in force when the stopped process

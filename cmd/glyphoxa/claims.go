@@ -138,8 +138,17 @@ func (c *guildClaims) resume(ctx context.Context, guildID, previous, state strin
 	}
 	s, err := bot.ParseClaimedSession(state)
 	if err == nil {
+		err = b.Resumable(ctx, guildID, s)
+	}
+	if err == nil {
 		c.log.Info("taking over the session of a stopped process", "guild", guildID, "session", s.SessionID, "previous_owner", previous)
 		err = b.Resume(ctx, guildID, s)
+	}
+	if errors.Is(err, bot.ErrSessionEnded) {
+		// Its end reached the log after the claim that names it was last
+		// written (an end during an outage): nothing to resume.
+		c.log.Info("the session of a stopped process has ended; not resuming it", "guild", guildID, "session", s.SessionID, "err", err)
+		return c.Running(ctx, guildID, nil)
 	}
 	retry := false
 	if s.SessionID != "" {
