@@ -47,6 +47,11 @@ func TestCLIErrorsNameTheFix(t *testing.T) {
 			[]string{`did you mean "elara" (Elara Moonwhisper)?`}},
 		{"ask as a player", []string{"ask", "--campaign", "ironhold-saga", "--npc", "thorin", "where is the hammer"}, 1,
 			[]string{`--npc "thorin": Thorin is a player, not an NPC`}},
+		{"chat with a mistyped NPC", []string{"chat", "--campaign", "ironhold-saga", "--npc", "grimjw"}, 1,
+			[]string{`--npc "grimjw": campaign "ironhold-saga" has no NPC with that id; did you mean "grimjaw" (Grimjaw)?`,
+				"NPCs: brannoc (Brannoc)"}},
+		{"chat with a place", []string{"chat", "--campaign", "ironhold-saga", "--npc", "sunken-vault"}, 1,
+			[]string{`--npc "sunken-vault": Sunken Vault is a location, not an NPC; NPCs: brannoc (Brannoc)`}},
 		{"config help", []string{"config", "--help"}, 0, []string{"-config string", "-dsn string"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
