@@ -66,6 +66,12 @@ func TestCLIErrorsNameTheFix(t *testing.T) {
 			}
 		})
 	}
+	// A database nobody listens on: the error says what to do.
+	down := map[string]string{"GLYPHOXA_DSN": "postgres://glyphoxa@127.0.0.1:1/none?sslmode=disable&connect_timeout=5"}
+	if code, _, errs := runCLI(t, down, "inspect", "--campaign", "ironhold-saga"); code != 1 ||
+		!strings.Contains(errs, "connection refused; is PostgreSQL running there? (`make db` starts a local one") {
+		t.Errorf("database down: exit %d, stderr %q", code, errs)
+	}
 	if ids := campaignsIn(t, vars["GLYPHOXA_DSN"]); !slices.Equal(ids, []string{"ironhold-saga"}) {
 		t.Fatalf("a refused command created a campaign: %v", ids)
 	}
