@@ -153,7 +153,11 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 		if x.GameDate != "" {
 			when += " (" + x.GameDate + ")"
 		}
-		printf(e.stdout, "%d. [%s %s, session %s%s, score %.4f]\n", i+1, x.Kind, x.ID, x.SessionID, when, x.Score)
+		session := ""
+		if x.SessionID != "" { // an entity belongs to no session
+			session = ", session " + x.SessionID
+		}
+		printf(e.stdout, "%d. [%s %s%s%s, score %.4f]\n", i+1, x.Kind, x.ID, session, when, x.Score)
 		for _, line := range strings.Split(x.Content, "\n") {
 			printf(e.stdout, "   %s\n", line)
 		}

@@ -249,3 +249,17 @@ func TestMCPAskerAndRecaller(t *testing.T) {
 		t.Fatalf("HotContext = %+v, %v", hc, err)
 	}
 }
+
+// TestAskEntityResultNamesNoEmptySession: an entity found by its name has
+// no session, and its heading says none ("session , score" before).
+func TestAskEntityResultNamesNoEmptySession(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"GLYPHOXA_DSN": sampleProcessed.Copy(t)}
+	code, out, errs := runCLI(t, vars, "ask", "--campaign", "ironhold-saga", "Where did the Ashen Circle take the steel?")
+	if code != 0 {
+		t.Fatalf("ask: %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "[entity ashen-circle, score ") || strings.Contains(out, "session ,") {
+		t.Errorf("want the entity's heading without an empty session:\n%s", out)
+	}
+}

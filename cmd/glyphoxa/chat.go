@@ -59,9 +59,14 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The same check as ask --npc: a mistyped id names the nearest NPCs,
+	// and a player, place or thing is no one to talk to.
+	if err := checkNPC(ctx, camp, *npcID); err != nil {
+		return err
+	}
 	ent, err := camp.Graph().Entity(ctx, *npcID)
 	if err != nil {
-		return fmt.Errorf("no NPC %q in campaign %q (glyphoxa inspect --campaign %s lists what is there): %w", *npcID, *campaign, *campaign, err)
+		return err
 	}
 	recaller, err := newRecaller(camp, cfg)
 	if err != nil {

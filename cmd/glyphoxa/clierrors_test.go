@@ -47,6 +47,11 @@ func TestCLIErrorsNameTheFix(t *testing.T) {
 			[]string{`did you mean "elara" (Elara Moonwhisper)?`}},
 		{"ask as a player", []string{"ask", "--campaign", "ironhold-saga", "--npc", "thorin", "where is the hammer"}, 1,
 			[]string{`--npc "thorin": Thorin is a player, not an NPC`}},
+		{"chat with a mistyped NPC", []string{"chat", "--campaign", "ironhold-saga", "--npc", "grimjw"}, 1,
+			[]string{`--npc "grimjw": campaign "ironhold-saga" has no NPC with that id; did you mean "grimjaw" (Grimjaw)?`,
+				"NPCs: brannoc (Brannoc)"}},
+		{"chat with a place", []string{"chat", "--campaign", "ironhold-saga", "--npc", "sunken-vault"}, 1,
+			[]string{`--npc "sunken-vault": Sunken Vault is a location, not an NPC; NPCs: brannoc (Brannoc)`}},
 		{"config help", []string{"config", "--help"}, 0, []string{"-config string", "-dsn string"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,6 +65,12 @@ func TestCLIErrorsNameTheFix(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A database nobody listens on: the error says what to do.
+	down := map[string]string{"GLYPHOXA_DSN": "postgres://glyphoxa@127.0.0.1:1/none?sslmode=disable&connect_timeout=5"}
+	if code, _, errs := runCLI(t, down, "inspect", "--campaign", "ironhold-saga"); code != 1 ||
+		!strings.Contains(errs, "connection refused; is PostgreSQL running there? (`make db` starts a local one") {
+		t.Errorf("database down: exit %d, stderr %q", code, errs)
 	}
 	if ids := campaignsIn(t, vars["GLYPHOXA_DSN"]); !slices.Equal(ids, []string{"ironhold-saga"}) {
 		t.Fatalf("a refused command created a campaign: %v", ids)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"syscall"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
@@ -99,7 +100,12 @@ func (f *storeFlags) openStore(ctx context.Context, e *env) (*postgres.Store, co
 	s, err := postgres.NewStore(ctx, dsn, cfg.Memory.EmbeddingDimensions,
 		postgres.WithReviewThreshold(cfg.Memory.ReviewThreshold))
 	if err != nil {
-		return nil, cfg, fmt.Errorf("opening the memory store: %w", err)
+		hint := ""
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			// Nothing listens there: say what to do, not only what failed.
+			hint = "; is PostgreSQL running there? (`make db` starts a local one and prints its DSN)"
+		}
+		return nil, cfg, fmt.Errorf("opening the memory store: %w%s", err, hint)
 	}
 	return s, cfg, nil
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/bot"
@@ -37,12 +36,10 @@ func cmdConsole(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer store.Close()
-	known, err := store.Campaigns(ctx)
-	if err != nil {
+	// The same check as every command that reads a campaign: a misspelt
+	// id names the nearest one.
+	if err := checkCampaign(ctx, store, *campaign); err != nil {
 		return err
-	}
-	if !slices.Contains(known, *campaign) {
-		return fmt.Errorf("campaign %q is not in the database (known: %v); import it first with glyphoxa import", *campaign, known)
 	}
 	if *listen != "" {
 		cfg.Console.Listen = *listen

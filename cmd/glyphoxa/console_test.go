@@ -26,8 +26,11 @@ func TestConsoleCommandPrintsAOneTimeLink(t *testing.T) {
 	if code, _, errs := runCLI(t, vars, "console"); code != 2 || !strings.Contains(errs, "--campaign is required") {
 		t.Errorf("without --campaign: %d %q", code, errs)
 	}
-	if code, _, errs := runCLI(t, vars, "console", "--campaign", "nope", "--listen", "127.0.0.1:0"); code != 1 || !strings.Contains(errs, `campaign "nope" is not in the database`) {
+	if code, _, errs := runCLI(t, vars, "console", "--campaign", "nope", "--listen", "127.0.0.1:0"); code != 1 || !strings.Contains(errs, `campaign "nope" does not exist; known campaigns: ironhold-saga`) {
 		t.Errorf("unknown campaign: %d %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, vars, "console", "--campaign", "ironhold-sag", "--listen", "127.0.0.1:0"); code != 1 || !strings.Contains(errs, `(did you mean "ironhold-saga"?)`) {
+		t.Errorf("misspelt campaign: %d %q", code, errs)
 	}
 
 	pr, pw := io.Pipe()

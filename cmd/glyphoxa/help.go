@@ -40,7 +40,8 @@ func commandExamples(name string) []string {
 		return []string{"glyphoxa chat --campaign ironhold-saga --npc grimjaw"}
 	case "mcp":
 		return []string{"glyphoxa mcp --campaign ironhold-saga   # stdio, for a local AI agent",
-			"GLYPHOXA_MCP_TOKEN=secret glyphoxa mcp --campaign ironhold-saga --http 127.0.0.1:9465"}
+			"export GLYPHOXA_MCP_TOKEN=$(openssl rand -hex 24)   # a token of at least 16 characters; clients send it as a Bearer token",
+			"glyphoxa mcp --campaign ironhold-saga --http 127.0.0.1:9466   # 9465 is the DM console's port"}
 	case "config check", "config":
 		return []string{"glyphoxa config check", "glyphoxa config check --config /etc/glyphoxa/config.yaml"}
 	case "demo":

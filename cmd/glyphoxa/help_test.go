@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -24,6 +25,22 @@ func TestSubcommandHelp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHelpExamplesRun: a token an example sets is one the command takes
+// (at least 16 characters), so the example a user copies is not refused.
+func TestHelpExamplesRun(t *testing.T) {
+	t.Parallel()
+	token := regexp.MustCompile(`MCP_(?:DM_)?TOKEN=(\S+)`)
+	for _, c := range commands() {
+		for _, ex := range commandExamples(c.name) {
+			for _, m := range token.FindAllStringSubmatch(ex, -1) {
+				if v := m[1]; !strings.HasPrefix(v, "$") && len(v) < 16 {
+					t.Errorf("glyphoxa %s -h: example %q sets a token of %d characters, which the command refuses (at least 16)", c.name, ex, len(v))
+				}
+			}
+		}
 	}
 }
 

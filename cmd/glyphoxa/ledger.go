@@ -53,7 +53,8 @@ func cmdLedger(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(items)
 	}
 	if len(items) == 0 {
-		printf(e.stdout, "no promises, debts or handovers in campaign %q yet (they are found when a session is processed: glyphoxa process --campaign %s)\n", *campaign, *campaign)
+		printf(e.stdout, "no promises, debts or handovers in campaign %q yet (they are found when a session played at the table is processed, "+
+			"after /session end or glyphoxa demo; in imported sessions with an LLM: glyphoxa process --campaign %s --extract)\n", *campaign, *campaign)
 		return nil
 	}
 	for _, it := range items {

@@ -112,3 +112,20 @@ func TestLedgerAsPlayerKeepsSecrets(t *testing.T) {
 		t.Errorf("glyphoxa ledger --as npc: %d %s; want refused naming --as", code, errs)
 	}
 }
+
+// TestLedgerEmptySaysHowToFill: an empty ledger points at what fills it.
+// Plain `glyphoxa process` only chunks and embeds, so the hint must name
+// --extract (imported sessions) rather than send the DM round in a loop.
+func TestLedgerEmptySaysHowToFill(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"GLYPHOXA_DSN": sampleUnprocessed.Copy(t)}
+	code, out, errs := runCLI(t, vars, "ledger", "--campaign", "ironhold-saga")
+	if code != 0 {
+		t.Fatalf("glyphoxa ledger: %d\n%s%s", code, out, errs)
+	}
+	for _, w := range []string{"no promises, debts or handovers", "/session end", "glyphoxa process --campaign ironhold-saga --extract"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("empty ledger's hint lacks %q:\n%s", w, out)
+		}
+	}
+}

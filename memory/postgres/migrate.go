@@ -169,10 +169,22 @@ func applyMigrations(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("applying migration %04d_%s: %w", m.version, m.name, err)
+			return fmt.Errorf("applying migration %04d_%s: %w%s", m.version, m.name, err, extensionHint(err))
 		}
 	}
 	return nil
+}
+
+// extensionHint says what to do when the role glyphoxa connects as may not
+// create an extension the schema needs (pgvector is not a trusted
+// extension: only a superuser creates it).
+func extensionHint(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" || !strings.Contains(pe.Message, "extension") {
+		return ""
+	}
+	return "; the role glyphoxa connects as may not create extensions: have a superuser run, in this database, " +
+		"CREATE EXTENSION IF NOT EXISTS vector; CREATE EXTENSION IF NOT EXISTS btree_gin; CREATE EXTENSION IF NOT EXISTS pg_trgm; then migrate again"
 }
 
 // ensureDimensions gives chunks.embedding its dimension and HNSW index on a
