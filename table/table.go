@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/llm"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/contextmgr"
+	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
@@ -580,4 +582,48 @@ type chunkOnly struct {
 func (c chunkOnly) Run(ctx context.Context, sessionID string) (postsession.Report, error) {
 	c.log.Info("fact extraction skipped: no LLM is configured (providers.llm)", "session", sessionID)
 	return postsession.Report{SessionID: sessionID}, c.l2(ctx, sessionID)
+}
+
+// ReplaySpool stores what the outage spool of camp's sessions under
+// stateDir holds: the lines (and session starts and ends, presence,
+// continuity cards, forget requests) a process acknowledged while
+// PostgreSQL was down and did not store before it stopped (it was killed,
+// or the database stayed down past its drain timeout). serve calls it at
+// start, before any session of the campaign runs in the process, so that
+// they reach the session log then, and an ended session's processing,
+// resumed next, sees them; without it they would wait for the campaign's
+// next session. It waits at most timeout for the database to take them and
+// returns a *guard.PendingError naming what still waits, or an error
+// wrapping spool.ErrLocked when another process has the spool open. A
+// campaign with no spool is nothing to do.
+func ReplaySpool(ctx context.Context, camp *access.Campaign, stateDir string, timeout time.Duration, log *slog.Logger) error {
+	dir := SpoolDir(stateDir, camp.ID())
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	g, err := guard.New(guard.Config{Store: camp.Sessions(), Ping: camp.Ping, SpoolDir: dir,
+		Forget: func(ctx context.Context, speakerID string) error {
+			_, err := camp.ForgetSpeaker(ctx, speakerID)
+			return err
+		},
+		PutCard: camp.PutContinuityCard, Logger: log.With("campaign", camp.ID())})
+	if err != nil {
+		return fmt.Errorf("replaying the outage spool of campaign %q: %w", camp.ID(), err)
+	}
+	defer g.Close()
+	pending := g.Stats().Pending
+	if pending == 0 {
+		return nil
+	}
+	g.Start(ctx)
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := g.Drain(dctx); err != nil {
+		return err
+	}
+	log.Info("replayed the outage spool an earlier run left", "campaign", camp.ID(), "records", pending, "spool", dir)
+	return nil
 }

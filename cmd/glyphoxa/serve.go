@@ -30,6 +30,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/npc"
+	"github.com/glyphoxa/glyphoxa/table"
 )
 
 // cmdServe runs the Discord bot with its HTTP endpoints until interrupted.
@@ -207,6 +208,11 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 			campaigns = append(campaigns, g.Campaign)
 		}
 	}
+	// Lines an earlier run spooled during an outage and did not store (it
+	// was killed, or the database stayed down past its drain timeout)
+	// reach the session log now, before any session starts here and
+	// before the extraction of a session ended meanwhile resumes.
+	replaySpools(ctx, door, campaigns, cfg.Lifecycle.SpoolDir, cfg.Lifecycle.DrainTimeout.Std(), logger)
 	for _, c := range campaigns {
 		background.Add(1)
 		go func() {
@@ -275,6 +281,22 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		errs = append(errs, fmt.Errorf("giving the guilds' claims up: %w", err))
 	}
 	return errors.Join(append([]error{runErr}, errs...)...)
+}
+
+// replaySpools replays the outage spool each campaign's sessions left
+// under spoolDir (table.ReplaySpool). What the database does not take
+// within timeout, and a spool another process has open, stay for later (the
+// campaign's next session here replays it) and are logged.
+func replaySpools(ctx context.Context, door *access.Door, campaigns []string, spoolDir string, timeout time.Duration, log *slog.Logger) {
+	for _, id := range campaigns {
+		camp, err := door.Open(ctx, id, memory.DMViewer())
+		if err == nil {
+			err = table.ReplaySpool(ctx, camp, spoolDir, timeout, log)
+		}
+		if err != nil {
+			log.Warn("the outage spool an earlier run left was not replayed; the campaign's next session replays it", "campaign", id, "err", err)
+		}
+	}
 }
 
 // spoolWaiting returns the outage spools err says were left with lines
