@@ -3,15 +3,10 @@ package lease_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
-	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // TestAttackHolderThroughARestart: PostgreSQL restarts (fast, then
@@ -22,43 +17,11 @@ import (
 // take it at any point; past a's last renewal, and only then, b can.
 func TestAttackHolderThroughARestart(t *testing.T) {
 	t.Parallel()
-	cl := pgcluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard
 	defer cancel()
-	store, err := postgres.NewStore(ctx, cl.DSN(), 8, postgres.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	clk := clocktest.NewFake(time.Date(2026, 11, 28, 19, 0, 0, 0, time.UTC))
-	mk := func(owner string) *lease.Leases {
-		l, err := lease.New(lease.Config{DB: store.Pool(), Owner: owner, TTL: ttl, Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return l
-	}
-	a, b := mk("proc-a"), mk("proc-b")
-	lost := make(chan error, 1)
-	sa := a.NewSet(func(_ string, err error) { lost <- err })
-	defer sa.Close(context.Background(), false)
-	const name = "guild/1"
-	if ok, err := sa.Claim(ctx, name); !ok || err != nil {
-		t.Fatalf("a's claim: %v %v", ok, err)
-	}
-	held := sa.Holder(name)
-	timers := 1 // the heartbeat's first
-	beat := func() {
-		t.Helper()
-		if !clk.WaitTimers(ctx, 1) {
-			t.Fatal("hang guard: the heartbeat never waited")
-		}
-		clk.Advance(ttl / 3)
-		timers++
-		if !clk.WaitCreated(ctx, timers) {
-			t.Fatal("hang guard: the heartbeat never came back")
-		}
-	}
+	w := newOutageWorld(ctx, t)
+	cl, b, sa, held, lost, name := w.cl, w.b, w.sa, w.held, w.lost, outageClaim
+	beat := func() { t.Helper(); w.beat(t) }
 	for round, stop := range []func() error{cl.StopFast, cl.StopImmediate} {
 		if err := stop(); err != nil {
 			t.Fatal(err)
