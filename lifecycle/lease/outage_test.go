@@ -86,6 +86,19 @@ func (w *outageWorld) beat(t *testing.T) {
 	}
 }
 
+// waitLost waits for a's heartbeat to report the claim lost.
+func (w *outageWorld) waitLost(ctx context.Context, t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-w.lost:
+		if !errors.Is(err, lease.ErrLost) {
+			t.Fatalf("a's loss: %v, want ErrLost", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("hang guard: a's heartbeat never reported the loss")
+	}
+}
+
 // TestOutageLongerThanTheLeaseKeepsTheClaim: PostgreSQL is down for twice
 // the lease time. Nobody can take a claim while it is down, so its holder
 // keeps it (Held throughout, its sessions go on spooling), renews it when
@@ -166,14 +179,7 @@ func TestAttackClaimTakenDuringAnOutageIsLost(t *testing.T) {
 		t.Fatal("hang guard: the heartbeat never waited")
 	}
 	w.clk.Advance(ttl / 3)
-	select {
-	case err := <-w.lost:
-		if !errors.Is(err, lease.ErrLost) {
-			t.Fatalf("a's loss: %v, want ErrLost", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("hang guard: a's heartbeat never reported the loss")
-	}
+	w.waitLost(ctx, t)
 	if w.held() {
 		t.Fatal("a still holds the claim b took")
 	}
@@ -202,12 +208,5 @@ func TestStallDuringAnOutageLosesTheClaim(t *testing.T) {
 	if w.held() {
 		t.Fatal("a holds the claim a lease time after its last renewal attempt")
 	}
-	select {
-	case err := <-w.lost:
-		if !errors.Is(err, lease.ErrLost) {
-			t.Fatalf("a's loss: %v, want ErrLost", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("hang guard: a's heartbeat never reported the loss")
-	}
+	w.waitLost(ctx, t)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // TestAttackEndDuringOutageIsProcessedLater ends a session (/session end)
@@ -33,15 +32,7 @@ func TestAttackEndDuringOutageIsProcessedLater(t *testing.T) {
 	cl := pgcluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard
 	defer cancel()
-	store, err := postgres.NewStore(ctx, cl.DSN(), 8, postgres.WithLogger(quiet()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	camp, err := store.Campaign(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, camp := outageCampaign(ctx, t, cl)
 	var extractCalls atomic.Int64
 	fake := llmtest.New(func(n int, req llmtest.Request) llmtest.Reply {
 		if strings.Contains(req.Messages[0].Content, "knowledge graph") {

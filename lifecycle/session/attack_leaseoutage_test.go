@@ -10,7 +10,6 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // TestAttackOutageLongerThanTheLease runs a session as glyphoxa serve
@@ -29,15 +28,7 @@ func TestAttackOutageLongerThanTheLease(t *testing.T) {
 	cl := pgcluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard
 	defer cancel()
-	store, err := postgres.NewStore(ctx, cl.DSN(), 8, postgres.WithLogger(quiet()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	camp, err := store.Campaign(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, camp := outageCampaign(ctx, t, cl)
 	clk := clocktest.NewFake(time.Date(2026, 11, 28, 19, 0, 0, 0, time.UTC))
 	leases, err := lease.New(lease.Config{DB: store.Pool(), Owner: "serve-a", Clock: clk})
 	if err != nil {

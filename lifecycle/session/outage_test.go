@@ -43,15 +43,7 @@ func TestOutage(t *testing.T) {
 	// cores while the guard was still draining the spool.
 	ctx, cancel := context.WithTimeout(context.Background(), outage+10*time.Minute)
 	defer cancel()
-	store, err := postgres.NewStore(ctx, cl.DSN(), 8, postgres.WithLogger(quiet()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	camp, err := store.Campaign(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, camp := outageCampaign(ctx, t, cl)
 	s, err := session.Start(ctx, session.Config{SessionID: "s1", Log: camp.Sessions(), Ping: store.Ping, StateDir: t.TempDir(),
 		Summarizer: noSummary, MaxTokens: 1 << 30, ConsolidateEvery: 100 * time.Millisecond,
 		Probe:        reconnect.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second},
@@ -153,4 +145,20 @@ func TestOutage(t *testing.T) {
 	t.Logf("outage %v: recorded %d lines (%d before the stop, %d during the outage; %d spool records at the restart); "+
 		"found %d in L1, each once, in order; degraded %v after the stop, healthy %v after the restart; guard %+v",
 		outage, total, before, during, spooled, total, noticed.Round(time.Millisecond), recovered.Round(time.Millisecond), stats)
+}
+
+// outageCampaign opens a store on the test's own cluster cl (closed when
+// the test ends) and its campaign "c".
+func outageCampaign(ctx context.Context, t *testing.T, cl *pgcluster.Cluster) (*postgres.Store, *postgres.Campaign) {
+	t.Helper()
+	store, err := postgres.NewStore(ctx, cl.DSN(), 8, postgres.WithLogger(quiet()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	camp, err := store.Campaign(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, camp
 }
