@@ -39,8 +39,11 @@ func cmdChat(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := cfg.Require(config.NeedLLM); err != nil {
-		printf(e.stderr, "%v\n%s For a local model: ollama serve, then GLYPHOXA_LLM_BASE_URL=http://localhost:11434/v1 GLYPHOXA_LLM_MODEL=llama3.1\n", err, npc.OfflineBehaviour)
+	if !cfg.Providers.LLM.Configured() {
+		// Chat without an LLM is a mode, not a configuration error: say
+		// what it does and what to set for real replies.
+		printf(e.stderr, "No LLM is configured (providers.llm.base_url and providers.llm.model, or GLYPHOXA_LLM_BASE_URL and GLYPHOXA_LLM_MODEL). "+
+			"%s For a local model: ollama serve, then GLYPHOXA_LLM_BASE_URL=http://localhost:11434/v1 GLYPHOXA_LLM_MODEL=llama3.1\n", npc.OfflineBehaviour)
 	}
 	store, cfg, err := sf.openStore(ctx, e)
 	if err != nil {

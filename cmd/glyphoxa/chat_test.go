@@ -73,4 +73,8 @@ func TestChatWithoutAnLLMAnswersFromMemory(t *testing.T) {
 	if !strings.Contains(errb.String(), "GLYPHOXA_LLM_BASE_URL") || !strings.Contains(errb.String(), "providers.llm.base_url") {
 		t.Errorf("stderr %q does not say how to configure a model", errb.String())
 	}
+	// Chat without an LLM is a mode it names, not an invalid configuration.
+	if strings.Contains(errb.String(), "invalid configuration") || !strings.Contains(errb.String(), "No LLM is configured") {
+		t.Errorf("stderr %q takes the missing LLM for a configuration error", errb.String())
+	}
 }
