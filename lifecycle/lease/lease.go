@@ -29,8 +29,9 @@
 // memory guard (lifecycle/guard), which does not: those writes are fenced
 // by the process, not by the database, and the rule lives in one place,
 // [Keeper.Held]: a claim is this process's only until the expiry of its
-// last renewal, on its own clock (past it, no renewal can succeed and
-// another process may hold it). The session asks Held before every write
+// last renewal, on its own clock (past it, another process may hold it),
+// or, while the database cannot be reached, one lease time past its last
+// attempt to renew it (below). The session asks Held before every write
 // ([Set.Holder], lifecycle/session Config.Held) and records nothing once
 // it says no; a set answers for a claim only while it is held
 // ([Set.Holds], [Set.Claim]). So a process that stalls past its lease (a
