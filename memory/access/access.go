@@ -254,11 +254,15 @@ func (d *Door) Campaigns(ctx context.Context) ([]string, error) {
 func (d *Door) Dimensions() int { return d.store.Dimensions() }
 
 // Ping checks that the database answers. A successful ping opens a degraded
-// door at once; a failed one degrades it. The memory guard of a running
-// table pings through it, so a recovered session log reopens the door too.
+// door at once; a failed one degrades it, unless the caller's ctx ended
+// first (a memory guard closed while its probe pinged: the database was
+// not found down). The memory guard of a running table pings through it,
+// so a recovered session log reopens the door too.
 func (d *Door) Ping(ctx context.Context) error {
 	if _, err := d.check(ctx); err != nil {
-		d.Failed(err)
+		if postgres.IsOutageFor(ctx, err) {
+			d.Failed(err)
+		}
 		return fmt.Errorf("%w: %w", memory.ErrUnavailable, err)
 	}
 	d.recovered()
