@@ -9,6 +9,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 )
@@ -111,12 +112,7 @@ func TestOutageWhileALineIsRecorded(t *testing.T) {
 func outageStore(t *testing.T) (*pgcluster.Cluster, *postgres.Store) {
 	t.Helper()
 	cl := pgcluster.Start(t)
-	store, err := postgres.NewStore(context.Background(), cl.DSN(), rigDims, postgres.WithLogger(quiet()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
-	return cl, store
+	return cl, pgtest.StoreAt(t, cl.DSN(), rigDims, postgres.WithLogger(quiet()))
 }
 
 // outageProbe is the outage tests' health probe backoff: the database is

@@ -13,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // TestAttackRestartsDuringReplay stops PostgreSQL again and again, by fast
@@ -24,15 +25,8 @@ func TestAttackRestartsDuringReplay(t *testing.T) {
 	cl := pgcluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a hang guard
 	defer cancel()
-	store, err := postgres.NewStore(ctx, cl.DSN(), 8, postgres.WithLogger(quiet()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	camp, err := store.Campaign(ctx, "restarts")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := pgtest.StoreAt(t, cl.DSN(), 8, postgres.WithLogger(quiet()))
+	camp := pgtest.Campaign(t, store, "restarts")
 	g, err := guard.New(guard.Config{
 		Store: camp.Sessions(), Ping: store.Ping, SpoolDir: t.TempDir(),
 		Probe:        reconnect.Backoff{Initial: 50 * time.Millisecond, Max: 200 * time.Millisecond},

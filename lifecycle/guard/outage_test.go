@@ -15,6 +15,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/guard"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // guardOutage is the outage of the guard-level test; the session-level
@@ -34,15 +35,8 @@ func TestOutageLosesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), outage+10*time.Minute)
 	defer cancel()
 
-	store, err := postgres.NewStore(ctx, cl.DSN(), 8, postgres.WithLogger(quiet()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	camp, err := store.Campaign(ctx, "outage")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := pgtest.StoreAt(t, cl.DSN(), 8, postgres.WithLogger(quiet()))
+	camp := pgtest.Campaign(t, store, "outage")
 	g, err := guard.New(guard.Config{
 		Store: camp.Sessions(), Ping: store.Ping, SpoolDir: t.TempDir(),
 		Probe:        reconnect.Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second},

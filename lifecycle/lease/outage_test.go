@@ -12,6 +12,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/pgcluster"
 	"github.com/glyphoxa/glyphoxa/lifecycle/lease"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // outageWorld is a claim held by process a, with a fake clock that a
@@ -35,11 +36,7 @@ func newOutageWorld(ctx context.Context, t *testing.T) *outageWorld {
 	t.Helper()
 	w := &outageWorld{cl: pgcluster.Start(t), clk: clocktest.NewFake(time.Date(2026, 11, 28, 19, 0, 0, 0, time.UTC)),
 		lost: make(chan error, 1), timers: 1}
-	store, err := postgres.NewStore(ctx, w.cl.DSN(), 8, postgres.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
+	store := pgtest.StoreAt(t, w.cl.DSN(), 8, postgres.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	mk := func(owner string) *lease.Leases {
 		l, err := lease.New(lease.Config{DB: store.Pool(), Owner: owner, TTL: ttl, Clock: w.clk})
 		if err != nil {

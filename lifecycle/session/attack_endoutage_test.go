@@ -32,7 +32,7 @@ func TestAttackEndDuringOutageIsProcessedLater(t *testing.T) {
 	cl := pgcluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard
 	defer cancel()
-	store, camp := outageCampaign(ctx, t, cl)
+	store, camp := outageCampaign(t, cl)
 	var extractCalls atomic.Int64
 	fake := llmtest.New(func(n int, req llmtest.Request) llmtest.Reply {
 		if strings.Contains(req.Messages[0].Content, "knowledge graph") {

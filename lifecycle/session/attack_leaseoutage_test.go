@@ -28,7 +28,7 @@ func TestAttackOutageLongerThanTheLease(t *testing.T) {
 	cl := pgcluster.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard
 	defer cancel()
-	store, camp := outageCampaign(ctx, t, cl)
+	store, camp := outageCampaign(t, cl)
 	clk := clocktest.NewFake(time.Date(2026, 11, 28, 19, 0, 0, 0, time.UTC))
 	leases, err := lease.New(lease.Config{DB: store.Pool(), Owner: "serve-a", Clock: clk})
 	if err != nil {

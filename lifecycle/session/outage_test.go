@@ -13,6 +13,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/reconnect"
 	"github.com/glyphoxa/glyphoxa/lifecycle/session"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
 // outageLength is how long the outage test keeps PostgreSQL down:
@@ -43,7 +44,7 @@ func TestOutage(t *testing.T) {
 	// cores while the guard was still draining the spool.
 	ctx, cancel := context.WithTimeout(context.Background(), outage+10*time.Minute)
 	defer cancel()
-	store, camp := outageCampaign(ctx, t, cl)
+	store, camp := outageCampaign(t, cl)
 	s, err := session.Start(ctx, session.Config{SessionID: "s1", Log: camp.Sessions(), Ping: store.Ping, StateDir: t.TempDir(),
 		Summarizer: noSummary, MaxTokens: 1 << 30, ConsolidateEvery: 100 * time.Millisecond,
 		Probe:        reconnect.Backoff{Initial: 250 * time.Millisecond, Max: 2 * time.Second},
@@ -149,16 +150,8 @@ func TestOutage(t *testing.T) {
 
 // outageCampaign opens a store on the test's own cluster cl (closed when
 // the test ends) and its campaign "c".
-func outageCampaign(ctx context.Context, t *testing.T, cl *pgcluster.Cluster) (*postgres.Store, *postgres.Campaign) {
+func outageCampaign(t *testing.T, cl *pgcluster.Cluster) (*postgres.Store, *postgres.Campaign) {
 	t.Helper()
-	store, err := postgres.NewStore(ctx, cl.DSN(), 8, postgres.WithLogger(quiet()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
-	camp, err := store.Campaign(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store, camp
+	store := pgtest.StoreAt(t, cl.DSN(), 8, postgres.WithLogger(quiet()))
+	return store, pgtest.Campaign(t, store, "c")
 }

@@ -149,6 +149,14 @@ func withDatabase(dsn, name string) (string, error) {
 func NewStore(tb testing.TB, dims int, opts ...postgres.Option) (*postgres.Store, string) {
 	tb.Helper()
 	dsn := migratedDatabase(tb, dims)
+	return StoreAt(tb, dsn, dims, opts...), dsn
+}
+
+// StoreAt opens a store with dims-dimensional embeddings on the database
+// at dsn (a test's own cluster, internal/pgcluster, which it may stop);
+// it is closed when the test ends.
+func StoreAt(tb testing.TB, dsn string, dims int, opts ...postgres.Option) *postgres.Store {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := postgres.NewStore(ctx, dsn, dims, opts...)
@@ -156,7 +164,7 @@ func NewStore(tb testing.TB, dims int, opts ...postgres.Option) (*postgres.Store
 		tb.Fatalf("opening the store: %v", err)
 	}
 	tb.Cleanup(s.Close)
-	return s, dsn
+	return s
 }
 
 // Campaign opens campaign id in s, failing the test on error.
