@@ -31,19 +31,7 @@ func TestAttackForgetMeOpensASplitSceneCorrection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lyra, err := w.camp.As(memory.PlayerViewerOf("lyra"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reads := func() []postgres.FactWithNames {
-		t.Helper()
-		fs, err := lyra.Graph().FindFacts(ctx, postgres.FactQuery{EntityIDs: []string{"crown"},
-			Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusRetired}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fs
-	}
+	reads := crownAsLyra(ctx, t, w)
 	if fs := reads(); len(fs) != 0 {
 		t.Fatalf("Lyra reads the split scene's fact before anything: the attack proves nothing: %+v", fs)
 	}
@@ -85,19 +73,7 @@ func TestAttackForgetMeOpensASplitSceneFact(t *testing.T) {
 		Provenance: memory.Provenance{SessionID: "s1", Confidence: 0.95, Source: memory.SourceInferred}}, []int64{scene, outside}); err != nil {
 		t.Fatal(err)
 	}
-	lyra, err := w.camp.As(memory.PlayerViewerOf("lyra"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reads := func() []postgres.FactWithNames {
-		t.Helper()
-		fs, err := lyra.Graph().FindFacts(ctx, postgres.FactQuery{EntityIDs: []string{"crown"},
-			Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusRetired}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fs
-	}
+	reads := crownAsLyra(ctx, t, w)
 	if fs := reads(); len(fs) != 0 {
 		t.Fatalf("Lyra reads the split scene's fact before anything: the attack proves nothing: %+v", fs)
 	}
@@ -106,5 +82,24 @@ func TestAttackForgetMeOpensASplitSceneFact(t *testing.T) {
 	}
 	for _, f := range reads() {
 		t.Errorf("LEAK to Lyra: after Thorin was forgotten she reads %s %s %s, drawn from his split scene", f.SourceName, f.Type, f.TargetName)
+	}
+}
+
+// crownAsLyra returns a read, as the player Lyra (outside Thorin's split
+// scene), of the facts about the crown, active or retired.
+func crownAsLyra(ctx context.Context, t *testing.T, w *goneWorld) func() []postgres.FactWithNames {
+	t.Helper()
+	lyra, err := w.camp.As(memory.PlayerViewerOf("lyra"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() []postgres.FactWithNames {
+		t.Helper()
+		fs, err := lyra.Graph().FindFacts(ctx, postgres.FactQuery{EntityIDs: []string{"crown"},
+			Statuses: []memory.FactStatus{memory.StatusActive, memory.StatusRetired}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fs
 	}
 }
