@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/memory"
-	"github.com/glyphoxa/glyphoxa/memory/mcpserver"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -24,8 +22,7 @@ func TestAttackDeletedNodeShowsItsPendingFacts(t *testing.T) {
 	t.Parallel()
 	store := sample(t)
 	ctx := context.Background()
-	url := serveMCP(t, mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga", Clock: clocktest.NewFake(kgNow)},
-		mcpserver.Tokens{Player: []string{shapePlayerToken}, DM: []string{shapeDMToken}})
+	url := serveShape(t, store)
 	player, dm := goClient(t, url, shapePlayerToken), goClient(t, url, shapeDMToken)
 	g := pgtest.Campaign(t, store, "ironhold-saga").Graph()
 	for _, e := range []memory.Entity{{ID: "old-tam", Type: "npc", Name: "Old Tam"}, {ID: "pell", Type: "npc", Name: "Pell"}} {

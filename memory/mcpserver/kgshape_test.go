@@ -22,6 +22,15 @@ const (
 	shapeDMToken     = "dm-token-shape-0123456789"
 )
 
+// serveShape serves the campaign ironhold-saga of store over HTTP to a
+// player token (shapePlayerToken) and a DM token (shapeDMToken), on a
+// clock stopped at kgNow, and returns its URL.
+func serveShape(t *testing.T, store *postgres.Store) string {
+	t.Helper()
+	return serveMCP(t, mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga", Clock: clocktest.NewFake(kgNow)},
+		mcpserver.Tokens{Player: []string{shapePlayerToken}, DM: []string{shapeDMToken}})
+}
+
 // goCall calls one tool with the Go SDK's client and returns its
 // structured result as JSON, or its error text.
 func goCall(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
@@ -68,9 +77,7 @@ func TestKGShapesAgainstAPlayer(t *testing.T) {
 	t.Parallel()
 	store := sample(t)
 	ctx := context.Background()
-	clk := clocktest.NewFake(kgNow)
-	url := serveMCP(t, mcpserver.Config{Door: pgtest.Door(t, store), Campaign: "ironhold-saga", Clock: clk},
-		mcpserver.Tokens{Player: []string{shapePlayerToken}, DM: []string{shapeDMToken}})
+	url := serveShape(t, store)
 	player, dm := goClient(t, url, shapePlayerToken), goClient(t, url, shapeDMToken)
 
 	// The player's agent registers first, so its kg_sync covers every
