@@ -122,22 +122,6 @@ func TestAttackRestartsDuringReplay(t *testing.T) {
 		t.Errorf("the writer saw an error: %v", err)
 	}
 	errMu.Unlock()
-	got, err := camp.Sessions().Entries(ctx, session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := map[string]bool{}
-	for i, e := range got {
-		if want := fmt.Sprintf("line %06d", i); e.Text != want {
-			t.Fatalf("entry %d is %q, want %q (lost, duplicated or out of order)", i, e.Text, want)
-		}
-		if keys[e.IdempotencyKey] {
-			t.Fatalf("key %q stored twice", e.IdempotencyKey)
-		}
-		keys[e.IdempotencyKey] = true
-	}
-	if total := int(written.Load()); len(got) != total {
-		t.Fatalf("wrote %d entries, found %d", total, len(got))
-	}
+	got := checkLines(ctx, t, camp.Sessions(), session, int(written.Load()))
 	t.Logf("%d entries once each, in order; %d of 6 stops came mid-replay; stats %+v", len(got), midReplay, g.Stats())
 }

@@ -140,7 +140,19 @@ func TestOutageLosesNothing(t *testing.T) {
 	errMu.Unlock()
 
 	total := int(written.Load())
-	got, err := camp.Sessions().Entries(ctx, session)
+	got := checkLines(ctx, t, camp.Sessions(), session, total)
+	st := g.Stats()
+	t.Logf("outage %v: wrote %d entries (%d before the outage, %d during it, %d spool records at restart), found %d in L1, each once, in order; "+
+		"degraded %v after the stop, recovered %v after the restart; stats %+v",
+		outage, total, beforeOutage, duringOutage, spooled, len(got), noticed.Round(time.Millisecond), recovered.Round(time.Millisecond), st)
+}
+
+// checkLines checks that the session log holds the total lines "line
+// 000000", "line 000001", … of session once each, in order, and returns
+// them.
+func checkLines(ctx context.Context, t *testing.T, l1 memory.SessionStore, session string, total int) []memory.TranscriptEntry {
+	t.Helper()
+	got, err := l1.Entries(ctx, session)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +169,5 @@ func TestOutageLosesNothing(t *testing.T) {
 	if len(got) != total {
 		t.Fatalf("wrote %d entries, found %d", total, len(got))
 	}
-	st := g.Stats()
-	t.Logf("outage %v: wrote %d entries (%d before the outage, %d during it, %d spool records at restart), found %d in L1, each once, in order; "+
-		"degraded %v after the stop, recovered %v after the restart; stats %+v",
-		outage, total, beforeOutage, duringOutage, spooled, len(got), noticed.Round(time.Millisecond), recovered.Round(time.Millisecond), st)
+	return got
 }
