@@ -1,8 +1,10 @@
 package table_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -51,11 +53,19 @@ func TestTableRejoinsWhenEndToEndEncryptionFails(t *testing.T) {
 		failures int
 		rejoins  int
 		told     string // in the DM's message; "" for none
+		advice   string // in the DM's message, when there is one
+		cause    error  // of the failure (nil: gaveUp)
 	}{
-		{"rejoined", true, nil, 1, 1, ""},
-		{"rejoin failed", true, errors.New("no voice server update"), 1, 1, "rejoining the channel failed: no voice server update"},
-		{"cannot rejoin", false, nil, 1, 0, "cannot rejoin"},
-		{"failed again and again", true, nil, 3, 2, "already rejoined 2 times"},
+		{"rejoined", true, nil, 1, 1, "", "", nil},
+		{"rejoin failed", true, errors.New("no voice server update"), 1, 1, "rejoining the channel failed: no voice server update",
+			"start it again", nil},
+		{"cannot rejoin", false, nil, 1, 0, "cannot rejoin", "start it again", nil},
+		{"failed again and again", true, nil, 3, 2, "already rejoined 2 times", "start it again", nil},
+		// voice.require_e2ee: a downgrade refused, and the channel found
+		// without encryption when rejoining; starting again would not help.
+		{"downgrade refused", true, fmt.Errorf("voice: starting DAVE: %w: the call has no end-to-end encryption", dave.ErrE2EERequired),
+			1, 1, "rejoining the channel failed", "unencrypted audio is refused (voice.require_e2ee)",
+			fmt.Errorf("%w: it asked to downgrade the call", dave.ErrE2EERequired)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -77,7 +87,7 @@ func TestTableRejoinsWhenEndToEndEncryptionFails(t *testing.T) {
 			defer cancel()
 			for i := 0; i < tc.failures; i++ {
 				select {
-				case r.voice.events <- conn.Event{Kind: conn.EventE2EEFailed, Err: gaveUp}:
+				case r.voice.events <- conn.Event{Kind: conn.EventE2EEFailed, Err: cmp.Or(tc.cause, gaveUp)}:
 				case <-ctx.Done():
 					t.Fatal("the table does not read its voice events")
 				}
@@ -119,8 +129,9 @@ func TestTableRejoinsWhenEndToEndEncryptionFails(t *testing.T) {
 			if rv != nil && rv.rejoins() != tc.rejoins {
 				t.Fatalf("rejoined %d times, want %d", rv.rejoins(), tc.rejoins)
 			}
-			if len(told) != wantTold || wantTold == 1 && (!strings.Contains(told[0], tc.told) || !strings.Contains(told[0], "End-to-end encryption")) {
-				t.Fatalf("told the DM %q; want one message naming %q", told, tc.told)
+			if len(told) != wantTold || wantTold == 1 && (!strings.Contains(told[0], tc.told) || !strings.Contains(told[0], "End-to-end encryption") ||
+				!strings.Contains(told[0], tc.advice)) {
+				t.Fatalf("told the DM %q; want one message naming %q and advising %q", told, tc.told, tc.advice)
 			}
 		})
 	}

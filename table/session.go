@@ -24,6 +24,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/conn"
+	"github.com/glyphoxa/glyphoxa/voice/dave"
 	"github.com/glyphoxa/glyphoxa/voice/realtime"
 )
 
@@ -1512,7 +1513,7 @@ func (s *Session) e2eeFailed(cause error) {
 			why = fmt.Sprintf("it already rejoined %d times in the last hour", maxE2EERejoins)
 		}
 		s.tellDM(fmt.Sprintf("End-to-end encryption with the voice channel failed (%v) and %s: the NPCs can neither hear "+
-			"nor be heard. End the session and start it again.", cause, why))
+			"nor be heard. %s", cause, why, e2eeAdvice(cause)))
 		return
 	}
 	s.wg.Add(1)
@@ -1524,11 +1525,25 @@ func (s *Session) e2eeFailed(cause error) {
 			}
 			s.log.Error("rejoining the voice channel after end-to-end encryption failed", "err", err)
 			s.tellDM(fmt.Sprintf("End-to-end encryption with the voice channel failed (%v) and rejoining the channel "+
-				"failed: %v. The NPCs can neither hear nor be heard; end the session and start it again.", cause, err))
+				"failed: %v. The NPCs can neither hear nor be heard. %s", cause, err, e2eeAdvice(cause, err)))
 			return
 		}
 		s.log.Info("rejoined the voice channel after end-to-end encryption failed")
 	}()
+}
+
+// e2eeAdvice is what the DM can do about an end-to-end encryption failure:
+// start the session again, unless the voice channel stopped being
+// encrypted and unencrypted audio is refused (dave.RequireE2EE, the
+// configuration's voice.require_e2ee), which a new session would meet too.
+func e2eeAdvice(errs ...error) string {
+	for _, err := range errs {
+		if errors.Is(err, dave.ErrE2EERequired) {
+			return "The voice channel is not end-to-end encrypted any more and unencrypted audio is refused " +
+				"(voice.require_e2ee); end the session, or allow unencrypted voice and start it again."
+		}
+	}
+	return "End the session and start it again."
 }
 
 // tellDM posts a message for the DM in the session's text channel (or

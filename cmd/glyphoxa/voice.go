@@ -187,13 +187,24 @@ func voiceManager(door *access.Door, cfg config.Config, p table.Providers, sess 
 	for _, h := range joiner.Handlers() {
 		sess.AddHandler(h)
 	}
-	rc := cfg.Lifecycle.Reconnect
-	link := voicesession.NewGatewayLink(joiner, conn.Config{Logger: log, NewE2EE: dave.NewE2EE(log),
-		Backoff: conn.Backoff{Initial: rc.Initial.Std(), Max: rc.Max.Std(), Attempts: rc.Attempts}})
+	link := voicesession.NewGatewayLink(joiner, voiceConnConfig(cfg, log))
 	link.FollowWhileHeld(holder)
 	return voicesession.New(voicesession.Config{Door: door, Link: link, Providers: p, Settings: tableSettings(cfg),
 		UserName: memberName(sess), Observer: observer, Owns: owns, Confirm: confirm, Holder: holder, Continuity: cfg.Lifecycle.Continuity,
 		Logger: log})
+}
+
+// voiceConnConfig is the configuration of the bot's voice connections:
+// DAVE (refusing unencrypted voice with voice.require_e2ee) and the
+// reconnect backoff.
+func voiceConnConfig(cfg config.Config, log *slog.Logger) conn.Config {
+	var daveOpts []dave.Option
+	if cfg.Voice.RequireE2EE {
+		daveOpts = append(daveOpts, dave.RequireE2EE())
+	}
+	rc := cfg.Lifecycle.Reconnect
+	return conn.Config{Logger: log, NewE2EE: dave.NewE2EE(log, daveOpts...),
+		Backoff: conn.Backoff{Initial: rc.Initial.Std(), Max: rc.Max.Std(), Attempts: rc.Attempts}}
 }
 
 // memberName is a guild member's display name, from discordgo's state.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -327,5 +328,32 @@ func TestTableSettingsFromConfig(t *testing.T) {
 	}
 	if d := tableSettings(config.Default()); d.MergeWait != 2*time.Second || d.DigestEvery != 3*time.Minute || d.DigestLines != 12 {
 		t.Fatalf("defaults: merge wait %s, digest every %s, digest lines %d", d.MergeWait, d.DigestEvery, d.DigestLines)
+	}
+}
+
+// TestRequireE2EEFromConfig: voice.require_e2ee reaches the DAVE session
+// of every voice connection; by default a call without DAVE is joined.
+func TestRequireE2EEFromConfig(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		yaml    string
+		refused bool
+	}{
+		{"voice:\n  require_e2ee: true\n", true},
+		{"voice:\n  require_e2ee: false\n", false},
+		{"{}\n", false},
+	} {
+		cfg, err := config.Parse(strings.NewReader(tc.yaml), "c.yaml", func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := voiceConnConfig(cfg, slog.New(slog.DiscardHandler)).NewE2EE(1, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.SessionDescription(0)
+		if refused := errors.Is(err, dave.ErrE2EERequired); refused != tc.refused || !refused && err != nil {
+			t.Fatalf("%q: a call without DAVE: %v; want refused %v", tc.yaml, err, tc.refused)
+		}
 	}
 }

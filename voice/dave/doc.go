@@ -41,6 +41,8 @@
 // client sends a few frames before its own session is ready, as libdave
 // and davey allow. Members that stayed in the group while this session
 // rejoined it (a re-identify, a refused commit) get no such window.
+// A session made with [RequireE2EE] accepts no unencrypted frame, joins no
+// call without DAVE, and refuses downgrades ([ErrE2EERequired]).
 //
 // Decrypt failures start a recovery (op 31, a fresh key package) only when
 // they say our group state is wrong: more than [RecoveryThreshold] in a

@@ -43,6 +43,28 @@ func WithClock(now func() time.Time) Option { return func(s *Session) { s.now = 
 // WithSignatureKey uses sig instead of a fresh per-session key.
 func WithSignatureKey(sig *mls.SignatureKey) Option { return func(s *Session) { s.sig = sig } }
 
+// RequireE2EE makes the session refuse every unencrypted frame, both
+// ways: a call the gateway describes without DAVE (op 4 with protocol
+// version 0) is refused ([Session.SessionDescription] returns
+// [ErrE2EERequired] and the connection fails), and so is a downgrade
+// (op 21 to version 0): the session answers it with no op 23, keeps
+// encrypting, and ends as a recovery that gave up does ([Session.Failed]
+// returns ErrE2EERequired), so that its owner can rejoin or tell the user.
+// No plaintext is accepted either, not even the first frames of a member
+// whose own session is not ready yet ([Session.Decrypt]): every frame
+// heard was encrypted by a member of the group.
+//
+// The protocol lets the gateway turn encryption off; since 1 March 2026
+// Discord no longer does in voice channels (a client without DAVE is
+// refused with close 4017), so a downgrade there is a server turning a
+// private call public. Stage channels were never end-to-end encrypted.
+func RequireE2EE() Option { return func(s *Session) { s.require = true } }
+
+// ErrE2EERequired: the voice gateway described the call without end-to-end
+// encryption, or asked to turn it off, and the session was made with
+// [RequireE2EE].
+var ErrE2EERequired = errors.New("dave: end-to-end encryption is required and the voice gateway turned it off")
+
 // Session is the DAVE state of one voice connection. It is safe for
 // concurrent use.
 type Session struct {
@@ -52,6 +74,8 @@ type Session struct {
 	userID    uint64
 	channelID uint64
 	sig       *mls.SignatureKey
+	// require refuses unencrypted media (RequireE2EE).
+	require bool
 
 	version int
 	// described says the gateway has told the protocol version (op 4, or
@@ -126,10 +150,17 @@ func (s *Session) groupID() []byte { return binary.BigEndian.AppendUint64(nil, s
 func (s *Session) SessionDescription(version int) ([]conn.Outbound, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if version == 0 && s.require {
+		// Not described: Encrypt and Decrypt let no frame through.
+		return nil, fmt.Errorf("%w: the call has no end-to-end encryption (protocol version 0 in the session description)", ErrE2EERequired)
+	}
 	s.version, s.described = version, true
 	if version == 0 {
 		s.passthroughForever = true
 		return nil, nil
+	}
+	if s.require {
+		s.passthroughForever = false
 	}
 	if s.passthroughForever {
 		// The call is end-to-end encrypted: its members encrypt. Plain
@@ -266,6 +297,14 @@ func (s *Session) HandleJSON(op gateway.Op, data json.RawMessage) ([]conn.Outbou
 	tid := uint16(t.TransitionID)
 	switch op {
 	case gateway.OpDAVEPrepareTransition:
+		if t.ProtocolVersion == 0 && s.require {
+			// Refused: not remembered (op 22 cannot execute it), no op
+			// 23, no plaintext window. The members go on without us.
+			if s.rec.gaveUp == nil {
+				s.giveUp(fmt.Errorf("%w: it asked to downgrade the call to protocol version 0 (op 21, transition %d)", ErrE2EERequired, tid), tid)
+			}
+			return nil, nil
+		}
 		s.transitions[tid], s.preparedAt[tid] = t.ProtocolVersion, s.now()
 		if tid == 0 {
 			s.execute(0)
@@ -643,6 +682,9 @@ func (s *Session) Decrypt(userID uint64, frame []byte) ([]byte, error) {
 			// As Encrypt: before op 4 the call may be end-to-end
 			// encrypted; no plain frame passes.
 			return nil, fmt.Errorf("%w (the voice gateway has not told the protocol version yet)", err)
+		}
+		if s.require {
+			return nil, fmt.Errorf("%w (end-to-end encryption is required)", err)
 		}
 		if s.passthroughForever || now.Before(s.passthroughUntil) {
 			return frame, nil

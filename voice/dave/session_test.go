@@ -26,6 +26,8 @@ type fakeGateway struct {
 	members map[uint64]*Session
 	kps     map[uint64]*mls.KeyPackage
 	tid     uint16
+	// opts are the options of the users' sessions, by user.
+	opts map[uint64][]Option
 }
 
 func newFakeGateway(t testing.TB) *fakeGateway {
@@ -61,7 +63,7 @@ func (gw *fakeGateway) binOp(s *Session, op gateway.Op, payload []byte) []conn.O
 // connect brings a new user into the call.
 func (gw *fakeGateway) connect(id uint64) *Session {
 	gw.t.Helper()
-	s, err := NewSession(id, testChannel, WithClock(gw.now))
+	s, err := NewSession(id, testChannel, append([]Option{WithClock(gw.now)}, gw.opts[id]...)...)
 	if err != nil {
 		gw.t.Fatal(err)
 	}

@@ -193,6 +193,11 @@ type Voice struct {
 	// speaker to go on, the two lines becoming one turn (default 2s; at
 	// most 10s). No other line waits.
 	MergeWait Duration `yaml:"merge_wait"`
+	// RequireE2EE refuses unencrypted voice: a call Discord describes
+	// without end-to-end encryption, or a downgrade of an encrypted one,
+	// leaves the NPCs unheard and deaf rather than in the clear (default
+	// false: the protocol's downgrades are followed).
+	RequireE2EE bool `yaml:"require_e2ee"`
 }
 
 // Providers are the remote (or local) models glyphoxa uses.
