@@ -169,6 +169,8 @@ func TestAskErrors(t *testing.T) {
 		{"bad mode", []string{"ask", "--campaign", "c", "--mode", "magic", "q"}, 2, `unknown retrieval mode "magic"`},
 		{"bad k", []string{"ask", "--campaign", "c", "--k", "0", "q"}, 2, "--k must be within"},
 		{"unknown npc", []string{"ask", "--campaign", "c", "--npc", "ghost", "q"}, 1, `"ghost"`},
+		{"npc and as", []string{"ask", "--campaign", "c", "--npc", "grimjaw", "--as", "player", "q"}, 2,
+			"--npc reads as that NPC and --as as a player or the DM: give one of them"},
 		{"process without campaign", []string{"process"}, 2, "--campaign is required"},
 		{"process unknown session", []string{"process", "--campaign", "c", "--session", "nope"}, 1, `session "nope"`},
 		{"embedder of another dimension", []string{"ask", "--campaign", "c", "--config", wrongDims(t), "q"}, 1,
