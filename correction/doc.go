@@ -22,7 +22,8 @@
 //     one of several ("the lantern court") is restored;
 //   - a function word at the edge of a window must carry the sound the name
 //     begins or ends with and the rest of the window lacks ("on dry a" may
-//     be Ondraya, "ondria a" keeps its "a"), and next to English words it
+//     be Ondraya, "ondria a" keeps its "a"; a first vowel is heard as any
+//     vowel, so "a lara" may be Elara), and next to English words it
 //     needs 0.94; a function word inside the window that the name lacks
 //     needs 0.95 ("the queen is old" stays);
 //   - window and name may differ by at most two letters or a quarter of

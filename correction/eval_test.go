@@ -64,7 +64,8 @@ func TestParseCase(t *testing.T) {
 // corpora with every name in play (a table with no scene set), and misheard
 // names are restored at least as often as before the guard (the first
 // scores, measured before tuning: 33 of 37 English names, 14 of 14 German;
-// on the held-out corpora 17 of 20 and 11 of 11). The held-out corpora,
+// on the held-out corpora 17 of 20 and 11 of 11; the English corpus now
+// holds 34, its "a lara" restored since). The held-out corpora,
 // written before the second round of tuning, are held to their final
 // scores with every name in play (see correction/README.md): one English
 // plain sentence is still altered ("the old brook" for Oldbrook, a place,
@@ -77,7 +78,7 @@ func TestNearNames(t *testing.T) {
 		restored  int
 		allInPlay int // plain sentences altered at most with every name in play
 	}{
-		{"testdata/nearnames", 33, 0},
+		{"testdata/nearnames", 34, 0},
 		{"testdata/nearnames-de", 14, 0},
 		{"testdata/nearnames-heldout", 17, 1},
 		{"testdata/nearnames-heldout-de", 11, 0},

@@ -763,7 +763,7 @@ func (w *window) edgesSound(t *term) bool {
 		return true
 	}
 	if w.firstStop && w.words[0] != t.words[0] &&
-		(onset(w.words[1]) == onset(t.joined) || onset(w.words[0]) != onset(t.joined)) {
+		(sameOnset(onset(w.words[1]), onset(t.joined)) || !sameOnset(onset(w.words[0]), onset(t.joined))) {
 		return false
 	}
 	if w.lastStop && w.words[n-1] != t.words[len(t.words)-1] &&
@@ -771,6 +771,13 @@ func (w *window) edgesSound(t *term) bool {
 		return false
 	}
 	return true
+}
+
+// sameOnset reports whether two first sounds are one: the same, or both
+// vowels. An unstressed first vowel is heard as any other ("a lara" is
+// Elara, the function word "a" carrying the name's "e").
+func sameOnset(a, b string) bool {
+	return a == b || (len(a) == 1 && len(b) == 1 && isVowel(a[0]) && isVowel(b[0]))
 }
 
 // isVowel reports whether c is one of a, e, i, o, u.

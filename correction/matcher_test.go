@@ -330,3 +330,33 @@ func TestDictionaryFile(t *testing.T) {
 		}
 	}
 }
+
+// TestArticleCarriesTheFirstVowel: a recogniser hears a name's unstressed
+// first vowel as the article "a" ("a lara" for Elara, as the sample
+// campaign's transcripts have it). The article is the name's first sound,
+// also when the name is written with another vowel, and it outweighs a
+// nearby shorter name the rest of the window resembles (Lyra); an article
+// before a name that does not begin with a vowel stays.
+func TestArticleCarriesTheFirstVowel(t *testing.T) {
+	m, err := NewMatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := []Entity{{ID: "elara", Name: "Elara Moonwhisper", Aliases: []string{"Elara"}}, {ID: "lyra", Name: "Lyra"},
+		{ID: "brannoc", Name: "Brannoc"}}
+	for _, tc := range []struct{ in, want string }{
+		{"a lara knows bran knock", "Elara knows Brannoc"},
+		{"ask a lara about the runes", "ask Elara about the runes"},
+		{"a lara the mage", "Elara the mage"},
+		{"lara knows", "Lyra knows"},
+		{"a bran knock knows", "a Brannoc knows"},
+	} {
+		res, err := m.Match(tc.in, es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text != tc.want {
+			t.Errorf("%q became %q, want %q", tc.in, res.Text, tc.want)
+		}
+	}
+}

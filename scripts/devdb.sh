@@ -4,17 +4,20 @@
 #
 # Order of preference:
 #   1. GLYPHOXA_TEST_DSN, if set, is used as it is (nothing is started).
-#   2. A private cluster from Debian's postgresql-15, with its data directory
+#   2. A private cluster from the system's PostgreSQL (the distribution's
+#      postgresql package: 15 on Debian 12, 16 on Ubuntu 24.04; the newest
+#      installed if there is one), with its data directory
 #      under the repository's .cache/ (or /var/tmp when the postgres user cannot
 #      reach the repository), listening on 127.0.0.1 on a non-default port, and
 #      reused between runs. pgvector is built from Debian trixie's source package
-#      when the PostgreSQL 15 tree lacks it.
+#      when that PostgreSQL lacks it.
 #   3. With Docker, `docker compose up -d db` is the alternative (see README).
 #
 # Environment:
 #   GLYPHOXA_TEST_DSN   use this database instead of starting one
 #   GLYPHOXA_PG_PORT    first port to try (default 55432)
 #   GLYPHOXA_PG_DB      database name to create (default glyphoxa)
+#   GLYPHOXA_PG_VERSION PostgreSQL major version to run (default: see 2.)
 set -euo pipefail
 
 log() { printf 'devdb: %s\n' "$*" >&2; }
@@ -29,9 +32,6 @@ fi
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache="$repo/.cache"
 mkdir -p "$cache"
-PGVER=15
-PGBIN=/usr/lib/postgresql/$PGVER/bin
-PGSHARE=/usr/share/postgresql/$PGVER
 dbname=${GLYPHOXA_PG_DB:-glyphoxa}
 
 as_root() {
@@ -55,7 +55,25 @@ apt_install() {
   fi
 }
 
-# 1. PostgreSQL 15 server binaries.
+# 1. PostgreSQL server binaries, of the version GLYPHOXA_PG_VERSION names,
+#    else of the cluster already initialised here, else the newest installed,
+#    else the distribution's own (postgresql: 15 on Debian 12, 16 on Ubuntu
+#    24.04, which has no postgresql-15).
+newest_server() {
+  ls -d /usr/lib/postgresql/*/bin/postgres 2>/dev/null | sed 's#^/usr/lib/postgresql/\([0-9]*\)/.*#\1#' | sort -n | tail -1
+}
+PGVER=${GLYPHOXA_PG_VERSION:-}
+for f in "$cache/pg/data/PG_VERSION" "/var/tmp/glyphoxa-pg-$(printf '%s' "$repo" | sha256sum | cut -c1-12)/data/PG_VERSION"; do
+  [[ -z $PGVER && -f $f ]] && PGVER=$(cat "$f")
+done
+[[ -n $PGVER ]] || PGVER=$(newest_server)
+if [[ -z $PGVER ]]; then
+  apt_install postgresql
+  PGVER=$(newest_server)
+  [[ -n $PGVER ]] || die "installing postgresql gave no server in /usr/lib/postgresql; set GLYPHOXA_PG_VERSION, or GLYPHOXA_TEST_DSN"
+fi
+PGBIN=/usr/lib/postgresql/$PGVER/bin
+PGSHARE=/usr/share/postgresql/$PGVER
 [[ -x $PGBIN/postgres ]] || apt_install postgresql-$PGVER
 
 # 2. pgvector, built from Debian trixie's source package with PGXS.

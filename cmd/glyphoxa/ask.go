@@ -43,6 +43,10 @@ func cmdAsk(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	if *npcID != "" && flagSet(fs, "as") {
+		// Either reader, never one silently for the other.
+		return usagef("--npc reads as that NPC and --as as a player or the DM: give one of them")
+	}
 	if *k < 1 || *k > 100 {
 		return usagef("--k must be within 1..100, got %d", *k)
 	}

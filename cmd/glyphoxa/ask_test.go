@@ -169,6 +169,8 @@ func TestAskErrors(t *testing.T) {
 		{"bad mode", []string{"ask", "--campaign", "c", "--mode", "magic", "q"}, 2, `unknown retrieval mode "magic"`},
 		{"bad k", []string{"ask", "--campaign", "c", "--k", "0", "q"}, 2, "--k must be within"},
 		{"unknown npc", []string{"ask", "--campaign", "c", "--npc", "ghost", "q"}, 1, `"ghost"`},
+		{"npc and as", []string{"ask", "--campaign", "c", "--npc", "grimjaw", "--as", "player", "q"}, 2,
+			"--npc reads as that NPC and --as as a player or the DM: give one of them"},
 		{"process without campaign", []string{"process"}, 2, "--campaign is required"},
 		{"process unknown session", []string{"process", "--campaign", "c", "--session", "nope"}, 1, `session "nope"`},
 		{"embedder of another dimension", []string{"ask", "--campaign", "c", "--config", wrongDims(t), "q"}, 1,
@@ -261,5 +263,37 @@ func TestAskEntityResultNamesNoEmptySession(t *testing.T) {
 	}
 	if !strings.Contains(out, "[entity ashen-circle, score ") || strings.Contains(out, "session ,") {
 		t.Errorf("want the entity's heading without an empty session:\n%s", out)
+	}
+}
+
+// TestAskHelpExamplesAnswer runs `glyphoxa ask -h`'s examples on the sample
+// campaign: each answers from a chunk that holds what it asks about. The
+// --npc example asked Brannoc "Who is Vexa?", of whom he heard nothing
+// (--npc reads only what the NPC heard): its answer was the one chunk he
+// heard, about ale and a lost cart.
+func TestAskHelpExamplesAnswer(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"GLYPHOXA_DSN": sampleProcessed.Copy(t)}
+	// What the first answer to each question must hold.
+	want := map[string]string{
+		"Where did the Ashen Circle take the steel?": "Ashen Circle",
+		"Where was the lost cart headed?":            "through Duskwood",
+		"Who is Vexa?":                               "Vexa",
+	}
+	for _, ex := range commandExamples("ask") {
+		cmd, _, _ := strings.Cut(ex, "   #")
+		_, rest, _ := strings.Cut(cmd, "glyphoxa ask ")
+		flags, question, _ := strings.Cut(rest, ` "`)
+		question = strings.TrimSuffix(question, `"`)
+		w, ok := want[question]
+		if !ok {
+			t.Errorf("%s: the test does not know what its answer must hold", ex)
+			continue
+		}
+		code, out, errs := runCLI(t, vars, append(append([]string{"ask"}, strings.Fields(flags)...), question)...)
+		first, _, _ := strings.Cut(out, "\n2. ")
+		if code != 0 || !strings.Contains(first, w) {
+			t.Errorf("%s: exit %d, its first answer lacks %q:\n%s%s", ex, code, w, first, errs)
+		}
 	}
 }

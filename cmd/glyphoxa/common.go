@@ -23,8 +23,14 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.configPath, "config", "", "configuration file (default: $GLYPHOXA_CONFIG, else ./config.yaml if present)")
+	f.registerConfig(fs)
 	fs.StringVar(&f.dsn, "dsn", "", "PostgreSQL DSN (default: $GLYPHOXA_DSN, else memory.postgres_dsn of the configuration)")
+}
+
+// registerConfig registers --config alone, for a command that reads the
+// configuration but never the database.
+func (f *storeFlags) registerConfig(fs *flag.FlagSet) {
+	fs.StringVar(&f.configPath, "config", "", "configuration file (default: $GLYPHOXA_CONFIG, else ./config.yaml if present)")
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting and
@@ -45,6 +51,13 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return usagef("%v", err)
 	}
 	return nil
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // loadConfig reads the configuration the flags point to, or the defaults.

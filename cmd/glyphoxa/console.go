@@ -79,7 +79,12 @@ func cmdConsole(ctx context.Context, e *env, args []string) error {
 	}
 	base := cfg.Console.PublicURL
 	if base == "" {
-		base = "http://" + ln.Addr().String()
+		// On every interface (in a container, its port published on the
+		// host's loopback), the link names the loopback.
+		if base, err = localURL(ln.Addr().String(), ""); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	printf(e.stdout, "The DM console of %s is at %s\nSign in as the DM (this link works once, for 15 minutes):\n  %s%s\n",
 		*campaign, base, base, link)

@@ -33,28 +33,7 @@ func TestConsoleCommandPrintsAOneTimeLink(t *testing.T) {
 		t.Errorf("misspelt campaign: %d %q", code, errs)
 	}
 
-	pr, pw := io.Pipe()
-	var stderr syncBuffer
-	e := &env{stdin: strings.NewReader(""), stdout: pw, stderr: &stderr, getenv: func(k string) string { return vars[k] }}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"console", "--campaign", "ironhold-saga", "--listen", "127.0.0.1:0"}, e)
-		pw.Close()
-	}()
-	var link string
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); strings.Contains(l, "/signin/once?token=") {
-			link = l
-			break
-		}
-	}
-	go io.Copy(io.Discard, pr)
-	if link == "" {
-		t.Fatalf("no sign-in link printed; stderr %s", stderr.String())
-	}
+	link, stop := runConsole(t, vars, "127.0.0.1:0")
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
 	get := func(u string) (*http.Response, string) {
@@ -89,9 +68,66 @@ func TestConsoleCommandPrintsAOneTimeLink(t *testing.T) {
 	if resp, _ := get(link); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("the link signed in twice: %d", resp.StatusCode)
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("console exited %d: %s", code, stderr.String())
+	stop()
+}
+
+// runConsole runs `glyphoxa console` on the sample campaign at listen
+// and returns the sign-in link it prints, and a stop that ends it and
+// checks that it exited 0.
+func runConsole(t *testing.T, vars map[string]string, listen string) (link string, stop func()) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	var stderr syncBuffer
+	e := &env{stdin: strings.NewReader(""), stdout: pw, stderr: &stderr, getenv: func(k string) string { return vars[k] }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"console", "--campaign", "ironhold-saga", "--listen", listen}, e)
+		pw.Close()
+	}()
+	stop = func() {
+		t.Helper()
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("console exited %d: %s", code, stderr.String())
+		}
+	}
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); strings.Contains(l, "/signin/once?token=") {
+			link = l
+			break
+		}
+	}
+	go io.Copy(io.Discard, pr)
+	if link == "" {
+		stop()
+		t.Fatalf("no sign-in link printed; stderr %s", stderr.String())
+	}
+	return link, stop
+}
+
+// TestConsoleOnEveryInterfacePrintsALoopbackLink: `glyphoxa console
+// --listen 0.0.0.0:PORT` (in a container, its port published) printed a
+// link to http://[::]:PORT, which is no address to open; the link names
+// the loopback, as the port published on the host does, and signs in.
+func TestConsoleOnEveryInterfacePrintsALoopbackLink(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"GLYPHOXA_DSN": sampleProcessed.Copy(t)}
+	link, stop := runConsole(t, vars, "0.0.0.0:0")
+	defer stop()
+	if !strings.HasPrefix(link, "http://127.0.0.1:") {
+		t.Fatalf("console on every interface printed the link %s, want one on http://127.0.0.1", link)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Request.URL.Path != "/review" {
+		t.Errorf("the link led to %s (%d)", resp.Request.URL, resp.StatusCode)
 	}
 }
 

@@ -175,3 +175,27 @@ func TestCorrectWithTheLLMPass(t *testing.T) {
 		t.Errorf("--llm without an LLM: %d %q", code, errs)
 	}
 }
+
+// TestCorrectHelpExamples runs `glyphoxa correct -h`'s example that reads a
+// campaign file: what it pipes in must come out with the sample campaign's
+// names ("a lara" is how the sample's transcripts hear Elara).
+func TestCorrectHelpExamples(t *testing.T) {
+	t.Parallel()
+	var ran bool
+	for _, ex := range commandExamples("correct") {
+		in, cmd, ok := strings.Cut(ex, " | glyphoxa correct ")
+		if !ok {
+			continue
+		}
+		text := strings.Trim(strings.TrimPrefix(in, "echo "), `"`)
+		args := append([]string{"correct"}, strings.Fields(strings.ReplaceAll(cmd, "testdata/", "../../testdata/"))...)
+		code, out, errs := runCLIStdin(t, nil, text+"\n", args...)
+		if code != 0 || out != "Elara knows Brannoc\n" {
+			t.Errorf("%s: exit %d, %q (stderr %q), want \"Elara knows Brannoc\"", ex, code, out, errs)
+		}
+		ran = true
+	}
+	if !ran {
+		t.Fatal("no example of correct -h pipes a line into it")
+	}
+}

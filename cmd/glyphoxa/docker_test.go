@@ -312,6 +312,34 @@ func TestDockerFiles(t *testing.T) {
 			}
 		}
 	})
+	t.Run("README's Docker steps come in the order they work in", func(t *testing.T) {
+		readme, err := os.ReadFile("../../README.md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, _ := strings.Cut(string(readme), "## Self-hosting with Docker\n")
+		_, block, _ := strings.Cut(section, "```sh\n")
+		block, _, _ = strings.Cut(block, "```")
+		lines := strings.Split(block, "\n")
+		step := func(what string, is func(string) bool) int {
+			i := slices.IndexFunc(lines, is)
+			if i < 0 {
+				t.Fatalf("the Docker steps have no line that %s:\n%s", what, block)
+			}
+			return i
+		}
+		// init reads the token and the user from .env, and imports the
+		// campaign file from ./campaigns (binding the server to its
+		// campaign); the bot starts on the config.yaml init wrote.
+		env := step("writes DISCORD_TOKEN to .env", func(l string) bool { return strings.Contains(l, "DISCORD_TOKEN=") && strings.Contains(l, ".env") })
+		uid := step("writes GLYPHOXA_UID to .env", func(l string) bool { return strings.Contains(l, "GLYPHOXA_UID") && strings.Contains(l, ".env") })
+		file := step("puts a campaign file in campaigns/", func(l string) bool { return strings.HasPrefix(l, "cp ") && strings.Contains(l, " campaigns/") })
+		setup := step("runs init", func(l string) bool { return strings.HasPrefix(l, "docker compose run") && strings.Contains(l, " init") })
+		up := step("starts the bot", func(l string) bool { return strings.HasPrefix(l, "docker compose up -d") })
+		if !(env < setup && uid < setup && file < setup && setup < up) {
+			t.Errorf(".env (lines %d, %d) and the campaign file (%d) must come before init (%d), init before up (%d):\n%s", env, uid, file, setup, up, block)
+		}
+	})
 	t.Run("docker compose config", func(t *testing.T) {
 		if err := exec.Command("docker", "compose", "version").Run(); err != nil {
 			t.Skipf("docker compose is not installed (%v): the checks above parse the files instead", err)

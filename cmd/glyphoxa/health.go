@@ -17,7 +17,7 @@ import (
 func cmdHealth(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet("health", e)
 	var sf storeFlags
-	sf.register(fs)
+	sf.registerConfig(fs) // it reads server.listen, never the database
 	rawURL := fs.String("url", "", "the endpoint to check (default: /healthz at server.listen, 0.0.0.0 read as 127.0.0.1)")
 	ready := fs.Bool("ready", false, "check /readyz (database and Discord connected) instead of /healthz")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")

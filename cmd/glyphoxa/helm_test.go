@@ -216,12 +216,14 @@ func TestHelmChart(t *testing.T) {
 		if got := dig(t, c, "envFrom", 0, "secretRef", "name"); got != "glyphoxa-secrets" {
 			t.Errorf("envFrom secret %v, want glyphoxa-secrets", got)
 		}
+		// The password is not spliced into the DSN (a URL): one holding
+		// "@", "/" or "?" would break it. pgx reads PGPASSWORD.
 		dsn := byName(t, env, "GLYPHOXA_DSN")["value"].(string)
-		if !strings.Contains(dsn, "$(GLYPHOXA_DB_PASSWORD)@table-postgresql:5432/") {
-			t.Errorf("with postgresql.enabled the DSN %q does not point at the dependency with its password", dsn)
+		if !strings.HasPrefix(dsn, "postgres://glyphoxa@table-postgresql:5432/glyphoxa?") {
+			t.Errorf("with postgresql.enabled the DSN %q does not point at the dependency as its user, without a password", dsn)
 		}
-		pw := byName(t, env, "GLYPHOXA_DB_PASSWORD")
-		if dig(t, pw, "valueFrom", "secretKeyRef", "name") != "table-postgresql" {
+		pw := byName(t, env, "PGPASSWORD")
+		if dig(t, pw, "valueFrom", "secretKeyRef", "name") != "table-postgresql" || dig(t, pw, "valueFrom", "secretKeyRef", "key") != "password" {
 			t.Errorf("the database password comes from %v", pw)
 		}
 		for _, e := range env.([]any) {
@@ -251,6 +253,40 @@ func TestHelmChart(t *testing.T) {
 		}
 		if dig(t, pod, "securityContext", "fsGroup") != 10001 || dig(t, pod, "securityContext", "runAsUser") != 10001 {
 			t.Errorf("the pod does not run as the image's user 10001 with the volume its group's: %v", dig(t, pod, "securityContext"))
+		}
+	})
+	t.Run("the chart needs the Kubernetes that labels a pod with its index", func(t *testing.T) {
+		var chart struct {
+			KubeVersion string `yaml:"kubeVersion"`
+		}
+		readYAML(t, filepath.Join(chartDir, "Chart.yaml"), &chart)
+		if chart.KubeVersion != ">=1.28.0-0" {
+			t.Errorf("kubeVersion %q: the shard id reads apps.kubernetes.io/pod-index, set since Kubernetes 1.28 (empty before: every pod would be shard 0)", chart.KubeVersion)
+		}
+	})
+	t.Run("the in-cluster PostgreSQL gets its extensions from the superuser", func(t *testing.T) {
+		var values struct {
+			PostgreSQL struct {
+				Primary struct {
+					InitDB struct {
+						Scripts map[string]string `yaml:"scripts"`
+					} `yaml:"initdb"`
+				} `yaml:"primary"`
+			} `yaml:"postgresql"`
+		}
+		readYAML(t, filepath.Join(chartDir, "values.yaml"), &values)
+		var all strings.Builder
+		for name, s := range values.PostgreSQL.Primary.InitDB.Scripts {
+			if !strings.HasSuffix(name, ".sh") {
+				t.Errorf("init script %s: the image runs .sql scripts as the chart's user, who may not create pgvector", name)
+			}
+			all.WriteString(s)
+		}
+		for _, w := range []string{`postgres "$POSTGRESQL_POSTGRES_PASSWORD"`, "CREATE EXTENSION IF NOT EXISTS vector;",
+			"CREATE EXTENSION IF NOT EXISTS btree_gin;", "CREATE EXTENSION IF NOT EXISTS pg_trgm;"} {
+			if !strings.Contains(all.String(), w) {
+				t.Errorf("the postgresql dependency's init scripts lack %q: glyphoxa's role may not create pgvector, and its migration would fail", w)
+			}
 		}
 	})
 	t.Run("PostgreSQL is a dependency", func(t *testing.T) {

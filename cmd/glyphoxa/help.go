@@ -32,7 +32,7 @@ func commandExamples(name string) []string {
 		return []string{"glyphoxa process --campaign ironhold-saga", "glyphoxa process --campaign ironhold-saga --session s2"}
 	case "ask":
 		return []string{`glyphoxa ask --campaign ironhold-saga "Where did the Ashen Circle take the steel?"`,
-			`glyphoxa ask --campaign ironhold-saga --npc brannoc --mode hybrid "Who is Vexa?"`}
+			`glyphoxa ask --campaign ironhold-saga --npc brannoc --mode hybrid "Where was the lost cart headed?"   # what Brannoc heard`}
 	case "correct":
 		return []string{`glyphoxa correct --campaign ironhold-saga "grim jaw sent us to the tower of whispers"`,
 			`echo "a lara knows bran knock" | glyphoxa correct --entities testdata/campaigns/ironhold-saga.yaml`}

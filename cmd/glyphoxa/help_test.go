@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,5 +86,50 @@ func TestReadCommandsNeverCreateACampaign(t *testing.T) {
 	}
 	if len(ids) != 1 || ids[0] != "ironhold-saga" {
 		t.Errorf("campaigns after the read commands: %v, want only ironhold-saga", ids)
+	}
+}
+
+// flagLine is a flag as `-h` lists it (flag.PrintDefaults: "  -name …").
+var flagLine = regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+
+// TestUsageListsEveryFlag: every flag a command takes is in its usage line
+// (`-h`'s "Usage:", and the line a usage error prints), and in the
+// README's table of commands, where --config and --dsn, which every
+// command that reads the configuration or the database takes, are said
+// once below the table.
+func TestUsageListsEveryFlag(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, l := range strings.Split(string(readme), "\n") {
+		if m := regexp.MustCompile("^\\| `glyphoxa ([a-z]+) ?([^`]*)` \\|").FindStringSubmatch(l); m != nil {
+			rows[m[1]] = m[2]
+		}
+	}
+	mentions := func(usage, name string) bool {
+		return regexp.MustCompile(`(^|[\s\[|])--` + regexp.QuoteMeta(name) + `($|[\s\]|=])`).MatchString(usage)
+	}
+	for _, c := range commands() {
+		_, out, errs := runCLI(t, nil, c.name, "-h")
+		help := out + errs
+		flags := flagLine.FindAllStringSubmatch(help[strings.Index(help, "\nFlags:"):], -1)
+		if len(flags) == 0 {
+			t.Errorf("glyphoxa %s -h lists no flags:\n%s", c.name, help)
+		}
+		row, documented := rows[c.name]
+		if !documented {
+			t.Errorf("README's table of commands has no row for glyphoxa %s", c.name)
+		}
+		for _, f := range flags {
+			if !mentions(c.usage, f[1]) {
+				t.Errorf("glyphoxa %s: the usage line %q omits --%s", c.name, c.usage, f[1])
+			}
+			if documented && f[1] != "config" && f[1] != "dsn" && !mentions(row, f[1]) {
+				t.Errorf("README: the row of glyphoxa %s (%q) omits --%s", c.name, row, f[1])
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,6 +121,9 @@ func upToDate(ctx context.Context, conn *pgx.Conn, dims int) (bool, error) {
 	for _, v := range applied {
 		have[int(v)] = true
 	}
+	if err := notNewer(ctx, conn, ms, applied); err != nil {
+		return false, err
+	}
 	for _, m := range ms {
 		if !have[m.version] {
 			return false, nil
@@ -157,6 +161,9 @@ func applyMigrations(ctx context.Context, conn *pgx.Conn) error {
 	for _, v := range vs {
 		applied[int(v)] = true
 	}
+	if err := notNewer(ctx, conn, ms, vs); err != nil {
+		return err
+	}
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
@@ -173,6 +180,35 @@ func applyMigrations(ctx context.Context, conn *pgx.Conn) error {
 		}
 	}
 	return nil
+}
+
+// ErrSchemaNewer is returned when the database holds migrations this
+// binary does not know: a newer glyphoxa migrated it. An older binary's
+// statements would fail on that schema, or write what it does not expect.
+var ErrSchemaNewer = errors.New("the database's schema is newer than this glyphoxa")
+
+// notNewer returns an error wrapping ErrSchemaNewer, naming the unknown
+// migrations, when applied holds a version newer than every migration in
+// ms (sorted).
+func notNewer(ctx context.Context, conn *pgx.Conn, ms []migration, applied []int32) error {
+	newest := 0
+	if len(ms) > 0 {
+		newest = ms[len(ms)-1].version
+	}
+	if !slices.ContainsFunc(applied, func(v int32) bool { return int(v) > newest }) {
+		return nil
+	}
+	var unknown []string
+	rows, err := conn.Query(ctx, "SELECT format('%s_%s', lpad(version::text, 4, '0'), name) FROM schema_migrations WHERE version > $1 ORDER BY version", newest)
+	if err == nil {
+		unknown, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		return fmt.Errorf("reading schema_migrations: %w", err)
+	}
+	return fmt.Errorf("%w: it has migrations %s, this glyphoxa knows those up to %04d; "+
+		"run the glyphoxa that migrated it (or a newer one), or restore a backup taken before the upgrade into a new database",
+		ErrSchemaNewer, strings.Join(unknown, ", "), newest)
 }
 
 // extensionHint says what to do when the role glyphoxa connects as may not

@@ -429,9 +429,13 @@ func (p *player) line(ctx context.Context, st Step) (LineEvent, error) {
 	// The frames arrive as Discord delivers them, one every 20 ms: each is
 	// stamped with its arrival in scene time (the lanes time the audio and
 	// the rate limit by it), so the line is sent at once and then its
-	// length passes, in steps, rather than in a step per frame.
+	// length passes, in steps, rather than in a step per frame. A frame
+	// arrives once its 20 ms were spoken (the lanes date its audio back
+	// from its arrival), so the first arrives a frame after the line
+	// starts: the line is said at start (the scene's start, or a
+	// command's time), not a frame before it.
 	for i, fr := range frames {
-		at := start.Add(time.Duration(i) * playback.FrameDuration)
+		at := start.Add(time.Duration(i+1) * playback.FrameDuration)
 		if err := p.tr.send(ctx, audio.Packet{UserID: pl.ID, SSRC: ssrc, Sequence: p.seq[pl.ID], Timestamp: p.ts[pl.ID],
 			Opus: fr, Received: at}); err != nil {
 			return LineEvent{}, err
@@ -441,6 +445,7 @@ func (p *player) line(ctx context.Context, st Step) (LineEvent, error) {
 	}
 	p.advance(time.Duration(len(frames)) * playback.FrameDuration)
 	p.last[pl.ID] = p.clk.Now()
+	p.advance(playback.FrameDuration) // the line's end: quiet counts from a frame after it
 	if optedOut {
 		// The table drops an opted-out player's audio unheard: the player
 		// lets two seconds of silence pass and goes on.
