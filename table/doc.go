@@ -37,7 +37,9 @@
 // (npc.TurnInput.Said, never its own replies), then the lines of the last
 // Settings.RecentWindow measured from now that it witnessed, within
 // Settings.HistoryTokens, each labelled with its speaker (other NPCs by
-// name; only its own lines as its own). Its hot context (memory/hotctx)
+// name; only its own lines as its own; a player by display name, marked
+// "(player)" in the line itself when it is an NPC's name: [Cast.PlayerLabel]).
+// Its hot context (memory/hotctx)
 // holds what it knows through its persona's knowledge scope. During a
 // database outage it answers from its persona, what it witnessed and the
 // conversation.

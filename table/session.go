@@ -590,7 +590,7 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 	ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
 	defer cancel()
 	obs := s.cfg.Observer
-	name := s.cfg.UserName(u.UserID)
+	name := s.cast.PlayerLabel(s.cfg.UserName(u.UserID))
 	rep := LineReport{At: u.Start.UTC(), SpeakerID: u.UserID, Speaker: name}
 	t, err := s.recognize(ctx, u)
 	if err != nil {
