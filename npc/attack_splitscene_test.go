@@ -26,8 +26,10 @@ import (
 //
 // What the model is given is what Lyra can hear. The README says an NPC
 // sees "what a player sees, plus its own entity in full and the secret
-// facts it is an end of or listed in known_by". The fact, its quote and
-// Thorin's line must not reach Brannoc's prompt or his tools' results.
+// facts it is an end of or listed in known_by". The fact, Thorin's line,
+// and the quote of that line on a fact also told with the party together
+// must not reach Brannoc's prompt or his tools' results; the fact itself
+// must.
 func TestAttackNPCRetellsASplitScene(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -95,11 +97,21 @@ func TestAttackNPCRetellsASplitScene(t *testing.T) {
 		Provenance: memory.Provenance{SessionID: "s1", Confidence: 0.95, Source: memory.SourceStated}}, []int64{line}); err != nil {
 		t.Fatal(err)
 	}
+	// Hadrik's haunt was told both at the table (Lyra's line) and in the
+	// scene; extraction quotes the scene's line. Lyra may know the fact,
+	// and so may Brannoc, but not its quote.
+	public := write(memory.TranscriptEntry{SpeakerID: "lyra", SpeakerName: "Lyra",
+		Text: "Hadrik drinks at the Prancing Pony every night.", At: t0.Add(40 * time.Second)})
+	if _, _, err := g.RecordFactOn(ctx, memory.Relationship{SourceID: "hadrik", TargetID: "tavern", Type: "LOCATED_AT",
+		Attributes: map[string]any{"evidence": said},
+		Provenance: memory.Provenance{SessionID: "s1", Confidence: 0.95, Source: memory.SourceStated}}, []int64{public, line}); err != nil {
+		t.Fatal(err)
+	}
 	// The store hides the fact and the line from Lyra: else the attack
 	// proves nothing.
 	lyra := pgtest.Open(t, store, pc.ID(), memory.PlayerViewerOf("lyra"))
-	if fs, err := lyra.Graph().Relationships(ctx, "hadrik", memory.TraversalOpts{}); err != nil || len(fs) != 1 {
-		t.Fatalf("Lyra reads %+v, %v: she should read Brannoc KNOWS Hadrik alone", fs, err)
+	if fs, err := lyra.Graph().Relationships(ctx, "hadrik", memory.TraversalOpts{}); err != nil || len(fs) != 2 {
+		t.Fatalf("Lyra reads %+v, %v: she should read Brannoc KNOWS Hadrik and Hadrik LOCATED_AT the tavern", fs, err)
 	}
 
 	dm := pgtest.Open(t, store, pc.ID(), memory.DMViewer())
@@ -130,6 +142,9 @@ func TestAttackNPCRetellsASplitScene(t *testing.T) {
 	}
 	if len(srv.Requests()) != 2 || len(res.Tools) != 2 {
 		t.Fatalf("%d requests, tools %+v: the model's tool round did not run", len(srv.Requests()), res.Tools)
+	}
+	if sys := srv.Requests()[0].Messages[0].Content; !strings.Contains(sys, "Hadrik LOCATED_AT Prancing Pony") {
+		t.Errorf("Brannoc does not know where Hadrik drinks, told with the party together:\n%s", sys)
 	}
 	for i, req := range srv.Requests() {
 		for _, m := range req.Messages {
