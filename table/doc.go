@@ -31,7 +31,8 @@
 // Each NPC remembers the session as it witnessed it (lifecycle/witness,
 // in the process's memory): the lines said to it (by name or as a
 // follow-up), the lines said while it was in the scene (the DM's scene at
-// the time of the line; every NPC when none is set) and its own. An NPC is
+// the time of the line; every NPC when none is set, none while the DM has
+// split the party without putting NPCs in the scene) and its own. An NPC is
 // sent its digest of what it witnessed (npc.TurnInput.Digest), the earlier
 // lines it heard from others that bear on what it was asked
 // (npc.TurnInput.Said, never its own replies), then the lines of the last
