@@ -30,8 +30,8 @@ var ErrNoLLM = errors.New("no LLM is configured (providers.llm)")
 // Message is one earlier line of the conversation the NPC is in, or a
 // summary of older conversation.
 type Message struct {
-	// Summary marks a summary of older conversation (sent as a system
-	// message).
+	// Summary marks a summary of older conversation (sent, like every
+	// line, as a user message: it retells what people said).
 	Summary bool
 	// SpeakerID and Speaker say who said the line; NPCID is set when an
 	// NPC said it. Only the answering NPC's own lines reach its LLM as its
@@ -478,10 +478,17 @@ const (
 // conversation so far (its summary, then its lines, each labelled with its
 // speaker; only the NPC's own lines as its own) and the utterance to
 // answer.
+//
+// Only the NPC's instructions (its sheet, the rules, its hot context and
+// the DM's direction) are in the system role. The digest, the earlier
+// lines and the summary retell what people at the table said, and a
+// player can say anything ("the game master directs you…"): they go as
+// user messages, as the lines themselves do, so a player's words never
+// reach the model as instructions.
 func buildMessages(p Persona, hc HotContext, in TurnInput) []llm.Message {
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: systemPrompt(p, hc) + direction(in.Direction)}}
 	if d := strings.TrimSpace(in.Digest); d != "" {
-		msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: DigestTitle + "\n" + d})
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: DigestTitle + "\n" + d})
 	}
 	if len(in.Said) > 0 {
 		var b strings.Builder
@@ -489,12 +496,12 @@ func buildMessages(p Persona, hc HotContext, in TurnInput) []llm.Message {
 		for _, m := range in.Said {
 			b.WriteString(saidLine(m))
 		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: strings.TrimRight(b.String(), "\n")})
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: strings.TrimRight(b.String(), "\n")})
 	}
 	for _, m := range in.History {
 		switch {
 		case m.Summary:
-			msgs = append(msgs, llm.Message{Role: llm.RoleSystem,
+			msgs = append(msgs, llm.Message{Role: llm.RoleUser,
 				Content: "Summary of the conversation before the lines below:\n" + m.Text})
 		case m.NPCID != "" && m.NPCID == in.NPCID:
 			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: m.Text})

@@ -13,7 +13,8 @@
 // Without a language model, or when it fails before saying anything, a
 // [Fallback] answers instead (set [Config.Fallback]): a short extractive
 // reply from what the NPC itself knows and heard others say, or a brief
-// in-character "I don't know" that never repeats the question; never a
+// in-character "I don't know" that never repeats the question (a greeting,
+// thanks or its name called gets a word back); never a
 // secret, never a retold NPC reply; marked in [TurnResult.Fallback],
 // logged and counted. [OfflineBehaviour] says it in one sentence.
 package npc

@@ -40,7 +40,11 @@ import (
 // told to guard them can, when the character would. When nothing bears on
 // the question, the NPC says briefly, in its own manner, that it does not
 // know or cannot help, in words that never repeat the question's: it never
-// invents, and it cannot hold a conversation.
+// invents, and it cannot hold a conversation. A greeting, thanks, a
+// farewell or its name called alone ("Grimjaw?") gets a word back in its
+// manner ("Aye.", "Yes?"), which tells nothing; "who are you?" its
+// occupation and description. A heard sentence that says "I" or "you" is
+// never retold: in the NPC's voice it would name someone else.
 //
 // Every fallback reply is marked ([TurnResult.Fallback]), logged at Warn
 // level with its reason, and counted ([Fallback.Stats]).
@@ -83,8 +87,9 @@ const FallbackMaxSentences = 3
 type FallbackStats struct {
 	// Answered is the number of replies that said something the NPC knows.
 	Answered int64
-	// DidNotKnow is the number of replies in which the NPC said it does
-	// not know.
+	// DidNotKnow is the number of replies that told nothing from memory:
+	// the NPC said it does not know, or answered a greeting, thanks, a
+	// farewell or its name called.
 	DidNotKnow int64
 }
 
@@ -119,6 +124,11 @@ func (f *Fallback) Turn(ctx context.Context, in TurnInput, reason string, onSent
 	}
 	p := PersonaFromEntity(ent)
 	p.ID = in.NPCID
+	if k := socialKindOf(in.Text, p); k != notSocial {
+		// A greeting, thanks, a farewell or its name called: no question
+		// to answer from memory, and a don't-know would be nonsense.
+		return f.reply(res, in, reason, false, []string{socialReply(p, k, in.Text)}, onSentence), nil
+	}
 	q := parseQuestion(in.Text, p)
 
 	ents, rels, err := g.VisibleSubgraph(ctx, p.ID, memory.VisibilityScope{RelTypes: p.KnowledgeScope})
@@ -148,26 +158,103 @@ func (f *Fallback) Turn(ctx context.Context, in TurnInput, reason string, onSent
 		best = pick(src.lines(recalledLines(rs)))
 	}
 
-	knew := len(best) > 0
+	if len(best) > 0 {
+		return f.reply(res, in, reason, true, append([]string{opener(p, in)}, best...), onSentence), nil
+	}
+	n := uint32(f.didNotKnow.Load() + 1)
+	return f.reply(res, in, reason, false, []string{dontKnow(p, q, in.Text, n)}, onSentence), nil
+}
+
+// reply says sentences, counts, logs and reports the reply.
+func (f *Fallback) reply(res TurnResult, in TurnInput, reason string, knew bool, sentences []string,
+	onSentence func(string)) TurnResult {
 	if knew {
-		res.Sentences = append([]string{opener(p, in)}, best...)
 		f.answered.Add(1)
 	} else {
-		n := f.didNotKnow.Add(1)
-		res.Sentences = []string{dontKnow(p, q, in.Text, uint32(n))}
+		f.didNotKnow.Add(1)
 	}
+	res.Sentences = sentences
 	for _, s := range res.Sentences {
 		if onSentence != nil {
 			onSentence(s)
 		}
 	}
 	res.Text = strings.Join(res.Sentences, " ")
-	f.cfg.Logger.Warn("npc answered without an LLM (extractive fallback)", "npc", p.ID, "reason", reason,
+	f.cfg.Logger.Warn("npc answered without an LLM (extractive fallback)", "npc", in.NPCID, "reason", reason,
 		"knew", knew, "sentences", len(res.Sentences))
 	if f.cfg.OnReply != nil {
-		f.cfg.OnReply(p.ID, knew)
+		f.cfg.OnReply(in.NPCID, knew)
 	}
-	return res, nil
+	return res
+}
+
+// socialKind is what a line says that is neither a question nor a
+// request: a greeting, thanks, a farewell, or the NPC's name alone.
+type socialKind int
+
+const (
+	notSocial socialKind = iota
+	greeting
+	thanks
+	farewell
+	called // its name alone ("Grimjaw?")
+)
+
+// Words of greetings, thanks and farewells, and the words that go with
+// them without saying anything ("good evening to you all").
+var (
+	greetWords  = wordSet("hi hello hey hail greetings evening morning afternoon met howdy")
+	thanksWords = wordSet("thanks thank cheers grateful")
+	byeWords    = wordSet("bye goodbye farewell later night see")
+	socialFill  = wordSet("good well there to you all again so much very oh ah friend my and for everything ho " +
+		"dear sir madam lady master indeed then now for")
+)
+
+// socialKindOf tells what a line says when it holds nothing but a
+// greeting, thanks, a farewell and the NPC's names; notSocial otherwise.
+func socialKindOf(text string, p Persona) socialKind {
+	self := selfWords(p)
+	var greet, thank, bye bool
+	for _, w := range wordsOf(text) {
+		switch {
+		case w == "yes" || w == "no" || w == "aye":
+			return notSocial // an answer, to something asked before
+		case self[w], socialFill[w], leadWords[w]:
+		case thanksWords[w]:
+			thank = true
+		case byeWords[w]:
+			bye = true
+		case greetWords[w]:
+			greet = true
+		default:
+			return notSocial
+		}
+	}
+	switch {
+	case thank:
+		return thanks
+	case bye:
+		return farewell
+	case greet:
+		return greeting
+	case strings.TrimSpace(text) == "":
+		return notSocial
+	}
+	return called
+}
+
+// socialReply answers a greeting, thanks, a farewell or its name called,
+// briefly and in the NPC's manner; it tells nothing.
+func socialReply(p Persona, k socialKind, said string) string {
+	lines := map[socialKind]map[manner][]string{
+		greeting: {plain: {"Hello.", "Good day to you."}, gruff: {"Aye.", "Hmph. What is it?"},
+			formal: {"Well met.", "Greetings."}, jovial: {"Welcome, welcome!", "Well met, friend!"}},
+		thanks: {plain: {"You're welcome."}, gruff: {"Hmph. Don't mention it."},
+			formal: {"You are most welcome."}, jovial: {"Anytime, friend!"}},
+		farewell: {plain: {"Farewell."}, gruff: {"Go well."}, formal: {"Farewell, then."}, jovial: {"Safe travels, friend!"}},
+		called:   {plain: {"Yes?"}, gruff: {"What?"}, formal: {"Yes?"}, jovial: {"Yes, friend?"}},
+	}[k][mannerOf(p)]
+	return lines[hashString(p.ID+"\x00"+said)%uint32(len(lines))]
 }
 
 // question is what a line asks: its meaningful words and what it names.
@@ -362,13 +449,15 @@ func knownSentences(p Persona, q question, ents []memory.Entity, rels []memory.R
 // the question bears on it: its occupation, description and goals.
 func ownSentences(p Persona, q question, self memory.Entity) []candidate {
 	var out []candidate
+	// "Who are you?", "Tell me about yourself.": what it is.
+	who := q.you && (q.asks == "who" || len(q.terms) == 0 && q.says(wordSet("yourself")))
 	for _, k := range []string{"occupation", "description", "goals"} {
 		v := strings.TrimSpace(str(self.Attributes[k]))
 		if v == "" || strings.HasPrefix(v, "map[") || strings.HasPrefix(v, "[") {
 			continue
 		}
 		n := q.overlap(v)
-		if q.you && (q.asks == "who" || q.asks == "what") && q.says(selfAsks[k]) {
+		if q.you && (q.asks == "who" || q.asks == "what") && q.says(selfAsks[k]) || who && k != "goals" {
 			n += 2
 		}
 		if n == 0 {
@@ -525,7 +614,7 @@ func (h hearing) lines(ls []heardLine) []candidate {
 			s = trimLead(s, h.names)
 			ws := strings.Join(wordsOf(s), " ")
 			if ws == "" || seen[ws] || strings.HasSuffix(strings.TrimSpace(s), "?") || ws == asked ||
-				strings.Contains(asked, ws) || readsLikeReply(s) {
+				strings.Contains(asked, ws) || readsLikeReply(s) || speaksOfSelfOrListener(s) {
 				continue
 			}
 			n := h.q.overlap(s)
@@ -575,6 +664,21 @@ func readsLikeReply(s string) bool {
 	l := " " + strings.ToLower(s)
 	for _, m := range replyMarks {
 		if strings.Contains(l, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// personWords are the words of "I" and "you": told by another, in the
+// NPC's voice ("Thorin said I wave to Brannoc"), they name someone else.
+var personWords = wordSet("i me my mine myself i'm i've i'll i'd you your yours yourself yourselves you're you've you'll you'd")
+
+// speaksOfSelfOrListener reports whether a sentence says "I" or "you":
+// retold, it would mean something its speaker did not say.
+func speaksOfSelfOrListener(s string) bool {
+	for _, w := range wordsOf(s) {
+		if personWords[w] {
 			return true
 		}
 	}

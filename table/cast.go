@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/glyphoxa/glyphoxa/correction"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -153,6 +154,38 @@ func (c *Cast) MentionedNames(text string) []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// PlayerLabel is how a player's line is labelled, given their display
+// name: the name itself, or, when it is an NPC's name or alias (letters
+// and digits compared, case aside), the name marked "(player)". A
+// nickname is the player's to choose, and a line labelled with an NPC's
+// name would be that NPC's to everyone who reads it: the NPCs' models,
+// the ledger (which finds a promise's giver by the speaker's name), the
+// recaps and the session log.
+func (c *Cast) PlayerLabel(name string) string {
+	key := nameKey(name)
+	if key == "" {
+		return name
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.personas {
+		for _, n := range p.Names() {
+			if nameKey(n) == key {
+				return strings.TrimSpace(name) + " (player)"
+			}
+		}
+	}
+	return name
+}
+
+// nameKey is a name's letters and digits, lower case, words joined by one
+// space.
+func nameKey(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ")
 }
 
 // IsNPC tells NPC entities from the others.

@@ -31,13 +31,16 @@
 // Each NPC remembers the session as it witnessed it (lifecycle/witness,
 // in the process's memory): the lines said to it (by name or as a
 // follow-up), the lines said while it was in the scene (the DM's scene at
-// the time of the line; every NPC when none is set) and its own. An NPC is
+// the time of the line; every NPC when none is set, none while the DM has
+// split the party without putting NPCs in the scene) and its own. An NPC is
 // sent its digest of what it witnessed (npc.TurnInput.Digest), the earlier
 // lines it heard from others that bear on what it was asked
 // (npc.TurnInput.Said, never its own replies), then the lines of the last
 // Settings.RecentWindow measured from now that it witnessed, within
 // Settings.HistoryTokens, each labelled with its speaker (other NPCs by
-// name; only its own lines as its own). Its hot context (memory/hotctx)
+// name; only its own lines as its own; a player by display name, marked
+// "(player)" in the line itself when it is an NPC's name: [Cast.PlayerLabel]).
+// Its hot context (memory/hotctx)
 // holds what it knows through its persona's knowledge scope. During a
 // database outage it answers from its persona, what it witnessed and the
 // conversation.

@@ -585,13 +585,30 @@ func (s *Session) scene() []string {
 	return ids
 }
 
+// hearers are the NPCs that hear a line said in the scene at at (the
+// witness log's present): those the DM put in the scene; with none put
+// there, every NPC, unless the DM has split the party: then none but the
+// NPC the line is said to (witness.Log.SaidTo) and the NPC that says it.
+// No NPC is known to be in the split scene, and an NPC taken to be there
+// would retell it, once the party is together, to the players who were
+// not.
+func (s *Session) hearers(at time.Time) []string {
+	if p := s.cfg.Controls.PresentNPCs(); len(p) > 0 {
+		return p
+	}
+	if split, _ := s.splitAt(at); len(split) > 0 {
+		return nil
+	}
+	return s.scene()
+}
+
 // transcribe turns an utterance into a line and starts recording it once
 // prev (the line before, nil for none) is recorded.
 func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 	ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
 	defer cancel()
 	obs := s.cfg.Observer
-	name := s.cfg.UserName(u.UserID)
+	name := s.cast.PlayerLabel(s.cfg.UserName(u.UserID))
 	rep := LineReport{At: u.Start.UTC(), SpeakerID: u.UserID, Speaker: name}
 	t, err := s.recognize(ctx, u)
 	if err != nil {
@@ -630,7 +647,7 @@ func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 		IdempotencyKey: fmt.Sprintf("voice:%s:%s:%d", s.id, u.UserID, u.Start.UnixNano())}
 	// The witness log takes the line at once (the NPC's turn notes it was
 	// said to it); it lets go of it if the recording fails.
-	npcs := s.scene()
+	npcs := s.hearers(e.At)
 	outside, written := s.notePresence(e.At, e.SpeakerID)
 	if outside {
 		// Said at the table outside the split scene: its NPCs did not
@@ -1212,7 +1229,7 @@ func (s *Session) recordNPC(ctx context.Context, npcID, text, key string) (time.
 		s.log.Error("recording the NPC's line failed", "npc", npcID, "err", err)
 		return time.Time{}, err
 	}
-	s.wit.Heard(e, s.scene())
+	s.wit.Heard(e, s.hearers(e.At))
 	return e.At, nil
 }
 

@@ -30,6 +30,13 @@ const npcSpokeCTE = `spoke AS MATERIALIZED (
 // SearchHeard searches, by full text, only the transcript lines an NPC
 // heard: its own canon lines and what was said in the same session within
 // HeardWindow of them (npcSpokeCTE). Best ranked first.
+//
+// Of those, only the lines any player may read (publicLineSQL): not one
+// said while the DM had split the party, its own included. The window
+// cannot tell which scene the NPC was in, and what the NPC's model is
+// given the player talking to it hears; an NPC that was in the scene has
+// what it witnessed there from its witness log (lifecycle/witness) while
+// the session lasts.
 func (l *SessionLog) SearchHeard(ctx context.Context, npcID, query string, limit int) ([]memory.EntryHit, error) {
 	if err := memory.CheckQuery(query); err != nil {
 		return nil, err
@@ -46,7 +53,7 @@ func (l *SessionLog) SearchHeard(ctx context.Context, npcID, query string, limit
 		SELECT t.id, t.session_id, t.speaker_id, t.speaker_name, t.npc_id, t.text, t.raw_text, t.at, t.duration_ms,
 		       coalesce(t.idempotency_key, ''), t.noncanon, ts_rank(t.tsv, q.q)
 		FROM transcript_entries t, q
-		WHERE t.campaign_id = $1 AND t.tsv @@ q.q AND NOT t.noncanon
+		WHERE t.campaign_id = $1 AND t.tsv @@ q.q AND NOT t.noncanon AND `+publicLineSQL+`
 		  AND EXISTS (SELECT 1 FROM spoke s WHERE s.session_id = t.session_id
 		              AND t.at BETWEEN s.at - $4::interval AND s.at + $4::interval)
 		ORDER BY 12 DESC, t.at DESC

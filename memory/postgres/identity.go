@@ -7,12 +7,11 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 )
 
-// secretVisibleSQL is true when the relationship r may be seen by the NPC $2:
-// it is not secret, the NPC is one of its ends, or the NPC is listed in its
-// known_by attribute.
-const secretVisibleSQL = `(r.attributes->'secret' IS DISTINCT FROM 'true'::jsonb
-	OR r.source_id = $2 OR r.target_id = $2
-	OR coalesce(r.attributes->'known_by' ? $2, false))`
+// npcVisibleSQL is the SQL predicate true when the relationship r of
+// campaign $1 may be known by the NPC $2 ([npcFactSQL]): not secret and
+// not told only in a split scene, a secret one it is an end of, or one
+// listing it in known_by.
+func npcVisibleSQL() string { return npcFactSQL("r", "$2", "$1") }
 
 // npcView is the view of the NPC npcID, for the NPC paths that take the
 // NPC as an argument rather than from [Campaign.As].
@@ -28,8 +27,9 @@ func (g *Graph) ownView(npcID string) error {
 	return fmt.Errorf("%w: a handle bound to %s reads only its own view", memory.ErrForbidden, g.view.v)
 }
 
-// IdentitySnapshot returns the NPC, its active edges (both directions) and the
-// entities at their other ends, in one query. Related entities come without
+// IdentitySnapshot returns the NPC, its active edges (both directions) it
+// may know ([npcFactSQL]) and the entities at their other ends, in one
+// query. Related entities come without
 // their secret knowledge; the edges' attributes are those the NPC may read
 // (no DM-only key: see [view.factAttrs]).
 //
@@ -45,10 +45,10 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 	err := g.db.QueryRow(ctx, `
 		WITH edges AS (
 		    SELECT r.* FROM relationships r
-		    WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.status = 'active'
+		    WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.status = 'active' AND `+npcVisibleSQL()+`
 		    UNION ALL
 		    SELECT r.* FROM relationships r
-		    WHERE r.campaign_id = $1 AND r.target_id = $2 AND r.source_id <> $2 AND r.status = 'active'
+		    WHERE r.campaign_id = $1 AND r.target_id = $2 AND r.source_id <> $2 AND r.status = 'active' AND `+npcVisibleSQL()+`
 		), related AS (
 		    SELECT e.id, e.type, e.name, e.aliases, `+publicAttrs("e")+` AS attributes, e.created_at, e.updated_at
 		    FROM entities e
@@ -90,8 +90,10 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 // type, both directions) and the entities at their ends; beyond those, its
 // knowledge travels outward along the scope's relationship types, up to
 // MaxDepth hops. Secret edges are visible only to their ends and to the NPCs
-// listed in their known_by attribute, no entity but the NPC itself comes
-// with its secret knowledge, and no edge with a DM-only attribute.
+// listed in their known_by attribute, an edge told only in a split scene
+// only to the NPCs its known_by lists (see [npcFactSQL]), no entity but the
+// NPC itself comes with its secret knowledge, and no edge with a DM-only
+// attribute or a quote of a split scene's line.
 //
 // It is the NPC's own view, secret knowledge included, so only the DM, the
 // server's own code and a handle bound to that NPC may read it: a player's
@@ -123,7 +125,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 	err := g.db.QueryRow(ctx, `
 		WITH RECURSIVE own AS MATERIALIZED (
 		    SELECT r.* FROM relationships r
-		    WHERE r.campaign_id = $1 AND r.status = 'active' AND (r.source_id = $2 OR r.target_id = $2)
+		    WHERE r.campaign_id = $1 AND r.status = 'active' AND (r.source_id = $2 OR r.target_id = $2) AND `+npcVisibleSQL()+`
 		), bfs(depth, frontier, visited) AS (
 		    SELECT 1, l.ids, ARRAY[$2::text] || l.ids FROM (
 		        SELECT coalesce(array_agg(DISTINCT CASE WHEN o.source_id = $2 THEN o.target_id ELSE o.source_id END)
@@ -134,7 +136,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 		    CROSS JOIN LATERAL (
 		        SELECT array_agg(DISTINCT r.target_id) AS ids FROM relationships r
 		        WHERE r.campaign_id = $1 AND r.source_id = ANY(b.frontier) AND r.status = 'active' AND r.rel_type = ANY($3)
-		          AND NOT r.target_id = ANY(b.visited) AND `+secretVisibleSQL+`
+		          AND NOT r.target_id = ANY(b.visited) AND `+npcVisibleSQL()+`
 		    ) nxt
 		    WHERE b.depth < $4 AND nxt.ids IS NOT NULL
 		), visible AS (
@@ -144,7 +146,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 		    UNION
 		    SELECT r.* FROM visible v JOIN relationships r
 		      ON r.campaign_id = $1 AND r.status = 'active' AND r.source_id = ANY(v.ids)
-		    WHERE r.rel_type = ANY($3) AND r.target_id = ANY(v.ids) AND `+secretVisibleSQL+`
+		    WHERE r.rel_type = ANY($3) AND r.target_id = ANY(v.ids) AND `+npcVisibleSQL()+`
 		)
 		SELECT
 		    (SELECT coalesce(jsonb_agg(jsonb_build_object(

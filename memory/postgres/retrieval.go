@@ -302,6 +302,10 @@ func (x *SemanticIndex) ChunksByID(ctx context.Context, ids []string) ([]memory.
 // its end, when it has one). The search starts from the NPC's lines, not
 // from the campaign's chunks: at the 100k bench scale, looking for the
 // NPC's lines near every chunk took 0.2 s.
+//
+// Of those, only the chunks any player may read ([view.chunkVisible]):
+// none that holds a line said while the DM had split the party, as
+// [SessionLog.SearchHeard] keeps to public lines.
 func (x *SemanticIndex) HeardChunks(ctx context.Context, npcID string) ([]string, error) {
 	rows, err := x.db.Query(ctx, `
 		WITH `+npcSpokeCTE+`
@@ -311,7 +315,8 @@ func (x *SemanticIndex) HeardChunks(ctx context.Context, npcID string) ([]string
 		    UNION ALL
 		    SELECT c.id FROM chunks c WHERE c.campaign_id = $1 AND c.session_id = s.session_id
 		      AND c.start_at IS NULL AND s.at <= coalesce(c.end_at, s.at) + $3::interval
-		) o
+		) o JOIN chunks c ON c.campaign_id = $1 AND c.id = o.id
+		WHERE `+view{v: memory.PlayerViewer()}.chunkVisible("c")+`
 		ORDER BY o.id`, x.campaign, npcID, HeardWindow)
 	if err != nil {
 		return nil, fmt.Errorf("listing the chunks %q heard: %w", npcID, err)

@@ -210,8 +210,8 @@ func (w view) endsVisibleSQL(alias string) string {
 // rejected, that were revealed where the player may read (factRevealed),
 // and whose ends they may both see ([view.endsVisibleSQL]: a fact an
 // extractor inferred from a public line about an entity of a split scene
-// names it, so it is hidden from the players who may not see it); an NPC also the secret facts it is an end of or listed
-// in known_by, never a pending or rejected one.
+// names it, so it is hidden from the players who may not see it); an NPC
+// the facts [npcFactSQL] allows it, never a pending or rejected one.
 func (w view) factVisible(alias string) string {
 	if w.system() {
 		return "true"
@@ -220,13 +220,36 @@ func (w view) factVisible(alias string) string {
 		return "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb AND " + alias +
 			".status NOT IN ('pending', 'rejected') AND " + w.factRevealed(alias) + " AND " + w.endsVisibleSQL(alias) + ")"
 	}
-	notSecret := "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb"
-	if w.v.Role == memory.RoleNPC {
-		id := sqlLiteral(w.v.NPCID)
-		notSecret += " OR " + alias + ".source_id = " + id + " OR " + alias + ".target_id = " + id +
-			" OR coalesce(" + alias + ".attributes->'known_by' ? " + id + ", false)"
-	}
-	return notSecret + ") AND " + alias + ".status NOT IN ('pending', 'rejected')"
+	return npcFactSQL(alias, sqlLiteral(w.v.NPCID), alias+".campaign_id") + " AND " + alias + ".status NOT IN ('pending', 'rejected')"
+}
+
+// npcFactSQL is the SQL predicate true when the NPC lit (an SQL literal
+// or parameter) may know relationship alias of campaign campaign (an SQL
+// expression), whatever its status: a fact that is not secret and that any
+// player may learn ([revealedToAnySQL]: not one told only in a split
+// scene), a secret fact it is an end of, and a fact whose known_by lists
+// it. What an NPC's model is given, a player hears: the NPC answers
+// whoever talks to it, and a fact drawn only from a split scene would
+// reach, through it, the players who were not there (even one about the
+// NPC itself: what was said of it behind its back). An NPC that was in
+// the scene knows what it heard there from its own witness log
+// (lifecycle/witness) while the session lasts; for good, the DM lists it
+// in the fact's known_by.
+func npcFactSQL(alias, lit, campaign string) string {
+	a := alias + ".attributes"
+	return "((" + a + "->'secret' IS DISTINCT FROM 'true'::jsonb AND " + revealedToAnySQL(alias, campaign) + ")" +
+		" OR (" + a + "->'secret' = 'true'::jsonb AND (" + alias + ".source_id = " + lit + " OR " + alias + ".target_id = " + lit + "))" +
+		" OR coalesce(" + a + "->'known_by' ? " + lit + ", false))"
+}
+
+// revealedToAnySQL is the SQL predicate true when any player may learn
+// relationship alias from the lines it rests on ([revealedOn] with
+// publicLineSQL). A campaign whose party was never split (no split
+// presence row, an index probe computed once per statement when campaign
+// is a parameter) reveals every fact.
+func revealedToAnySQL(alias, campaign string) string {
+	return "(NOT EXISTS (SELECT 1 FROM session_presence sp WHERE sp.campaign_id = " + campaign + " AND sp.split) OR " +
+		revealedOn(alias, publicLineSQL) + ")"
 }
 
 // factRevealed is the SQL predicate true when a player may learn fact
@@ -243,11 +266,16 @@ func (w view) factVisible(alias string) string {
 // talking at the table outside the scene reads their own line. What a
 // character knows ([Campaign.KnowledgeOf]) asks the same of the lines it
 // witnessed.
-func (w view) factRevealed(alias string) string {
+func (w view) factRevealed(alias string) string { return revealedOn(alias, w.lineVisible()) }
+
+// revealedOn is the SQL predicate true when fact alias rests on a line
+// said with the party together (publicLineSQL) or only on lines for which
+// line (an SQL predicate on transcript entry t) holds.
+func revealedOn(alias, line string) string {
 	return `(EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
 		           WHERE fe.fact_id = ` + alias + `.id AND ` + publicLineSQL + `)
 		OR NOT EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
-		           WHERE fe.fact_id = ` + alias + `.id AND NOT ` + w.lineVisible() + `))`
+		           WHERE fe.fact_id = ` + alias + `.id AND NOT ` + line + `))`
 }
 
 // factAttrs is the SQL expression of the attributes of relationship alias
@@ -271,9 +299,6 @@ func (w view) factAttrs(alias string) string {
 			"(glyphoxa_public_attributes(" + a + " - 'secret') || CASE WHEN " + a + "->'secret' = 'true'::jsonb THEN '{\"secret\": true}'::jsonb ELSE '{}'::jsonb END)" +
 			" ELSE " + a + " END"
 	}
-	if w.v.Role != memory.RolePlayer {
-		return public(a)
-	}
 	return "CASE WHEN " + w.quoteUnreadable(alias) + " THEN " + public("("+a+" - '"+strings.Join(quoteKeys[:], "' - '")+"')") +
 		" ELSE " + public(a) + " END"
 }
@@ -293,7 +318,18 @@ var quoteKeys = [...]string{"evidence", "said_at"}
 func (w view) quoteUnreadable(alias string) string {
 	a := alias + ".attributes"
 	return "((" + a + " ? '" + quoteKeys[0] + "' OR " + a + " ? '" + quoteKeys[1] + "') AND EXISTS (SELECT 1 FROM fact_evidence fe" +
-		" JOIN transcript_entries t ON t.id = fe.entry_id WHERE fe.fact_id = " + alias + ".id AND NOT " + w.lineVisible() + "))"
+		" JOIN transcript_entries t ON t.id = fe.entry_id WHERE fe.fact_id = " + alias + ".id AND NOT " + w.quoteLine() + "))"
+}
+
+// quoteLine is the SQL predicate true when the viewer may read a quote of
+// transcript entry t: a player the lines they may read
+// ([view.lineVisible]); an NPC, whose model's words any player in its
+// scene hears, the lines any player may read (publicLineSQL).
+func (w view) quoteLine() string {
+	if w.v.Role == memory.RoleNPC {
+		return publicLineSQL
+	}
+	return w.lineVisible()
 }
 
 // relCols are the relationship columns of r as the viewer reads them, in
