@@ -310,9 +310,17 @@ func (c *Campaign) KGSessionByID(ctx context.Context, id string, now time.Time) 
 	return c.pc.KGSessionByID(ctx, id, now)
 }
 
-// KGActiveSessions counts the memory-tool sessions active since a time.
-func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time) (int, error) {
-	return c.pc.KGActiveSessions(ctx, since)
+// KGActiveSessions counts the memory-tool sessions active since a time
+// whose actor starts with actorPrefix. Only the DM may count every
+// session: a player's count must name their own actor (how many others
+// are connected, and when the DM is at work, is not theirs to know).
+func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time, actorPrefix string) (int, error) {
+	if actorPrefix == "" {
+		if err := c.dmOnly("counting every agent session"); err != nil {
+			return 0, err
+		}
+	}
+	return c.pc.KGActiveSessions(ctx, since, actorPrefix)
 }
 
 // KGSync lists the memory-tool changes after cursor the viewer may see.

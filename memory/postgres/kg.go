@@ -599,10 +599,12 @@ func (c *Campaign) KGSessionByID(ctx context.Context, id string, now time.Time) 
 	return s, nil
 }
 
-// KGActiveSessions counts the agent sessions seen since.
-func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time) (int, error) {
+// KGActiveSessions counts the agent sessions seen since whose actor starts
+// with actorPrefix (every one when it is empty).
+func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time, actorPrefix string) (int, error) {
 	var n int
-	err := c.l1.db.QueryRow(ctx, `SELECT count(*) FROM kg_sessions WHERE campaign_id = $1 AND seen_at >= $2`, c.id, since).Scan(&n)
+	err := c.l1.db.QueryRow(ctx, `SELECT count(*) FROM kg_sessions WHERE campaign_id = $1 AND seen_at >= $2
+		AND starts_with(actor, $3)`, c.id, since, actorPrefix).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("counting agent sessions: %w", err)
 	}
