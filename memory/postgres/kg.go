@@ -227,7 +227,7 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 // is gone before its text is taken.
 func (c *Campaign) kgNodeSQL(rest string) string {
 	return `SELECT e.id, e.name, e.type, coalesce(v.a->>'gist', v.a->>'description', ''), coalesce(v.a->'notes', 'null')::text,
-			CASE WHEN jsonb_typeof(v.a->'touches') = 'array' THEN v.a->>'touches' ELSE '' END, e.updated_at,
+			CASE WHEN jsonb_typeof(v.a->'touches') = 'array' THEN v.a->>'touches' ELSE '' END, ` + c.view.updatedCol("e") + `,
 			e.kg_archived_at IS NOT NULL OR coalesce(e.attributes->'archived' = 'true'::jsonb, false)
 		FROM entities e CROSS JOIN LATERAL (SELECT ` + c.view.entityAttrs("e") + ` AS a) v
 		WHERE e.campaign_id = $1 AND ` + c.view.entityVisible("e") + ` ` + rest
