@@ -328,6 +328,11 @@ func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude stri
 	return c.pc.KGSync(ctx, cursor, exclude, c.DM())
 }
 
+// CursorKey is the campaign's secret for keying the cursors shown to
+// players; for the server only, never shown (see
+// [postgres.Campaign.CursorKey]).
+func (c *Campaign) CursorKey(ctx context.Context) ([]byte, error) { return c.pc.CursorKey(ctx) }
+
 // KGLimit is the memory-tool node limit.
 func (c *Campaign) KGLimit(ctx context.Context) (int, error) { return c.pc.KGLimit(ctx) }
 

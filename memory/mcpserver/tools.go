@@ -424,15 +424,36 @@ func (s *Server) sync(ctx context.Context, req *mcp.CallToolRequest, in SyncIn) 
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
+	// A player's cursor is opaque and their changes carry no log id
+	// (cursor.go): the steps between positions or ids count the changes
+	// the player may not see.
+	var key []byte
+	cursor := in.Cursor
+	if who.role != RoleDM {
+		if key, err = c.CursorKey(ctx); err != nil {
+			return nil, SyncOut{}, err
+		}
+		if cursor, err = openCursor(key, in.Cursor); err != nil {
+			return nil, SyncOut{}, fmt.Errorf("cursor %d: %w", in.Cursor, err)
+		}
+	}
 	// The cursor moves past everything read, the caller's own writes
 	// included, and past nothing published after the read.
-	ch, next, err := c.ChangesSince(ctx, in.Cursor, who.actor, 500)
+	ch, next, err := c.ChangesSince(ctx, cursor, who.actor, 500)
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
 	out := SyncOut{Changes: ch, Cursor: next}
 	if out.Changes == nil {
 		out.Changes = []access.Change{}
+	}
+	if key != nil {
+		for i := range out.Changes {
+			out.Changes[i].ID = 0
+		}
+		if out.Cursor, err = sealCursor(key, next); err != nil {
+			return nil, SyncOut{}, err
+		}
 	}
 	return nil, out, nil
 }

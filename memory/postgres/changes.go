@@ -26,7 +26,10 @@ func (s *Store) InTxAs(ctx context.Context, campaignID, actor string, fn func(*C
 
 // Change is one entry of the knowledge graph's change log.
 type Change struct {
-	ID    int64     `json:"id"`
+	// ID is the change's id in the log, numbered for every change; a
+	// player's sync leaves it out (zero), since the steps between ids
+	// would count the changes the player may not see.
+	ID    int64     `json:"id,omitempty"`
 	At    time.Time `json:"at"`
 	Kind  string    `json:"kind"`
 	Ref   string    `json:"ref"`

@@ -784,6 +784,16 @@ func (c *Campaign) KGLimit(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// CursorKey is the campaign's random secret for keying the cursors shown
+// to players (migration 0047). Never show it to anyone.
+func (c *Campaign) CursorKey(ctx context.Context) ([]byte, error) {
+	var key []byte
+	if err := c.l1.db.QueryRow(ctx, `SELECT cursor_key FROM campaigns WHERE id = $1`, c.id).Scan(&key); err != nil {
+		return nil, fmt.Errorf("reading the cursor key: %w", err)
+	}
+	return key, nil
+}
+
 // SetKGLimit sets the campaign's token budget.
 func (c *Campaign) SetKGLimit(ctx context.Context, n int) error {
 	if n <= 0 {
