@@ -268,6 +268,15 @@ func (c *Campaign) KGDeleteArtifactEdge(ctx context.Context, from, to, rel strin
 	return c.pc.KGDeleteArtifactEdge(ctx, from, to, rel)
 }
 
+// KGDeleteArtifactEdgesOf deletes the campaign-level edges between an
+// entity and an artifact (DM only).
+func (c *Campaign) KGDeleteArtifactEdgesOf(ctx context.Context, id string) error {
+	if err := c.dmOnly("deleting an entity's edges"); err != nil {
+		return err
+	}
+	return c.pc.KGDeleteArtifactEdgesOf(ctx, id)
+}
+
 // KGDeleteDMNode deletes a node of the DM level (DM only).
 func (c *Campaign) KGDeleteDMNode(ctx context.Context, id string) error {
 	if err := c.dmOnly("deleting a DM node"); err != nil {

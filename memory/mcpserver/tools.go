@@ -273,8 +273,14 @@ func (s *Server) write(ctx context.Context, who caller, kind string, payload any
 	return nil, out, nil
 }
 
-// archiveEntity marks an entity archived and retires its live facts.
+// archiveEntity marks an entity archived, retires its live facts and
+// deletes its edges to artifacts: the design's kg_delete_node removes "a
+// node and every edge touching it" (an edge left to a deleted node showed
+// as a memory trace nobody but the DM could recall).
 func archiveEntity(ctx context.Context, c *access.Campaign, id string) error {
+	if err := c.KGDeleteArtifactEdgesOf(ctx, id); err != nil {
+		return err
+	}
 	g := c.Graph()
 	if _, err := g.UpdateEntity(ctx, id, memory.EntityUpdate{SetAttributes: map[string]any{attrArchived: true}}); err != nil {
 		return err

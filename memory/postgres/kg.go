@@ -498,6 +498,16 @@ func (c *Campaign) KGDeleteArtifactEdge(ctx context.Context, from, to, rel strin
 		"edge", from, to, rel)
 }
 
+// KGDeleteArtifactEdgesOf deletes the campaign-level edges between entity
+// id and an artifact: what kg_delete_node removes besides retiring the
+// entity's facts ("a node and every edge touching it").
+func (c *Campaign) KGDeleteArtifactEdgesOf(ctx context.Context, id string) error {
+	if _, err := c.l1.db.Exec(ctx, `DELETE FROM kg_edges WHERE campaign_id = $1 AND (from_ref = $2 OR to_ref = $2)`, c.id, id); err != nil {
+		return fmt.Errorf("deleting the artifact edges of %q: %w", id, err)
+	}
+	return nil
+}
+
 // deleteEdge runs stmt, a DELETE of one edge keyed by campaign, from, to and
 // rel ($1..$4), and says ErrNotFound when there was no such edge; what names
 // the edge's kind in errors.
