@@ -725,11 +725,36 @@ func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude stri
 				}
 			}
 		}
+		// An artifact edge still there but not in the caller's graph (it
+		// names an entity the player may not see) was not removed: naming
+		// it would tell that the DM wrote it.
+		hidden := map[string]bool{}
+		if l == KGCampaign && !dm {
+			var unseen []string
+			for _, ch := range uniq {
+				if ch.kind == "kg_edge" && !seenEdge[ch.kind+"\x00"+ch.ref] {
+					unseen = append(unseen, ch.ref)
+				}
+			}
+			if len(unseen) > 0 {
+				rows, err := c.l1.db.Query(ctx, `SELECT id::text FROM kg_edges WHERE campaign_id = $1 AND id::text = ANY($2)`, c.id, unseen)
+				if err != nil {
+					return out, fmt.Errorf("reading artifact edges: %w", err)
+				}
+				ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					return out, fmt.Errorf("reading artifact edges: %w", err)
+				}
+				for _, id := range ids {
+					hidden[id] = true
+				}
+			}
+		}
 		for _, ch := range uniq {
 			switch {
 			case ch.kind == nodeKind && !present[ch.ref]:
 				out.Removed = append(out.Removed, "node:"+string(l)+":"+ch.ref)
-			case ch.kind == "kg_edge" && l == KGCampaign && !seenEdge[ch.kind+"\x00"+ch.ref]:
+			case ch.kind == "kg_edge" && l == KGCampaign && !seenEdge[ch.kind+"\x00"+ch.ref] && !hidden[ch.ref]:
 				// Deleted rows are gone; agents learn of them by id.
 				out.Removed = append(out.Removed, "edge:campaign:artifact:"+ch.ref)
 			case slices.Contains(edgeKinds, ch.kind) && ch.kind != "kg_edge" && !seenEdge[ch.kind+"\x00"+ch.ref]:
