@@ -39,3 +39,24 @@ func TestKGDeleteNodeRemovesEveryEdgeTouchingIt(t *testing.T) {
 		}
 	}
 }
+
+// TestKGArtifactEdgeRefreshesItsNode: the design says writes refresh a
+// node's timestamp (its 7-day protection from compaction restarts), and a
+// DM's edge at the DM level does; an edge from a campaign entity to an
+// artifact left the entity's stamp where it was, so compaction could
+// archive the node the DM had just linked.
+func TestKGArtifactEdgeRefreshesItsNode(t *testing.T) {
+	t.Parallel()
+	url := serveShape(t, sample(t))
+	dm := goClient(t, url, shapeDMToken)
+	if got := nodeStamp(t, dm, "grimjaw"); got.Equal(kgNow) {
+		t.Fatalf("grimjaw is stamped %s before the edge: the test proves nothing", got)
+	}
+	if out, ok := goCall(t, dm, "kg_put_edge", map[string]any{"level": "campaign", "from": "grimjaw", "to": "notes/grimjaw.md:1",
+		"rel": "written-in"}); !ok {
+		t.Fatalf("kg_put_edge: %s", out)
+	}
+	if got := nodeStamp(t, dm, "grimjaw"); !got.Equal(kgNow) {
+		t.Errorf("after the DM's edge from grimjaw to an artifact, grimjaw is stamped %s, want the write's time %s", got, kgNow)
+	}
+}

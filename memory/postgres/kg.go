@@ -488,6 +488,13 @@ func (c *Campaign) KGPutArtifactEdge(ctx context.Context, from, to, rel string, 
 	if err != nil {
 		return fmt.Errorf("writing edge %s -%s-> %s: %w", from, rel, to, err)
 	}
+	// Writing an edge refreshes its entity end (its protection from
+	// compaction restarts), as at the DM's level; an end the DM deleted
+	// stays deleted.
+	if _, err := c.l1.db.Exec(ctx, `UPDATE entities SET updated_at = $4, kg_archived_at = NULL
+		WHERE campaign_id = $1 AND id IN ($2, $3)`, c.id, from, to, now); err != nil {
+		return fmt.Errorf("refreshing the ends of edge %s -%s-> %s: %w", from, rel, to, err)
+	}
 	return nil
 }
 
