@@ -120,16 +120,16 @@ func (c *Campaign) changeVisible() string {
 // was deleted (migration 0032 marks the changes of a scene_only entity
 // deleted or merged away): a player's change feed and kg_sync name no
 // entity first heard in a split scene they may not know of. Nor do they
-// count the changes that touched only the entity's DM-only attributes
-// (dm_only, migration 0045): the DM's notes.
+// count the changes that touched only an entity's or a fact's DM-only
+// attributes (dm_only, migrations 0045 and 0048): the DM's notes.
 func (c *Campaign) entityChangeVisible() string {
 	if c.view.v.Role != memory.RolePlayer {
 		return "true"
 	}
-	return `(ch.kind <> 'entity' OR NOT ch.dm_only AND (
+	return `(NOT ch.dm_only AND (ch.kind <> 'entity' OR (
 		    EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref
 		        AND ` + c.view.entityVisible("ge") + `)
-		    OR (NOT ch.scene_only AND NOT EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref))))`
+		    OR (NOT ch.scene_only AND NOT EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref)))))`
 }
 
 // publishChanges gives the campaign's committed changes that have no
