@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,5 +52,30 @@ func TestAttackPingCountsOthersSessions(t *testing.T) {
 	}
 	if own := ping(t, player); own.Active != before.Active+1 {
 		t.Errorf("the player's kg_ping counts %d active sessions after registering one, want %d (their own)", own.Active, before.Active+1)
+	}
+}
+
+// TestAttackPingCountsOthersProposals: proposals are the DM's to read
+// (read_graph lists them to the DM only), yet a player's kg_ping counted
+// every pending one: a player learned how many proposals the others made,
+// and when the DM settled them. A player's count leaves them out.
+func TestAttackPingCountsOthersProposals(t *testing.T) {
+	t.Parallel()
+	url := serveShape(t, sample(t))
+	player := goClient(t, url, shapePlayerToken)
+	other := goClient(t, url, shapePlayerToken)
+	if out, ok := goCall(t, other, "kg_put_node", map[string]any{"level": "campaign", "id": "ferry-toll", "gist": "a silver a head"}); !ok ||
+		!strings.Contains(out, "proposed") {
+		t.Fatalf("another player's kg_put_node: %s", out)
+	}
+	out, ok := goCall(t, player, "kg_ping", nil)
+	var p struct {
+		Counts map[string]int `json:"counts"`
+	}
+	if !ok || json.Unmarshal([]byte(out), &p) != nil {
+		t.Fatalf("kg_ping: %s", out)
+	}
+	if n := p.Counts["pending_proposals"]; n != 0 {
+		t.Errorf("LEAK: a player's kg_ping counts %d pending proposals, the DM's to read", n)
 	}
 }

@@ -417,9 +417,11 @@ type Counts struct {
 }
 
 // Counts counts the campaign's memory in one query; what the viewer may
-// not read is not counted: facts it may not see, and for a player the
+// not read is not counted: facts it may not see, for a player the
 // transcript lines and chunks of split scenes they were not in (a count
-// would tell them how much was said there).
+// would tell them how much was said there), and for anyone but the DM the
+// pending proposals (only the DM reads them: a count would tell how many
+// others made, and when the DM settled them).
 func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 	var n Counts
 	args := []any{c.id}
@@ -427,6 +429,10 @@ func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 	ctes, count := c.view.sessionLines("s")
 	entries := `(` + withCTEs(ctes) + `SELECT coalesce(sum(` + count + `), 0)::bigint FROM sessions s WHERE s.campaign_id = $1)`
 	chunks := `(SELECT count(*) FROM chunks WHERE campaign_id = $1)`
+	proposals := `(SELECT count(*) FROM proposals WHERE campaign_id = $1 AND status = 'pending')`
+	if !c.view.system() {
+		proposals = `0`
+	}
 	if c.view.v.Role == memory.RolePlayer {
 		// As sets, as the visible chunks are listed (view.visibleChunksSQL).
 		chunks = `(SELECT count(*) FROM (` + c.view.visibleChunksSQL() + `) v)`
@@ -439,7 +445,7 @@ func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 		(SELECT count(*) FROM sessions WHERE campaign_id = $1),
 		`+entries+`,
 		`+chunks+`,
-		(SELECT count(*) FROM proposals WHERE campaign_id = $1 AND status = 'pending')`, args...).
+		`+proposals, args...).
 		Scan(&n.Entities, &n.Facts, &n.Pending, &n.Sessions, &n.Entries, &n.Chunks, &n.Proposals)
 	if err != nil {
 		return n, fmt.Errorf("counting: %w", err)
