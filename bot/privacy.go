@@ -117,8 +117,14 @@ func (b *Bot) forgetMeButton(ctx context.Context, i *discordgo.Interaction, g Gu
 		msg = "🗑️ The memory database is unreachable right now: deleting the lines you said, the memory chunks containing your words " +
 			"and the facts that rested only on them is queued, and runs as soon as it is back, before anything recorded after this."
 	} else {
+		// rep.Facts counts only the facts the member could read: the
+		// reply says nothing of the DM's secrets that went with the lines.
 		msg = fmt.Sprintf("🗑️ Deleted %d lines you said, %d memory chunks containing your words, and %d facts that rested only on them.",
 			rep.Entries, rep.Chunks, rep.Facts)
+		if rep.HiddenFacts > 0 {
+			b.log.Info("a forget-me deleted facts the member could not read", "guild", g.ID, "campaign", g.Campaign,
+				"hidden_facts", rep.HiddenFacts)
+		}
 	}
 	msg += fmt.Sprintf(" %d lines of yours waiting in the outage spool (not yet stored) were deleted from it.", live.Spooled)
 	if running {

@@ -10,8 +10,14 @@ type ForgetReport struct {
 	Entries int64
 	// Chunks deleted because they contained the speaker's words.
 	Chunks int64
-	// Facts deleted because their only evidence was the speaker's lines.
+	// Facts deleted because their only evidence was the speaker's lines,
+	// counting only those the viewer of the handle that forgot could read:
+	// a player's own forget-me is told nothing of the DM's secret facts,
+	// nor of those of a split scene they were not in.
 	Facts int64
+	// HiddenFacts are the deleted facts that viewer could not read (for
+	// the DM's logs; never shown to the player).
+	HiddenFacts int64
 	// Sessions are the sessions whose chunks must be rebuilt from the
 	// remaining lines.
 	Sessions []string

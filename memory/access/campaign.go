@@ -268,6 +268,15 @@ func (c *Campaign) KGDeleteArtifactEdge(ctx context.Context, from, to, rel strin
 	return c.pc.KGDeleteArtifactEdge(ctx, from, to, rel)
 }
 
+// KGDeleteArtifactEdgesOf deletes the campaign-level edges between an
+// entity and an artifact (DM only).
+func (c *Campaign) KGDeleteArtifactEdgesOf(ctx context.Context, id string) error {
+	if err := c.dmOnly("deleting an entity's edges"); err != nil {
+		return err
+	}
+	return c.pc.KGDeleteArtifactEdgesOf(ctx, id)
+}
+
 // KGDeleteDMNode deletes a node of the DM level (DM only).
 func (c *Campaign) KGDeleteDMNode(ctx context.Context, id string) error {
 	if err := c.dmOnly("deleting a DM node"); err != nil {
@@ -310,15 +319,28 @@ func (c *Campaign) KGSessionByID(ctx context.Context, id string, now time.Time) 
 	return c.pc.KGSessionByID(ctx, id, now)
 }
 
-// KGActiveSessions counts the memory-tool sessions active since a time.
-func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time) (int, error) {
-	return c.pc.KGActiveSessions(ctx, since)
+// KGActiveSessions counts the memory-tool sessions active since a time
+// whose actor starts with actorPrefix. Only the DM may count every
+// session: a player's count must name their own actor (how many others
+// are connected, and when the DM is at work, is not theirs to know).
+func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time, actorPrefix string) (int, error) {
+	if actorPrefix == "" {
+		if err := c.dmOnly("counting every agent session"); err != nil {
+			return 0, err
+		}
+	}
+	return c.pc.KGActiveSessions(ctx, since, actorPrefix)
 }
 
 // KGSync lists the memory-tool changes after cursor the viewer may see.
 func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude string) (KGChanges, error) {
 	return c.pc.KGSync(ctx, cursor, exclude, c.DM())
 }
+
+// CursorKey is the campaign's secret for keying the cursors shown to
+// players; for the server only, never shown (see
+// [postgres.Campaign.CursorKey]).
+func (c *Campaign) CursorKey(ctx context.Context) ([]byte, error) { return c.pc.CursorKey(ctx) }
 
 // KGLimit is the memory-tool node limit.
 func (c *Campaign) KGLimit(ctx context.Context) (int, error) { return c.pc.KGLimit(ctx) }

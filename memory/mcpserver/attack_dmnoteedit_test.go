@@ -41,6 +41,15 @@ func TestAttackSyncTellsOfADMNoteEdit(t *testing.T) {
 	if !ok || json.Unmarshal([]byte(first), &s0) != nil {
 		t.Fatalf("sync: %s", first)
 	}
+	// The DM's cursor: a player's is opaque (cursor.go).
+	dm := goClient(t, url, shapeDMToken)
+	dmFirst, ok := goCall(t, dm, "sync", map[string]any{})
+	var d0 struct {
+		Cursor int64 `json:"cursor"`
+	}
+	if !ok || json.Unmarshal([]byte(dmFirst), &d0) != nil {
+		t.Fatalf("the DM's sync: %s", dmFirst)
+	}
 	if _, err := g.UpdateEntity(ctx, "old-tam", memory.EntityUpdate{SetAttributes: map[string]any{
 		"dm_notes": "he is the cult's paymaster"}}); err != nil {
 		t.Fatal(err)
@@ -63,8 +72,7 @@ func TestAttackSyncTellsOfADMNoteEdit(t *testing.T) {
 		t.Errorf("LEAK: the DM's note itself: %s", out)
 	}
 	// The DM's feed has the edit, and a change players read is theirs.
-	dm := goClient(t, url, shapeDMToken)
-	if out, _ := goCall(t, dm, "sync", map[string]any{"cursor": s0.Cursor}); !strings.Contains(out, "old-tam") {
+	if out, _ := goCall(t, dm, "sync", map[string]any{"cursor": d0.Cursor}); !strings.Contains(out, "old-tam") {
 		t.Errorf("the DM's sync does not list the DM's own note on Old Tam: %.400s", out)
 	}
 	if _, err := g.UpdateEntity(ctx, "old-tam", memory.EntityUpdate{SetAttributes: map[string]any{

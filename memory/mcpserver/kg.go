@@ -158,13 +158,17 @@ type KGRecallOut struct {
 
 // KGPingOut reports counts and active sessions.
 type KGPingOut struct {
-	Campaign       string           `json:"campaign"`
-	Role           Role             `json:"your_role"`
-	Limit          int              `json:"token_limit"`
-	Levels         []access.KGStats `json:"levels"`
-	Counts         access.Counts    `json:"counts"`
-	ActiveSessions int              `json:"active_sessions"`
-	Clients        int              `json:"connected_clients"`
+	Campaign string           `json:"campaign"`
+	Role     Role             `json:"your_role"`
+	Limit    int              `json:"token_limit"`
+	Levels   []access.KGStats `json:"levels"`
+	Counts   access.Counts    `json:"counts"`
+	// ActiveSessions counts the registered sessions seen in the last 30
+	// minutes: every one for the DM, a player's own (their token's, from
+	// the same client) for a player.
+	ActiveSessions int `json:"active_sessions"`
+	// Clients counts the MCP clients connected to the server (DM only).
+	Clients int `json:"connected_clients,omitempty"`
 }
 
 // kgSessionActive is how recently a registered session must have called to
@@ -589,11 +593,21 @@ func (s *Server) kgPing(ctx context.Context, req *mcp.CallToolRequest, _ struct{
 	if out.Counts, err = c.Counts(ctx); err != nil {
 		return nil, KGPingOut{}, err
 	}
-	if out.ActiveSessions, err = c.KGActiveSessions(ctx, s.now().Add(-kgSessionActive)); err != nil {
+	// A player counts only their own sessions (their token's, from the
+	// same client): how many others are connected, and whether the DM's
+	// assistant is at work, is not theirs to know. The server's
+	// connected clients are the DM's to count.
+	own := ""
+	if who.role != RoleDM {
+		own = who.actor + "#"
+	}
+	if out.ActiveSessions, err = c.KGActiveSessions(ctx, s.now().Add(-kgSessionActive), own); err != nil {
 		return nil, KGPingOut{}, err
 	}
-	for range s.mcp.Sessions() {
-		out.Clients++
+	if who.role == RoleDM {
+		for range s.mcp.Sessions() {
+			out.Clients++
+		}
 	}
 	return nil, out, nil
 }

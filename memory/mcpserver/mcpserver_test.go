@@ -279,7 +279,7 @@ func TestTypeScriptClientOverHTTP(t *testing.T) {
 		t.Fatalf("tools %v", player.Tools)
 	}
 	r := player.Results
-	if !r[0].OK || !strings.Contains(string(r[0].Result), `"your_role":"player"`) || !strings.Contains(string(r[0].Result), `"connected_clients":1`) {
+	if !r[0].OK || !strings.Contains(string(r[0].Result), `"your_role":"player"`) || strings.Contains(string(r[0].Result), `"connected_clients"`) {
 		t.Fatalf("ping %+v", r[0])
 	}
 	graph := string(r[1].Result)

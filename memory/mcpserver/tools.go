@@ -273,8 +273,14 @@ func (s *Server) write(ctx context.Context, who caller, kind string, payload any
 	return nil, out, nil
 }
 
-// archiveEntity marks an entity archived and retires its live facts.
+// archiveEntity marks an entity archived, retires its live facts and
+// deletes its edges to artifacts: the design's kg_delete_node removes "a
+// node and every edge touching it" (an edge left to a deleted node showed
+// as a memory trace nobody but the DM could recall).
 func archiveEntity(ctx context.Context, c *access.Campaign, id string) error {
+	if err := c.KGDeleteArtifactEdgesOf(ctx, id); err != nil {
+		return err
+	}
 	g := c.Graph()
 	if _, err := g.UpdateEntity(ctx, id, memory.EntityUpdate{SetAttributes: map[string]any{attrArchived: true}}); err != nil {
 		return err
@@ -424,15 +430,36 @@ func (s *Server) sync(ctx context.Context, req *mcp.CallToolRequest, in SyncIn) 
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
+	// A player's cursor is opaque and their changes carry no log id
+	// (cursor.go): the steps between positions or ids count the changes
+	// the player may not see.
+	var key []byte
+	cursor := in.Cursor
+	if who.role != RoleDM {
+		if key, err = c.CursorKey(ctx); err != nil {
+			return nil, SyncOut{}, err
+		}
+		if cursor, err = openCursor(key, in.Cursor); err != nil {
+			return nil, SyncOut{}, fmt.Errorf("cursor %d: %w", in.Cursor, err)
+		}
+	}
 	// The cursor moves past everything read, the caller's own writes
 	// included, and past nothing published after the read.
-	ch, next, err := c.ChangesSince(ctx, in.Cursor, who.actor, 500)
+	ch, next, err := c.ChangesSince(ctx, cursor, who.actor, 500)
 	if err != nil {
 		return nil, SyncOut{}, err
 	}
 	out := SyncOut{Changes: ch, Cursor: next}
 	if out.Changes == nil {
 		out.Changes = []access.Change{}
+	}
+	if key != nil {
+		for i := range out.Changes {
+			out.Changes[i].ID = 0
+		}
+		if out.Cursor, err = sealCursor(key, next); err != nil {
+			return nil, SyncOut{}, err
+		}
 	}
 	return nil, out, nil
 }

@@ -26,7 +26,10 @@ func (s *Store) InTxAs(ctx context.Context, campaignID, actor string, fn func(*C
 
 // Change is one entry of the knowledge graph's change log.
 type Change struct {
-	ID    int64     `json:"id"`
+	// ID is the change's id in the log, numbered for every change; a
+	// player's sync leaves it out (zero), since the steps between ids
+	// would count the changes the player may not see.
+	ID    int64     `json:"id,omitempty"`
 	At    time.Time `json:"at"`
 	Kind  string    `json:"kind"`
 	Ref   string    `json:"ref"`
@@ -117,16 +120,16 @@ func (c *Campaign) changeVisible() string {
 // was deleted (migration 0032 marks the changes of a scene_only entity
 // deleted or merged away): a player's change feed and kg_sync name no
 // entity first heard in a split scene they may not know of. Nor do they
-// count the changes that touched only the entity's DM-only attributes
-// (dm_only, migration 0045): the DM's notes.
+// count the changes that touched only an entity's or a fact's DM-only
+// attributes (dm_only, migrations 0045 and 0048): the DM's notes.
 func (c *Campaign) entityChangeVisible() string {
 	if c.view.v.Role != memory.RolePlayer {
 		return "true"
 	}
-	return `(ch.kind <> 'entity' OR NOT ch.dm_only AND (
+	return `(NOT ch.dm_only AND (ch.kind <> 'entity' OR (
 		    EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref
 		        AND ` + c.view.entityVisible("ge") + `)
-		    OR (NOT ch.scene_only AND NOT EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref))))`
+		    OR (NOT ch.scene_only AND NOT EXISTS (SELECT 1 FROM entities ge WHERE ge.campaign_id = ch.campaign_id AND ge.id = ch.ref)))))`
 }
 
 // publishChanges gives the campaign's committed changes that have no
@@ -414,9 +417,11 @@ type Counts struct {
 }
 
 // Counts counts the campaign's memory in one query; what the viewer may
-// not read is not counted: facts it may not see, and for a player the
+// not read is not counted: facts it may not see, for a player the
 // transcript lines and chunks of split scenes they were not in (a count
-// would tell them how much was said there).
+// would tell them how much was said there), and for anyone but the DM the
+// pending proposals (only the DM reads them: a count would tell how many
+// others made, and when the DM settled them).
 func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 	var n Counts
 	args := []any{c.id}
@@ -424,6 +429,10 @@ func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 	ctes, count := c.view.sessionLines("s")
 	entries := `(` + withCTEs(ctes) + `SELECT coalesce(sum(` + count + `), 0)::bigint FROM sessions s WHERE s.campaign_id = $1)`
 	chunks := `(SELECT count(*) FROM chunks WHERE campaign_id = $1)`
+	proposals := `(SELECT count(*) FROM proposals WHERE campaign_id = $1 AND status = 'pending')`
+	if !c.view.system() {
+		proposals = `0`
+	}
 	if c.view.v.Role == memory.RolePlayer {
 		// As sets, as the visible chunks are listed (view.visibleChunksSQL).
 		chunks = `(SELECT count(*) FROM (` + c.view.visibleChunksSQL() + `) v)`
@@ -436,7 +445,7 @@ func (c *Campaign) Counts(ctx context.Context) (Counts, error) {
 		(SELECT count(*) FROM sessions WHERE campaign_id = $1),
 		`+entries+`,
 		`+chunks+`,
-		(SELECT count(*) FROM proposals WHERE campaign_id = $1 AND status = 'pending')`, args...).
+		`+proposals, args...).
 		Scan(&n.Entities, &n.Facts, &n.Pending, &n.Sessions, &n.Entries, &n.Chunks, &n.Proposals)
 	if err != nil {
 		return n, fmt.Errorf("counting: %w", err)

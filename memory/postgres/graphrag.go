@@ -48,7 +48,7 @@ WITH RECURSIVE scope(id, depth) AS (
 // entities each hit mentions.
 const hitColumns = `h.id, h.session_id, h.content, h.speaker_ids, h.start_at, h.end_at, h.score,
     (SELECT coalesce(jsonb_agg(jsonb_build_object('id', e.id, 'type', e.type, 'name', e.name, 'aliases', e.aliases,
-                     'attributes', ` + "glyphoxa_public_attributes(e.attributes)" + `, 'created_at', e.created_at, 'updated_at', e.updated_at)
+                     'attributes', ` + "glyphoxa_public_attributes(e.attributes)" + `, 'created_at', e.created_at, 'updated_at', e.public_updated_at)
                      ORDER BY e.id), '[]')
      FROM chunk_entities ce JOIN entities e ON e.campaign_id = ce.campaign_id AND e.id = ce.entity_id
      WHERE ce.campaign_id = $1 AND ce.chunk_id = h.id AND ce.entity_id = ANY((SELECT a FROM ids)::text[]))`

@@ -50,7 +50,7 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 		    SELECT r.* FROM relationships r
 		    WHERE r.campaign_id = $1 AND r.target_id = $2 AND r.source_id <> $2 AND r.status = 'active' AND `+npcVisibleSQL()+`
 		), related AS (
-		    SELECT e.id, e.type, e.name, e.aliases, `+publicAttrs("e")+` AS attributes, e.created_at, e.updated_at
+		    SELECT e.id, e.type, e.name, e.aliases, `+publicAttrs("e")+` AS attributes, e.created_at, e.public_updated_at AS updated_at
 		    FROM entities e
 		    WHERE e.campaign_id = $1 AND e.id <> $2 AND e.id IN (
 		        SELECT CASE WHEN source_id = $2 THEN target_id ELSE source_id END FROM edges)
@@ -152,7 +152,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 		    (SELECT coalesce(jsonb_agg(jsonb_build_object(
 		        'id', e.id, 'type', e.type, 'name', e.name, 'aliases', e.aliases,
 		        'attributes', CASE WHEN e.id = $2 THEN e.attributes ELSE `+publicAttrs("e")+` END,
-		        'created_at', e.created_at, 'updated_at', e.updated_at) ORDER BY e.id <> $2, lower(e.name), e.id), '[]')
+		        'created_at', e.created_at, 'updated_at', CASE WHEN e.id = $2 THEN e.updated_at ELSE e.public_updated_at END) ORDER BY e.id <> $2, lower(e.name), e.id), '[]')
 		     FROM visible v JOIN entities e ON e.campaign_id = $1 AND e.id = ANY(v.ids)),
 		    (SELECT coalesce(jsonb_agg(`+npcView(npcID).factJSON("edges")+` ORDER BY edges.id), '[]') FROM edges)`,
 		g.campaign, npcID, types, depth).Scan(&ents, &rels)

@@ -227,7 +227,7 @@ func (c *Campaign) loadKG(ctx context.Context, level KGLevel, withSecrets bool) 
 // is gone before its text is taken.
 func (c *Campaign) kgNodeSQL(rest string) string {
 	return `SELECT e.id, e.name, e.type, coalesce(v.a->>'gist', v.a->>'description', ''), coalesce(v.a->'notes', 'null')::text,
-			CASE WHEN jsonb_typeof(v.a->'touches') = 'array' THEN v.a->>'touches' ELSE '' END, e.updated_at,
+			CASE WHEN jsonb_typeof(v.a->'touches') = 'array' THEN v.a->>'touches' ELSE '' END, ` + c.view.updatedCol("e") + `,
 			e.kg_archived_at IS NOT NULL OR coalesce(e.attributes->'archived' = 'true'::jsonb, false)
 		FROM entities e CROSS JOIN LATERAL (SELECT ` + c.view.entityAttrs("e") + ` AS a) v
 		WHERE e.campaign_id = $1 AND ` + c.view.entityVisible("e") + ` ` + rest
@@ -488,6 +488,13 @@ func (c *Campaign) KGPutArtifactEdge(ctx context.Context, from, to, rel string, 
 	if err != nil {
 		return fmt.Errorf("writing edge %s -%s-> %s: %w", from, rel, to, err)
 	}
+	// Writing an edge refreshes its entity end (its protection from
+	// compaction restarts), as at the DM's level; an end the DM deleted
+	// stays deleted.
+	if _, err := c.l1.db.Exec(ctx, `UPDATE entities SET updated_at = $4, kg_archived_at = NULL
+		WHERE campaign_id = $1 AND id IN ($2, $3)`, c.id, from, to, now); err != nil {
+		return fmt.Errorf("refreshing the ends of edge %s -%s-> %s: %w", from, rel, to, err)
+	}
 	return nil
 }
 
@@ -496,6 +503,16 @@ func (c *Campaign) KGPutArtifactEdge(ctx context.Context, from, to, rel string, 
 func (c *Campaign) KGDeleteArtifactEdge(ctx context.Context, from, to, rel string) error {
 	return c.deleteEdge(ctx, `DELETE FROM kg_edges WHERE campaign_id = $1 AND from_ref = $2 AND to_ref = $3 AND rel = $4`,
 		"edge", from, to, rel)
+}
+
+// KGDeleteArtifactEdgesOf deletes the campaign-level edges between entity
+// id and an artifact: what kg_delete_node removes besides retiring the
+// entity's facts ("a node and every edge touching it").
+func (c *Campaign) KGDeleteArtifactEdgesOf(ctx context.Context, id string) error {
+	if _, err := c.l1.db.Exec(ctx, `DELETE FROM kg_edges WHERE campaign_id = $1 AND (from_ref = $2 OR to_ref = $2)`, c.id, id); err != nil {
+		return fmt.Errorf("deleting the artifact edges of %q: %w", id, err)
+	}
+	return nil
 }
 
 // deleteEdge runs stmt, a DELETE of one edge keyed by campaign, from, to and
@@ -599,10 +616,12 @@ func (c *Campaign) KGSessionByID(ctx context.Context, id string, now time.Time) 
 	return s, nil
 }
 
-// KGActiveSessions counts the agent sessions seen since.
-func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time) (int, error) {
+// KGActiveSessions counts the agent sessions seen since whose actor starts
+// with actorPrefix (every one when it is empty).
+func (c *Campaign) KGActiveSessions(ctx context.Context, since time.Time, actorPrefix string) (int, error) {
 	var n int
-	err := c.l1.db.QueryRow(ctx, `SELECT count(*) FROM kg_sessions WHERE campaign_id = $1 AND seen_at >= $2`, c.id, since).Scan(&n)
+	err := c.l1.db.QueryRow(ctx, `SELECT count(*) FROM kg_sessions WHERE campaign_id = $1 AND seen_at >= $2
+		AND starts_with(actor, $3)`, c.id, since, actorPrefix).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("counting agent sessions: %w", err)
 	}
@@ -713,11 +732,36 @@ func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude stri
 				}
 			}
 		}
+		// An artifact edge still there but not in the caller's graph (it
+		// names an entity the player may not see) was not removed: naming
+		// it would tell that the DM wrote it.
+		hidden := map[string]bool{}
+		if l == KGCampaign && !dm {
+			var unseen []string
+			for _, ch := range uniq {
+				if ch.kind == "kg_edge" && !seenEdge[ch.kind+"\x00"+ch.ref] {
+					unseen = append(unseen, ch.ref)
+				}
+			}
+			if len(unseen) > 0 {
+				rows, err := c.l1.db.Query(ctx, `SELECT id::text FROM kg_edges WHERE campaign_id = $1 AND id::text = ANY($2)`, c.id, unseen)
+				if err != nil {
+					return out, fmt.Errorf("reading artifact edges: %w", err)
+				}
+				ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					return out, fmt.Errorf("reading artifact edges: %w", err)
+				}
+				for _, id := range ids {
+					hidden[id] = true
+				}
+			}
+		}
 		for _, ch := range uniq {
 			switch {
 			case ch.kind == nodeKind && !present[ch.ref]:
 				out.Removed = append(out.Removed, "node:"+string(l)+":"+ch.ref)
-			case ch.kind == "kg_edge" && l == KGCampaign && !seenEdge[ch.kind+"\x00"+ch.ref]:
+			case ch.kind == "kg_edge" && l == KGCampaign && !seenEdge[ch.kind+"\x00"+ch.ref] && !hidden[ch.ref]:
 				// Deleted rows are gone; agents learn of them by id.
 				out.Removed = append(out.Removed, "edge:campaign:artifact:"+ch.ref)
 			case slices.Contains(edgeKinds, ch.kind) && ch.kind != "kg_edge" && !seenEdge[ch.kind+"\x00"+ch.ref]:
@@ -780,6 +824,16 @@ func (c *Campaign) KGLimit(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("reading the token limit: %w", err)
 	}
 	return n, nil
+}
+
+// CursorKey is the campaign's random secret for keying the cursors shown
+// to players (migration 0047). Never show it to anyone.
+func (c *Campaign) CursorKey(ctx context.Context) ([]byte, error) {
+	var key []byte
+	if err := c.l1.db.QueryRow(ctx, `SELECT cursor_key FROM campaigns WHERE id = $1`, c.id).Scan(&key); err != nil {
+		return nil, fmt.Errorf("reading the cursor key: %w", err)
+	}
+	return key, nil
 }
 
 // SetKGLimit sets the campaign's token budget.

@@ -140,15 +140,27 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			                  OR (length(t.text) >= $3 AND strpos(r.attributes->>'evidence', t.text) > 0)))))
 			  AND NOT EXISTS (SELECT 1 FROM fact_evidence fe JOIN transcript_entries t ON t.id = fe.entry_id
 			                  WHERE fe.fact_id = r.id AND t.speaker_id <> $2)
-			RETURNING r.id`, c.id, userID, minQuotedLine)
+			RETURNING r.id, `+c.view.factVisible("r")+``, c.id, userID, minQuotedLine)
 		if err != nil {
 			return err
 		}
-		gone, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
+		// Each deleted fact is counted as the handle's viewer could read it
+		// (the statement's snapshot still holds its row and evidence): a
+		// player's own forget-me reply must not count the DM's secrets.
+		var gone []int64
+		var id int64
+		var visible bool
+		if _, err := pgx.ForEachRow(rows, []any{&id, &visible}, func() error {
+			gone = append(gone, id)
+			if visible {
+				rep.Facts++
+			} else {
+				rep.HiddenFacts++
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
-		rep.Facts = int64(len(gone))
 		// A fact that stays (it also rests on other speakers' lines: one
 		// extracted from a window holding a split scene rests on the
 		// scene's lines, lifecycle/postsession) loses its quote of the

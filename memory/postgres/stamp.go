@@ -20,7 +20,7 @@ type EntityStamp struct {
 func (g *Graph) EntityStamp(ctx context.Context) (EntityStamp, error) {
 	var s EntityStamp
 	var latest *time.Time
-	err := g.db.QueryRow(ctx, `SELECT count(*), max(e.updated_at) FROM entities e WHERE e.campaign_id = $1
+	err := g.db.QueryRow(ctx, `SELECT count(*), max(`+g.view.updatedCol("e")+`) FROM entities e WHERE e.campaign_id = $1
 		AND `+g.view.entityVisible("e"), g.campaign).
 		Scan(&s.Count, &latest)
 	if err != nil {

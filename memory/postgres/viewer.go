@@ -80,14 +80,26 @@ const secretKeyStarts = "secret|gm_|dm_|hidden|known_by|notes_"
 // the order scanEntity expects.
 func (w view) entityCols(alias string) string {
 	return alias + ".id, " + alias + ".type, " + alias + ".name, " + alias + ".aliases, " + w.entityAttrs(alias) +
-		", " + alias + ".created_at, " + alias + ".updated_at"
+		", " + alias + ".created_at, " + w.updatedCol(alias)
+}
+
+// updatedCol is the last-update stamp of entity alias the viewer reads:
+// the DM and the system read updated_at, which every change moves (the
+// server's caches and compaction need it); anyone else public_updated_at
+// (migration 0046), which a change of DM-only attributes alone does not
+// move, so the stamp does not tell when the DM wrote a secret note.
+func (w view) updatedCol(alias string) string {
+	if w.system() {
+		return alias + ".updated_at"
+	}
+	return alias + ".public_updated_at"
 }
 
 // publicEntityCols are entity columns with public attributes only, for an
-// entity reached through another.
+// entity reached through another; their stamp is the public one too.
 func publicEntityCols(alias string) string {
 	return alias + ".id, " + alias + ".type, " + alias + ".name, " + alias + ".aliases, " + publicAttrs(alias) +
-		", " + alias + ".created_at, " + alias + ".updated_at"
+		", " + alias + ".created_at, " + alias + ".public_updated_at"
 }
 
 // entityVisible is the SQL predicate true when the viewer may see entity
