@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,9 +144,9 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // RunStdio serves one client on standard input and output until ctx ends
-// or the client disconnects.
+// or the client disconnects (see [Server.RunIO]).
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.mcp.Run(ctx, &mcp.StdioTransport{})
+	return s.RunIO(ctx, os.Stdin, nopCloser{os.Stdout})
 }
 
 // Tokens are the bearer tokens of one campaign's endpoint. Empty tokens
