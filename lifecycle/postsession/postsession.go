@@ -39,6 +39,14 @@ const (
 	StageStarted = "started"
 	StageL2      = "l2"
 	StageExtract = "extract"
+	// StageLate marks a session that received lines after it ended and
+	// its processing began: lines a killed process had spooled during an
+	// outage, replayed when it started again, after another process ended
+	// and processed the session. The store sets it as it stores such lines
+	// (memory/postgres LateLinesStage); Run takes it and processes the
+	// session again from the start, and Unfinished and RunInterrupted
+	// list such sessions.
+	StageLate = "late_lines"
 )
 
 // Defaults.
@@ -69,6 +77,13 @@ type Graph interface {
 	FindEntities(ctx context.Context, f memory.EntityFilter) ([]memory.Entity, error)
 	UpsertEntity(ctx context.Context, e memory.Entity) error
 	UpsertRelationship(ctx context.Context, r memory.Relationship) (memory.Relationship, error)
+}
+
+// lateTaker is the optional capability of a Progress that keeps the mark
+// of lines a session received after it ended and was processed
+// (StoredProgress.TakeLate): taking it forgets the session's progress.
+type lateTaker interface {
+	TakeLate(ctx context.Context, sessionID string) (bool, error)
 }
 
 // lineChecker is the optional capability of a Transcript that reports
@@ -262,11 +277,23 @@ func New(cfg Config) (*Processor, error) {
 // accepted: the graph's review threshold.
 func (p *Processor) Threshold() float64 { return p.threshold }
 
-// Run processes a session, resuming where an earlier run stopped.
+// Run processes a session, resuming where an earlier run stopped. A
+// session that received lines after it was processed (see StageLate) is
+// processed again from the start: chunked anew, and its windows extracted
+// again, the unchanged ones from the cache.
 func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
 	rep := Report{SessionID: sessionID}
 	if strings.TrimSpace(sessionID) == "" {
 		return rep, fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if lt, ok := p.cfg.Progress.(lateTaker); ok {
+		late, err := lt.TakeLate(ctx, sessionID)
+		if err != nil {
+			return rep, err
+		}
+		if late {
+			p.log.Info("the session received lines after it was processed: processing it again", "session", sessionID)
+		}
 	}
 	if err := p.cfg.Progress.Save(ctx, sessionID, StageStarted, 0, false); err != nil {
 		return rep, err

@@ -64,6 +64,25 @@ func (p *StoredProgress) Unfinished(ctx context.Context) ([]string, error) {
 	return p.s.NotDone(ctx, StageExtract, "")
 }
 
+// lateStore is the optional capability of a Store that keeps the mark of
+// lines a session received after it ended and its processing began
+// (postgres.Processing.TakeLateLines).
+type lateStore interface {
+	TakeLateLines(ctx context.Context, sessionID, started string) (bool, error)
+}
+
+// TakeLate reports whether session sessionID received lines after it
+// ended and its processing began (an outage spool replayed late); if so,
+// in one step, it forgets the session's progress in every stage but
+// StageStarted, so that its processing runs again with them. A Store
+// without the capability never reports any.
+func (p *StoredProgress) TakeLate(ctx context.Context, sessionID string) (bool, error) {
+	if lt, ok := p.s.(lateStore); ok {
+		return lt.TakeLateLines(ctx, sessionID, StageStarted)
+	}
+	return false, nil
+}
+
 // Interrupted lists ended sessions whose processing started and did not
 // finish, oldest first: what a crash, a shutdown or an outage cut short.
 func (p *StoredProgress) Interrupted(ctx context.Context) ([]string, error) {

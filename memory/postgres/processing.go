@@ -64,16 +64,20 @@ func (p *Processing) Reset(ctx context.Context, sessionID, stage string) error {
 
 // NotDone lists the ended sessions whose stage done is not done, oldest
 // first; with started set, only those that have a row for stage started
-// (their processing began and did not finish).
+// (their processing began and did not finish). A session that received
+// lines after it ended and was processed (marked [LateLinesStage]) is
+// listed too: its processing is to be done again.
 func (p *Processing) NotDone(ctx context.Context, done, started string) ([]string, error) {
 	rows, err := p.db.Query(ctx, `
 		SELECT s.id FROM sessions s
 		WHERE s.campaign_id = $1 AND s.ended_at IS NOT NULL
-		  AND ($3 = '' OR EXISTS (SELECT 1 FROM session_processing p
+		  AND (($3 = '' OR EXISTS (SELECT 1 FROM session_processing p
 		              WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $3))
-		  AND NOT EXISTS (SELECT 1 FROM session_processing p
+		    AND NOT EXISTS (SELECT 1 FROM session_processing p
 		                  WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $2 AND p.done)
-		ORDER BY s.started_at, s.id`, p.campaign, done, started)
+		    OR EXISTS (SELECT 1 FROM session_processing p
+		               WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $4))
+		ORDER BY s.started_at, s.id`, p.campaign, done, started, LateLinesStage)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions waiting for processing: %w", err)
 	}
@@ -82,6 +86,30 @@ func (p *Processing) NotDone(ctx context.Context, done, started string) ([]strin
 		return nil, fmt.Errorf("listing sessions waiting for processing: %w", err)
 	}
 	return ids, nil
+}
+
+// TakeLateLines reports whether the session received lines after it ended
+// and its processing began ([LateLinesStage]); if so, in the same
+// statement, it clears that mark and forgets the session's progress in
+// every stage but started, so that its processing runs again from the
+// start (the cached extractions stay: windows whose lines did not change
+// are not sent to the model again). Two processes taking it at once: one
+// gets true. Lines stored after it are marked anew.
+func (p *Processing) TakeLateLines(ctx context.Context, sessionID, started string) (bool, error) {
+	var took bool
+	err := p.db.QueryRow(ctx, `
+		WITH late AS (
+		    DELETE FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage = $3 RETURNING 1
+		), reset AS (
+		    DELETE FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage NOT IN ($3, $4)
+		      AND EXISTS (SELECT 1 FROM late) RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM late)`,
+		p.campaign, sessionID, LateLinesStage, started).Scan(&took)
+	if err != nil {
+		return false, fmt.Errorf("taking the lines session %q received after it was processed: %w", sessionID, err)
+	}
+	return took, nil
 }
 
 // LoadWindow returns the cached extraction (JSON) of a window whose lines

@@ -102,36 +102,74 @@ func (l *SessionLog) WriteEntries(ctx context.Context, es []memory.TranscriptEnt
 	sessions := slices.Sorted(maps.Keys(first))
 	var inserted int
 	err := pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
+		inserted = 0
 		b := &pgx.Batch{}
 		for _, id := range sessions {
 			b.Queue(`INSERT INTO sessions (campaign_id, id, started_at) VALUES ($1, $2, $3)
-				ON CONFLICT (campaign_id, id) DO UPDATE SET started_at = least(sessions.started_at, excluded.started_at)`,
+				ON CONFLICT (campaign_id, id) DO UPDATE SET started_at = least(sessions.started_at, excluded.started_at)
+				RETURNING ended_at IS NOT NULL`,
 				l.campaign, id, first[id])
 		}
 		for _, e := range es {
 			b.Queue(insertEntrySQL, entryArgs(l.campaign, e)...)
 		}
 		br := tx.SendBatch(ctx, b)
-		for range sessions {
-			if _, err := br.Exec(); err != nil {
+		ended := map[string]bool{}
+		for _, id := range sessions {
+			var e bool
+			if err := br.QueryRow().Scan(&e); err != nil {
 				br.Close()
 				return fmt.Errorf("writing transcript entries: their sessions: %w", err)
 			}
+			ended[id] = e
 		}
-		for i := range es {
+		var late []string
+		for i, e := range es {
 			tag, err := br.Exec()
 			if err != nil {
 				br.Close()
 				return fmt.Errorf("writing transcript entry %d of %d: %w", i+1, len(es), err)
 			}
 			inserted += int(tag.RowsAffected())
+			if tag.RowsAffected() == 1 && ended[e.SessionID] && !slices.Contains(late, e.SessionID) {
+				late = append(late, e.SessionID)
+			}
 		}
-		return br.Close()
+		if err := br.Close(); err != nil {
+			return err
+		}
+		return markLateLines(ctx, tx, l.campaign, late)
 	})
 	if err != nil {
 		return 0, err
 	}
 	return inserted, nil
+}
+
+// LateLinesStage is the session_processing stage that marks a session
+// whose processing began (or was owed) and that received lines after it
+// ended: lines an outage spool held, replayed later (a killed process's,
+// after another process ended and processed the session). The session is
+// listed by [Processing.NotDone] again, and [Processing.TakeLateLines]
+// resets its processing, so that its chunks and facts are made again with
+// those lines (postsession.StageLate names it there).
+const LateLinesStage = "late_lines"
+
+// markLateLines marks, in tx, the sessions among ids whose processing
+// began or was owed as having received lines after they ended.
+func markLateLines(ctx context.Context, tx pgx.Tx, campaign string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage)
+		SELECT s.campaign_id, s.id, $3 FROM sessions s
+		WHERE s.campaign_id = $1 AND s.id = ANY($2) AND s.ended_at IS NOT NULL
+		  AND EXISTS (SELECT 1 FROM session_processing p WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id)
+		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = now()`, campaign, ids, LateLinesStage)
+	if err != nil {
+		return fmt.Errorf("marking the processing of sessions %v owed again for lines stored after their end: %w", ids, err)
+	}
+	return nil
 }
 
 // GetRecent returns the canon entries of a session within window before its
