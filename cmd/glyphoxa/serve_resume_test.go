@@ -139,8 +139,9 @@ func TestServeProcessesLateLinesAgain(t *testing.T) {
 	}
 }
 
-// serve finishes, by itself, the extraction a crash cut short (session s1
-// here), and leaves sessions never processed (s2) to process --extract.
+// serve finishes, by itself, the processing a crash cut short (session s1
+// here, killed before its chunking: the L2 stage), and leaves sessions
+// never processed (s2) to process --extract.
 func TestServeResumesInterruptedExtraction(t *testing.T) {
 	t.Parallel()
 	dsn := sampleUnprocessed.Copy(t)
@@ -165,6 +166,13 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 	}
 	if moonwell != 1 || s2 {
 		t.Errorf("after the resume: %d Moonwell entities (want 1), s2 touched: %v", moonwell, s2)
+	}
+	var chunks int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM chunks WHERE campaign_id = 'ironhold-saga' AND session_id = 's1'`).Scan(&chunks); err != nil {
+		t.Fatal(err)
+	}
+	if chunks == 0 {
+		t.Errorf("serve resumed s1's processing without its chunking: s1 has no chunks, retrieval finds none of its lines")
 	}
 	if len(reqs) == 0 || !strings.Contains(stderr, "interrupted session processing resumed") {
 		t.Errorf("serve did not say it resumed s1 (%d requests):\n%s", len(reqs), stderr)
