@@ -1,6 +1,8 @@
 package postgres_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -107,5 +109,62 @@ func TestLateLinesMarkProcessingOwed(t *testing.T) {
 	}
 	if got := owed(); !slices.Equal(got, []string{"done"}) {
 		t.Fatalf("owed after a second late line: %v, want [done]", got)
+	}
+}
+
+// TestRechunkMarkOutlivesARacingRebuild: a non-canon span that deleted
+// chunks marks its session as owing a rebuild in the same statement; a
+// rebuild clears the mark, unless lines were taken out again while it ran
+// (the mark was stamped anew, and the later lines' chunks are still owed).
+func TestRechunkMarkOutlivesARacingRebuild(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	store, _ := pgtest.NewStore(t, testDims)
+	camp := pgtest.Campaign(t, store, "c")
+	sl, proc := camp.Sessions(), camp.Processing()
+	for i := range 4 {
+		sessionLine(t, sl, "p1", fmt.Sprintf("line %d", i), t0.Add(time.Duration(i)*time.Minute))
+	}
+	if err := camp.Index().IndexChunks(ctx, []memory.Chunk{{ID: "c1", SessionID: "s1", Content: "line 0 line 1 line 2 line 3",
+		StartAt: t0, EndAt: t0.Add(3 * time.Minute)}}); err != nil {
+		t.Fatal(err)
+	}
+	owed := func() []string {
+		t.Helper()
+		ids, err := proc.RechunkOwed(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if n, err := sl.MarkNonCanon(ctx, "s1", t0, t0); err != nil || n != 1 {
+		t.Fatalf("MarkNonCanon: %d, %v", n, err)
+	}
+	if got := owed(); !slices.Equal(got, []string{"s1"}) {
+		t.Fatalf("owing a rebuild after a non-canon span deleted a chunk: %v, want [s1]", got)
+	}
+	// A rebuild during which another span is declared non-canon.
+	err := proc.Rechunked(ctx, "s1", func(ctx context.Context) error {
+		if err := camp.Index().IndexChunks(ctx, []memory.Chunk{{ID: "c2", SessionID: "s1", Content: "line 1 line 2 line 3",
+			StartAt: t0.Add(time.Minute), EndAt: t0.Add(3 * time.Minute)}}); err != nil {
+			return err
+		}
+		_, err := sl.MarkNonCanon(ctx, "s1", t0.Add(time.Minute), t0.Add(time.Minute))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := owed(); !slices.Equal(got, []string{"s1"}) {
+		t.Fatalf("owing a rebuild after one raced with another span: %v, want [s1]", got)
+	}
+	if err := proc.Rechunked(ctx, "s1", func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := owed(); len(got) != 0 {
+		t.Fatalf("owing a rebuild after it ran: %v", got)
+	}
+	if err := proc.Rechunked(ctx, "s1", func(context.Context) error { return fmt.Errorf("embedder down") }); err == nil {
+		t.Fatal("a failed rebuild reported no error")
 	}
 }

@@ -164,8 +164,9 @@ func markLateLines(ctx context.Context, tx pgx.Tx, campaign string, ids []string
 	_, err := tx.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage)
 		SELECT s.campaign_id, s.id, $3 FROM sessions s
 		WHERE s.campaign_id = $1 AND s.id = ANY($2) AND s.ended_at IS NOT NULL
-		  AND EXISTS (SELECT 1 FROM session_processing p WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id)
-		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = now()`, campaign, ids, LateLinesStage)
+		  AND EXISTS (SELECT 1 FROM session_processing p WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id
+		              AND p.stage <> $4)
+		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = now()`, campaign, ids, LateLinesStage, RechunkStage)
 	if err != nil {
 		return fmt.Errorf("marking the processing of sessions %v owed again for lines stored after their end: %w", ids, err)
 	}
