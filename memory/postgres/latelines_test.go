@@ -64,9 +64,26 @@ func TestLateLinesMarkProcessingOwed(t *testing.T) {
 	if got := owed(); len(got) != 0 {
 		t.Fatalf("owed after lines that are not late: %v", got)
 	}
+	if got, err := proc.RechunkOwed(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("owing a rebuild of chunks after lines that are not late: %v, %v", got, err)
+	}
 	write("done", "done:1", t0.Add(time.Minute))
 	if got := owed(); !slices.Equal(got, []string{"done"}) {
 		t.Fatalf("owed after a late line: %v, want [done]", got)
+	}
+	// A session chunked without an LLM (no processing progress) owes a
+	// rebuild of its chunks instead; one never chunked owes nothing.
+	if err := camp.Index().IndexChunks(ctx, []memory.Chunk{{ID: "never-1", SessionID: "never", Content: "line never:0",
+		StartAt: t0, EndAt: t0}}); err != nil {
+		t.Fatal(err)
+	}
+	write("never", "never:2", t0.Add(2*time.Minute))
+	write("running", "running:2", t0.Add(2*time.Minute))
+	if got, err := proc.RechunkOwed(ctx); err != nil || !slices.Equal(got, []string{"never"}) {
+		t.Fatalf("owing a rebuild of chunks after a late line of a session chunked without an LLM: %v, %v; want [never]", got, err)
+	}
+	if got := owed(); !slices.Equal(got, []string{"done"}) {
+		t.Fatalf("owed after a late line of a session never processed: %v, want [done]", got)
 	}
 
 	var wg sync.WaitGroup

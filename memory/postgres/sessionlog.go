@@ -155,18 +155,29 @@ func (l *SessionLog) WriteEntries(ctx context.Context, es []memory.TranscriptEnt
 // those lines (postsession.StageLate names it there).
 const LateLinesStage = "late_lines"
 
-// markLateLines marks, in tx, the sessions among ids whose processing
-// began or was owed as having received lines after they ended.
+// markLateLines marks, in tx, the ended sessions among ids as having
+// received lines after they ended: those whose processing began or was
+// owed with [LateLinesStage] (processed again, chunks included), the
+// others that have chunks (chunked without an LLM) with [RechunkStage].
 func markLateLines(ctx context.Context, tx pgx.Tx, campaign string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage)
-		SELECT s.campaign_id, s.id, $3 FROM sessions s
-		WHERE s.campaign_id = $1 AND s.id = ANY($2) AND s.ended_at IS NOT NULL
-		  AND EXISTS (SELECT 1 FROM session_processing p WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id
-		              AND p.stage <> $4)
-		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = now()`, campaign, ids, LateLinesStage, RechunkStage)
+	_, err := tx.Exec(ctx, `
+		WITH ended AS (
+		    SELECT s.id, EXISTS (SELECT 1 FROM session_processing p WHERE p.campaign_id = s.campaign_id
+		                         AND p.session_id = s.id AND p.stage <> $4) AS processed,
+		           EXISTS (SELECT 1 FROM chunks c WHERE c.campaign_id = s.campaign_id AND c.session_id = s.id) AS chunked
+		    FROM sessions s WHERE s.campaign_id = $1 AND s.id = ANY($2) AND s.ended_at IS NOT NULL
+		), late AS (
+		    INSERT INTO session_processing (campaign_id, session_id, stage)
+		    SELECT $1, id, $3 FROM ended WHERE processed
+		    ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = now()
+		)
+		INSERT INTO session_processing (campaign_id, session_id, stage, updated_at)
+		SELECT $1, id, $4, clock_timestamp() FROM ended WHERE NOT processed AND chunked
+		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = excluded.updated_at`,
+		campaign, ids, LateLinesStage, RechunkStage)
 	if err != nil {
 		return fmt.Errorf("marking the processing of sessions %v owed again for lines stored after their end: %w", ids, err)
 	}
