@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -39,13 +40,16 @@ const (
 	StageStarted = "started"
 	StageL2      = "l2"
 	StageExtract = "extract"
-	// StageLate marks a session that received lines after it ended and
-	// its processing began: lines a killed process had spooled during an
-	// outage, replayed when it started again, after another process ended
-	// and processed the session. The store sets it as it stores such lines
-	// (memory/postgres LateLinesStage); Run takes it and processes the
-	// session again from the start, and Unfinished and RunInterrupted
-	// list such sessions.
+	// StageLate marks a session whose processing began and that received
+	// lines late: after it ended, or, while it is played, before the last
+	// line its live extraction covered (the extraction records that line's
+	// time, StoredProgress.SaveCovering). They are lines a killed process
+	// had spooled during an outage, replayed when it started again, after
+	// another process took the session over (or ended and processed it).
+	// The store sets it as it stores such lines (memory/postgres
+	// LateLinesStage); Run takes it and processes the session again from
+	// the start, and Unfinished and RunInterrupted list such ended
+	// sessions.
 	StageLate = "late_lines"
 )
 
@@ -434,7 +438,7 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		if err := p.apply(ctx, sessionID, span, split, x, res, hidden, rep); err != nil {
 			return fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
-		if err := p.cfg.Progress.Save(ctx, sessionID, p.cfg.Stage, w+1, !live && w+1 == windows); err != nil {
+		if err := p.saveWindow(ctx, sessionID, w+1, !live && w+1 == windows, span[len(span)-1].At); err != nil {
 			return err
 		}
 		rep.Windows++
@@ -446,6 +450,21 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		}
 	}
 	return nil
+}
+
+// coverer is the optional capability of a Progress that keeps the time
+// of the last line a position covers (StoredProgress.SaveCovering).
+type coverer interface {
+	SaveCovering(ctx context.Context, sessionID, stage string, pos int, done bool, covered time.Time) error
+}
+
+// saveWindow records the extraction's position pos, whose last line was
+// said at covered.
+func (p *Processor) saveWindow(ctx context.Context, sessionID string, pos int, done bool, covered time.Time) error {
+	if c, ok := p.cfg.Progress.(coverer); ok {
+		return c.SaveCovering(ctx, sessionID, p.cfg.Stage, pos, done, covered)
+	}
+	return p.cfg.Progress.Save(ctx, sessionID, p.cfg.Stage, pos, done)
 }
 
 // RunUnfinished processes every ended session whose processing is not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Progress records how far the processing of a session has got, per stage.
@@ -81,6 +82,25 @@ func (p *StoredProgress) TakeLate(ctx context.Context, sessionID string) (bool, 
 		return lt.TakeLateLines(ctx, sessionID, StageStarted)
 	}
 	return false, nil
+}
+
+// coveringStore is the optional capability of a Store that keeps the
+// time of the last line a stage's position covers
+// (postgres.Processing.SaveCovering).
+type coveringStore interface {
+	SaveCovering(ctx context.Context, sessionID, stage string, pos int, done bool, covered time.Time) error
+}
+
+// SaveCovering records a position in a stage, as Save, with the time of
+// the last line it covers: a line stored later with an earlier time (an
+// outage spool replayed late into a session being played) marks the
+// session to be processed again (StageLate). A Store without the
+// capability records the position alone.
+func (p *StoredProgress) SaveCovering(ctx context.Context, sessionID, stage string, pos int, done bool, covered time.Time) error {
+	if cs, ok := p.s.(coveringStore); ok {
+		return cs.SaveCovering(ctx, sessionID, stage, pos, done, covered)
+	}
+	return p.s.Save(ctx, sessionID, stage, pos, done)
 }
 
 // Interrupted lists ended sessions whose processing started and did not

@@ -52,6 +52,22 @@ func (p *Processing) Save(ctx context.Context, sessionID, stage string, pos int,
 	return nil
 }
 
+// SaveCovering records a position in a stage, whether the stage is done,
+// and the time of the last line the position covers: a line stored later
+// with an earlier time marks the session's processing to run again (see
+// [LateLinesStage]).
+func (p *Processing) SaveCovering(ctx context.Context, sessionID, stage string, pos int, done bool, covered time.Time) error {
+	_, err := p.db.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage, position, done, covered_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE
+		SET position = excluded.position, done = excluded.done, covered_at = excluded.covered_at, updated_at = now()`,
+		p.campaign, sessionID, stage, pos, done, covered)
+	if err != nil {
+		return fmt.Errorf("saving the %s progress of session %q: %w", stage, sessionID, err)
+	}
+	return nil
+}
+
 // Reset forgets a session's progress in every stage, or in stage alone when
 // stage is not empty.
 func (p *Processing) Reset(ctx context.Context, sessionID, stage string) error {
