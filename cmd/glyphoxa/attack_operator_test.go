@@ -2,11 +2,18 @@ package main
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
+	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -69,5 +76,54 @@ func TestAttackForgetMeKilledBeforeTheRebuild(t *testing.T) {
 	}
 	if owed != 0 {
 		t.Errorf("%d sessions still owe a rebuild after serve rebuilt them", owed)
+	}
+}
+
+// TestAttackLateLinesWithoutAnLLM: without an LLM, a session's end still
+// runs its processing (chunks, and the ledger's explicit forms), and lines
+// replayed into it afterwards (a killed process's outage spool) must reach
+// its chunks too: serve's start-up resumption processes it again, though it
+// resumes no LLM extraction.
+func TestAttackLateLinesWithoutAnLLM(t *testing.T) {
+	t.Parallel()
+	dsn := sampleProcessed.Copy(t)
+	ctx := context.Background()
+	cfg := config.Default()
+	store := pgtest.StoreAt(t, dsn, cfg.Memory.EmbeddingDimensions)
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	// s1 was processed at its end without an LLM.
+	for _, stage := range []string{postsession.StageStarted, postsession.StageL2, ledger.StageLedger} {
+		if err := camp.Processing().Save(ctx, "s1", stage, 1, stage != postsession.StageStarted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s1, err := camp.Sessions().Session(ctx, "s1")
+	if err != nil || s1.EndedAt.IsZero() {
+		t.Fatalf("s1: %+v, %v; want an ended session", s1, err)
+	}
+	const late = "Lyra promises to bring the Moonwell key to Grimjaw"
+	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{{SessionID: "s1", SpeakerID: "u2",
+		SpeakerName: "Lyra", Text: late, At: s1.EndedAt.Add(-time.Minute), IdempotencyKey: "spooled:1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Providers.LLM.Configured() {
+		t.Fatal("the default configuration has an LLM: the attack proves nothing")
+	}
+	if err := resumeExtraction(ctx, store, cfg, []string{"ironhold-saga"}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := camp.Index().Chunks(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range chunks {
+		found = found || strings.Contains(c.Content, late)
+	}
+	if !found {
+		t.Errorf("after serve's start without an LLM, s1's %d chunks miss the line replayed into it: retrieval never finds it", len(chunks))
+	}
+	if owed, err := camp.Processing().LateOwed(ctx); err != nil || len(owed) != 0 {
+		t.Errorf("sessions still owed after the start: %v, %v", owed, err)
 	}
 }

@@ -133,17 +133,16 @@ func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Camp
 // crash or shutdown cut short, and processes again the sessions that
 // received lines after they were processed (an outage spool replayed
 // late): chunks and facts, as at the end of a session (serve runs it at
-// start-up, after replaying its spools). Without an LLM there is nothing
-// to resume.
+// start-up, after replaying its spools). Without an LLM only the latter
+// are processed again, as a session's end does then: chunks and the
+// ledger's explicit forms.
 func resumeExtraction(ctx context.Context, store *postgres.Store, cfg config.Config, campaigns []string, log *slog.Logger) error {
-	if !cfg.Providers.LLM.Configured() {
-		return nil
-	}
 	emb, err := newEmbedder(cfg)
 	if err != nil {
 		return err
 	}
 	procs := map[string]*postsession.Processor{}
+	var errs []error
 	for _, id := range campaigns {
 		camp, err := store.Campaign(ctx, id)
 		if err != nil {
@@ -153,11 +152,40 @@ func resumeExtraction(ctx context.Context, store *postgres.Store, cfg config.Con
 			_, err := chunk.Process(ctx, camp, emb, chunk.Options{}, sessionID)
 			return err
 		})
+		if !cfg.Providers.LLM.Configured() {
+			if err := processLate(ctx, camp, l2, log); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		p, _, err := newExtraction(store, cfg, camp, l2, log, nil)
 		if err != nil {
 			return err
 		}
 		procs[id] = p
 	}
-	return postsession.ResumePending(ctx, log, procs)
+	return errors.Join(append(errs, postsession.ResumePending(ctx, log, procs))...)
+}
+
+// processLate processes again, without an LLM, the ended sessions of camp
+// that received lines after they were processed (postgres.LateLinesStage):
+// their chunks, and the ledger's explicit forms. Each failure is logged.
+func processLate(ctx context.Context, camp *postgres.Campaign, l2 postsession.L2, log *slog.Logger) error {
+	p, err := postsession.New(postsession.Config{L2: l2, Transcript: camp.Sessions(), Graph: camp.Graph(),
+		Extractor: ledger.Extractor{Ledger: camp.Graph()}, Progress: postsession.NewStoredProgress(camp.Processing()), Logger: log})
+	if err != nil {
+		return err
+	}
+	ids, err := camp.Processing().LateOwed(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		if _, err := p.Run(ctx, id); err != nil {
+			log.Error("processing again a session that received lines after it was processed", "campaign", camp.ID(), "session", id, "err", err)
+			errs = append(errs, fmt.Errorf("campaign %q, session %q: %w", camp.ID(), id, err))
+		}
+	}
+	return errors.Join(errs...)
 }

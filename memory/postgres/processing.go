@@ -105,6 +105,24 @@ func (p *Processing) NotDone(ctx context.Context, done, started string) ([]strin
 	return ids, nil
 }
 
+// LateOwed lists the ended sessions marked [LateLinesStage], oldest
+// first: what a run without an LLM (which resumes nothing else) processes
+// again.
+func (p *Processing) LateOwed(ctx context.Context) ([]string, error) {
+	rows, err := p.db.Query(ctx, `SELECT s.id FROM sessions s
+		WHERE s.campaign_id = $1 AND s.ended_at IS NOT NULL AND EXISTS (SELECT 1 FROM session_processing p
+		      WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $2)
+		ORDER BY s.started_at, s.id`, p.campaign, LateLinesStage)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions that received lines after they were processed: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions that received lines after they were processed: %w", err)
+	}
+	return ids, nil
+}
+
 // TakeLateLines reports whether the session received lines after it ended
 // and its processing began ([LateLinesStage]); if so, in the same
 // statement, it clears that mark and forgets the session's progress in
