@@ -128,8 +128,9 @@ func (p *Processing) LateOwed(ctx context.Context) ([]string, error) {
 // statement, it clears that mark and forgets the session's progress in
 // every stage but started (a [RechunkStage] mark stays too), so that its
 // processing runs again from the start (the cached extractions stay:
-// windows whose lines did not change are not sent to the model again). Two processes taking it at once: one
-// gets true. Lines stored after it are marked anew.
+// windows whose lines did not change are not sent to the model again). Of
+// two processes taking it at once, one gets true. Lines stored after it
+// are marked anew.
 func (p *Processing) TakeLateLines(ctx context.Context, sessionID, started string) (bool, error) {
 	var took bool
 	err := p.db.QueryRow(ctx, `

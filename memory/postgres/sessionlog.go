@@ -159,11 +159,11 @@ func (l *SessionLog) WriteEntries(ctx context.Context, es []memory.TranscriptEnt
 // whose processing began (or was owed) and that received lines late: after
 // it ended, or before lines its live extraction had already covered. They
 // are lines an outage spool held, replayed later (a killed process's,
-// after another process took the session over, or ended and processed
-// it). The session is
-// listed by [Processing.NotDone] again, and [Processing.TakeLateLines]
-// resets its processing, so that its chunks and facts are made again with
-// those lines (postsession.StageLate names it there).
+// after another process took the session over, or ended and processed it).
+// The ended session is listed by [Processing.NotDone] again, and
+// [Processing.TakeLateLines] resets its processing, so that its chunks and
+// facts are made again with those lines (postsession.StageLate names it
+// there).
 const LateLinesStage = "late_lines"
 
 // markLateLines marks, in tx, the sessions among ids as having received
@@ -194,7 +194,7 @@ func markLateLines(ctx context.Context, tx pgx.Tx, campaign string, ids []string
 		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = excluded.updated_at`,
 		campaign, ids, LateLinesStage, RechunkStage)
 	if err != nil {
-		return fmt.Errorf("marking the processing of sessions %v owed again for lines stored after their end: %w", ids, err)
+		return fmt.Errorf("marking the processing of sessions %v owed again for lines stored late: %w", ids, err)
 	}
 	return nil
 }
