@@ -10,6 +10,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
@@ -74,7 +75,7 @@ func extractSessions(ctx context.Context, e *env, store *postgres.Store, cfg con
 	if err != nil {
 		return err
 	}
-	p, progress, err := newExtraction(store, cfg, camp, slog.New(slog.NewTextHandler(io.Discard, nil)), func(s postsession.Step) {
+	p, progress, err := newExtraction(store, cfg, camp, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), func(s postsession.Step) {
 		how := "extracted"
 		if s.Cached {
 			how = "reused the model's earlier answer"
@@ -108,8 +109,9 @@ func extractSessions(ctx context.Context, e *env, store *postgres.Store, cfg con
 }
 
 // newExtraction builds the processor that extracts a campaign's facts
-// through the configured LLM, with its progress in the database.
-func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Campaign, log *slog.Logger, onStep func(postsession.Step)) (*postsession.Processor, *postsession.StoredProgress, error) {
+// through the configured LLM, with its progress in the database; with l2
+// it also chunks the sessions it processes (the L2 stage).
+func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Campaign, l2 postsession.L2, log *slog.Logger, onStep func(postsession.Step)) (*postsession.Processor, *postsession.StoredProgress, error) {
 	if !cfg.Providers.LLM.Configured() {
 		return nil, nil, errors.New("fact extraction needs providers.llm")
 	}
@@ -118,7 +120,7 @@ func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Camp
 		return nil, nil, fmt.Errorf("fact extraction of campaign %q: %w", camp.ID(), err)
 	}
 	progress := postsession.NewStoredProgress(camp.Processing())
-	p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(),
+	p, err := postsession.New(postsession.Config{L2: l2, Transcript: camp.Sessions(), Graph: camp.Graph(),
 		Extractor: ledger.Extractor{Next: postsession.NewOpenAIExtractor(client, client.Model()), Ledger: camp.Graph()},
 		Progress:  progress, Logger: log, OnStep: onStep})
 	if err != nil {
@@ -128,23 +130,62 @@ func newExtraction(store *postgres.Store, cfg config.Config, camp *postgres.Camp
 }
 
 // resumeExtraction finishes, for each campaign, the session processing a
-// crash or shutdown cut short (serve runs it at start-up). Without an LLM
-// there is nothing to resume.
+// crash or shutdown cut short, and processes again the sessions that
+// received lines after they were processed (an outage spool replayed
+// late): chunks and facts, as at the end of a session (serve runs it at
+// start-up, after replaying its spools). Without an LLM only the latter
+// are processed again, as a session's end does then: chunks and the
+// ledger's explicit forms.
 func resumeExtraction(ctx context.Context, store *postgres.Store, cfg config.Config, campaigns []string, log *slog.Logger) error {
-	if !cfg.Providers.LLM.Configured() {
-		return nil
+	emb, err := newEmbedder(cfg)
+	if err != nil {
+		return err
 	}
 	procs := map[string]*postsession.Processor{}
+	var errs []error
 	for _, id := range campaigns {
 		camp, err := store.Campaign(ctx, id)
 		if err != nil {
 			return err
 		}
-		p, _, err := newExtraction(store, cfg, camp, log, nil)
+		l2 := postsession.L2Func(func(ctx context.Context, sessionID string) error {
+			_, err := chunk.Process(ctx, camp, emb, chunk.Options{}, sessionID)
+			return err
+		})
+		if !cfg.Providers.LLM.Configured() {
+			if err := processLate(ctx, camp, l2, log); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		p, _, err := newExtraction(store, cfg, camp, l2, log, nil)
 		if err != nil {
 			return err
 		}
 		procs[id] = p
 	}
-	return postsession.ResumePending(ctx, log, procs)
+	return errors.Join(append(errs, postsession.ResumePending(ctx, log, procs))...)
+}
+
+// processLate processes again, without an LLM, the ended sessions of camp
+// that received lines after they were processed (postgres.LateLinesStage):
+// their chunks, and the ledger's explicit forms. Each failure is logged.
+func processLate(ctx context.Context, camp *postgres.Campaign, l2 postsession.L2, log *slog.Logger) error {
+	p, err := postsession.New(postsession.Config{L2: l2, Transcript: camp.Sessions(), Graph: camp.Graph(),
+		Extractor: ledger.Extractor{Ledger: camp.Graph()}, Progress: postsession.NewStoredProgress(camp.Processing()), Logger: log})
+	if err != nil {
+		return err
+	}
+	ids, err := camp.Processing().LateOwed(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range ids {
+		if _, err := p.Run(ctx, id); err != nil {
+			log.Error("processing again a session that received lines after it was processed", "campaign", camp.ID(), "session", id, "err", err)
+			errs = append(errs, fmt.Errorf("campaign %q, session %q: %w", camp.ID(), id, err))
+		}
+	}
+	return errors.Join(errs...)
 }

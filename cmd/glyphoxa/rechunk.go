@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/access"
@@ -14,14 +15,51 @@ import (
 // forget-me and a span or a line declared non-canon took lines out of the
 // session, and the chunks that held them went with them (or, for the
 // lines of others, must be built again without them); the session's
-// other lines are found again once it ran.
+// other lines are found again once it ran. The mark those left in the
+// database (postgres.RechunkStage) is cleared once it ran.
 func rechunk(door *access.Door, emb embed.Embedder) func(ctx context.Context, campaign, sessionID string) error {
 	return func(ctx context.Context, campaign, sessionID string) error {
 		camp, err := door.Open(ctx, campaign, memory.DMViewer())
 		if err != nil {
 			return err
 		}
-		_, err = chunk.Process(ctx, camp, emb, chunk.Options{}, sessionID)
-		return err
+		proc, err := camp.Processing()
+		if err != nil {
+			return err
+		}
+		return proc.Rechunked(ctx, sessionID, func(ctx context.Context) error {
+			_, err := chunk.Process(ctx, camp, emb, chunk.Options{}, sessionID)
+			return err
+		})
+	}
+}
+
+// rechunkOwed rebuilds the chunks of the sessions of campaign whose lines
+// a forget-me or a non-canon span took out when the process that did it
+// died (or lost the database) before it rebuilt them. serve runs it at
+// start. Each failure is logged; the session stays owed.
+func rechunkOwed(ctx context.Context, door *access.Door, emb embed.Embedder, campaign string, log *slog.Logger) {
+	camp, err := door.Open(ctx, campaign, memory.DMViewer())
+	if err != nil {
+		log.Error("rebuilding owed chunks", "campaign", campaign, "err", err)
+		return
+	}
+	proc, err := camp.Processing()
+	if err != nil {
+		log.Error("rebuilding owed chunks", "campaign", campaign, "err", err)
+		return
+	}
+	ids, err := proc.RechunkOwed(ctx)
+	if err != nil {
+		log.Error("rebuilding owed chunks", "campaign", campaign, "err", err)
+		return
+	}
+	build := rechunk(door, emb)
+	for _, id := range ids {
+		if err := build(ctx, campaign, id); err != nil {
+			log.Error("rebuilding the chunks of a session lines were taken out of", "campaign", campaign, "session", id, "err", err)
+			continue
+		}
+		log.Info("rebuilt the chunks of a session lines were taken out of", "campaign", campaign, "session", id)
 	}
 }

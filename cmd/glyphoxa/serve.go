@@ -218,6 +218,9 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		go func() {
 			defer background.Done()
 			claimed(bgCtx, leases, nil, extractionClaimPrefix+c, true, logger, func(ctx context.Context) {
+				// Chunks a forget-me or a non-canon span deleted, which the
+				// process that did it did not rebuild (it died first).
+				rechunkOwed(ctx, door, providers.Embedder, c, logger)
 				resumeExtraction(ctx, store, cfg, []string{c}, logger) //nolint:errcheck // ResumePending logs each failure
 			})
 		}()

@@ -14,34 +14,31 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
+	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/chunk"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
-// serve finishes, by itself, the extraction a crash cut short (session s1
-// here), and leaves sessions never processed (s2) to process --extract.
-func TestServeResumesInterruptedExtraction(t *testing.T) {
-	t.Parallel()
+// serveUntil runs serve on dsn with a fake LLM (answering reply to every
+// request) and a fake Discord guild until cond holds (checked on conn, a
+// liveness bound of hangGuard), then stops it; it returns serve's
+// standard error and the LLM's requests.
+func serveUntil(t *testing.T, dsn string, conn *pgx.Conn, reply, cond string) (string, []llmtest.Request) {
+	t.Helper()
 	const guildID = "100000000000000001"
-	dsn := sampleUnprocessed.Copy(t)
-	vars := map[string]string{"GLYPHOXA_DSN": dsn}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	// The crash: s1's processing began and never finished.
-	if _, err := conn.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage) VALUES ('ironhold-saga', 's1', 'started')`); err != nil {
-		t.Fatal(err)
-	}
-	srv := llmtest.New(func(_ int, req llmtest.Request) llmtest.Reply {
-		return llmtest.Reply{Text: `{"entities":[{"name":"Moonwell","type":"location"}],"relationships":[]}`}
-	})
+	vars := map[string]string{"GLYPHOXA_DSN": dsn}
+	srv := llmtest.New(func(_ int, req llmtest.Request) llmtest.Reply { return llmtest.Reply{Text: reply} })
 	defer srv.Close()
 	vars["GLYPHOXA_LLM_BASE_URL"], vars["GLYPHOXA_LLM_MODEL"] = srv.URL(), "fake"
 
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("discord:\n  token: fake-token\n  guilds:\n    - {guild_id: %q, campaign: ironhold-saga}\nlifecycle:\n  shutdown_timeout: 5s\nconsole: {listen: \"\"}\n", guildID)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("discord:\n  token: fake-token\n  guilds:\n    - {guild_id: %q, campaign: ironhold-saga}\nlifecycle:\n  shutdown_timeout: 5s\n  spool_dir: %q\nconsole: {listen: \"\"}\n",
+		guildID, t.TempDir())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fake := discordtest.New()
@@ -65,15 +62,14 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 	deadline := time.Now().Add(hangGuard)
 	for {
 		var finished bool
-		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM session_processing WHERE campaign_id = 'ironhold-saga'
-			AND session_id = 's1' AND stage = 'extract' AND done)`).Scan(&finished); err != nil {
+		if err := conn.QueryRow(ctx, cond).Scan(&finished); err != nil {
 			t.Fatal(err)
 		}
 		if finished {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve did not resume s1's extraction:\n%s", stderr.String())
+			t.Fatalf("serve did not get to %s:\n%s", cond, stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -81,6 +77,87 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Fatalf("serve exited %d:\n%s", code, stderr.String())
 	}
+	return stderr.String(), srv.Requests()
+}
+
+// TestServeProcessesLateLinesAgain: session s1 was ended and processed
+// (chunks and facts), then lines reached its log: a killed process's
+// outage spool, replayed when its replica started again. serve's start-up
+// resumption processes s1 again: its chunks hold the late line, and its
+// facts were extracted from a window holding it.
+func TestServeProcessesLateLinesAgain(t *testing.T) {
+	t.Parallel()
+	dsn := sampleUnprocessed.Copy(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	store := pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions)
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	emb, err := embed.NewOffline(camp.Index().Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// s1 processed: chunked, extracted.
+	if _, err := chunk.Process(ctx, camp, emb, chunk.Options{}, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{postsession.StageStarted, postsession.StageL2, postsession.StageExtract} {
+		if err := camp.Processing().Save(ctx, "s1", stage, 1, stage != postsession.StageStarted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s1, err := camp.Sessions().Session(ctx, "s1")
+	if err != nil || s1.EndedAt.IsZero() {
+		t.Fatalf("s1: %+v, %v; want an ended session", s1, err)
+	}
+	const late = "Grimjaw hid the Moonwell key under the anvil"
+	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{{SessionID: "s1", SpeakerID: "grimjaw",
+		SpeakerName: "Grimjaw", NPCID: "grimjaw", Text: late, At: s1.EndedAt.Add(-time.Minute), IdempotencyKey: "spooled:1"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	stderr, reqs := serveUntil(t, dsn, conn, `{"entities":[{"name":"Moonwell","type":"location"}],"relationships":[]}`,
+		`SELECT EXISTS (SELECT 1 FROM session_processing WHERE campaign_id = 'ironhold-saga' AND session_id = 's1' AND stage = 'extract' AND done)
+		   AND NOT EXISTS (SELECT 1 FROM session_processing WHERE campaign_id = 'ironhold-saga' AND session_id = 's1' AND stage = 'late_lines')`)
+	read := false
+	for _, r := range reqs {
+		read = read || strings.Contains(r.Messages[len(r.Messages)-1].Content, late)
+	}
+	if !read {
+		t.Errorf("serve did not extract s1's late line (%d requests):\n%s", len(reqs), stderr)
+	}
+	var chunked bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM chunks WHERE campaign_id = 'ironhold-saga' AND session_id = 's1'
+		AND content LIKE '%' || $1 || '%')`, late).Scan(&chunked); err != nil {
+		t.Fatal(err)
+	}
+	if !chunked {
+		t.Errorf("serve processed s1 again without chunking its late line: retrieval never finds it\n%s", stderr)
+	}
+}
+
+// serve finishes, by itself, the processing a crash cut short (session s1
+// here, killed before its chunking: the L2 stage), and leaves sessions
+// never processed (s2) to process --extract.
+func TestServeResumesInterruptedExtraction(t *testing.T) {
+	t.Parallel()
+	dsn := sampleUnprocessed.Copy(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The crash: s1's processing began and never finished.
+	if _, err := conn.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage) VALUES ('ironhold-saga', 's1', 'started')`); err != nil {
+		t.Fatal(err)
+	}
+	stderr, reqs := serveUntil(t, dsn, conn, `{"entities":[{"name":"Moonwell","type":"location"}],"relationships":[]}`,
+		`SELECT EXISTS (SELECT 1 FROM session_processing WHERE campaign_id = 'ironhold-saga'
+			AND session_id = 's1' AND stage = 'extract' AND done)`)
 	var moonwell int
 	var s2 bool
 	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM entities WHERE campaign_id = 'ironhold-saga' AND name = 'Moonwell'),
@@ -90,9 +167,15 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 	if moonwell != 1 || s2 {
 		t.Errorf("after the resume: %d Moonwell entities (want 1), s2 touched: %v", moonwell, s2)
 	}
-	reqs := srv.Requests()
-	if len(reqs) == 0 || !strings.Contains(stderr.String(), "interrupted session processing resumed") {
-		t.Errorf("serve did not say it resumed s1 (%d requests):\n%s", len(reqs), stderr.String())
+	var chunks int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM chunks WHERE campaign_id = 'ironhold-saga' AND session_id = 's1'`).Scan(&chunks); err != nil {
+		t.Fatal(err)
+	}
+	if chunks == 0 {
+		t.Errorf("serve resumed s1's processing without its chunking: s1 has no chunks, retrieval finds none of its lines")
+	}
+	if len(reqs) == 0 || !strings.Contains(stderr, "interrupted session processing resumed") {
+		t.Errorf("serve did not say it resumed s1 (%d requests):\n%s", len(reqs), stderr)
 	}
 	for _, r := range reqs {
 		if strings.Contains(r.Messages[1].Content, "Previously: the stolen steel") {

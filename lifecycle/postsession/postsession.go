@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -39,6 +40,17 @@ const (
 	StageStarted = "started"
 	StageL2      = "l2"
 	StageExtract = "extract"
+	// StageLate marks a session whose processing began and that received
+	// lines late: after it ended, or, while it is played, before the last
+	// line its live extraction covered (the extraction records that line's
+	// time, StoredProgress.SaveCovering). They are lines a killed process
+	// had spooled during an outage, replayed when it started again, after
+	// another process took the session over (or ended and processed it).
+	// The store sets it as it stores such lines (memory/postgres
+	// LateLinesStage); Run takes it and processes the session again from
+	// the start, and Unfinished and RunInterrupted list such ended
+	// sessions.
+	StageLate = "late_lines"
 )
 
 // Defaults.
@@ -69,6 +81,13 @@ type Graph interface {
 	FindEntities(ctx context.Context, f memory.EntityFilter) ([]memory.Entity, error)
 	UpsertEntity(ctx context.Context, e memory.Entity) error
 	UpsertRelationship(ctx context.Context, r memory.Relationship) (memory.Relationship, error)
+}
+
+// lateTaker is the optional capability of a Progress that keeps the mark
+// of lines a session received after it ended and was processed
+// (StoredProgress.TakeLate): taking it forgets the session's progress.
+type lateTaker interface {
+	TakeLate(ctx context.Context, sessionID string) (bool, error)
 }
 
 // lineChecker is the optional capability of a Transcript that reports
@@ -262,11 +281,23 @@ func New(cfg Config) (*Processor, error) {
 // accepted: the graph's review threshold.
 func (p *Processor) Threshold() float64 { return p.threshold }
 
-// Run processes a session, resuming where an earlier run stopped.
+// Run processes a session, resuming where an earlier run stopped. A
+// session that received lines after it was processed (see StageLate) is
+// processed again from the start: chunked anew, and its windows extracted
+// again, the unchanged ones from the cache.
 func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
 	rep := Report{SessionID: sessionID}
 	if strings.TrimSpace(sessionID) == "" {
 		return rep, fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if lt, ok := p.cfg.Progress.(lateTaker); ok {
+		late, err := lt.TakeLate(ctx, sessionID)
+		if err != nil {
+			return rep, err
+		}
+		if late {
+			p.log.Info("the session received lines after it was processed: processing it again", "session", sessionID)
+		}
 	}
 	if err := p.cfg.Progress.Save(ctx, sessionID, StageStarted, 0, false); err != nil {
 		return rep, err
@@ -407,7 +438,7 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		if err := p.apply(ctx, sessionID, span, split, x, res, hidden, rep); err != nil {
 			return fmt.Errorf("storing window %d of %d of session %q: %w", w+1, windows, sessionID, err)
 		}
-		if err := p.cfg.Progress.Save(ctx, sessionID, p.cfg.Stage, w+1, !live && w+1 == windows); err != nil {
+		if err := p.saveWindow(ctx, sessionID, w+1, !live && w+1 == windows, span[len(span)-1].At); err != nil {
 			return err
 		}
 		rep.Windows++
@@ -419,6 +450,21 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		}
 	}
 	return nil
+}
+
+// coverer is the optional capability of a Progress that keeps the time
+// of the last line a position covers (StoredProgress.SaveCovering).
+type coverer interface {
+	SaveCovering(ctx context.Context, sessionID, stage string, pos int, done bool, covered time.Time) error
+}
+
+// saveWindow records the extraction's position pos, whose last line was
+// said at covered.
+func (p *Processor) saveWindow(ctx context.Context, sessionID string, pos int, done bool, covered time.Time) error {
+	if c, ok := p.cfg.Progress.(coverer); ok {
+		return c.SaveCovering(ctx, sessionID, p.cfg.Stage, pos, done, covered)
+	}
+	return p.cfg.Progress.Save(ctx, sessionID, p.cfg.Stage, pos, done)
 }
 
 // RunUnfinished processes every ended session whose processing is not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Progress records how far the processing of a session has got, per stage.
@@ -62,6 +63,44 @@ func (p *StoredProgress) Reset(ctx context.Context, sessionID string) error {
 // Unfinished implements Progress.
 func (p *StoredProgress) Unfinished(ctx context.Context) ([]string, error) {
 	return p.s.NotDone(ctx, StageExtract, "")
+}
+
+// lateStore is the optional capability of a Store that keeps the mark of
+// lines a session received after it ended and its processing began
+// (postgres.Processing.TakeLateLines).
+type lateStore interface {
+	TakeLateLines(ctx context.Context, sessionID, started string) (bool, error)
+}
+
+// TakeLate reports whether session sessionID received lines after it
+// ended and its processing began (an outage spool replayed late); if so,
+// in one step, it forgets the session's progress in every stage but
+// StageStarted, so that its processing runs again with them. A Store
+// without the capability never reports any.
+func (p *StoredProgress) TakeLate(ctx context.Context, sessionID string) (bool, error) {
+	if lt, ok := p.s.(lateStore); ok {
+		return lt.TakeLateLines(ctx, sessionID, StageStarted)
+	}
+	return false, nil
+}
+
+// coveringStore is the optional capability of a Store that keeps the
+// time of the last line a stage's position covers
+// (postgres.Processing.SaveCovering).
+type coveringStore interface {
+	SaveCovering(ctx context.Context, sessionID, stage string, pos int, done bool, covered time.Time) error
+}
+
+// SaveCovering records a position in a stage, as Save, with the time of
+// the last line it covers: a line stored later with an earlier time (an
+// outage spool replayed late into a session being played) marks the
+// session to be processed again (StageLate). A Store without the
+// capability records the position alone.
+func (p *StoredProgress) SaveCovering(ctx context.Context, sessionID, stage string, pos int, done bool, covered time.Time) error {
+	if cs, ok := p.s.(coveringStore); ok {
+		return cs.SaveCovering(ctx, sessionID, stage, pos, done, covered)
+	}
+	return p.s.Save(ctx, sessionID, stage, pos, done)
 }
 
 // Interrupted lists ended sessions whose processing started and did not

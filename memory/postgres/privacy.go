@@ -264,6 +264,11 @@ func (c *Campaign) ForgetSpeaker(ctx context.Context, userID string) (memory.For
 			c.id, rep.Sessions); err != nil {
 			return err
 		}
+		// Their chunks are rebuilt next; if this process dies first, the
+		// next start of serve does it (RechunkStage).
+		if _, err := tx.Exec(ctx, markRechunkSQL, c.id, rep.Sessions); err != nil {
+			return err
+		}
 		return nil
 	})
 	if err != nil {
@@ -305,7 +310,8 @@ func (l *SessionLog) StillCanon(ctx context.Context, sessionID string, ids []int
 // its lines, and search and the NPCs' recall read chunks, so a non-canon
 // line is in none. The rest of those chunks' lines are chunked again by
 // the next chunking of the session (chunk.Process, or a live session's
-// next update), which leaves non-canon lines out.
+// next update), which leaves non-canon lines out; the session is marked as
+// owing it ([RechunkStage]) in the same statement.
 func (l *SessionLog) MarkNonCanon(ctx context.Context, sessionID string, from, to time.Time) (int64, error) {
 	var n int64
 	err := l.db.QueryRow(ctx, `
@@ -315,7 +321,12 @@ func (l *SessionLog) MarkNonCanon(ctx context.Context, sessionID string, from, t
 			RETURNING at),
 		gone AS (
 			DELETE FROM chunks c WHERE c.campaign_id = $1 AND c.session_id = $2
-			  AND EXISTS (SELECT 1 FROM marked m WHERE m.at BETWEEN c.start_at AND coalesce(c.end_at, c.start_at)))
+			  AND EXISTS (SELECT 1 FROM marked m WHERE m.at BETWEEN c.start_at AND coalesce(c.end_at, c.start_at))
+			RETURNING 1),
+		owed AS (
+			INSERT INTO session_processing (campaign_id, session_id, stage, updated_at)
+			SELECT $1, $2, '`+RechunkStage+`', clock_timestamp() WHERE EXISTS (SELECT 1 FROM gone)
+			ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = excluded.updated_at)
 		SELECT count(*) FROM marked`,
 		l.campaign, sessionID, from, to).Scan(&n)
 	if err != nil {

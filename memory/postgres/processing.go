@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -51,6 +52,22 @@ func (p *Processing) Save(ctx context.Context, sessionID, stage string, pos int,
 	return nil
 }
 
+// SaveCovering records a position in a stage, whether the stage is done,
+// and the time of the last line the position covers: a line stored later
+// with an earlier time marks the session's processing to run again (see
+// [LateLinesStage]).
+func (p *Processing) SaveCovering(ctx context.Context, sessionID, stage string, pos int, done bool, covered time.Time) error {
+	_, err := p.db.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage, position, done, covered_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE
+		SET position = excluded.position, done = excluded.done, covered_at = excluded.covered_at, updated_at = now()`,
+		p.campaign, sessionID, stage, pos, done, covered)
+	if err != nil {
+		return fmt.Errorf("saving the %s progress of session %q: %w", stage, sessionID, err)
+	}
+	return nil
+}
+
 // Reset forgets a session's progress in every stage, or in stage alone when
 // stage is not empty.
 func (p *Processing) Reset(ctx context.Context, sessionID, stage string) error {
@@ -64,16 +81,20 @@ func (p *Processing) Reset(ctx context.Context, sessionID, stage string) error {
 
 // NotDone lists the ended sessions whose stage done is not done, oldest
 // first; with started set, only those that have a row for stage started
-// (their processing began and did not finish).
+// (their processing began and did not finish). A session that received
+// lines after it ended and was processed (marked [LateLinesStage]) is
+// listed too: its processing is to be done again.
 func (p *Processing) NotDone(ctx context.Context, done, started string) ([]string, error) {
 	rows, err := p.db.Query(ctx, `
 		SELECT s.id FROM sessions s
 		WHERE s.campaign_id = $1 AND s.ended_at IS NOT NULL
-		  AND ($3 = '' OR EXISTS (SELECT 1 FROM session_processing p
+		  AND (($3 = '' OR EXISTS (SELECT 1 FROM session_processing p
 		              WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $3))
-		  AND NOT EXISTS (SELECT 1 FROM session_processing p
+		    AND NOT EXISTS (SELECT 1 FROM session_processing p
 		                  WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $2 AND p.done)
-		ORDER BY s.started_at, s.id`, p.campaign, done, started)
+		    OR EXISTS (SELECT 1 FROM session_processing p
+		               WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $4))
+		ORDER BY s.started_at, s.id`, p.campaign, done, started, LateLinesStage)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions waiting for processing: %w", err)
 	}
@@ -82,6 +103,106 @@ func (p *Processing) NotDone(ctx context.Context, done, started string) ([]strin
 		return nil, fmt.Errorf("listing sessions waiting for processing: %w", err)
 	}
 	return ids, nil
+}
+
+// LateOwed lists the ended sessions marked [LateLinesStage], oldest
+// first: what a run without an LLM (which resumes nothing else) processes
+// again.
+func (p *Processing) LateOwed(ctx context.Context) ([]string, error) {
+	rows, err := p.db.Query(ctx, `SELECT s.id FROM sessions s
+		WHERE s.campaign_id = $1 AND s.ended_at IS NOT NULL AND EXISTS (SELECT 1 FROM session_processing p
+		      WHERE p.campaign_id = s.campaign_id AND p.session_id = s.id AND p.stage = $2)
+		ORDER BY s.started_at, s.id`, p.campaign, LateLinesStage)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions that received lines after they were processed: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions that received lines after they were processed: %w", err)
+	}
+	return ids, nil
+}
+
+// TakeLateLines reports whether the session received lines after it ended
+// and its processing began ([LateLinesStage]); if so, in the same
+// statement, it clears that mark and forgets the session's progress in
+// every stage but started (a [RechunkStage] mark stays too), so that its
+// processing runs again from the start (the cached extractions stay:
+// windows whose lines did not change are not sent to the model again). Of
+// two processes taking it at once, one gets true. Lines stored after it
+// are marked anew.
+func (p *Processing) TakeLateLines(ctx context.Context, sessionID, started string) (bool, error) {
+	var took bool
+	err := p.db.QueryRow(ctx, `
+		WITH late AS (
+		    DELETE FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage = $3 RETURNING 1
+		), reset AS (
+		    DELETE FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage NOT IN ($3, $4, $5)
+		      AND EXISTS (SELECT 1 FROM late) RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM late)`,
+		p.campaign, sessionID, LateLinesStage, started, RechunkStage).Scan(&took)
+	if err != nil {
+		return false, fmt.Errorf("taking the lines session %q received after it was processed: %w", sessionID, err)
+	}
+	return took, nil
+}
+
+// RechunkStage is the session_processing stage that marks a session whose
+// chunks were deleted with lines taken out of it (a forget-me,
+// [SessionLog.MarkNonCanon]), written in the same transaction: its other
+// lines are in no chunk until the session is chunked again. The process
+// that took the lines out rebuilds the chunks at once; a process killed
+// before it did (or a database that went down meanwhile) leaves the mark,
+// and the next start of serve rebuilds them ([Processing.RechunkOwed],
+// [Processing.Rechunked]).
+const RechunkStage = "rechunk"
+
+// markRechunkSQL marks sessions $2 of campaign $1 as owing a rechunking;
+// each marking stamps the mark anew, so that a rebuild that began before
+// it does not clear it.
+const markRechunkSQL = `INSERT INTO session_processing (campaign_id, session_id, stage, updated_at)
+	SELECT $1, s, '` + RechunkStage + `', clock_timestamp() FROM unnest($2::text[]) s
+	ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = excluded.updated_at`
+
+// RechunkOwed lists the sessions whose chunks are to be rebuilt (see
+// [RechunkStage]), oldest mark first.
+func (p *Processing) RechunkOwed(ctx context.Context) ([]string, error) {
+	rows, err := p.db.Query(ctx, `SELECT session_id FROM session_processing WHERE campaign_id = $1 AND stage = $2
+		ORDER BY updated_at, session_id`, p.campaign, RechunkStage)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions whose chunks are to be rebuilt: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions whose chunks are to be rebuilt: %w", err)
+	}
+	return ids, nil
+}
+
+// Rechunked runs rebuild, which chunks session sessionID again from the
+// lines its log holds, and then clears the session's [RechunkStage] mark,
+// unless lines were taken out of it again while rebuild ran (the mark was
+// stamped anew: the next rebuild is still owed).
+func (p *Processing) Rechunked(ctx context.Context, sessionID string, rebuild func(ctx context.Context) error) error {
+	var stamp time.Time
+	err := p.db.QueryRow(ctx, `SELECT updated_at FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage = $3`,
+		p.campaign, sessionID, RechunkStage).Scan(&stamp)
+	marked := err == nil
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("reading whether the chunks of session %q are to be rebuilt: %w", sessionID, err)
+	}
+	if err := rebuild(ctx); err != nil {
+		return err
+	}
+	if !marked {
+		return nil
+	}
+	if _, err := p.db.Exec(ctx, `DELETE FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage = $3
+		AND updated_at = $4`, p.campaign, sessionID, RechunkStage, stamp); err != nil {
+		return fmt.Errorf("recording that the chunks of session %q were rebuilt: %w", sessionID, err)
+	}
+	return nil
 }
 
 // LoadWindow returns the cached extraction (JSON) of a window whose lines

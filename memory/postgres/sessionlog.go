@@ -102,36 +102,101 @@ func (l *SessionLog) WriteEntries(ctx context.Context, es []memory.TranscriptEnt
 	sessions := slices.Sorted(maps.Keys(first))
 	var inserted int
 	err := pgx.BeginFunc(ctx, l.db, func(tx pgx.Tx) error {
+		inserted = 0
 		b := &pgx.Batch{}
 		for _, id := range sessions {
 			b.Queue(`INSERT INTO sessions (campaign_id, id, started_at) VALUES ($1, $2, $3)
-				ON CONFLICT (campaign_id, id) DO UPDATE SET started_at = least(sessions.started_at, excluded.started_at)`,
+				ON CONFLICT (campaign_id, id) DO UPDATE SET started_at = least(sessions.started_at, excluded.started_at)
+				RETURNING ended_at IS NOT NULL, (SELECT max(p.covered_at) FROM session_processing p
+				    WHERE p.campaign_id = sessions.campaign_id AND p.session_id = sessions.id)`,
 				l.campaign, id, first[id])
 		}
 		for _, e := range es {
 			b.Queue(insertEntrySQL, entryArgs(l.campaign, e)...)
 		}
 		br := tx.SendBatch(ctx, b)
-		for range sessions {
-			if _, err := br.Exec(); err != nil {
+		// A line is late when its session ended, or when it falls before
+		// the last line its processing covered (see markLateLines).
+		ended := map[string]bool{}
+		covered := map[string]time.Time{}
+		for _, id := range sessions {
+			var e bool
+			var c *time.Time
+			if err := br.QueryRow().Scan(&e, &c); err != nil {
 				br.Close()
 				return fmt.Errorf("writing transcript entries: their sessions: %w", err)
 			}
+			ended[id] = e
+			if c != nil {
+				covered[id] = *c
+			}
 		}
-		for i := range es {
+		var late []string
+		for i, e := range es {
 			tag, err := br.Exec()
 			if err != nil {
 				br.Close()
 				return fmt.Errorf("writing transcript entry %d of %d: %w", i+1, len(es), err)
 			}
 			inserted += int(tag.RowsAffected())
+			c, ok := covered[e.SessionID]
+			if tag.RowsAffected() == 1 && (ended[e.SessionID] || ok && e.At.Before(c)) && !slices.Contains(late, e.SessionID) {
+				late = append(late, e.SessionID)
+			}
 		}
-		return br.Close()
+		if err := br.Close(); err != nil {
+			return err
+		}
+		return markLateLines(ctx, tx, l.campaign, late)
 	})
 	if err != nil {
 		return 0, err
 	}
 	return inserted, nil
+}
+
+// LateLinesStage is the session_processing stage that marks a session
+// whose processing began (or was owed) and that received lines late: after
+// it ended, or before lines its live extraction had already covered. They
+// are lines an outage spool held, replayed later (a killed process's,
+// after another process took the session over, or ended and processed it).
+// The ended session is listed by [Processing.NotDone] again, and
+// [Processing.TakeLateLines] resets its processing, so that its chunks and
+// facts are made again with those lines (postsession.StageLate names it
+// there).
+const LateLinesStage = "late_lines"
+
+// markLateLines marks, in tx, the sessions among ids as having received
+// lines late: after they ended, or (a session still being played) before
+// the last line its live extraction covered (Processing.SaveCovering),
+// into windows already extracted. Those whose processing began or was owed
+// are marked with [LateLinesStage] (processed again, chunks included); the
+// other ended ones that have chunks (chunked without an LLM) with
+// [RechunkStage].
+func markLateLines(ctx context.Context, tx pgx.Tx, campaign string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `
+		WITH got AS (
+		    SELECT s.id, s.ended_at IS NOT NULL AS ended,
+		           EXISTS (SELECT 1 FROM session_processing p WHERE p.campaign_id = s.campaign_id
+		                   AND p.session_id = s.id AND p.stage <> $4) AS processed,
+		           EXISTS (SELECT 1 FROM chunks c WHERE c.campaign_id = s.campaign_id AND c.session_id = s.id) AS chunked
+		    FROM sessions s WHERE s.campaign_id = $1 AND s.id = ANY($2)
+		), late AS (
+		    INSERT INTO session_processing (campaign_id, session_id, stage)
+		    SELECT $1, id, $3 FROM got WHERE processed
+		    ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = now()
+		)
+		INSERT INTO session_processing (campaign_id, session_id, stage, updated_at)
+		SELECT $1, id, $4, clock_timestamp() FROM got WHERE ended AND NOT processed AND chunked
+		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = excluded.updated_at`,
+		campaign, ids, LateLinesStage, RechunkStage)
+	if err != nil {
+		return fmt.Errorf("marking the processing of sessions %v owed again for lines stored late: %w", ids, err)
+	}
+	return nil
 }
 
 // GetRecent returns the canon entries of a session within window before its

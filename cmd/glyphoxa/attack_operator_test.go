@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
+	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
+	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
+)
+
+// TestAttackForgetMeKilledBeforeTheRebuild: a player's /privacy forget-me
+// commits (their lines go, and every chunk holding their words, with the
+// other players' lines in them), and the process is killed before it
+// rebuilds those chunks (or the database goes down in between). The other
+// players' lines must not stay out of retrieval for good: the next start of
+// serve rebuilds the chunks. The same holds for a span declared non-canon
+// (SessionLog.MarkNonCanon), which deletes chunks the same way.
+func TestAttackForgetMeKilledBeforeTheRebuild(t *testing.T) {
+	t.Parallel()
+	dsn := sampleProcessed.Copy(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	camp := pgtest.Campaign(t, pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions), "ironhold-saga")
+	const (
+		dmLine     = "You push open the door of the Rusty Tankard"
+		thorinLine = "I wave to Brannoc and order three ales"
+	)
+	chunked := func(text string) bool {
+		t.Helper()
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM chunks WHERE campaign_id = 'ironhold-saga'
+			AND content LIKE '%' || $1 || '%')`, text).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !chunked(dmLine) || !chunked(thorinLine) {
+		t.Fatal("the sample's chunks do not hold the lines the test reads: it proves nothing")
+	}
+	// The forget-me commits; the process dies before its rebuild.
+	if _, err := camp.ForgetSpeaker(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if chunked(dmLine) {
+		t.Fatal("the forget-me left the DM's line in its chunk: the attack proves nothing")
+	}
+	// Something for serve's start-up work to finish, so the test knows
+	// when it is done: s2's extraction, cut short.
+	if _, err := conn.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage) VALUES ('ironhold-saga', 's2', 'started')`); err != nil {
+		t.Fatal(err)
+	}
+	stderr, _ := serveUntil(t, dsn, conn, `{"entities":[],"relationships":[]}`,
+		`SELECT EXISTS (SELECT 1 FROM session_processing WHERE campaign_id = 'ironhold-saga' AND session_id = 's2' AND stage = 'extract' AND done)`)
+	if !chunked(dmLine) {
+		t.Errorf("after serve started again, the DM's line %q is in no chunk: the forget-me's rebuild was lost with the process\n%s", dmLine, stderr)
+	}
+	if chunked(thorinLine) {
+		t.Errorf("the rebuild put the forgotten player's line %q back into a chunk", thorinLine)
+	}
+	var owed int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM session_processing WHERE campaign_id = 'ironhold-saga' AND stage = 'rechunk'`).Scan(&owed); err != nil {
+		t.Fatal(err)
+	}
+	if owed != 0 {
+		t.Errorf("%d sessions still owe a rebuild after serve rebuilt them", owed)
+	}
+}
+
+// TestAttackLateLinesWithoutAnLLM: without an LLM, a session's end still
+// runs its processing (chunks, and the ledger's explicit forms), and lines
+// replayed into it afterwards (a killed process's outage spool) must reach
+// its chunks too: serve's start-up resumption processes it again, though it
+// resumes no LLM extraction.
+func TestAttackLateLinesWithoutAnLLM(t *testing.T) {
+	t.Parallel()
+	dsn := sampleProcessed.Copy(t)
+	ctx := context.Background()
+	cfg := config.Default()
+	store := pgtest.StoreAt(t, dsn, cfg.Memory.EmbeddingDimensions)
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	// s1 was processed at its end without an LLM.
+	for _, stage := range []string{postsession.StageStarted, postsession.StageL2, ledger.StageLedger} {
+		if err := camp.Processing().Save(ctx, "s1", stage, 1, stage != postsession.StageStarted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s1, err := camp.Sessions().Session(ctx, "s1")
+	if err != nil || s1.EndedAt.IsZero() {
+		t.Fatalf("s1: %+v, %v; want an ended session", s1, err)
+	}
+	const late = "Lyra promises to bring the Moonwell key to Grimjaw"
+	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{{SessionID: "s1", SpeakerID: "u2",
+		SpeakerName: "Lyra", Text: late, At: s1.EndedAt.Add(-time.Minute), IdempotencyKey: "spooled:1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Providers.LLM.Configured() {
+		t.Fatal("the default configuration has an LLM: the attack proves nothing")
+	}
+	if err := resumeExtraction(ctx, store, cfg, []string{"ironhold-saga"}, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := camp.Index().Chunks(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range chunks {
+		found = found || strings.Contains(c.Content, late)
+	}
+	if !found {
+		t.Errorf("after serve's start without an LLM, s1's %d chunks miss the line replayed into it: retrieval never finds it", len(chunks))
+	}
+	if owed, err := camp.Processing().LateOwed(ctx); err != nil || len(owed) != 0 {
+		t.Errorf("sessions still owed after the start: %v, %v", owed, err)
+	}
+}
