@@ -269,6 +269,7 @@ type DeepgramStream struct {
 	done    chan struct{}
 	mu      sync.Mutex
 	finals  []Transcript
+	text    int // bytes of final text so far (MaxText)
 	err     error
 	closed  sync.Once
 	buf     []byte
@@ -307,6 +308,7 @@ func (d *Deepgram) Stream(ctx context.Context, h Hints) (*DeepgramStream, error)
 		}
 		return nil, pe
 	}
+	conn.SetReadLimit(MaxMessage)
 	s := &DeepgramStream{conn: conn, results: make(chan Result, 64), done: make(chan struct{})}
 	go s.read()
 	return s, nil
@@ -410,10 +412,14 @@ func (s *DeepgramStream) read() {
 		typ, msg, err := s.conn.ReadMessage()
 		if err != nil {
 			var ce *websocket.CloseError
-			if errors.As(err, &ce) && ce.Code == websocket.CloseNormalClosure {
-				return
+			switch {
+			case errors.As(err, &ce) && ce.Code == websocket.CloseNormalClosure:
+			case errors.Is(err, websocket.ErrReadLimit):
+				s.fail(tooLarge("deepgram", err))
+				s.closed.Do(func() { s.conn.Close() })
+			default:
+				s.fail(&provider.Error{Provider: "deepgram", Op: "stream", Err: err})
 			}
-			s.fail(&provider.Error{Provider: "deepgram", Op: "stream", Err: err})
 			return
 		}
 		if typ != websocket.TextMessage {
@@ -431,7 +437,14 @@ func (s *DeepgramStream) read() {
 		if r.Kind == Final {
 			s.mu.Lock()
 			s.finals = append(s.finals, r.Transcript)
+			s.text += len(r.Transcript.Text)
+			over := s.text > MaxText
 			s.mu.Unlock()
+			if over {
+				s.fail(tooLarge("deepgram", nil))
+				s.closed.Do(func() { s.conn.Close() })
+				return
+			}
 		}
 		select {
 		case s.results <- r:

@@ -158,6 +158,7 @@ func (o *OpenAIRealtime) Stream(ctx context.Context, h Hints) (*RealtimeStream, 
 		conn.Close()
 		return nil, err
 	}
+	conn.SetReadLimit(MaxMessage)
 	s := &RealtimeStream{conn: conn, rs: rs, results: make(chan Result, 64), done: make(chan struct{}),
 		finished: make(chan struct{}), partial: map[string]string{}, completed: map[string]string{}}
 	go s.read()
@@ -185,6 +186,7 @@ type RealtimeStream struct {
 	empty     bool              // the commit found no audio
 	finished  chan struct{}     // the committed item is transcribed (or empty)
 	finOnce   sync.Once
+	text      int // bytes of transcript kept so far (MaxText)
 	err       error
 }
 
@@ -281,7 +283,12 @@ func (s *RealtimeStream) read() {
 		_, msg, err := s.conn.ReadMessage()
 		if err != nil {
 			var ce *websocket.CloseError
-			if !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure {
+			switch {
+			case errors.As(err, &ce) && ce.Code == websocket.CloseNormalClosure:
+			case errors.Is(err, websocket.ErrReadLimit):
+				s.fail(tooLarge("openai-realtime", err))
+				s.closed.Do(func() { s.conn.Close() })
+			default:
 				s.fail(&provider.Error{Provider: "openai-realtime", Op: "stream", Err: err})
 			}
 			return
@@ -292,7 +299,16 @@ func (s *RealtimeStream) read() {
 			s.closed.Do(func() { s.conn.Close() })
 			return
 		}
-		if r, ok := s.apply(ev); ok {
+		r, ok := s.apply(ev)
+		s.mu.Lock()
+		over := s.text > MaxText
+		s.mu.Unlock()
+		if over {
+			s.fail(tooLarge("openai-realtime", nil))
+			s.closed.Do(func() { s.conn.Close() })
+			return
+		}
+		if ok {
 			select {
 			case s.results <- r:
 			default:
@@ -315,10 +331,12 @@ func (s *RealtimeStream) apply(ev realtimeEvent) (Result, bool) {
 	case "conversation.item.input_audio_transcription.delta":
 		seen(ev.ItemID)
 		s.partial[ev.ItemID] += ev.Delta
+		s.text += len(ev.Delta)
 		return Result{Kind: Interim, Transcript: Transcript{Text: s.soFar()}}, true
 	case "conversation.item.input_audio_transcription.completed":
 		seen(ev.ItemID)
 		s.completed[ev.ItemID] = ev.Transcript
+		s.text += len(ev.Transcript)
 		if ev.ItemID == s.committed {
 			s.finish()
 		}

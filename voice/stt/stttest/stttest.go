@@ -36,7 +36,21 @@ const (
 	// DropStream drops a stream's connection when its audio ends, without
 	// a final result; the batch API answers.
 	DropStream
+	// Oversized answers a stream's audio with one message far larger
+	// than any transcript (OversizedText bytes of text); the batch API
+	// answers.
+	Oversized
+	// Flood answers the end of a stream's audio with results that never
+	// end (Deepgram: final results; Realtime: transcript deltas), until the
+	// client goes away; the batch API answers.
+	Flood
 )
+
+// OversizedText is the length of the transcript an Oversized stream sends.
+const OversizedText = 2 << 20
+
+// floodWord is what a Flood or Oversized stream says again and again.
+const floodWord = "again "
 
 // Call is one request a fake received.
 type Call struct {
@@ -288,8 +302,20 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 			conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"Results","channel":{"alternatives":[`))
 			return
 		}
+		if failure == Flood {
+			for at := 0.0; send(result(floodWord, at, 0.1, true)) == nil; at += 0.1 {
+			}
+			return
+		}
 		text := d.reply(c)
 		dur := c.Audio.Duration()
+		if failure == Oversized {
+			m := result(text, 0, dur, true)
+			m["channel"] = map[string]any{"alternatives": []any{map[string]any{
+				"transcript": strings.Repeat(floodWord, OversizedText/len(floodWord)), "confidence": 0.9}}}
+			send(m)
+			return
+		}
 		send(result(text, 0, dur, true))
 		send(map[string]any{"type": "UtteranceEnd", "channel": []int{0, 1}, "last_word_end": dur})
 		send(map[string]any{"type": "Metadata", "request_id": "fake", "duration": dur, "channels": 1})
@@ -504,7 +530,16 @@ func (o *OpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 				conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"conversation.item.input_audio_transcription.completed","transcript":`))
 				return
 			}
+			if failure == Flood {
+				for conn.WriteJSON(map[string]any{"type": "conversation.item.input_audio_transcription.delta",
+					"event_id": "event_fake", "item_id": item, "content_index": 0, "delta": floodWord}) == nil {
+				}
+				return
+			}
 			text := o.reply(c)
+			if failure == Oversized {
+				text = strings.Repeat(floodWord, OversizedText/len(floodWord))
+			}
 			conn.WriteJSON(map[string]any{"type": "conversation.item.input_audio_transcription.completed",
 				"event_id": "event_fake", "item_id": item, "content_index": 0, "transcript": text})
 		}

@@ -1,0 +1,75 @@
+package stt_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/glyphoxa/glyphoxa/voice/audio"
+	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
+	"github.com/glyphoxa/glyphoxa/voice/provider"
+	"github.com/glyphoxa/glyphoxa/voice/stt"
+	"github.com/glyphoxa/glyphoxa/voice/stt/stttest"
+)
+
+// TestAttackStreamSizes: a streaming provider that answers an utterance
+// with one message of megabytes, or with results that never end, fails the
+// stream with an error that names the limit, at once: the bot neither holds
+// what such a peer sends nor waits for its time-out, and the batch endpoint
+// then transcribes the utterance, so the line is not lost.
+func TestAttackStreamSizes(t *testing.T) {
+	audiotest.CheckLeaks(t)
+	u := utterance(t, said)
+	dgFake := stttest.NewDeepgram(func(stttest.Call) string { return said })
+	defer dgFake.Close()
+	oaFake := stttest.NewOpenAI(func(stttest.Call) string { return said })
+	defer oaFake.Close()
+	type fake interface{ SetFailure(stttest.Failure) }
+	type streamBatcher interface {
+		stt.StreamRecognizer
+		TranscribeBatch(ctx context.Context, pcm audio.PCM, h stt.Hints) (stt.Transcript, error)
+	}
+	for _, p := range []struct {
+		name string
+		fake fake
+		rec  streamBatcher
+	}{
+		{"deepgram", dgFake, &stt.Deepgram{BaseURL: dgFake.URL, NoFallback: true}},
+		{"openai-realtime", oaFake, &stt.OpenAIRealtime{BaseURL: oaFake.URL()}},
+	} {
+		for _, f := range []struct {
+			name    string
+			failure stttest.Failure
+		}{{"oversized", stttest.Oversized}, {"flood", stttest.Flood}} {
+			t.Run(p.name+"/"+f.name, func(t *testing.T) {
+				p.fake.SetFailure(f.failure)
+				defer p.fake.SetFailure(stttest.OK)
+				// The deadline is a safety net only: a bounded stream fails
+				// long before it, by the size of what it received.
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				s, err := p.rec.OpenStream(ctx, stt.Hints{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				if err := s.Send(u.Audio.Samples); err != nil {
+					t.Fatal(err)
+				}
+				tr, err := s.Finish(ctx)
+				var pe *provider.Error
+				if !errors.As(err, &pe) || pe.Timeout() || !errors.Is(err, stt.ErrTooLarge) {
+					t.Fatalf("a %d-byte transcript, error %v; want a provider error for a stream too large (not a time-out)", len(tr.Text), err)
+				}
+				t.Log(err)
+				if len(err.Error()) > 1000 {
+					t.Errorf("the error is %d bytes long", len(err.Error()))
+				}
+				if tr, err := p.rec.TranscribeBatch(ctx, u.Audio, stt.Hints{}); err != nil || tr.Text != said {
+					t.Fatalf("batch after the stream failed: %q, %v", tr.Text, err)
+				}
+			})
+		}
+	}
+}
