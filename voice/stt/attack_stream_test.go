@@ -73,3 +73,30 @@ func TestAttackStreamSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackBatchOversized: a batch endpoint that answers an utterance
+// with megabytes of text gets an error naming the limit; its text never
+// becomes a player's line.
+func TestAttackBatchOversized(t *testing.T) {
+	audiotest.CheckLeaks(t)
+	u := utterance(t, said)
+	dgFake := stttest.NewDeepgram(func(stttest.Call) string { return said })
+	defer dgFake.Close()
+	dgFake.SetFailure(stttest.OversizedBatch)
+	oaFake := stttest.NewOpenAI(func(stttest.Call) string { return said })
+	defer oaFake.Close()
+	oaFake.SetFailure(stttest.OversizedBatch)
+	for name, rec := range map[string]stt.Recognizer{
+		"deepgram": &stt.Deepgram{BaseURL: dgFake.URL, Dialer: brokenDialer()},
+		"openai":   &stt.OpenAI{BaseURL: oaFake.URL()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr, err := rec.Transcribe(context.Background(), u.Audio, stt.Hints{})
+			var pe *provider.Error
+			if !errors.As(err, &pe) || !errors.Is(err, stt.ErrTooLarge) {
+				t.Fatalf("a %d-byte transcript, error %v; want a provider error for a transcript too large", len(tr.Text), err)
+			}
+			t.Log(err)
+		})
+	}
+}

@@ -183,9 +183,9 @@ func (d *Deepgram) TranscribeBatch(ctx context.Context, pcm audio.PCM, h Hints) 
 		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "request", Err: err}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	body, err := readAnswer("deepgram", resp)
 	if err != nil {
-		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "read response", Status: resp.StatusCode, Err: err}
+		return Transcript{}, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "request", Status: resp.StatusCode, Body: snippet(body)}
@@ -206,7 +206,7 @@ func (d *Deepgram) TranscribeBatch(ctx context.Context, pcm audio.PCM, h Hints) 
 	if len(r.Results.Channels) == 0 || len(r.Results.Channels[0].Alternatives) == 0 {
 		return Transcript{}, nil
 	}
-	return r.Results.Channels[0].Alternatives[0].transcript(0), nil
+	return checkText("deepgram", r.Results.Channels[0].Alternatives[0].transcript(0))
 }
 
 type dgAlternative struct {

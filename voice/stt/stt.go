@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -86,6 +88,33 @@ func tooLarge(name string, err error) error {
 		what = fmt.Errorf("%w: a message over %d bytes (%w)", ErrTooLarge, MaxMessage, err)
 	}
 	return &provider.Error{Provider: name, Op: "stream", Err: what}
+}
+
+// maxAnswer bounds a batch endpoint's answer (4 MiB).
+const maxAnswer = 4 << 20
+
+// readAnswer reads a batch endpoint's answer; one over maxAnswer is an
+// ErrTooLarge, not a truncated answer that fails to decode.
+func readAnswer(name string, resp *http.Response) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		return nil, &provider.Error{Provider: name, Op: "read response", Status: resp.StatusCode, Err: err}
+	}
+	if len(b) > maxAnswer && resp.StatusCode == http.StatusOK {
+		return nil, &provider.Error{Provider: name, Op: "read response", Status: resp.StatusCode,
+			Err: fmt.Errorf("%w: an answer over %d bytes", ErrTooLarge, maxAnswer)}
+	}
+	return b, nil
+}
+
+// checkText refuses a transcript longer than any utterance can say
+// (MaxText): a broken or hostile provider's text is not a player's line.
+func checkText(name string, t Transcript) (Transcript, error) {
+	if len(t.Text) > MaxText {
+		return Transcript{}, &provider.Error{Provider: name, Op: "decode response",
+			Err: fmt.Errorf("%w: a transcript of %d bytes (at most %d)", ErrTooLarge, len(t.Text), MaxText)}
+	}
+	return t, nil
 }
 
 func snippet(b []byte) string {

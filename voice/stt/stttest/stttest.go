@@ -44,6 +44,9 @@ const (
 	// end (Deepgram: final results; Realtime: transcript deltas), until the
 	// client goes away; the batch API answers.
 	Flood
+	// OversizedBatch answers the batch API with a transcript of
+	// OversizedText bytes (the words' timings are the reply's).
+	OversizedBatch
 )
 
 // OversizedText is the length of the transcript an Oversized stream sends.
@@ -232,10 +235,14 @@ func (d *Deepgram) listen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := d.reply(c)
+	shown := text
+	if failure == OversizedBatch {
+		shown = strings.Repeat(floodWord, OversizedText/len(floodWord))
+	}
 	json.NewEncoder(w).Encode(map[string]any{
 		"metadata": map[string]any{"request_id": "fake", "duration": pcm.Duration(), "channels": 1},
 		"results": map[string]any{"channels": []any{map[string]any{"alternatives": []any{map[string]any{
-			"transcript": text, "confidence": 0.9, "words": words(text, pcm.Duration(), 0),
+			"transcript": shown, "confidence": 0.9, "words": words(text, pcm.Duration(), 0),
 		}}}}},
 	})
 }
@@ -385,9 +392,13 @@ func (o *OpenAI) transcribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := o.reply(c)
+	shown := text
+	if failure == OversizedBatch {
+		shown = strings.Repeat(floodWord, OversizedText/len(floodWord))
+	}
 	switch r.FormValue("response_format") {
 	case "text":
-		io.WriteString(w, text)
+		io.WriteString(w, shown)
 	case "verbose_json":
 		o.mu.Lock()
 		ns := o.noSpeech
@@ -398,13 +409,13 @@ func (o *OpenAI) transcribe(w http.ResponseWriter, r *http.Request) {
 			ws = append(ws, map[string]any{"word": x["punctuated_word"], "start": x["start"], "end": x["end"]})
 		}
 		json.NewEncoder(w).Encode(map[string]any{
-			"task": "transcribe", "language": "english", "duration": dur, "text": text,
-			"segments": []any{map[string]any{"id": 0, "seek": 0, "start": 0, "end": dur, "text": text,
+			"task": "transcribe", "language": "english", "duration": dur, "text": shown,
+			"segments": []any{map[string]any{"id": 0, "seek": 0, "start": 0, "end": dur, "text": shown,
 				"tokens": []int{}, "temperature": 0, "avg_logprob": -0.25, "compression_ratio": 1.1, "no_speech_prob": ns}},
 			"words": ws,
 		})
 	default:
-		json.NewEncoder(w).Encode(map[string]any{"text": text})
+		json.NewEncoder(w).Encode(map[string]any{"text": shown})
 	}
 }
 
