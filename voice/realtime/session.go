@@ -154,6 +154,47 @@ type Session struct {
 	names           map[string]string // call id → function name
 	rounds          map[string]*toolRound
 	toolsThisTurn   int
+	// finished are the last responses done (a ring): audio and words
+	// for them that come after their response.done are dropped.
+	finished     [finishedKept]lateResponse
+	finishedNext int
+}
+
+// finishedKept is how many responses done are remembered for dropping
+// their late audio.
+const finishedKept = 16
+
+// lateResponse is a response done; reported is set once its late audio
+// was reported.
+type lateResponse struct {
+	id       string
+	reported bool
+}
+
+// lateLocked reports whether id is a response already done, and whether
+// that is the first time its late output came (to report it once). s.mu
+// is held.
+func (s *Session) lateLocked(id string) (late, first bool) {
+	if id == "" {
+		return false, false
+	}
+	for i := range s.finished {
+		if f := &s.finished[i]; f.id == id {
+			first, f.reported = !f.reported, true
+			return true, first
+		}
+	}
+	return false, false
+}
+
+// dropLate drops output of typ for a response already done, reporting
+// the first such event of each response as a protocol error; s.mu is
+// held and released.
+func (s *Session) dropLate(typ, id string, first bool) {
+	s.mu.Unlock()
+	if first {
+		s.protocolError(typ, fmt.Sprintf("output for response %s after its response.done (dropped)", id), nil)
+	}
 }
 
 // outItem is an audio item of the model's answer.
@@ -814,6 +855,10 @@ func (s *Session) onAudioDelta(ev serverEvent) {
 		return
 	}
 	s.mu.Lock()
+	if late, first := s.lateLocked(ev.ResponseID); late {
+		s.dropLate(ev.Type, ev.ResponseID, first)
+		return
+	}
 	if s.dropped[ev.ResponseID] {
 		s.mu.Unlock()
 		return
@@ -849,6 +894,10 @@ func (s *Session) onAudioDelta(ev serverEvent) {
 
 func (s *Session) onAudioDone(ev serverEvent) {
 	s.mu.Lock()
+	if late, first := s.lateLocked(ev.ResponseID); late {
+		s.dropLate(ev.Type, ev.ResponseID, first)
+		return
+	}
 	drop := s.dropped[ev.ResponseID]
 	if it := s.items[ev.ItemID]; it != nil && it.truncated {
 		drop = true
@@ -865,6 +914,10 @@ func (s *Session) onAudioDone(ev serverEvent) {
 
 func (s *Session) onTranscriptDelta(ev serverEvent) {
 	s.mu.Lock()
+	if late, first := s.lateLocked(ev.ResponseID); late {
+		s.dropLate(ev.Type, ev.ResponseID, first)
+		return
+	}
 	it := s.item(ev.ItemID, ev.ResponseID)
 	it.transcript.WriteString(ev.Delta)
 	drop := s.dropped[ev.ResponseID] || it.truncated
@@ -925,6 +978,10 @@ func (s *Session) onResponseDone(ev serverEvent) {
 	}
 	create := s.finishLocked(r.ID)
 	delete(s.dropped, r.ID)
+	if late, _ := s.lateLocked(r.ID); !late {
+		s.finished[s.finishedNext] = lateResponse{id: r.ID}
+		s.finishedNext = (s.finishedNext + 1) % finishedKept
+	}
 	s.mu.Unlock()
 
 	for _, e := range transcripts {
