@@ -47,6 +47,9 @@ const (
 	// OversizedBatch answers the batch API with a transcript of
 	// OversizedText bytes (the words' timings are the reply's).
 	OversizedBatch
+	// HangFinal takes a stream's audio (with interim results) and never
+	// sends its final result; the batch API answers.
+	HangFinal
 )
 
 // OversizedText is the length of the transcript an Oversized stream sends.
@@ -298,6 +301,10 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 		if failure == DropStream {
 			return
 		}
+		if failure == HangFinal {
+			d.wait(r, time.Hour)
+			return
+		}
 		var elapsed time.Duration
 		if !first.IsZero() {
 			elapsed = time.Since(first)
@@ -526,6 +533,10 @@ func (o *OpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 			}
 			o.record(c)
 			if failure == DropStream {
+				return
+			}
+			if failure == HangFinal {
+				o.wait(r, time.Hour)
 				return
 			}
 			conn.WriteJSON(map[string]any{"type": "input_audio_buffer.committed", "event_id": "event_fake",
