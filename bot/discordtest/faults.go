@@ -2,6 +2,7 @@ package discordtest
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 )
 
@@ -22,6 +23,12 @@ const (
 	BadGateway
 	// Unavailable answers 503 without handling the request.
 	Unavailable
+	// RateLimited answers 429 without handling the request, asking to
+	// retry after 50 ms (Discord's body and Retry-After header).
+	RateLimited
+	// RateLimitedLong answers 429 without handling the request, asking to
+	// retry after an hour.
+	RateLimitedLong
 )
 
 func (f Fault) String() string {
@@ -34,6 +41,10 @@ func (f Fault) String() string {
 		return "502"
 	case Unavailable:
 		return "503"
+	case RateLimited:
+		return "429"
+	case RateLimitedLong:
+		return "429-long"
 	}
 	return fmt.Sprintf("Fault(%d)", int(f))
 }
@@ -87,6 +98,16 @@ func failCall(w http.ResponseWriter, f Fault, handle func(http.ResponseWriter)) 
 		}
 		w.WriteHeader(status)
 		fmt.Fprintf(w, `{"message": "%s", "code": 0}`, http.StatusText(status))
+		return
+	case RateLimited, RateLimitedLong:
+		after := 0.05
+		if f == RateLimitedLong {
+			after = 3600
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", fmt.Sprint(math.Ceil(after)))
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %g, "global": false}`, after)
 		return
 	case LoseAnswer:
 		handle(discardWriter{header: http.Header{}})
