@@ -3,8 +3,13 @@ package stt_test
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
@@ -99,4 +104,101 @@ func TestAttackBatchOversized(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// stallingConn is a connection whose writes stop being taken once stalled
+// is closed, as a provider that stops reading leaves a TCP connection:
+// a write then blocks until its deadline passes or the connection closes.
+type stallingConn struct {
+	net.Conn
+	stalled chan struct{}
+	closed  chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	dl      time.Time
+}
+
+func (c *stallingConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.dl = t
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *stallingConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.dl = t
+	c.mu.Unlock()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *stallingConn) Write(b []byte) (int, error) {
+	select {
+	case <-c.stalled:
+	default:
+		return c.Conn.Write(b)
+	}
+	c.mu.Lock()
+	dl := c.dl
+	c.mu.Unlock()
+	var expired <-chan time.Time
+	if !dl.IsZero() {
+		t := time.NewTimer(time.Until(dl))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case <-expired:
+		return 0, os.ErrDeadlineExceeded
+	case <-c.closed:
+		return 0, net.ErrClosed
+	}
+}
+
+func (c *stallingConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// TestAttackStreamStopsReading: a streaming provider that stops reading
+// the audio (its connection takes no more bytes) fails the stream's Send
+// with an error once the write has waited the provider's time-out,
+// instead of blocking the utterance's goroutine for ever.
+func TestAttackStreamStopsReading(t *testing.T) {
+	audiotest.CheckLeaks(t)
+	u := utterance(t, said)
+	fake := stttest.NewDeepgram(func(stttest.Call) string { return said })
+	defer fake.Close()
+	stalled := make(chan struct{})
+	dialer := &websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &stallingConn{Conn: c, stalled: stalled, closed: make(chan struct{})}, nil
+	}}
+	dg := &stt.Deepgram{BaseURL: fake.URL, NoFallback: true, Dialer: dialer, Timeout: time.Second}
+	s, err := dg.Stream(context.Background(), stt.Hints{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Send(u.Audio.Samples[:1600]); err != nil {
+		t.Fatal(err)
+	}
+	close(stalled)
+	var pe *provider.Error
+	for i := 0; ; i++ {
+		err = s.Send(u.Audio.Samples[:1600])
+		if err != nil {
+			break
+		}
+		if i > 1000 {
+			t.Fatal("a thousand sends were taken by a connection that takes nothing")
+		}
+	}
+	if !errors.As(err, &pe) || !pe.Timeout() {
+		t.Fatalf("Send on a stalled stream: %v; want a provider error that timed out", err)
+	}
+	t.Log(err)
 }

@@ -278,6 +278,9 @@ type DeepgramStream struct {
 	// sent.
 	wmu      sync.Mutex
 	finished bool
+	// writeTimeout bounds each write (the Deepgram's Timeout): a provider
+	// that stops reading fails the write instead of blocking it for ever.
+	writeTimeout time.Duration
 }
 
 // Stream opens a streaming transcription of 16 kHz mono linear PCM.
@@ -309,7 +312,7 @@ func (d *Deepgram) Stream(ctx context.Context, h Hints) (*DeepgramStream, error)
 		return nil, pe
 	}
 	conn.SetReadLimit(MaxMessage)
-	s := &DeepgramStream{conn: conn, results: make(chan Result, 64), done: make(chan struct{})}
+	s := &DeepgramStream{conn: conn, results: make(chan Result, 64), done: make(chan struct{}), writeTimeout: d.timeout(audio.PCM{})}
 	go s.read()
 	return s, nil
 }
@@ -334,6 +337,12 @@ func (s *DeepgramStream) Send(pcm []int16) error {
 func (s *DeepgramStream) write(typ int, msg []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	return s.writeLocked(typ, msg)
+}
+
+// writeLocked writes one message within the write timeout; s.wmu is held.
+func (s *DeepgramStream) writeLocked(typ int, msg []byte) error {
+	s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	return s.conn.WriteMessage(typ, msg)
 }
 
@@ -351,7 +360,7 @@ func (s *DeepgramStream) KeepAlive() error {
 	if s.finished {
 		return nil
 	}
-	if err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"KeepAlive"}`)); err != nil {
+	if err := s.writeLocked(websocket.TextMessage, []byte(`{"type":"KeepAlive"}`)); err != nil {
 		return &provider.Error{Provider: "deepgram", Op: "keep alive", Err: err}
 	}
 	return nil
@@ -362,7 +371,7 @@ func (s *DeepgramStream) KeepAlive() error {
 func (s *DeepgramStream) Finish(ctx context.Context) (Transcript, error) {
 	s.wmu.Lock()
 	s.finished = true
-	err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"CloseStream"}`))
+	err := s.writeLocked(websocket.TextMessage, []byte(`{"type":"CloseStream"}`))
 	s.wmu.Unlock()
 	if err != nil {
 		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "stream", Err: err}

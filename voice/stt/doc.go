@@ -41,5 +41,6 @@
 // whose provider sends more than an utterance can need (one message over
 // [MaxMessage], or more than [MaxText] of transcript) fails at once with
 // [ErrTooLarge], so a broken or hostile peer's flood is neither held in
-// memory nor waited out.
+// memory nor waited out; one whose provider stops reading the audio fails
+// its write after the provider's time-out instead of blocking.
 package stt

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -211,10 +212,20 @@ func (s *RealtimeStream) appendAudio(pcm []int16) error {
 		b = binary.LittleEndian.AppendUint16(b, uint16(v))
 	}
 	ev := map[string]any{"type": "input_audio_buffer.append", "audio": base64.StdEncoding.EncodeToString(b)}
-	if err := s.conn.WriteJSON(ev); err != nil {
+	if err := s.write(ev); err != nil {
 		return &provider.Error{Provider: "openai-realtime", Op: "stream", Err: err}
 	}
 	return nil
+}
+
+// streamWriteTimeout bounds each write of a Realtime stream: a server that
+// stops reading fails the write instead of blocking it for ever.
+const streamWriteTimeout = DefaultTimeout
+
+// write sends one client event within streamWriteTimeout.
+func (s *RealtimeStream) write(ev any) error {
+	s.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	return s.conn.WriteJSON(ev)
 }
 
 // Finish commits the audio and returns its final transcript.
@@ -224,7 +235,7 @@ func (s *RealtimeStream) Finish(ctx context.Context) (Transcript, error) {
 			return Transcript{}, err
 		}
 	}
-	if err := s.conn.WriteJSON(map[string]any{"type": "input_audio_buffer.commit"}); err != nil {
+	if err := s.write(map[string]any{"type": "input_audio_buffer.commit"}); err != nil {
 		return Transcript{}, &provider.Error{Provider: "openai-realtime", Op: "stream", Err: err}
 	}
 	select {
