@@ -88,3 +88,55 @@ func TestAttackAudioAfterResponseDone(t *testing.T) {
 		t.Errorf("next answer %+v with %d audio events", next.npc, next.audioEvents)
 	}
 }
+
+// TestAttackEndlessTranscript: a model that streams the words of an
+// answer without end (here with no audio at all, which neither the audio
+// budget nor the idle close counts) has them kept and passed on up to
+// maxTranscript; the rest is dropped and reported once, and the session
+// goes on. A final transcript as long is dropped too (the words streamed
+// stand).
+func TestAttackEndlessTranscript(t *testing.T) {
+	ctx := testCtx(t)
+	srv := realtimetest.NewServer(t, realtimetest.Options{Default: realtimetest.Reply{Text: "Fine."}})
+	s := dial(t, ctx, Config{URL: srv.URL()})
+	word := strings.Repeat("blah ", 20)
+	n := 2 * maxTranscript / len(word)
+	for range n {
+		srv.Send(fmt.Sprintf(`{"type":"response.output_audio_transcript.delta","response_id":"resp_endless","item_id":"item_endless","delta":%q}`, word))
+	}
+	// And a final transcript as long.
+	srv.Send(fmt.Sprintf(`{"type":"response.output_audio_transcript.done","response_id":"resp_endless","item_id":"item_endless","transcript":%q}`,
+		strings.Repeat(word, n)))
+	srv.Send(`{"type":"error","error":{"type":"invalid_request_error","code":"marker","message":"the test's marker"}}`)
+	var l turnLog
+	readUntil(t, ctx, s, &l, func(ev Event) bool {
+		return ev.Kind == EventError && strings.Contains(ev.Err.Error(), "the test's marker")
+	})
+	if got := l.deltas.Len(); got > maxTranscript {
+		t.Errorf("%d bytes of words passed on for one item (%d sent), more than %d", got, n*len(word), maxTranscript)
+	}
+	reported := 0
+	for _, err := range l.errs {
+		if errors.Is(err, ErrProtocol) && strings.Contains(err.Error(), "item_endless") {
+			reported++
+		}
+	}
+	if reported != 2 {
+		t.Errorf("%d protocol errors name the endless item, want 2 (its words, its final transcript): %v", reported, l.errs)
+	}
+	s.mu.Lock()
+	kept := len(s.items["item_endless"].text())
+	s.mu.Unlock()
+	if kept > maxTranscript {
+		t.Errorf("%d bytes of words kept for one item, more than %d", kept, maxTranscript)
+	}
+	hear(t, ctx, s, voice48k(200*time.Millisecond))
+	if err := s.EndOfTurn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var next turnLog
+	readUntil(t, ctx, s, &next, isDone("completed"))
+	if len(next.npc) != 1 || next.npc[0].Text != "Fine." {
+		t.Errorf("next answer %+v", next.npc)
+	}
+}

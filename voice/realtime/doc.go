@@ -56,7 +56,7 @@
 // [Config.IdleTimeout] closes with [ErrIdle]. Server errors and malformed
 // events are reported as [EventError] and the session goes on (audio or
 // words for an answer after its response.done, as after a barge-in, are
-// dropped and reported once); [Metrics]
+// dropped and reported once, and so are an item's words past 64 KiB); [Metrics]
 // receives audio minutes, first-audio latency, responses, tool calls,
 // errors, rate limits and closes.
 //

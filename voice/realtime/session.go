@@ -160,6 +160,11 @@ type Session struct {
 	finishedNext int
 }
 
+// maxTranscript bounds the words kept and passed on for one item of an
+// answer (64 KiB; two minutes of speech are about 2 KiB): a model that
+// streams words without end has the rest dropped and reported once.
+const maxTranscript = 64 << 10
+
 // finishedKept is how many responses done are remembered for dropping
 // their late audio.
 const finishedKept = 16
@@ -206,6 +211,7 @@ type outItem struct {
 	truncated      bool
 	heardMs        int
 	reported       bool
+	overflow       bool // words past maxTranscript came and were dropped
 }
 
 func (it *outItem) text() string {
@@ -753,6 +759,11 @@ func (s *Session) handle(data []byte) {
 		if canonical(ev.Type) == evTextDone {
 			text = ev.Text
 		}
+		if len(text) > maxTranscript {
+			s.protocolError(ev.Type, fmt.Sprintf("a transcript of %d bytes for item %s, more than %d; the words streamed are kept",
+				len(text), ev.ItemID, maxTranscript), nil)
+			break
+		}
 		s.mu.Lock()
 		if it := s.items[ev.ItemID]; it != nil {
 			it.final = text
@@ -919,6 +930,16 @@ func (s *Session) onTranscriptDelta(ev serverEvent) {
 		return
 	}
 	it := s.item(ev.ItemID, ev.ResponseID)
+	if it.transcript.Len()+len(ev.Delta) > maxTranscript {
+		first := !it.overflow
+		it.overflow = true
+		s.mu.Unlock()
+		if first {
+			s.protocolError(ev.Type, fmt.Sprintf("item %s of response %s has more than %d bytes of words; the rest is dropped",
+				ev.ItemID, ev.ResponseID, maxTranscript), nil)
+		}
+		return
+	}
 	it.transcript.WriteString(ev.Delta)
 	drop := s.dropped[ev.ResponseID] || it.truncated
 	s.mu.Unlock()
