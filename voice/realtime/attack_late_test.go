@@ -140,3 +140,46 @@ func TestAttackEndlessTranscript(t *testing.T) {
 		t.Errorf("next answer %+v", next.npc)
 	}
 }
+
+// TestAttackDuplicateResponseDone: a response.done sent again for an
+// answer already done (a duplicated event) is reported and changes
+// nothing: no second EventResponseDone, and the session's state (which
+// response runs, whether one is asked for) stays as it was.
+func TestAttackDuplicateResponseDone(t *testing.T) {
+	ctx := testCtx(t)
+	srv := realtimetest.NewServer(t, realtimetest.Options{Default: realtimetest.Reply{Text: "Fine."}})
+	s := dial(t, ctx, Config{URL: srv.URL()})
+	hear(t, ctx, s, voice48k(200*time.Millisecond))
+	if err := s.EndOfTurn(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	var l turnLog
+	readUntil(t, ctx, s, &l, func(ev Event) bool {
+		first = ev.ResponseID
+		return ev.Kind == EventResponseDone
+	})
+	// A turn is asked for and not yet answered: busy, no response id.
+	s.mu.Lock()
+	s.busy, s.respID = true, ""
+	s.mu.Unlock()
+	srv.Send(fmt.Sprintf(`{"type":"response.done","response":{"id":%q,"status":"completed","output":[]}}`, first))
+	srv.Send(`{"type":"error","error":{"type":"invalid_request_error","code":"marker","message":"the test's marker"}}`)
+	var dup turnLog
+	readUntil(t, ctx, s, &dup, func(ev Event) bool {
+		return ev.Kind == EventError && strings.Contains(ev.Err.Error(), "the test's marker")
+	})
+	if len(dup.done) != 0 {
+		t.Errorf("the duplicate response.done of %s was passed on: %v", first, dup.done)
+	}
+	if len(dup.errs) != 2 || !errors.Is(dup.errs[0], ErrProtocol) || !strings.Contains(dup.errs[0].Error(), first) {
+		t.Errorf("errors %v; want a protocol error naming %s, then the marker", dup.errs, first)
+	}
+	s.mu.Lock()
+	busy := s.busy
+	s.busy = false
+	s.mu.Unlock()
+	if !busy {
+		t.Error("the duplicate response.done of an earlier answer ended the turn asked for")
+	}
+}

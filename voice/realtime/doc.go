@@ -55,8 +55,8 @@
 // with [ErrAudioLimit]. A session with no audio either way for
 // [Config.IdleTimeout] closes with [ErrIdle]. Server errors and malformed
 // events are reported as [EventError] and the session goes on (audio or
-// words for an answer after its response.done, as after a barge-in, are
-// dropped and reported once, and so are an item's words past 64 KiB); [Metrics]
+// words for an answer after its response.done, as after a barge-in, and
+// a duplicate response.done are dropped and reported once, and so are an item's words past 64 KiB); [Metrics]
 // receives audio minutes, first-audio latency, responses, tool calls,
 // errors, rate limits and closes.
 //

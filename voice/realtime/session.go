@@ -954,6 +954,13 @@ func (s *Session) onResponseDone(ev serverEvent) {
 		return
 	}
 	r := ev.Response
+	s.mu.Lock()
+	if late, first := s.lateLocked(r.ID); late {
+		// A duplicate: the response is settled already.
+		s.dropLate(ev.Type, r.ID, first)
+		return
+	}
+	s.mu.Unlock()
 	status := r.Status
 	if status == "" {
 		status = "completed"
@@ -999,10 +1006,8 @@ func (s *Session) onResponseDone(ev serverEvent) {
 	}
 	create := s.finishLocked(r.ID)
 	delete(s.dropped, r.ID)
-	if late, _ := s.lateLocked(r.ID); !late {
-		s.finished[s.finishedNext] = lateResponse{id: r.ID}
-		s.finishedNext = (s.finishedNext + 1) % finishedKept
-	}
+	s.finished[s.finishedNext] = lateResponse{id: r.ID}
+	s.finishedNext = (s.finishedNext + 1) % finishedKept
 	s.mu.Unlock()
 
 	for _, e := range transcripts {
