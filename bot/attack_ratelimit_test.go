@@ -58,3 +58,24 @@ func TestAttackRateLimitedAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestAttackRateLimitHeadersOfADay: an answer from Discord whose headers
+// say every route is out of calls for a day (a broken edge or proxy) does
+// not stop the bot's calls for a day: discordgo waits out such headers
+// uninterruptibly before each call, so the bot caps what it takes from
+// them (maxRateLimitReset), and the member's answer is sent once that
+// shorter wait is over.
+func TestAttackRateLimitHeadersOfADay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, bot.Deps{})
+	i := h.fake.Command(guildID, channelID, theDM, "memory", discordtest.Sub("search",
+		discordtest.Str("query", "Grimjaw"), discordtest.Str("mode", "text")))
+	h.fake.FailNext(1, discordtest.GlobalLimitDay, postCallback(i))
+	r := h.send(i) // returns once the handler did, the edit included
+	if n := len(h.fake.Faulted()); n != 1 {
+		t.Fatalf("the fault applied to %d calls, want 1", n)
+	}
+	if !strings.Contains(r.Data.Content, "Grimjaw") {
+		t.Fatalf("the answer after a day's rate-limit headers: %q", r.Data.Content)
+	}
+}

@@ -29,6 +29,10 @@ const (
 	// RateLimitedLong answers 429 without handling the request, asking to
 	// retry after an hour.
 	RateLimitedLong
+	// GlobalLimitDay handles the request and answers it with rate-limit
+	// headers that put every route out of calls for a day
+	// (X-RateLimit-Global, Remaining 0, Reset-After 86400).
+	GlobalLimitDay
 )
 
 func (f Fault) String() string {
@@ -45,6 +49,8 @@ func (f Fault) String() string {
 		return "429"
 	case RateLimitedLong:
 		return "429-long"
+	case GlobalLimitDay:
+		return "global-limit-day"
 	}
 	return fmt.Sprintf("Fault(%d)", int(f))
 }
@@ -108,6 +114,12 @@ func failCall(w http.ResponseWriter, f Fault, handle func(http.ResponseWriter)) 
 		w.Header().Set("Retry-After", fmt.Sprint(math.Ceil(after)))
 		w.WriteHeader(http.StatusTooManyRequests)
 		fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %g, "global": false}`, after)
+		return
+	case GlobalLimitDay:
+		w.Header().Set("X-RateLimit-Global", "true")
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset-After", "86400")
+		handle(w)
 		return
 	case LoseAnswer:
 		handle(discardWriter{header: http.Header{}})
