@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -34,13 +35,20 @@ import (
 //     made, or Discord answered 5xx), so that no part of an answer shows
 //     twice.
 //
+// A request Discord rate limited (429) was not taken: it is sent again,
+// every kind, after the wait Discord asks for (and at least the backoff),
+// within the same attempts; a wait over answerMaxRetryAfter ends them at
+// once. discordgo's own handling of a 429 is off for these calls: it
+// sleeps whatever Discord asks, uninterruptibly, and retries without end.
+//
 // The attempts run under the bot's context, not the handler's: the answer
 // of a handler that ran out of its time (interactionTimeout) is an error
 // message that must still reach the member. Closing the bot ends them.
 const (
-	answerAttempts     = 5
-	answerInitialDelay = 250 * time.Millisecond
-	answerMaxDelay     = 4 * time.Second
+	answerAttempts      = 5
+	answerInitialDelay  = 250 * time.Millisecond
+	answerMaxDelay      = 4 * time.Second
+	answerMaxRetryAfter = 10 * time.Second
 )
 
 // callDiscord makes one REST call that answers a member: call, with the
@@ -55,11 +63,15 @@ func (b *Bot) callDiscord(i *discordgo.Interaction, what string, retry func(erro
 	}
 	backoff := reconnect.Backoff{Initial: answerInitialDelay, Max: answerMaxDelay}
 	for n := 1; ; n++ {
-		err := call(discordgo.WithContext(ctx))
-		if err == nil || n == answerAttempts || !retry(err) || ctx.Err() != nil {
+		err := call(discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
+		limit, limited := rateLimited(err)
+		if limited && limit > answerMaxRetryAfter {
+			return n, fmt.Errorf("Discord asks to wait %v before trying again, more than %v: %w", limit, answerMaxRetryAfter, err)
+		}
+		if err == nil || n == answerAttempts || !(limited || retry(err)) || ctx.Err() != nil {
 			return n, err
 		}
-		delay := backoff.Delay(n, rand.Float64())
+		delay := max(backoff.Delay(n, rand.Float64()), limit)
 		b.log.Warn("Discord did not take an answer; trying again", "what", what, "interaction", i.ID,
 			"attempt", n, "retry_in", delay, "err", err)
 		t := time.NewTimer(delay)
@@ -70,6 +82,16 @@ func (b *Bot) callDiscord(i *discordgo.Interaction, what string, retry func(erro
 		case <-t.C:
 		}
 	}
+}
+
+// rateLimited reports whether Discord refused a request with 429 (rate
+// limited: it did not take it), and the wait it asked for.
+func rateLimited(err error) (time.Duration, bool) {
+	var rl *discordgo.RateLimitError
+	if !errors.As(err, &rl) || rl.RateLimit == nil || rl.TooManyRequests == nil {
+		return 0, false
+	}
+	return max(rl.RetryAfter, 0), true
 }
 
 // lostExchange reports whether err is a failed exchange with Discord

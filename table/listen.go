@@ -215,7 +215,7 @@ func (s *Session) listen(st streamer, l *listening) {
 		if !ended {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
+		ctx, cancel := context.WithTimeout(s.work, s.streamBound())
 		l.tr, l.err = stream.Finish(ctx)
 		cancel()
 		return
@@ -342,6 +342,12 @@ func (s *Session) prefetchedEarly(user, npcID string) bool {
 	return l.prefetched[npcID]
 }
 
+// streamBound is how long a stream is given for its final transcript
+// once the utterance ended: half of TranscribeTimeout, so that a stream
+// that takes the audio and never answers leaves the batch endpoint the
+// other half (a final normally comes within a second).
+func (s *Session) streamBound() time.Duration { return s.cfg.Settings.TranscribeTimeout / 2 }
+
 // recognize is the utterance's transcript: the streamed one when it was
 // streamed, else (or when the stream failed) the whole utterance's.
 func (s *Session) recognize(ctx context.Context, u utterance) (stt.Transcript, error) {
@@ -354,11 +360,22 @@ func (s *Session) recognize(ctx context.Context, u utterance) (stt.Transcript, e
 		}
 		err := l.err
 		if err == nil {
+			sctx, cancel := context.WithTimeout(ctx, s.streamBound())
 			var t stt.Transcript
-			t, err = s.whole.TranscribeStream(ctx, l.stream, u.Audio)
+			t, err = s.whole.TranscribeStream(sctx, l.stream, u.Audio)
+			cancel()
 			l.release()
 			if err == nil {
 				return t, nil
+			}
+			if ctx.Err() != nil {
+				return stt.Transcript{}, err
+			}
+			// The stream took the audio and failed (or never answered):
+			// another stream may do the same, the batch endpoint is tried.
+			if b, ok := s.cfg.Providers.STT.(batcher); ok {
+				s.log.Warn("the speech-to-text stream failed; transcribing the utterance whole", "user", u.UserID, "err", err)
+				return b.TranscribeBatch(ctx, u.Audio, s.hints())
 			}
 		}
 		if ctx.Err() != nil {

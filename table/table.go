@@ -127,8 +127,10 @@ type Settings struct {
 	// LeaveWhenEmpty ends a session whose channel has had no human in it
 	// this long (default 5 min); MaxLength ends any session (default 8 h).
 	LeaveWhenEmpty, MaxLength time.Duration
-	// TranscribeTimeout bounds one speech-to-text request (default 30 s);
-	// TurnTimeout one NPC turn (default 2 min).
+	// TranscribeTimeout bounds one speech-to-text request (default 30 s):
+	// a stream gets half of it for its final transcript, the batch
+	// endpoint after a failed stream the rest; TurnTimeout bounds one NPC
+	// turn (default 2 min).
 	TranscribeTimeout, TurnTimeout time.Duration
 	// MergeWait is how long a name said alone ("Goryr…") waits, from when
 	// it is heard (transcribed), for its speaker to go on (default 2 s):

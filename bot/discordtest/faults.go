@@ -2,6 +2,7 @@ package discordtest
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 )
 
@@ -22,6 +23,16 @@ const (
 	BadGateway
 	// Unavailable answers 503 without handling the request.
 	Unavailable
+	// RateLimited answers 429 without handling the request, asking to
+	// retry after 50 ms (Discord's body and Retry-After header).
+	RateLimited
+	// RateLimitedLong answers 429 without handling the request, asking to
+	// retry after an hour.
+	RateLimitedLong
+	// GlobalLimitDay handles the request and answers it with rate-limit
+	// headers that put every route out of calls for a day
+	// (X-RateLimit-Global, Remaining 0, Reset-After 86400).
+	GlobalLimitDay
 )
 
 func (f Fault) String() string {
@@ -34,6 +45,12 @@ func (f Fault) String() string {
 		return "502"
 	case Unavailable:
 		return "503"
+	case RateLimited:
+		return "429"
+	case RateLimitedLong:
+		return "429-long"
+	case GlobalLimitDay:
+		return "global-limit-day"
 	}
 	return fmt.Sprintf("Fault(%d)", int(f))
 }
@@ -87,6 +104,22 @@ func failCall(w http.ResponseWriter, f Fault, handle func(http.ResponseWriter)) 
 		}
 		w.WriteHeader(status)
 		fmt.Fprintf(w, `{"message": "%s", "code": 0}`, http.StatusText(status))
+		return
+	case RateLimited, RateLimitedLong:
+		after := 0.05
+		if f == RateLimitedLong {
+			after = 3600
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", fmt.Sprint(math.Ceil(after)))
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprintf(w, `{"message": "You are being rate limited.", "retry_after": %g, "global": false}`, after)
+		return
+	case GlobalLimitDay:
+		w.Header().Set("X-RateLimit-Global", "true")
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset-After", "86400")
+		handle(w)
 		return
 	case LoseAnswer:
 		handle(discardWriter{header: http.Header{}})

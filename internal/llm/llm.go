@@ -203,6 +203,9 @@ func (c *Client) Stream(ctx context.Context, req Request, onText func(string)) (
 	})
 	resp.Attempts = n
 	if err != nil {
+		if errors.Is(err, ErrReplyTooLong) {
+			c.account(resp.Usage)
+		}
 		return resp, err
 	}
 	c.account(resp.Usage)
@@ -245,6 +248,9 @@ func (c *Client) streamOnce(ctx context.Context, req Request, onText func(string
 	calls := map[int]*openai.ToolCall{}
 	var order []int
 	produced := false
+	// read counts the reply's text and tool-call arguments against what
+	// max_tokens allows.
+	read, most := 0, MaxReplyBytes(creq.MaxTokens)
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -264,6 +270,16 @@ func (c *Client) streamOnce(ctx context.Context, req Request, onText func(string
 				resp.FinishReason = string(ch.FinishReason)
 			}
 			d := ch.Delta
+			read += len(d.Content)
+			for _, tc := range d.ToolCalls {
+				read += len(tc.Function.Name) + len(tc.Function.Arguments)
+			}
+			if read > most {
+				resp.Text, resp.FinishReason = text.String(), string(openai.FinishReasonLength)
+				resp.Usage = estimateUsage(req.Messages, resp) // the tokens were spent
+				return resp, produced, fmt.Errorf("LLM stream from %s: %w: more than %d bytes for max_tokens %d",
+					creq.Model, ErrReplyTooLong, most, creq.MaxTokens)
+			}
 			if d.Content != "" || len(d.ToolCalls) > 0 {
 				if !produced {
 					produced = true

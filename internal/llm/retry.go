@@ -22,7 +22,9 @@ import (
 // from Config.Backoff, doubling, jittered by ±50 % and capped at
 // Config.MaxBackoff; a server's Retry-After is honoured (the wait is at
 // least that long), and one asking for more than Config.MaxRetryAfter ends
-// the retries at once, since nobody at the table waits that long.
+// the retries at once, since nobody at the table waits that long. A
+// streamed reply that runs past what its max_tokens allows is cut off with
+// ErrReplyTooLong and not retried.
 
 // errNoFirstToken reports a server that accepted a request but stayed silent.
 var errNoFirstToken = errors.New("no first token in time")
@@ -105,7 +107,7 @@ func retryable(ctx context.Context, err error) bool {
 	if errors.Is(err, errNoFirstToken) {
 		return true
 	}
-	if errors.Is(err, errNoChoices) {
+	if errors.Is(err, errNoChoices) || errors.Is(err, ErrReplyTooLong) {
 		return false
 	}
 	if status := httpStatus(err); status != 0 {

@@ -19,7 +19,8 @@
 //     SetSpeaking(false) ends a stream with five silence frames);
 //   - reports users joining and leaving, reconnects and readiness on Events;
 //   - survives a dropped WebSocket by resuming (UDP, keys and the DAVE
-//     group are kept), re-identifies through Config.Rejoin when the session
+//     group are kept; a gateway message over MaxGatewayMessage drops the
+//     connection the same way), re-identifies through Config.Rejoin when the session
 //     is gone, and fails with a clear error for close code 4017 (DAVE
 //     required) or an unsupported mode;
 //   - after close code 4014 or 4022, which Discord sends when the bot is

@@ -36,6 +36,7 @@ type wsGen struct {
 }
 
 func newGen(ws *websocket.Conn) *wsGen {
+	ws.SetReadLimit(MaxGatewayMessage)
 	g := &wsGen{ws: ws, done: make(chan struct{}),
 		hello: make(chan json.RawMessage, 1), ready: make(chan json.RawMessage, 1),
 		session: make(chan json.RawMessage, 1), resumed: make(chan json.RawMessage, 1)}
@@ -128,6 +129,11 @@ func (c *Conn) readLoop(g *wsGen) {
 	for {
 		mt, data, err := g.ws.ReadMessage()
 		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				c.log.Warn("the voice gateway sent a message over the limit; dropping the connection", "limit", MaxGatewayMessage)
+				err = fmt.Errorf("voice: the gateway sent a message over %d bytes: %w", MaxGatewayMessage, err)
+				g.ws.Close()
+			}
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) {
 				g.code.Store(int64(ce.Code))
@@ -257,3 +263,9 @@ func (c *Conn) handleBinary(g *wsGen, m gateway.BinaryMessage) {
 		c.emit(Event{Kind: EventE2EEEpoch})
 	}
 }
+
+// MaxGatewayMessage bounds one message of the voice gateway (4 MiB; the
+// largest real ones, DAVE welcomes of a full channel, are a few hundred
+// kilobytes). A larger one is not read: the connection is dropped as lost
+// and resumed.
+const MaxGatewayMessage = 4 << 20

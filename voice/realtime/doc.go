@@ -54,7 +54,9 @@
 // shared, of every session of a game; when it runs out the session closes
 // with [ErrAudioLimit]. A session with no audio either way for
 // [Config.IdleTimeout] closes with [ErrIdle]. Server errors and malformed
-// events are reported as [EventError] and the session goes on; [Metrics]
+// events are reported as [EventError] and the session goes on (audio or
+// words for an answer after its response.done, as after a barge-in, and
+// a duplicate response.done are dropped and reported once, and so are an item's words past 64 KiB); [Metrics]
 // receives audio minutes, first-audio latency, responses, tool calls,
 // errors, rate limits and closes.
 //

@@ -154,6 +154,52 @@ type Session struct {
 	names           map[string]string // call id → function name
 	rounds          map[string]*toolRound
 	toolsThisTurn   int
+	// finished are the last responses done (a ring): audio and words
+	// for them that come after their response.done are dropped.
+	finished     [finishedKept]lateResponse
+	finishedNext int
+}
+
+// maxTranscript bounds the words kept and passed on for one item of an
+// answer (64 KiB; two minutes of speech are about 2 KiB): a model that
+// streams words without end has the rest dropped and reported once.
+const maxTranscript = 64 << 10
+
+// finishedKept is how many responses done are remembered for dropping
+// their late audio.
+const finishedKept = 16
+
+// lateResponse is a response done; reported is set once its late audio
+// was reported.
+type lateResponse struct {
+	id       string
+	reported bool
+}
+
+// lateLocked reports whether id is a response already done, and whether
+// that is the first time its late output came (to report it once). s.mu
+// is held.
+func (s *Session) lateLocked(id string) (late, first bool) {
+	if id == "" {
+		return false, false
+	}
+	for i := range s.finished {
+		if f := &s.finished[i]; f.id == id {
+			first, f.reported = !f.reported, true
+			return true, first
+		}
+	}
+	return false, false
+}
+
+// dropLate drops output of typ for a response already done, reporting
+// the first such event of each response as a protocol error; s.mu is
+// held and released.
+func (s *Session) dropLate(typ, id string, first bool) {
+	s.mu.Unlock()
+	if first {
+		s.protocolError(typ, fmt.Sprintf("output for response %s after its response.done (dropped)", id), nil)
+	}
 }
 
 // outItem is an audio item of the model's answer.
@@ -165,6 +211,7 @@ type outItem struct {
 	truncated      bool
 	heardMs        int
 	reported       bool
+	overflow       bool // words past maxTranscript came and were dropped
 }
 
 func (it *outItem) text() string {
@@ -712,6 +759,11 @@ func (s *Session) handle(data []byte) {
 		if canonical(ev.Type) == evTextDone {
 			text = ev.Text
 		}
+		if len(text) > maxTranscript {
+			s.protocolError(ev.Type, fmt.Sprintf("a transcript of %d bytes for item %s, more than %d; the words streamed are kept",
+				len(text), ev.ItemID, maxTranscript), nil)
+			break
+		}
 		s.mu.Lock()
 		if it := s.items[ev.ItemID]; it != nil {
 			it.final = text
@@ -814,6 +866,10 @@ func (s *Session) onAudioDelta(ev serverEvent) {
 		return
 	}
 	s.mu.Lock()
+	if late, first := s.lateLocked(ev.ResponseID); late {
+		s.dropLate(ev.Type, ev.ResponseID, first)
+		return
+	}
 	if s.dropped[ev.ResponseID] {
 		s.mu.Unlock()
 		return
@@ -849,6 +905,10 @@ func (s *Session) onAudioDelta(ev serverEvent) {
 
 func (s *Session) onAudioDone(ev serverEvent) {
 	s.mu.Lock()
+	if late, first := s.lateLocked(ev.ResponseID); late {
+		s.dropLate(ev.Type, ev.ResponseID, first)
+		return
+	}
 	drop := s.dropped[ev.ResponseID]
 	if it := s.items[ev.ItemID]; it != nil && it.truncated {
 		drop = true
@@ -865,7 +925,21 @@ func (s *Session) onAudioDone(ev serverEvent) {
 
 func (s *Session) onTranscriptDelta(ev serverEvent) {
 	s.mu.Lock()
+	if late, first := s.lateLocked(ev.ResponseID); late {
+		s.dropLate(ev.Type, ev.ResponseID, first)
+		return
+	}
 	it := s.item(ev.ItemID, ev.ResponseID)
+	if it.transcript.Len()+len(ev.Delta) > maxTranscript {
+		first := !it.overflow
+		it.overflow = true
+		s.mu.Unlock()
+		if first {
+			s.protocolError(ev.Type, fmt.Sprintf("item %s of response %s has more than %d bytes of words; the rest is dropped",
+				ev.ItemID, ev.ResponseID, maxTranscript), nil)
+		}
+		return
+	}
 	it.transcript.WriteString(ev.Delta)
 	drop := s.dropped[ev.ResponseID] || it.truncated
 	s.mu.Unlock()
@@ -880,6 +954,13 @@ func (s *Session) onResponseDone(ev serverEvent) {
 		return
 	}
 	r := ev.Response
+	s.mu.Lock()
+	if late, first := s.lateLocked(r.ID); late {
+		// A duplicate: the response is settled already.
+		s.dropLate(ev.Type, r.ID, first)
+		return
+	}
+	s.mu.Unlock()
 	status := r.Status
 	if status == "" {
 		status = "completed"
@@ -925,6 +1006,8 @@ func (s *Session) onResponseDone(ev serverEvent) {
 	}
 	create := s.finishLocked(r.ID)
 	delete(s.dropped, r.ID)
+	s.finished[s.finishedNext] = lateResponse{id: r.ID}
+	s.finishedNext = (s.finishedNext + 1) % finishedKept
 	s.mu.Unlock()
 
 	for _, e := range transcripts {

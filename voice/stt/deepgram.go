@@ -183,9 +183,9 @@ func (d *Deepgram) TranscribeBatch(ctx context.Context, pcm audio.PCM, h Hints) 
 		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "request", Err: err}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	body, err := readAnswer("deepgram", resp)
 	if err != nil {
-		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "read response", Status: resp.StatusCode, Err: err}
+		return Transcript{}, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "request", Status: resp.StatusCode, Body: snippet(body)}
@@ -206,7 +206,7 @@ func (d *Deepgram) TranscribeBatch(ctx context.Context, pcm audio.PCM, h Hints) 
 	if len(r.Results.Channels) == 0 || len(r.Results.Channels[0].Alternatives) == 0 {
 		return Transcript{}, nil
 	}
-	return r.Results.Channels[0].Alternatives[0].transcript(0), nil
+	return checkText("deepgram", r.Results.Channels[0].Alternatives[0].transcript(0))
 }
 
 type dgAlternative struct {
@@ -269,6 +269,7 @@ type DeepgramStream struct {
 	done    chan struct{}
 	mu      sync.Mutex
 	finals  []Transcript
+	text    int // bytes of final text so far (MaxText)
 	err     error
 	closed  sync.Once
 	buf     []byte
@@ -277,6 +278,9 @@ type DeepgramStream struct {
 	// sent.
 	wmu      sync.Mutex
 	finished bool
+	// writeTimeout bounds each write (the Deepgram's Timeout): a provider
+	// that stops reading fails the write instead of blocking it for ever.
+	writeTimeout time.Duration
 }
 
 // Stream opens a streaming transcription of 16 kHz mono linear PCM.
@@ -307,7 +311,8 @@ func (d *Deepgram) Stream(ctx context.Context, h Hints) (*DeepgramStream, error)
 		}
 		return nil, pe
 	}
-	s := &DeepgramStream{conn: conn, results: make(chan Result, 64), done: make(chan struct{})}
+	conn.SetReadLimit(MaxMessage)
+	s := &DeepgramStream{conn: conn, results: make(chan Result, 64), done: make(chan struct{}), writeTimeout: d.timeout(audio.PCM{})}
 	go s.read()
 	return s, nil
 }
@@ -332,6 +337,12 @@ func (s *DeepgramStream) Send(pcm []int16) error {
 func (s *DeepgramStream) write(typ int, msg []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	return s.writeLocked(typ, msg)
+}
+
+// writeLocked writes one message within the write timeout; s.wmu is held.
+func (s *DeepgramStream) writeLocked(typ int, msg []byte) error {
+	s.conn.SetWriteDeadline(time.Now().Add(s.writeTimeout))
 	return s.conn.WriteMessage(typ, msg)
 }
 
@@ -349,7 +360,7 @@ func (s *DeepgramStream) KeepAlive() error {
 	if s.finished {
 		return nil
 	}
-	if err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"KeepAlive"}`)); err != nil {
+	if err := s.writeLocked(websocket.TextMessage, []byte(`{"type":"KeepAlive"}`)); err != nil {
 		return &provider.Error{Provider: "deepgram", Op: "keep alive", Err: err}
 	}
 	return nil
@@ -360,7 +371,7 @@ func (s *DeepgramStream) KeepAlive() error {
 func (s *DeepgramStream) Finish(ctx context.Context) (Transcript, error) {
 	s.wmu.Lock()
 	s.finished = true
-	err := s.conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"CloseStream"}`))
+	err := s.writeLocked(websocket.TextMessage, []byte(`{"type":"CloseStream"}`))
 	s.wmu.Unlock()
 	if err != nil {
 		return Transcript{}, &provider.Error{Provider: "deepgram", Op: "stream", Err: err}
@@ -410,10 +421,14 @@ func (s *DeepgramStream) read() {
 		typ, msg, err := s.conn.ReadMessage()
 		if err != nil {
 			var ce *websocket.CloseError
-			if errors.As(err, &ce) && ce.Code == websocket.CloseNormalClosure {
-				return
+			switch {
+			case errors.As(err, &ce) && ce.Code == websocket.CloseNormalClosure:
+			case errors.Is(err, websocket.ErrReadLimit):
+				s.fail(tooLarge("deepgram", err))
+				s.closed.Do(func() { s.conn.Close() })
+			default:
+				s.fail(&provider.Error{Provider: "deepgram", Op: "stream", Err: err})
 			}
-			s.fail(&provider.Error{Provider: "deepgram", Op: "stream", Err: err})
 			return
 		}
 		if typ != websocket.TextMessage {
@@ -431,7 +446,14 @@ func (s *DeepgramStream) read() {
 		if r.Kind == Final {
 			s.mu.Lock()
 			s.finals = append(s.finals, r.Transcript)
+			s.text += len(r.Transcript.Text)
+			over := s.text > MaxText
 			s.mu.Unlock()
+			if over {
+				s.fail(tooLarge("deepgram", nil))
+				s.closed.Do(func() { s.conn.Close() })
+				return
+			}
 		}
 		select {
 		case s.results <- r:

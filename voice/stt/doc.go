@@ -37,5 +37,10 @@
 //
 // Provider failures (timeouts, HTTP errors, malformed answers) come back as
 // [*provider.Error] naming the provider and the failing step; a caller's
-// lane keeps running and simply has no text for that utterance.
+// lane keeps running and simply has no text for that utterance. A stream
+// whose provider sends more than an utterance can need (one message over
+// [MaxMessage], or more than [MaxText] of transcript) fails at once with
+// [ErrTooLarge], so a broken or hostile peer's flood is neither held in
+// memory nor waited out; one whose provider stops reading the audio fails
+// its write after the provider's time-out instead of blocking.
 package stt

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"mime/multipart"
 	"net/http"
@@ -132,9 +131,9 @@ func (o *OpenAI) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Transc
 		return Transcript{}, &provider.Error{Provider: "openai", Op: "request", Err: err}
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	b, err := readAnswer("openai", resp)
 	if err != nil {
-		return Transcript{}, &provider.Error{Provider: "openai", Op: "read response", Status: resp.StatusCode, Err: err}
+		return Transcript{}, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return Transcript{}, &provider.Error{Provider: "openai", Op: "request", Status: resp.StatusCode, Body: snippet(b)}
@@ -208,7 +207,7 @@ func (o *OpenAI) Transcribe(ctx context.Context, pcm audio.PCM, h Hints) (Transc
 	if isHallucination(out.Text, voiced, noSpeech) {
 		return Transcript{}, nil
 	}
-	return out, nil
+	return checkText("openai", out)
 }
 
 // minVoiced is the least voiced speech worth transcribing.

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 
@@ -158,6 +159,7 @@ func (o *OpenAIRealtime) Stream(ctx context.Context, h Hints) (*RealtimeStream, 
 		conn.Close()
 		return nil, err
 	}
+	conn.SetReadLimit(MaxMessage)
 	s := &RealtimeStream{conn: conn, rs: rs, results: make(chan Result, 64), done: make(chan struct{}),
 		finished: make(chan struct{}), partial: map[string]string{}, completed: map[string]string{}}
 	go s.read()
@@ -185,6 +187,7 @@ type RealtimeStream struct {
 	empty     bool              // the commit found no audio
 	finished  chan struct{}     // the committed item is transcribed (or empty)
 	finOnce   sync.Once
+	text      int // bytes of transcript kept so far (MaxText)
 	err       error
 }
 
@@ -209,10 +212,20 @@ func (s *RealtimeStream) appendAudio(pcm []int16) error {
 		b = binary.LittleEndian.AppendUint16(b, uint16(v))
 	}
 	ev := map[string]any{"type": "input_audio_buffer.append", "audio": base64.StdEncoding.EncodeToString(b)}
-	if err := s.conn.WriteJSON(ev); err != nil {
+	if err := s.write(ev); err != nil {
 		return &provider.Error{Provider: "openai-realtime", Op: "stream", Err: err}
 	}
 	return nil
+}
+
+// streamWriteTimeout bounds each write of a Realtime stream: a server that
+// stops reading fails the write instead of blocking it for ever.
+const streamWriteTimeout = DefaultTimeout
+
+// write sends one client event within streamWriteTimeout.
+func (s *RealtimeStream) write(ev any) error {
+	s.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	return s.conn.WriteJSON(ev)
 }
 
 // Finish commits the audio and returns its final transcript.
@@ -222,7 +235,7 @@ func (s *RealtimeStream) Finish(ctx context.Context) (Transcript, error) {
 			return Transcript{}, err
 		}
 	}
-	if err := s.conn.WriteJSON(map[string]any{"type": "input_audio_buffer.commit"}); err != nil {
+	if err := s.write(map[string]any{"type": "input_audio_buffer.commit"}); err != nil {
 		return Transcript{}, &provider.Error{Provider: "openai-realtime", Op: "stream", Err: err}
 	}
 	select {
@@ -281,7 +294,12 @@ func (s *RealtimeStream) read() {
 		_, msg, err := s.conn.ReadMessage()
 		if err != nil {
 			var ce *websocket.CloseError
-			if !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure {
+			switch {
+			case errors.As(err, &ce) && ce.Code == websocket.CloseNormalClosure:
+			case errors.Is(err, websocket.ErrReadLimit):
+				s.fail(tooLarge("openai-realtime", err))
+				s.closed.Do(func() { s.conn.Close() })
+			default:
 				s.fail(&provider.Error{Provider: "openai-realtime", Op: "stream", Err: err})
 			}
 			return
@@ -292,7 +310,16 @@ func (s *RealtimeStream) read() {
 			s.closed.Do(func() { s.conn.Close() })
 			return
 		}
-		if r, ok := s.apply(ev); ok {
+		r, ok := s.apply(ev)
+		s.mu.Lock()
+		over := s.text > MaxText
+		s.mu.Unlock()
+		if over {
+			s.fail(tooLarge("openai-realtime", nil))
+			s.closed.Do(func() { s.conn.Close() })
+			return
+		}
+		if ok {
 			select {
 			case s.results <- r:
 			default:
@@ -315,10 +342,12 @@ func (s *RealtimeStream) apply(ev realtimeEvent) (Result, bool) {
 	case "conversation.item.input_audio_transcription.delta":
 		seen(ev.ItemID)
 		s.partial[ev.ItemID] += ev.Delta
+		s.text += len(ev.Delta)
 		return Result{Kind: Interim, Transcript: Transcript{Text: s.soFar()}}, true
 	case "conversation.item.input_audio_transcription.completed":
 		seen(ev.ItemID)
 		s.completed[ev.ItemID] = ev.Transcript
+		s.text += len(ev.Transcript)
 		if ev.ItemID == s.committed {
 			s.finish()
 		}

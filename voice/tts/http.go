@@ -70,7 +70,7 @@ func (o *OpenAI) SynthesizeStream(ctx context.Context, text string, v Voice, sin
 	if o.APIKey != "" {
 		hdr.Set("Authorization", "Bearer "+o.APIKey)
 	}
-	return post(ctx, "openai", o.HTTPClient, o.Timeout, strings.TrimRight(base, "/")+"/audio/speech", hdr, body, sink)
+	return post(ctx, "openai", o.HTTPClient, o.Timeout, strings.TrimRight(base, "/")+"/audio/speech", hdr, body, MaxSpeech(text), sink)
 }
 
 // ElevenLabs synthesises with ElevenLabs' streaming endpoint
@@ -117,11 +117,11 @@ func (e *ElevenLabs) SynthesizeStream(ctx context.Context, text string, v Voice,
 	}
 	u := fmt.Sprintf("%s/v1/text-to-speech/%s/stream?output_format=pcm_%d", strings.TrimRight(base, "/"), url.PathEscape(v.Name), pcmRate)
 	hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"audio/pcm"}, "Xi-Api-Key": {e.APIKey}}
-	return post(ctx, "elevenlabs", e.HTTPClient, e.Timeout, u, hdr, body, sink)
+	return post(ctx, "elevenlabs", e.HTTPClient, e.Timeout, u, hdr, body, MaxSpeech(text), sink)
 }
 
 // maxAnswer bounds one sentence's answer (64 MiB, about 20 minutes of
-// 24 kHz speech).
+// 24 kHz speech); the speech itself is bounded by MaxSpeech of the text.
 const maxAnswer = 64 << 20
 
 // readSize is how much of a raw PCM answer is read at a time: about 85 ms
@@ -130,8 +130,9 @@ const readSize = 4096
 
 // post sends a JSON request and hands the raw 16-bit PCM answer to sink as
 // it arrives. A WAV answer is accepted too; it is read whole (its header
-// may put the data anywhere) and handed over at once.
-func post(ctx context.Context, name string, client *http.Client, timeout time.Duration, u string, hdr http.Header, body any, sink Sink) error {
+// may put the data anywhere) and handed over at once. Speech longer than
+// limit fails with ErrTooLong, having handed over at most limit of it.
+func post(ctx context.Context, name string, client *http.Client, timeout time.Duration, u string, hdr http.Header, body any, limit time.Duration, sink Sink) error {
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
@@ -154,7 +155,10 @@ func post(ctx context.Context, name string, client *http.Client, timeout time.Du
 		return &provider.Error{Provider: name, Op: "request", Err: err}
 	}
 	defer resp.Body.Close()
-	answer := bufio.NewReaderSize(io.LimitReader(resp.Body, maxAnswer), readSize)
+	answer := bufio.NewReaderSize(io.LimitReader(resp.Body, maxAnswer+1), readSize)
+	tooLong := func(d time.Duration) error {
+		return &provider.Error{Provider: name, Op: "read audio", Err: fmt.Errorf("%w: more than %v", ErrTooLong, d)}
+	}
 	if resp.StatusCode != http.StatusOK {
 		data, err := io.ReadAll(answer)
 		if err != nil {
@@ -171,9 +175,15 @@ func post(ctx context.Context, name string, client *http.Client, timeout time.Du
 		if err != nil {
 			return &provider.Error{Provider: name, Op: "read audio", Status: resp.StatusCode, Err: err}
 		}
+		if len(data) > maxAnswer {
+			return &provider.Error{Provider: name, Op: "read audio", Err: fmt.Errorf("%w: a WAV answer over %d bytes", ErrTooLong, maxAnswer)}
+		}
 		pcm, err := audio.DecodeWAV(data)
 		if err != nil {
 			return &provider.Error{Provider: name, Op: "read audio", Err: err}
+		}
+		if time.Duration(pcm.Duration()*float64(time.Second)) > limit {
+			return tooLong(limit)
 		}
 		return sink(pcm.Rate, pcm.Samples)
 	}
@@ -181,10 +191,14 @@ func post(ctx context.Context, name string, client *http.Client, timeout time.Du
 	// inside a sample, whose first byte waits for the next read.
 	buf := make([]byte, readSize)
 	have, total := 0, 0
+	most := 2 * int(limit.Seconds()*pcmRate) // bytes of speech accepted
 	for {
 		n, err := answer.Read(buf[have:])
 		have += n
 		total += n
+		if total > most {
+			return tooLong(limit)
+		}
 		if whole := have &^ 1; whole > 0 {
 			s := make([]int16, whole/2)
 			for i := range s {

@@ -12,6 +12,10 @@
 //   - [OpenAI]: any OpenAI-compatible /v1/audio/speech endpoint.
 //   - [ElevenLabs]: ElevenLabs' HTTP streaming endpoint.
 //
+// A provider's speech for a sentence is bounded by its text ([MaxSpeech]):
+// endless audio from a broken or hostile service fails the sentence with
+// [ErrTooLong].
+//
 // Synthesis works a sentence at a time: the player (package
 // voice/playback) starts the first sentence while the model is still
 // writing the next, so a provider's latency counts once per turn, not once
@@ -22,6 +26,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/glyphoxa/glyphoxa/voice/audio"
 )
@@ -55,4 +61,16 @@ func snippet(b []byte) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// ErrTooLong is wrapped when a provider's speech for a sentence runs past
+// what its text can take (MaxSpeech): a broken or hostile service's
+// endless audio ends the sentence with this error.
+var ErrTooLong = errors.New("the speech is longer than its text can take")
+
+// MaxSpeech is the longest speech accepted for text: 10 s, plus 1 s a
+// character (speech at a normal rate takes about 70 ms a character, at a
+// quarter of the speed under 300 ms).
+func MaxSpeech(text string) time.Duration {
+	return 10*time.Second + time.Duration(utf8.RuneCountInString(text))*time.Second
 }

@@ -236,6 +236,27 @@ func (s *Server) DropWS(userID string) {
 	c.mu.Unlock()
 }
 
+// SendRaw writes data to a client's WebSocket as one message, text or
+// binary, outside the sequence of its gateway messages (a broken or
+// hostile gateway's).
+func (s *Server) SendRaw(userID string, binary bool, data []byte) {
+	s.mu.Lock()
+	c := s.clients[userID]
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	mt := websocket.TextMessage
+	if binary {
+		mt = websocket.BinaryMessage
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ws != nil {
+		c.ws.WriteMessage(mt, data)
+	}
+}
+
 // CloseWS closes a client's WebSocket with a close code.
 func (s *Server) CloseWS(userID string, code int) {
 	s.mu.Lock()

@@ -44,6 +44,9 @@ type Reply struct {
 	Broken bool
 	// NoUsage omits the usage chunk.
 	NoUsage bool
+	// Endless streams Text again and again, ignoring max_tokens, until the
+	// client goes away.
+	Endless bool
 }
 
 // Call is a function call the model makes.
@@ -171,6 +174,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		for _, part := range []string{c.Args[:half], c.Args[half:]} {
 			d := openai.ToolCall{Index: &idx, Function: openai.FunctionCall{Arguments: part}}
 			if !send(chunk(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{d}}, "")) {
+				return
+			}
+		}
+	}
+	for reply.Endless {
+		for _, piece := range pieces(reply.Text, 12) {
+			if !send(chunk(openai.ChatCompletionStreamChoiceDelta{Content: piece}, "")) {
 				return
 			}
 		}

@@ -36,7 +36,27 @@ const (
 	// DropStream drops a stream's connection when its audio ends, without
 	// a final result; the batch API answers.
 	DropStream
+	// Oversized answers a stream's audio with one message far larger
+	// than any transcript (OversizedText bytes of text); the batch API
+	// answers.
+	Oversized
+	// Flood answers the end of a stream's audio with results that never
+	// end (Deepgram: final results; Realtime: transcript deltas), until the
+	// client goes away; the batch API answers.
+	Flood
+	// OversizedBatch answers the batch API with a transcript of
+	// OversizedText bytes (the words' timings are the reply's).
+	OversizedBatch
+	// HangFinal takes a stream's audio (with interim results) and never
+	// sends its final result; the batch API answers.
+	HangFinal
 )
+
+// OversizedText is the length of the transcript an Oversized stream sends.
+const OversizedText = 2 << 20
+
+// floodWord is what a Flood or Oversized stream says again and again.
+const floodWord = "again "
 
 // Call is one request a fake received.
 type Call struct {
@@ -218,10 +238,14 @@ func (d *Deepgram) listen(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := d.reply(c)
+	shown := text
+	if failure == OversizedBatch {
+		shown = strings.Repeat(floodWord, OversizedText/len(floodWord))
+	}
 	json.NewEncoder(w).Encode(map[string]any{
 		"metadata": map[string]any{"request_id": "fake", "duration": pcm.Duration(), "channels": 1},
 		"results": map[string]any{"channels": []any{map[string]any{"alternatives": []any{map[string]any{
-			"transcript": text, "confidence": 0.9, "words": words(text, pcm.Duration(), 0),
+			"transcript": shown, "confidence": 0.9, "words": words(text, pcm.Duration(), 0),
 		}}}}},
 	})
 }
@@ -277,6 +301,10 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 		if failure == DropStream {
 			return
 		}
+		if failure == HangFinal {
+			d.wait(r, time.Hour)
+			return
+		}
 		var elapsed time.Duration
 		if !first.IsZero() {
 			elapsed = time.Since(first)
@@ -288,8 +316,20 @@ func (d *Deepgram) stream(w http.ResponseWriter, r *http.Request, failure Failur
 			conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"Results","channel":{"alternatives":[`))
 			return
 		}
+		if failure == Flood {
+			for at := 0.0; send(result(floodWord, at, 0.1, true)) == nil; at += 0.1 {
+			}
+			return
+		}
 		text := d.reply(c)
 		dur := c.Audio.Duration()
+		if failure == Oversized {
+			m := result(text, 0, dur, true)
+			m["channel"] = map[string]any{"alternatives": []any{map[string]any{
+				"transcript": strings.Repeat(floodWord, OversizedText/len(floodWord)), "confidence": 0.9}}}
+			send(m)
+			return
+		}
 		send(result(text, 0, dur, true))
 		send(map[string]any{"type": "UtteranceEnd", "channel": []int{0, 1}, "last_word_end": dur})
 		send(map[string]any{"type": "Metadata", "request_id": "fake", "duration": dur, "channels": 1})
@@ -359,9 +399,13 @@ func (o *OpenAI) transcribe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := o.reply(c)
+	shown := text
+	if failure == OversizedBatch {
+		shown = strings.Repeat(floodWord, OversizedText/len(floodWord))
+	}
 	switch r.FormValue("response_format") {
 	case "text":
-		io.WriteString(w, text)
+		io.WriteString(w, shown)
 	case "verbose_json":
 		o.mu.Lock()
 		ns := o.noSpeech
@@ -372,13 +416,13 @@ func (o *OpenAI) transcribe(w http.ResponseWriter, r *http.Request) {
 			ws = append(ws, map[string]any{"word": x["punctuated_word"], "start": x["start"], "end": x["end"]})
 		}
 		json.NewEncoder(w).Encode(map[string]any{
-			"task": "transcribe", "language": "english", "duration": dur, "text": text,
-			"segments": []any{map[string]any{"id": 0, "seek": 0, "start": 0, "end": dur, "text": text,
+			"task": "transcribe", "language": "english", "duration": dur, "text": shown,
+			"segments": []any{map[string]any{"id": 0, "seek": 0, "start": 0, "end": dur, "text": shown,
 				"tokens": []int{}, "temperature": 0, "avg_logprob": -0.25, "compression_ratio": 1.1, "no_speech_prob": ns}},
 			"words": ws,
 		})
 	default:
-		json.NewEncoder(w).Encode(map[string]any{"text": text})
+		json.NewEncoder(w).Encode(map[string]any{"text": shown})
 	}
 }
 
@@ -491,6 +535,10 @@ func (o *OpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 			if failure == DropStream {
 				return
 			}
+			if failure == HangFinal {
+				o.wait(r, time.Hour)
+				return
+			}
 			conn.WriteJSON(map[string]any{"type": "input_audio_buffer.committed", "event_id": "event_fake",
 				"previous_item_id": nil, "item_id": item})
 			var elapsed time.Duration
@@ -504,7 +552,16 @@ func (o *OpenAI) realtime(w http.ResponseWriter, r *http.Request) {
 				conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"conversation.item.input_audio_transcription.completed","transcript":`))
 				return
 			}
+			if failure == Flood {
+				for conn.WriteJSON(map[string]any{"type": "conversation.item.input_audio_transcription.delta",
+					"event_id": "event_fake", "item_id": item, "content_index": 0, "delta": floodWord}) == nil {
+				}
+				return
+			}
 			text := o.reply(c)
+			if failure == Oversized {
+				text = strings.Repeat(floodWord, OversizedText/len(floodWord))
+			}
 			conn.WriteJSON(map[string]any{"type": "conversation.item.input_audio_transcription.completed",
 				"event_id": "event_fake", "item_id": item, "content_index": 0, "transcript": text})
 		}

@@ -24,6 +24,9 @@ const (
 	Status500         // HTTP 500 with a JSON error
 	Malformed         // a JSON body where audio belongs
 	Hang              // never answer
+	// Endless answers with speech that never ends: the text's tone, then
+	// more of it until the client goes away.
+	Endless
 )
 
 // Request is one request a fake received.
@@ -117,8 +120,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, field string) {
 	// Stream in 100 ms chunks, as the real services do.
 	fl, _ := w.(http.Flusher)
 	chunk := Rate / 10 * 2
-	for i := 0; i < len(pcm); i += chunk {
-		w.Write(pcm[i:min(i+chunk, len(pcm))])
+	for i := 0; i < len(pcm) || failure == Endless; i += chunk {
+		if i >= len(pcm) {
+			i = 0
+		}
+		if _, err := w.Write(pcm[i:min(i+chunk, len(pcm))]); err != nil {
+			return
+		}
 		if fl != nil {
 			fl.Flush()
 		}
