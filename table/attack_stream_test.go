@@ -35,9 +35,11 @@ func TestAttackBrokenStreamLosesNoLine(t *testing.T) {
 			t.Parallel()
 			r := newRigWith(t, 0, nil, func(c *table.Config) {
 				c.Providers.STTStreaming = tc.streaming
-				// The hung stream is given up on within this; the batch
-				// endpoint then has the rest of it.
-				c.Settings.TranscribeTimeout = 20 * time.Second
+				// The hung stream is given up on after a second; the
+				// batch endpoint then has the rest of a bound no loaded
+				// machine reaches.
+				c.Settings.StreamFinalTimeout = time.Second
+				c.Settings.TranscribeTimeout = 2 * time.Minute
 			})
 			r.dg.SetFailure(tc.failure)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard only

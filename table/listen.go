@@ -343,10 +343,8 @@ func (s *Session) prefetchedEarly(user, npcID string) bool {
 }
 
 // streamBound is how long a stream is given for its final transcript
-// once the utterance ended: half of TranscribeTimeout, so that a stream
-// that takes the audio and never answers leaves the batch endpoint the
-// other half (a final normally comes within a second).
-func (s *Session) streamBound() time.Duration { return s.cfg.Settings.TranscribeTimeout / 2 }
+// once the utterance ended (Settings.StreamFinalTimeout).
+func (s *Session) streamBound() time.Duration { return s.cfg.Settings.StreamFinalTimeout }
 
 // recognize is the utterance's transcript: the streamed one when it was
 // streamed, else (or when the stream failed) the whole utterance's.

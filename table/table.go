@@ -127,11 +127,17 @@ type Settings struct {
 	// LeaveWhenEmpty ends a session whose channel has had no human in it
 	// this long (default 5 min); MaxLength ends any session (default 8 h).
 	LeaveWhenEmpty, MaxLength time.Duration
-	// TranscribeTimeout bounds one speech-to-text request (default 30 s):
-	// a stream gets half of it for its final transcript, the batch
-	// endpoint after a failed stream the rest; TurnTimeout bounds one NPC
-	// turn (default 2 min).
+	// TranscribeTimeout bounds one speech-to-text request (default 30 s),
+	// a stream's wait for its final transcript (StreamFinalTimeout) and
+	// the batch endpoint after a failed stream together; TurnTimeout
+	// bounds one NPC turn (default 2 min).
 	TranscribeTimeout, TurnTimeout time.Duration
+	// StreamFinalTimeout is how long a speech-to-text stream is given for
+	// its final transcript once the utterance ended (default half of
+	// TranscribeTimeout): a stream that took the audio and never answers
+	// leaves the batch endpoint the rest (a final normally comes within a
+	// second).
+	StreamFinalTimeout time.Duration
 	// MergeWait is how long a name said alone ("Goryr…") waits, from when
 	// it is heard (transcribed), for its speaker to go on (default 2 s):
 	// their next line joins it as one turn. A speaker who starts speaking
@@ -163,6 +169,9 @@ func (s *Settings) withDefaults() {
 	}
 	if s.TurnTimeout <= 0 {
 		s.TurnTimeout = DefaultTurnTimeout
+	}
+	if s.StreamFinalTimeout <= 0 {
+		s.StreamFinalTimeout = s.TranscribeTimeout / 2
 	}
 	if s.MergeWait <= 0 {
 		s.MergeWait = DefaultMergeWait
