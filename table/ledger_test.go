@@ -27,7 +27,7 @@ func TestPostProcessorKnowsTheLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pp := postProcessor(camp, Providers{Extractor: ledger.Extractor{}, Embedder: emb}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	pp := postProcessor(camp, Providers{Extractor: ledger.Extractor{}, Embedder: emb}, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	start := time.Date(2026, 6, 1, 19, 0, 0, 0, time.UTC)
 	for i, x := range []struct{ sid, speaker, npc, text string }{
 		{"s-a", "Grimjaw", "grimjaw", "Thorin, you owe me ten gold for the edge on your axe."},

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -376,7 +377,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	post := postProcessor(camp, cfg.Providers, log)
+	post := postProcessor(camp, cfg.Providers, settleTime(st), log)
 	var extract func(ctx context.Context, sessionID string) error
 	if pp, ok := post.(*postsession.Processor); ok {
 		// With an LLM, facts are extracted as the session goes (every
@@ -556,7 +557,7 @@ func summarizerOrNone(s contextmgr.Summarizer) contextmgr.Summarizer {
 
 // postProcessor finishes a session's long-term memory: its last chunks and,
 // with an extractor, its facts.
-func postProcessor(camp *access.Campaign, p Providers, log *slog.Logger) session.PostProcessor {
+func postProcessor(camp *access.Campaign, p Providers, settle time.Duration, log *slog.Logger) session.PostProcessor {
 	l2 := postsession.L2Func(func(ctx context.Context, sessionID string) error {
 		_, err := chunk.Process(ctx, camp, p.Embedder, chunk.Options{}, sessionID)
 		return err
@@ -576,12 +577,21 @@ func postProcessor(camp *access.Campaign, p Providers, log *slog.Logger) session
 		x = lx
 	}
 	pp, err := postsession.New(postsession.Config{L2: l2, Transcript: camp.Sessions(), Graph: camp.Graph(),
-		Extractor: x, Progress: postsession.NewStoredProgress(proc), Logger: log})
+		Extractor: x, Progress: postsession.NewStoredProgress(proc), Logger: log, Settle: settle})
 	if err != nil {
 		log.Error("fact extraction is not available", "err", err)
 		return chunkOnly{l2: l2, log: log}
 	}
 	return pp
+}
+
+// settleTime is the longest a line takes from when its speaker began (its
+// time) to when it is stored: the longest utterance, its transcription,
+// and the wait of a name said alone for the rest of its line. Live fact
+// extraction leaves the lines this close to the newest one for later
+// (postsession.Config.Settle).
+func settleTime(st Settings) time.Duration {
+	return cmp.Or(st.Audio.MaxUtterance, audio.DefaultMaxUtterance) + st.TranscribeTimeout + st.MergeWait
 }
 
 // chunkOnly processes a session without an LLM: chunks and embeddings only.

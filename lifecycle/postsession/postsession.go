@@ -183,6 +183,16 @@ type Config struct {
 	// stage than StageExtract no answer is cached, so that a later run
 	// through the LLM, under StageExtract, extracts the session afresh.
 	Stage string
+	// Settle is how long after its last line a window is left to the
+	// lines still on their way, measured from the session's newest line,
+	// before ExtractLive extracts it: the longest a line can take from
+	// when its speaker began (its time) to when it is stored, an
+	// utterance, its transcription and a merge. A line stored after the
+	// window that it falls in was extracted is a late line, which makes
+	// the session extract again at its end (LateLines): without the
+	// margin, players talking over each other made every session's
+	// extraction run twice. Zero: no margin.
+	Settle time.Duration
 }
 
 // StagedExtractor is an extractor that keeps its progress under its own
@@ -342,6 +352,20 @@ func (p *Processor) ExtractLive(ctx context.Context, sessionID string) (Report, 
 	return rep, p.extractFrom(ctx, sessionID, &rep, true)
 }
 
+// settled is the number of complete windows of entries (in time order)
+// whose last line was said at least settle before the newest one.
+func settled(entries []memory.TranscriptEntry, window int, settle time.Duration) int {
+	n := len(entries) / window
+	if settle <= 0 || n == 0 {
+		return n
+	}
+	newest := entries[len(entries)-1].At
+	for n > 0 && newest.Sub(entries[n*window-1].At) < settle {
+		n--
+	}
+	return n
+}
+
 // extractFrom extracts the session's windows from where the last run
 // stopped: all of them, or, live, those the lines fill completely.
 func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Report, live bool) error {
@@ -365,7 +389,7 @@ func (p *Processor) extractFrom(ctx context.Context, sessionID string, rep *Repo
 		}
 		windows = (len(entries) + p.cfg.Window - 1) / p.cfg.Window
 		if live {
-			windows = len(entries) / p.cfg.Window
+			windows = settled(entries, p.cfg.Window, p.cfg.Settle)
 		}
 		return nil
 	}
