@@ -595,9 +595,6 @@ func newHearing(p Persona, q question, in TurnInput, ents []memory.Entity) heari
 			}
 		}
 	}
-	for _, w := range []string{"dm", "gm", "narrator", "dungeon master", "game master"} {
-		h.npcNames[w] = true
-	}
 	return h
 }
 
@@ -649,7 +646,7 @@ func (h hearing) quotable(l heardLine) bool {
 	t := strings.TrimSpace(l.text)
 	who := strings.ToLower(strings.TrimSpace(l.speaker))
 	switch {
-	case t == "", who == "", l.npcID != "", h.npcIDs[l.speakerID], h.npcNames[who]:
+	case t == "", who == "", l.npcID != "", h.npcIDs[l.speakerID], h.npcNames[who], memory.IsDMName(who):
 		return false
 	}
 	return !readsLikeReply(t)
