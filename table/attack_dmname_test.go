@@ -155,8 +155,8 @@ func TestTheDMsLinesAreNarration(t *testing.T) {
 
 // TestAttackReservedDMNamesAreAPlayers: every display name a recap or an
 // NPC reads as the game master's ("GM", "Game Master", "the Narrator",
-// "D.M."…) is marked "(player)" on a player's line; other names, "DM
-// Dave" among them, are left as they are.
+// "D.M.", "DМ" with a Cyrillic М…) is marked "(player)" on a player's
+// line; other names, "DM Dave" among them, are left as they are.
 func TestAttackReservedDMNamesAreAPlayers(t *testing.T) {
 	t.Parallel()
 	store, _ := pgtest.NewStore(t, 16)
@@ -170,7 +170,8 @@ func TestAttackReservedDMNamesAreAPlayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"DM", "dm", " GM ", "Game Master", "game-master", "Dungeon Master", "DungeonMaster",
-		"Narrator", "the Narrator", "The DM", "D.M.", "G.M"} {
+		"Narrator", "the Narrator", "The DM", "D.M.", "G.M", "D\u200bM", "DМ" /* Cyrillic М */, "ΝARRATOR", /* Greek Ν */
+		"ＤＭ" /* fullwidth */} {
 		if !memory.IsDMName(name) {
 			t.Errorf("%q is not read as the game master's name", name)
 		}
