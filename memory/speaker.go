@@ -26,7 +26,7 @@ var dmNames = map[string]bool{"dm": true, "gm": true, "gamemaster": true, "dunge
 // only: a player whose display name is one of these is labelled
 // "<name> (player)".
 func IsDMName(name string) bool {
-	ws := strings.FieldsFunc(strings.ToLower(strings.Map(latinLookalike, name)), func(r rune) bool {
+	ws := strings.FieldsFunc(strings.ToLower(FoldLookalikes(name)), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	})
 	if len(ws) > 1 && ws[0] == "the" {
@@ -43,6 +43,12 @@ var lookalikes = map[rune]rune{
 	'Α': 'A', 'Ε': 'E', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O', 'Τ': 'T', 'Η': 'H',
 	'α': 'a', 'ε': 'e', 'ο': 'o', 'υ': 'u', 'ɡ': 'g', 'ց': 'g',
 }
+
+// FoldLookalikes spells s with Latin letters where it has fullwidth ones
+// or Cyrillic and Greek letters drawn like them ("Grimjаw" with a Cyrillic
+// а is "Grimjaw"): names compared after it cannot be told apart by letters
+// a reader does not see.
+func FoldLookalikes(s string) string { return strings.Map(latinLookalike, s) }
 
 // latinLookalike maps a fullwidth Latin letter or a lookalike of a Latin
 // letter (see lookalikes) to the Latin letter; other runes are left as

@@ -156,7 +156,9 @@ func TestTheDMsLinesAreNarration(t *testing.T) {
 // TestAttackReservedDMNamesAreAPlayers: every display name a recap or an
 // NPC reads as the game master's ("GM", "Game Master", "the Narrator",
 // "D.M.", "DМ" with a Cyrillic М…) is marked "(player)" on a player's
-// line; other names, "DM Dave" among them, are left as they are.
+// line, and so is an NPC's name spelt with lookalike letters ("Grimjаw"
+// with a Cyrillic а); other names, "DM Dave" among them, are left as
+// they are.
 func TestAttackReservedDMNamesAreAPlayers(t *testing.T) {
 	t.Parallel()
 	store, _ := pgtest.NewStore(t, 16)
@@ -176,6 +178,12 @@ func TestAttackReservedDMNamesAreAPlayers(t *testing.T) {
 			t.Errorf("%q is not read as the game master's name", name)
 		}
 		if got, want := cast.PlayerLabel(name), strings.TrimSpace(name)+" (player)"; got != want {
+			t.Errorf("a player named %q is labelled %q, want %q", name, got, want)
+		}
+	}
+	// An NPC's name spelt with letters that look the same.
+	for _, name := range []string{"Grimjаw" /* Cyrillic а */, "ＧＲＩＭＪＡＷ", "Εlara" /* Greek Ε */} {
+		if got, want := cast.PlayerLabel(name), name+" (player)"; got != want {
 			t.Errorf("a player named %q is labelled %q, want %q", name, got, want)
 		}
 	}

@@ -187,9 +187,9 @@ func (c *Cast) PlayerLabel(name string) string {
 }
 
 // nameKey is a name's letters and digits, lower case, words joined by one
-// space.
+// space, lookalike letters spelt as the Latin ones (memory.FoldLookalikes).
 func nameKey(s string) string {
-	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(memory.FoldLookalikes(s)), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}), " ")
 }
