@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -227,12 +228,47 @@ func (b *Bot) Lost(ctx context.Context, guildID string) error {
 	return b.deps.Voice.End(ctx, guildID)
 }
 
+// tableDM is who the guild's table labels as its DM (StartRequest.IsDM):
+// the member who started the session (a DM: /session start is the DM's),
+// a user DMUserIDs lists, or a member holding a role of DMRoleIDs (asked
+// of Discord once, then cached). The Administrator permission alone, which
+// lets a member use DM commands, does not make a player at the table its
+// DM, and a display name never does.
+func (b *Bot) tableDM(g Guild, startedBy string) func(userID string) bool {
+	return func(userID string) bool {
+		if userID == "" {
+			return false
+		}
+		if userID == startedBy || slices.Contains(g.DMUserIDs, userID) {
+			return true
+		}
+		if len(g.DMRoleIDs) == 0 || b.sess == nil {
+			return false
+		}
+		m, err := b.sess.State.Member(g.ID, userID)
+		if err != nil || m == nil {
+			if m, err = b.sess.GuildMember(g.ID, userID); err != nil || m == nil {
+				b.log.Debug("no member to check for a DM role: their lines are a player's", "guild", g.ID, "user", userID, "err", err)
+				return false
+			}
+			if m.GuildID == "" {
+				m.GuildID = g.ID
+			}
+			if err := b.sess.State.MemberAdd(m); err != nil {
+				b.log.Debug("caching a member", "guild", g.ID, "user", userID, "err", err)
+			}
+		}
+		return IsDM(Guild{DMRoleIDs: g.DMRoleIDs}, userID, 0, m.Roles)
+	}
+}
+
 // startVoice starts the guild's voice session s (s.SessionID empty: a new
 // one) and records it in the guild's claim.
 func (b *Bot) startVoice(ctx context.Context, g Guild, s ClaimedSession) error {
 	announce := func(msg string) { b.announce(s.TextChannelID, msg) }
 	err := b.deps.Voice.Start(ctx, StartRequest{GuildID: g.ID, VoiceChannelID: s.VoiceChannelID, TextChannelID: s.TextChannelID,
-		Campaign: g.Campaign, StartedBy: s.StartedBy, SessionID: s.SessionID, Controls: b.state.controlsFor(g.ID), Announce: announce,
+		Campaign: g.Campaign, StartedBy: s.StartedBy, IsDM: b.tableDM(g, s.StartedBy), SessionID: s.SessionID,
+		Controls: b.state.controlsFor(g.ID), Announce: announce,
 		Replied:      func(r NPCReply) { b.postReply(s.TextChannelID, r) },
 		Contradicted: func(c continuity.Card) bool { return b.postCard(g, c) },
 		Forgotten:    func(_ string, rep memory.ForgetReport) { b.forgottenLate(g, rep) },

@@ -100,6 +100,10 @@ type StartRequest struct {
 	TextChannelID  string
 	Campaign       string
 	StartedBy      string
+	// IsDM reports whether a user is the session's DM (nil: nobody is):
+	// the table labels their lines "DM", the DM's narration in recaps, and
+	// nobody else's, whatever their display name.
+	IsDM func(userID string) bool
 	// SessionID is the session to resume (another process ran it until it
 	// stopped); empty starts a new one.
 	SessionID string

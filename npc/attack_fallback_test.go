@@ -15,7 +15,8 @@ import (
 // "Can't do that.", "Grimjaw?" got "Couldn't say.", "who are you?" got
 // "Not a thing I know." from a blacksmith, and "ale please" got "Thorin
 // said I wave to Brannoc and order three ales." (Thorin's own line, told
-// back to him in Brannoc's voice, whose "I" is now Brannoc).
+// back to him in Brannoc's voice, whose "I" is now Brannoc). Small talk
+// too: "how are you?" and "how's business?" got "Couldn't say.".
 func TestAttackFallbackNonsense(t *testing.T) {
 	c := sampleCampaign(t)
 	f, err := npc.NewFallback(npc.FallbackConfig{Graph: c.Graph(), Heard: c.Sessions()})
@@ -26,6 +27,8 @@ func TestAttackFallbackNonsense(t *testing.T) {
 	// called, it is nonsense.
 	refusals := []string{"can't", "cannot", "couldn't", "know", "no idea", "not my business", "not something",
 		"afraid", "beyond me", "no answer", "help", "beats me", "got me", "heard a thing", "whisper"}
+	// How an NPC says it is well.
+	fine := []string{"well", "grumble", "better", "fine"}
 	tests := []struct {
 		npc, text string
 		want      []string // one of these is in the reply (lower case)
@@ -46,8 +49,23 @@ func TestAttackFallbackNonsense(t *testing.T) {
 		{npc: "grimjaw", text: "Grimjaw, tell me about yourself.", want: []string{"blacksmith"}},
 		{npc: "vexa", text: "Who are you, Vexa?", want: []string{"guild enforcer"}},
 		{npc: "brannoc", text: "Brannoc, ale please", never: []string{"wave", "said i", "said you"}},
+		// Small talk: "how are you?" got "Couldn't say.", "what's new?"
+		// "Not a thing I know.".
+		{npc: "grimjaw", text: "How are you, Grimjaw?", want: fine, never: refusals},
+		{npc: "brannoc", text: "Brannoc! How's business?", want: fine, never: refusals},
+		{npc: "elara", text: "Good morning Elara, how are you doing today?", want: fine, never: refusals},
+		{npc: "vexa", text: "How's it going, Vexa?", want: fine, never: refusals},
+		{npc: "grimjaw", text: "Grimjaw, are you well?", want: fine, never: refusals},
+		{npc: "grimjaw", text: "How have you been, Grimjaw?", want: fine, never: refusals},
+		{npc: "brannoc", text: "What's new, Brannoc?", never: refusals},
+		{npc: "elara", text: "Hello Elara, what's new with you these days?", never: refusals},
+		{npc: "grimjaw", text: "Good day, Grimjaw.", never: refusals},
+		{npc: "brannoc", text: "Good morning!", never: refusals},
 		// Not social, not about itself: still an honest don't-know.
 		{npc: "grimjaw", text: "Grimjaw, hello, where is the dragon?", never: []string{"dragon"}},
+		// Small talk that goes on is a question, not small talk.
+		{npc: "grimjaw", text: "Grimjaw, how are things with the dragon?", never: []string{"dragon", "well enough", "grumble", "never better", "thank you"}},
+		{npc: "brannoc", text: "What's new about the dragon, Brannoc?", never: []string{"dragon", "usual", "same as ever", "this and that"}},
 	}
 	for _, tt := range tests {
 		res, err := f.Turn(context.Background(), npc.TurnInput{NPCID: tt.npc, SessionID: "s3", SpeakerID: "u1",

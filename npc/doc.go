@@ -14,7 +14,8 @@
 // [Fallback] answers instead (set [Config.Fallback]): a short extractive
 // reply from what the NPC itself knows and heard others say, or a brief
 // in-character "I don't know" that never repeats the question (a greeting,
-// thanks or its name called gets a word back); never a
+// thanks, small talk such as "how are you?" or its name called gets a word
+// back); never a
 // secret, never a retold NPC reply; marked in [TurnResult.Fallback],
 // logged and counted. [OfflineBehaviour] says it in one sentence.
 package npc

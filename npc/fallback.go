@@ -41,8 +41,10 @@ import (
 // the question, the NPC says briefly, in its own manner, that it does not
 // know or cannot help, in words that never repeat the question's: it never
 // invents, and it cannot hold a conversation. A greeting, thanks, a
-// farewell or its name called alone ("Grimjaw?") gets a word back in its
-// manner ("Aye.", "Yes?"), which tells nothing; "who are you?" its
+// farewell, small talk ("how are you?", "how's business?", "what's new?")
+// or its name called alone ("Grimjaw?") gets a word back in its manner
+// ("Aye.", "Well enough.", "Same as ever.", "Yes?"), which tells nothing;
+// "who are you?" its
 // occupation and description. A heard sentence that says "I" or "you" is
 // never retold: in the NPC's voice it would name someone else.
 //
@@ -89,7 +91,7 @@ type FallbackStats struct {
 	Answered int64
 	// DidNotKnow is the number of replies that told nothing from memory:
 	// the NPC said it does not know, or answered a greeting, thanks, a
-	// farewell or its name called.
+	// farewell, small talk or its name called.
 	DidNotKnow int64
 }
 
@@ -125,8 +127,9 @@ func (f *Fallback) Turn(ctx context.Context, in TurnInput, reason string, onSent
 	p := PersonaFromEntity(ent)
 	p.ID = in.NPCID
 	if k := socialKindOf(in.Text, p); k != notSocial {
-		// A greeting, thanks, a farewell or its name called: no question
-		// to answer from memory, and a don't-know would be nonsense.
+		// A greeting, thanks, a farewell, small talk or its name called:
+		// no question to answer from memory, and a don't-know would be
+		// nonsense.
 		return f.reply(res, in, reason, false, []string{socialReply(p, k, in.Text)}, onSentence), nil
 	}
 	q := parseQuestion(in.Text, p)
@@ -189,7 +192,8 @@ func (f *Fallback) reply(res TurnResult, in TurnInput, reason string, knew bool,
 }
 
 // socialKind is what a line says that is neither a question nor a
-// request: a greeting, thanks, a farewell, or the NPC's name alone.
+// request: a greeting, thanks, a farewell, small talk, or the NPC's name
+// alone.
 type socialKind int
 
 const (
@@ -197,13 +201,60 @@ const (
 	greeting
 	thanks
 	farewell
-	called // its name alone ("Grimjaw?")
+	called    // its name alone ("Grimjaw?")
+	howAreYou // small talk asking after it ("how are you?", "how's business?")
+	whatsNew  // small talk asking for nothing in particular ("what's new?")
 )
+
+// smallTalk are the phrases of small talk, as wordsOf gives them ("how's"
+// is "how"), by what they ask, longest first ("how are you doing" before
+// "how are you"). A line holding one and nothing but greetings, fill and
+// the NPC's names is small talk; one that goes on ("how are things at the
+// docks?") is a question.
+var smallTalk = []struct {
+	phrase string
+	kind   socialKind
+}{
+	{"how are you keeping", howAreYou}, {"how are you faring", howAreYou}, {"how are you doing", howAreYou},
+	{"how have you been", howAreYou}, {"how goes business", howAreYou}, {"how is it going", howAreYou},
+	{"how is your day", howAreYou}, {"how is the day", howAreYou}, {"how is business", howAreYou},
+	{"how do you do", howAreYou}, {"what is happening", whatsNew},
+	{"how are you", howAreYou}, {"how are ya", howAreYou}, {"how you doing", howAreYou}, {"how ya doing", howAreYou},
+	{"how fare you", howAreYou}, {"how goes it", howAreYou}, {"how it going", howAreYou}, {"how are things", howAreYou},
+	{"how is life", howAreYou}, {"how is trade", howAreYou}, {"how your day", howAreYou}, {"how the day", howAreYou},
+	{"are you well", howAreYou}, {"what is new", whatsNew}, {"anything new", whatsNew}, {"what is up", whatsNew},
+	{"how goes", howAreYou}, {"how life", howAreYou}, {"how business", howAreYou}, {"how trade", howAreYou},
+	{"you well", howAreYou}, {"all well", howAreYou}, {"keeping well", howAreYou},
+	{"what new", whatsNew}, {"what up", whatsNew}, {"what happening", whatsNew},
+}
+
+// smallTalkFill are words that go with small talk without asking more
+// ("how are you today?", "what's new with you these days?").
+var smallTalkFill = wordSet("today lately these days with this fine")
+
+// takeSmallTalk takes the phrases of small talk out of ws (wordsOf a
+// line) and reports what the first asks (notSocial: none).
+func takeSmallTalk(ws []string) ([]string, socialKind) {
+	line := " " + strings.Join(ws, " ") + " "
+	kind := notSocial
+	for _, st := range smallTalk {
+		if p := " " + st.phrase + " "; strings.Contains(line, p) {
+			line = strings.ReplaceAll(line, p, " ")
+			if kind == notSocial {
+				kind = st.kind
+			}
+		}
+	}
+	if kind == notSocial {
+		return ws, notSocial
+	}
+	return strings.Fields(line), kind
+}
 
 // Words of greetings, thanks and farewells, and the words that go with
 // them without saying anything ("good evening to you all").
 var (
-	greetWords  = wordSet("hi hello hey hail greetings evening morning afternoon met howdy")
+	greetWords  = wordSet("hi hello hey hail greetings evening morning morrow afternoon day met howdy")
 	thanksWords = wordSet("thanks thank cheers grateful")
 	byeWords    = wordSet("bye goodbye farewell later night see")
 	socialFill  = wordSet("good well there to you all again so much very oh ah friend my and for everything ho " +
@@ -211,15 +262,17 @@ var (
 )
 
 // socialKindOf tells what a line says when it holds nothing but a
-// greeting, thanks, a farewell and the NPC's names; notSocial otherwise.
+// greeting, thanks, a farewell, small talk and the NPC's names; notSocial
+// otherwise.
 func socialKindOf(text string, p Persona) socialKind {
 	self := selfWords(p)
 	var greet, thank, bye bool
-	for _, w := range wordsOf(text) {
+	ws, small := takeSmallTalk(wordsOf(text))
+	for _, w := range ws {
 		switch {
 		case w == "yes" || w == "no" || w == "aye":
 			return notSocial // an answer, to something asked before
-		case self[w], socialFill[w], leadWords[w]:
+		case self[w], socialFill[w], leadWords[w], small != notSocial && smallTalkFill[w]:
 		case thanksWords[w]:
 			thank = true
 		case byeWords[w]:
@@ -231,6 +284,8 @@ func socialKindOf(text string, p Persona) socialKind {
 		}
 	}
 	switch {
+	case small != notSocial:
+		return small // asked, it is answered before thanks or greetings
 	case thank:
 		return thanks
 	case bye:
@@ -243,8 +298,8 @@ func socialKindOf(text string, p Persona) socialKind {
 	return called
 }
 
-// socialReply answers a greeting, thanks, a farewell or its name called,
-// briefly and in the NPC's manner; it tells nothing.
+// socialReply answers a greeting, thanks, a farewell, small talk or its
+// name called, briefly and in the NPC's manner; it tells nothing.
 func socialReply(p Persona, k socialKind, said string) string {
 	lines := map[socialKind]map[manner][]string{
 		greeting: {plain: {"Hello.", "Good day to you."}, gruff: {"Aye.", "Hmph. What is it?"},
@@ -253,6 +308,10 @@ func socialReply(p Persona, k socialKind, said string) string {
 			formal: {"You are most welcome."}, jovial: {"Anytime, friend!"}},
 		farewell: {plain: {"Farewell."}, gruff: {"Go well."}, formal: {"Farewell, then."}, jovial: {"Safe travels, friend!"}},
 		called:   {plain: {"Yes?"}, gruff: {"What?"}, formal: {"Yes?"}, jovial: {"Yes, friend?"}},
+		howAreYou: {plain: {"Well enough.", "Fair enough, thank you."}, gruff: {"Mustn't grumble.", "Hmph. Well enough."},
+			formal: {"Quite well, thank you.", "Well, thank you."}, jovial: {"Never better, friend!", "Fine as a summer's day!"}},
+		whatsNew: {plain: {"Oh, the usual."}, gruff: {"Same as ever."}, formal: {"Much the same as ever."},
+			jovial: {"Oh, this and that!"}},
 	}[k][mannerOf(p)]
 	return lines[hashString(p.ID+"\x00"+said)%uint32(len(lines))]
 }
@@ -595,9 +654,6 @@ func newHearing(p Persona, q question, in TurnInput, ents []memory.Entity) heari
 			}
 		}
 	}
-	for _, w := range []string{"dm", "gm", "narrator", "dungeon master", "game master"} {
-		h.npcNames[w] = true
-	}
 	return h
 }
 
@@ -649,7 +705,7 @@ func (h hearing) quotable(l heardLine) bool {
 	t := strings.TrimSpace(l.text)
 	who := strings.ToLower(strings.TrimSpace(l.speaker))
 	switch {
-	case t == "", who == "", l.npcID != "", h.npcIDs[l.speakerID], h.npcNames[who]:
+	case t == "", who == "", l.npcID != "", h.npcIDs[l.speakerID], h.npcNames[who], memory.IsDMName(who):
 		return false
 	}
 	return !readsLikeReply(t)

@@ -12,7 +12,8 @@ import (
 // only, a short answer, and never a secret.
 func FuzzFallbackQuestion(f *testing.F) {
 	for _, s := range []string{"Grimjaw, where is Elara?", "", "   ", "who made the vault key", "¿Dónde está Élara?",
-		"Brannoc guild do you know two hundred gold", "'s 's ''", "the the the", strings.Repeat("Vault ", 200)} {
+		"Brannoc guild do you know two hundred gold", "'s 's ''", "the the the", strings.Repeat("Vault ", 200),
+		"How are you, Grimjaw?", "what's new with you", "how are things with Elara?", "Good day!"} {
 		f.Add(s)
 	}
 	p := Persona{ID: "grimjaw", Name: "Grimjaw", Aliases: []string{"Grim"}}
@@ -39,6 +40,20 @@ func FuzzFallbackQuestion(f *testing.F) {
 		for _, s := range best {
 			if strings.Contains(s, "forged") || strings.Contains(s, "hooded") {
 				t.Errorf("%q tells a secret: %q", text, s)
+			}
+		}
+		// A greeting, thanks, small talk: answered with a word back that
+		// tells nothing, only when the line holds nothing else (no other
+		// name, no question about the world).
+		if k := socialKindOf(text, p); k != notSocial {
+			low := strings.ToLower(text)
+			if r := socialReply(p, k, text); r == "" {
+				t.Errorf("no reply to the social line %q", text)
+			}
+			for _, w := range []string{"elara", "vault", "where", "who made"} {
+				if strings.Contains(low, w) {
+					t.Errorf("%q is taken for small talk (kind %d), but it says %q", text, k, w)
+				}
 			}
 		}
 		for n := range uint32(4) {

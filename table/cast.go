@@ -158,15 +158,21 @@ func (c *Cast) MentionedNames(text string) []string {
 
 // PlayerLabel is how a player's line is labelled, given their display
 // name: the name itself, or, when it is an NPC's name or alias (letters
-// and digits compared, case aside), the name marked "(player)". A
-// nickname is the player's to choose, and a line labelled with an NPC's
-// name would be that NPC's to everyone who reads it: the NPCs' models,
-// the ledger (which finds a promise's giver by the speaker's name), the
-// recaps and the session log.
+// and digits compared, case aside) or a name of the game master's
+// ([memory.IsDMName]: "DM", "GM", "Narrator"…), the name marked
+// "(player)". A nickname is the player's to choose, and a line labelled
+// with an NPC's name would be that NPC's to everyone who reads it: the
+// NPCs' models, the ledger (which finds a promise's giver by the
+// speaker's name), the recaps and the session log; one labelled "DM"
+// would be the DM's narration (the DM's own lines are labelled
+// [memory.DMSpeaker] by the session, see Config.IsDM).
 func (c *Cast) PlayerLabel(name string) string {
 	key := nameKey(name)
 	if key == "" {
 		return name
+	}
+	if memory.IsDMName(name) {
+		return strings.TrimSpace(name) + " (player)"
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -181,9 +187,9 @@ func (c *Cast) PlayerLabel(name string) string {
 }
 
 // nameKey is a name's letters and digits, lower case, words joined by one
-// space.
+// space, lookalike letters spelt as the Latin ones (memory.FoldLookalikes).
 func nameKey(s string) string {
-	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(memory.FoldLookalikes(s)), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 	}), " ")
 }

@@ -38,8 +38,11 @@
 // (npc.TurnInput.Said, never its own replies), then the lines of the last
 // Settings.RecentWindow measured from now that it witnessed, within
 // Settings.HistoryTokens, each labelled with its speaker (other NPCs by
-// name; only its own lines as its own; a player by display name, marked
-// "(player)" in the line itself when it is an NPC's name: [Cast.PlayerLabel]).
+// name; only its own lines as its own; the session's DM (Config.IsDM) as
+// "DM"; a player by display name, marked "(player)" in the line itself
+// when it is an NPC's name or a name of the game master's such as "DM" or
+// "Narrator": [Cast.PlayerLabel]). Recaps take only the DM's lines for
+// narration, so a player cannot narrate by nickname.
 // Its hot context (memory/hotctx)
 // holds what it knows through its persona's knowledge scope. During a
 // database outage it answers from its persona, what it witnessed and the

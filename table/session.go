@@ -602,13 +602,23 @@ func (s *Session) hearers(at time.Time) []string {
 	return s.scene()
 }
 
+// speakerName labels the lines of userID: [memory.DMSpeaker] for the
+// session's DM (Config.IsDM), the display name for a player
+// ([Cast.PlayerLabel], which marks a player named like an NPC or the DM).
+func (s *Session) speakerName(userID string) string {
+	if s.cfg.IsDM != nil && s.cfg.IsDM(userID) {
+		return memory.DMSpeaker
+	}
+	return s.cast.PlayerLabel(s.cfg.UserName(userID))
+}
+
 // transcribe turns an utterance into a line and starts recording it once
 // prev (the line before, nil for none) is recorded.
 func (s *Session) transcribe(u utterance, prev *recording) (line, bool) {
 	ctx, cancel := context.WithTimeout(s.work, s.cfg.Settings.TranscribeTimeout)
 	defer cancel()
 	obs := s.cfg.Observer
-	name := s.cast.PlayerLabel(s.cfg.UserName(u.UserID))
+	name := s.speakerName(u.UserID)
 	rep := LineReport{At: u.Start.UTC(), SpeakerID: u.UserID, Speaker: name}
 	t, err := s.recognize(ctx, u)
 	if err != nil {

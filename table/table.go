@@ -202,6 +202,11 @@ type Config struct {
 	OnReply func(Reply)
 	// UserName is a player's display name (nil: the user id).
 	UserName func(userID string) string
+	// IsDM reports whether a user is the session's DM (nil: nobody is).
+	// The DM's lines are labelled memory.DMSpeaker, which recaps read as
+	// narration; nobody else's are, whatever their display name (a player
+	// named "DM" is "DM (player)": Cast.PlayerLabel).
+	IsDM func(userID string) bool
 	// OnEnd is called when the session ends by itself (its channel stayed
 	// empty, it ran too long, or the voice connection ended), with why;
 	// the caller then calls End.

@@ -138,6 +138,14 @@ func (s *Server) AddGuild(g *discordgo.Guild) {
 	}
 }
 
+// AddMember makes a member of guildID known to the member lookup (GET
+// /guilds/{guild}/members/{user}).
+func (s *Server) AddMember(guildID string, m *discordgo.Member) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.members[guildID+"/"+m.User.ID] = m
+}
+
 // Attach points a discordgo session at the fake: REST requests to
 // discord.com go to the fake instead, and the gateway URL the session asks
 // for is the fake's.

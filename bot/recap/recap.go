@@ -36,6 +36,7 @@ import (
 	"unicode"
 
 	"github.com/glyphoxa/glyphoxa/internal/llm"
+	"github.com/glyphoxa/glyphoxa/memory"
 )
 
 // Line is one numbered transcript line offered to the recap.
@@ -264,9 +265,11 @@ const (
 	scoreTable    = -3  // talk about the game, not in it
 )
 
-// isDM reports whether a speaker is the game master.
+// isDM reports whether a speaker is the game master ([memory.IsDMName]):
+// a live table labels only the session's DM so, a campaign file's "DM"
+// lines are the DM's.
 func isDM(speaker string) bool {
-	return strings.EqualFold(speaker, "DM") || strings.EqualFold(speaker, "GM")
+	return memory.IsDMName(speaker)
 }
 
 // salience scores line i of in.

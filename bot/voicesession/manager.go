@@ -175,6 +175,7 @@ func (m *Manager) open(ctx context.Context, req bot.StartRequest) (*running, err
 	tcfg := table.Config{Campaign: camp, SessionID: id, Voice: v,
 		Providers: m.cfg.Providers, Settings: m.cfg.Settings, Announce: req.Announce,
 		UserName: func(userID string) string { return m.cfg.UserName(req.GuildID, userID) },
+		IsDM:     req.IsDM,
 		OnEnd:    func(reason string) { m.endLater(req.GuildID, reason) },
 		Observer: m.cfg.Observer, Clock: m.cfg.Clock,
 		Logger: m.log.With("guild", req.GuildID, "channel", req.VoiceChannelID)}

@@ -277,8 +277,14 @@ func ctxFor(t *testing.T) context.Context {
 
 func (h *harness) start() {
 	h.t.Helper()
+	h.startWith(nil)
+}
+
+// startWith starts the session with isDM telling its DM (nil: nobody).
+func (h *harness) startWith(isDM func(userID string) bool) {
+	h.t.Helper()
 	err := h.m.Start(ctxFor(h.t), bot.StartRequest{GuildID: guildID, VoiceChannelID: channel, Campaign: "ironhold-saga",
-		Controls: live.NewControls(), Announce: func(string) {}, Ended: func(reason string) { h.ended <- reason }})
+		IsDM: isDM, Controls: live.NewControls(), Announce: func(string) {}, Ended: func(reason string) { h.ended <- reason }})
 	if err != nil {
 		h.t.Fatalf("starting the session: %v", err)
 	}
@@ -457,6 +463,26 @@ func TestVoiceSessionFromStartToEnd(t *testing.T) {
 	}
 	if err := h.m.End(ctx, guildID); err == nil {
 		t.Error("ending twice succeeded")
+	}
+}
+
+// TestTheDMsLinesAreLabelledDM: the request's IsDM reaches the table: the
+// DM's line (Thorin's user, here the DM) is recorded as "DM", the DM's
+// narration in recaps, not under their display name.
+func TestTheDMsLinesAreLabelledDM(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, []string{"grim jaw, what news of the shipment?"}, time.Minute)
+	h.startWith(func(u string) bool { return u == playerID })
+	st, ok := h.m.Status(guildID)
+	if !ok {
+		t.Fatal("no status for the running session")
+	}
+	say(t, h.player(playerID), "Grimjaw, what news of the shipment?")
+	if err := voicetest.Wait(ctxFor(t), func() bool { return len(entries(t, h.camp, st.SessionID)) >= 1 }); err != nil {
+		t.Fatal("the DM's line was not recorded")
+	}
+	if e := entries(t, h.camp, st.SessionID)[0]; e.SpeakerID != playerID || e.SpeakerName != memory.DMSpeaker {
+		t.Errorf("the DM's line is recorded as %q (%s), want %q", e.SpeakerName, e.SpeakerID, memory.DMSpeaker)
 	}
 }
 
