@@ -151,7 +151,8 @@ func item(phrase string) []string {
 // A retraction ("no wait", "scratch that", "actually he didn't", "Thorin
 // never gave…", the DM's "retcon:") takes back what it refers to: the
 // entries of the lines just before it whose what it names (else those of
-// the nearest line before it), and what its own line said before it.
+// the nearest line before it), and what its own line said before it. The
+// DM takes back anyone's words, anyone else only their own.
 func Find(lines []memory.TranscriptEntry, people []Person) []Entry {
 	out, _ := find(lines, people)
 	return out
@@ -163,7 +164,7 @@ func find(lines []memory.TranscriptEntry, people []Person) (kept, taken []Entry)
 	for i, l := range lines {
 		if k := retraction(l.Text); k >= 0 {
 			var t []Entry
-			kept, t = retract(kept, i, l.Text)
+			kept, t = retract(kept, i, l.Text, func(e Entry) bool { return mayRetract(l, lines[e.Line]) })
 			taken = append(taken, t...)
 			before := l
 			before.Text = l.Text[:k]

@@ -3,11 +3,14 @@ package ledger
 import (
 	"regexp"
 	"strings"
+
+	"github.com/glyphoxa/glyphoxa/memory"
 )
 
 // reRetract finds a retraction: the table taking back what was just said
 // ("no wait", "scratch that", "actually he didn't", "Thorin never gave",
-// the DM's "retcon:"). What follows it in its line still counts ("scratch
+// the DM's "retcon:"), of the speaker's own words or, the DM's, of
+// anyone's (mayRetract). What follows it in its line still counts ("scratch
 // that, take the rope instead"); what came before it does not.
 var reRetract = regexp.MustCompile(`\b(?:(?i:no,?\s+wait|scratch\s+that|strike\s+that|forget\s+(?:that|i\s+said\s+that)|retcon\b\s*:?)|` +
 	`(?i:actually),?\s+((?i:he|she|they|i|we|it)|\p{Lu}[\p{L}']*)\s+(?i:didn't|did\s+not|never|doesn't|does\s+not|won't|wasn't|kept|keeps|still\s+has)|` +
@@ -59,14 +62,15 @@ func refers(text, what string) bool {
 }
 
 // retract takes back, from found (the entries of the lines before line i,
-// in order), those the retraction in text refers to: the entries of the
-// last retractWindow lines whose what it names, else those of the nearest
-// line before it that has any. It returns what is kept and what was taken
-// back.
-func retract(found []Entry, i int, text string) (kept, taken []Entry) {
+// in order), those the retraction in text refers to among the ones it may
+// take back (may): the entries of the last retractWindow lines whose what
+// it names, else those of the nearest line before it that has any. It
+// returns what is kept and what was taken back.
+func retract(found []Entry, i int, text string, may func(Entry) bool) (kept, taken []Entry) {
+	reach := func(e Entry) bool { return e.Line >= i-retractWindow && may(e) }
 	named := false
 	for _, e := range found {
-		if e.Line >= i-retractWindow && refers(text, e.What) {
+		if reach(e) && refers(text, e.What) {
 			named = true
 			break
 		}
@@ -74,14 +78,14 @@ func retract(found []Entry, i int, text string) (kept, taken []Entry) {
 	last := -1
 	if !named {
 		for _, e := range found {
-			if e.Line >= i-retractWindow && e.Line > last {
+			if reach(e) && e.Line > last {
 				last = e.Line
 			}
 		}
 	}
 	for _, e := range found {
 		switch {
-		case e.Line < i-retractWindow:
+		case !reach(e):
 			kept = append(kept, e)
 		case named && refers(text, e.What), !named && e.Line == last:
 			taken = append(taken, e)
@@ -90,4 +94,21 @@ func retract(found []Entry, i int, text string) (kept, taken []Entry) {
 		}
 	}
 	return kept, taken
+}
+
+// mayRetract reports whether line by may take back what line of said: the
+// DM's may take back anything, anyone else only their own words. A player
+// saying "scratch that" after an NPC's "you owe me ten gold" does not wipe
+// the debt.
+func mayRetract(by, of memory.TranscriptEntry) bool {
+	if memory.IsDMName(by.SpeakerName) {
+		return true
+	}
+	if by.NPCID != "" || of.NPCID != "" {
+		return by.NPCID == of.NPCID
+	}
+	if by.SpeakerID != "" && of.SpeakerID != "" {
+		return by.SpeakerID == of.SpeakerID
+	}
+	return strings.EqualFold(by.SpeakerName, of.SpeakerName)
 }

@@ -86,6 +86,27 @@ func TestRetractions(t *testing.T) {
 			{"Thorin", "Lyra, have my spare dagger."},
 			{"DM", "Scratch that: Brannoc still has the map."},
 		}, nil, []string{"handover Thorin→Lyra spare dagger"}},
+		// Anyone but the DM takes back only their own words: a player's
+		// "scratch that" does not wipe the debt an NPC just named.
+		{"a player cannot take back an NPC's words", []line{
+			{"Brannoc", "Thorin, you owe me ten gold for the ale."},
+			{"Thorin", "Scratch that."},
+		}, nil, []string{"debt Thorin→Brannoc ten gold for the ale"}},
+		{"a player cannot take back an NPC's words the model found", []line{
+			{"Brannoc", "Thorin, you owe me ten gold for the ale."},
+			{"Thorin", "No wait, forget that, I owe nothing."},
+		}, &postsession.Extraction{Relationships: []postsession.ExtractedRelationship{{Source: "Thorin", Target: "Brannoc",
+			Type: ledger.RelOwes, Confidence: 0.9, Basis: "stated", Evidence: "Thorin, you owe me ten gold for the ale.",
+			Attributes: map[string]any{"what": "ten gold for the ale"}}}}, []string{"debt Thorin→Brannoc ten gold for the ale"}},
+		{"a player takes back their own words", []line{
+			{"Thorin", "Lyra, take my lantern."},
+			{"Lyra", "Thanks!"},
+			{"Thorin", "No wait, I'll keep the lantern."},
+		}, nil, nil},
+		{"another player cannot take back a player's words", []line{
+			{"Thorin", "Lyra, I promise I will carry your pack to the mine."},
+			{"Lyra", "Scratch that."},
+		}, nil, []string{"promise Thorin→Lyra I will carry your pack to the mine"}},
 		{"a complaint is no retraction", []line{
 			{"Brannoc", "Thorin, take this lantern, the mine is dark."},
 			{"Lyra", "You never gave me the money for the lamp oil, Brannoc."},
