@@ -12,7 +12,8 @@
 -- BEFORE trigger, so the trigger compares the public attributes by the
 -- same definition (glyphoxa_player_attributes below); a migration that
 -- changes glyphoxa_public or secretKeyStarts must change it too.
--- Rows written before this migration start with their updated_at.
+-- Rows written before this migration start with their updated_at; a new
+-- row with its updated_at, unless it brings its own (a restored backup).
 ALTER TABLE entities ADD COLUMN public_updated_at timestamptz;
 UPDATE entities SET public_updated_at = updated_at;
 ALTER TABLE entities ALTER COLUMN public_updated_at SET NOT NULL;
@@ -23,8 +24,10 @@ $$;
 
 CREATE FUNCTION glyphoxa_entity_public_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT'
-       OR (OLD.type, OLD.name, OLD.aliases, OLD.retired_at, OLD.scene_only, OLD.kg_archived_at)
+    IF TG_OP = 'INSERT' THEN
+        -- A restored backup (memory/bundle) gives the stamp it had.
+        NEW.public_updated_at := coalesce(NEW.public_updated_at, NEW.updated_at);
+    ELSIF (OLD.type, OLD.name, OLD.aliases, OLD.retired_at, OLD.scene_only, OLD.kg_archived_at)
           IS DISTINCT FROM (NEW.type, NEW.name, NEW.aliases, NEW.retired_at, NEW.scene_only, NEW.kg_archived_at)
        OR (OLD.attributes IS DISTINCT FROM NEW.attributes
            AND glyphoxa_player_attributes(OLD.attributes) IS DISTINCT FROM glyphoxa_player_attributes(NEW.attributes)) THEN
