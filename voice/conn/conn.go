@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -715,10 +716,7 @@ func (c *Conn) connect(ctx context.Context, p Params, resume bool) (*wsGen, erro
 	if err := gen.await(ctx, gen.hello, &hello); err != nil {
 		return nil, fail(fmt.Errorf("voice: waiting for hello: %w", err))
 	}
-	interval := time.Duration(hello.HeartbeatInterval * float64(time.Millisecond))
-	if interval <= 0 {
-		interval = 13750 * time.Millisecond
-	}
+	interval := heartbeatInterval(hello.HeartbeatInterval)
 
 	if resume {
 		if err := gen.sendJSON(gateway.OpResume, gateway.Resume{ServerID: p.GuildID, SessionID: p.SessionID,
@@ -957,4 +955,30 @@ func (c *Conn) userForSSRC(ssrc uint32) (string, bool) {
 func parseUint(s string) uint64 {
 	v, _ := strconv.ParseUint(s, 10, 64)
 	return v
+}
+
+// Heartbeat intervals: the voice gateway's hello asks for one (Discord's is
+// 13.75 s); one that is missing or not a number gets Discord's, and one
+// outside [minHeartbeat, maxHeartbeat] is brought inside it. A gateway
+// asking for a heartbeat every millisecond would have the bot flood it and
+// reconnect at every late answer; one asking for none in a day would leave
+// a dead connection unnoticed.
+const (
+	defaultHeartbeat = 13750 * time.Millisecond
+	minHeartbeat     = time.Second
+	maxHeartbeat     = time.Minute
+)
+
+// heartbeatInterval is the interval the bot heartbeats at for a hello's
+// heartbeat_interval (milliseconds).
+func heartbeatInterval(ms float64) time.Duration {
+	switch {
+	case math.IsNaN(ms) || ms <= 0:
+		return defaultHeartbeat
+	case ms < float64(minHeartbeat/time.Millisecond):
+		return minHeartbeat
+	case ms > float64(maxHeartbeat/time.Millisecond):
+		return maxHeartbeat
+	}
+	return time.Duration(ms * float64(time.Millisecond))
 }
