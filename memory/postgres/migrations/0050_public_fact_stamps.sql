@@ -16,7 +16,12 @@
 -- it. Attributes whose text holds no secret key (secretKeyStarts in
 -- viewer.go) are their own public part; a migration that changes
 -- glyphoxa_public or secretKeyStarts must change the function too.
--- Rows written before this migration start with their updated_at.
+-- Rows written before this migration start with their updated_at; a row
+-- inserted starts with it too, unless the insert gives its own (an
+-- imported bundle carries the stamps it was exported with: importing it
+-- again did set them to updated_at, which told players of the DM's last
+-- note). Entities' stamp (migration 0046) is inserted the same way now.
+
 ALTER TABLE relationships ADD COLUMN public_updated_at timestamptz;
 UPDATE relationships SET public_updated_at = updated_at;
 ALTER TABLE relationships ALTER COLUMN public_updated_at SET NOT NULL;
@@ -30,8 +35,9 @@ $$;
 
 CREATE FUNCTION glyphoxa_fact_public_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT'
-       OR (to_jsonb(OLD) - 'attributes' - 'entry' - 'updated_at' - 'public_updated_at')
+    IF TG_OP = 'INSERT' THEN
+        NEW.public_updated_at := coalesce(NEW.public_updated_at, NEW.updated_at);
+    ELSIF (to_jsonb(OLD) - 'attributes' - 'entry' - 'updated_at' - 'public_updated_at')
           IS DISTINCT FROM (to_jsonb(NEW) - 'attributes' - 'entry' - 'updated_at' - 'public_updated_at')
        OR (OLD.attributes IS DISTINCT FROM NEW.attributes
            AND glyphoxa_player_fact_attributes(OLD.attributes) IS DISTINCT FROM glyphoxa_player_fact_attributes(NEW.attributes)) THEN
@@ -50,3 +56,18 @@ CREATE TRIGGER relationships_public_stamp BEFORE INSERT OR UPDATE ON relationshi
 -- relationships_type, migration 0036).
 CREATE INDEX relationships_public_newest ON relationships (campaign_id, public_updated_at DESC, id DESC);
 CREATE INDEX relationships_public_type ON relationships (campaign_id, rel_type, public_updated_at DESC, id DESC);
+
+CREATE OR REPLACE FUNCTION glyphoxa_entity_public_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        NEW.public_updated_at := coalesce(NEW.public_updated_at, NEW.updated_at);
+    ELSIF (OLD.type, OLD.name, OLD.aliases, OLD.retired_at, OLD.scene_only, OLD.kg_archived_at)
+          IS DISTINCT FROM (NEW.type, NEW.name, NEW.aliases, NEW.retired_at, NEW.scene_only, NEW.kg_archived_at)
+       OR (OLD.attributes IS DISTINCT FROM NEW.attributes
+           AND glyphoxa_player_attributes(OLD.attributes) IS DISTINCT FROM glyphoxa_player_attributes(NEW.attributes)) THEN
+        NEW.public_updated_at := NEW.updated_at;
+    ELSE
+        NEW.public_updated_at := OLD.public_updated_at;
+    END IF;
+    RETURN NEW;
+END $$;
