@@ -20,7 +20,9 @@
 -- inserted starts with it too, unless the insert gives its own (an
 -- imported bundle carries the stamps it was exported with: importing it
 -- again did set them to updated_at, which told players of the DM's last
--- note). Entities' stamp (migration 0046) is inserted the same way now.
+-- note). An update that sets the stamp itself keeps it (no server write
+-- does; a test that backdates a row does). Entities' stamp (migration
+-- 0046) is written the same way now.
 
 ALTER TABLE relationships ADD COLUMN public_updated_at timestamptz;
 UPDATE relationships SET public_updated_at = updated_at;
@@ -37,6 +39,8 @@ CREATE FUNCTION glyphoxa_fact_public_stamp() RETURNS trigger LANGUAGE plpgsql AS
 BEGIN
     IF TG_OP = 'INSERT' THEN
         NEW.public_updated_at := coalesce(NEW.public_updated_at, NEW.updated_at);
+    ELSIF NEW.public_updated_at IS DISTINCT FROM OLD.public_updated_at THEN
+        NULL; -- set by the writer itself
     ELSIF (to_jsonb(OLD) - 'attributes' - 'entry' - 'updated_at' - 'public_updated_at')
           IS DISTINCT FROM (to_jsonb(NEW) - 'attributes' - 'entry' - 'updated_at' - 'public_updated_at')
        OR (OLD.attributes IS DISTINCT FROM NEW.attributes
@@ -61,6 +65,8 @@ CREATE OR REPLACE FUNCTION glyphoxa_entity_public_stamp() RETURNS trigger LANGUA
 BEGIN
     IF TG_OP = 'INSERT' THEN
         NEW.public_updated_at := coalesce(NEW.public_updated_at, NEW.updated_at);
+    ELSIF NEW.public_updated_at IS DISTINCT FROM OLD.public_updated_at THEN
+        NULL; -- set by the writer itself
     ELSIF (OLD.type, OLD.name, OLD.aliases, OLD.retired_at, OLD.scene_only, OLD.kg_archived_at)
           IS DISTINCT FROM (NEW.type, NEW.name, NEW.aliases, NEW.retired_at, NEW.scene_only, NEW.kg_archived_at)
        OR (OLD.attributes IS DISTINCT FROM NEW.attributes
