@@ -72,10 +72,10 @@ func world(t testing.TB) (*access.Campaign, map[string]int64) {
 		if i >= 28 {
 			age = 24 * time.Hour
 		}
-		_, err := store.Pool().Exec(ctx, `UPDATE relationships SET updated_at = $2 WHERE id = $1`, ids[fmt.Sprintf("t%02d", i)], now.Add(-age))
+		_, err := store.Pool().Exec(ctx, `UPDATE relationships SET updated_at = $2, public_updated_at = $2 WHERE id = $1`, ids[fmt.Sprintf("t%02d", i)], now.Add(-age))
 		check(t, err)
 	}
-	_, err := store.Pool().Exec(ctx, `UPDATE relationships SET updated_at = $2 WHERE id = $1`, ids["anvil-row"], now.Add(-100*24*time.Hour))
+	_, err := store.Pool().Exec(ctx, `UPDATE relationships SET updated_at = $2, public_updated_at = $2 WHERE id = $1`, ids["anvil-row"], now.Add(-100*24*time.Hour))
 	check(t, err)
 
 	check(t, c.Sessions().StartSession(ctx, "s1", now.Add(-time.Hour)))

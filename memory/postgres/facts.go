@@ -122,11 +122,11 @@ func (g *Graph) FindFacts(ctx context.Context, q FactQuery) ([]FactWithNames, er
 		        AND ($3 = '' OR r.id::text = $3 OR strpos(lower(r.rel_type), lower($3)) > 0
 		             OR EXISTS (SELECT 1 FROM entities e WHERE e.campaign_id = r.campaign_id AND e.id IN (r.source_id, r.target_id)
 		                        AND `+nameHoldsExactlySQL("e", "$3")+`))
-		      ORDER BY r.updated_at DESC, r.id DESC
+		      ORDER BY `+g.view.updatedCol("r")+` DESC, r.id DESC
 		      LIMIT $4) r
 		JOIN entities s ON s.campaign_id = r.campaign_id AND s.id = r.source_id
 		JOIN entities t ON t.campaign_id = r.campaign_id AND t.id = r.target_id
-		ORDER BY r.updated_at DESC, r.id DESC`, append([]any{pgx.QueryExecModeExec}, args...)...)
+		ORDER BY `+g.view.updatedCol("r")+` DESC, r.id DESC`, append([]any{pgx.QueryExecModeExec}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("finding facts: %w", err)
 	}
@@ -154,7 +154,7 @@ func (g *Graph) factsOf(ids string) string {
 func (g *Graph) newestOfTypes(types string) string {
 	return `SELECT x.id FROM unnest(` + types + `::text[]) ty(rel_type), LATERAL (
 			SELECT f.id FROM relationships f WHERE f.campaign_id = $1 AND f.rel_type = ty.rel_type AND ` + g.factFilter("f") + `
-			ORDER BY f.updated_at DESC, f.id DESC LIMIT $4) x`
+			ORDER BY ` + g.view.updatedCol("f") + ` DESC, f.id DESC LIMIT $4) x`
 }
 
 // textCandidates returns what a FindFacts Text names: the ids of the
@@ -216,7 +216,7 @@ func (g *Graph) SessionFacts(ctx context.Context, sessionID string, withPending 
 		  AND (r.status = 'active' OR ($4 AND r.status = 'pending')
 		       OR (r.status = 'retired' AND r.valid_until_session <> $2
 		           AND ((r.valid_until_session <> '' AND us.started_at >= $3)
-		                OR (r.valid_until_session = '' AND coalesce(r.retired_at, r.updated_at) > $3))))
+		                OR (r.valid_until_session = '' AND coalesce(r.retired_at, `+g.view.updatedCol("r")+`) > $3))))
 		ORDER BY r.established_at, r.id`, g.campaign, sessionID, at, withPending)
 	if err != nil {
 		return nil, fmt.Errorf("facts of session %q: %w", sessionID, err)

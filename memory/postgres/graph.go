@@ -490,7 +490,7 @@ func (g *Graph) relationshipsQuery(entityID string, o memory.TraversalOpts) (str
 		WHERE r.campaign_id = $1 AND r.status = 'active' AND ` + g.view.factVisible("r") + `
 		  AND (($3 AND r.source_id = $2) OR ($4 AND r.target_id = $2))
 		  AND (cardinality($5::text[]) = 0 OR r.rel_type = ANY($5))
-		ORDER BY r.updated_at DESC, r.id DESC
+		ORDER BY ` + g.view.updatedCol("r") + ` DESC, r.id DESC
 		LIMIT $6`, []any{g.campaign, entityID, out, in, nonNil(o.RelTypes), limit}
 }
 
@@ -541,7 +541,7 @@ func (g *Graph) FactTypesOfEach(ctx context.Context, entityIDs []string, o memor
 	if len(entityIDs) == 0 {
 		return nil, nil
 	}
-	q, args := g.ofEachQuery("r.id, r.rel_type, r.updated_at", entityIDs, o)
+	q, args := g.ofEachQuery("r.id, r.rel_type, "+g.view.updatedCol("r")+" AS updated_at", entityIDs, o)
 	rows, err := g.db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading relationship types: %w", err)
@@ -586,8 +586,9 @@ func (g *Graph) Facts(ctx context.Context, ids []int64) (map[int64]memory.Relati
 
 // ofEachQuery is the query of [Graph.Relationships] for each of entityIDs
 // at once: its first column is the entity's position in entityIDs (from
-// 1), then cols (of relationships r, ending with r.updated_at), the rows of
-// each entity as Relationships orders them.
+// 1), then cols (of relationships r, ending with the viewer's stamp named
+// updated_at, [view.updatedCol]), the rows of each entity as Relationships
+// orders them.
 func (g *Graph) ofEachQuery(cols string, entityIDs []string, o memory.TraversalOpts) (string, []any) {
 	out, in := directions(o.Direction)
 	limit := any(nil)
@@ -601,7 +602,7 @@ func (g *Graph) ofEachQuery(cols string, entityIDs []string, o memory.TraversalO
 		    WHERE r.campaign_id = $1 AND r.status = 'active' AND ` + g.view.factVisible("r") + `
 		      AND (($3 AND r.source_id = q.id) OR ($4 AND r.target_id = q.id))
 		      AND (cardinality($5::text[]) = 0 OR r.rel_type = ANY($5))
-		    ORDER BY r.updated_at DESC, r.id DESC
+		    ORDER BY ` + g.view.updatedCol("r") + ` DESC, r.id DESC
 		    LIMIT $6) x
 		ORDER BY q.ord, x.updated_at DESC, x.id DESC`, []any{g.campaign, entityIDs, out, in, nonNil(o.RelTypes), limit}
 }

@@ -56,7 +56,7 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 		        SELECT CASE WHEN source_id = $2 THEN target_id ELSE source_id END FROM edges)
 		)
 		SELECT `+prefixed("n", entityColumns)+`,
-		       (SELECT coalesce(jsonb_agg(`+npcView(npcID).factJSON("edges")+` ORDER BY edges.updated_at DESC, edges.id), '[]') FROM edges),
+		       (SELECT coalesce(jsonb_agg(`+npcView(npcID).factJSON("edges")+` ORDER BY `+npcView(npcID).updatedCol("edges")+` DESC, edges.id), '[]') FROM edges),
 		       (SELECT coalesce(jsonb_agg(to_jsonb(related) ORDER BY lower(related.name), related.id), '[]') FROM related)
 		FROM entities n WHERE n.campaign_id = $1 AND n.id = $2`, g.campaign, npcID).
 		Scan(&e.ID, &e.Type, &e.Name, &e.Aliases, &e.Attributes, &e.CreatedAt, &e.UpdatedAt, &edges, &related)

@@ -236,7 +236,7 @@ func (g *Graph) factsAt(ctx context.Context, entityID string, at time.Time) ([]m
 		       OR (r.session_id = '' AND (r.established_at <= $3 OR NOT EXISTS (SELECT 1 FROM fact_links l
 		           WHERE l.from_fact = r.id AND l.kind = 'supersedes'))))
 		  AND ((r.valid_until_session <> '' AND us.started_at > $3)
-		       OR (r.valid_until_session = '' AND (r.status = 'active' OR coalesce(r.retired_at, r.updated_at) > $3)))
+		       OR (r.valid_until_session = '' AND (r.status = 'active' OR coalesce(r.retired_at, `+g.view.updatedCol("r")+`) > $3)))
 		ORDER BY r.rel_type, r.id`, g.campaign, entityID, at)
 	if err != nil {
 		return nil, err

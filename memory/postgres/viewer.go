@@ -83,11 +83,12 @@ func (w view) entityCols(alias string) string {
 		", " + alias + ".created_at, " + w.updatedCol(alias)
 }
 
-// updatedCol is the last-update stamp of entity alias the viewer reads:
-// the DM and the system read updated_at, which every change moves (the
-// server's caches and compaction need it); anyone else public_updated_at
-// (migration 0046), which a change of DM-only attributes alone does not
-// move, so the stamp does not tell when the DM wrote a secret note.
+// updatedCol is the last-update stamp of entity or relationship alias the
+// viewer reads, and orders by: the DM and the system read updated_at,
+// which every change moves (the server's caches and compaction need it);
+// anyone else public_updated_at (migrations 0046 and 0050), which a change
+// of DM-only attributes alone does not move, so neither the stamp nor a
+// list's order tells when the DM wrote a secret note.
 func (w view) updatedCol(alias string) string {
 	if w.system() {
 		return alias + ".updated_at"
@@ -345,17 +346,24 @@ func (w view) quoteLine() string {
 }
 
 // relCols are the relationship columns of r as the viewer reads them, in
-// the order scanRel expects.
+// the order scanRel expects; the stamp is the viewer's ([view.updatedCol]),
+// named updated_at.
 func (w view) relCols() string {
-	return strings.Replace(relColumns, "r.attributes", w.factAttrs("r"), 1)
+	c := strings.Replace(relColumns, "r.attributes", w.factAttrs("r"), 1)
+	if w.system() {
+		return c
+	}
+	return strings.Replace(c, "r.updated_at", w.updatedCol("r")+" AS updated_at", 1)
 }
 
-// factJSON is to_jsonb(r) with the attributes the viewer may read.
+// factJSON is to_jsonb(r) with the attributes and the stamp
+// ([view.updatedCol]) the viewer may read.
 func (w view) factJSON(alias string) string {
 	if w.system() {
-		return "to_jsonb(" + alias + ")"
+		return "(to_jsonb(" + alias + ") - 'public_updated_at')"
 	}
-	return "(to_jsonb(" + alias + ") || jsonb_build_object('attributes', " + w.factAttrs(alias) + "))"
+	return "((to_jsonb(" + alias + ") - 'public_updated_at') || jsonb_build_object('attributes', " + w.factAttrs(alias) +
+		", 'updated_at', " + w.updatedCol(alias) + "))"
 }
 
 // As returns this campaign's layers bound to viewer v: every read through
