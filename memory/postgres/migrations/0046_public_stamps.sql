@@ -27,6 +27,8 @@ BEGIN
     IF TG_OP = 'INSERT' THEN
         -- A restored backup (memory/bundle) gives the stamp it had.
         NEW.public_updated_at := coalesce(NEW.public_updated_at, NEW.updated_at);
+    ELSIF NEW.public_updated_at IS DISTINCT FROM OLD.public_updated_at THEN
+        NULL; -- set by the writer itself (no server write does; a test that backdates a row does)
     ELSIF (OLD.type, OLD.name, OLD.aliases, OLD.retired_at, OLD.scene_only, OLD.kg_archived_at)
           IS DISTINCT FROM (NEW.type, NEW.name, NEW.aliases, NEW.retired_at, NEW.scene_only, NEW.kg_archived_at)
        OR (OLD.attributes IS DISTINCT FROM NEW.attributes

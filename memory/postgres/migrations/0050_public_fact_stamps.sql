@@ -21,8 +21,8 @@
 -- imported bundle carries the stamps it was exported with: importing it
 -- again did set them to updated_at, which told players of the DM's last
 -- note). An update that sets the stamp itself keeps it (no server write
--- does; a test that backdates a row does). Entities' stamp (migration
--- 0046) is written the same way now.
+-- does; a test that backdates a row does), as entities' stamp (migration
+-- 0046).
 
 ALTER TABLE relationships ADD COLUMN public_updated_at timestamptz;
 UPDATE relationships SET public_updated_at = updated_at;
@@ -60,20 +60,3 @@ CREATE TRIGGER relationships_public_stamp BEFORE INSERT OR UPDATE ON relationshi
 -- relationships_type, migration 0036).
 CREATE INDEX relationships_public_newest ON relationships (campaign_id, public_updated_at DESC, id DESC);
 CREATE INDEX relationships_public_type ON relationships (campaign_id, rel_type, public_updated_at DESC, id DESC);
-
-CREATE OR REPLACE FUNCTION glyphoxa_entity_public_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'INSERT' THEN
-        NEW.public_updated_at := coalesce(NEW.public_updated_at, NEW.updated_at);
-    ELSIF NEW.public_updated_at IS DISTINCT FROM OLD.public_updated_at THEN
-        NULL; -- set by the writer itself
-    ELSIF (OLD.type, OLD.name, OLD.aliases, OLD.retired_at, OLD.scene_only, OLD.kg_archived_at)
-          IS DISTINCT FROM (NEW.type, NEW.name, NEW.aliases, NEW.retired_at, NEW.scene_only, NEW.kg_archived_at)
-       OR (OLD.attributes IS DISTINCT FROM NEW.attributes
-           AND glyphoxa_player_attributes(OLD.attributes) IS DISTINCT FROM glyphoxa_player_attributes(NEW.attributes)) THEN
-        NEW.public_updated_at := NEW.updated_at;
-    ELSE
-        NEW.public_updated_at := OLD.public_updated_at;
-    END IF;
-    RETURN NEW;
-END $$;
