@@ -116,6 +116,13 @@ func newHarnessOn(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Stor
 // test: kept quiet, and printed if the test fails (keepLog).
 func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.Store, log *slog.Logger, opts ...bot.Option) *harness {
 	t.Helper()
+	return newHarnessGuilds(t, deps, []bot.Guild{g}, store, log, opts...)
+}
+
+// newHarnessGuilds is newHarnessLogged with the guilds gs bound (the
+// harness's campaign is the sample's, whichever guild binds it).
+func newHarnessGuilds(t *testing.T, deps bot.Deps, gs []bot.Guild, store *postgres.Store, log *slog.Logger, opts ...bot.Option) *harness {
+	t.Helper()
 	kept := keepLog(t)
 	if log == nil {
 		log = kept
@@ -128,6 +135,11 @@ func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.
 	t.Cleanup(fake.Close)
 	fake.AddGuild(&discordgo.Guild{ID: guildID, Name: "The Table"})
 	fake.AddGuild(&discordgo.Guild{ID: otherID, Name: "Elsewhere"})
+	for _, g := range gs {
+		if g.ID != guildID && g.ID != otherID {
+			fake.AddGuild(&discordgo.Guild{ID: g.ID, Name: "Server of " + g.Campaign})
+		}
+	}
 
 	sess, err := discordgo.New("Bot fake-token")
 	if err != nil {
@@ -143,7 +155,7 @@ func newHarnessLogged(t *testing.T, deps bot.Deps, g bot.Guild, store *postgres.
 	t.Cleanup(func() { door.Close() })
 	deps.Door = door
 	handled := &handledSet{}
-	b, err := bot.New(bot.Config{Guilds: []bot.Guild{g},
+	b, err := bot.New(bot.Config{Guilds: gs,
 		Logger: log},
 		deps, append([]bot.Option{bot.WithSession(sess), bot.WithHandled(handled.mark)}, opts...)...)
 	if err != nil {
