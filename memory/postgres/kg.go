@@ -648,7 +648,10 @@ type KGChanges struct {
 // player could read it (migration 0039's gone), or, for a change logged
 // before that, when the row, still there, is one this caller could read
 // ([Campaign.removedEdge]). A fact the DM made secret thus leaves a
-// player's graph, and a secret never reaches it by its removal.
+// player's graph, and a secret never reaches it by its removal. A deleted
+// artifact edge is named to the DM, and to a player when every player could
+// read it (its deletion's gone record, migration 0051; none was kept
+// before, and such older deletions are not named to players).
 func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude string, dm bool) (KGChanges, error) {
 	out := KGChanges{Nodes: []KGNode{}, Edges: []KGEdge{}, Removed: []string{}}
 	rows, err := c.l1.db.Query(ctx, `SELECT ch.kind, ch.ref, ch.gone FROM graph_changes ch
@@ -677,8 +680,12 @@ func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude stri
 		return out, fmt.Errorf("reading changes: %w", err)
 	}
 	changed := map[string]bool{}
+	artifactGone := map[string]bool{} // artifact edges deleted that every player could read
 	var uniq []change
 	for _, ch := range chs {
+		if ch.kind == "kg_edge" && ch.gone != nil && ch.gone.Players {
+			artifactGone[ch.ref] = true
+		}
 		if k := ch.kind + "\x00" + ch.ref; !changed[k] {
 			changed[k] = true
 			uniq = append(uniq, ch)
@@ -762,8 +769,12 @@ func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude stri
 			case ch.kind == nodeKind && !present[ch.ref]:
 				out.Removed = append(out.Removed, "node:"+string(l)+":"+ch.ref)
 			case ch.kind == "kg_edge" && l == KGCampaign && !seenEdge[ch.kind+"\x00"+ch.ref] && !hidden[ch.ref]:
-				// Deleted rows are gone; agents learn of them by id.
-				out.Removed = append(out.Removed, "edge:campaign:artifact:"+ch.ref)
+				// Deleted rows are gone; agents learn of them by id: the
+				// DM of every one, a player of one every player could
+				// read (its deletion's gone record, migration 0051).
+				if dm || artifactGone[ch.ref] {
+					out.Removed = append(out.Removed, "edge:campaign:artifact:"+ch.ref)
+				}
 			case slices.Contains(edgeKinds, ch.kind) && ch.kind != "kg_edge" && !seenEdge[ch.kind+"\x00"+ch.ref]:
 				// An edge no longer active: name it only if the caller may
 				// see it, and only if it is not a proposal.
