@@ -890,12 +890,14 @@ type Compaction struct {
 }
 
 // CompactKG runs one compaction pass on a level as of now. When the level's
-// token estimate (what kg_read shows the DM) is above the campaign's limit,
+// token estimate (what kg_read shows the DM of the DM's level, and every
+// player of the campaign level) is above the campaign's limit,
 // the lowest-scored nodes are archived until it is under 90% of the limit.
 // A node updated within KGProtected is never archived. The score is the
 // product of three percentiles among the active nodes: recency (last
 // update), connectedness (edges plus touches) and richness (gist and notes
-// length). At the DM's level, archived nodes without an edge to an active
+// length). The campaign level is judged by what every player reads of it:
+// its public stamps, public facts and public attributes. At the DM's level, archived nodes without an edge to an active
 // node are deleted once archived for KGGrace; campaign nodes are the game's
 // entities and are never deleted.
 func (c *Campaign) CompactKG(ctx context.Context, level KGLevel, now time.Time) (Compaction, error) {
@@ -904,7 +906,19 @@ func (c *Campaign) CompactKG(ctx context.Context, level KGLevel, now time.Time) 
 		return Compaction{}, err
 	}
 	out := Compaction{Level: level, Limit: limit}
-	g, err := c.loadKG(ctx, level, true)
+	// The campaign level's archiving is shared: a node archived leaves every
+	// reader's kg_read. So it is planned on what every player reads (the
+	// unbound player's view): the DM's secret facts and private notes, and
+	// the stamp their DM-only edits move, would otherwise decide which
+	// entities players lose, and a player comparing them with what they
+	// read would learn which entities the DM keeps secrets about, and when
+	// the DM last wrote of them. The DM's own kg_read of that level may
+	// then run past the limit by what only the DM reads.
+	src, withSecrets := c, true
+	if level == KGCampaign {
+		src, withSecrets = newCampaign(c.store, c.db, c.id, c.db.gate, view{v: memory.PlayerViewer()}), false
+	}
+	g, err := src.loadKG(ctx, level, withSecrets)
 	if err != nil {
 		return out, err
 	}
