@@ -648,7 +648,10 @@ type KGChanges struct {
 // player could read it (migration 0039's gone), or, for a change logged
 // before that, when the row, still there, is one this caller could read
 // ([Campaign.removedEdge]). A fact the DM made secret thus leaves a
-// player's graph, and a secret never reaches it by its removal.
+// player's graph, and a secret never reaches it by its removal. A deleted
+// artifact edge is named to the DM, and to a player when every player could
+// read it (its deletion's gone record, migration 0051; none was kept
+// before, and such older deletions are not named to players).
 func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude string, dm bool) (KGChanges, error) {
 	out := KGChanges{Nodes: []KGNode{}, Edges: []KGEdge{}, Removed: []string{}}
 	rows, err := c.l1.db.Query(ctx, `SELECT ch.kind, ch.ref, ch.gone FROM graph_changes ch
@@ -677,8 +680,12 @@ func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude stri
 		return out, fmt.Errorf("reading changes: %w", err)
 	}
 	changed := map[string]bool{}
+	artifactGone := map[string]bool{} // artifact edges deleted that every player could read
 	var uniq []change
 	for _, ch := range chs {
+		if ch.kind == "kg_edge" && ch.gone != nil && ch.gone.Players {
+			artifactGone[ch.ref] = true
+		}
 		if k := ch.kind + "\x00" + ch.ref; !changed[k] {
 			changed[k] = true
 			uniq = append(uniq, ch)
@@ -762,8 +769,12 @@ func (c *Campaign) KGSync(ctx context.Context, cursor ChangeCursor, exclude stri
 			case ch.kind == nodeKind && !present[ch.ref]:
 				out.Removed = append(out.Removed, "node:"+string(l)+":"+ch.ref)
 			case ch.kind == "kg_edge" && l == KGCampaign && !seenEdge[ch.kind+"\x00"+ch.ref] && !hidden[ch.ref]:
-				// Deleted rows are gone; agents learn of them by id.
-				out.Removed = append(out.Removed, "edge:campaign:artifact:"+ch.ref)
+				// Deleted rows are gone; agents learn of them by id: the
+				// DM of every one, a player of one every player could
+				// read (its deletion's gone record, migration 0051).
+				if dm || artifactGone[ch.ref] {
+					out.Removed = append(out.Removed, "edge:campaign:artifact:"+ch.ref)
+				}
 			case slices.Contains(edgeKinds, ch.kind) && ch.kind != "kg_edge" && !seenEdge[ch.kind+"\x00"+ch.ref]:
 				// An edge no longer active: name it only if the caller may
 				// see it, and only if it is not a proposal.
@@ -879,12 +890,14 @@ type Compaction struct {
 }
 
 // CompactKG runs one compaction pass on a level as of now. When the level's
-// token estimate (what kg_read shows the DM) is above the campaign's limit,
+// token estimate (what kg_read shows the DM of the DM's level, and every
+// player of the campaign level) is above the campaign's limit,
 // the lowest-scored nodes are archived until it is under 90% of the limit.
 // A node updated within KGProtected is never archived. The score is the
 // product of three percentiles among the active nodes: recency (last
 // update), connectedness (edges plus touches) and richness (gist and notes
-// length). At the DM's level, archived nodes without an edge to an active
+// length). The campaign level is judged by what every player reads of it:
+// its public stamps, public facts and public attributes. At the DM's level, archived nodes without an edge to an active
 // node are deleted once archived for KGGrace; campaign nodes are the game's
 // entities and are never deleted.
 func (c *Campaign) CompactKG(ctx context.Context, level KGLevel, now time.Time) (Compaction, error) {
@@ -893,7 +906,19 @@ func (c *Campaign) CompactKG(ctx context.Context, level KGLevel, now time.Time) 
 		return Compaction{}, err
 	}
 	out := Compaction{Level: level, Limit: limit}
-	g, err := c.loadKG(ctx, level, true)
+	// The campaign level's archiving is shared: a node archived leaves every
+	// reader's kg_read. So it is planned on what every player reads (the
+	// unbound player's view): the DM's secret facts and private notes, and
+	// the stamp their DM-only edits move, would otherwise decide which
+	// entities players lose, and a player comparing them with what they
+	// read would learn which entities the DM keeps secrets about, and when
+	// the DM last wrote of them. The DM's own kg_read of that level may
+	// then run past the limit by what only the DM reads.
+	src, withSecrets := c, true
+	if level == KGCampaign {
+		src, withSecrets = newCampaign(c.store, c.db, c.id, c.db.gate, view{v: memory.PlayerViewer()}), false
+	}
+	g, err := src.loadKG(ctx, level, withSecrets)
 	if err != nil {
 		return out, err
 	}
