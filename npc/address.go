@@ -310,9 +310,10 @@ func (a *Addresser) decide(r *rules, in AddressInput, lastNPC string, lastAt tim
 // several resolves a plural "you" ("was wisst ihr…?", "you both"): the NPCs
 // named in the line, other than as an object ("was haltet ihr von
 // Tyrul?"), in the order named; else, while a conversation with an NPC of
-// the scene goes on, every NPC of the scene, that one first. Without a
-// scene set, or a conversation, it resolves to none (the usual rules
-// decide): the players may be speaking to each other.
+// the scene goes on, every NPC of the scene, that one first (decide keeps
+// the first MaxAnswering). Without a scene set, or a conversation, it
+// resolves to none (the usual rules decide): the players may be speaking
+// to each other.
 func (a *Addresser) several(r *rules, in AddressInput, words []word, mentions []Mention, lastNPC string, lastAt time.Time) []string {
 	present := func(id string) bool { return len(in.Present) == 0 || slices.Contains(in.Present, id) }
 	var npcs []string
