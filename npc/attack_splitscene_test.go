@@ -144,8 +144,8 @@ func TestAttackNPCRetellsASplitScene(t *testing.T) {
 	if len(srv.Requests()) != 2 || len(res.Tools) != 2 {
 		t.Fatalf("%d requests, tools %+v: the model's tool round did not run", len(srv.Requests()), res.Tools)
 	}
-	if sys := srv.Requests()[0].Messages[0].Content; !strings.Contains(sys, "Hadrik LOCATED_AT Prancing Pony") {
-		t.Errorf("Brannoc does not know where Hadrik drinks, told with the party together:\n%s", sys)
+	if notes := srv.Requests()[0].Messages[1].Content; !strings.Contains(notes, "Hadrik LOCATED_AT Prancing Pony") {
+		t.Errorf("Brannoc does not know where Hadrik drinks, told with the party together:\n%s", notes)
 	}
 	for i, req := range srv.Requests() {
 		for _, m := range req.Messages {
