@@ -122,11 +122,10 @@ func (w view) entityVisible(alias string) string {
 	case memory.RoleNPC:
 		return w.npcEntity(alias, sqlLiteral(w.v.NPCID))
 	case memory.RolePlayer:
-	default:
-		return "true"
+		return "(NOT " + alias + ".scene_only OR " + alias + ".id = ANY ((SELECT glyphoxa_ids_nojit(" +
+			sqlLiteral("SELECT ARRAY("+w.tracedSceneSQL()+")") + "))::text[]))"
 	}
-	return "(NOT " + alias + ".scene_only OR " + alias + ".id = ANY ((SELECT glyphoxa_ids_nojit(" +
-		sqlLiteral("SELECT ARRAY("+w.tracedSceneSQL()+")") + "))::text[]))"
+	return "true"
 }
 
 // tracedSceneSQL selects the ids of the campaign's scene_only entities the
