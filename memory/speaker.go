@@ -3,6 +3,8 @@ package memory
 import (
 	"strings"
 	"unicode"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // DMSpeaker is the speaker name of the DM's lines. A live table labels
@@ -18,9 +20,9 @@ var dmNames = map[string]bool{"dm": true, "gm": true, "gamemaster": true, "dunge
 // IsDMName reports whether a speaker name is the game master's: "DM",
 // "GM", "Game Master", "Dungeon Master" or "Narrator", in any case, with
 // any spacing, punctuation or invisible characters ("D.M."), with or
-// without a leading "the", also spelt with fullwidth letters or the
-// Cyrillic and Greek letters that look like the Latin ones ("DМ" with a
-// Cyrillic М), which a reader cannot tell apart.
+// without a leading "the", also spelt with letters a reader takes for
+// the Latin ones ([FoldLookalikes]: "DМ" with a Cyrillic М, fullwidth,
+// mathematical or enclosed letters, small capitals, accents).
 // A recap takes such a line for the DM's narration and an NPC never
 // retells it, so a live table gives such a label to the session's DM
 // only: a player whose display name is one of these is labelled
@@ -35,30 +37,76 @@ func IsDMName(name string) bool {
 	return dmNames[strings.Join(ws, "")]
 }
 
-// lookalikes are Cyrillic and Greek letters drawn like the Latin letters
-// of the game master's names.
+// lookalikes are letters of other scripts drawn like Latin letters, as
+// Unicode's confusables list them, for the letters a nickname imitates: the
+// Cyrillic and Greek ones, Latin small capitals (ᴅᴍ), and the Lisu and
+// Cherokee capitals (ꓓꓟ, ᎠᎷ). None of them decomposes under NFKD.
 var lookalikes = map[rune]rune{
-	'А': 'A', 'Е': 'E', 'М': 'M', 'Н': 'H', 'О': 'O', 'Т': 'T', 'Ѕ': 'S',
-	'а': 'a', 'е': 'e', 'о': 'o', 'м': 'm', 'т': 't', 'н': 'h', 'г': 'r', 'ԁ': 'd', 'ѕ': 's',
-	'Α': 'A', 'Ε': 'E', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O', 'Τ': 'T', 'Η': 'H',
-	'α': 'a', 'ε': 'e', 'ο': 'o', 'υ': 'u', 'ɡ': 'g', 'ց': 'g',
+	'А': 'A', 'В': 'B', 'С': 'C', 'Е': 'E', 'Н': 'H', 'І': 'I', 'Ј': 'J', 'К': 'K', 'М': 'M', 'О': 'O', 'Р': 'P',
+	'Ѕ': 'S', 'Т': 'T', 'Х': 'X', 'Ү': 'Y',
+	'а': 'a', 'с': 'c', 'е': 'e', 'і': 'i', 'ј': 'j', 'о': 'o', 'р': 'p', 'х': 'x', 'у': 'y', 'м': 'm', 'т': 't',
+	'н': 'h', 'г': 'r', 'ԁ': 'd', 'ѕ': 's', 'һ': 'h', 'ԛ': 'q', 'ԝ': 'w',
+	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O', 'Ρ': 'P',
+	'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+	'α': 'a', 'ε': 'e', 'ι': 'i', 'ο': 'o', 'υ': 'u', 'ν': 'v', 'ɡ': 'g', 'ց': 'g', 'ո': 'n', 'ս': 'u', 'օ': 'o',
+	// Latin small capitals.
+	'ᴀ': 'a', 'ʙ': 'b', 'ᴄ': 'c', 'ᴅ': 'd', 'ᴇ': 'e', 'ɢ': 'g', 'ʜ': 'h', 'ɪ': 'i', 'ᴊ': 'j', 'ᴋ': 'k', 'ʟ': 'l',
+	'ᴍ': 'm', 'ɴ': 'n', 'ᴏ': 'o', 'ᴘ': 'p', 'ʀ': 'r', 'ꜱ': 's', 'ᴛ': 't', 'ᴜ': 'u', 'ᴠ': 'v', 'ᴡ': 'w', 'ʏ': 'y',
+	'ᴢ': 'z',
+	// Lisu.
+	'ꓐ': 'B', 'ꓑ': 'P', 'ꓓ': 'D', 'ꓔ': 'T', 'ꓖ': 'G', 'ꓗ': 'K', 'ꓙ': 'J', 'ꓚ': 'C', 'ꓜ': 'Z', 'ꓝ': 'F', 'ꓟ': 'M',
+	'ꓠ': 'N', 'ꓡ': 'L', 'ꓢ': 'S', 'ꓣ': 'R', 'ꓦ': 'V', 'ꓧ': 'H', 'ꓪ': 'W', 'ꓫ': 'X', 'ꓬ': 'Y', 'ꓮ': 'A', 'ꓰ': 'E',
+	'ꓲ': 'I', 'ꓳ': 'O', 'ꓴ': 'U',
+	// Cherokee (its small letters are folded to these first).
+	'Ꭰ': 'D', 'Ꭺ': 'A', 'Ꭼ': 'E', 'Ꮐ': 'G', 'Ꮋ': 'H', 'Ꮇ': 'M', 'Ꮢ': 'R', 'Ꭲ': 'T', 'Ꮪ': 'S', 'Ꮤ': 'W', 'Ꮯ': 'C',
+	'Ꮓ': 'Z', 'Ꮮ': 'L', 'Ꮲ': 'P', 'Ᏼ': 'B', 'Ꮶ': 'K', 'Ꮩ': 'V', 'Ꭻ': 'J', 'Ꮃ': 'W',
 }
 
-// FoldLookalikes spells s with Latin letters where it has fullwidth ones
-// or Cyrillic and Greek letters drawn like them ("Grimjаw" with a Cyrillic
-// а is "Grimjaw"): names compared after it cannot be told apart by letters
-// a reader does not see.
-func FoldLookalikes(s string) string { return strings.Map(latinLookalike, s) }
+// FoldLookalikes spells s with Latin letters wherever a reader would read
+// Latin ones, for comparing names ("Grimjаw" with a Cyrillic а is
+// "Grimjaw"), so that names compared after it cannot be told apart by
+// letters a reader does not see. It
+//   - applies Unicode's compatibility decomposition (NFKD): fullwidth
+//     (ＤＭ), mathematical (𝐃𝐌), enclosed and parenthesized (ⒹⓂ, ⒟⒨),
+//     squared (🄳🄼), modifier (ᴰᴹ) and letterlike (ℊℳ) letters and Roman
+//     numerals (ⅮⅯ) become the letters they are drawn as;
+//   - drops the accents on Latin letters ("Gáme Mäster", "ḊṀ", a combining
+//     stroke): a reader takes them for the same name;
+//   - spells the letters of other scripts drawn like Latin ones (see
+//     lookalikes) and the negative enclosed letters and regional indicator
+//     symbols (🅳🅼, 🇩) as those;
+//
+// and composes the rest again (NFC). Letters of other scripts, and Latin
+// letters that are not a base letter with an accent (Ł, Æ, ß), stay as
+// they are: "Łukasz", "ガイ" and "김민수" come back unchanged.
+func FoldLookalikes(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	latin := false // the last letter written is a Latin one: its accents go
+	for _, r := range norm.NFKD.String(s) {
+		if latin && unicode.Is(unicode.Mn, r) {
+			continue
+		}
+		r = latinLookalike(r)
+		latin = unicode.Is(unicode.Latin, r)
+		b.WriteRune(r)
+	}
+	return norm.NFC.String(b.String())
+}
 
-// latinLookalike maps a fullwidth Latin letter or a lookalike of a Latin
-// letter (see lookalikes) to the Latin letter; other runes are left as
-// they are.
+// latinLookalike maps a letter or symbol drawn like a Latin letter (see
+// lookalikes, and the negative enclosed letters and regional indicators)
+// to the Latin letter; other runes are left as they are.
 func latinLookalike(r rune) rune {
 	switch {
-	case r >= 'Ａ' && r <= 'Ｚ':
-		return r - 'Ａ' + 'A'
-	case r >= 'ａ' && r <= 'ｚ':
-		return r - 'ａ' + 'a'
+	case r >= 0x1F150 && r <= 0x1F169: // negative circled capital letters
+		return r - 0x1F150 + 'A'
+	case r >= 0x1F170 && r <= 0x1F189: // negative squared capital letters
+		return r - 0x1F170 + 'A'
+	case r >= 0x1F1E6 && r <= 0x1F1FF: // regional indicator symbols
+		return r - 0x1F1E6 + 'A'
+	case r >= 0xAB70 && r <= 0xABBF: // Cherokee small letters
+		r = r - 0xAB70 + 0x13A0
 	}
 	if l, ok := lookalikes[r]; ok {
 		return l

@@ -40,6 +40,7 @@ type Decision struct {
 	NPCID string
 	// NPCIDs are the NPCs that answer, in the order they were named
 	// ("Tyrul and Goryr, what do you both think?"): each answers in turn.
+	// There are at most MaxAnswering.
 	NPCIDs []string
 	// Reason explains the decision (for the DM's audit and tests).
 	Reason string
@@ -56,6 +57,17 @@ const (
 	ReasonNotPresent = "the NPC is not in the scene"
 	ReasonSeveral    = "spoken to together (plural you)"
 )
+
+// MaxAnswering is the most NPCs that answer one line. A line to several
+// NPCs ("Tyrul and Goryr, what do you both think?", "what do you all
+// think?") has each answer in turn, and every turn is a model call and
+// seconds of speech the table sits through; a player naming every NPC of
+// a crowded scene would hold the floor for minutes. At a table the DM
+// voices a crowd's answer with two or three voices, not eight, so the
+// first three NPCs in the addressing rules' order answer: the first
+// named, or the NPC in conversation and then the scene's order. The rest
+// answer when named again, or when the DM hands them the next line.
+const MaxAnswering = 3
 
 // maxGarbledWords is the longest line a name that starts it, without a
 // comma, addresses on the strength of a "you" later on.
@@ -253,11 +265,11 @@ func (a *Addresser) decide(r *rules, in AddressInput, lastNPC string, lastAt tim
 			// A player's name: the players talk among themselves.
 			return Decision{Reason: reason}, reason == ReasonPlayerTalk
 		}
-		return Decision{NPCID: npcs[0], NPCIDs: npcs, Reason: ReasonNamed}, false
+		return answering(npcs, ReasonNamed), false
 	}
 	if !inExchange && !mentionsPlayer(mentions, a.isNPC) && r.speaksToSeveral(in.Text, words) {
 		if npcs := a.several(r, in, words, mentions, lastNPC, lastAt); len(npcs) > 0 {
-			return Decision{NPCID: npcs[0], NPCIDs: npcs, Reason: ReasonSeveral}, false
+			return answering(npcs, ReasonSeveral), false
 		}
 	}
 	addressed := r.secondPerson(in.Text, words) || r.isQuestion(in.Text, words) || r.isImperative(words)
@@ -298,9 +310,10 @@ func (a *Addresser) decide(r *rules, in AddressInput, lastNPC string, lastAt tim
 // several resolves a plural "you" ("was wisst ihr…?", "you both"): the NPCs
 // named in the line, other than as an object ("was haltet ihr von
 // Tyrul?"), in the order named; else, while a conversation with an NPC of
-// the scene goes on, every NPC of the scene, that one first. Without a
-// scene set, or a conversation, it resolves to none (the usual rules
-// decide): the players may be speaking to each other.
+// the scene goes on, every NPC of the scene, that one first (decide keeps
+// the first MaxAnswering). Without a scene set, or a conversation, it
+// resolves to none (the usual rules decide): the players may be speaking
+// to each other.
 func (a *Addresser) several(r *rules, in AddressInput, words []word, mentions []Mention, lastNPC string, lastAt time.Time) []string {
 	present := func(id string) bool { return len(in.Present) == 0 || slices.Contains(in.Present, id) }
 	var npcs []string
@@ -325,6 +338,13 @@ func (a *Addresser) several(r *rules, in AddressInput, words []word, mentions []
 		add(id)
 	}
 	return npcs
+}
+
+// answering is the decision that npcs, in the order they answer, answer a
+// line: the first MaxAnswering of them.
+func answering(npcs []string, reason string) Decision {
+	npcs = npcs[:min(len(npcs), MaxAnswering)]
+	return Decision{NPCID: npcs[0], NPCIDs: npcs, Reason: reason}
 }
 
 func mentionsPlayer(ms []Mention, isNPC func(string) bool) bool {

@@ -473,20 +473,24 @@ const (
 	SaidTitle   = "Said to you or before you earlier this session, which may bear on this:"
 )
 
-// buildMessages lays out the request: the system prompt, the NPC's digest
-// of the session and the earlier lines that bear on the question, the
-// conversation so far (its summary, then its lines, each labelled with its
-// speaker; only the NPC's own lines as its own) and the utterance to
-// answer.
+// buildMessages lays out the request: the system prompt, the NPC's hot
+// context (its notes), its digest of the session and the earlier lines
+// that bear on the question, the conversation so far (its summary, then
+// its lines, each labelled with its speaker; only the NPC's own lines as
+// its own) and the utterance to answer.
 //
-// Only the NPC's instructions (its sheet, the rules, its hot context and
-// the DM's direction) are in the system role. The digest, the earlier
-// lines and the summary retell what people at the table said, and a
-// player can say anything ("the game master directs you…"): they go as
-// user messages, as the lines themselves do, so a player's words never
-// reach the model as instructions.
+// Only the NPC's instructions (its sheet, the rules and the DM's
+// direction) are in the system role. The hot context, the digest, the
+// earlier lines and the summary retell what people at the table said (a
+// fact's quote, what was promised, who is talking, the lines themselves),
+// and a player can say anything ("the game master directs you…"): they
+// go as user messages, as the lines themselves do, so a player's words
+// never reach the model as instructions.
 func buildMessages(p Persona, hc HotContext, in TurnInput) []llm.Message {
-	msgs := []llm.Message{{Role: llm.RoleSystem, Content: systemPrompt(p, hc) + direction(in.Direction)}}
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: systemPrompt(p) + direction(in.Direction)}}
+	if k := knowledge(hc); k != "" {
+		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: k})
+	}
 	if d := strings.TrimSpace(in.Digest); d != "" {
 		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: DigestTitle + "\n" + d})
 	}

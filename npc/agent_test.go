@@ -69,18 +69,22 @@ func TestTurnStreamsSentencesInCharacter(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	req := srv.Requests()[0]
-	sys := req.Messages[0].Content
-	for _, want := range []string{"You are Grimjaw", "gruff, loyal", "He forged the key to the Sunken Vault", "Elara Moonwhisper", "never invent"} {
+	sys, notes := req.Messages[0].Content, req.Messages[1]
+	for _, want := range []string{"You are Grimjaw", "gruff, loyal", "He forged the key to the Sunken Vault", "never invent"} {
 		if !strings.Contains(sys, want) {
 			t.Errorf("system prompt lacks %q", want)
 		}
 	}
+	// The hot context follows, in a user message: it retells play.
+	if notes.Role != "user" || !strings.HasPrefix(notes.Content, npc.KnowledgeTitle) || !strings.Contains(notes.Content, "Elara Moonwhisper") {
+		t.Errorf("the NPC's notes: %+v", notes)
+	}
 	// Another NPC's secret never reaches the prompt.
-	if strings.Contains(sys, "lost heir") {
-		t.Errorf("Grimjaw's prompt contains Elara's secret:\n%s", sys)
+	if strings.Contains(sys+notes.Content, "lost heir") {
+		t.Errorf("Grimjaw's prompt contains Elara's secret:\n%s\n%s", sys, notes.Content)
 	}
 	last := req.Messages[len(req.Messages)-1]
-	if last.Role != "user" || last.Content != "Thorin: Grimjaw, any news about the shipment?" || req.Messages[1].Content != "Lyra: Hello again." {
+	if last.Role != "user" || last.Content != "Thorin: Grimjaw, any news about the shipment?" || req.Messages[2].Content != "Lyra: Hello again." {
 		t.Errorf("messages %+v", req.Messages)
 	}
 	if len(req.Tools) != 5 {
@@ -166,7 +170,7 @@ func TestToolBudgetAndTraces(t *testing.T) {
 			return llmtest.Reply{Text: "Enough questions."}
 		}
 		trace := "none"
-		if m := traceLine.FindStringSubmatch(req.Messages[0].Content); m != nil {
+		if m := traceLine.FindStringSubmatch(req.Messages[1].Content); m != nil {
 			trace = m[1]
 		}
 		return llmtest.Reply{ToolCalls: []llmtest.Call{

@@ -2,6 +2,7 @@ package npc_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -143,8 +144,8 @@ func TestAttackNPCRetellsASplitScene(t *testing.T) {
 	if len(srv.Requests()) != 2 || len(res.Tools) != 2 {
 		t.Fatalf("%d requests, tools %+v: the model's tool round did not run", len(srv.Requests()), res.Tools)
 	}
-	if sys := srv.Requests()[0].Messages[0].Content; !strings.Contains(sys, "Hadrik LOCATED_AT Prancing Pony") {
-		t.Errorf("Brannoc does not know where Hadrik drinks, told with the party together:\n%s", sys)
+	if notes := srv.Requests()[0].Messages[1].Content; !strings.Contains(notes, "Hadrik LOCATED_AT Prancing Pony") {
+		t.Errorf("Brannoc does not know where Hadrik drinks, told with the party together:\n%s", notes)
 	}
 	for i, req := range srv.Requests() {
 		for _, m := range req.Messages {
@@ -154,6 +155,168 @@ func TestAttackNPCRetellsASplitScene(t *testing.T) {
 						i+1, m.Role, w, m.Content)
 				}
 			}
+		}
+	}
+}
+
+// TestAttackNPCNamesAnEntityOfASplitScene attacks the split-scene secrecy
+// of entities through an NPC. In Thorin's split scene the Veiled Abbess is
+// named, so she is an entity first heard there (scene_only) that Lyra, not
+// in the scene, may not see. With the party together Lyra says "Brannoc
+// knows the Abbess", by a title only, and extraction draws Brannoc KNOWS
+// Veiled Abbess from it: the fact rests on a line said with the party
+// together, so the facts' split-scene rule lets Brannoc know it; and the
+// NPC's handle read every entity. Lyra then asks Brannoc whom he knows.
+//
+// Brannoc must see an entity as a player who was not in the scene does,
+// and so no fact naming one he may not see: the Abbess must not reach his
+// prompt, his query_entities or his handle's Entity. An entity of a split
+// scene later named in full with the party together (the Smugglers'
+// Cellar), and one at the end of a fact the DM lists him in known_by (the
+// Sunken Vault), he may see.
+func TestAttackNPCNamesAnEntityOfASplitScene(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 16)
+	pc := pgtest.Campaign(t, store, "atksplitent")
+	g, sl := pc.Graph(), pc.Sessions()
+	for _, e := range []memory.Entity{
+		{ID: "brannoc", Type: memory.EntityNPC, Name: "Brannoc", Attributes: map[string]any{"occupation": "innkeeper"}},
+		{ID: "hadrik", Type: memory.EntityNPC, Name: "Hadrik"},
+	} {
+		if err := g.UpsertEntity(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+	if err := sl.StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		at      time.Duration
+		players []string
+		split   bool
+	}{{0, []string{"lyra", "thorin"}, false}, {time.Minute, []string{"thorin"}, true}, {10 * time.Minute, []string{"lyra", "thorin"}, false}} {
+		if err := sl.RecordPresence(ctx, "s1", t0.Add(p.at), p.players, p.split); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(at time.Duration, speaker, text string) int64 {
+		t.Helper()
+		if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: speaker, SpeakerName: speaker,
+			Text: text, At: t0.Add(at)}); err != nil {
+			t.Fatal(err)
+		}
+		es, err := sl.Entries(ctx, "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range es {
+			if x.Text == text {
+				return x.ID
+			}
+		}
+		t.Fatalf("line %q not written", text)
+		return 0
+	}
+	scene := write(2*time.Minute, "thorin", "The Veiled Abbess waits in the Smugglers' Cellar below the Sunken Vault.")
+	for _, e := range []memory.Entity{
+		{ID: "abbess", Type: memory.EntityNPC, Name: "Veiled Abbess", Aliases: []string{"the Abbess"}},
+		{ID: "cellar", Type: memory.EntityLocation, Name: "Smugglers' Cellar"},
+		{ID: "vault", Type: memory.EntityLocation, Name: "Sunken Vault"},
+	} {
+		if err := g.AddSceneEntity(ctx, e, []int64{scene}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	knowsAbbess := write(12*time.Minute, "lyra", "Brannoc knows the Abbess, I'm sure of it.")
+	cellar := write(13*time.Minute, "lyra", "Brannoc, we found the Smugglers' Cellar.")
+	if err := g.AddEntityEvidence(ctx, map[string][]int64{"cellar": {cellar}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		r    memory.Relationship
+		line int64
+	}{
+		{memory.Relationship{SourceID: "brannoc", TargetID: "hadrik", Type: "KNOWS"}, 0},
+		{memory.Relationship{SourceID: "brannoc", TargetID: "abbess", Type: "KNOWS"}, knowsAbbess},
+		{memory.Relationship{SourceID: "brannoc", TargetID: "cellar", Type: "KNOWS"}, cellar},
+		{memory.Relationship{SourceID: "hadrik", TargetID: "vault", Type: "KNOWS",
+			Attributes: map[string]any{memory.AttrSecret: true, memory.AttrKnownBy: []any{"brannoc"}}}, 0},
+	} {
+		f.r.Provenance = memory.Provenance{SessionID: "s1", Confidence: 0.95, Source: memory.SourceStated}
+		var lines []int64
+		if f.line != 0 {
+			lines = []int64{f.line}
+		}
+		if _, _, err := g.RecordFactOn(ctx, f.r, lines); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The store hides the Abbess from Lyra, and shows her the Cellar:
+	// else the attack proves nothing.
+	lyra := pgtest.Open(t, store, pc.ID(), memory.PlayerViewerOf("lyra"))
+	if _, err := lyra.Graph().Entity(ctx, "abbess"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("Lyra reads the Abbess: %v", err)
+	}
+	if _, err := lyra.Graph().Entity(ctx, "cellar"); err != nil {
+		t.Fatalf("Lyra does not read the Smugglers' Cellar, named in full where she was: %v", err)
+	}
+
+	dm := pgtest.Open(t, store, pc.ID(), memory.DMViewer())
+	now := t0.Add(20 * time.Minute)
+	clock := func() time.Time { return now }
+	srv := llmtest.New(llmtest.Script(
+		llmtest.Reply{ToolCalls: []llmtest.Call{
+			{Name: npc.ToolQueryEntities, Args: `{"name":"Abbess"}`},
+			{Name: npc.ToolQueryEntities, Args: `{"name":""}`},
+		}},
+		llmtest.Reply{Text: "I know many folk."},
+	))
+	defer srv.Close()
+	client, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "fake", Backoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := table.NPCGraph(dm)
+	a, err := npc.NewAgent(npc.Config{LLM: client, Context: hotctx.New(dm, hotctx.Config{Now: clock}),
+		Graph: mem, Heard: dm.Sessions(), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Turn(ctx, npc.TurnInput{NPCID: "brannoc", SessionID: "s1", SpeakerID: "lyra", SpeakerName: "Lyra",
+		Text: "Brannoc, who do you know around here?", Live: true, Said: []npc.Message{}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srv.Requests()) != 2 || len(res.Tools) != 2 {
+		t.Fatalf("%d requests, tools %+v: the model's tool round did not run", len(srv.Requests()), res.Tools)
+	}
+	var all strings.Builder
+	for i, req := range srv.Requests() {
+		for _, m := range req.Messages {
+			all.WriteString(m.Content)
+			if strings.Contains(m.Content, "Veiled") {
+				t.Errorf("LEAK to Lyra: request %d's %s message names the Veiled Abbess, first heard in Thorin's split scene:\n%s",
+					i+1, m.Role, m.Content)
+			}
+		}
+	}
+	for _, w := range []string{"Smugglers' Cellar", "Sunken Vault", "Hadrik"} {
+		if !strings.Contains(all.String(), w) {
+			t.Errorf("Brannoc does not know %s:\n%s", w, all.String())
+		}
+	}
+	ng, err := mem.(npc.NPCGraph).ForNPC("brannoc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := ng.Entity(ctx, "abbess"); !errors.Is(err, memory.ErrNotFound) {
+		t.Errorf("LEAK: Brannoc's handle reads entity abbess: %+v, %v", e, err)
+	}
+	for _, id := range []string{"cellar", "vault", "brannoc"} {
+		if _, err := ng.Entity(ctx, id); err != nil {
+			t.Errorf("Brannoc's handle does not read entity %s: %v", id, err)
 		}
 	}
 }

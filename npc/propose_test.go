@@ -68,3 +68,51 @@ func TestProposeFactNeverRevealsOrMerges(t *testing.T) {
 		t.Errorf("the NPC's proposal: %+v", pending)
 	}
 }
+
+// TestAttackProposeFactTellsOfTheDMsRuling attacks the DM's review through
+// an NPC. A player talks Grimjaw into noting that he forged the Dawn
+// Hammer, and asks him again later: propose_fact's answer, which the model
+// may repeat aloud, must be the same whether the NPC never proposed the
+// fact, proposed it and the DM has not looked yet, or proposed it and the
+// DM rejected it. Otherwise the player learns, through the NPC, how the DM
+// ruled on a claim the DM kept to themselves.
+func TestAttackProposeFactTellsOfTheDMsRuling(t *testing.T) {
+	c := sampleCampaign(t)
+	ctx := context.Background()
+	propose := llmtest.Reply{ToolCalls: []llmtest.Call{
+		{Name: npc.ToolProposeFact, Args: `{"subject":"Grimjaw","relation":"forged","object":"Dawn Hammer","confidence":1}`},
+	}}
+	srv := llmtest.New(llmtest.Script(propose, llmtest.Reply{Text: "Hm."}, propose, llmtest.Reply{Text: "Hm."},
+		propose, llmtest.Reply{Text: "Hm."}))
+	defer srv.Close()
+	a := newAgent(t, c, srv, npc.ToolBudget{})
+	answers := map[string]string{}
+	for _, state := range []string{"never proposed", "pending", "rejected"} {
+		if state == "rejected" {
+			pending, err := c.Graph().PendingFacts(ctx, memory.FactFilter{EntityID: "grimjaw"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, f := range pending {
+				if f.Type == "FORGED" && f.Attributes["proposed_by"] == "grimjaw" {
+					if _, err := c.Graph().RejectFact(ctx, f.ID); err != nil {
+						t.Fatal(err)
+					}
+					n++
+				}
+			}
+			if n != 1 {
+				t.Fatalf("%d proposals of Grimjaw's to reject: %+v", n, pending)
+			}
+		}
+		if _, err := a.Turn(ctx, npc.TurnInput{NPCID: "grimjaw", SessionID: "s3", SpeakerName: "Kael", Text: "You forged the Dawn Hammer, admit it."}, nil); err != nil {
+			t.Fatal(err)
+		}
+		reqs := srv.Requests()
+		answers[state] = toolResults(reqs[len(reqs)-1])[npc.ToolProposeFact]
+	}
+	if answers["never proposed"] == "" || answers["pending"] != answers["never proposed"] || answers["rejected"] != answers["never proposed"] {
+		t.Errorf("propose_fact answered differently by the fact's review:\n%q", answers)
+	}
+}

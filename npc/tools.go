@@ -367,10 +367,12 @@ func (t *toolRun) proposeFact(ctx context.Context, subject, relation, object str
 	}
 	// An NPC's claim never becomes canon by itself: the store keeps it as
 	// the NPC's own proposal, below the review threshold, for the DM. The
-	// answer is the same whether or not canon already holds the fact, so
-	// the NPC learns nothing about facts hidden from it.
+	// answer is the same whether or not canon already holds the fact, and
+	// whether the NPC's earlier proposal of it waits for the DM or was
+	// rejected: the NPC, and the player it may tell, learn nothing about
+	// facts hidden from it or about the DM's rulings.
 	stored := min(claimed, max(0, t.graph.ReviewThreshold()-0.01))
-	w, err := t.graph.WriteFact(ctx, memory.NPCWriter(t.npc.ID), memory.Relationship{
+	_, err = t.graph.WriteFact(ctx, memory.NPCWriter(t.npc.ID), memory.Relationship{
 		SourceID: src.ID, TargetID: dst.ID, Type: rel,
 		Attributes: map[string]any{"claimed_confidence": claimed},
 		Provenance: memory.Provenance{SessionID: t.sessionID, Timestamp: time.Now(), Confidence: stored, Source: memory.SourceStated},
@@ -378,12 +380,7 @@ func (t *toolRun) proposeFact(ctx context.Context, subject, relation, object str
 	if err != nil {
 		return nil, fmt.Errorf("could not note that: %w", err)
 	}
-	status := "noted; the game master will review it"
-	if w.Fact.Status == memory.StatusRejected {
-		// Only this NPC's own proposal, rejected before, is answered so.
-		status = "the game master has ruled this is not so"
-	}
-	return map[string]any{"status": status, "fact": fmt.Sprintf("%s %s %s", src.Name, rel, dst.Name)}, nil
+	return map[string]any{"status": "noted; the game master will review it", "fact": fmt.Sprintf("%s %s %s", src.Name, rel, dst.Name)}, nil
 }
 
 // factSentence renders a relationship for the model: "Grimjaw LOCATED_AT Ironhold".

@@ -196,3 +196,64 @@ func TestAttackReservedDMNamesAreAPlayers(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackLookalikeLettersSpellReservedNames attacks the reserved names
+// with letters of other Unicode blocks that read as Latin ones: the
+// mathematical alphanumerics (𝐃𝐌), enclosed and squared letters (ⒹⓂ,
+// 🄳🄼, 🅳🅼), modifier letters, Roman numerals, small capitals, Lisu and
+// Cherokee letters, and accents on Latin letters, precomposed or
+// combining. Each is "DM" (or an NPC's name) to whoever reads the line, so
+// a player so named must be labelled "<name> (player)". Ordinary names,
+// with accents, in other scripts, or near a reserved one, must be left as
+// they are.
+func TestAttackLookalikeLettersSpellReservedNames(t *testing.T) {
+	t.Parallel()
+	store, _ := pgtest.NewStore(t, 16)
+	camp := pgtest.Import(t, store, campaignPath)
+	pipe, err := correction.NewPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cast, err := table.NewCast(context.Background(), pgtest.Open(t, store, camp.ID(), memory.DMViewer()), pipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{
+		"𝐃𝐌", "𝔇𝔐", "𝙶𝙼", "𝒩𝒶𝓇𝓇𝒶𝓉ℴ𝓇", "𝕋𝕙𝕖 𝔾𝕄", // mathematical alphanumerics
+		"ⒹⓂ", "ⓓⓜ", "⒟⒨", "🄳🄼", "🅳🅼", "🅓🅜", "🇩 🇲", // enclosed, parenthesized, squared, regional
+		"ᴰᴹ", "ⅮⅯ", "ℊℳ", // modifier letters, Roman numerals, letterlike symbols
+		"ᴅᴍ", "ɢᴍ", "ɴᴀʀʀᴀᴛᴏʀ", // small capitals
+		"ꓓꓟ", "ᎠᎷ", "ꭰꮇ", // Lisu; Cherokee capital and small
+		"ḊṀ", "D\u0307M\u0307", "Gáme Mäster", "DM\u0336", // accents, precomposed and combining
+	} {
+		if !memory.IsDMName(name) {
+			t.Errorf("%q is not read as the game master's name", name)
+		}
+		if got, want := cast.PlayerLabel(name), strings.TrimSpace(name)+" (player)"; got != want {
+			t.Errorf("a player named %q is labelled %q, want %q", name, got, want)
+		}
+	}
+	// An NPC's name in the same letters.
+	for _, name := range []string{"𝐆𝐫𝐢𝐦𝐣𝐚𝐰", "ⒼⓇⒾⓂⒿⒶⓌ", "ɢʀɪᴍᴊᴀᴡ", "Grímjaw", "Gri\u0301mjaw", "𝔈𝔩𝔞𝔯𝔞"} {
+		if got, want := cast.PlayerLabel(name), name+" (player)"; got != want {
+			t.Errorf("a player named %q is labelled %q, want %q", name, got, want)
+		}
+	}
+	// Ordinary names: not the game master's, not an NPC's, labelled as
+	// they are.
+	for _, name := range []string{"Dmitri", "Дмитрий", "Gemma", "Demi", "José", "Zoë", "Björn", "Łukasz", "Ærin",
+		"Ματθαίος", "ガイ", "ｶﾞｲ DM", "김민수", "Nárrator's Guild", "DM Dave", "Dungeon Mastery", "𝐃𝐌 Dave", "Grimjaws", "Δ Μ"} {
+		if memory.IsDMName(name) {
+			t.Errorf("%q is read as the game master's name", name)
+		}
+		if got := cast.PlayerLabel(name); got != name {
+			t.Errorf("a player named %q is labelled %q", name, got)
+		}
+	}
+	// Folding keeps letters it cannot read as Latin ones as they were.
+	for _, name := range []string{"ガイ", "김민수", "Łukasz", "Ærin", "Straße", "Δ"} {
+		if got := memory.FoldLookalikes(name); got != name {
+			t.Errorf("FoldLookalikes(%q) = %q, want it unchanged", name, got)
+		}
+	}
+}

@@ -149,17 +149,26 @@ func (s *Session) s2sSession(ctx context.Context, npcID string, p npc.Persona, i
 }
 
 // instructions renders a prepared turn for a speech-to-speech model: the
-// NPC's system prompt, then the conversation so far as text (the model
-// hears the line being answered itself).
+// NPC's system prompt, its notes (hot context), then the conversation so
+// far as text (the model hears the line being answered itself).
 func instructions(msgs []llm.Message) string {
 	if len(msgs) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString(msgs[0].Content)
+	var said []llm.Message
 	if len(msgs) > 2 {
+		said = msgs[1 : len(msgs)-1]
+	}
+	if len(said) > 0 && strings.HasPrefix(said[0].Content, npc.KnowledgeTitle) {
+		// The NPC's notes (its hot context), before the conversation.
+		fmt.Fprintf(&b, "\n%s\n", said[0].Content)
+		said = said[1:]
+	}
+	if len(said) > 0 {
 		b.WriteString("\nThe conversation so far (you hear the next line yourself):\n")
-		for _, m := range msgs[1 : len(msgs)-1] {
+		for _, m := range said {
 			switch m.Role {
 			case llm.RoleAssistant:
 				fmt.Fprintf(&b, "You: %s\n", m.Content)

@@ -73,7 +73,9 @@
 // through a trace they may read that says its full name (view.entityVisible:
 // a line it was heard in, a chunk saying it, a grant), in every entity read;
 // a fact naming it and its id among a chunk's mentions are hidden with it.
-// A hidden fact or
+// An NPC sees such an entity as a player bound to no one does, or when it
+// is an end of a fact the DM gave the NPC (view.npcEntity): what its model
+// is given, whoever talks to it hears. A hidden fact or
 // entity reads as not found, exactly like a missing one. A campaign bound to a
 // player or an NPC cannot be bound to another viewer, writes facts only as
 // that player or NPC (proposals: WriteFact refuses the DM's, import's and

@@ -8,14 +8,16 @@ import (
 )
 
 // npcVisibleSQL is the SQL predicate true when the relationship r of
-// campaign $1 may be known by the NPC $2 ([npcFactSQL]): not secret and
-// not told only in a split scene, a secret one it is an end of, or one
-// listing it in known_by.
-func npcVisibleSQL() string { return npcFactSQL("r", "$2", "$1") }
+// campaign $1 (g's) may be known by the NPC $2 ([view.npcFact]): not
+// secret, not told only in a split scene and about entities it may see, a
+// secret one it is an end of, or one listing it in known_by.
+func (g *Graph) npcVisibleSQL() string { return view{campaign: g.campaign}.npcFact("r", "$2", "$1") }
 
-// npcView is the view of the NPC npcID, for the NPC paths that take the
-// NPC as an argument rather than from [Campaign.As].
-func npcView(npcID string) view { return view{v: memory.NPCViewer(npcID)} }
+// npcView is the view of the NPC npcID of g's campaign, for the NPC paths
+// that take the NPC as an argument rather than from [Campaign.As].
+func (g *Graph) npcView(npcID string) view {
+	return view{v: memory.NPCViewer(npcID), campaign: g.campaign}
+}
 
 // ownView refuses the NPC paths (identity snapshot, visible subgraph) to a
 // handle that is neither the DM's, the server's own, nor bound to that NPC:
@@ -28,7 +30,7 @@ func (g *Graph) ownView(npcID string) error {
 }
 
 // IdentitySnapshot returns the NPC, its active edges (both directions) it
-// may know ([npcFactSQL]) and the entities at their other ends, in one
+// may know ([view.npcFact]) and the entities at their other ends, in one
 // query. Related entities come without
 // their secret knowledge; the edges' attributes are those the NPC may read
 // (no DM-only key: see [view.factAttrs]).
@@ -45,10 +47,10 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 	err := g.db.QueryRow(ctx, `
 		WITH edges AS (
 		    SELECT r.* FROM relationships r
-		    WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.status = 'active' AND `+npcVisibleSQL()+`
+		    WHERE r.campaign_id = $1 AND r.source_id = $2 AND r.status = 'active' AND `+g.npcVisibleSQL()+`
 		    UNION ALL
 		    SELECT r.* FROM relationships r
-		    WHERE r.campaign_id = $1 AND r.target_id = $2 AND r.source_id <> $2 AND r.status = 'active' AND `+npcVisibleSQL()+`
+		    WHERE r.campaign_id = $1 AND r.target_id = $2 AND r.source_id <> $2 AND r.status = 'active' AND `+g.npcVisibleSQL()+`
 		), related AS (
 		    SELECT e.id, e.type, e.name, e.aliases, `+publicAttrs("e")+` AS attributes, e.created_at, e.public_updated_at AS updated_at
 		    FROM entities e
@@ -56,7 +58,7 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 		        SELECT CASE WHEN source_id = $2 THEN target_id ELSE source_id END FROM edges)
 		)
 		SELECT `+prefixed("n", entityColumns)+`,
-		       (SELECT coalesce(jsonb_agg(`+npcView(npcID).factJSON("edges")+` ORDER BY `+npcView(npcID).updatedCol("edges")+` DESC, edges.id), '[]') FROM edges),
+		       (SELECT coalesce(jsonb_agg(`+g.npcView(npcID).factJSON("edges")+` ORDER BY `+g.npcView(npcID).updatedCol("edges")+` DESC, edges.id), '[]') FROM edges),
 		       (SELECT coalesce(jsonb_agg(to_jsonb(related) ORDER BY lower(related.name), related.id), '[]') FROM related)
 		FROM entities n WHERE n.campaign_id = $1 AND n.id = $2`, g.campaign, npcID).
 		Scan(&e.ID, &e.Type, &e.Name, &e.Aliases, &e.Attributes, &e.CreatedAt, &e.UpdatedAt, &edges, &related)
@@ -91,7 +93,7 @@ func (g *Graph) IdentitySnapshot(ctx context.Context, npcID string) (memory.NPCI
 // knowledge travels outward along the scope's relationship types, up to
 // MaxDepth hops. Secret edges are visible only to their ends and to the NPCs
 // listed in their known_by attribute, an edge told only in a split scene
-// only to the NPCs its known_by lists (see [npcFactSQL]), no entity but the
+// only to the NPCs its known_by lists (see [view.npcFact]), no entity but the
 // NPC itself comes with its secret knowledge, and no edge with a DM-only
 // attribute or a quote of a split scene's line.
 //
@@ -125,7 +127,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 	err := g.db.QueryRow(ctx, `
 		WITH RECURSIVE own AS MATERIALIZED (
 		    SELECT r.* FROM relationships r
-		    WHERE r.campaign_id = $1 AND r.status = 'active' AND (r.source_id = $2 OR r.target_id = $2) AND `+npcVisibleSQL()+`
+		    WHERE r.campaign_id = $1 AND r.status = 'active' AND (r.source_id = $2 OR r.target_id = $2) AND `+g.npcVisibleSQL()+`
 		), bfs(depth, frontier, visited) AS (
 		    SELECT 1, l.ids, ARRAY[$2::text] || l.ids FROM (
 		        SELECT coalesce(array_agg(DISTINCT CASE WHEN o.source_id = $2 THEN o.target_id ELSE o.source_id END)
@@ -136,7 +138,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 		    CROSS JOIN LATERAL (
 		        SELECT array_agg(DISTINCT r.target_id) AS ids FROM relationships r
 		        WHERE r.campaign_id = $1 AND r.source_id = ANY(b.frontier) AND r.status = 'active' AND r.rel_type = ANY($3)
-		          AND NOT r.target_id = ANY(b.visited) AND `+npcVisibleSQL()+`
+		          AND NOT r.target_id = ANY(b.visited) AND `+g.npcVisibleSQL()+`
 		    ) nxt
 		    WHERE b.depth < $4 AND nxt.ids IS NOT NULL
 		), visible AS (
@@ -146,7 +148,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 		    UNION
 		    SELECT r.* FROM visible v JOIN relationships r
 		      ON r.campaign_id = $1 AND r.status = 'active' AND r.source_id = ANY(v.ids)
-		    WHERE r.rel_type = ANY($3) AND r.target_id = ANY(v.ids) AND `+npcVisibleSQL()+`
+		    WHERE r.rel_type = ANY($3) AND r.target_id = ANY(v.ids) AND `+g.npcVisibleSQL()+`
 		)
 		SELECT
 		    (SELECT coalesce(jsonb_agg(jsonb_build_object(
@@ -154,7 +156,7 @@ func (g *Graph) VisibleSubgraph(ctx context.Context, npcID string, s memory.Visi
 		        'attributes', CASE WHEN e.id = $2 THEN e.attributes ELSE `+publicAttrs("e")+` END,
 		        'created_at', e.created_at, 'updated_at', CASE WHEN e.id = $2 THEN e.updated_at ELSE e.public_updated_at END) ORDER BY e.id <> $2, lower(e.name), e.id), '[]')
 		     FROM visible v JOIN entities e ON e.campaign_id = $1 AND e.id = ANY(v.ids)),
-		    (SELECT coalesce(jsonb_agg(`+npcView(npcID).factJSON("edges")+` ORDER BY edges.id), '[]') FROM edges)`,
+		    (SELECT coalesce(jsonb_agg(`+g.npcView(npcID).factJSON("edges")+` ORDER BY edges.id), '[]') FROM edges)`,
 		g.campaign, npcID, types, depth).Scan(&ents, &rels)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading what %q can see: %w", npcID, err)

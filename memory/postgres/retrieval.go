@@ -361,11 +361,11 @@ type GraphCursor struct {
 	// (chunk_changes, migration 0042), read in the same snapshot as
 	// Running, which serves it as it serves Change.
 	Chunk int64
-	// Seen is, for a player, the entities first heard in split scenes
-	// they could see then ([Graph.SceneEntitiesSeen]): a player's graph
+	// Seen is, for a player or an NPC, the entities first heard in split
+	// scenes they could see then ([Graph.SceneEntitiesSeen]): their graph
 	// holds an entity's links and facts only while they may see it, and
-	// that changes with a trace (a line, a chunk) as well as with the
-	// entity.
+	// that changes with a trace (a line, a chunk, for an NPC a fact the
+	// DM gave it) as well as with the entity.
 	Seen []string
 }
 
@@ -384,9 +384,9 @@ func (c *Campaign) LoadGraph(ctx context.Context, fn func(GraphEdge) error) (Gra
 		WHERE r.campaign_id = $1 AND r.status = 'active' AND `+c.view.factVisible("r"), c.id)
 	// The mentions of entities the viewer may see only: a player's graph
 	// holds no node of an entity first heard in a split scene they were
-	// not in.
+	// not in, nor an NPC's one it may not see ([view.npcEntity]).
 	mentions := `SELECT ce.entity_id, ce.chunk_id FROM chunk_entities ce WHERE ce.campaign_id = $1`
-	if c.view.v.Role == memory.RolePlayer {
+	if !c.view.system() {
 		mentions += ` AND EXISTS (SELECT 1 FROM entities ve WHERE ve.campaign_id = ce.campaign_id AND ve.id = ce.entity_id AND ` +
 			c.view.entityVisible("ve") + `)`
 	}
@@ -526,7 +526,7 @@ func (c *Campaign) GraphChanges(ctx context.Context, cur GraphCursor, fn func(Gr
 	// committed since comes back even with an id below cur's
 	// (ChangeCursor).
 	xids := xidTexts(cur.Running)
-	player := c.view.v.Role == memory.RolePlayer
+	player := !c.view.system()
 	changedEntities := `'{}'::text[]`
 	if player {
 		changedEntities = `ARRAY(SELECT DISTINCT ch.ref FROM graph_changes ch

@@ -177,10 +177,11 @@ func (g *Graph) HiddenFromPlayers(ctx context.Context) ([]string, error) {
 // cached view of the graph depends on besides the change log, since a
 // trace (a line, a chunk) comes and goes without a change of the graph
 // (a forget-me deletes the only line that named one; a later window's
-// evidence shows one). For a handle that sees every entity (the DM, the
-// system, an NPC) it is nil: nothing to follow.
+// evidence shows one); so does an NPC's ([view.npcEntity]). For a handle
+// that sees every entity (the DM, the system) it is nil: nothing to
+// follow.
 func (g *Graph) SceneEntitiesSeen(ctx context.Context) ([]string, error) {
-	if g.view.v.Role != memory.RolePlayer {
+	if g.view.system() {
 		return nil, nil
 	}
 	var ids []string
@@ -193,7 +194,7 @@ func (g *Graph) SceneEntitiesSeen(ctx context.Context) ([]string, error) {
 // sceneEntitiesSeenSQL is the SQL expression of [Graph.SceneEntitiesSeen]
 // for campaign $1: a text[], empty for a viewer who sees every entity.
 func (w view) sceneEntitiesSeenSQL() string {
-	if w.v.Role != memory.RolePlayer {
+	if w.system() {
 		return `'{}'::text[]`
 	}
 	return `ARRAY(SELECT e.id FROM entities e WHERE e.campaign_id = $1 AND e.scene_only AND ` +

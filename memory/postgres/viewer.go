@@ -104,8 +104,8 @@ func publicEntityCols(alias string) string {
 }
 
 // entityVisible is the SQL predicate true when the viewer may see entity
-// alias at all (its id, name, aliases and type): the DM, the system and
-// NPCs see every entity; a player every entity not first heard in a split
+// alias at all (its id, name, aliases and type): the DM and the system
+// see every entity; a player every entity not first heard in a split
 // scene (scene_only, migration 0032: set by extraction, cleared only by
 // the DM's [Graph.PublishEntity]) and a scene_only one through a trace
 // they may read ([view.tracedSceneSQL]). So a name first heard in a side
@@ -115,12 +115,17 @@ func publicEntityCols(alias string) string {
 //
 // A campaign never split has no scene_only entity: the predicate's first
 // arm holds for every row and the traces are never looked at.
+//
+// An NPC sees an entity by [view.npcEntity]'s rule.
 func (w view) entityVisible(alias string) string {
-	if w.v.Role != memory.RolePlayer {
-		return "true"
+	switch w.v.Role {
+	case memory.RoleNPC:
+		return w.npcEntity(alias, sqlLiteral(w.v.NPCID))
+	case memory.RolePlayer:
+		return "(NOT " + alias + ".scene_only OR " + alias + ".id = ANY ((SELECT glyphoxa_ids_nojit(" +
+			sqlLiteral("SELECT ARRAY("+w.tracedSceneSQL()+")") + "))::text[]))"
 	}
-	return "(NOT " + alias + ".scene_only OR " + alias + ".id = ANY ((SELECT glyphoxa_ids_nojit(" +
-		sqlLiteral("SELECT ARRAY("+w.tracedSceneSQL()+")") + "))::text[]))"
+	return "true"
 }
 
 // tracedSceneSQL selects the ids of the campaign's scene_only entities the
@@ -194,10 +199,11 @@ func namesSQL(text, name string) string {
 // alias mentions (chunk_entities), sorted, that the viewer may see
 // ([view.entityVisible]): a player reading a chunk is not given the id of
 // an entity first heard in a split scene they were not in (ids are slugs
-// of names). The DM, the system and NPCs get every id.
+// of names), nor an NPC one it may not see. The DM and the system get
+// every id.
 func (w view) chunkEntityIDs(alias string) string {
 	visible := ""
-	if w.v.Role == memory.RolePlayer {
+	if !w.system() {
 		visible = ` AND EXISTS (SELECT 1 FROM entities ve WHERE ve.campaign_id = ce.campaign_id AND ve.id = ce.entity_id AND ` +
 			w.entityVisible("ve") + `)`
 	}
@@ -224,7 +230,7 @@ func (w view) endsVisibleSQL(alias string) string {
 // and whose ends they may both see ([view.endsVisibleSQL]: a fact an
 // extractor inferred from a public line about an entity of a split scene
 // names it, so it is hidden from the players who may not see it); an NPC
-// the facts [npcFactSQL] allows it, never a pending or rejected one.
+// the facts [view.npcFact] allows it, never a pending or rejected one.
 func (w view) factVisible(alias string) string {
 	if w.system() {
 		return "true"
@@ -233,26 +239,58 @@ func (w view) factVisible(alias string) string {
 		return "(" + alias + ".attributes->'secret' IS DISTINCT FROM 'true'::jsonb AND " + alias +
 			".status NOT IN ('pending', 'rejected') AND " + w.factRevealed(alias) + " AND " + w.endsVisibleSQL(alias) + ")"
 	}
-	return npcFactSQL(alias, sqlLiteral(w.v.NPCID), alias+".campaign_id") + " AND " + alias + ".status NOT IN ('pending', 'rejected')"
+	return w.npcFact(alias, sqlLiteral(w.v.NPCID), alias+".campaign_id") + " AND " + alias + ".status NOT IN ('pending', 'rejected')"
 }
 
-// npcFactSQL is the SQL predicate true when the NPC lit (an SQL literal
+// npcFact is the SQL predicate true when the NPC lit (an SQL literal
 // or parameter) may know relationship alias of campaign campaign (an SQL
-// expression), whatever its status: a fact that is not secret and that any
-// player may learn ([revealedToAnySQL]: not one told only in a split
-// scene), a secret fact it is an end of, and a fact whose known_by lists
-// it. What an NPC's model is given, a player hears: the NPC answers
+// expression; w.campaign is the same campaign, see [view.npcEntity]),
+// whatever its status: a fact that is not secret, that any player may
+// learn ([revealedToAnySQL]: not one told only in a split scene), and
+// whose ends it may both see ([view.npcEntity]: not one an extractor drew,
+// from a line said with the party together, about an entity first heard
+// in a split scene); a secret fact it is an end of; and a fact whose
+// known_by lists it (the DM's grants: [view.npcEntity] shows it their
+// ends). What an NPC's model is given, a player hears: the NPC answers
 // whoever talks to it, and a fact drawn only from a split scene would
 // reach, through it, the players who were not there (even one about the
 // NPC itself: what was said of it behind its back). An NPC that was in
 // the scene knows what it heard there from its own witness log
 // (lifecycle/witness) while the session lasts; for good, the DM lists it
 // in the fact's known_by.
-func npcFactSQL(alias, lit, campaign string) string {
+func (w view) npcFact(alias, lit, campaign string) string {
 	a := alias + ".attributes"
-	return "((" + a + "->'secret' IS DISTINCT FROM 'true'::jsonb AND " + revealedToAnySQL(alias, campaign) + ")" +
-		" OR (" + a + "->'secret' = 'true'::jsonb AND (" + alias + ".source_id = " + lit + " OR " + alias + ".target_id = " + lit + "))" +
+	return "((" + a + "->'secret' IS DISTINCT FROM 'true'::jsonb AND " + revealedToAnySQL(alias, campaign) +
+		" AND NOT EXISTS (SELECT 1 FROM entities fx WHERE fx.campaign_id = " + campaign +
+		" AND fx.id IN (" + alias + ".source_id, " + alias + ".target_id) AND fx.scene_only AND NOT " + w.npcEntity("fx", lit) + "))" +
+		" OR " + npcGrantedSQL(alias, lit) + ")"
+}
+
+// npcGrantedSQL is the SQL predicate true when relationship alias is one
+// the DM gave the NPC lit to know whatever scene it was told in: a secret
+// fact it is an end of, or a fact whose known_by lists it.
+func npcGrantedSQL(alias, lit string) string {
+	a := alias + ".attributes"
+	return "((" + a + "->'secret' = 'true'::jsonb AND (" + alias + ".source_id = " + lit + " OR " + alias + ".target_id = " + lit + "))" +
 		" OR coalesce(" + a + "->'known_by' ? " + lit + ", false))"
+}
+
+// npcEntity is the SQL predicate true when the NPC lit (an SQL literal or
+// parameter) may see entity alias of the viewer's campaign (w.campaign):
+// an entity any player may see ([view.entityVisible] of a player bound to
+// no one: not first heard in a split scene, or named in full in a line
+// or chunk every player may read), the NPC itself, and an end of a fact
+// the DM gave it to know ([npcGrantedSQL], active or retired). It is the
+// split-scene rule of facts ([view.npcFact]) for names: an NPC's model
+// says what it is given to whoever talks to it, so a name first heard in
+// a split scene would reach, through it, the players who were not there.
+// A campaign never split has no scene_only entity, and the predicate
+// holds at its first arm.
+func (w view) npcEntity(alias, lit string) string {
+	anyone := view{v: memory.PlayerViewer(), campaign: w.campaign}
+	return "(" + anyone.entityVisible(alias) + " OR " + alias + ".id = " + lit +
+		" OR EXISTS (SELECT 1 FROM relationships gr WHERE gr.campaign_id = " + alias + ".campaign_id" +
+		" AND " + alias + ".id IN (gr.source_id, gr.target_id) AND gr.status IN ('active', 'retired') AND " + npcGrantedSQL("gr", lit) + "))"
 }
 
 // revealedToAnySQL is the SQL predicate true when any player may learn
