@@ -290,7 +290,14 @@ func demoMemory(ctx context.Context, e *env, camp *postgres.Campaign, cfg config
 	step("what the last addressed NPC was told (its hot context)")
 	for i := len(res.Lines) - 1; i >= 0; i-- {
 		if l := res.Lines[i]; len(l.Context) > 0 {
+			// Its sheet and rules (the system message), then its notes: the
+			// hot context, sent as a message of its own (npc.KnowledgeTitle).
 			printf(e.stdout, "%s\n", indent(l.Context[0].Content, "  | "))
+			for _, m := range l.Context[1:] {
+				if strings.HasPrefix(m.Content, npc.KnowledgeTitle) {
+					printf(e.stdout, "  |\n%s\n", indent(m.Content, "  | "))
+				}
+			}
 			break
 		}
 	}

@@ -42,6 +42,10 @@ func TestDemoSpoken(t *testing.T) {
 		`Thorin said   "Brannoc, what do you know about the Ashen Circle?"`,
 		"heard  ",
 		"the session ended after",
+		// The hot context: its sheet, then its notes, sent apart.
+		"  | You are Brannoc, a character",
+		"  | Your notes: what you know right now.",
+		"  | - Brannoc LOCATED_AT The Rusty Tankard",
 		`asking the campaign's memory`,
 		"[chunk s3-demo",
 		"facts waiting for the DM's review",
