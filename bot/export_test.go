@@ -28,3 +28,11 @@ const WatchAfter = interactionTimeout + watchGrace
 
 // WithHandled tells f each interaction's id once its handler returned.
 func WithHandled(f func(id string)) Option { return func(b *Bot) { b.handled = f } }
+
+// MaxRateLimitReset is the longest wait the bot takes from Discord's
+// rate-limit headers and 429s.
+const MaxRateLimitReset = maxRateLimitReset
+
+// RateLimitAttempts is how many times a REST call is sent while rate
+// limited.
+const RateLimitAttempts = rateLimitAttempts

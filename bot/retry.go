@@ -35,20 +35,20 @@ import (
 //     made, or Discord answered 5xx), so that no part of an answer shows
 //     twice.
 //
-// A request Discord rate limited (429) was not taken: it is sent again,
-// every kind, after the wait Discord asks for (and at least the backoff),
-// within the same attempts; a wait over answerMaxRetryAfter ends them at
-// once. discordgo's own handling of a 429 is off for these calls: it
-// sleeps whatever Discord asks, uninterruptibly, and retries without end.
+// A request Discord rate limited (429) was not taken: the session's
+// transport sends it again, as it does every REST call of the bot
+// (boundRateLimits: at most rateLimitAttempts times, a wait of at most
+// maxRateLimitReset between them), so a rate limit that reaches an answer
+// is final: the transport's attempts are used up, or Discord asks for a
+// wait over maxRateLimitReset.
 //
 // The attempts run under the bot's context, not the handler's: the answer
 // of a handler that ran out of its time (interactionTimeout) is an error
 // message that must still reach the member. Closing the bot ends them.
 const (
-	answerAttempts      = 5
-	answerInitialDelay  = 250 * time.Millisecond
-	answerMaxDelay      = 4 * time.Second
-	answerMaxRetryAfter = 10 * time.Second
+	answerAttempts     = 5
+	answerInitialDelay = 250 * time.Millisecond
+	answerMaxDelay     = 4 * time.Second
 )
 
 // callDiscord makes one REST call that answers a member: call, with the
@@ -64,14 +64,14 @@ func (b *Bot) callDiscord(i *discordgo.Interaction, what string, retry func(erro
 	backoff := reconnect.Backoff{Initial: answerInitialDelay, Max: answerMaxDelay}
 	for n := 1; ; n++ {
 		err := call(discordgo.WithContext(ctx), discordgo.WithRetryOnRatelimit(false))
-		limit, limited := rateLimited(err)
-		if limited && limit > answerMaxRetryAfter {
-			return n, fmt.Errorf("Discord asks to wait %v before trying again, more than %v: %w", limit, answerMaxRetryAfter, err)
+		if limit, limited := rateLimited(err); limited {
+			return n, fmt.Errorf("Discord still rate limits the call (asking to wait %v; at most %v is waited, %d times): %w",
+				limit, maxRateLimitReset, rateLimitAttempts, err)
 		}
-		if err == nil || n == answerAttempts || !(limited || retry(err)) || ctx.Err() != nil {
+		if err == nil || n == answerAttempts || !retry(err) || ctx.Err() != nil {
 			return n, err
 		}
-		delay := max(backoff.Delay(n, rand.Float64()), limit)
+		delay := backoff.Delay(n, rand.Float64())
 		b.log.Warn("Discord did not take an answer; trying again", "what", what, "interaction", i.ID,
 			"attempt", n, "retry_in", delay, "err", err)
 		t := time.NewTimer(delay)

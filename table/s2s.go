@@ -198,7 +198,7 @@ func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history [
 	if err != nil {
 		rep.Error = err.Error()
 		count("failed")
-		s.log.Error("NPC turn failed", "npc", npcID, "engine", "s2s", "err", err)
+		s.logTurnFailed(ctx, npcID, err)
 		return
 	}
 	rep.Degraded = prep.Degraded
@@ -228,16 +228,16 @@ func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history [
 	if err != nil {
 		rep.Error = err.Error()
 		count("failed")
-		s.log.Error("NPC turn failed", "npc", npcID, "engine", "s2s", "err", err)
+		s.logTurnFailed(ctx, npcID, err)
 		return
 	}
 	rep.Timing.ContextReady = s.cfg.Clock.Now().Sub(l.detected)
-	text, calls, err := s.speakS2S(ctx, n, l, rep)
+	text, calls, err := s.speakS2S(ctx, npcID, n, l, rep)
 	rep.Tools = calls
 	if err != nil && !errors.Is(err, context.Canceled) {
 		rep.Error = err.Error()
 		count("failed")
-		s.log.Error("NPC turn failed", "npc", npcID, "engine", "s2s", "err", err)
+		s.logTurnFailed(ctx, npcID, err)
 		return
 	}
 	// The model's transcript of its own speech gets the names back as any
@@ -279,7 +279,7 @@ func (s *Session) answerS2S(ctx context.Context, l line, npcID string, history [
 // speakS2S plays the model's answer as it streams and returns what the
 // players heard of it. A player talking over it interrupts the model,
 // which truncates its answer at what was played.
-func (s *Session) speakS2S(ctx context.Context, n *s2sNPC, l line, rep *LineReport) (string, []npc.ToolUse, error) {
+func (s *Session) speakS2S(ctx context.Context, npcID string, n *s2sNPC, l line, rep *LineReport) (string, []npc.ToolUse, error) {
 	enc, err := playback.NewEncoder(64000)
 	if err != nil {
 		return "", nil, err
@@ -325,15 +325,25 @@ func (s *Session) speakS2S(ctx context.Context, n *s2sNPC, l line, rep *LineRepo
 		next = next.Add(playback.FrameDuration)
 		return nil
 	}
+	// interrupt truncates the answer at what was played: a player talked
+	// over it, or it ran out of the turn's time (said in the log: the
+	// players heard it stop mid-sentence).
+	interrupt := func() (string, []npc.ToolUse, error) {
+		heard := time.Duration(played) * time.Second / playback.SampleRate
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			s.log.Warn(turnTimeoutMsg, "npc", npcID, "engine", "s2s", "turn_timeout", s.cfg.Settings.TurnTimeout,
+				"played", heard)
+		}
+		cut, err := n.sess.Interrupt(context.WithoutCancel(ctx), heard)
+		if err != nil {
+			return "", calls, err
+		}
+		return cut.Heard, calls, nil
+	}
 	for {
 		select {
 		case <-speakCtx.Done():
-			// Interrupted: the model truncates its answer at what was played.
-			cut, err := n.sess.Interrupt(context.WithoutCancel(ctx), time.Duration(played)*time.Second/playback.SampleRate)
-			if err != nil {
-				return "", calls, err
-			}
-			return cut.Heard, calls, nil
+			return interrupt()
 		case ev, ok := <-n.sess.Events():
 			if !ok {
 				return "", calls, fmt.Errorf("the speech-to-speech session closed: %w", n.sess.Err())
@@ -343,6 +353,9 @@ func (s *Session) speakS2S(ctx context.Context, n *s2sNPC, l line, rep *LineRepo
 				pending = append(pending, ev.Audio...)
 				for len(pending) >= playback.FrameSamples {
 					if err := send(pending[:playback.FrameSamples]); err != nil {
+						if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+							return interrupt()
+						}
 						return "", calls, err
 					}
 					pending = pending[playback.FrameSamples:]
@@ -370,6 +383,20 @@ func (s *Session) speakS2S(ctx context.Context, n *s2sNPC, l line, rep *LineRepo
 			}
 		}
 	}
+}
+
+// turnTimeoutMsg is the log message of a turn cut by Settings.TurnTimeout.
+const turnTimeoutMsg = "an NPC's turn ran out of its time and was cut"
+
+// logTurnFailed logs a speech-to-speech turn that failed before the model
+// spoke, saying so when the turn's time (Settings.TurnTimeout) ran out.
+func (s *Session) logTurnFailed(ctx context.Context, npcID string, err error) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		s.log.Error(turnTimeoutMsg, "npc", npcID, "engine", "s2s", "turn_timeout", s.cfg.Settings.TurnTimeout,
+			"played", time.Duration(0), "err", err)
+		return
+	}
+	s.log.Error("NPC turn failed", "npc", npcID, "engine", "s2s", "err", err)
 }
 
 // closeS2S closes the NPCs' model sessions.

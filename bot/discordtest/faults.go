@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"time"
 )
 
 // Fault is how the fake fails a REST call, as the network or Discord's
@@ -33,6 +34,11 @@ const (
 	// headers that put every route out of calls for a day
 	// (X-RateLimit-Global, Remaining 0, Reset-After 86400).
 	GlobalLimitDay
+	// RouteLimitDayAbsolute handles the request and answers it with
+	// rate-limit headers that put its route out of calls for a day, given
+	// only as the absolute reset (X-RateLimit-Remaining 0, X-RateLimit-Reset
+	// a day after the answer's Date, no X-RateLimit-Reset-After).
+	RouteLimitDayAbsolute
 )
 
 func (f Fault) String() string {
@@ -51,6 +57,8 @@ func (f Fault) String() string {
 		return "429-long"
 	case GlobalLimitDay:
 		return "global-limit-day"
+	case RouteLimitDayAbsolute:
+		return "route-limit-day-absolute"
 	}
 	return fmt.Sprintf("Fault(%d)", int(f))
 }
@@ -119,6 +127,13 @@ func failCall(w http.ResponseWriter, f Fault, handle func(http.ResponseWriter)) 
 		w.Header().Set("X-RateLimit-Global", "true")
 		w.Header().Set("X-RateLimit-Remaining", "0")
 		w.Header().Set("X-RateLimit-Reset-After", "86400")
+		handle(w)
+		return
+	case RouteLimitDayAbsolute:
+		now := time.Now()
+		w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset", fmt.Sprint(now.Add(24*time.Hour).Unix()))
 		handle(w)
 		return
 	case LoseAnswer:

@@ -179,6 +179,17 @@ func TestDockerFiles(t *testing.T) {
 			t.Error("the glyphoxa service does not pass DISCORD_TOKEN (init writes token: ${DISCORD_TOKEN})")
 		}
 	})
+	t.Run("init checks the configuration in the bot's environment", func(t *testing.T) {
+		// init ends with config check: without the variables of .env the
+		// bot gets (GLYPHOXA_LLM_*, the keys), it would show "LLM: none"
+		// for a configuration whose LLM is in .env, and refuse providers
+		// whose key is there.
+		for _, k := range append([]string{"DISCORD_TOKEN"}, overrideEnvs()...) {
+			if got, want := init.Environment[k], bot.Environment[k]; got != want {
+				t.Errorf("init's %s is %q, the bot's %q: init's config check does not see what the bot will use", k, got, want)
+			}
+		}
+	})
 	t.Run("the bot reads the config.yaml init writes", func(t *testing.T) {
 		// init writes it 0600 as its user: the bot must run as the same.
 		if bot.User == "" || bot.User != init.User {
@@ -350,4 +361,14 @@ func TestDockerFiles(t *testing.T) {
 			t.Errorf("docker compose config: %v\n%s", err, out)
 		}
 	})
+}
+
+// overrideEnvs returns the environment variables that override
+// configuration keys.
+func overrideEnvs() []string {
+	var out []string
+	for _, o := range config.Overrides() {
+		out = append(out, o.Env)
+	}
+	return out
 }

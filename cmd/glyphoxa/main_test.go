@@ -36,7 +36,7 @@ func TestImportAndInspect(t *testing.T) {
 	sample := "../../testdata/campaigns/ironhold-saga.yaml"
 
 	code, out, errs := runCLI(t, vars, "migrate")
-	if code != 0 || !strings.Contains(out, "up to date") {
+	if code != 0 || !strings.Contains(out, "applied migrations 0001..") {
 		t.Fatalf("migrate: %d %q %q", code, out, errs)
 	}
 	code, out, errs = runCLI(t, vars, "import", sample)

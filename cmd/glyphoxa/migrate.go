@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -35,10 +36,22 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	if !*reembed {
-		if err := postgres.Migrate(ctx, conn, dims); err != nil {
+		applied, err := postgres.MigrateApplied(ctx, conn, dims)
+		known, kerr := postgres.MigrationVersions()
+		if kerr != nil {
+			return kerr
+		}
+		if len(applied) > 0 && err != nil {
+			printf(e.stdout, "applied migrations %s before the error\n", versionRanges(applied, known))
+		}
+		if err != nil {
 			return err
 		}
-		printf(e.stdout, "database is up to date (embedding dimension %d)\n", dims)
+		if len(applied) == 0 {
+			printf(e.stdout, "database is up to date (embedding dimension %d)\n", dims)
+			return nil
+		}
+		printf(e.stdout, "applied migrations %s (embedding dimension %d)\n", versionRanges(applied, known), dims)
 		return nil
 	}
 	n, err := postgres.Reembed(ctx, conn, dims)
@@ -48,4 +61,28 @@ func cmdMigrate(ctx context.Context, e *env, args []string) error {
 	conn.Close(ctx)
 	printf(e.stdout, "semantic index rebuilt for %d dimensions; %d chunks need embedding\n", dims, n)
 	return embedPending(ctx, e, &sf)
+}
+
+// versionRanges names the migration versions vs (sorted) as runs of
+// successive versions among known (every migration, sorted; the numbering
+// has gaps): "0047..0050", "0003, 0047..0050".
+func versionRanges(vs, known []int) string {
+	next := map[int]int{}
+	for i := 0; i+1 < len(known); i++ {
+		next[known[i]] = known[i+1]
+	}
+	var parts []string
+	for i := 0; i < len(vs); {
+		j := i
+		for j+1 < len(vs) && next[vs[j]] == vs[j+1] {
+			j++
+		}
+		if j == i {
+			parts = append(parts, fmt.Sprintf("%04d", vs[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%04d..%04d", vs[i], vs[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }

@@ -12,13 +12,17 @@
 // (os.TempDir()/glyphoxa-pgcluster, about 40 MB; it goes with the rest of
 // /tmp): initdb costs about two seconds of CPU, the copy a tenth of that.
 //
-// It needs the PostgreSQL 15 server binaries (initdb, pg_ctl). Run as root,
-// it runs them as the postgres user (they refuse to run as root). When it
-// cannot get a cluster it fails the test if CI=true and skips it otherwise,
-// saying why.
+// It needs the PostgreSQL server binaries (initdb, pg_ctl) of an installed
+// version with pgvector, found as scripts/devdb.sh finds them (see
+// [FindBinDir]): CI's Debian has PostgreSQL 15, Ubuntu 24.04 16. Run as
+// root, it runs them as the postgres user (they refuse to run as root).
+// When it cannot get a cluster it fails the test under CI (the environment
+// variable CI set, as CI services set it) and skips it otherwise, saying
+// why.
 package pgcluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -26,6 +30,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,9 +39,88 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// BinDir is where the server binaries are looked for, unless
-// GLYPHOXA_PG_BINDIR names another directory.
-const BinDir = "/usr/lib/postgresql/15/bin"
+// serverRoot holds Debian's and Ubuntu's PostgreSQL installations, one
+// directory per major version (/usr/lib/postgresql/15/bin…).
+const serverRoot = "/usr/lib/postgresql"
+
+// shareRoot holds each version's extensions
+// (/usr/share/postgresql/15/extension/vector.control).
+const shareRoot = "/usr/share/postgresql"
+
+// FindBinDir returns the directory of the PostgreSQL server binaries the
+// clusters use: GLYPHOXA_PG_BINDIR when set (getenv); else, as
+// scripts/devdb.sh, the highest version under /usr/lib/postgresql that has
+// pg_ctl, preferring one with pgvector installed; else pg_config
+// --bindir, when pg_ctl is there.
+func FindBinDir(getenv func(string) string) (string, error) {
+	if d := getenv("GLYPHOXA_PG_BINDIR"); d != "" {
+		return d, nil
+	}
+	return findBinDir(serverRoot, shareRoot, pgConfigBinDir)
+}
+
+// findBinDir is FindBinDir's search: the versions under servers (their
+// bin/pg_ctl), highest first, with pgvector under shares first; else
+// pgConfig's directory.
+func findBinDir(servers, shares string, pgConfig func() (string, error)) (string, error) {
+	type version struct {
+		n      float64
+		bin    string
+		vector bool
+	}
+	var vs []version
+	entries, _ := os.ReadDir(servers)
+	for _, e := range entries {
+		n, err := strconv.ParseFloat(e.Name(), 64)
+		bin := filepath.Join(servers, e.Name(), "bin")
+		if err != nil || !isFile(filepath.Join(bin, "pg_ctl")) {
+			continue
+		}
+		vs = append(vs, version{n, bin, isFile(filepath.Join(shares, e.Name(), "extension", "vector.control"))})
+	}
+	slices.SortFunc(vs, func(a, b version) int {
+		if a.vector != b.vector {
+			if a.vector {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(b.n, a.n)
+	})
+	if len(vs) > 0 {
+		return vs[0].bin, nil
+	}
+	if pgConfig != nil {
+		if d, err := pgConfig(); err == nil && isFile(filepath.Join(d, "pg_ctl")) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("no PostgreSQL server binaries (pg_ctl) under %s/*/bin nor in pg_config --bindir; "+
+		"install postgresql and pgvector (scripts/devdb.sh does), or set GLYPHOXA_PG_BINDIR", servers)
+}
+
+// pgConfigBinDir asks pg_config where the binaries are.
+func pgConfigBinDir() (string, error) {
+	out, err := exec.Command("pg_config", "--bindir").Output()
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func isFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir()
+}
+
+// InCI reports whether the tests run under CI: the environment variable
+// CI is set (GitHub Actions and most CI services set CI=true), to anything
+// but "false" or "0". There a test that needs a cluster fails instead of
+// skipping.
+func InCI(getenv func(string) string) bool {
+	v := strings.TrimSpace(getenv("CI"))
+	return v != "" && !strings.EqualFold(v, "false") && v != "0"
+}
 
 // Cluster is a running private cluster.
 type Cluster struct {
@@ -52,10 +136,10 @@ type Cluster struct {
 func unavailable(tb testing.TB, format string, args ...any) {
 	tb.Helper()
 	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
+	if InCI(os.Getenv) {
 		tb.Fatalf("cannot start a private PostgreSQL cluster in CI: %s", msg)
 	}
-	tb.Skipf("this test needs a private PostgreSQL cluster (PostgreSQL 15 with pgvector at %s, and root to run it as postgres): %s", BinDir, msg)
+	tb.Skipf("this test needs a private PostgreSQL cluster (PostgreSQL server binaries with pgvector, and root to run them as postgres): %s", msg)
 }
 
 // socketPort names the socket file (.s.PGSQL.<port>); each cluster's
@@ -67,9 +151,9 @@ const socketPort = 5432
 // cluster. It is stopped and removed when the test ends.
 func Start(tb testing.TB) *Cluster {
 	tb.Helper()
-	bin := BinDir
-	if d := os.Getenv("GLYPHOXA_PG_BINDIR"); d != "" {
-		bin = d
+	bin, err := FindBinDir(os.Getenv)
+	if err != nil {
+		unavailable(tb, "%v", err)
 	}
 	if _, err := os.Stat(filepath.Join(bin, "pg_ctl")); err != nil {
 		unavailable(tb, "pg_ctl not found: %v", err)

@@ -68,6 +68,20 @@ func migrations() ([]migration, error) {
 	return ms, nil
 }
 
+// MigrationVersions returns the versions of the migrations this glyphoxa
+// knows, in order (the numbering has gaps).
+func MigrationVersions() ([]int, error) {
+	ms, err := migrations()
+	if err != nil {
+		return nil, err
+	}
+	vs := make([]int, len(ms))
+	for i, m := range ms {
+		vs[i] = m.version
+	}
+	return vs, nil
+}
+
 // Migrate brings the database at conn up to the newest schema and makes sure
 // the semantic index has dims-dimensional embeddings. Each migration runs in
 // its own transaction; concurrent callers wait on an advisory lock, so it is
@@ -75,21 +89,31 @@ func migrations() ([]migration, error) {
 // another dimension it returns a *memory.DimensionMismatchError and changes
 // nothing.
 func Migrate(ctx context.Context, conn *pgx.Conn, dims int) error {
+	_, err := MigrateApplied(ctx, conn, dims)
+	return err
+}
+
+// MigrateApplied is [Migrate], returning the versions of the migrations it
+// applied, in order: none when the database had them all (or another
+// process applied them meanwhile). The versions applied before an error
+// are returned with it.
+func MigrateApplied(ctx context.Context, conn *pgx.Conn, dims int) ([]int, error) {
 	if dims <= 0 {
-		return fmt.Errorf("%w: embedding dimensions must be positive, got %d", memory.ErrInvalid, dims)
+		return nil, fmt.Errorf("%w: embedding dimensions must be positive, got %d", memory.ErrInvalid, dims)
 	}
 	if current, err := upToDate(ctx, conn, dims); err != nil || current {
-		return err
+		return nil, err
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrateLockKey); err != nil {
-		return fmt.Errorf("taking the migration lock: %w", err)
+		return nil, fmt.Errorf("taking the migration lock: %w", err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLockKey) //nolint:errcheck // released with the session anyway
 
-	if err := applyMigrations(ctx, conn); err != nil {
-		return err
+	applied, err := applyMigrations(ctx, conn)
+	if err != nil {
+		return applied, err
 	}
-	return ensureDimensions(ctx, conn, dims)
+	return applied, ensureDimensions(ctx, conn, dims)
 }
 
 // upToDate reports whether the database at conn has every migration and
@@ -138,32 +162,35 @@ func upToDate(ctx context.Context, conn *pgx.Conn, dims int) (bool, error) {
 	return *stored == strconv.Itoa(dims), nil
 }
 
-func applyMigrations(ctx context.Context, conn *pgx.Conn) error {
+// applyMigrations applies the migrations the database lacks, each in its
+// own transaction, and returns their versions.
+func applyMigrations(ctx context.Context, conn *pgx.Conn) ([]int, error) {
 	ms, err := migrations()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer PRIMARY KEY,
 		name       text NOT NULL,
 		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return fmt.Errorf("creating schema_migrations: %w", err)
+		return nil, fmt.Errorf("creating schema_migrations: %w", err)
 	}
 	applied := map[int]bool{}
 	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")
 	if err != nil {
-		return fmt.Errorf("reading schema_migrations: %w", err)
+		return nil, fmt.Errorf("reading schema_migrations: %w", err)
 	}
 	vs, err := pgx.CollectRows(rows, pgx.RowTo[int32])
 	if err != nil {
-		return fmt.Errorf("reading schema_migrations: %w", err)
+		return nil, fmt.Errorf("reading schema_migrations: %w", err)
 	}
 	for _, v := range vs {
 		applied[int(v)] = true
 	}
 	if err := notNewer(ctx, conn, ms, vs); err != nil {
-		return err
+		return nil, err
 	}
+	var done []int
 	for _, m := range ms {
 		if applied[m.version] {
 			continue
@@ -176,10 +203,11 @@ func applyMigrations(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("applying migration %04d_%s: %w%s", m.version, m.name, err, extensionHint(err))
+			return done, fmt.Errorf("applying migration %04d_%s: %w%s", m.version, m.name, err, extensionHint(err))
 		}
+		done = append(done, m.version)
 	}
-	return nil
+	return done, nil
 }
 
 // ErrSchemaNewer is returned when the database holds migrations this
@@ -283,7 +311,7 @@ func Reembed(ctx context.Context, conn *pgx.Conn, dims int) (int64, error) {
 		return 0, fmt.Errorf("taking the migration lock: %w", err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrateLockKey) //nolint:errcheck
-	if err := applyMigrations(ctx, conn); err != nil {
+	if _, err := applyMigrations(ctx, conn); err != nil {
 		return 0, err
 	}
 	var n int64

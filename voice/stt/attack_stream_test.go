@@ -116,6 +116,27 @@ type stallingConn struct {
 	once    sync.Once
 	mu      sync.Mutex
 	dl      time.Time
+	undated bool // a write came while stalled with no deadline set
+}
+
+// errUndatedWrite fails a write to a stalled connection that has no
+// deadline: without the stall's end it would never return.
+var errUndatedWrite = errors.New("a write with no deadline to a peer that reads nothing")
+
+// stallAfterHandshake is a stallingConn that stalls once the websocket
+// handshake (its first write) was sent: the peer accepts the stream and
+// reads nothing more.
+type stallAfterHandshake struct {
+	*stallingConn
+	writes int
+}
+
+func (c *stallAfterHandshake) Write(b []byte) (int, error) {
+	c.writes++
+	if c.writes == 2 {
+		close(c.stalled)
+	}
+	return c.stallingConn.Write(b)
 }
 
 func (c *stallingConn) SetWriteDeadline(t time.Time) error {
@@ -140,15 +161,18 @@ func (c *stallingConn) Write(b []byte) (int, error) {
 	}
 	c.mu.Lock()
 	dl := c.dl
-	c.mu.Unlock()
-	var expired <-chan time.Time
-	if !dl.IsZero() {
-		t := time.NewTimer(time.Until(dl))
-		defer t.Stop()
-		expired = t.C
+	if dl.IsZero() {
+		c.undated = true
 	}
+	c.mu.Unlock()
+	if dl.IsZero() {
+		// It would block for ever: fail it, and let the test say so.
+		return 0, errUndatedWrite
+	}
+	expired := time.NewTimer(time.Until(dl))
+	defer expired.Stop()
 	select {
-	case <-expired:
+	case <-expired.C:
 		return 0, os.ErrDeadlineExceeded
 	case <-c.closed:
 		return 0, net.ErrClosed
@@ -199,6 +223,45 @@ func TestAttackStreamStopsReading(t *testing.T) {
 	}
 	if !errors.As(err, &pe) || !pe.Timeout() {
 		t.Fatalf("Send on a stalled stream: %v; want a provider error that timed out", err)
+	}
+	t.Log(err)
+}
+
+// TestAttackRealtimeStreamNeverReads: a realtime speech-to-text server that
+// accepts the stream and then reads nothing (not even the session.update
+// that configures it) fails the stream's opening with a provider error
+// that timed out, within the stream's write time-out or the context's end,
+// instead of blocking the utterance's goroutine for ever.
+func TestAttackRealtimeStreamNeverReads(t *testing.T) {
+	audiotest.CheckLeaks(t)
+	fake := stttest.NewOpenAI(func(stttest.Call) string { return said })
+	defer fake.Close()
+	var conn *stallAfterHandshake
+	dialer := &websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		conn = &stallAfterHandshake{stallingConn: &stallingConn{Conn: c, stalled: make(chan struct{}), closed: make(chan struct{})}}
+		return conn, nil
+	}}
+	rt := &stt.OpenAIRealtime{BaseURL: fake.URL(), Dialer: dialer}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s, err := rt.Stream(ctx, stt.Hints{})
+	if err == nil {
+		s.Close()
+		t.Fatal("a stream opened on a server that reads nothing")
+	}
+	conn.mu.Lock()
+	undated := conn.undated
+	conn.mu.Unlock()
+	if undated {
+		t.Fatalf("the session.update was written with no deadline (it would block for ever): %v", err)
+	}
+	var pe *provider.Error
+	if !errors.As(err, &pe) || !pe.Timeout() {
+		t.Fatalf("opening a stream on a server that reads nothing: %v; want a provider error that timed out", err)
 	}
 	t.Log(err)
 }

@@ -150,6 +150,14 @@ func (o *OpenAIRealtime) Stream(ctx context.Context, h Hints) (*RealtimeStream, 
 			"turn_detection": nil,
 		}},
 	}}
+	// A server that takes the connection and reads nothing fails the
+	// configuration within the write time-out (or the context's end)
+	// instead of blocking the utterance for ever.
+	deadline := time.Now().Add(streamWriteTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	conn.SetWriteDeadline(deadline)
 	if err := conn.WriteJSON(update); err != nil {
 		conn.Close()
 		return nil, &provider.Error{Provider: "openai-realtime", Op: "configure session", Err: err}
@@ -218,8 +226,9 @@ func (s *RealtimeStream) appendAudio(pcm []int16) error {
 	return nil
 }
 
-// streamWriteTimeout bounds each write of a Realtime stream: a server that
-// stops reading fails the write instead of blocking it for ever.
+// streamWriteTimeout bounds each write of a Realtime stream, its
+// session.update included: a server that stops reading (or never reads)
+// fails the write instead of blocking it for ever.
 const streamWriteTimeout = DefaultTimeout
 
 // write sends one client event within streamWriteTimeout.

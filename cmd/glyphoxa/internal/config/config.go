@@ -881,6 +881,11 @@ func (c Config) Validate() error {
 	if l := c.Providers.LLM; l.BaseURL != "" && strings.TrimSpace(l.Model) == "" {
 		errs = append(errs, invalid("providers.llm.model", "is required with providers.llm.base_url (or set GLYPHOXA_LLM_MODEL)"))
 	}
+	if l := c.Providers.LLM; l.APIKey != "" && l.BaseURL == "" {
+		// A key alone would leave the NPCs without an LLM, silently.
+		errs = append(errs, invalid("providers.llm.base_url", "is required with providers.llm.api_key: the endpoint the key is for "+
+			"(https://api.openai.com/v1 for OpenAI; or set GLYPHOXA_LLM_BASE_URL)"))
+	}
 	if c.Providers.Embeddings.Provider == "openai" && strings.TrimSpace(c.Providers.Embeddings.Model) == "" {
 		errs = append(errs, invalid("providers.embeddings.model", "is required with provider openai (e.g. text-embedding-3-small)"))
 	}

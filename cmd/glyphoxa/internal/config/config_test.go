@@ -77,6 +77,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"digest every negative", "lifecycle:\n  digest_every: -3m\n", "lifecycle.digest_every: must be a positive duration, got -3m0s"},
 		{"digest lines zero", "lifecycle:\n  digest_lines: 0\n", "lifecycle.digest_lines: must be between 1 and 10000, got 0"},
 		{"not yaml", "memory: [\n", "invalid configuration"},
+		{"llm key without endpoint", "providers:\n  llm:\n    api_key: sk-test\n", "providers.llm.base_url: is required with providers.llm.api_key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,5 +204,24 @@ func TestRedact(t *testing.T) {
 		if got := config.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestLLMKeyAloneIsRefused: a self-hoster who puts only GLYPHOXA_LLM_API_KEY
+// in .env (as for OpenAI) is told the endpoint is missing, instead of
+// reading "LLM: none" and NPCs that cannot hold a conversation.
+func TestLLMKeyAloneIsRefused(t *testing.T) {
+	_, err := config.Parse(strings.NewReader(""), "c.yaml", env(map[string]string{"GLYPHOXA_LLM_API_KEY": "sk-test"}))
+	if err == nil || !strings.Contains(err.Error(), "providers.llm.base_url: is required with providers.llm.api_key") ||
+		!strings.Contains(err.Error(), "GLYPHOXA_LLM_BASE_URL") {
+		t.Fatalf("a key without an endpoint: %v", err)
+	}
+	if strings.Contains(err.Error(), "sk-test") {
+		t.Errorf("the error shows the key: %v", err)
+	}
+	cfg, err := config.Parse(strings.NewReader(""), "c.yaml", env(map[string]string{
+		"GLYPHOXA_LLM_API_KEY": "sk-test", "GLYPHOXA_LLM_BASE_URL": "https://api.openai.com/v1"}))
+	if err != nil || !cfg.Providers.LLM.Configured() {
+		t.Fatalf("a key with its endpoint: %v, configured %v", err, cfg.Providers.LLM.Configured())
 	}
 }
