@@ -135,7 +135,7 @@ func New(cfg Config, deps Deps, opts ...Option) (*Bot, error) {
 		}
 		b.sess, b.own = s, true
 	}
-	boundSession(b.sess, b.log)
+	BoundRateLimits(b.sess, b.log)
 	b.sess.Identify.Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildVoiceStates
 	if cfg.ShardCount > 1 {
 		b.sess.ShardID, b.sess.ShardCount = cfg.ShardID, cfg.ShardCount

@@ -36,7 +36,7 @@ const rateLimitAttempts = 5
 // boundRateLimits is the transport of the bot's discordgo session: every
 // REST call the bot makes goes through it. It caps the reset of the
 // rate-limit headers of every answer at maxRateLimitReset, and it handles
-// 429s in discordgo's place (boundSession turns discordgo's handling off):
+// 429s in discordgo's place (BoundRateLimits turns discordgo's handling off):
 // a call is sent at most rateLimitAttempts times, waiting at most
 // maxRateLimitReset between attempts, and the wait ends with the
 // request's context. It logs the answers it cut and the calls it gave up.
@@ -141,12 +141,13 @@ func retryAfter(resp *http.Response) (time.Duration, []byte, error) {
 	return time.Duration(max(s, 0) * float64(time.Second)), body, nil
 }
 
-// boundSession makes the session's REST calls take at most
+// BoundRateLimits makes the session's REST calls take at most
 // maxRateLimitReset from rate-limit headers and from each 429, and at most
 // rateLimitAttempts attempts while rate limited: discordgo's own handling
 // of a 429 (sleep whatever is asked, uninterruptibly, and retry without
-// end) is turned off.
-func boundSession(s *discordgo.Session, log *slog.Logger) {
+// end) is turned off. Every discordgo session of the product goes through
+// it: the bot's, and `glyphoxa init`'s token check.
+func BoundRateLimits(s *discordgo.Session, log *slog.Logger) {
 	s.ShouldRetryOnRateLimit = false
 	c := &http.Client{}
 	if s.Client != nil {

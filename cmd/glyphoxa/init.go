@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 	"gopkg.in/yaml.v3"
 
+	"github.com/glyphoxa/glyphoxa/bot"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/campaignfile"
 	"github.com/glyphoxa/glyphoxa/npc"
@@ -362,6 +364,9 @@ func checkToken(ctx context.Context, e *env, token string) (botInfo, error) {
 		sess.Client = e.discord.Client // tests: the fake Discord
 	}
 	sess.MaxRestRetries = 0
+	// A 429 is handled as the bot handles it: a long wait is given up at
+	// once, not slept through, and the error says so.
+	bot.BoundRateLimits(sess, slog.New(slog.DiscardHandler))
 	opt := discordgo.WithContext(ctx)
 	u, err := sess.User("@me", opt)
 	if err != nil {
