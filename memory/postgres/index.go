@@ -212,6 +212,17 @@ func (x *SemanticIndex) Chunks(ctx context.Context, sessionID string) ([]memory.
 	return pgx.CollectRows(rows, scanChunk)
 }
 
+// EmbeddedChunkIDs returns the ids of a session's chunks that have an
+// embedding, in no order.
+func (x *SemanticIndex) EmbeddedChunkIDs(ctx context.Context, sessionID string) ([]string, error) {
+	rows, err := x.db.Query(ctx, `SELECT id FROM chunks WHERE campaign_id = $1 AND session_id = $2 AND embedding IS NOT NULL`,
+		x.campaign, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("listing the embedded chunks of session %q: %w", sessionID, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // ChunkIDs returns the ids of a session's chunks, in no order.
 func (x *SemanticIndex) ChunkIDs(ctx context.Context, sessionID string) ([]string, error) {
 	rows, err := x.db.Query(ctx, `SELECT id FROM chunks WHERE campaign_id = $1 AND session_id = $2`, x.campaign, sessionID)
