@@ -137,7 +137,9 @@ func (m *soakLLM) reply(_ int, req llmtest.Request) llmtest.Reply {
 			b.WriteString(x.Content)
 			b.WriteString(" ")
 		}
-		s := b.String()
+		// What the table sent, less the summariser's own framing, which
+		// would otherwise pile up at the front with every fold.
+		s := strings.NewReplacer("Transcript:\n", "", "(earlier summary) ", "", "Summary: ", "").Replace(b.String())
 		out.Text = "Summary: " + s[:min(len(s), soakSummaryChars)]
 	}
 	m.mu.Lock()
