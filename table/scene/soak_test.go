@@ -163,8 +163,8 @@ type soakPoint struct {
 // session's early events, and no goroutine outlives the sessions. It logs
 // the numbers: the heap includes what the fake model and the scene player
 // keep (every request, every line's report with its prompt); SOAK_HEAP=file
-// writes a heap profile at the first session's last line to tell them
-// apart.
+// writes heap profiles (file.1 at the first session's last line, file.2 at
+// the second's first) to tell them apart.
 func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak: not in -short")
@@ -221,11 +221,12 @@ func TestSoak(t *testing.T) {
 				defer mu.Unlock()
 				played++
 				m.lines.Store(int64(played))
-				if prof := os.Getenv("SOAK_HEAP"); prof != "" && played == len(at) && week == 0 {
-					// The heap while the session is still open, for go tool
-					// pprof -sample_index=inuse_space.
+				if prof := os.Getenv("SOAK_HEAP"); prof != "" && (week == 0 && played == len(at) || week == 1 && played == 1) {
+					// The heap while the first session is still open, and
+					// once the second has begun (what the first left), for
+					// go tool pprof -sample_index=inuse_space.
 					runtime.GC()
-					if f, err := os.Create(prof); err == nil {
+					if f, err := os.Create(fmt.Sprintf("%s.%d", prof, week+1)); err == nil {
 						pprof.WriteHeapProfile(f)
 						f.Close()
 					}
