@@ -15,7 +15,7 @@ export CGO_CFLAGS += -Wno-stringop-overread
 # DSN of the development database (started by scripts/devdb.sh if needed).
 DEVDSN = $$(scripts/devdb.sh | tail -1 | sed 's/^GLYPHOXA_DSN=//')
 
-.PHONY: all build run demo test bench bench-voice eval fuzz db lint vet clean
+.PHONY: all build run demo test bench bench-voice soak eval fuzz db lint vet clean
 
 all: build
 
@@ -29,6 +29,11 @@ bench-voice:
 	  $(GO) test -run '^$$' -bench 'Turn' -benchtime 50x ./table/ -args -stt-delay=150ms -llm-delay=300ms -tts-delay=100ms && \
 	  $(GO) test -run '^$$' -bench 'Listen' -benchtime 5x ./table/ -args -stt-delay=150ms -stt-finalize=50ms -llm-delay=300ms -tts-delay=100ms && \
 	  $(GO) test -run '^$$' -bench 'LiveRecall' -benchtime 12x ./table/
+
+## soak: two five-hour sessions of a five-player table a week apart, through the production table at virtual time against local fake providers and the development database; logs the NPC prompt size by quarter of the session, the heap and goroutines every 100 lines, the running summary (about 15 minutes; `go test ./table/scene/` plays 15 minutes of each)
+soak:
+	@export GLYPHOXA_TEST_DSN="$(DEVDSN)" && \
+	  $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 60m ./table/scene/ -args -soak=5h
 
 ## run: the bot (glyphoxa serve) with ./config.yaml against the development database
 run: build

@@ -358,7 +358,8 @@ func (m *Manager) Close() {
 // Forget removes every message of a speaker (by TranscriptEntry.SpeakerID)
 // from the conversation and from the summaries: a summary that covered one
 // of them is written again from the messages it covered, less the
-// speaker's; when that fails, the summary is dropped and those messages
+// speaker's (in requests within the conversation's budget, however long
+// the session it folded: see summarizeWithin); when that fails, the summary is dropped and those messages
 // return to the conversation, so that nothing the speaker said survives in
 // a summary. It waits for a summary in progress.
 func (m *Manager) Forget(ctx context.Context, speakerID string) (memory.ForgetReport, error) {
@@ -413,9 +414,7 @@ func (m *Manager) Forget(ctx context.Context, speakerID string) (memory.ForgetRe
 		if len(t.rest) == 0 {
 			continue
 		}
-		sctx, cancel := context.WithTimeout(ctx, m.cfg.SummaryTimeout)
-		text, err := m.cfg.Summarizer.Summarize(sctx, t.rest)
-		cancel()
+		text, err := m.summarizeWithin(ctx, t.rest)
 		if err != nil || strings.TrimSpace(text) == "" {
 			if err == nil {
 				err = errors.New("the summariser returned an empty summary")
@@ -454,6 +453,44 @@ func (m *Manager) Forget(ctx context.Context, speakerID string) (memory.ForgetRe
 			"err", errors.Join(errs...))
 	}
 	return rep, nil
+}
+
+// summarizeWithin summarises msgs in requests of the conversation's own
+// budget (Threshold of MaxTokens) at most: a summary that folded a long
+// session covers all of it, and rewriting it in one request (Forget) would
+// grow with the session past what a model takes. The messages go in
+// order, each request holding the summary so far and the next messages
+// that fit, as compaction folds its summaries; a message larger than the
+// budget goes alone.
+func (m *Manager) summarizeWithin(ctx context.Context, msgs []Message) (string, error) {
+	budget := int(m.cfg.Threshold * float64(m.cfg.MaxTokens))
+	var text string
+	for len(msgs) > 0 {
+		var batch []Message
+		n := 0
+		if text != "" {
+			batch = append(batch, summaryMessage(text))
+			n = Tokens(batch[0].Content)
+		}
+		k := 0
+		for k < len(msgs) && (k == 0 || n+Tokens(msgs[k].Content) <= budget) {
+			n += Tokens(msgs[k].Content)
+			k++
+		}
+		batch = append(batch, msgs[:k]...)
+		msgs = msgs[k:]
+		sctx, cancel := context.WithTimeout(ctx, m.cfg.SummaryTimeout)
+		s, err := m.cfg.Summarizer.Summarize(sctx, batch)
+		cancel()
+		if err != nil {
+			return "", err
+		}
+		if s = strings.TrimSpace(s); s == "" {
+			return "", errors.New("the summariser returned an empty summary")
+		}
+		text = s
+	}
+	return text, nil
 }
 
 // Withdraw removes the message recorded with an idempotency key (a reply

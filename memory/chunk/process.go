@@ -3,6 +3,7 @@ package chunk
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
@@ -28,8 +29,11 @@ type Campaign interface {
 }
 
 // Process chunks and embeds sessions of a campaign (all of them when none
-// are named), replacing each session's earlier chunks. Running it again on
-// an unchanged session changes nothing.
+// are named), replacing each session's earlier chunks. Only the chunks the
+// index lacks as they are now (new, changed, or without an embedding) are
+// embedded and written: a session indexed live as it was played costs
+// its last lines, not all of it again. Running it again on an unchanged
+// session changes nothing.
 func Process(ctx context.Context, c Campaign, e embed.Embedder, o Options, sessions ...string) (Report, error) {
 	var rep Report
 	if err := embed.CheckDimensions(e, c.Index().Dimensions()); err != nil {
@@ -88,20 +92,31 @@ func processSession(ctx context.Context, c Campaign, e embed.Embedder, m *mentio
 			}
 		}
 		chunks := Split(entries, m, o)
-		texts := make([]string, len(chunks))
 		keep := make([]string, len(chunks))
 		for i, ch := range chunks {
-			texts[i] = ch.Content
 			keep[i] = ch.ID
+		}
+		// Only the chunks the index lacks as they are now are embedded
+		// and written: at the end of a session the live chunker indexed
+		// nearly all of them, and writing a five-hour session's hundreds
+		// of chunks again, in one statement, outlasted the door's
+		// statement timeout on a loaded machine.
+		fresh, err := unindexed(ctx, c, sid, chunks)
+		if err != nil {
+			return 0, removed, err
+		}
+		texts := make([]string, len(fresh))
+		for i, ch := range fresh {
+			texts[i] = ch.Content
 		}
 		vs, err := embed.All(ctx, e, texts)
 		if err != nil {
 			return 0, removed, fmt.Errorf("embedding the chunks of session %q: %w", sid, err)
 		}
-		for i := range chunks {
-			chunks[i].Embedding = vs[i]
+		for i := range fresh {
+			fresh[i].Embedding = vs[i]
 		}
-		if err := c.Index().IndexChunks(ctx, chunks); err != nil {
+		if err := c.Index().IndexChunks(ctx, fresh); err != nil {
 			return 0, removed, err
 		}
 		n, err := c.Index().DeleteSessionChunks(ctx, sid, keep)
@@ -119,6 +134,43 @@ func processSession(ctx context.Context, c Campaign, e embed.Embedder, m *mentio
 	}
 	return 0, removed, fmt.Errorf("chunking session %q: its lines kept leaving while it was chunked (%d times); run it again",
 		sid, maxChunkings)
+}
+
+// unindexed returns the chunks of session sid that the index does not
+// hold as they are (content, speakers, times, entity links), with an
+// embedding.
+func unindexed(ctx context.Context, c Campaign, sid string, chunks []memory.Chunk) ([]memory.Chunk, error) {
+	have, err := c.Index().Chunks(ctx, sid)
+	if err != nil {
+		return nil, fmt.Errorf("reading the indexed chunks of session %q: %w", sid, err)
+	}
+	embedded, err := c.Index().EmbeddedChunkIDs(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	withVector := make(map[string]bool, len(embedded))
+	for _, id := range embedded {
+		withVector[id] = true
+	}
+	byID := make(map[string]memory.Chunk, len(have))
+	for _, h := range have {
+		byID[h.ID] = h
+	}
+	var out []memory.Chunk
+	for _, ch := range chunks {
+		if h, ok := byID[ch.ID]; !ok || !withVector[ch.ID] || !sameChunk(h, ch) {
+			out = append(out, ch)
+		}
+	}
+	return out, nil
+}
+
+// sameChunk reports whether two chunks hold the same content, speakers,
+// times and entity links (their embeddings aside).
+func sameChunk(a, b memory.Chunk) bool {
+	sorted := func(s []string) []string { return slices.Compact(slices.Sorted(slices.Values(s))) }
+	return a.Content == b.Content && a.StartAt.Equal(b.StartAt) && a.EndAt.Equal(b.EndAt) &&
+		slices.Equal(sorted(a.SpeakerIDs), sorted(b.SpeakerIDs)) && slices.Equal(sorted(a.EntityIDs), sorted(b.EntityIDs))
 }
 
 // EmbedPending embeds every chunk of the campaign that has no embedding

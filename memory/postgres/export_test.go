@@ -58,3 +58,6 @@ func ScanAttributesForTest(b []byte) (map[string]any, error) {
 func FactVisibleSQLForTest(v memory.Viewer, alias string) string {
 	return view{v: v}.factVisible(alias)
 }
+
+// DeleteSessionChunksSQL is the statement DeleteSessionChunks runs.
+const DeleteSessionChunksSQL = deleteSessionChunksSQL
