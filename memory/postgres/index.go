@@ -65,9 +65,10 @@ func (x *SemanticIndex) checkEmbedding(v []float32, what string) error {
 // IndexChunks upserts chunks by id, creating their sessions if needed and
 // replacing their entity links, in one transaction. A chunk listed twice
 // is written as its last listing. The chunks go in as one statement per
-// table, not one per chunk, so the statistics and postings triggers on
-// chunks (migrations 0008, 0013, 0027) run once for the whole set: a
-// session's chunks cost one trigger run, not one per chunk.
+// table for up to indexBatch chunks at a time, not one per chunk, so the
+// statistics and postings triggers on chunks (migrations 0008, 0013, 0027)
+// run once per batch: a session's chunks cost a few trigger runs, not one
+// per chunk, and no statement grows with the session.
 func (x *SemanticIndex) IndexChunks(ctx context.Context, cs []memory.Chunk) error {
 	for i, c := range cs {
 		if strings.TrimSpace(c.ID) == "" || strings.TrimSpace(c.SessionID) == "" {
@@ -98,11 +99,45 @@ func (x *SemanticIndex) IndexChunks(ctx context.Context, cs []memory.Chunk) erro
 			sessStarts = append(sessStarts, start)
 		}
 	}
-	// One row per chunk id (its last listing), in the order given. A
-	// chunk's speakers and entities are slices [from:to] (1-based,
+	// One row per chunk id (its last listing), in the order given.
+	uniq := make([]memory.Chunk, 0, len(last))
+	for i, c := range cs {
+		if last[c.ID] == i {
+			uniq = append(uniq, c)
+		}
+	}
+	return pgx.BeginFunc(ctx, x.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO sessions (campaign_id, id, started_at)
+			SELECT $1, u.id, u.started_at FROM unnest($2::text[], $3::timestamptz[]) WITH ORDINALITY AS u(id, started_at, ord)
+			ORDER BY u.ord
+			ON CONFLICT (campaign_id, id) DO NOTHING`, x.campaign, sessIDs, sessStarts); err != nil {
+			return fmt.Errorf("indexing %d chunks (their sessions): %w", len(uniq), err)
+		}
+		for from := 0; from < len(uniq); from += indexBatch {
+			if err := x.writeBatch(ctx, tx, uniq[from:min(from+indexBatch, len(uniq))]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// indexBatch is how many chunks one statement of IndexChunks writes. A
+// statement is bounded by the door's statement timeout, and its time grows
+// with its chunks (the HNSW index and the postings triggers work per row):
+// a whole five-hour session in one statement, as a first chunking of an
+// imported session writes it, came near the 10 s bound on a loaded machine
+// (2,500 chunks took 14 s). At that rate 250 chunks take about a second
+// and a half, and a session still costs few trigger runs.
+const indexBatch = 250
+
+// writeBatch writes cs, each chunk id once, within tx: the chunks, then
+// their entity links, one batch of statements.
+func (x *SemanticIndex) writeBatch(ctx context.Context, tx pgx.Tx, cs []memory.Chunk) error {
+	// A chunk's speakers and entities are slices [from:to] (1-based,
 	// inclusive; from > to: none) of one flat array each, since SQL arrays
 	// of arrays must be rectangular.
-	n := len(last)
+	n := len(cs)
 	ids := make([]string, 0, n)
 	sessions := make([]string, 0, n)
 	contents := make([]string, 0, n)
@@ -111,10 +146,7 @@ func (x *SemanticIndex) IndexChunks(ctx context.Context, cs []memory.Chunk) erro
 	ends := make([]*time.Time, 0, n)
 	var speakers, entities []string
 	var spFrom, spTo, entFrom, entTo []int32
-	for i, c := range cs {
-		if last[c.ID] != i {
-			continue
-		}
+	for _, c := range cs {
 		ids = append(ids, c.ID)
 		sessions = append(sessions, c.SessionID)
 		contents = append(contents, c.Content)
@@ -134,39 +166,33 @@ func (x *SemanticIndex) IndexChunks(ctx context.Context, cs []memory.Chunk) erro
 		entTo = append(entTo, int32(len(entities)))
 	}
 	speakers, entities = nonNil(speakers), nonNil(entities)
-	return pgx.BeginFunc(ctx, x.db, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO sessions (campaign_id, id, started_at)
-			SELECT $1, u.id, u.started_at FROM unnest($2::text[], $3::timestamptz[]) WITH ORDINALITY AS u(id, started_at, ord)
-			ORDER BY u.ord
-			ON CONFLICT (campaign_id, id) DO NOTHING`, x.campaign, sessIDs, sessStarts)
-		b.Queue(`INSERT INTO chunks (campaign_id, id, session_id, content, embedding, speaker_ids, start_at, end_at)
-			SELECT $1, u.id, u.session_id, u.content, u.embedding, ($6::text[])[u.sp_from:u.sp_to], u.start_at, u.end_at
-			FROM unnest($2::text[], $3::text[], $4::text[], $5::vector[], $7::int[], $8::int[], $9::timestamptz[], $10::timestamptz[])
-			    WITH ORDINALITY AS u(id, session_id, content, embedding, sp_from, sp_to, start_at, end_at, ord)
-			ORDER BY u.ord
-			ON CONFLICT (campaign_id, id) DO UPDATE SET
-			    session_id = excluded.session_id, content = excluded.content, embedding = excluded.embedding,
-			    speaker_ids = excluded.speaker_ids, start_at = excluded.start_at, end_at = excluded.end_at,
-			    updated_at = now()`,
-			x.campaign, ids, sessions, contents, embs, speakers, spFrom, spTo, starts, ends)
-		b.Queue(`DELETE FROM chunk_entities ce USING unnest($2::text[], $4::int[], $5::int[]) AS u(id, ent_from, ent_to)
-			WHERE ce.campaign_id = $1 AND ce.chunk_id = u.id AND ce.entity_id <> ALL(($3::text[])[u.ent_from:u.ent_to])`,
-			x.campaign, ids, entities, entFrom, entTo)
-		b.Queue(`INSERT INTO chunk_entities (campaign_id, chunk_id, entity_id)
-			SELECT $1, u.id, e.id FROM unnest($2::text[], $4::int[], $5::int[]) WITH ORDINALITY AS u(id, ent_from, ent_to, ord)
-			JOIN entities e ON e.campaign_id = $1 AND e.id = ANY(($3::text[])[u.ent_from:u.ent_to])
-			ORDER BY u.ord, e.id
-			ON CONFLICT DO NOTHING`, x.campaign, ids, entities, entFrom, entTo)
-		br := tx.SendBatch(ctx, b)
-		for _, what := range []string{"their sessions", "the chunks", "their old entity links", "their entity links"} {
-			if _, err := br.Exec(); err != nil {
-				br.Close()
-				return fmt.Errorf("indexing %d chunks (%s): %w", n, what, err)
-			}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO chunks (campaign_id, id, session_id, content, embedding, speaker_ids, start_at, end_at)
+		SELECT $1, u.id, u.session_id, u.content, u.embedding, ($6::text[])[u.sp_from:u.sp_to], u.start_at, u.end_at
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::vector[], $7::int[], $8::int[], $9::timestamptz[], $10::timestamptz[])
+		    WITH ORDINALITY AS u(id, session_id, content, embedding, sp_from, sp_to, start_at, end_at, ord)
+		ORDER BY u.ord
+		ON CONFLICT (campaign_id, id) DO UPDATE SET
+		    session_id = excluded.session_id, content = excluded.content, embedding = excluded.embedding,
+		    speaker_ids = excluded.speaker_ids, start_at = excluded.start_at, end_at = excluded.end_at,
+		    updated_at = now()`,
+		x.campaign, ids, sessions, contents, embs, speakers, spFrom, spTo, starts, ends)
+	b.Queue(`DELETE FROM chunk_entities ce USING unnest($2::text[], $4::int[], $5::int[]) AS u(id, ent_from, ent_to)
+		WHERE ce.campaign_id = $1 AND ce.chunk_id = u.id AND ce.entity_id <> ALL(($3::text[])[u.ent_from:u.ent_to])`,
+		x.campaign, ids, entities, entFrom, entTo)
+	b.Queue(`INSERT INTO chunk_entities (campaign_id, chunk_id, entity_id)
+		SELECT $1, u.id, e.id FROM unnest($2::text[], $4::int[], $5::int[]) WITH ORDINALITY AS u(id, ent_from, ent_to, ord)
+		JOIN entities e ON e.campaign_id = $1 AND e.id = ANY(($3::text[])[u.ent_from:u.ent_to])
+		ORDER BY u.ord, e.id
+		ON CONFLICT DO NOTHING`, x.campaign, ids, entities, entFrom, entTo)
+	br := tx.SendBatch(ctx, b)
+	for _, what := range []string{"the chunks", "their old entity links", "their entity links"} {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return fmt.Errorf("indexing %d chunks (%s): %w", n, what, err)
 		}
-		return br.Close()
-	})
+	}
+	return br.Close()
 }
 
 // SetEmbeddings stores embeddings for existing chunks (by id).
