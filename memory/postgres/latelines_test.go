@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -183,5 +184,46 @@ func TestRechunkMarkOutlivesARacingRebuild(t *testing.T) {
 	}
 	if err := proc.Rechunked(ctx, "s1", func(context.Context) error { return fmt.Errorf("embedder down") }); err == nil {
 		t.Fatal("a failed rebuild reported no error")
+	}
+}
+
+// TestAttackSingleLineStoredLate: a line stored alone (WriteEntry, as
+// `glyphoxa chat` and the table's session write them) in a session that
+// ended and was processed marks it as owing processing again, as a batch
+// does: otherwise it reached no chunk and no fact.
+func TestAttackSingleLineStoredLate(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	store, _ := pgtest.NewStore(t, testDims)
+	camp := pgtest.Campaign(t, store, "c")
+	sl, proc := camp.Sessions(), camp.Processing()
+	line := func(key string, at time.Time) memory.TranscriptEntry {
+		return memory.TranscriptEntry{SessionID: "s", SpeakerID: "p1", SpeakerName: "Ayla", Text: "line " + key, At: at, IdempotencyKey: key}
+	}
+	if ok, err := sl.WriteEntry(ctx, line("s:0", t0)); err != nil || !ok {
+		t.Fatalf("first line: %v, %v", ok, err)
+	}
+	if err := sl.EndSession(ctx, "s", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"started", "l2", "extract"} {
+		if err := proc.Save(ctx, "s", stage, 1, stage != "started"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := sl.WriteEntry(ctx, line("s:0", t0)); err != nil || ok {
+		t.Fatalf("the first line stored again: %v, %v; want not new", ok, err)
+	}
+	if got, err := proc.LateOwed(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("owed after a line already stored: %v, %v", got, err)
+	}
+	if ok, err := sl.WriteEntry(ctx, line("s:1", t0.Add(time.Minute))); err != nil || !ok {
+		t.Fatalf("late line: %v, %v", ok, err)
+	}
+	if got, err := proc.LateOwed(ctx); err != nil || !slices.Equal(got, []string{"s"}) {
+		t.Fatalf("owed after a single line stored late: %v, %v; want [s]", got, err)
+	}
+	if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s", Text: "no time"}); err == nil || !strings.Contains(err.Error(), "without a time") {
+		t.Fatalf("a line without a time: %v; want an error naming it", err)
 	}
 }
