@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Processing keeps how far the processing of each session of a campaign has
@@ -17,11 +18,52 @@ import (
 // the campaign's gate.
 type Processing struct {
 	db       querier
+	pool     *pgxpool.Pool
 	campaign string
 }
 
 // Processing is the campaign's processing progress.
-func (c *Campaign) Processing() *Processing { return &Processing{db: c.db, campaign: c.id} }
+func (c *Campaign) Processing() *Processing {
+	return &Processing{db: c.db, pool: c.store.pool, campaign: c.id}
+}
+
+// Hold takes the claim on processing session sessionID, waiting while
+// another run (of this process or another sharing the database) holds it,
+// and returns its release: two runs of one session at once would both pay
+// the model for the same windows. The claim is a session-level advisory
+// lock held on a connection of its own for as long as the run lasts, so a
+// process killed while it holds it loses it with its connection. It fails
+// with memory.ErrUnavailable when the database is out of reach, and with
+// ctx's error when ctx ends first.
+func (p *Processing) Hold(ctx context.Context, sessionID string) (func(), error) {
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claiming the processing of session %q: %w", sessionID, classify(err))
+	}
+	// Two sessions whose keys hash alike share a claim: their runs go
+	// one after the other, which costs nothing but the wait.
+	key := p.campaign + "/" + sessionID
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, $2))`, key, processingLockSeed); err != nil {
+		conn.Release()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("claiming the processing of session %q: %w", sessionID, classify(err))
+	}
+	return func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock(hashtextextended($1, $2))`, key, processingLockSeed); err != nil {
+			// The lock goes with the connection.
+			_ = conn.Conn().Close(uctx)
+		}
+		conn.Release()
+	}, nil
+}
+
+// processingLockSeed seeds the hash of the advisory lock key that claims
+// a session's processing ([Processing.Hold]).
+const processingLockSeed = 0x67_6c_70_72_6f // "glpro"
 
 // Load returns the position reached in a stage and whether it is done; a
 // stage never started is at 0 and not done.
