@@ -112,3 +112,53 @@ func TestAttackTwoRunsOfOneSession(t *testing.T) {
 		t.Errorf("s1's extraction after both runs: done %v, %v", done, err)
 	}
 }
+
+// TestAttackClaimOfADeadRun: the process running a session's processing
+// dies (kill -9) while the model reads a window; the server ends its
+// connections, the claim's among them. Another process's run of the
+// session must not wait for it for good: it gets the claim and does the
+// work.
+func TestAttackClaimOfADeadRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a liveness bound
+	defer cancel()
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, store, "deadrun")
+	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+	if _, err := camp.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "lyra", SpeakerName: "Lyra",
+		Text: "The Moonwell lies past the north gate.", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := camp.Sessions().EndSession(ctx, "s1", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	x := &countingExtractor{held: make(chan struct{}), again: make(chan struct{}), release: make(chan struct{})}
+	newProc := func() *postsession.Processor {
+		p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(), Extractor: x,
+			Progress: postsession.NewStoredProgress(camp.Processing()), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	dead := make(chan error, 1)
+	go func() { _, err := newProc().Run(ctx, "s1"); dead <- err }()
+	<-x.held
+	// The dying process's connections end; its claim goes with them.
+	var n int
+	if err := store.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("%d advisory locks held while the run reads a window; want its claim, 1", n)
+	}
+	if _, err := newProc().Run(ctx, "s1"); err != nil {
+		t.Fatalf("the run after the first one's process died: %v", err)
+	}
+	if _, done, err := camp.Processing().Load(ctx, "s1", postsession.StageExtract); err != nil || !done {
+		t.Errorf("s1's extraction after the dead run's claim was let go: done %v, %v", done, err)
+	}
+	close(x.release)
+	<-dead
+}

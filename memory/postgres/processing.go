@@ -18,7 +18,7 @@ import (
 // the campaign's gate.
 type Processing struct {
 	db       querier
-	pool     *pgxpool.Pool
+	pool     *pgxpool.Pool // for Hold's connections' configuration
 	campaign string
 }
 
@@ -31,12 +31,14 @@ func (c *Campaign) Processing() *Processing {
 // another run (of this process or another sharing the database) holds it,
 // and returns its release: two runs of one session at once would both pay
 // the model for the same windows. The claim is a session-level advisory
-// lock held on a connection of its own for as long as the run lasts, so a
-// process killed while it holds it loses it with its connection. It fails
-// with memory.ErrUnavailable when the database is out of reach, and with
-// ctx's error when ctx ends first.
+// lock held, for as long as the run lasts, on a connection of its own,
+// outside the pool (runs holding pooled connections while they wait for
+// the model would starve the pool their own statements need); a process
+// killed while it holds it loses it with its connection. It fails with
+// memory.ErrUnavailable when the database is out of reach, and with ctx's
+// error when ctx ends first.
 func (p *Processing) Hold(ctx context.Context, sessionID string) (func(), error) {
-	conn, err := p.pool.Acquire(ctx)
+	conn, err := pgx.ConnectConfig(ctx, p.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return nil, fmt.Errorf("claiming the processing of session %q: %w", sessionID, classify(err))
 	}
@@ -44,21 +46,21 @@ func (p *Processing) Hold(ctx context.Context, sessionID string) (func(), error)
 	// one after the other, which costs nothing but the wait.
 	key := p.campaign + "/" + sessionID
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, $2))`, key, processingLockSeed); err != nil {
-		conn.Release()
+		closeConn(conn)
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		return nil, fmt.Errorf("claiming the processing of session %q: %w", sessionID, classify(err))
 	}
-	return func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock(hashtextextended($1, $2))`, key, processingLockSeed); err != nil {
-			// The lock goes with the connection.
-			_ = conn.Conn().Close(uctx)
-		}
-		conn.Release()
-	}, nil
+	// The lock goes with the connection.
+	return func() { closeConn(conn) }, nil
+}
+
+// closeConn closes conn, waiting at most 10 s for the server to hear it.
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
 }
 
 // processingLockSeed seeds the hash of the advisory lock key that claims
