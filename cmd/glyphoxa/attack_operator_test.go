@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,46 @@ func TestAttackLateLinesWithoutAnLLM(t *testing.T) {
 	}
 	if owed, err := camp.Processing().LateOwed(ctx); err != nil || len(owed) != 0 {
 		t.Errorf("sessions still owed after the start: %v, %v", owed, err)
+	}
+}
+
+// TestAttackProcessLeftTheRebuildOwed: a forget-me's process died before
+// it rebuilt the session's chunks, and the operator ran `glyphoxa
+// process` to rebuild them by hand. The marks stayed: serve rebuilt those
+// sessions once more. process clears the marks of what it rebuilt, for
+// one session or all of them.
+func TestAttackProcessLeftTheRebuildOwed(t *testing.T) {
+	t.Parallel()
+	dsn := sampleProcessed.Copy(t)
+	ctx := context.Background()
+	camp := pgtest.Campaign(t, pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions), "ironhold-saga")
+	owed := func() []string {
+		t.Helper()
+		ids, err := camp.Processing().RechunkOwed(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	// The forget-me commits; the process dies before its rebuild.
+	if _, err := camp.ForgetSpeaker(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	before := owed()
+	if len(before) < 2 {
+		t.Fatalf("the forget-me left sessions %v owing a rebuild; the test wants two", before)
+	}
+	vars := map[string]string{"GLYPHOXA_DSN": dsn}
+	if code, out, errs := runCLI(t, vars, "process", "--campaign", "ironhold-saga", "--session", before[0]); code != 0 {
+		t.Fatalf("process --session: %d %q %q", code, out, errs)
+	}
+	if got := owed(); !slices.Equal(got, before[1:]) {
+		t.Errorf("after process --session %s: sessions %v owe a rebuild; want %v", before[0], got, before[1:])
+	}
+	if code, out, errs := runCLI(t, vars, "process", "--campaign", "ironhold-saga"); code != 0 {
+		t.Fatalf("process: %d %q %q", code, out, errs)
+	}
+	if got := owed(); len(got) != 0 {
+		t.Errorf("after process rebuilt every session: %v still owe a rebuild (serve rebuilds them again)", got)
 	}
 }

@@ -229,22 +229,39 @@ func (p *Processing) RechunkOwed(ctx context.Context) ([]string, error) {
 // unless lines were taken out of it again while rebuild ran (the mark was
 // stamped anew: the next rebuild is still owed).
 func (p *Processing) Rechunked(ctx context.Context, sessionID string, rebuild func(ctx context.Context) error) error {
+	return p.RechunkedSessions(ctx, []string{sessionID}, rebuild)
+}
+
+// RechunkedSessions is [Processing.Rechunked] for sessions ids, or for
+// every session of the campaign when ids is empty (`glyphoxa process`
+// chunks them all): rebuild chunks them again, and then the marks they
+// had before it ran are cleared.
+func (p *Processing) RechunkedSessions(ctx context.Context, ids []string, rebuild func(ctx context.Context) error) error {
+	rows, err := p.db.Query(ctx, `SELECT session_id, updated_at FROM session_processing WHERE campaign_id = $1 AND stage = $2
+		AND (coalesce(cardinality($3::text[]), 0) = 0 OR session_id = ANY($3))`, p.campaign, RechunkStage, ids)
+	if err != nil {
+		return fmt.Errorf("reading which sessions' chunks are to be rebuilt: %w", err)
+	}
+	var marked []string
+	var stamps []time.Time
+	var id string
 	var stamp time.Time
-	err := p.db.QueryRow(ctx, `SELECT updated_at FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage = $3`,
-		p.campaign, sessionID, RechunkStage).Scan(&stamp)
-	marked := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("reading whether the chunks of session %q are to be rebuilt: %w", sessionID, err)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &stamp}, func() error {
+		marked, stamps = append(marked, id), append(stamps, stamp)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("reading which sessions' chunks are to be rebuilt: %w", err)
 	}
 	if err := rebuild(ctx); err != nil {
 		return err
 	}
-	if !marked {
+	if len(marked) == 0 {
 		return nil
 	}
-	if _, err := p.db.Exec(ctx, `DELETE FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage = $3
-		AND updated_at = $4`, p.campaign, sessionID, RechunkStage, stamp); err != nil {
-		return fmt.Errorf("recording that the chunks of session %q were rebuilt: %w", sessionID, err)
+	if _, err := p.db.Exec(ctx, `DELETE FROM session_processing WHERE campaign_id = $1 AND stage = $2
+		AND (session_id, updated_at) IN (SELECT * FROM unnest($3::text[], $4::timestamptz[]))`,
+		p.campaign, RechunkStage, marked, stamps); err != nil {
+		return fmt.Errorf("recording that the chunks of sessions %v were rebuilt: %w", marked, err)
 	}
 	return nil
 }
