@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -167,5 +169,49 @@ func TestAttackProcessLeftTheRebuildOwed(t *testing.T) {
 	}
 	if got := owed(); len(got) != 0 {
 		t.Errorf("after process rebuilt every session: %v still owe a rebuild (serve rebuilds them again)", got)
+	}
+}
+
+// TestAttackImportKilledBeforeItsChunking: `glyphoxa import` committed
+// the campaign's sessions and died (or its embeddings provider failed)
+// before it chunked them. Only running the import again, or `process` by
+// hand, recovered them: retrieval found none of their lines. The import
+// owes their chunking in its transaction, and serve's sweep (rechunkOwed)
+// does it.
+func TestAttackImportKilledBeforeItsChunking(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := migratedDB(t)
+	// The embeddings provider is out of reach: the import commits, its
+	// chunking fails, as if the process had died there.
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte("providers:\n  embeddings: {provider: openai, base_url: \"http://127.0.0.1:1/v1\", model: text-embedding-3-small}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "import", "--config", cfgPath, sample)
+	if code == 0 || !strings.Contains(out, "imported") {
+		t.Fatalf("import with no embeddings provider: %d %q %q; want the import done and its processing failed", code, out, errs)
+	}
+	store := pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions)
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	owed, err := camp.Processing().RechunkOwed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(owed) == 0 {
+		t.Fatal("the import's sessions owe no chunking after it failed: only running it again finds their lines")
+	}
+	emb, err := newEmbedder(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rechunkOwed(ctx, pgtest.Door(t, store), emb, "ironhold-saga", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for _, id := range owed {
+		if chunks, err := camp.Index().Chunks(ctx, id); err != nil || len(chunks) == 0 {
+			t.Errorf("session %s after serve's sweep: %d chunks, %v", id, len(chunks), err)
+		}
+	}
+	if left, err := camp.Processing().RechunkOwed(ctx); err != nil || len(left) != 0 {
+		t.Errorf("still owed after serve's sweep: %v, %v", left, err)
 	}
 }

@@ -209,6 +209,20 @@ const markRechunkSQL = `INSERT INTO session_processing (campaign_id, session_id,
 	SELECT $1, s, '` + RechunkStage + `', clock_timestamp() FROM unnest($2::text[]) s
 	ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = excluded.updated_at`
 
+// OweRechunk marks sessions ids as owing a rebuild of their chunks (see
+// [RechunkStage]): an import writes it in its transaction, so that
+// chunking it did not finish (the process killed) is done by serve, or by
+// `glyphoxa process`, which clears it.
+func (p *Processing) OweRechunk(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := p.db.Exec(ctx, markRechunkSQL, p.campaign, ids); err != nil {
+		return fmt.Errorf("recording that the chunks of %d sessions are to be built: %w", len(ids), err)
+	}
+	return nil
+}
+
 // RechunkOwed lists the sessions whose chunks are to be rebuilt (see
 // [RechunkStage]), oldest mark first.
 func (p *Processing) RechunkOwed(ctx context.Context) ([]string, error) {
