@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -210,6 +212,56 @@ func TestAttackImportKilledBeforeItsChunking(t *testing.T) {
 		if chunks, err := camp.Index().Chunks(ctx, id); err != nil || len(chunks) == 0 {
 			t.Errorf("session %s after serve's sweep: %d chunks, %v", id, len(chunks), err)
 		}
+	}
+	if left, err := camp.Processing().RechunkOwed(ctx); err != nil || len(left) != 0 {
+		t.Errorf("still owed after serve's sweep: %v, %v", left, err)
+	}
+}
+
+// TestAttackRestoreKilledBeforeItsEmbedding: a bundle from a database of
+// another embedding dimension is restored (its chunks' embeddings left
+// out) and the process dies, or its embeddings provider fails, before it
+// embedded them again. Only `glyphoxa process` recovered them; vector
+// search found none of the campaign. The restore owes their rebuild in its
+// transaction, and serve's sweep (rechunkOwed) does it.
+func TestAttackRestoreKilledBeforeItsEmbedding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
+	if code, out, errs := runCLI(t, src, "import", sample); code != 0 {
+		t.Fatalf("import: %d %s %s", code, out, errs)
+	}
+	file := filepath.Join(t.TempDir(), "ironhold.bundle.gz")
+	if code, out, errs := runCLI(t, src, "export", "--campaign", "ironhold-saga", "--out", file); code != 0 {
+		t.Fatalf("export: %d %q %q", code, out, errs)
+	}
+	const dims = 8
+	dsn := pgtest.NewMigratedDatabase(t, dims)
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("memory:\n  embedding_dimensions: %d\n"+
+		"providers:\n  embeddings: {provider: openai, base_url: \"http://127.0.0.1:1/v1\", model: text-embedding-3-small}\n", dims)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "import", "--config", cfgPath, file)
+	if code == 0 || !strings.Contains(out, "their embeddings were left out") {
+		t.Fatalf("restore with no embeddings provider: %d %q %q; want the restore done and its embedding failed", code, out, errs)
+	}
+	store := pgtest.StoreAt(t, dsn, dims)
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	owed, err := camp.Processing().RechunkOwed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(owed) == 0 {
+		t.Fatal("the restored sessions owe no embedding after it failed: only glyphoxa process finds their lines by vector again")
+	}
+	emb, err := embed.NewOffline(dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rechunkOwed(ctx, pgtest.Door(t, store), emb, "ironhold-saga", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if left, err := camp.Index().UnembeddedChunks(ctx, 10); err != nil || len(left) != 0 {
+		t.Errorf("after serve's sweep: %d chunks without an embedding, %v", len(left), err)
 	}
 	if left, err := camp.Processing().RechunkOwed(ctx); err != nil || len(left) != 0 {
 		t.Errorf("still owed after serve's sweep: %v, %v", left, err)
