@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,5 +226,69 @@ func TestAttackSingleLineStoredLate(t *testing.T) {
 	}
 	if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s", Text: "no time"}); err == nil || !strings.Contains(err.Error(), "without a time") {
 		t.Fatalf("a line without a time: %v; want an error naming it", err)
+	}
+}
+
+// TestAttackSweepRebuildsWhatIsBeingRebuilt: an import (or `glyphoxa
+// process`) is chunking a campaign's sessions, which its transaction
+// marked as owed; serve's sweep, in another process, found the marks and
+// chunked the same sessions at once, paying the embeddings twice. The
+// sweep waits for the rebuild under way and then finds nothing owed.
+func TestAttackSweepRebuildsWhatIsBeingRebuilt(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	store, _ := pgtest.NewStore(t, testDims)
+	camp := pgtest.Campaign(t, store, "c")
+	proc := camp.Processing()
+	if _, err := camp.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s", SpeakerID: "p1", SpeakerName: "Ayla",
+		Text: "line", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.OweRechunk(ctx, []string{"s"}); err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	importing := make(chan error, 1)
+	go func() {
+		importing <- proc.RechunkedSessions(ctx, nil, func(ctx context.Context) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+	var swept atomic.Int32
+	sweeping := make(chan error, 1)
+	go func() {
+		sweeping <- camp.Processing().RebuildOwed(ctx, "s", func(context.Context) error { swept.Add(1); return nil })
+	}()
+	for {
+		var waiting bool
+		if err := store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND wait_event = 'advisory')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case err := <-sweeping:
+			close(release)
+			t.Fatalf("the sweep rebuilt s (%d times, %v) while the import was rebuilding it", swept.Load(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	close(release)
+	if err := <-importing; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sweeping; err != nil {
+		t.Fatal(err)
+	}
+	if n := swept.Load(); n != 0 {
+		t.Errorf("the sweep rebuilt s %d times after the import had; want 0", n)
+	}
+	if got, err := proc.RechunkOwed(ctx); err != nil || len(got) != 0 {
+		t.Errorf("owed after both: %v, %v", got, err)
 	}
 }

@@ -38,19 +38,24 @@ func (c *Campaign) Processing() *Processing {
 // memory.ErrUnavailable when the database is out of reach, and with ctx's
 // error when ctx ends first.
 func (p *Processing) Hold(ctx context.Context, sessionID string) (func(), error) {
+	return p.hold(ctx, p.campaign+"/"+sessionID, fmt.Sprintf("the processing of session %q", sessionID))
+}
+
+// hold takes the advisory lock of key (see [Processing.Hold]); what names
+// it in errors.
+func (p *Processing) hold(ctx context.Context, key, what string) (func(), error) {
 	conn, err := pgx.ConnectConfig(ctx, p.pool.Config().ConnConfig.Copy())
 	if err != nil {
-		return nil, fmt.Errorf("claiming the processing of session %q: %w", sessionID, classify(err))
+		return nil, fmt.Errorf("claiming %s: %w", what, classify(err))
 	}
-	// Two sessions whose keys hash alike share a claim: their runs go
-	// one after the other, which costs nothing but the wait.
-	key := p.campaign + "/" + sessionID
+	// Two keys that hash alike share a claim: their runs go one after
+	// the other, which costs nothing but the wait.
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, $2))`, key, processingLockSeed); err != nil {
 		closeConn(conn)
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, fmt.Errorf("claiming the processing of session %q: %w", sessionID, classify(err))
+		return nil, fmt.Errorf("claiming %s: %w", what, classify(err))
 	}
 	// The lock goes with the connection.
 	return func() { closeConn(conn) }, nil
@@ -249,8 +254,27 @@ func (p *Processing) Rechunked(ctx context.Context, sessionID string, rebuild fu
 // RechunkedSessions is [Processing.Rechunked] for sessions ids, or for
 // every session of the campaign when ids is empty (`glyphoxa process`
 // chunks them all): rebuild chunks them again, and then the marks they
-// had before it ran are cleared.
+// had before it ran are cleared. Rebuilds of a campaign's chunks run one
+// at a time among the processes sharing the database (an import's
+// chunking and serve's sweep would both pay the embeddings).
 func (p *Processing) RechunkedSessions(ctx context.Context, ids []string, rebuild func(ctx context.Context) error) error {
+	return p.rechunked(ctx, ids, false, rebuild)
+}
+
+// RebuildOwed runs rebuild, which chunks session sessionID again, if the
+// session still owes it ([RechunkStage]) once the campaign's rebuilds
+// before it ended, and then clears the mark as [Processing.Rechunked]
+// does: serve's sweep of owed rebuilds.
+func (p *Processing) RebuildOwed(ctx context.Context, sessionID string, rebuild func(ctx context.Context) error) error {
+	return p.rechunked(ctx, []string{sessionID}, true, rebuild)
+}
+
+func (p *Processing) rechunked(ctx context.Context, ids []string, owedOnly bool, rebuild func(ctx context.Context) error) error {
+	release, err := p.hold(ctx, p.campaign+"//rechunk", "the rebuild of chunks")
+	if err != nil {
+		return err
+	}
+	defer release()
 	rows, err := p.db.Query(ctx, `SELECT session_id, updated_at FROM session_processing WHERE campaign_id = $1 AND stage = $2
 		AND (coalesce(cardinality($3::text[]), 0) = 0 OR session_id = ANY($3))`, p.campaign, RechunkStage, ids)
 	if err != nil {
@@ -265,6 +289,9 @@ func (p *Processing) RechunkedSessions(ctx context.Context, ids []string, rebuil
 		return nil
 	}); err != nil {
 		return fmt.Errorf("reading which sessions' chunks are to be rebuilt: %w", err)
+	}
+	if owedOnly && len(marked) == 0 {
+		return nil // rebuilt meanwhile
 	}
 	if err := rebuild(ctx); err != nil {
 		return err
