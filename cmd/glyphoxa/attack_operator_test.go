@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/lifecycle/ledger"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/embed"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -125,5 +130,140 @@ func TestAttackLateLinesWithoutAnLLM(t *testing.T) {
 	}
 	if owed, err := camp.Processing().LateOwed(ctx); err != nil || len(owed) != 0 {
 		t.Errorf("sessions still owed after the start: %v, %v", owed, err)
+	}
+}
+
+// TestAttackProcessLeftTheRebuildOwed: a forget-me's process died before
+// it rebuilt the session's chunks, and the operator ran `glyphoxa
+// process` to rebuild them by hand. The marks stayed: serve rebuilt those
+// sessions once more. process clears the marks of what it rebuilt, for
+// one session or all of them.
+func TestAttackProcessLeftTheRebuildOwed(t *testing.T) {
+	t.Parallel()
+	dsn := sampleProcessed.Copy(t)
+	ctx := context.Background()
+	camp := pgtest.Campaign(t, pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions), "ironhold-saga")
+	owed := func() []string {
+		t.Helper()
+		ids, err := camp.Processing().RechunkOwed(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	// The forget-me commits; the process dies before its rebuild.
+	if _, err := camp.ForgetSpeaker(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	before := owed()
+	if len(before) < 2 {
+		t.Fatalf("the forget-me left sessions %v owing a rebuild; the test wants two", before)
+	}
+	vars := map[string]string{"GLYPHOXA_DSN": dsn}
+	if code, out, errs := runCLI(t, vars, "process", "--campaign", "ironhold-saga", "--session", before[0]); code != 0 {
+		t.Fatalf("process --session: %d %q %q", code, out, errs)
+	}
+	if got := owed(); !slices.Equal(got, before[1:]) {
+		t.Errorf("after process --session %s: sessions %v owe a rebuild; want %v", before[0], got, before[1:])
+	}
+	if code, out, errs := runCLI(t, vars, "process", "--campaign", "ironhold-saga"); code != 0 {
+		t.Fatalf("process: %d %q %q", code, out, errs)
+	}
+	if got := owed(); len(got) != 0 {
+		t.Errorf("after process rebuilt every session: %v still owe a rebuild (serve rebuilds them again)", got)
+	}
+}
+
+// TestAttackImportKilledBeforeItsChunking: `glyphoxa import` committed
+// the campaign's sessions and died (or its embeddings provider failed)
+// before it chunked them. Only running the import again, or `process` by
+// hand, recovered them: retrieval found none of their lines. The import
+// owes their chunking in its transaction, and serve's sweep (rechunkOwed)
+// does it.
+func TestAttackImportKilledBeforeItsChunking(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := migratedDB(t)
+	// The embeddings provider is out of reach: the import commits, its
+	// chunking fails, as if the process had died there.
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte("providers:\n  embeddings: {provider: openai, base_url: \"http://127.0.0.1:1/v1\", model: text-embedding-3-small}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "import", "--config", cfgPath, sample)
+	if code == 0 || !strings.Contains(out, "imported") {
+		t.Fatalf("import with no embeddings provider: %d %q %q; want the import done and its processing failed", code, out, errs)
+	}
+	store := pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions)
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	owed, err := camp.Processing().RechunkOwed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(owed) == 0 {
+		t.Fatal("the import's sessions owe no chunking after it failed: only running it again finds their lines")
+	}
+	emb, err := newEmbedder(config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rechunkOwed(ctx, pgtest.Door(t, store), emb, "ironhold-saga", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for _, id := range owed {
+		if chunks, err := camp.Index().Chunks(ctx, id); err != nil || len(chunks) == 0 {
+			t.Errorf("session %s after serve's sweep: %d chunks, %v", id, len(chunks), err)
+		}
+	}
+	if left, err := camp.Processing().RechunkOwed(ctx); err != nil || len(left) != 0 {
+		t.Errorf("still owed after serve's sweep: %v, %v", left, err)
+	}
+}
+
+// TestAttackRestoreKilledBeforeItsEmbedding: a bundle from a database of
+// another embedding dimension is restored (its chunks' embeddings left
+// out) and the process dies, or its embeddings provider fails, before it
+// embedded them again. Only `glyphoxa process` recovered them; vector
+// search found none of the campaign. The restore owes their rebuild in its
+// transaction, and serve's sweep (rechunkOwed) does it.
+func TestAttackRestoreKilledBeforeItsEmbedding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	src := map[string]string{"GLYPHOXA_DSN": migratedDB(t)}
+	if code, out, errs := runCLI(t, src, "import", sample); code != 0 {
+		t.Fatalf("import: %d %s %s", code, out, errs)
+	}
+	file := filepath.Join(t.TempDir(), "ironhold.bundle.gz")
+	if code, out, errs := runCLI(t, src, "export", "--campaign", "ironhold-saga", "--out", file); code != 0 {
+		t.Fatalf("export: %d %q %q", code, out, errs)
+	}
+	const dims = 8
+	dsn := pgtest.NewMigratedDatabase(t, dims)
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("memory:\n  embedding_dimensions: %d\n"+
+		"providers:\n  embeddings: {provider: openai, base_url: \"http://127.0.0.1:1/v1\", model: text-embedding-3-small}\n", dims)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, map[string]string{"GLYPHOXA_DSN": dsn}, "import", "--config", cfgPath, file)
+	if code == 0 || !strings.Contains(out, "their embeddings were left out") {
+		t.Fatalf("restore with no embeddings provider: %d %q %q; want the restore done and its embedding failed", code, out, errs)
+	}
+	store := pgtest.StoreAt(t, dsn, dims)
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	owed, err := camp.Processing().RechunkOwed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(owed) == 0 {
+		t.Fatal("the restored sessions owe no embedding after it failed: only glyphoxa process finds their lines by vector again")
+	}
+	emb, err := embed.NewOffline(dims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rechunkOwed(ctx, pgtest.Door(t, store), emb, "ironhold-saga", slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if left, err := camp.Index().UnembeddedChunks(ctx, 10); err != nil || len(left) != 0 {
+		t.Errorf("after serve's sweep: %d chunks without an embedding, %v", len(left), err)
+	}
+	if left, err := camp.Processing().RechunkOwed(ctx); err != nil || len(left) != 0 {
+		t.Errorf("still owed after serve's sweep: %v, %v", left, err)
 	}
 }

@@ -65,7 +65,9 @@ func embedPending(ctx context.Context, e *env, sf *storeFlags) error {
 }
 
 // processSessions chunks and embeds sessions of a campaign (all when none
-// are named).
+// are named), and clears the marks of those whose chunks were owed a
+// rebuild (postgres.RechunkStage): serve would otherwise rebuild them once
+// more.
 func processSessions(ctx context.Context, store *postgres.Store, cfg config.Config, campaign string, sessions ...string) (chunk.Report, error) {
 	emb, err := newEmbedder(cfg)
 	if err != nil {
@@ -75,7 +77,12 @@ func processSessions(ctx context.Context, store *postgres.Store, cfg config.Conf
 	if err != nil {
 		return chunk.Report{}, err
 	}
-	return chunk.Process(ctx, camp, emb, chunk.Options{}, sessions...)
+	var rep chunk.Report
+	err = camp.Processing().RechunkedSessions(ctx, sessions, func(ctx context.Context) error {
+		rep, err = chunk.Process(ctx, camp, emb, chunk.Options{}, sessions...)
+		return err
+	})
+	return rep, err
 }
 
 // newAsker returns the retrieval the MCP ask tool and the DM console use:

@@ -94,7 +94,12 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		}
 		applied, err = sum.Apply(ctx, f, c.Sessions(), c.Graph(), campaignfile.Options{Size: size, BatchTimeout: *batchTimeout,
 			Progress: progress.report("importing")})
-		return err
+		if err != nil || *noProcess {
+			return err
+		}
+		// The chunking below is owed with the import: killed before it
+		// ends, serve (or glyphoxa process) does it.
+		return c.Processing().OweRechunk(ctx, sum.SessionIDs())
 	})
 	progress.done()
 	if err != nil {
@@ -107,7 +112,7 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	}
 	rep, err := processSessions(ctx, s, cfg, sum.Campaign, sum.SessionIDs()...)
 	if err != nil {
-		return fmt.Errorf("processing the imported sessions (the import itself is done; retry with glyphoxa process --campaign %s): %w", sum.Campaign, err)
+		return fmt.Errorf("processing the imported sessions (the import itself is done; retry with glyphoxa process --campaign %s, or let a running glyphoxa serve do it): %w", sum.Campaign, err)
 	}
 	printf(e.stdout, "processed %d sessions into %d chunks for retrieval\n", rep.Sessions, rep.Chunks)
 	return nil

@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/glyphoxa/glyphoxa/internal/clock"
 )
 
 func main() {
@@ -31,6 +33,9 @@ type env struct {
 	// discord, when set, is the Discord session `serve` uses instead of
 	// connecting with the configured token (tests point it at a fake).
 	discord *discordgo.Session
+	// clock, when set, is the clock of serve's periodic background work
+	// (tests advance a fake one); the system clock otherwise.
+	clock clock.Clock
 }
 
 // command is one subcommand.

@@ -54,9 +54,14 @@ func rechunkOwed(ctx context.Context, door *access.Door, emb embed.Embedder, cam
 		log.Error("rebuilding owed chunks", "campaign", campaign, "err", err)
 		return
 	}
-	build := rechunk(door, emb)
 	for _, id := range ids {
-		if err := build(ctx, campaign, id); err != nil {
+		// Skipped when another process rebuilt it meanwhile (an import's
+		// chunking, a forget-me's rebuild), which this waits for.
+		err := proc.RebuildOwed(ctx, id, func(ctx context.Context) error {
+			_, err := chunk.Process(ctx, camp, emb, chunk.Options{}, id)
+			return err
+		})
+		if err != nil {
 			log.Error("rebuilding the chunks of a session lines were taken out of", "campaign", campaign, "session", id, "err", err)
 			continue
 		}

@@ -213,15 +213,22 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 	// reach the session log now, before any session starts here and
 	// before the extraction of a session ended meanwhile resumes.
 	replaySpools(ctx, door, campaigns, cfg.Lifecycle.SpoolDir, cfg.Lifecycle.DrainTimeout.Std(), logger)
+	// The process holding a campaign's claim does it at once, and again
+	// every owedSweepEvery while it holds it: lines replayed into a
+	// processed session while processes run (another's spool, a line
+	// stored late) and chunks owed are taken without a restart; another
+	// process takes the claim over when this one stops or dies.
 	for _, c := range campaigns {
 		background.Add(1)
 		go func() {
 			defer background.Done()
-			claimed(bgCtx, leases, nil, extractionClaimPrefix+c, true, logger, func(ctx context.Context) {
-				// Chunks a forget-me or a non-canon span deleted, which the
-				// process that did it did not rebuild (it died first).
-				rechunkOwed(ctx, door, providers.Embedder, c, logger)
-				resumeExtraction(ctx, store, cfg, []string{c}, logger) //nolint:errcheck // ResumePending logs each failure
+			claimed(bgCtx, leases, e.clock, extractionClaimPrefix+c, false, logger, func(ctx context.Context) {
+				sweepOwed(ctx, e.clock, owedSweepEvery, func(ctx context.Context) {
+					// Chunks a forget-me or a non-canon span deleted, which the
+					// process that did it did not rebuild (it died first).
+					rechunkOwed(ctx, door, providers.Embedder, c, logger)
+					resumeExtraction(ctx, store, cfg, []string{c}, logger) //nolint:errcheck // ResumePending logs each failure
+				})
 			})
 		}()
 	}
@@ -284,6 +291,29 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		errs = append(errs, fmt.Errorf("giving the guilds' claims up: %w", err))
 	}
 	return errors.Join(append([]error{runErr}, errs...)...)
+}
+
+// owedSweepEvery is how often serve looks again for a campaign's owed
+// processing (sweepOwed).
+const owedSweepEvery = time.Minute
+
+// sweepOwed runs sweep at once and then every every (on clk) until ctx
+// ends: serve's work owed by a campaign's sessions (processing cut short
+// or owed again for lines stored late, chunks to rebuild), done by the
+// process that holds the campaign's claim. A run of a session another
+// process is processing waits for it (postgres.Processing.Hold) and then
+// finds it done.
+func sweepOwed(ctx context.Context, clk clock.Clock, every time.Duration, sweep func(ctx context.Context)) {
+	clk = clock.OrReal(clk)
+	for ctx.Err() == nil {
+		sweep(ctx)
+		t := clk.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C():
+		}
+	}
 }
 
 // replaySpools replays the outage spool each campaign's sessions left

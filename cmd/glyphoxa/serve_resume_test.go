@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/bot/discordtest"
 	"github.com/glyphoxa/glyphoxa/cmd/glyphoxa/internal/config"
+	"github.com/glyphoxa/glyphoxa/internal/clock"
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory"
@@ -29,11 +32,30 @@ import (
 // standard error and the LLM's requests.
 func serveUntil(t *testing.T, dsn string, conn *pgx.Conn, reply, cond string) (string, []llmtest.Request) {
 	t.Helper()
+	s := startServe(t, dsn, conn, reply, nil)
+	s.until(cond)
+	return s.stop()
+}
+
+// servedT is serve running in a test (startServe).
+type servedT struct {
+	t      *testing.T
+	conn   *pgx.Conn
+	stderr *syncBuffer
+	srv    *llmtest.Server
+	cancel context.CancelFunc
+	done   chan int
+}
+
+// startServe runs serve on dsn with a fake LLM (answering reply to every
+// request), a fake Discord guild, and clk as the clock of its background
+// work (nil: the system's); conn is what until checks conditions on.
+func startServe(t *testing.T, dsn string, conn *pgx.Conn, reply string, clk clock.Clock) *servedT {
+	t.Helper()
 	const guildID = "100000000000000001"
-	ctx := context.Background()
 	vars := map[string]string{"GLYPHOXA_DSN": dsn}
 	srv := llmtest.New(func(_ int, req llmtest.Request) llmtest.Reply { return llmtest.Reply{Text: reply} })
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	vars["GLYPHOXA_LLM_BASE_URL"], vars["GLYPHOXA_LLM_MODEL"] = srv.URL(), "fake"
 
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
@@ -51,33 +73,43 @@ func serveUntil(t *testing.T, dsn string, conn *pgx.Conn, reply, cond string) (s
 	sess.LogLevel = discordgo.LogError
 	fake.Attach(sess)
 	t.Cleanup(func() { sess.Close() })
-	var stderr syncBuffer
-	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr, getenv: func(k string) string { return vars[k] }, discord: sess}
-	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan int, 1)
-	go func() { done <- run(sctx, []string{"serve", "--config", cfgPath, "--listen", anyPort}, e) }()
+	s := &servedT{t: t, conn: conn, stderr: &syncBuffer{}, srv: srv, done: make(chan int, 1)}
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: s.stderr, getenv: func(k string) string { return vars[k] }, discord: sess, clock: clk}
+	var sctx context.Context
+	sctx, s.cancel = context.WithCancel(context.Background())
+	t.Cleanup(s.cancel)
+	go func() { s.done <- run(sctx, []string{"serve", "--config", cfgPath, "--listen", anyPort}, e) }()
+	return s
+}
 
-	// A liveness bound, not a timing target.
+// until waits for cond (a query returning one boolean) to hold; a
+// liveness bound of hangGuard, not a timing target.
+func (s *servedT) until(cond string) {
+	s.t.Helper()
 	deadline := time.Now().Add(hangGuard)
 	for {
 		var finished bool
-		if err := conn.QueryRow(ctx, cond).Scan(&finished); err != nil {
-			t.Fatal(err)
+		if err := s.conn.QueryRow(context.Background(), cond).Scan(&finished); err != nil {
+			s.t.Fatal(err)
 		}
 		if finished {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve did not get to %s:\n%s", cond, stderr.String())
+			s.t.Fatalf("serve did not get to %s:\n%s", cond, s.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("serve exited %d:\n%s", code, stderr.String())
+}
+
+// stop stops serve and returns its standard error and the LLM's requests.
+func (s *servedT) stop() (string, []llmtest.Request) {
+	s.t.Helper()
+	s.cancel()
+	if code := <-s.done; code != 0 {
+		s.t.Fatalf("serve exited %d:\n%s", code, s.stderr.String())
 	}
-	return stderr.String(), srv.Requests()
+	return s.stderr.String(), s.srv.Requests()
 }
 
 // TestServeProcessesLateLinesAgain: session s1 was ended and processed
@@ -181,5 +213,68 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 		if strings.Contains(r.Messages[1].Content, "Previously: the stolen steel") {
 			t.Errorf("serve extracted s2, which was never started: %.200s", r.Messages[1].Content)
 		}
+	}
+}
+
+// TestAttackOwedWorkWaitedForARestart: serve runs; session s1 was ended
+// and processed, then lines reached its log (another process replayed its
+// outage spool), and a forget-me in a process that died before its rebuild
+// left s2's chunks owed. The running serve takes both at its next sweep;
+// they waited for its next start.
+func TestAttackOwedWorkWaitedForARestart(t *testing.T) {
+	t.Parallel()
+	dsn := sampleUnprocessed.Copy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard) // a liveness bound
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	store := pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions)
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	emb, err := embed.NewOffline(camp.Index().Dimensions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chunk.Process(ctx, camp, emb, chunk.Options{}, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{postsession.StageStarted, postsession.StageL2, postsession.StageExtract} {
+		if err := camp.Processing().Save(ctx, "s1", stage, 1, stage != postsession.StageStarted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC))
+	s := startServe(t, dsn, conn, `{"entities":[{"name":"Moonwell","type":"location"}],"relationships":[]}`, clk)
+	// serve's start-up work is done when it waits for its next sweep.
+	if !clk.WaitTimers(ctx, 1) || !slices.Contains(clk.Pending(), owedSweepEvery) {
+		stderr, _ := s.stop()
+		t.Fatalf("serve waits for no next sweep of owed work (timers %v): what is owed after its start waits for a restart\n%s", clk.Pending(), stderr)
+	}
+	s1, err := camp.Sessions().Session(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const late = "Grimjaw hid the Moonwell key under the anvil"
+	if _, err := camp.Sessions().WriteEntries(ctx, []memory.TranscriptEntry{{SessionID: "s1", SpeakerID: "grimjaw",
+		SpeakerName: "Grimjaw", NPCID: "grimjaw", Text: late, At: s1.EndedAt.Add(-time.Minute), IdempotencyKey: "spooled:1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage) VALUES ('ironhold-saga', 's2', 'rechunk')`); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(owedSweepEvery)
+	s.until(`SELECT EXISTS (SELECT 1 FROM chunks WHERE campaign_id = 'ironhold-saga' AND session_id = 's1' AND content LIKE '%Moonwell key under the anvil%')
+		AND EXISTS (SELECT 1 FROM session_processing WHERE campaign_id = 'ironhold-saga' AND session_id = 's1' AND stage = 'extract' AND done)
+		AND EXISTS (SELECT 1 FROM chunks WHERE campaign_id = 'ironhold-saga' AND session_id = 's2')
+		AND NOT EXISTS (SELECT 1 FROM session_processing WHERE campaign_id = 'ironhold-saga' AND stage IN ('late_lines', 'rechunk'))`)
+	stderr, reqs := s.stop()
+	read := false
+	for _, r := range reqs {
+		read = read || strings.Contains(r.Messages[len(r.Messages)-1].Content, late)
+	}
+	if !read {
+		t.Errorf("serve's sweep did not extract s1's late line (%d requests):\n%s", len(reqs), stderr)
 	}
 }

@@ -90,6 +90,15 @@ type lateTaker interface {
 	TakeLate(ctx context.Context, sessionID string) (bool, error)
 }
 
+// holder is the optional capability of a Progress that claims a
+// session's processing (StoredProgress.Hold): of two runs of one session
+// at once (a session's end and serve's sweep, in two processes), the
+// second waits for the first, and then finds the work done instead of
+// paying the model for it again.
+type holder interface {
+	Hold(ctx context.Context, sessionID string) (func(), error)
+}
+
 // lineChecker is the optional capability of a Transcript that reports
 // whether lines are still in their session and canon, waiting for a
 // deletion under way (postgres.SessionLog.StillCanon).
@@ -294,11 +303,20 @@ func (p *Processor) Threshold() float64 { return p.threshold }
 // Run processes a session, resuming where an earlier run stopped. A
 // session that received lines after it was processed (see StageLate) is
 // processed again from the start: chunked anew, and its windows extracted
-// again, the unchanged ones from the cache.
+// again, the unchanged ones from the cache. Of two runs of one session at
+// once, the second waits for the first (when Progress can claim a session,
+// as StoredProgress does), so the model is paid once.
 func (p *Processor) Run(ctx context.Context, sessionID string) (Report, error) {
 	rep := Report{SessionID: sessionID}
 	if strings.TrimSpace(sessionID) == "" {
 		return rep, fmt.Errorf("%w: empty session id", memory.ErrInvalid)
+	}
+	if h, ok := p.cfg.Progress.(holder); ok {
+		release, err := h.Hold(ctx, sessionID)
+		if err != nil {
+			return rep, err
+		}
+		defer release()
 	}
 	if lt, ok := p.cfg.Progress.(lateTaker); ok {
 		late, err := lt.TakeLate(ctx, sessionID)

@@ -84,6 +84,23 @@ func (p *StoredProgress) TakeLate(ctx context.Context, sessionID string) (bool, 
 	return false, nil
 }
 
+// holdingStore is the optional capability of a Store that claims a
+// session's processing among the processes sharing it
+// (postgres.Processing.Hold).
+type holdingStore interface {
+	Hold(ctx context.Context, sessionID string) (func(), error)
+}
+
+// Hold takes the claim on processing session sessionID, waiting while
+// another run holds it, and returns its release. A Store without the
+// capability claims nothing.
+func (p *StoredProgress) Hold(ctx context.Context, sessionID string) (func(), error) {
+	if hs, ok := p.s.(holdingStore); ok {
+		return hs.Hold(ctx, sessionID)
+	}
+	return func() {}, nil
+}
+
 // coveringStore is the optional capability of a Store that keeps the
 // time of the last line a stage's position covers
 // (postgres.Processing.SaveCovering).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/calendar"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 )
 
 // ErrBadBundle is wrapped by every error about the bundle's content (as
@@ -235,6 +236,9 @@ func (im *importer) run(ctx context.Context) error {
 			if err := im.flush(ctx, current); err != nil {
 				return err
 			}
+			if err := im.oweEmbeddings(ctx); err != nil {
+				return err
+			}
 			return im.end(rec.Counts)
 		}
 		pos, ok := order[rec.Kind]
@@ -270,6 +274,25 @@ func (im *importer) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// oweEmbeddings marks, in the restoring transaction, the sessions whose
+// chunks lost their embeddings (the bundle's dimension is not this
+// database's) as owing a rebuild of their chunks (postgres.RechunkStage):
+// a restore killed before it embedded them again is finished by serve or
+// by glyphoxa process, which clear the mark.
+func (im *importer) oweEmbeddings(ctx context.Context) error {
+	if im.res.Unembedded == 0 {
+		return nil
+	}
+	_, err := im.tx.Exec(ctx, `INSERT INTO session_processing (campaign_id, session_id, stage, updated_at)
+		SELECT $1, s.session_id, $2, clock_timestamp()
+		FROM (SELECT DISTINCT session_id FROM chunks WHERE campaign_id = $1 AND embedding IS NULL) s
+		ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = excluded.updated_at`, im.campaign, postgres.RechunkStage)
+	if err != nil {
+		return fmt.Errorf("recording that the restored chunks are to be embedded again: %w", err)
+	}
+	return nil
 }
 
 // checkEmpty refuses a campaign that already holds memory.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,5 +185,110 @@ func TestRechunkMarkOutlivesARacingRebuild(t *testing.T) {
 	}
 	if err := proc.Rechunked(ctx, "s1", func(context.Context) error { return fmt.Errorf("embedder down") }); err == nil {
 		t.Fatal("a failed rebuild reported no error")
+	}
+}
+
+// TestAttackSingleLineStoredLate: a line stored alone (WriteEntry, as
+// `glyphoxa chat` and the table's session write them) in a session that
+// ended and was processed marks it as owing processing again, as a batch
+// does: otherwise it reached no chunk and no fact.
+func TestAttackSingleLineStoredLate(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	store, _ := pgtest.NewStore(t, testDims)
+	camp := pgtest.Campaign(t, store, "c")
+	sl, proc := camp.Sessions(), camp.Processing()
+	line := func(key string, at time.Time) memory.TranscriptEntry {
+		return memory.TranscriptEntry{SessionID: "s", SpeakerID: "p1", SpeakerName: "Ayla", Text: "line " + key, At: at, IdempotencyKey: key}
+	}
+	if ok, err := sl.WriteEntry(ctx, line("s:0", t0)); err != nil || !ok {
+		t.Fatalf("first line: %v, %v", ok, err)
+	}
+	if err := sl.EndSession(ctx, "s", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"started", "l2", "extract"} {
+		if err := proc.Save(ctx, "s", stage, 1, stage != "started"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ok, err := sl.WriteEntry(ctx, line("s:0", t0)); err != nil || ok {
+		t.Fatalf("the first line stored again: %v, %v; want not new", ok, err)
+	}
+	if got, err := proc.LateOwed(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("owed after a line already stored: %v, %v", got, err)
+	}
+	if ok, err := sl.WriteEntry(ctx, line("s:1", t0.Add(time.Minute))); err != nil || !ok {
+		t.Fatalf("late line: %v, %v", ok, err)
+	}
+	if got, err := proc.LateOwed(ctx); err != nil || !slices.Equal(got, []string{"s"}) {
+		t.Fatalf("owed after a single line stored late: %v, %v; want [s]", got, err)
+	}
+	if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s", Text: "no time"}); err == nil || !strings.Contains(err.Error(), "without a time") {
+		t.Fatalf("a line without a time: %v; want an error naming it", err)
+	}
+}
+
+// TestAttackSweepRebuildsWhatIsBeingRebuilt: an import (or `glyphoxa
+// process`) is chunking a campaign's sessions, which its transaction
+// marked as owed; serve's sweep, in another process, found the marks and
+// chunked the same sessions at once, paying the embeddings twice. The
+// sweep waits for the rebuild under way and then finds nothing owed.
+func TestAttackSweepRebuildsWhatIsBeingRebuilt(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	store, _ := pgtest.NewStore(t, testDims)
+	camp := pgtest.Campaign(t, store, "c")
+	proc := camp.Processing()
+	if _, err := camp.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s", SpeakerID: "p1", SpeakerName: "Ayla",
+		Text: "line", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.OweRechunk(ctx, []string{"s"}); err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	importing := make(chan error, 1)
+	go func() {
+		importing <- proc.RechunkedSessions(ctx, nil, func(ctx context.Context) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+	var swept atomic.Int32
+	sweeping := make(chan error, 1)
+	go func() {
+		sweeping <- camp.Processing().RebuildOwed(ctx, "s", func(context.Context) error { swept.Add(1); return nil })
+	}()
+	for {
+		var waiting bool
+		if err := store.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND wait_event = 'advisory')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case err := <-sweeping:
+			close(release)
+			t.Fatalf("the sweep rebuilt s (%d times, %v) while the import was rebuilding it", swept.Load(), err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	close(release)
+	if err := <-importing; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sweeping; err != nil {
+		t.Fatal(err)
+	}
+	if n := swept.Load(); n != 0 {
+		t.Errorf("the sweep rebuilt s %d times after the import had; want 0", n)
+	}
+	if got, err := proc.RechunkOwed(ctx); err != nil || len(got) != 0 {
+		t.Errorf("owed after both: %v, %v", got, err)
 	}
 }

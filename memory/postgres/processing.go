@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Processing keeps how far the processing of each session of a campaign has
@@ -17,11 +18,59 @@ import (
 // the campaign's gate.
 type Processing struct {
 	db       querier
+	pool     *pgxpool.Pool // for Hold's connections' configuration
 	campaign string
 }
 
 // Processing is the campaign's processing progress.
-func (c *Campaign) Processing() *Processing { return &Processing{db: c.db, campaign: c.id} }
+func (c *Campaign) Processing() *Processing {
+	return &Processing{db: c.db, pool: c.store.pool, campaign: c.id}
+}
+
+// Hold takes the claim on processing session sessionID, waiting while
+// another run (of this process or another sharing the database) holds it,
+// and returns its release: two runs of one session at once would both pay
+// the model for the same windows. The claim is a session-level advisory
+// lock held, for as long as the run lasts, on a connection of its own,
+// outside the pool (runs holding pooled connections while they wait for
+// the model would starve the pool their own statements need); a process
+// killed while it holds it loses it with its connection. It fails with
+// memory.ErrUnavailable when the database is out of reach, and with ctx's
+// error when ctx ends first.
+func (p *Processing) Hold(ctx context.Context, sessionID string) (func(), error) {
+	return p.hold(ctx, p.campaign+"/"+sessionID, fmt.Sprintf("the processing of session %q", sessionID))
+}
+
+// hold takes the advisory lock of key (see [Processing.Hold]); what names
+// it in errors.
+func (p *Processing) hold(ctx context.Context, key, what string) (func(), error) {
+	conn, err := pgx.ConnectConfig(ctx, p.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("claiming %s: %w", what, classify(err))
+	}
+	// Two keys that hash alike share a claim: their runs go one after
+	// the other, which costs nothing but the wait.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, $2))`, key, processingLockSeed); err != nil {
+		closeConn(conn)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("claiming %s: %w", what, classify(err))
+	}
+	// The lock goes with the connection.
+	return func() { closeConn(conn) }, nil
+}
+
+// closeConn closes conn, waiting at most 10 s for the server to hear it.
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = conn.Close(ctx)
+}
+
+// processingLockSeed seeds the hash of the advisory lock key that claims
+// a session's processing ([Processing.Hold]).
+const processingLockSeed = 0x67_6c_70_72_6f // "glpro"
 
 // Load returns the position reached in a stage and whether it is done; a
 // stage never started is at 0 and not done.
@@ -165,6 +214,20 @@ const markRechunkSQL = `INSERT INTO session_processing (campaign_id, session_id,
 	SELECT $1, s, '` + RechunkStage + `', clock_timestamp() FROM unnest($2::text[]) s
 	ON CONFLICT (campaign_id, session_id, stage) DO UPDATE SET updated_at = excluded.updated_at`
 
+// OweRechunk marks sessions ids as owing a rebuild of their chunks (see
+// [RechunkStage]): an import writes it in its transaction, so that
+// chunking it did not finish (the process killed) is done by serve, or by
+// `glyphoxa process`, which clears it.
+func (p *Processing) OweRechunk(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := p.db.Exec(ctx, markRechunkSQL, p.campaign, ids); err != nil {
+		return fmt.Errorf("recording that the chunks of %d sessions are to be built: %w", len(ids), err)
+	}
+	return nil
+}
+
 // RechunkOwed lists the sessions whose chunks are to be rebuilt (see
 // [RechunkStage]), oldest mark first.
 func (p *Processing) RechunkOwed(ctx context.Context) ([]string, error) {
@@ -185,22 +248,61 @@ func (p *Processing) RechunkOwed(ctx context.Context) ([]string, error) {
 // unless lines were taken out of it again while rebuild ran (the mark was
 // stamped anew: the next rebuild is still owed).
 func (p *Processing) Rechunked(ctx context.Context, sessionID string, rebuild func(ctx context.Context) error) error {
+	return p.RechunkedSessions(ctx, []string{sessionID}, rebuild)
+}
+
+// RechunkedSessions is [Processing.Rechunked] for sessions ids, or for
+// every session of the campaign when ids is empty (`glyphoxa process`
+// chunks them all): rebuild chunks them again, and then the marks they
+// had before it ran are cleared. Rebuilds of a campaign's chunks run one
+// at a time among the processes sharing the database (an import's
+// chunking and serve's sweep would both pay the embeddings).
+func (p *Processing) RechunkedSessions(ctx context.Context, ids []string, rebuild func(ctx context.Context) error) error {
+	return p.rechunked(ctx, ids, false, rebuild)
+}
+
+// RebuildOwed runs rebuild, which chunks session sessionID again, if the
+// session still owes it ([RechunkStage]) once the campaign's rebuilds
+// before it ended, and then clears the mark as [Processing.Rechunked]
+// does: serve's sweep of owed rebuilds.
+func (p *Processing) RebuildOwed(ctx context.Context, sessionID string, rebuild func(ctx context.Context) error) error {
+	return p.rechunked(ctx, []string{sessionID}, true, rebuild)
+}
+
+func (p *Processing) rechunked(ctx context.Context, ids []string, owedOnly bool, rebuild func(ctx context.Context) error) error {
+	release, err := p.hold(ctx, p.campaign+"//rechunk", "the rebuild of chunks")
+	if err != nil {
+		return err
+	}
+	defer release()
+	rows, err := p.db.Query(ctx, `SELECT session_id, updated_at FROM session_processing WHERE campaign_id = $1 AND stage = $2
+		AND (coalesce(cardinality($3::text[]), 0) = 0 OR session_id = ANY($3))`, p.campaign, RechunkStage, ids)
+	if err != nil {
+		return fmt.Errorf("reading which sessions' chunks are to be rebuilt: %w", err)
+	}
+	var marked []string
+	var stamps []time.Time
+	var id string
 	var stamp time.Time
-	err := p.db.QueryRow(ctx, `SELECT updated_at FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage = $3`,
-		p.campaign, sessionID, RechunkStage).Scan(&stamp)
-	marked := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("reading whether the chunks of session %q are to be rebuilt: %w", sessionID, err)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &stamp}, func() error {
+		marked, stamps = append(marked, id), append(stamps, stamp)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("reading which sessions' chunks are to be rebuilt: %w", err)
+	}
+	if owedOnly && len(marked) == 0 {
+		return nil // rebuilt meanwhile
 	}
 	if err := rebuild(ctx); err != nil {
 		return err
 	}
-	if !marked {
+	if len(marked) == 0 {
 		return nil
 	}
-	if _, err := p.db.Exec(ctx, `DELETE FROM session_processing WHERE campaign_id = $1 AND session_id = $2 AND stage = $3
-		AND updated_at = $4`, p.campaign, sessionID, RechunkStage, stamp); err != nil {
-		return fmt.Errorf("recording that the chunks of session %q were rebuilt: %w", sessionID, err)
+	if _, err := p.db.Exec(ctx, `DELETE FROM session_processing WHERE campaign_id = $1 AND stage = $2
+		AND (session_id, updated_at) IN (SELECT * FROM unnest($3::text[], $4::timestamptz[]))`,
+		p.campaign, RechunkStage, marked, stamps); err != nil {
+		return fmt.Errorf("recording that the chunks of sessions %v were rebuilt: %w", marked, err)
 	}
 	return nil
 }

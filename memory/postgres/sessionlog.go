@@ -66,20 +66,24 @@ func entryArgs(campaign string, e memory.TranscriptEntry) []any {
 }
 
 // WriteEntry appends one entry, creating its session if needed. It reports
-// false when an entry with the same idempotency key already exists.
+// false when an entry with the same idempotency key already exists. A line
+// stored late is marked as [SessionLog.WriteEntries] marks it.
 func (l *SessionLog) WriteEntry(ctx context.Context, e memory.TranscriptEntry) (bool, error) {
 	if err := validEntry(e); err != nil {
 		return false, err
 	}
-	tag, err := l.db.Exec(ctx, insertEntrySQL, entryArgs(l.campaign, e)...)
+	n, err := l.write(ctx, []memory.TranscriptEntry{e})
 	if err != nil {
 		return false, fmt.Errorf("writing a transcript entry to session %q: %w", e.SessionID, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return n == 1, nil
 }
 
 // WriteEntries appends entries in one transaction and one round trip, and
-// reports how many were new.
+// reports how many were new. A line stored in a session that ended and
+// whose processing began, or before the last line its live extraction
+// covered, marks the session's processing owed again in the same
+// transaction (see [LateLinesStage]).
 func (l *SessionLog) WriteEntries(ctx context.Context, es []memory.TranscriptEntry) (int, error) {
 	if len(es) == 0 {
 		return 0, nil
@@ -89,6 +93,12 @@ func (l *SessionLog) WriteEntries(ctx context.Context, es []memory.TranscriptEnt
 			return 0, fmt.Errorf("entry %d: %w", i, err)
 		}
 	}
+	return l.write(ctx, es)
+}
+
+// write stores valid entries es (WriteEntry, WriteEntries) and marks the
+// sessions that received lines late (markLateLines).
+func (l *SessionLog) write(ctx context.Context, es []memory.TranscriptEntry) (int, error) {
 	// The batch's sessions are created or locked first, in the order of
 	// their ids: each line's statement locks its session's row, and two
 	// batches that reached the same sessions in opposite orders each held
