@@ -223,11 +223,16 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 		go func() {
 			defer background.Done()
 			claimed(bgCtx, leases, e.clock, extractionClaimPrefix+c, false, logger, func(ctx context.Context) {
+				var retry owedRetry // this claim's: a new holder tries at once
 				sweepOwed(ctx, e.clock, owedSweepEvery, func(ctx context.Context) {
 					// Chunks a forget-me or a non-canon span deleted, which the
 					// process that did it did not rebuild (it died first).
 					rechunkOwed(ctx, door, providers.Embedder, c, logger)
-					resumeExtraction(ctx, store, cfg, []string{c}, logger) //nolint:errcheck // ResumePending logs each failure
+					now := clock.OrReal(e.clock).Now()
+					if retry.due(now) {
+						// ResumePending logs each failure.
+						retry.done(now, resumeExtraction(ctx, store, cfg, []string{c}, logger), owedSweepEvery)
+					}
 				})
 			})
 		}()
@@ -296,6 +301,41 @@ func cmdServe(ctx context.Context, e *env, args []string) error {
 // owedSweepEvery is how often serve looks again for a campaign's owed
 // processing (sweepOwed).
 const owedSweepEvery = time.Minute
+
+// owedRetryMax is the longest the sweep waits before it tries a failing
+// extraction again.
+const owedRetryMax = time.Hour
+
+// owedRetry spaces out the sweep's tries at a campaign's owed extraction
+// while it fails: a session whose extraction fails every time (a model
+// whose answer to one of its windows is never the schema, the same answer
+// each time at temperature 0) was otherwise sent to the model, and billed,
+// on every sweep, 1,440 times a day. After a failure the next try waits a
+// sweep period, doubled after each further failure up to owedRetryMax; a
+// success tries again on the next sweep. While it waits, lines stored late
+// in the campaign's other sessions wait with it (at most owedRetryMax).
+// The zero value tries at once; it belongs to one sweep's goroutine.
+type owedRetry struct {
+	fails int
+	next  time.Time
+}
+
+// due reports whether a try is due at now.
+func (r *owedRetry) due(now time.Time) bool { return !now.Before(r.next) }
+
+// done records a try made at now that ended with err.
+func (r *owedRetry) done(now time.Time, err error, period time.Duration) {
+	if err == nil {
+		*r = owedRetry{}
+		return
+	}
+	wait := owedRetryMax
+	if r.fails < 30 {
+		wait = min(period<<r.fails, owedRetryMax)
+	}
+	r.fails++
+	r.next = now.Add(wait)
+}
 
 // sweepOwed runs sweep at once and then every every (on clk) until ctx
 // ends: serve's work owed by a campaign's sessions (processing cut short

@@ -278,3 +278,58 @@ func TestAttackOwedWorkWaitedForARestart(t *testing.T) {
 		t.Errorf("serve's sweep did not extract s1's late line (%d requests):\n%s", len(reqs), stderr)
 	}
 }
+
+// TestAttackSweepPaysForAFailingExtractionEveryMinute: the process holding
+// a campaign's claim sweeps its owed work every minute. A session whose
+// extraction fails every time (a model whose answer to one window is never
+// the schema, at temperature 0 the same answer each time) was sent to the
+// model again on every sweep: 61 billed requests an hour, 1,440 a day, for
+// nothing. A failing extraction is tried again after a wait that doubles,
+// up to owedRetryMax.
+func TestAttackSweepPaysForAFailingExtractionEveryMinute(t *testing.T) {
+	t.Parallel()
+	dsn := sampleUnprocessed.Copy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard) // a liveness bound
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	store := pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions)
+	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	// s1's processing was cut short before its extraction.
+	if err := camp.Processing().Save(ctx, "s1", postsession.StageStarted, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktest.NewFake(time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC))
+	s := startServe(t, dsn, conn, `I am sorry, I cannot help with that.`, clk)
+	swept := func() {
+		t.Helper()
+		for !slices.Contains(clk.Pending(), owedSweepEvery) {
+			if !clk.WaitTimers(ctx, len(clk.Pending())+1) {
+				stderr, _ := s.stop()
+				t.Fatalf("serve waits for no next sweep of owed work (timers %v)\n%s", clk.Pending(), stderr)
+			}
+		}
+	}
+	swept()
+	first := len(s.srv.Requests())
+	if first == 0 {
+		stderr, _ := s.stop()
+		t.Fatalf("serve's start-up sweep asked the model nothing for s1:\n%s", stderr)
+	}
+	const hour = 60
+	for range hour {
+		clk.Advance(owedSweepEvery)
+		swept()
+	}
+	stderr, reqs := s.stop()
+	attempts := len(reqs) / first
+	t.Logf("%d requests in an hour of sweeps, %d a try: %d tries", len(reqs), first, attempts)
+	// Doubling from a minute: tries at 0, 1, 3, 7, 15, 31 minutes.
+	if attempts > 8 {
+		t.Errorf("a session whose extraction always fails was sent to the model %d times in an hour of sweeps (%d requests):\n%.2000s",
+			attempts, len(reqs), stderr)
+	}
+}
