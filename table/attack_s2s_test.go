@@ -3,10 +3,12 @@ package table_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
 	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/table"
@@ -91,5 +93,83 @@ func TestAttackEndlessSpeechToSpeechAnswer(t *testing.T) {
 	}
 	if attrs["npc"].String() != "grimjaw" || attrs["turn_timeout"].Duration() != turnTimeout {
 		t.Fatalf("the log line says npc %v, turn_timeout %v; want grimjaw and %v", attrs["npc"], attrs["turn_timeout"], turnTimeout)
+	}
+}
+
+// TestAttackTalkOverSpeechToSpeechNPC: a player talks over a
+// speech-to-speech NPC. Its answer is paced out in real time, so the talk
+// comes while the table waits to send the next frame, not between the
+// model's events (the tests' instant pacing only ever hit the second).
+// That wait returned "cancelled", taken for no error: the model was never
+// told where its answer was cut (it went on believing the players heard
+// all of it), and what the players did hear was recorded nowhere. The
+// answer is truncated at what was played, and that part is the NPC's line.
+func TestAttackTalkOverSpeechToSpeechNPC(t *testing.T) {
+	t.Parallel()
+	audiotest.Need(t, "espeak-ng")
+	const answer = "Aye, the shipment went into Duskwood, and then it went further still, past the old mill and the ford."
+	srv := realtimetest.NewServer(t, realtimetest.Options{Default: realtimetest.Reply{Text: answer}})
+	pace := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	r := newRigWith(t, 0, func(camp *postgres.Campaign) {
+		g, err := camp.Graph().Entity(context.Background(), "grimjaw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := npc.PersonaFromEntity(g)
+		p.Engine = npc.EngineS2S
+		if err := camp.Graph().UpsertEntity(context.Background(), p.Entity()); err != nil {
+			t.Fatal(err)
+		}
+	}, func(cfg *table.Config) {
+		cfg.Providers.Realtime = &table.Realtime{URL: srv.URL(), APIKey: "k", Pace: pace}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
+	defer cancel()
+	if err := r.send(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	frames := func() int {
+		r.voice.mu.Lock()
+		defer r.voice.mu.Unlock()
+		return r.voice.frames
+	}
+	// Half a second of the answer is played, frame by frame, as the pacing
+	// clock moves on.
+	for frames() < 25 {
+		if !pace.WaitTimers(ctx, 1) {
+			t.Fatalf("the answer's pacing waits on no timer after %d frames", frames())
+		}
+		pace.Advance(20 * time.Millisecond)
+	}
+	// The table now waits to send the next frame; the player talks.
+	if !pace.WaitTimers(ctx, 1) {
+		t.Fatal("the answer's pacing waits on no timer")
+	}
+	if err := r.send(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var first table.LineReport
+	select {
+	case first = <-r.reports:
+	case <-ctx.Done():
+		t.Fatal("the talked-over turn never ended")
+	}
+	st := srv.State()
+	if len(st.Truncs) == 0 {
+		t.Errorf("the model was not told where its answer was cut (reply %q, error %q)", first.Reply, first.Error)
+	}
+	if first.Reply == "" || first.Reply == answer || !strings.HasPrefix(answer, strings.TrimRight(first.Reply, ".,… ")) {
+		t.Errorf("the talked-over turn's reply is %q; want the part of %q that was played", first.Reply, answer)
+	}
+	es, err := r.camp.Sessions().Entries(ctx, "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded bool
+	for _, e := range es {
+		recorded = recorded || e.NPCID == "grimjaw" && e.Text != "" && e.Text == first.Reply
+	}
+	if !recorded {
+		t.Errorf("what the players heard of the NPC's answer is not in the session log: %+v", es)
 	}
 }

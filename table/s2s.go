@@ -353,7 +353,11 @@ func (s *Session) speakS2S(ctx context.Context, npcID string, n *s2sNPC, l line,
 				pending = append(pending, ev.Audio...)
 				for len(pending) >= playback.FrameSamples {
 					if err := send(pending[:playback.FrameSamples]); err != nil {
-						if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+						if speakCtx.Err() != nil {
+							// Cut while waiting to send the next frame,
+							// where a paced answer spends most of its
+							// time: a player talked over it, or the turn's
+							// time ran out.
 							return interrupt()
 						}
 						return "", calls, err
@@ -371,6 +375,9 @@ func (s *Session) speakS2S(ctx context.Context, npcID string, n *s2sNPC, l line,
 			case realtime.EventNPCTranscript:
 				if len(pending) > 0 {
 					if err := send(pending); err != nil {
+						if speakCtx.Err() != nil {
+							return interrupt()
+						}
 						return "", calls, err
 					}
 				}
