@@ -329,12 +329,8 @@ func (r *owedRetry) done(now time.Time, err error, period time.Duration) {
 		*r = owedRetry{}
 		return
 	}
-	wait := owedRetryMax
-	if r.fails < 30 {
-		wait = min(period<<r.fails, owedRetryMax)
-	}
 	r.fails++
-	r.next = now.Add(wait)
+	r.next = now.Add(reconnect.Backoff{Initial: period, Max: owedRetryMax, Jitter: -1}.Delay(r.fails, 0.5))
 }
 
 // sweepOwed runs sweep at once and then every every (on clk) until ctx
