@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/glyphoxa/glyphoxa/internal/clock/clocktest"
-	"github.com/glyphoxa/glyphoxa/memory/postgres"
-	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/table"
 	"github.com/glyphoxa/glyphoxa/voice/audio/audiotest"
 	"github.com/glyphoxa/glyphoxa/voice/realtime/realtimetest"
@@ -59,17 +57,7 @@ func TestAttackEndlessSpeechToSpeechAnswer(t *testing.T) {
 		Text: "Aye, the shipment went into Duskwood, and then it went further still.", HoldAfter: 2}})
 	logs := &records{}
 	const turnTimeout = 2 * time.Second
-	r := newRigWith(t, 0, func(camp *postgres.Campaign) {
-		g, err := camp.Graph().Entity(context.Background(), "grimjaw")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := npc.PersonaFromEntity(g)
-		p.Engine = npc.EngineS2S
-		if err := camp.Graph().UpsertEntity(context.Background(), p.Entity()); err != nil {
-			t.Fatal(err)
-		}
-	}, func(cfg *table.Config) {
+	r := newRigWith(t, 0, grimjawSpeaksToSpeech(t), func(cfg *table.Config) {
 		cfg.Providers.Realtime = &table.Realtime{URL: srv.URL(), APIKey: "k", Pace: instant{}}
 		cfg.Settings.TurnTimeout = turnTimeout
 		cfg.Logger = slog.New(logs)
@@ -110,17 +98,7 @@ func TestAttackTalkOverSpeechToSpeechNPC(t *testing.T) {
 	const answer = "Aye, the shipment went into Duskwood, and then it went further still, past the old mill and the ford."
 	srv := realtimetest.NewServer(t, realtimetest.Options{Default: realtimetest.Reply{Text: answer}})
 	pace := clocktest.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	r := newRigWith(t, 0, func(camp *postgres.Campaign) {
-		g, err := camp.Graph().Entity(context.Background(), "grimjaw")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := npc.PersonaFromEntity(g)
-		p.Engine = npc.EngineS2S
-		if err := camp.Graph().UpsertEntity(context.Background(), p.Entity()); err != nil {
-			t.Fatal(err)
-		}
-	}, func(cfg *table.Config) {
+	r := newRigWith(t, 0, grimjawSpeaksToSpeech(t), func(cfg *table.Config) {
 		cfg.Providers.Realtime = &table.Realtime{URL: srv.URL(), APIKey: "k", Pace: pace}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard

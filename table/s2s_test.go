@@ -24,17 +24,7 @@ func TestSpeechToSpeechNPC(t *testing.T) {
 	const answer = "The shipment went into Duskwood, lad."
 	srv := realtimetest.NewServer(t, realtimetest.Options{Replies: []realtimetest.Reply{{
 		Call: &realtimetest.Call{Name: npc.ToolRecall, Arguments: `{"query":"shipment"}`}, Text: answer}}})
-	r := newRigWith(t, 0, func(camp *postgres.Campaign) {
-		g, err := camp.Graph().Entity(context.Background(), "grimjaw")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := npc.PersonaFromEntity(g)
-		p.Engine = npc.EngineS2S
-		if err := camp.Graph().UpsertEntity(context.Background(), p.Entity()); err != nil {
-			t.Fatal(err)
-		}
-	}, func(cfg *table.Config) {
+	r := newRigWith(t, 0, grimjawSpeaksToSpeech(t), func(cfg *table.Config) {
 		cfg.Providers.Realtime = &table.Realtime{URL: srv.URL(), APIKey: "k", Pace: instant{}}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -75,6 +65,22 @@ func TestSpeechToSpeechNPC(t *testing.T) {
 	}
 }
 
+// grimjawSpeaksToSpeech is a rig's campaign set-up: Grimjaw's persona asks
+// for the speech-to-speech engine.
+func grimjawSpeaksToSpeech(tb testing.TB) func(*postgres.Campaign) {
+	return func(camp *postgres.Campaign) {
+		g, err := camp.Graph().Entity(context.Background(), "grimjaw")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p := npc.PersonaFromEntity(g)
+		p.Engine = npc.EngineS2S
+		if err := camp.Graph().UpsertEntity(context.Background(), p.Entity()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkTurnS2S measures whole turns of a speech-to-speech NPC through
 // the table, the model faked with no delay: the bot's own time from the
 // end of speech to the answer's first frame, less speech-to-text (which
@@ -85,17 +91,7 @@ func TestSpeechToSpeechNPC(t *testing.T) {
 func BenchmarkTurnS2S(b *testing.B) {
 	audiotest.Need(b, "espeak-ng")
 	srv := realtimetest.NewServer(b, realtimetest.Options{Default: realtimetest.Reply{Text: "Aye."}})
-	r := newRigWith(b, 0, func(camp *postgres.Campaign) {
-		g, err := camp.Graph().Entity(context.Background(), "grimjaw")
-		if err != nil {
-			b.Fatal(err)
-		}
-		p := npc.PersonaFromEntity(g)
-		p.Engine = npc.EngineS2S
-		if err := camp.Graph().UpsertEntity(context.Background(), p.Entity()); err != nil {
-			b.Fatal(err)
-		}
-	}, func(cfg *table.Config) {
+	r := newRigWith(b, 0, grimjawSpeaksToSpeech(b), func(cfg *table.Config) {
 		cfg.Providers.Realtime = &table.Realtime{URL: srv.URL(), APIKey: "k", Pace: instant{}}
 	})
 	ctx := context.Background()
