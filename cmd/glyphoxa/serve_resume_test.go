@@ -23,6 +23,7 @@ import (
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/chunk"
 	"github.com/glyphoxa/glyphoxa/memory/embed"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -117,22 +118,29 @@ func (s *servedT) stop() (string, []llmtest.Request) {
 // outage spool, replayed when its replica started again. serve's start-up
 // resumption processes s1 again: its chunks hold the late line, and its
 // facts were extracted from a window holding it.
-func TestServeProcessesLateLinesAgain(t *testing.T) {
-	t.Parallel()
+// unprocessedSample is a copy of the sample campaign with nothing processed:
+// its DSN, a connection for the test's own queries (closed with the test)
+// and the campaign.
+func unprocessedSample(t *testing.T) (string, *pgx.Conn, *postgres.Campaign) {
+	t.Helper()
 	dsn := sampleUnprocessed.Copy(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(context.Background()) })
 	store := pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions)
-	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	return dsn, conn, pgtest.Campaign(t, store, "ironhold-saga")
+}
+
+// processS1 processes session s1 of camp: chunked, extracted.
+func processS1(t *testing.T, camp *postgres.Campaign) {
+	t.Helper()
+	ctx := context.Background()
 	emb, err := embed.NewOffline(camp.Index().Dimensions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// s1 processed: chunked, extracted.
 	if _, err := chunk.Process(ctx, camp, emb, chunk.Options{}, "s1"); err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +149,13 @@ func TestServeProcessesLateLinesAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func TestServeProcessesLateLinesAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn, conn, camp := unprocessedSample(t)
+	processS1(t, camp)
 	s1, err := camp.Sessions().Session(ctx, "s1")
 	if err != nil || s1.EndedAt.IsZero() {
 		t.Fatalf("s1: %+v, %v; want an ended session", s1, err)
@@ -223,28 +238,10 @@ func TestServeResumesInterruptedExtraction(t *testing.T) {
 // they waited for its next start.
 func TestAttackOwedWorkWaitedForARestart(t *testing.T) {
 	t.Parallel()
-	dsn := sampleUnprocessed.Copy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard) // a liveness bound
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	store := pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions)
-	camp := pgtest.Campaign(t, store, "ironhold-saga")
-	emb, err := embed.NewOffline(camp.Index().Dimensions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chunk.Process(ctx, camp, emb, chunk.Options{}, "s1"); err != nil {
-		t.Fatal(err)
-	}
-	for _, stage := range []string{postsession.StageStarted, postsession.StageL2, postsession.StageExtract} {
-		if err := camp.Processing().Save(ctx, "s1", stage, 1, stage != postsession.StageStarted); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dsn, conn, camp := unprocessedSample(t)
+	processS1(t, camp)
 	clk := clocktest.NewFake(time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC))
 	s := startServe(t, dsn, conn, `{"entities":[{"name":"Moonwell","type":"location"}],"relationships":[]}`, clk)
 	// serve's start-up work is done when it waits for its next sweep.
@@ -288,16 +285,9 @@ func TestAttackOwedWorkWaitedForARestart(t *testing.T) {
 // up to owedRetryMax.
 func TestAttackSweepPaysForAFailingExtractionEveryMinute(t *testing.T) {
 	t.Parallel()
-	dsn := sampleUnprocessed.Copy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard) // a liveness bound
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	store := pgtest.StoreAt(t, dsn, config.Default().Memory.EmbeddingDimensions)
-	camp := pgtest.Campaign(t, store, "ironhold-saga")
+	dsn, conn, camp := unprocessedSample(t)
 	// s1's processing was cut short before its extraction.
 	if err := camp.Processing().Save(ctx, "s1", postsession.StageStarted, 0, false); err != nil {
 		t.Fatal(err)
