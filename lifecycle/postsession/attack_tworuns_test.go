@@ -9,6 +9,7 @@ import (
 
 	"github.com/glyphoxa/glyphoxa/lifecycle/postsession"
 	"github.com/glyphoxa/glyphoxa/memory"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 )
 
@@ -37,6 +38,24 @@ func (x *countingExtractor) Extract(ctx context.Context, _ []memory.Entity, _ []
 	return postsession.Extraction{Entities: []postsession.ExtractedEntity{{Name: "Moonwell", Type: "location"}}}, nil
 }
 
+// oneLineSession is a store and its campaign named id, whose session s1,
+// one line long, has ended.
+func oneLineSession(t *testing.T, id string) (*postgres.Store, *postgres.Campaign) {
+	t.Helper()
+	ctx := context.Background()
+	store, _ := pgtest.NewStore(t, 8)
+	camp := pgtest.Campaign(t, store, id)
+	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+	if _, err := camp.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "lyra", SpeakerName: "Lyra",
+		Text: "The Moonwell lies past the north gate.", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := camp.Sessions().EndSession(ctx, "s1", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	return store, camp
+}
+
 // TestAttackTwoRunsOfOneSession: two processes run one session's
 // processing at once (a session's end in one, serve's sweep in another, or
 // `glyphoxa process --extract` by hand). Both paid the model for the same
@@ -46,16 +65,7 @@ func TestAttackTwoRunsOfOneSession(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a liveness bound
 	defer cancel()
-	store, _ := pgtest.NewStore(t, 8)
-	camp := pgtest.Campaign(t, store, "tworuns")
-	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
-	if _, err := camp.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "lyra", SpeakerName: "Lyra",
-		Text: "The Moonwell lies past the north gate.", At: t0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := camp.Sessions().EndSession(ctx, "s1", t0.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	store, camp := oneLineSession(t, "tworuns")
 	x := &countingExtractor{held: make(chan struct{}), again: make(chan struct{}), release: make(chan struct{})}
 	// Two processes: two processors, each with its own progress handle.
 	run := func() <-chan error {
@@ -122,16 +132,7 @@ func TestAttackClaimOfADeadRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a liveness bound
 	defer cancel()
-	store, _ := pgtest.NewStore(t, 8)
-	camp := pgtest.Campaign(t, store, "deadrun")
-	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
-	if _, err := camp.Sessions().WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: "lyra", SpeakerName: "Lyra",
-		Text: "The Moonwell lies past the north gate.", At: t0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := camp.Sessions().EndSession(ctx, "s1", t0.Add(time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	store, camp := oneLineSession(t, "deadrun")
 	x := &countingExtractor{held: make(chan struct{}), again: make(chan struct{}), release: make(chan struct{})}
 	newProc := func() *postsession.Processor {
 		p, err := postsession.New(postsession.Config{Transcript: camp.Sessions(), Graph: camp.Graph(), Extractor: x,
