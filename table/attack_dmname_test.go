@@ -153,14 +153,9 @@ func TestTheDMsLinesAreNarration(t *testing.T) {
 	}
 }
 
-// TestAttackReservedDMNamesAreAPlayers: every display name a recap or an
-// NPC reads as the game master's ("GM", "Game Master", "the Narrator",
-// "D.M.", "DМ" with a Cyrillic М…) is marked "(player)" on a player's
-// line, and so is an NPC's name spelt with lookalike letters ("Grimjаw"
-// with a Cyrillic а); other names, "DM Dave" among them, are left as
-// they are.
-func TestAttackReservedDMNamesAreAPlayers(t *testing.T) {
-	t.Parallel()
+// sampleCast is the cast of the sample campaign, read as the DM.
+func sampleCast(t *testing.T) *table.Cast {
+	t.Helper()
 	store, _ := pgtest.NewStore(t, 16)
 	camp := pgtest.Import(t, store, campaignPath)
 	pipe, err := correction.NewPipeline()
@@ -171,6 +166,18 @@ func TestAttackReservedDMNamesAreAPlayers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cast
+}
+
+// TestAttackReservedDMNamesAreAPlayers: every display name a recap or an
+// NPC reads as the game master's ("GM", "Game Master", "the Narrator",
+// "D.M.", "DМ" with a Cyrillic М…) is marked "(player)" on a player's
+// line, and so is an NPC's name spelt with lookalike letters ("Grimjаw"
+// with a Cyrillic а); other names, "DM Dave" among them, are left as
+// they are.
+func TestAttackReservedDMNamesAreAPlayers(t *testing.T) {
+	t.Parallel()
+	cast := sampleCast(t)
 	for _, name := range []string{"DM", "dm", " GM ", "Game Master", "game-master", "Dungeon Master", "DungeonMaster",
 		"Narrator", "the Narrator", "The DM", "D.M.", "G.M", "D\u200bM", "DМ" /* Cyrillic М */, "ΝARRATOR", /* Greek Ν */
 		"ＤＭ" /* fullwidth */} {
@@ -208,16 +215,7 @@ func TestAttackReservedDMNamesAreAPlayers(t *testing.T) {
 // they are.
 func TestAttackLookalikeLettersSpellReservedNames(t *testing.T) {
 	t.Parallel()
-	store, _ := pgtest.NewStore(t, 16)
-	camp := pgtest.Import(t, store, campaignPath)
-	pipe, err := correction.NewPipeline()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cast, err := table.NewCast(context.Background(), pgtest.Open(t, store, camp.ID(), memory.DMViewer()), pipe)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cast := sampleCast(t)
 	for _, name := range []string{
 		"𝐃𝐌", "𝔇𝔐", "𝙶𝙼", "𝒩𝒶𝓇𝓇𝒶𝓉ℴ𝓇", "𝕋𝕙𝕖 𝔾𝕄", // mathematical alphanumerics
 		"ⒹⓂ", "ⓓⓜ", "⒟⒨", "🄳🄼", "🅳🅼", "🅓🅜", "🇩 🇲", // enclosed, parenthesized, squared, regional
