@@ -11,10 +11,33 @@ import (
 	"github.com/glyphoxa/glyphoxa/internal/llm/llmtest"
 	"github.com/glyphoxa/glyphoxa/memory"
 	"github.com/glyphoxa/glyphoxa/memory/hotctx"
+	"github.com/glyphoxa/glyphoxa/memory/postgres"
 	"github.com/glyphoxa/glyphoxa/memory/postgres/pgtest"
 	"github.com/glyphoxa/glyphoxa/npc"
 	"github.com/glyphoxa/glyphoxa/table"
 )
+
+// thorinAloneFromMinuteOne starts session s1 of sl with Lyra and Thorin
+// together, splits the party at minute 1 (Thorin alone in a scene) and
+// brings it together again at minute 10; it returns the session's start.
+func thorinAloneFromMinuteOne(t *testing.T, sl *postgres.SessionLog) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
+	if err := sl.StartSession(ctx, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		at      time.Duration
+		players []string
+		split   bool
+	}{{0, []string{"lyra", "thorin"}, false}, {time.Minute, []string{"thorin"}, true}, {10 * time.Minute, []string{"lyra", "thorin"}, false}} {
+		if err := sl.RecordPresence(ctx, "s1", t0.Add(p.at), p.players, p.split); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return t0
+}
 
 // TestAttackNPCRetellsASplitScene attacks the split-scene secrecy through
 // an NPC. The DM splits the party: Thorin alone meets Hadrik at the old
@@ -56,19 +79,7 @@ func TestAttackNPCRetellsASplitScene(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
-	if err := sl.StartSession(ctx, "s1", t0); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []struct {
-		at      time.Duration
-		players []string
-		split   bool
-	}{{0, []string{"lyra", "thorin"}, false}, {time.Minute, []string{"thorin"}, true}, {10 * time.Minute, []string{"lyra", "thorin"}, false}} {
-		if err := sl.RecordPresence(ctx, "s1", t0.Add(p.at), p.players, p.split); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t0 := thorinAloneFromMinuteOne(t, sl)
 	write := func(e memory.TranscriptEntry) int64 {
 		t.Helper()
 		e.SessionID = "s1"
@@ -188,19 +199,7 @@ func TestAttackNPCNamesAnEntityOfASplitScene(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t0 := time.Date(2026, 3, 1, 19, 0, 0, 0, time.UTC)
-	if err := sl.StartSession(ctx, "s1", t0); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []struct {
-		at      time.Duration
-		players []string
-		split   bool
-	}{{0, []string{"lyra", "thorin"}, false}, {time.Minute, []string{"thorin"}, true}, {10 * time.Minute, []string{"lyra", "thorin"}, false}} {
-		if err := sl.RecordPresence(ctx, "s1", t0.Add(p.at), p.players, p.split); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t0 := thorinAloneFromMinuteOne(t, sl)
 	write := func(at time.Duration, speaker, text string) int64 {
 		t.Helper()
 		if _, err := sl.WriteEntry(ctx, memory.TranscriptEntry{SessionID: "s1", SpeakerID: speaker, SpeakerName: speaker,
